@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+)
+
+func benchEngine(b *testing.B, rules ...FlowRule) *Engine {
+	b.Helper()
+	e := New(Options{})
+	b.Cleanup(e.Close)
+	if err := e.LoadFlowRules(rules); err != nil {
+		b.Fatal(err)
+	}
+	return e
+}
+
+// BenchmarkEntryExitPass is ENGINE.md's first figure: Entry and Exit by
+// name with one QPS reject rule that lets every call pass.
+func BenchmarkEntryExitPass(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
+	b.ReportAllocs()
+	for b.Loop() {
+		en, blk := e.Entry("orders")
+		if blk != nil {
+			b.Fatal(blk)
+		}
+		en.Exit()
+	}
+}
+
+// BenchmarkEntryExitPassHandle is the same through a resource handle.
+func BenchmarkEntryExitPassHandle(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
+	r := e.Resource("orders")
+	b.ReportAllocs()
+	for b.Loop() {
+		en, blk := r.Entry()
+		if blk != nil {
+			b.Fatal(blk)
+		}
+		en.Exit()
+	}
+}
+
+// BenchmarkEntryExitPassParallel runs the first figure on every core.
+func BenchmarkEntryExitPassParallel(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			en, blk := e.Entry("orders")
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			en.Exit()
+		}
+	})
+}
+
+// BenchmarkEntryBlocked is an Entry that a threshold of 0 blocks.
+func BenchmarkEntryBlocked(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 0})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, blk := e.Entry("orders"); blk == nil {
+			b.Fatal("passed")
+		}
+	}
+}
+
+// BenchmarkEntryExitError records an error on Exit.
+func BenchmarkEntryExitError(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
+	err := errors.New("boom")
+	b.ReportAllocs()
+	for b.Loop() {
+		en, _ := e.Entry("orders")
+		en.Exit(WithError(err))
+	}
+}

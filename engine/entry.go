@@ -1,0 +1,155 @@
+package engine
+
+import "time"
+
+// EntryOption adjusts one Entry call. Options are plain values, so passing
+// them does not allocate.
+type EntryOption struct {
+	count  int64
+	noWait bool
+}
+
+// WithCount makes the call count as n (a batch); values below 1 count as 1.
+func WithCount(n int64) EntryOption { return EntryOption{count: n} }
+
+// WithNoWait makes a throttled call return at once with the wait it was
+// given (Entry.WaitMs) instead of sleeping it; the caller owes the wait.
+func WithNoWait() EntryOption { return EntryOption{noWait: true} }
+
+// ExitOption adjusts one Exit call.
+type ExitOption struct {
+	err   error
+	rtMs  int64
+	rtSet bool
+}
+
+// WithError reports the call's outcome: a non-nil err counts the call as an
+// error (it still counts as complete, as in Sentinel).
+func WithError(err error) ExitOption { return ExitOption{err: err} }
+
+// WithRtMs reports the call's response time instead of the time measured
+// between Entry and Exit.
+func WithRtMs(ms int64) ExitOption { return ExitOption{rtMs: ms, rtSet: true} }
+
+// BlockReason says which kind of rule blocked a call.
+type BlockReason string
+
+// Block reasons.
+const (
+	// ReasonFlow is a QPS flow rule (reject, throttling or warm-up).
+	ReasonFlow BlockReason = "flow"
+	// ReasonConcurrency is a flow rule on calls in flight.
+	ReasonConcurrency BlockReason = "concurrency"
+)
+
+// BlockError tells a blocked caller which rule blocked it. Each rule builds
+// its BlockError once, so blocking allocates nothing; treat it as read-only.
+type BlockError struct {
+	reason BlockReason
+	rule   string
+	msg    string
+}
+
+func newBlockError(reason BlockReason, rule string) *BlockError {
+	return &BlockError{reason: reason, rule: rule, msg: "sluice: blocked by " + string(reason) + " rule " + rule}
+}
+
+// Error describes the block.
+func (b *BlockError) Error() string { return b.msg }
+
+// Reason returns the kind of rule that blocked the call.
+func (b *BlockError) Reason() BlockReason { return b.reason }
+
+// Rule returns the name of the rule that blocked the call.
+func (b *BlockError) Rule() string { return b.rule }
+
+// Entry is a call that was let through. Call Exit exactly once when the call
+// is done; it records completion, response time and the end of the call's
+// concurrency. The zero Entry's Exit does nothing.
+type Entry struct {
+	res     *Resource
+	startMs int64
+	count   int64
+	waitMs  int64
+}
+
+// WaitMs returns how long the call was queued by a throttling rule: slept
+// already, or owed by the caller with WithNoWait.
+func (e Entry) WaitMs() int64 { return e.waitMs }
+
+// Entry asks for count calls (WithCount, default 1) to pass the resource's
+// rules. A nil BlockError means the call may go ahead (after Entry.WaitMs when
+// WithNoWait is given); the caller must then Exit the entry.
+func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
+	if r == nil {
+		return Entry{}, nil
+	}
+	count, noWait := int64(1), false
+	for _, o := range opts {
+		if o.count > 1 {
+			count = o.count
+		}
+		noWait = noWait || o.noWait
+	}
+	now := r.now()
+	rs := r.rules.Load()
+	var inFlight int64
+	if rs.reserveConcurrency {
+		inFlight = r.concurrency.Add(count)
+	}
+	var waitNs int64
+	shadowBlocked := false
+	for _, c := range rs.flow {
+		ok, w := c.check(r, now, count, inFlight)
+		switch {
+		case !ok && c.shadow:
+			shadowBlocked = true
+		case !ok:
+			if rs.reserveConcurrency {
+				r.concurrency.Add(-count)
+			}
+			r.recordBlock(now, count)
+			return Entry{}, c.blocked
+		case w > waitNs && !c.shadow:
+			waitNs = w
+		}
+	}
+	if !rs.reserveConcurrency {
+		inFlight = r.concurrency.Add(count)
+	}
+	r.recordPass(now, count, inFlight, shadowBlocked, rs.feeds)
+	e := Entry{res: r, startMs: now, count: count}
+	if waitNs > 0 {
+		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+		e.startMs += e.waitMs
+		if !noWait {
+			r.clock.Sleep(time.Duration(waitNs))
+		}
+	}
+	return e, nil
+}
+
+// Exit ends the call: it counts it complete (and an error with WithError),
+// records its response time and releases its concurrency.
+func (e Entry) Exit(opts ...ExitOption) {
+	r := e.res
+	if r == nil {
+		return
+	}
+	now := r.now()
+	rt := now - e.startMs
+	var errors int64
+	for _, o := range opts {
+		if o.err != nil {
+			errors = e.count
+		}
+		if o.rtSet {
+			rt = o.rtMs
+		}
+	}
+	if rt < 0 {
+		rt = 0
+	}
+	r.concurrency.Add(-e.count)
+	r.recordComplete(now, e.count, rt, errors)
+}

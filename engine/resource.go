@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"strings"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/engine/window"
+)
+
+// Window shapes every resource keeps.
+const (
+	// secondIntervalMs and secondSamples shape the window decisions and the
+	// live view read: ten buckets of 100 ms.
+	secondIntervalMs = 1000
+	secondSamples    = 10
+	// minuteSamples one-minute buckets are kept besides the current one, so
+	// a finished minute can be collected for up to that long after it ends.
+	minuteSamples = 2
+	minuteMs      = 60_000
+)
+
+// Resource is the statistics and rules of one named resource. Hold the handle
+// from Engine.Resource to call Entry without a name lookup. A nil *Resource
+// (the engine's resource limit was reached) lets every call pass uncounted.
+type Resource struct {
+	name        string
+	clock       Clock
+	realClock   *RealClock // the clock again when it is the cached real one, read without an interface call
+	firstSeenMs int64
+
+	rules       atomic.Pointer[ruleSet]
+	concurrency atomic.Int64
+
+	second window.LeapArray
+	minute window.LeapArray
+
+	// collected is the part of each minute bucket already handed out by
+	// Engine.CollectMinutes; only the collector touches it.
+	collected [minuteSamples + 1]collectMark
+}
+
+type collectMark struct {
+	startMs int64
+	counts  [window.NumEvents]int64
+}
+
+// ruleSet is everything Entry needs for one resource, swapped whole on load.
+type ruleSet struct {
+	flow []*flowChecker
+	// feeds are the windows of rules (of this or other resources) that
+	// measure this resource's passes over their own interval.
+	feeds []*window.LeapArray
+	// reserveConcurrency: a concurrency rule of this resource counts the
+	// caller itself, so the in-flight count is raised before the checks.
+	reserveConcurrency bool
+}
+
+var noRules = &ruleSet{}
+
+func newResource(name string, clock Clock, nowMs int64) *Resource {
+	r := &Resource{name: strings.Clone(name), clock: clock, firstSeenMs: nowMs}
+	r.realClock, _ = clock.(*RealClock)
+	// One allocation for both rings keeps a resource's hot buckets together
+	// and, being larger than 1 KiB, 64-byte aligned in its own cache lines.
+	buf := make([]window.Bucket, window.Slots(secondSamples)+window.Slots(minuteSamples))
+	split := window.Slots(secondSamples)
+	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:split])
+	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[split:])
+	r.rules.Store(noRules)
+	return r
+}
+
+// mustInit sets up a window whose shape the engine chose itself.
+func mustInit(la *window.LeapArray, samples int, intervalMs int64, buf []window.Bucket) {
+	if err := la.Init(samples, intervalMs, buf); err != nil {
+		panic(err)
+	}
+}
+
+// Name returns the resource's name.
+func (r *Resource) Name() string { return r.name }
+
+// FirstSeenMs returns when the engine first saw the resource.
+func (r *Resource) FirstSeenMs() int64 { return r.firstSeenMs }
+
+// Concurrency returns the calls in flight.
+func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
+
+func (r *Resource) now() int64 {
+	if r.realClock != nil {
+		return r.realClock.NowMs()
+	}
+	return r.clock.NowMs()
+}
+
+func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.LeapArray) {
+	b := r.second.Current(nowMs)
+	b.AddPass(nowMs, count)
+	b.ObserveConcurrency(concurrency)
+	m := r.minute.Current(nowMs)
+	m.Add(window.Pass, count)
+	m.ObserveConcurrency(concurrency)
+	if shadowBlocked {
+		b.Add(window.ShadowBlock, count)
+		m.Add(window.ShadowBlock, count)
+	}
+	for _, w := range feeds {
+		w.Current(nowMs).AddPass(nowMs, count)
+	}
+}
+
+func (r *Resource) recordBlock(nowMs, count int64) {
+	r.second.Current(nowMs).Add(window.Block, count)
+	r.minute.Current(nowMs).Add(window.Block, count)
+}
+
+func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
+	r.second.Current(nowMs).AddComplete(count, rtMs, errors)
+	r.minute.Current(nowMs).AddComplete(count, rtMs, errors)
+}

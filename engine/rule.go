@@ -1,0 +1,271 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Mode says whether a rule's blocks are enforced.
+type Mode string
+
+// Rule modes.
+const (
+	// ModeEnforce blocks calls the rule does not allow.
+	ModeEnforce Mode = "enforce"
+	// ModeShadow evaluates the rule and counts its would-be blocks as
+	// shadowBlock, but lets the calls pass: a way to roll a rule out safely.
+	ModeShadow Mode = "shadow"
+)
+
+// FlowMetric is what a flow rule limits.
+type FlowMetric string
+
+// Flow metrics.
+const (
+	// MetricQPS limits passes per statIntervalMs.
+	MetricQPS FlowMetric = "qps"
+	// MetricConcurrency limits calls in flight (entered, not yet exited).
+	MetricConcurrency FlowMetric = "concurrency"
+)
+
+// ControlBehavior is what a QPS rule does with calls over its threshold.
+type ControlBehavior string
+
+// Control behaviours.
+const (
+	// BehaviorReject blocks calls over the threshold at once.
+	BehaviorReject ControlBehavior = "reject"
+	// BehaviorThrottling spaces passes evenly (leaky bucket); a caller that
+	// would wait longer than maxQueueingTimeMs is blocked.
+	BehaviorThrottling ControlBehavior = "throttling"
+)
+
+// TokenCalculateStrategy is how a QPS rule derives its current threshold.
+type TokenCalculateStrategy string
+
+// Token calculation strategies.
+const (
+	// StrategyDirect uses the threshold as it is.
+	StrategyDirect TokenCalculateStrategy = "direct"
+	// StrategyWarmUp ramps the threshold from threshold/coldFactor up to
+	// threshold over warmUpPeriodSec after the resource has been idle.
+	StrategyWarmUp TokenCalculateStrategy = "warmUp"
+)
+
+// RelationStrategy says whose traffic a flow rule measures.
+type RelationStrategy string
+
+// Relation strategies.
+const (
+	// RelationCurrent measures the rule's own resource.
+	RelationCurrent RelationStrategy = "current"
+	// RelationAssociated limits the resource by refResource's traffic.
+	RelationAssociated RelationStrategy = "associated"
+)
+
+// Limits and defaults of flow rule fields.
+const (
+	DefaultStatIntervalMs   = 1000
+	MinStatIntervalMs       = 100
+	MaxStatIntervalMs       = 600_000
+	MaxQueueingTimeMs       = 60_000
+	DefaultWarmUpColdFactor = 3
+	MaxWarmUpPeriodSec      = 86_400
+	MaxResourceNameLen      = 256
+	maxRuleNameLen          = 128
+	MaxThreshold            = 1e12
+)
+
+var ruleNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
+
+// FlowRule limits the traffic of one resource. Zero values of optional
+// fields mean their defaults (see WithDefaults); JSON names are those of the
+// REST API.
+type FlowRule struct {
+	// Name identifies the rule in block errors; optional for embedded use,
+	// unique within a rule set when given.
+	Name     string `json:"name,omitempty"`
+	Resource string `json:"resource"`
+	Mode     Mode   `json:"mode,omitempty"`
+
+	Metric                 FlowMetric             `json:"metric,omitempty"`
+	Threshold              float64                `json:"threshold"`
+	StatIntervalMs         int64                  `json:"statIntervalMs,omitempty"`
+	ControlBehavior        ControlBehavior        `json:"controlBehavior,omitempty"`
+	MaxQueueingTimeMs      int64                  `json:"maxQueueingTimeMs,omitempty"`
+	TokenCalculateStrategy TokenCalculateStrategy `json:"tokenCalculateStrategy,omitempty"`
+	WarmUpPeriodSec        int64                  `json:"warmUpPeriodSec,omitempty"`
+	WarmUpColdFactor       int64                  `json:"warmUpColdFactor,omitempty"`
+	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
+	RefResource            string                 `json:"refResource,omitempty"`
+}
+
+// WithDefaults returns the rule with every unset field that applies to it set
+// to its default. Fields that do not apply (statIntervalMs of a concurrency
+// rule, warmUpColdFactor without warm-up) stay zero.
+func (r FlowRule) WithDefaults() FlowRule {
+	if r.Mode == "" {
+		r.Mode = ModeEnforce
+	}
+	if r.Metric == "" {
+		r.Metric = MetricQPS
+	}
+	if r.ControlBehavior == "" {
+		r.ControlBehavior = BehaviorReject
+	}
+	if r.TokenCalculateStrategy == "" {
+		r.TokenCalculateStrategy = StrategyDirect
+	}
+	if r.RelationStrategy == "" {
+		r.RelationStrategy = RelationCurrent
+	}
+	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
+		r.StatIntervalMs = DefaultStatIntervalMs
+	}
+	if r.TokenCalculateStrategy == StrategyWarmUp && r.WarmUpColdFactor == 0 {
+		r.WarmUpColdFactor = DefaultWarmUpColdFactor
+	}
+	return r
+}
+
+// Validate checks the rule as WithDefaults would complete it and returns one
+// FieldError for every bad field, named as in JSON; nil when the rule is
+// valid.
+func (r FlowRule) Validate() []FieldError {
+	var errs fieldErrors
+	r = r.WithDefaults()
+	if r.Name != "" && !ruleNamePattern.MatchString(r.Name) {
+		errs.add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit", maxRuleNameLen))
+	}
+	errs.check("resource", validateResourceName(r.Resource))
+	switch r.Mode {
+	case ModeEnforce, ModeShadow:
+	default:
+		errs.add("mode", "must be one of enforce, shadow")
+	}
+
+	qps := r.Metric == MetricQPS
+	switch r.Metric {
+	case MetricQPS, MetricConcurrency:
+	default:
+		errs.add("metric", "must be one of qps, concurrency")
+	}
+	switch {
+	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
+		errs.add("threshold", "must be a finite number")
+	case r.Threshold < 0:
+		errs.add("threshold", "must be >= 0")
+	case r.Threshold > MaxThreshold:
+		errs.add("threshold", "must be at most 1e12")
+	case r.Metric == MetricConcurrency && r.Threshold != math.Trunc(r.Threshold):
+		errs.add("threshold", "must be a whole number for metric concurrency")
+	}
+	switch {
+	case !qps && r.StatIntervalMs != 0:
+		errs.add("statIntervalMs", "applies only to metric qps")
+	case qps && (r.StatIntervalMs < MinStatIntervalMs || r.StatIntervalMs > MaxStatIntervalMs):
+		errs.add("statIntervalMs", fmt.Sprintf("must be between %d and %d", MinStatIntervalMs, MaxStatIntervalMs))
+	}
+
+	throttling := r.ControlBehavior == BehaviorThrottling
+	switch {
+	case r.ControlBehavior != BehaviorReject && !throttling:
+		errs.add("controlBehavior", "must be one of reject, throttling")
+	case throttling && !qps:
+		errs.add("controlBehavior", "throttling applies only to metric qps")
+	}
+	switch {
+	case !throttling && r.MaxQueueingTimeMs != 0:
+		errs.add("maxQueueingTimeMs", "applies only to controlBehavior throttling")
+	case r.MaxQueueingTimeMs < 0 || r.MaxQueueingTimeMs > MaxQueueingTimeMs:
+		errs.add("maxQueueingTimeMs", fmt.Sprintf("must be between 0 and %d", MaxQueueingTimeMs))
+	}
+
+	warmUp := r.TokenCalculateStrategy == StrategyWarmUp
+	switch {
+	case r.TokenCalculateStrategy != StrategyDirect && !warmUp:
+		errs.add("tokenCalculateStrategy", "must be one of direct, warmUp")
+	case warmUp && !qps:
+		errs.add("tokenCalculateStrategy", "warmUp applies only to metric qps")
+	}
+	switch {
+	case !warmUp && r.WarmUpPeriodSec != 0:
+		errs.add("warmUpPeriodSec", "applies only to tokenCalculateStrategy warmUp")
+	case warmUp && (r.WarmUpPeriodSec <= 0 || r.WarmUpPeriodSec > MaxWarmUpPeriodSec):
+		errs.add("warmUpPeriodSec", fmt.Sprintf("is required with warmUp and must be between 1 and %d", MaxWarmUpPeriodSec))
+	}
+	switch {
+	case !warmUp && r.WarmUpColdFactor != 0:
+		errs.add("warmUpColdFactor", "applies only to tokenCalculateStrategy warmUp")
+	case warmUp && r.WarmUpColdFactor <= 1:
+		errs.add("warmUpColdFactor", "must be > 1")
+	}
+
+	switch r.RelationStrategy {
+	case RelationCurrent:
+		if r.RefResource != "" {
+			errs.add("refResource", "applies only to relationStrategy associated")
+		}
+	case RelationAssociated:
+		if r.RefResource == "" {
+			errs.add("refResource", "is required with relationStrategy associated")
+		} else {
+			errs.check("refResource", validateResourceName(r.RefResource))
+		}
+	default:
+		errs.add("relationStrategy", "must be one of current, associated")
+	}
+	return errs
+}
+
+// validateResourceName returns why name is not a valid resource name, or "".
+func validateResourceName(name string) string {
+	switch {
+	case name == "":
+		return "is required"
+	case !utf8.ValidString(name):
+		return "must be valid UTF-8"
+	case utf8.RuneCountInString(name) > MaxResourceNameLen:
+		return fmt.Sprintf("must be at most %d characters", MaxResourceNameLen)
+	case strings.IndexFunc(name, func(c rune) bool { return unicode.Is(unicode.Cc, c) }) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// FieldError is one invalid field: its JSON name (a path such as
+// "rules[3].threshold" where rules are validated as a set) and why.
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// ValidationError lists every invalid field of a rejected rule set.
+type ValidationError struct {
+	Fields []FieldError
+}
+
+// Error summarises the invalid fields.
+func (e *ValidationError) Error() string {
+	parts := make([]string, len(e.Fields))
+	for i, f := range e.Fields {
+		parts[i] = f.Field + " " + f.Message
+	}
+	return "invalid rules: " + strings.Join(parts, "; ")
+}
+
+type fieldErrors []FieldError
+
+func (e *fieldErrors) add(field, message string) {
+	*e = append(*e, FieldError{Field: field, Message: message})
+}
+
+func (e *fieldErrors) check(field, message string) {
+	if message != "" {
+		e.add(field, message)
+	}
+}

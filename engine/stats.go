@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"github.com/sluicehq/sluice/engine/window"
+)
+
+// LiveStats is a resource's traffic over the last second.
+type LiveStats struct {
+	PassQps        float64
+	BlockQps       float64
+	ShadowBlockQps float64
+	CompleteQps    float64
+	ErrorQps       float64
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs     float64
+	Concurrency int64
+}
+
+// Live returns the resource's figures over the last second.
+func (r *Resource) Live() LiveStats {
+	now := r.now()
+	perSecond := func(ev window.Event) float64 {
+		return float64(r.second.Sum(now, ev)) * 1000 / secondIntervalMs
+	}
+	s := LiveStats{
+		PassQps:        perSecond(window.Pass),
+		BlockQps:       perSecond(window.Block),
+		ShadowBlockQps: perSecond(window.ShadowBlock),
+		CompleteQps:    perSecond(window.Complete),
+		ErrorQps:       perSecond(window.Error),
+		Concurrency:    r.concurrency.Load(),
+	}
+	if s.CompleteQps > 0 {
+		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
+	}
+	return s
+}
+
+// MinuteStat is what happened to one resource in one UTC minute since the
+// previous CollectMinutes: counts are deltas to add to what was collected
+// before; the extremes are those of the whole minute so far, to merge with
+// min and max.
+type MinuteStat struct {
+	Resource string
+	// StartMs is the minute's start in Unix milliseconds.
+	StartMs int64
+	// Finished is true once the minute is over: later collections bring
+	// nothing more for it.
+	Finished       bool
+	Pass           int64
+	Block          int64
+	ShadowBlock    int64
+	Complete       int64
+	Error          int64
+	RtSumMs        int64
+	MinRtMs        int64 // 0 when no call completed
+	MaxRtMs        int64
+	MaxConcurrency int64
+}
+
+// CollectMinutes hands out, per resource and minute, what was recorded since
+// the previous call: finished minutes in full the first time, the current
+// minute as a delta each time. Call it at least once a minute (a minute is
+// kept for two more after it ends), from one goroutine at a time: the engine
+// serialises callers.
+func (e *Engine) CollectMinutes() []MinuteStat {
+	e.collectMu.Lock()
+	defer e.collectMu.Unlock()
+	now := e.clock.NowMs()
+	var out []MinuteStat
+	for _, r := range e.resources.all() {
+		for i := range r.minute.Len() {
+			b := r.minute.At(i)
+			start := b.StartMs()
+			if start < 0 {
+				continue
+			}
+			snap := b.Snapshot()
+			if snap.StartMs != start || b.StartMs() != start {
+				continue // reset for a new minute meanwhile; collected next time
+			}
+			mark := &r.collected[i]
+			if mark.startMs != start {
+				*mark = collectMark{startMs: start}
+			}
+			var delta [window.NumEvents]int64
+			changed := false
+			for ev := range delta {
+				delta[ev] = snap.Counts[ev] - mark.counts[ev]
+				changed = changed || delta[ev] != 0
+			}
+			if !changed {
+				continue
+			}
+			mark.counts = snap.Counts
+			out = append(out, MinuteStat{
+				Resource:       r.name,
+				StartMs:        start,
+				Finished:       start+minuteMs <= now,
+				Pass:           delta[window.Pass],
+				Block:          delta[window.Block],
+				ShadowBlock:    delta[window.ShadowBlock],
+				Complete:       delta[window.Complete],
+				Error:          delta[window.Error],
+				RtSumMs:        delta[window.RtSum],
+				MinRtMs:        snap.MinRtMs,
+				MaxRtMs:        snap.MaxRtMs,
+				MaxConcurrency: snap.MaxConcurrency,
+			})
+		}
+	}
+	return out
+}

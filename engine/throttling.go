@@ -1,0 +1,51 @@
+package engine
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+)
+
+// throttler spaces passes evenly: statIntervalMs/threshold apart, a batch of
+// n taking n slots. A caller whose slot is in the future is told to wait
+// until then, unless that is more than maxQueueingTimeMs away. Times are kept
+// in nanoseconds so that spacings such as 1000/3 ms do not drift.
+type throttler struct {
+	intervalNs     float64
+	maxQueueingNs  int64
+	lastPassedNano atomic.Int64
+}
+
+func newThrottler(statIntervalMs, maxQueueingTimeMs int64) *throttler {
+	t := &throttler{
+		intervalNs:    float64(statIntervalMs * int64(time.Millisecond)),
+		maxQueueingNs: maxQueueingTimeMs * int64(time.Millisecond),
+	}
+	t.lastPassedNano.Store(math.MinInt64 / 2)
+	return t
+}
+
+func (t *throttler) check(nowMs, count int64, threshold float64) (ok bool, waitNs int64) {
+	if threshold <= 0 {
+		return false, 0
+	}
+	cost := int64(math.Round(float64(count) * t.intervalNs / threshold))
+	now := nowMs * int64(time.Millisecond)
+	for {
+		last := t.lastPassedNano.Load()
+		expected := last + cost
+		if expected <= now {
+			if t.lastPassedNano.CompareAndSwap(last, now) {
+				return true, 0
+			}
+			continue
+		}
+		wait := expected - now
+		if wait > t.maxQueueingNs {
+			return false, 0
+		}
+		if t.lastPassedNano.CompareAndSwap(last, expected) {
+			return true, wait
+		}
+	}
+}

@@ -1,0 +1,167 @@
+package window
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sync/atomic"
+)
+
+const (
+	// never is the start of a bucket that has not been used yet and the
+	// last-pass time of a bucket without passes: far enough in the past
+	// that adding an interval cannot overflow.
+	never = math.MinInt64 / 4
+	// resetting marks a bucket whose counters one writer is zeroing.
+	resetting = math.MinInt64
+)
+
+// LeapArray is a sliding window of sampleCount buckets of bucketLenMs each,
+// covering intervalMs = sampleCount × bucketLenMs. The ring has one slot more
+// than the window, so the bucket that just left the window is kept until the
+// passes it holds are a whole interval old:
+//
+//	interval = 1000 ms, 10 buckets of 100 ms, ring of 11 slots
+//
+//	time  ... | 900 | 1000 | 1100 | 1200 | ... | 1900 | 2000 |
+//	slot        9     10     0      1             8      9
+//	                  ^ start 1000: counted for decisions until its last
+//	                    pass + 1000 ms, not just until 2000
+//
+// A slot is reused when its start falls out of the ring: the first writer
+// that sees the stale start claims it with a CAS, zeroes it and publishes the
+// new start; readers skip a bucket being reset, and other writers yield until
+// it is published (a few stores).
+type LeapArray struct {
+	bucketLenMs int64
+	intervalMs  int64
+	buckets     []Bucket
+	// current is the bucket Current returned last: checking that it still
+	// spans the time is cheaper than the two divisions that find the slot.
+	current atomic.Pointer[Bucket]
+}
+
+// Slots returns the number of buckets a LeapArray of sampleCount samples
+// keeps, for callers that allocate the buckets themselves.
+func Slots(sampleCount int) int { return sampleCount + 1 }
+
+// New returns a window of sampleCount buckets over intervalMs; see Init.
+func New(sampleCount int, intervalMs int64, buf []Bucket) (*LeapArray, error) {
+	la := &LeapArray{}
+	if err := la.Init(sampleCount, intervalMs, buf); err != nil {
+		return nil, err
+	}
+	return la, nil
+}
+
+// Init makes la a window of sampleCount buckets over intervalMs, which must
+// be a positive multiple of sampleCount. buf, when not nil, must hold exactly
+// Slots(sampleCount) buckets and becomes the ring; otherwise the ring is
+// allocated. A LeapArray must not be copied after Init.
+func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error {
+	if sampleCount <= 0 {
+		return fmt.Errorf("window: sample count %d must be positive", sampleCount)
+	}
+	if intervalMs <= 0 || intervalMs%int64(sampleCount) != 0 {
+		return fmt.Errorf("window: interval %d ms is not a positive multiple of %d buckets", intervalMs, sampleCount)
+	}
+	if buf == nil {
+		buf = make([]Bucket, Slots(sampleCount))
+	} else if len(buf) != Slots(sampleCount) {
+		return fmt.Errorf("window: %d buckets given, %d needed", len(buf), Slots(sampleCount))
+	}
+	for i := range buf {
+		buf[i].start.Store(never)
+		buf[i].reset()
+	}
+	*la = LeapArray{bucketLenMs: intervalMs / int64(sampleCount), intervalMs: intervalMs, buckets: buf}
+	return nil
+}
+
+// IntervalMs returns the length of the window.
+func (la *LeapArray) IntervalMs() int64 { return la.intervalMs }
+
+// BucketLenMs returns the length of one bucket.
+func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
+
+// Current returns the bucket that counts nowMs, resetting its slot first if
+// it still holds an older span. If the clock went back, the slot may hold a
+// newer span; that bucket is returned as it is, so nothing recorded is lost.
+func (la *LeapArray) Current(nowMs int64) *Bucket {
+	if b := la.current.Load(); b != nil {
+		if s := b.start.Load(); s <= nowMs && nowMs-s < la.bucketLenMs {
+			return b
+		}
+	}
+	b := la.locate(nowMs)
+	la.current.Store(b)
+	return b
+}
+
+func (la *LeapArray) locate(nowMs int64) *Bucket {
+	slot := nowMs / la.bucketLenMs
+	start := slot * la.bucketLenMs
+	b := &la.buckets[slot%int64(len(la.buckets))]
+	for {
+		s := b.start.Load()
+		switch {
+		case s >= start:
+			return b
+		case s == resetting:
+			runtime.Gosched()
+		case b.start.CompareAndSwap(s, resetting):
+			b.reset()
+			b.start.Store(start)
+			return b
+		}
+	}
+}
+
+// Sum returns the count of ev over the buckets that start in
+// (nowMs-interval, nowMs]: the last interval, the current bucket included.
+func (la *LeapArray) Sum(nowMs int64, ev Event) int64 {
+	var sum int64
+	for i := range la.buckets {
+		b := &la.buckets[i]
+		if s := b.start.Load(); s > nowMs-la.intervalMs && s <= nowMs {
+			sum += b.counters[ev].Load()
+		}
+	}
+	return sum
+}
+
+// DecisionPasses returns the passes a rule must count at nowMs so that no
+// real window of intervalMs ever holds more passes than it allows: every
+// bucket whose last pass is less than an interval old is counted whole.
+// Forgetting a bucket when its start leaves the window, as Sentinel does,
+// forgets passes that landed at its end up to a bucket length early.
+func (la *LeapArray) DecisionPasses(nowMs int64) int64 {
+	var sum int64
+	for i := range la.buckets {
+		b := &la.buckets[i]
+		if b.lastPass.Load() > nowMs-la.intervalMs {
+			sum += b.counters[Pass].Load()
+		}
+	}
+	return sum
+}
+
+// Len returns the number of slots in the ring.
+func (la *LeapArray) Len() int { return len(la.buckets) }
+
+// At returns the bucket in slot i, 0 <= i < Len. Its StartMs is negative
+// while it is unused or being reset.
+func (la *LeapArray) At(i int) *Bucket { return &la.buckets[i] }
+
+// SumRange returns the count of ev over the buckets that start in
+// [fromMs, toMs).
+func (la *LeapArray) SumRange(fromMs, toMs int64, ev Event) int64 {
+	var sum int64
+	for i := range la.buckets {
+		b := &la.buckets[i]
+		if s := b.start.Load(); s >= fromMs && s < toMs {
+			sum += b.counters[ev].Load()
+		}
+	}
+	return sum
+}
