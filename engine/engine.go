@@ -27,9 +27,8 @@ type Engine struct {
 	maxResources int
 	resources    resourceIndex
 
-	loadMu       sync.Mutex // serialises rule loads
-	flowRules    []FlowRule
-	flowCheckers []*flowChecker
+	loadMu       sync.Mutex     // serialises rule loads
+	flowCheckers []*flowChecker // the loaded flow rules, in load order
 
 	collectMu sync.Mutex // one CollectMinutes at a time
 }

@@ -47,15 +47,12 @@ const (
 type BlockError struct {
 	reason BlockReason
 	rule   string
-	msg    string
-}
-
-func newBlockError(reason BlockReason, rule string) *BlockError {
-	return &BlockError{reason: reason, rule: rule, msg: "sluice: blocked by " + string(reason) + " rule " + rule}
 }
 
 // Error describes the block.
-func (b *BlockError) Error() string { return b.msg }
+func (b *BlockError) Error() string {
+	return "sluice: blocked by " + string(b.reason) + " rule " + b.rule
+}
 
 // Reason returns the kind of rule that blocked the call.
 func (b *BlockError) Reason() BlockReason { return b.reason }

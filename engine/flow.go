@@ -36,7 +36,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	if c.concurrency {
 		reason = ReasonConcurrency
 	}
-	c.blocked = newBlockError(reason, rule.Name)
+	c.blocked = &BlockError{reason: reason, rule: rule.Name}
 	if !c.concurrency && rule.StatIntervalMs != secondIntervalMs {
 		c.win, c.ownWindow = &window.LeapArray{}, true
 		mustInit(c.win, sampleCountFor(rule.StatIntervalMs), rule.StatIntervalMs, nil)

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"slices"
 )
 
 // LoadFlowRules replaces every flow rule with rules, as Sentinel's LoadRules
@@ -80,7 +79,6 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 		}
 		r.rules.Store(s)
 	}
-	e.flowRules = loaded
 	e.flowCheckers = checkers
 	return nil
 }
@@ -98,5 +96,9 @@ func takeReusable(pool map[FlowRule][]*flowChecker, rule FlowRule) *flowChecker 
 func (e *Engine) FlowRules() []FlowRule {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	return slices.Clone(e.flowRules)
+	rules := make([]FlowRule, len(e.flowCheckers))
+	for i, c := range e.flowCheckers {
+		rules[i] = c.rule
+	}
+	return rules
 }

@@ -13,9 +13,10 @@ const (
 	// live view read: ten buckets of 100 ms.
 	secondIntervalMs = 1000
 	secondSamples    = 10
-	// minuteSamples one-minute buckets are kept besides the current one, so
-	// a finished minute can be collected for up to that long after it ends.
-	minuteSamples = 2
+	// minuteSamples: one one-minute bucket, plus the spare slot of the ring
+	// that keeps the minute before it, so a finished minute can be
+	// collected for a whole minute after it ends.
+	minuteSamples = 1
 	minuteMs      = 60_000
 )
 
@@ -36,7 +37,7 @@ type Resource struct {
 
 	// collected is the part of each minute bucket already handed out by
 	// Engine.CollectMinutes; only the collector touches it.
-	collected [minuteSamples + 1]collectMark
+	collected [minuteSamples + 1]collectMark // one per minute slot
 }
 
 type collectMark struct {

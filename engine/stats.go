@@ -60,9 +60,8 @@ type MinuteStat struct {
 
 // CollectMinutes hands out, per resource and minute, what was recorded since
 // the previous call: finished minutes in full the first time, the current
-// minute as a delta each time. Call it at least once a minute (a minute is
-// kept for two more after it ends), from one goroutine at a time: the engine
-// serialises callers.
+// minute as a delta each time. Call it at least once a minute: a finished
+// minute is kept for one more. Concurrent callers are serialised.
 func (e *Engine) CollectMinutes() []MinuteStat {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()

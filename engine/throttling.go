@@ -16,6 +16,10 @@ type throttler struct {
 	lastPassedNano atomic.Int64
 }
 
+// maxSlotNs bounds the spacing of passes (about 36 years), so that slot
+// arithmetic cannot overflow whatever the threshold.
+const maxSlotNs = 1 << 60
+
 func newThrottler(statIntervalMs, maxQueueingTimeMs int64) *throttler {
 	t := &throttler{
 		intervalNs:    float64(statIntervalMs * int64(time.Millisecond)),
@@ -26,10 +30,11 @@ func newThrottler(statIntervalMs, maxQueueingTimeMs int64) *throttler {
 }
 
 func (t *throttler) check(nowMs, count int64, threshold float64) (ok bool, waitNs int64) {
-	if threshold <= 0 {
-		return false, 0
+	costNs := math.Round(float64(count) * t.intervalNs / threshold)
+	if threshold <= 0 || costNs > maxSlotNs {
+		return false, 0 // a slot this far away is never reached
 	}
-	cost := int64(math.Round(float64(count) * t.intervalNs / threshold))
+	cost := int64(costNs)
 	now := nowMs * int64(time.Millisecond)
 	for {
 		last := t.lastPassedNano.Load()

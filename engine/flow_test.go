@@ -1,0 +1,505 @@
+package engine
+
+import (
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestRejectAccuracy is ENGINE.md's accuracy figure on the manual clock: two
+// goroutines hammer a 100 QPS rule for 5 s; no real 1-second window may
+// hold more than 110 passes (Sentinel: 200) and the mean stays 100 ± 2.
+func TestRejectAccuracy(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 100})
+	r := e.Resource("orders")
+	const durationMs, goroutines, callsPerMs = 5000, 2, 4
+	passes := make([][]int64, goroutines)
+	for ms := range int64(durationMs) {
+		clock.Set(ms)
+		var wg sync.WaitGroup
+		for g := range goroutines {
+			wg.Go(func() {
+				for range callsPerMs {
+					if tryPass(r) {
+						passes[g] = append(passes[g], ms)
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	all := append(passes[0], passes[1]...)
+	if worst := maxInAnyWindow(all, 1000); worst > 110 {
+		t.Errorf("a 1-second window held %d passes, want <= 110", worst)
+	} else {
+		t.Logf("most passes in any 1-second window: %d", worst)
+	}
+	mean := float64(len(all)) / (durationMs / 1000)
+	if mean < 98 || mean > 102 {
+		t.Errorf("mean %.1f passes per second, want 100 ± 2", mean)
+	}
+}
+
+// TestRejectBurstAtBucketEnd: a burst in the last millisecond of a bucket is
+// held against the threshold for a whole second from then.
+func TestRejectBurstAtBucketEnd(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{Resource: "orders", Threshold: 100})
+	r := e.Resource("orders")
+	clock.Set(99)
+	for i := range 100 {
+		if !tryPass(r) {
+			t.Fatalf("call %d at 99 ms blocked", i)
+		}
+	}
+	if tryPass(r) {
+		t.Fatal("call 101 at 99 ms passed")
+	}
+	for _, ms := range []int64{100, 500, 1000, 1050, 1098} {
+		clock.Set(ms)
+		if tryPass(r) {
+			t.Fatalf("call at %d ms passed; the burst at 99 ms is less than a second old", ms)
+		}
+	}
+	clock.Set(1099)
+	for i := range 100 {
+		if !tryPass(r) {
+			t.Fatalf("call %d at 1099 ms blocked", i)
+		}
+	}
+	if tryPass(r) {
+		t.Fatal("call 101 at 1099 ms passed")
+	}
+}
+
+func TestRejectBatchCount(t *testing.T) {
+	e, _ := newTestEngine(t, 1000, FlowRule{Resource: "orders", Threshold: 10})
+	r := e.Resource("orders")
+	if !tryPass(r, WithCount(7)) {
+		t.Fatal("batch of 7 blocked under a threshold of 10")
+	}
+	if tryPass(r, WithCount(4)) {
+		t.Fatal("batch of 4 passed with 7 of 10 used")
+	}
+	if !tryPass(r, WithCount(3)) {
+		t.Fatal("batch of 3 blocked with 7 of 10 used")
+	}
+	if !tryPass(e.Resource("other"), WithCount(1_000_000)) {
+		t.Fatal("a resource without rules blocked")
+	}
+}
+
+func TestRejectThresholdZeroBlocksAll(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Name: "closed", Resource: "orders", Threshold: 0})
+	_, blk := e.Entry("orders")
+	if blk == nil {
+		t.Fatal("threshold 0 let a call pass")
+	}
+	if blk.Reason() != ReasonFlow || blk.Rule() != "closed" {
+		t.Fatalf("block = %s/%s, want flow/closed", blk.Reason(), blk.Rule())
+	}
+	if blk.Error() != "sluice: blocked by flow rule closed" {
+		t.Fatalf("Error() = %q", blk.Error())
+	}
+}
+
+// TestOwnStatInterval: a rule with its own statIntervalMs counts over it.
+func TestOwnStatInterval(t *testing.T) {
+	e, clock := newTestEngine(t, 0,
+		FlowRule{Name: "per-2s", Resource: "orders", Threshold: 10, StatIntervalMs: 2000},
+		FlowRule{Name: "per-1s", Resource: "orders", Threshold: 8},
+	)
+	r := e.Resource("orders")
+	passed := 0
+	for ms := int64(0); ms < 2000; ms += 10 {
+		clock.Set(ms)
+		if tryPass(r) {
+			passed++
+		}
+	}
+	// per-1s lets 8 through (0..70 ms), then 2 more a second after the
+	// last of them (1070, 1080); per-2s then holds the total at 10 until
+	// the first 8 are 2 s old.
+	if passed != 10 {
+		t.Fatalf("%d passes in 2 s, want 10", passed)
+	}
+	clock.Set(2069)
+	if _, blk := r.Entry(); blk == nil || blk.Rule() != "per-2s" {
+		t.Fatalf("at 2069 ms: block %v, want per-2s", blk)
+	}
+	clock.Set(2070)
+	if !tryPass(r) {
+		t.Fatal("blocked at 2070 ms, when the first 8 passes are 2 s old")
+	}
+}
+
+func TestThrottlingSpacing(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{
+		Name: "paced", Resource: "orders", Threshold: 100,
+		ControlBehavior: BehaviorThrottling, MaxQueueingTimeMs: 500,
+	})
+	r := e.Resource("orders")
+	// Two goroutines ask every millisecond; each pass is scheduled at its
+	// time plus the wait it is given.
+	var mu sync.Mutex
+	var scheduled []int64
+	blocked := 0
+	for ms := range int64(3000) {
+		clock.Set(ms)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				en, blk := r.Entry(WithNoWait())
+				mu.Lock()
+				defer mu.Unlock()
+				if blk != nil {
+					blocked++
+					return
+				}
+				if en.WaitMs() > 500 {
+					t.Errorf("told to wait %d ms, more than maxQueueingTimeMs", en.WaitMs())
+				}
+				scheduled = append(scheduled, ms+en.WaitMs())
+				en.Exit()
+			})
+		}
+		wg.Wait()
+	}
+	if blocked == 0 {
+		t.Fatal("no caller was blocked although the queue was full")
+	}
+	slices.Sort(scheduled)
+	for i := 1; i < len(scheduled); i++ {
+		if gap := scheduled[i] - scheduled[i-1]; gap < 10 {
+			t.Fatalf("passes %d and %d are %d ms apart, want >= 10", i-1, i, gap)
+		}
+	}
+	mean := float64(scheduled[len(scheduled)-1]-scheduled[0]) / float64(len(scheduled)-1)
+	if mean < 9 || mean > 11 {
+		t.Fatalf("mean spacing %.2f ms, want 10 ± 1", mean)
+	}
+}
+
+func TestThrottlingWaitsAndBlocks(t *testing.T) {
+	e, clock := newTestEngine(t, 1000, FlowRule{
+		Resource: "orders", Threshold: 10, ControlBehavior: BehaviorThrottling, MaxQueueingTimeMs: 250,
+	})
+	r := e.Resource("orders")
+	var waits []int64
+	for {
+		en, blk := r.Entry(WithNoWait())
+		if blk != nil {
+			break
+		}
+		waits = append(waits, en.WaitMs())
+		en.Exit()
+	}
+	// 100 ms apart: now, +100, +200; +300 is over the 250 ms queue.
+	if want := []int64{0, 100, 200}; !slices.Equal(waits, want) {
+		t.Fatalf("waits = %v, want %v", waits, want)
+	}
+	// Without WithNoWait the engine sleeps: on the manual clock, time moves.
+	clock.Set(2000)
+	r.Entry() // takes the slot at 2000
+	en, blk := r.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	if clock.NowMs() != 2100 || en.WaitMs() != 100 {
+		t.Fatalf("after a throttled Entry the clock is %d, wait %d; want 2100 and 100", clock.NowMs(), en.WaitMs())
+	}
+}
+
+func TestThrottlingWithoutQueueing(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{Resource: "orders", Threshold: 5, ControlBehavior: BehaviorThrottling})
+	r := e.Resource("orders")
+	passed := 0
+	for ms := range int64(1000) {
+		clock.Set(ms)
+		if en, blk := r.Entry(WithNoWait()); blk == nil {
+			if en.WaitMs() != 0 {
+				t.Fatalf("waited %d ms with maxQueueingTimeMs 0", en.WaitMs())
+			}
+			passed++
+		}
+	}
+	if passed != 5 {
+		t.Fatalf("%d passes in a second at 5 per second, want 5", passed)
+	}
+}
+
+func TestConcurrencyLimit(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Name: "two-at-once", Resource: "orders", Metric: MetricConcurrency, Threshold: 2})
+	r := e.Resource("orders")
+	a, blk := r.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	b, blk := r.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	if _, blk = r.Entry(); blk == nil || blk.Reason() != ReasonConcurrency || blk.Rule() != "two-at-once" {
+		t.Fatalf("third call: block %v, want concurrency/two-at-once", blk)
+	}
+	if r.Concurrency() != 2 {
+		t.Fatalf("concurrency %d after a blocked call, want 2", r.Concurrency())
+	}
+	a.Exit()
+	if _, blk = r.Entry(WithCount(2)); blk == nil {
+		t.Fatal("a batch of 2 passed with 1 of 2 in flight")
+	}
+	c, blk := r.Entry()
+	if blk != nil {
+		t.Fatalf("blocked after an Exit: %v", blk)
+	}
+	b.Exit()
+	c.Exit()
+	if r.Concurrency() != 0 {
+		t.Fatalf("concurrency %d after every Exit, want 0", r.Concurrency())
+	}
+}
+
+func TestConcurrencyLimitUnderContention(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Resource: "orders", Metric: MetricConcurrency, Threshold: 3})
+	r := e.Resource("orders")
+	var inFlight, worst sync.Mutex
+	current, most := 0, 0
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 2000 {
+				en, blk := r.Entry()
+				if blk != nil {
+					continue
+				}
+				inFlight.Lock()
+				current++
+				worst.Lock()
+				most = max(most, current)
+				worst.Unlock()
+				current--
+				inFlight.Unlock()
+				en.Exit()
+			}
+		})
+	}
+	wg.Wait()
+	if r.Concurrency() != 0 {
+		t.Fatalf("concurrency %d at the end, want 0", r.Concurrency())
+	}
+	if most > 3 {
+		t.Fatalf("%d calls in flight at once, want <= 3", most)
+	}
+}
+
+func TestAssociated(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{
+		Name: "writes-yield", Resource: "write", Threshold: 5,
+		RelationStrategy: RelationAssociated, RefResource: "read",
+	})
+	write, read := e.Resource("write"), e.Resource("read")
+	if !tryPass(write) {
+		t.Fatal("write blocked while read is idle")
+	}
+	for i := range 20 {
+		if !tryPass(read) {
+			t.Fatalf("read %d blocked: the rule limits write, not read", i)
+		}
+	}
+	if _, blk := write.Entry(); blk == nil || blk.Rule() != "writes-yield" {
+		t.Fatalf("write passed while read runs at 20/s over a threshold of 5 (block %v)", blk)
+	}
+	clock.Set(1000)
+	if !tryPass(write) {
+		t.Fatal("write blocked a second after read went idle")
+	}
+}
+
+func TestAssociatedConcurrency(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{
+		Resource: "write", Metric: MetricConcurrency, Threshold: 1,
+		RelationStrategy: RelationAssociated, RefResource: "read",
+	})
+	read, blk := e.Entry("read")
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	if _, blk := e.Entry("write"); blk == nil {
+		t.Fatal("write passed while read has 1 in flight against a threshold of 1")
+	}
+	read.Exit()
+	if !tryPass(e.Resource("write")) {
+		t.Fatal("write blocked with read idle")
+	}
+}
+
+func TestShadowMode(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Name: "try-it", Resource: "orders", Threshold: 2, Mode: ModeShadow})
+	r := e.Resource("orders")
+	for i := range 5 {
+		if !tryPass(r) {
+			t.Fatalf("call %d blocked by a shadow rule", i)
+		}
+	}
+	live := r.Live()
+	if live.PassQps != 5 || live.ShadowBlockQps != 3 || live.BlockQps != 0 {
+		t.Fatalf("live = %+v, want 5 pass, 3 shadowBlock, 0 block", live)
+	}
+}
+
+func TestShadowAndEnforceTogether(t *testing.T) {
+	e, _ := newTestEngine(t, 0,
+		FlowRule{Name: "shadow", Resource: "orders", Threshold: 1, Mode: ModeShadow},
+		FlowRule{Name: "enforce", Resource: "orders", Threshold: 3},
+	)
+	r := e.Resource("orders")
+	for range 5 {
+		tryPass(r)
+	}
+	// Calls 2 and 3 pass enforce but not shadow; 4 and 5 are blocked by
+	// enforce and are not counted as shadow blocks.
+	live := r.Live()
+	if live.PassQps != 3 || live.ShadowBlockQps != 2 || live.BlockQps != 2 {
+		t.Fatalf("live = %+v, want 3 pass, 2 shadowBlock, 2 block", live)
+	}
+}
+
+func TestFirstBlockingRuleIsReported(t *testing.T) {
+	e, _ := newTestEngine(t, 0,
+		FlowRule{Name: "wide", Resource: "orders", Threshold: 100},
+		FlowRule{Name: "narrow", Resource: "orders", Threshold: 0},
+		FlowRule{Name: "closed", Resource: "orders", Threshold: 0},
+	)
+	if _, blk := e.Entry("orders"); blk == nil || blk.Rule() != "narrow" {
+		t.Fatalf("block = %v, want narrow", blk)
+	}
+}
+
+func TestExitRecordsOutcome(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	r := e.Resource("orders")
+	en, _ := r.Entry(WithCount(2))
+	clock.Advance(30)
+	en.Exit(WithError(errors.New("boom")))
+	en, _ = r.Entry()
+	en.Exit(WithRtMs(90))
+	live := r.Live()
+	want := LiveStats{PassQps: 3, CompleteQps: 3, ErrorQps: 2, AvgRtMs: 50}
+	if live != want {
+		t.Fatalf("live = %+v, want %+v", live, want)
+	}
+	var zero Entry
+	zero.Exit() // must not panic or count
+	if got := r.Live(); got != want {
+		t.Fatalf("zero Entry's Exit changed stats: %+v", got)
+	}
+}
+
+func TestReloadKeepsStatisticsAndState(t *testing.T) {
+	paced := FlowRule{Name: "paced", Resource: "pay", Threshold: 1, ControlBehavior: BehaviorThrottling}
+	qps := FlowRule{Name: "qps", Resource: "orders", Threshold: 10}
+	e, _ := newTestEngine(t, 0, qps, paced)
+	orders, pay := e.Resource("orders"), e.Resource("pay")
+	for range 10 {
+		tryPass(orders)
+	}
+	if !tryPass(pay) {
+		t.Fatal("first paced call blocked")
+	}
+	// Same rules again, one more rule: passes so far still count, and the
+	// throttling slot just taken is still taken.
+	if err := e.LoadFlowRules([]FlowRule{paced, qps, {Resource: "other", Threshold: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if tryPass(orders) {
+		t.Fatal("11th call passed after a reload")
+	}
+	if tryPass(pay) {
+		t.Fatal("paced rule forgot its last pass on reload")
+	}
+	// A raised threshold is a new rule on the same statistics.
+	qps.Threshold = 15
+	if err := e.LoadFlowRules([]FlowRule{qps}); err != nil {
+		t.Fatal(err)
+	}
+	passed := 0
+	for range 10 {
+		if tryPass(orders) {
+			passed++
+		}
+	}
+	if passed != 5 {
+		t.Fatalf("%d passes after raising 10 to 15, want 5", passed)
+	}
+	if !tryPass(pay) {
+		t.Fatal("pay still limited after its rule was removed")
+	}
+	if got := orders.Live().PassQps; got != 15 {
+		t.Fatalf("orders pass qps = %v after reloads, want 15", got)
+	}
+}
+
+func TestLoadRejectsInvalidSetAndKeepsOld(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Name: "keep", Resource: "orders", Threshold: 1})
+	err := e.LoadFlowRules([]FlowRule{
+		{Name: "ok", Resource: "orders", Threshold: 5},
+		{Name: "bad", Resource: "", Threshold: -1},
+		{Name: "ok", Resource: "x", Threshold: 1},
+	})
+	var verr *ValidationError
+	if !errors.As(err, &verr) {
+		t.Fatalf("err = %v, want a *ValidationError", err)
+	}
+	want := []FieldError{
+		{"rules[1].resource", "is required"},
+		{"rules[1].threshold", "must be >= 0"},
+		{"rules[2].name", `"ok" is already the name of rules[0]`},
+	}
+	if len(verr.Fields) != len(want) {
+		t.Fatalf("fields = %+v, want %+v", verr.Fields, want)
+	}
+	for i := range want {
+		if verr.Fields[i] != want[i] {
+			t.Fatalf("field %d = %+v, want %+v", i, verr.Fields[i], want[i])
+		}
+	}
+	if got := e.FlowRules(); len(got) != 1 || got[0].Name != "keep" {
+		t.Fatalf("rules after a rejected load = %+v, want the old one", got)
+	}
+}
+
+func TestFlowRulesReturnsDefaults(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Resource: "orders", Threshold: 1})
+	got := e.FlowRules()
+	want := FlowRule{
+		Resource: "orders", Threshold: 1, Mode: ModeEnforce, Metric: MetricQPS, StatIntervalMs: 1000,
+		ControlBehavior: BehaviorReject, TokenCalculateStrategy: StrategyDirect, RelationStrategy: RelationCurrent,
+	}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("FlowRules() = %+v, want [%+v]", got, want)
+	}
+}
+
+func TestMaxResources(t *testing.T) {
+	clock := NewManualClock(0)
+	e := New(Options{Clock: clock, MaxResources: 2})
+	defer e.Close()
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "ruled", Threshold: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	if e.Resource("a") == nil {
+		t.Fatal("second resource refused under a limit of 2")
+	}
+	if r := e.Resource("b"); r != nil {
+		t.Fatalf("third resource created over a limit of 2: %s", r.Name())
+	}
+	en, blk := e.Entry("b")
+	if blk != nil {
+		t.Fatal("a call over the resource limit was blocked")
+	}
+	en.Exit()
+	if _, blk := e.Entry("ruled"); blk == nil {
+		t.Fatal("a resource named by a rule lost its rule")
+	}
+}

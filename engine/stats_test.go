@@ -1,0 +1,115 @@
+package engine
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestCollectMinutes(t *testing.T) {
+	const minute0 = 1_700_000_040_000 // a minute boundary
+	e, clock := newTestEngine(t, minute0, FlowRule{Name: "cap", Resource: "orders", Threshold: 5, Mode: ModeEnforce})
+	orders := e.Resource("orders")
+	call := func(rtMs int64, err error) {
+		if en, blk := orders.Entry(); blk == nil {
+			clock.Advance(rtMs)
+			en.Exit(WithError(err))
+		}
+	}
+	clock.Set(minute0 + 1_000)
+	call(10, nil)
+	call(30, errors.New("boom"))
+	clock.Set(minute0 + 2_000)
+	for range 6 {
+		call(0, nil) // 3 pass (5 in the second), 3 blocked
+	}
+	first := e.CollectMinutes()
+	want := MinuteStat{
+		Resource: "orders", StartMs: minute0, Pass: 5, Block: 3, Complete: 5, Error: 1,
+		RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1,
+	}
+	if len(first) != 1 || first[0] != want {
+		t.Fatalf("first collection = %+v, want [%+v]", first, want)
+	}
+	if again := e.CollectMinutes(); len(again) != 0 {
+		t.Fatalf("collection without new traffic = %+v, want nothing", again)
+	}
+
+	// More traffic in the same minute is a delta; the extremes are the
+	// minute's so far.
+	clock.Set(minute0 + 30_000)
+	call(50, nil)
+	delta := e.CollectMinutes()
+	want = MinuteStat{
+		Resource: "orders", StartMs: minute0, Pass: 1, Complete: 1, RtSumMs: 50,
+		MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1,
+	}
+	if len(delta) != 1 || delta[0] != want {
+		t.Fatalf("delta = %+v, want [%+v]", delta, want)
+	}
+
+	// Traffic late in a minute, collected after it ended: finished.
+	clock.Set(minute0 + 59_990)
+	call(20, nil) // exits at +60_010: completes in the next minute
+	clock.Set(minute0 + 61_000)
+	got := e.CollectMinutes()
+	if len(got) != 2 {
+		t.Fatalf("collection across a minute edge = %+v, want two minutes", got)
+	}
+	byStart := map[int64]MinuteStat{got[0].StartMs: got[0], got[1].StartMs: got[1]}
+	old, cur := byStart[minute0], byStart[minute0+60_000]
+	if !old.Finished || old.Pass != 1 || old.Complete != 0 {
+		t.Fatalf("finished minute = %+v, want finished with 1 pass", old)
+	}
+	if cur.Finished || cur.Complete != 1 || cur.RtSumMs != 20 || cur.Pass != 0 {
+		t.Fatalf("current minute = %+v, want 1 complete of 20 ms, not finished", cur)
+	}
+}
+
+// TestCollectMinutesAcrossReuse: a minute slot reused for a later minute
+// starts its collection from zero.
+func TestCollectMinutesAcrossReuse(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	r := e.Resource("orders")
+	tryPass(r)
+	if got := e.CollectMinutes(); len(got) != 1 || got[0].Pass != 1 {
+		t.Fatalf("minute 0 = %+v", got)
+	}
+	clock.Set(2 * 60_000) // the same slot as minute 0
+	tryPass(r)
+	tryPass(r)
+	got := e.CollectMinutes()
+	if len(got) != 1 || got[0].StartMs != 120_000 || got[0].Pass != 2 {
+		t.Fatalf("minute 2 = %+v, want 2 passes at 120000", got)
+	}
+}
+
+func TestLiveIsTheLastSecond(t *testing.T) {
+	e, clock := newTestEngine(t, 10_000)
+	r := e.Resource("orders")
+	for i := range 20 {
+		clock.Set(10_000 + int64(i)*100)
+		tryPass(r)
+	}
+	// At 11_950 the window holds the buckets 11_000 … 11_900: 10 calls.
+	clock.Set(11_950)
+	if got := r.Live().PassQps; got != 10 {
+		t.Fatalf("pass qps %v, want 10", got)
+	}
+	clock.Set(20_000)
+	if got := r.Live(); got != (LiveStats{}) {
+		t.Fatalf("live after idling = %+v, want zero", got)
+	}
+}
+
+func TestResources(t *testing.T) {
+	e, clock := newTestEngine(t, 5_000, FlowRule{Resource: "ruled", Threshold: 1})
+	clock.Set(6_000)
+	e.Entry("called")
+	names := map[string]int64{}
+	for _, r := range e.Resources() {
+		names[r.Name()] = r.FirstSeenMs()
+	}
+	if len(names) != 2 || names["ruled"] != 5_000 || names["called"] != 6_000 {
+		t.Fatalf("resources = %v, want ruled@5000 and called@6000", names)
+	}
+}
