@@ -1,0 +1,53 @@
+package store
+
+import (
+	"database/sql"
+	"fmt"
+	"net/url"
+
+	// The mattn driver (cgo) registers "sqlite3" with database/sql.
+	_ "github.com/mattn/go-sqlite3"
+	"github.com/pressly/goose/v3"
+	"gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+)
+
+// sqliteParams are applied to every connection by the driver. busy_timeout
+// comes first so that switching the journal to WAL waits for a lock held by
+// another process instead of failing at once; _txlock=immediate takes the
+// write lock at BEGIN, so a transaction never fails half-way on an upgrade.
+const sqliteParams = "_busy_timeout=5000&_journal_mode=WAL&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
+
+// backend is what one SQL dialect contributes to a Store: the connection
+// pool, the GORM dialector over it and the goose dialect for migrations.
+type backend struct {
+	sqlDB      *sql.DB
+	dialector  gorm.Dialector
+	migrations goose.Dialect
+}
+
+// openSQLite opens the SQLite file at path, creating it if needed, with a
+// single connection: SQLite has one writer at a time, and one connection
+// makes writers queue in Go instead of failing on SQLITE_BUSY.
+func openSQLite(path string) (*backend, error) {
+	sqlDB, err := sql.Open("sqlite3", sqliteDSN(path))
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqlDB.SetMaxOpenConns(1)
+	sqlDB.SetMaxIdleConns(1)
+	sqlDB.SetConnMaxLifetime(0)
+	sqlDB.SetConnMaxIdleTime(0)
+	return &backend{
+		sqlDB:      sqlDB,
+		dialector:  sqlite.New(sqlite.Config{Conn: sqlDB}),
+		migrations: goose.DialectSQLite3,
+	}, nil
+}
+
+// sqliteDSN turns a file path into a URI filename carrying sqliteParams;
+// the path is escaped so that a '?' or '#' in it is not read as the start of
+// the parameters.
+func sqliteDSN(path string) string {
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
+}

@@ -1,0 +1,115 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/pressly/goose/v3"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/sluicehq/sluice/migrations"
+)
+
+// slowQueryThreshold is how long a statement may run before GORM logs it as
+// slow.
+const slowQueryThreshold = 200 * time.Millisecond
+
+// Store is Sluice's persistence. It is safe for concurrent use.
+type Store struct {
+	db     *gorm.DB
+	logger *slog.Logger
+}
+
+// Option changes how Open builds a Store.
+type Option func(*options)
+
+type options struct {
+	now func() time.Time
+}
+
+// WithNowFunc sets the clock GORM reads for created and updated times; the
+// store converts whatever it returns to UTC. Optional. Default: time.Now.
+func WithNowFunc(now func() time.Time) Option {
+	return func(o *options) { o.now = now }
+}
+
+// Open opens (creating if needed) the SQLite database at path and applies
+// every pending migration before it returns. Opening the same file again,
+// as on a restart, applies nothing new. The caller closes the Store.
+func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option) (*Store, error) {
+	o := options{now: time.Now}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+
+	b, err := openSQLite(path)
+	if err != nil {
+		return nil, err
+	}
+	db, err := gorm.Open(b.dialector, &gorm.Config{
+		TranslateError: true,
+		NowFunc:        func() time.Time { return o.now().UTC() },
+		Logger:         gormLogger(logger),
+	})
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.sqlDB.Close())
+	}
+	s := &Store{db: db, logger: logger}
+	if err := s.migrate(ctx, b); err != nil {
+		return nil, errors.Join(err, b.sqlDB.Close())
+	}
+	return s, nil
+}
+
+// migrate applies the embedded migrations that the database has not seen.
+func (s *Store) migrate(ctx context.Context, b *backend) error {
+	provider, err := goose.NewProvider(b.migrations, b.sqlDB, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	results, err := provider.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("apply migrations: %w", err)
+	}
+	for _, r := range results {
+		s.logger.Info("migration applied", "version", r.Source.Version, "file", r.Source.Path, "duration", r.Duration)
+	}
+	return nil
+}
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close closes the database. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// gormLogger sends failed and slow statements to logger, without their
+// parameters, which may carry secrets.
+func gormLogger(l *slog.Logger) logger.Interface {
+	return logger.NewSlogLogger(l, logger.Config{
+		SlowThreshold:             slowQueryThreshold,
+		IgnoreRecordNotFoundError: true,
+		ParameterizedQueries:      true,
+		LogLevel:                  logger.Warn,
+	})
+}

@@ -1,0 +1,235 @@
+package store
+
+import (
+	"database/sql"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/sluicehq/sluice/migrations"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+var discard = slog.New(slog.DiscardHandler)
+
+// openTestStore opens a Store on a fresh file in t.TempDir and closes it
+// when the test ends.
+func openTestStore(t *testing.T, opts ...Option) (*Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	s, err := Open(t.Context(), path, discard, opts...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", path, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, path
+}
+
+func sqlDB(t *testing.T, s *Store) *sql.DB {
+	t.Helper()
+	db, err := s.db.DB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// schema renders sqlite_master in a stable order, one object per block.
+func schema(t *testing.T, s *Store) string {
+	t.Helper()
+	rows, err := sqlDB(t, s).QueryContext(t.Context(),
+		`SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var b strings.Builder
+	for rows.Next() {
+		var typ, name, table string
+		var text sql.NullString
+		if err := rows.Scan(&typ, &name, &table, &text); err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "-- %s %s on %s\n", typ, name, table)
+		if text.Valid {
+			fmt.Fprintf(&b, "%s;\n", text.String)
+		} else {
+			b.WriteString("-- (created by SQLite for a UNIQUE or PRIMARY KEY constraint)\n")
+		}
+		b.WriteString("\n")
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func TestOpenMigratesToGoldenSchema(t *testing.T) {
+	s, _ := openTestStore(t)
+	got := schema(t, s)
+
+	golden := filepath.Join("testdata", "schema.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./store -update to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("migrated schema differs from %s (run go test ./store -update if the change is intended)\ngot:\n%s\nwant:\n%s", golden, got, want)
+	}
+}
+
+func TestOpenTwiceIsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+
+	first, err := Open(t.Context(), path, discard)
+	if err != nil {
+		t.Fatalf("first Open: %v", err)
+	}
+	schemaBefore := schema(t, first)
+	if _, err := sqlDB(t, first).ExecContext(t.Context(),
+		`INSERT INTO rules (name, kind, resource, spec, version, created_at, updated_at)
+		 VALUES ('orders-qps', 'flow', 'orders', '{}', 1, '2026-01-01 00:00:00', '2026-01-01 00:00:00')`); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatalf("first Close: %v", err)
+	}
+
+	second, err := Open(t.Context(), path, discard)
+	if err != nil {
+		t.Fatalf("second Open (restart): %v", err)
+	}
+	t.Cleanup(func() { _ = second.Close() })
+
+	if got := schema(t, second); got != schemaBefore {
+		t.Errorf("schema changed across a restart:\nbefore:\n%s\nafter:\n%s", schemaBefore, got)
+	}
+	var rules int
+	if err := sqlDB(t, second).QueryRowContext(t.Context(), `SELECT count(*) FROM rules`).Scan(&rules); err != nil {
+		t.Fatal(err)
+	}
+	if rules != 1 {
+		t.Errorf("rules after restart = %d, want the 1 row written before it", rules)
+	}
+	var applied int
+	if err := sqlDB(t, second).QueryRowContext(t.Context(),
+		`SELECT count(*) FROM goose_db_version WHERE version_id = 1 AND is_applied`).Scan(&applied); err != nil {
+		t.Fatal(err)
+	}
+	if applied != 1 {
+		t.Errorf("migration 1 recorded %d times, want once", applied)
+	}
+}
+
+func TestOpenSetsPragmas(t *testing.T) {
+	s, _ := openTestStore(t)
+	tests := []struct {
+		pragma string
+		want   string
+	}{
+		{pragma: "journal_mode", want: "wal"},
+		{pragma: "busy_timeout", want: "5000"},
+		{pragma: "foreign_keys", want: "1"},
+		{pragma: "synchronous", want: "1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pragma, func(t *testing.T) {
+			var got string
+			if err := sqlDB(t, s).QueryRowContext(t.Context(), "PRAGMA "+tt.pragma).Scan(&got); err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("PRAGMA %s = %q, want %q", tt.pragma, got, tt.want)
+			}
+		})
+	}
+	if got := sqlDB(t, s).Stats().MaxOpenConnections; got != 1 {
+		t.Errorf("MaxOpenConnections = %d, want 1", got)
+	}
+}
+
+func TestOpenPathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "odd #1?name.db")
+	s, err := Open(t.Context(), path, discard)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database file not created at %q: %v", path, err)
+	}
+}
+
+func TestNowFuncIsUTC(t *testing.T) {
+	fixed := time.Date(2026, 3, 1, 12, 30, 0, 0, time.FixedZone("CET", 3600))
+	s, _ := openTestStore(t, WithNowFunc(func() time.Time { return fixed }))
+
+	got := s.db.NowFunc()
+	if !got.Equal(fixed) || got.Location() != time.UTC {
+		t.Errorf("NowFunc() = %v, want %v in UTC", got, fixed)
+	}
+}
+
+func TestPing(t *testing.T) {
+	s, _ := openTestStore(t)
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("Ping on an open store: %v", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := s.Ping(t.Context()); err == nil {
+		t.Fatal("Ping on a closed store succeeded, want an error")
+	}
+}
+
+func TestOpenFailsOnUnusablePath(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "missing-dir", "sluice.db")
+	s, err := Open(t.Context(), path, discard)
+	if err == nil {
+		_ = s.Close()
+		t.Fatalf("Open(%s) succeeded, want an error", path)
+	}
+}
+
+func TestMigrationsGoDownAndUpAgain(t *testing.T) {
+	s, _ := openTestStore(t)
+	want := schema(t, s)
+	provider, err := goose.NewProvider(goose.DialectSQLite3, sqlDB(t, s), migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := provider.DownTo(t.Context(), 0); err != nil {
+		t.Fatalf("down to 0: %v", err)
+	}
+	var tables int
+	if err := sqlDB(t, s).QueryRowContext(t.Context(),
+		`SELECT count(*) FROM sqlite_master WHERE name IN ('rules', 'rule_revisions')`).Scan(&tables); err != nil {
+		t.Fatal(err)
+	}
+	if tables != 0 {
+		t.Errorf("%d of rules, rule_revisions left after migrating down, want none", tables)
+	}
+
+	if _, err := provider.Up(t.Context()); err != nil {
+		t.Fatalf("up again: %v", err)
+	}
+	if got := schema(t, s); got != want {
+		t.Errorf("schema after down and up differs:\ngot:\n%s\nwant:\n%s", got, want)
+	}
+}
