@@ -1,0 +1,17 @@
+// Package server is Sluice's control plane over HTTP: the Fiber application
+// with the versioned REST API under /api/v1, the one error envelope every
+// failure is written in, the Swagger UI and the embedded console. It shares
+// the engine and the store that the caller created and never closes them.
+package server
+
+// The comment below is the API's general information for swag, which
+// builds docs/ from it and from the handlers' annotations (make docs).
+//
+//	@title						Sluice API
+//	@version					1.0
+//	@description				Flow control (rate limiting and circuit breaking) with rules kept in a database.
+//	@BasePath					/api/v1
+//	@securityDefinitions.apikey	BearerAuth
+//	@in							header
+//	@name						Authorization
+//	@description				An API token, sent as "Bearer <token>".

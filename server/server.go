@@ -1,0 +1,197 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/gofiber/fiber/v2/middleware/recover"
+	"github.com/gofiber/swagger"
+
+	// The generated OpenAPI document registers itself with swag, which the
+	// Swagger UI handler reads.
+	_ "github.com/sluicehq/sluice/docs"
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/web"
+)
+
+const (
+	// maxBodyBytes is the largest request body accepted (API.md: 1 MiB).
+	maxBodyBytes = 1 << 20
+	// readTimeout bounds reading one request, headers and body.
+	readTimeout = 30 * time.Second
+	// idleTimeout closes keep-alive connections left unused this long.
+	idleTimeout = 2 * time.Minute
+)
+
+// Config is what New needs. The server uses Engine and Store but does not
+// own them: the caller closes them after Shutdown.
+type Config struct {
+	// Engine is the flow-control engine every door shares. Required.
+	Engine *engine.Engine
+	// Store is the database. Required.
+	Store *store.Store
+	// Version is the build's version, reported by the health endpoint.
+	// Optional. Default: "dev".
+	Version string
+	// Logger receives request and error logs. Optional. Default:
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Server is the HTTP control plane. Create it with New, run it with Listen
+// or Serve and stop it with Shutdown.
+type Server struct {
+	app     *fiber.App
+	engine  *engine.Engine
+	store   *store.Store
+	version string
+	logger  *slog.Logger
+
+	mu        sync.Mutex
+	listeners []net.Listener
+	stopped   bool
+}
+
+// New builds the application and its routes; it does not listen yet.
+func New(cfg Config) (*Server, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("server: Config.Engine is required")
+	}
+	if cfg.Store == nil {
+		return nil, errors.New("server: Config.Store is required")
+	}
+	s := &Server{
+		engine:  cfg.Engine,
+		store:   cfg.Store,
+		version: cfg.Version,
+		logger:  cfg.Logger,
+	}
+	if s.version == "" {
+		s.version = "dev"
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "sluice",
+		ErrorHandler:          s.handleError,
+		BodyLimit:             maxBodyBytes,
+		ReadTimeout:           readTimeout,
+		IdleTimeout:           idleTimeout,
+		DisableStartupMessage: true,
+		// Request strings reach the engine and goroutines that outlive
+		// the handler, and Fiber recycles its buffers after it returns.
+		Immutable: true,
+	})
+	s.routes()
+	return s, nil
+}
+
+// routes mounts every route. The console comes last: it answers whatever
+// the API and the Swagger UI did not.
+func (s *Server) routes() {
+	s.app.Use(s.logRequests)
+	s.app.Use(recover.New(recover.Config{
+		EnableStackTrace:  true,
+		StackTraceHandler: s.logPanic,
+	}))
+
+	api := s.app.Group("/api/v1")
+	bindHealth(api, s.store, s.version, s.logger)
+
+	s.app.Get("/swagger/*", swagger.New())
+	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))
+}
+
+// logRequests logs one line per request, at debug level when it succeeded
+// and at info level when it did not. It writes error answers itself so that
+// the status it logs is the one sent.
+func (s *Server) logRequests(c *fiber.Ctx) error {
+	start := time.Now()
+	// Read before the handlers run: some rewrite the path they route on.
+	method, path := c.Method(), c.Path()
+	if err := c.Next(); err != nil {
+		if err := s.handleError(c, err); err != nil {
+			return err
+		}
+	}
+	status := c.Response().StatusCode()
+	level := slog.LevelDebug
+	if status >= http.StatusBadRequest {
+		level = slog.LevelInfo
+	}
+	s.logger.Log(c.UserContext(), level, "request",
+		"method", method,
+		"path", path,
+		"status", status,
+		"duration", time.Since(start),
+		"ip", c.IP(),
+	)
+	return nil
+}
+
+// logPanic logs a recovered panic with its stack; the error handler then
+// answers 500 without either.
+func (s *Server) logPanic(c *fiber.Ctx, recovered any) {
+	s.logger.ErrorContext(c.UserContext(), "panic while handling a request",
+		"method", c.Method(),
+		"path", c.Path(),
+		"panic", fmt.Sprint(recovered),
+		"stack", string(debug.Stack()),
+	)
+}
+
+// Listen opens a TCP listener on addr ("host:port"; port 0 picks a free
+// one) and serves on it like Serve.
+func (s *Server) Listen(addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s.Serve(ln)
+}
+
+// Serve answers requests on ln until Shutdown, and returns nil then. It
+// closes ln when it returns.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		return ln.Close()
+	}
+	s.listeners = append(s.listeners, ln)
+	s.mu.Unlock()
+
+	s.logger.Info("listening", "addr", ln.Addr().String(), "version", s.version)
+	return s.app.Listener(ln)
+}
+
+// Shutdown stops accepting connections and waits until the requests in
+// flight are answered or ctx is done. Serve calls that have not started yet
+// return at once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopped = true
+	listeners := s.listeners
+	s.mu.Unlock()
+
+	err := s.app.ShutdownWithContext(ctx)
+	// A Serve that had not handed its listener to Fiber yet is not stopped
+	// by Fiber; closing the listener stops it.
+	for _, ln := range listeners {
+		if cerr := ln.Close(); cerr != nil && !errors.Is(cerr, net.ErrClosed) {
+			err = errors.Join(err, cerr)
+		}
+	}
+	return err
+}

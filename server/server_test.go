@@ -1,0 +1,500 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+const testVersion = "1.2.3-test"
+
+// syncBuffer is a log sink that tests read while the server writes to it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// testServer is a Server on a real listener with a real SQLite file.
+type testServer struct {
+	*Server
+	store   *store.Store
+	baseURL string
+	logs    *syncBuffer
+}
+
+// newTestServer builds a server; register lets a test add routes before it
+// starts listening.
+func newTestServer(t *testing.T, register func(app *fiber.App)) *testServer {
+	t.Helper()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), logger)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+
+	srv, err := New(Config{Engine: eng, Store: st, Version: testVersion, Logger: logger})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	if register != nil {
+		register(srv.app)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve returned %v after Shutdown, want nil", err)
+		}
+	})
+	return &testServer{Server: srv, store: st, baseURL: "http://" + ln.Addr().String(), logs: logs}
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// do sends one request and returns the response with its body read.
+func (ts *testServer) do(t *testing.T, method, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, ts.baseURL+path, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	got, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: reading body: %v", method, path, err)
+	}
+	return resp, got
+}
+
+// doRaw writes head, a request without its body, on a new connection and
+// reads the answer. The server refuses an oversized body from its
+// Content-Length alone and then closes the connection, so a client still
+// sending the body would see a reset instead of the answer.
+func (ts *testServer) doRaw(t *testing.T, head string) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.baseURL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("reading the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("reading the body: %v", err)
+	}
+	return resp, body
+}
+
+// decodeEnvelope checks that body is exactly the error envelope, with
+// details an array, and returns it.
+func decodeEnvelope(t *testing.T, resp *http.Response, body []byte) ErrorBody {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != fiber.MIMEApplicationJSONCharsetUTF8 {
+		t.Errorf("Content-Type = %q, want %q", ct, fiber.MIMEApplicationJSONCharsetUTF8)
+	}
+	var raw struct {
+		Error struct {
+			Code    string          `json:"code"`
+			Message string          `json:"message"`
+			Details json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&raw); err != nil {
+		t.Fatalf("body is not the error envelope: %v\n%s", err, body)
+	}
+	if !bytes.HasPrefix(raw.Error.Details, []byte("[")) {
+		t.Errorf("details = %s, want an array", raw.Error.Details)
+	}
+	if raw.Error.Message == "" {
+		t.Errorf("message is empty in %s", body)
+	}
+	var details []FieldError
+	if err := json.Unmarshal(raw.Error.Details, &details); err != nil {
+		t.Fatalf("details: %v", err)
+	}
+	return ErrorBody{Code: raw.Error.Code, Message: raw.Error.Message, Details: details}
+}
+
+func TestHealth(t *testing.T) {
+	tests := []struct {
+		name       string
+		closeStore bool
+		wantStatus int
+		want       HealthResponse
+	}{
+		{
+			name:       "database up",
+			wantStatus: http.StatusOK,
+			want:       HealthResponse{Status: "ok", Version: testVersion, DB: "ok"},
+		},
+		{
+			name:       "database closed",
+			closeStore: true,
+			wantStatus: http.StatusServiceUnavailable,
+			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, nil)
+			if tt.closeStore {
+				if err := ts.store.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			resp, body := ts.do(t, http.MethodGet, "/api/v1/health", nil)
+
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); ct != fiber.MIMEApplicationJSONCharsetUTF8 {
+				t.Errorf("Content-Type = %q, want %q", ct, fiber.MIMEApplicationJSONCharsetUTF8)
+			}
+			var got HealthResponse
+			dec := json.NewDecoder(bytes.NewReader(body))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("decoding %s: %v", body, err)
+			}
+			if got != tt.want {
+				t.Errorf("body = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestFiberErrorsUseTheEnvelope(t *testing.T) {
+	tests := []struct {
+		name       string
+		send       func(t *testing.T, ts *testServer) (*http.Response, []byte)
+		wantStatus int
+		wantCode   string
+		wantHeader [2]string
+	}{
+		{
+			name: "unknown API route",
+			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
+				return ts.do(t, http.MethodGet, "/api/v1/no-such-thing", nil)
+			},
+			wantStatus: http.StatusNotFound,
+			wantCode:   "not_found",
+		},
+		{
+			name: "unknown console file",
+			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
+				return ts.do(t, http.MethodGet, "/no-such-page.html", nil)
+			},
+			wantStatus: http.StatusNotFound,
+			wantCode:   "not_found",
+		},
+		{
+			name: "wrong method on a known route",
+			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
+				return ts.do(t, http.MethodDelete, "/api/v1/health", nil)
+			},
+			wantStatus: http.StatusMethodNotAllowed,
+			wantCode:   "method_not_allowed",
+			wantHeader: [2]string{"Allow", "GET"},
+		},
+		{
+			name: "body over 1 MiB",
+			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
+				return ts.doRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
+					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes+1))
+			},
+			wantStatus: http.StatusRequestEntityTooLarge,
+			wantCode:   "payload_too_large",
+		},
+	}
+	ts := newTestServer(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := tt.send(t, ts)
+
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, got)
+			}
+			if e := decodeEnvelope(t, resp, got); e.Code != tt.wantCode {
+				t.Errorf("code = %q, want %q", e.Code, tt.wantCode)
+			}
+			if name := tt.wantHeader[0]; name != "" && !strings.Contains(resp.Header.Get(name), tt.wantHeader[1]) {
+				t.Errorf("%s = %q, want it to contain %q", name, resp.Header.Get(name), tt.wantHeader[1])
+			}
+		})
+	}
+}
+
+func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
+	const secretErr = "open /var/lib/secret.db: permission denied"
+	const secretPanic = "assignment to entry in nil map in the secret handler"
+	tests := []struct {
+		name        string
+		err         error
+		panicWith   any
+		wantStatus  int
+		wantCode    string
+		wantDetails []FieldError
+		wantLogged  []string
+	}{
+		{
+			name:        "validation failed",
+			err:         ValidationFailed("the rule is not valid", FieldError{Field: "threshold", Message: "must be >= 0"}),
+			wantStatus:  http.StatusUnprocessableEntity,
+			wantCode:    "validation_failed",
+			wantDetails: []FieldError{{Field: "threshold", Message: "must be >= 0"}},
+		},
+		{
+			name:        "bad request",
+			err:         BadRequest("bad query parameter", FieldError{Field: "step", Message: "must be one of 1m, 5m"}),
+			wantStatus:  http.StatusBadRequest,
+			wantCode:    "bad_request",
+			wantDetails: []FieldError{{Field: "step", Message: "must be one of 1m, 5m"}},
+		},
+		{name: "not found", err: NotFound("no rule 7"), wantStatus: http.StatusNotFound, wantCode: "not_found"},
+		{name: "conflict", err: Conflict("name taken"), wantStatus: http.StatusConflict, wantCode: "conflict"},
+		{name: "stale If-Match", err: PreconditionFailed("version 3 is stale"), wantStatus: http.StatusPreconditionFailed, wantCode: "precondition_failed"},
+		{name: "unauthorized", err: NewError(http.StatusUnauthorized, "no credentials"), wantStatus: http.StatusUnauthorized, wantCode: "unauthorized"},
+		{name: "forbidden", err: NewError(http.StatusForbidden, "role too low"), wantStatus: http.StatusForbidden, wantCode: "forbidden"},
+		{name: "throttled", err: NewError(http.StatusTooManyRequests, "slow down"), wantStatus: http.StatusTooManyRequests, wantCode: "too_many_requests"},
+		{name: "status outside API.md", err: NewError(http.StatusRequestTimeout, "too slow"), wantStatus: http.StatusRequestTimeout, wantCode: "request_timeout"},
+		{name: "wrapped API error", err: fmt.Errorf("create rule: %w", Conflict("name taken")), wantStatus: http.StatusConflict, wantCode: "conflict"},
+		{
+			name:       "unknown error",
+			err:        errors.New(secretErr),
+			wantStatus: http.StatusInternalServerError,
+			wantCode:   "internal",
+			wantLogged: []string{secretErr},
+		},
+		{
+			name:       "panic",
+			panicWith:  secretPanic,
+			wantStatus: http.StatusInternalServerError,
+			wantCode:   "internal",
+			wantLogged: []string{secretPanic, "runtime/debug.Stack"},
+		},
+	}
+	ts := newTestServer(t, func(app *fiber.App) {
+		for i, tt := range tests {
+			app.Post("/test/"+strconv.Itoa(i), func(*fiber.Ctx) error {
+				if tt.panicWith != nil {
+					panic(tt.panicWith)
+				}
+				return tt.err
+			})
+		}
+	})
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := ts.do(t, http.MethodPost, "/test/"+strconv.Itoa(i), nil)
+
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
+			}
+			e := decodeEnvelope(t, resp, body)
+			if e.Code != tt.wantCode {
+				t.Errorf("code = %q, want %q", e.Code, tt.wantCode)
+			}
+			if len(e.Details) != len(tt.wantDetails) {
+				t.Fatalf("details = %+v, want %+v", e.Details, tt.wantDetails)
+			}
+			for j := range e.Details {
+				if e.Details[j] != tt.wantDetails[j] {
+					t.Errorf("details[%d] = %+v, want %+v", j, e.Details[j], tt.wantDetails[j])
+				}
+			}
+			if tt.wantLogged == nil {
+				return
+			}
+			logs := ts.logs.String()
+			for _, want := range tt.wantLogged {
+				if strings.Contains(string(body), want) {
+					t.Errorf("the answer leaks %q: %s", want, body)
+				}
+				if !strings.Contains(logs, want) {
+					t.Errorf("logs lack %q:\n%s", want, logs)
+				}
+			}
+		})
+	}
+}
+
+func TestConsoleAndSwaggerAreServed(t *testing.T) {
+	tests := []struct {
+		path            string
+		wantContentType string
+		wantBody        string
+	}{
+		{path: "/", wantContentType: "text/html", wantBody: "Sluice console"},
+		{path: "/index.html", wantContentType: "text/html", wantBody: "/swagger/index.html"},
+		{path: "/console.css", wantContentType: "text/css", wantBody: "font-family"},
+		{path: "/swagger/index.html", wantContentType: "text/html", wantBody: "swagger-ui"},
+		{path: "/swagger/doc.json", wantContentType: "application/json", wantBody: `"title": "Sluice API"`},
+	}
+	ts := newTestServer(t, nil)
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			resp, body := ts.do(t, http.MethodGet, tt.path, nil)
+
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status = %d, want 200 (%s)", resp.StatusCode, body)
+			}
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, tt.wantContentType) {
+				t.Errorf("Content-Type = %q, want %s", ct, tt.wantContentType)
+			}
+			if !strings.Contains(string(body), tt.wantBody) {
+				t.Errorf("body lacks %q:\n%s", tt.wantBody, body)
+			}
+		})
+	}
+}
+
+func TestSwaggerDocDescribesHealth(t *testing.T) {
+	ts := newTestServer(t, nil)
+	resp, body := ts.do(t, http.MethodGet, "/swagger/doc.json", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+	var doc struct {
+		BasePath string                     `json:"basePath"`
+		Paths    map[string]json.RawMessage `json:"paths"`
+		Security map[string]struct {
+			Type string `json:"type"`
+			In   string `json:"in"`
+			Name string `json:"name"`
+		} `json:"securityDefinitions"`
+	}
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatalf("doc.json: %v", err)
+	}
+	if doc.BasePath != "/api/v1" {
+		t.Errorf("basePath = %q, want /api/v1", doc.BasePath)
+	}
+	if _, ok := doc.Paths["/health"]; !ok {
+		t.Errorf("paths lack /health: %v", doc.Paths)
+	}
+	if got := doc.Security["BearerAuth"]; got.Type != "apiKey" || got.In != "header" || got.Name != "Authorization" {
+		t.Errorf("securityDefinitions.BearerAuth = %+v, want an apiKey in the Authorization header", got)
+	}
+}
+
+func TestNewRequiresEngineAndStore(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+
+	tests := []struct {
+		name string
+		cfg  Config
+	}{
+		{name: "no engine", cfg: Config{Store: st}},
+		{name: "no store", cfg: Config{Engine: eng}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := New(tt.cfg); err == nil {
+				t.Error("New succeeded, want an error")
+			}
+		})
+	}
+}
+
+func TestServeAfterShutdownReturnsAtOnce(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+	srv, err := New(Config{Engine: eng, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Shutdown(t.Context()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("Serve after Shutdown = %v, want nil", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Serve after Shutdown is still serving")
+	}
+	if _, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		t.Error("the listener still accepts connections")
+	}
+}
