@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
+)
+
+// version is the build's version, set with
+// -ldflags "-X main.version=1.2.3".
+var version = "dev"
+
+// shutdownTimeout is how long requests in flight get to finish after
+// SIGINT or SIGTERM.
+const shutdownTimeout = 15 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sluice:", err)
+		os.Exit(1)
+	}
+}
+
+// run is the whole program minus the process: it returns when ctx is done
+// (the server then shut down cleanly) or when something fails.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	command, args := splitCommand(args)
+	switch command {
+	case "serve":
+		return serve(ctx, args, stdout, stderr)
+	default:
+		return fmt.Errorf("unknown command %q; commands: serve", command)
+	}
+}
+
+// splitCommand takes the subcommand off args; without one, sluice serves.
+func splitCommand(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "serve", args
+}
+
+// serve runs the server until ctx is done, then closes the server, the
+// engine and the store, in that order.
+func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
+	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing (env SLUICE_DB)")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	showVersion := fs.Bool("version", false, "print the version and exit")
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if *showVersion {
+		_, err := fmt.Fprintln(stdout, version)
+		return err
+	}
+	level, err := parseLevel(*logLevel)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	st, err := store.Open(ctx, *dbPath, logger)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, st.Close()) }()
+	eng := engine.New(engine.Options{})
+	defer eng.Close()
+
+	srv, err := server.New(server.Config{Engine: eng, Store: st, Version: version, Logger: logger})
+	if err != nil {
+		return err
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Listen(*addr) }()
+
+	select {
+	case err := <-served:
+		if err == nil {
+			err = errors.New("server stopped unexpectedly")
+		}
+		return err
+	case <-ctx.Done():
+	}
+
+	logger.Info("shutting down", "timeout", shutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	err = srv.Shutdown(shutdownCtx)
+	return errors.Join(err, <-served)
+}
+
+// parseLevel accepts exactly the four names the --log-level flag documents.
+func parseLevel(name string) (slog.Level, error) {
+	switch strings.ToLower(name) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info":
+		return slog.LevelInfo, nil
+	case "warn":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("--log-level %q: want debug, info, warn or error", name)
+}

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer collects what run writes while the test reads it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// waitFor polls check every 20ms until it reports true or the deadline
+// passes.
+func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	ticker := time.NewTicker(20 * time.Millisecond)
+	defer ticker.Stop()
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		<-ticker.C
+	}
+}
+
+func TestRunServesUntilCancelled(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  map[string]string
+	}{
+		{
+			name: "flags",
+			args: []string{"--addr", "127.0.0.1:0", "--db", "{dir}/flags.db"},
+		},
+		{
+			name: "serve subcommand with environment twins",
+			args: []string{"serve"},
+			env:  map[string]string{"SLUICE_ADDR": "127.0.0.1:0", "SLUICE_DB": "{dir}/env.db", "SLUICE_LOG_LEVEL": "debug"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = strings.ReplaceAll(a, "{dir}", dir)
+			}
+			for k, v := range tt.env {
+				t.Setenv(k, strings.ReplaceAll(v, "{dir}", dir))
+			}
+
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			var stdout, stderr syncBuffer
+			done := make(chan error, 1)
+			go func() { done <- run(ctx, args, &stdout, &stderr) }()
+
+			var addr string
+			waitFor(t, "the listening log line", 10*time.Second, func() bool {
+				select {
+				case err := <-done:
+					t.Fatalf("run returned early: %v\n%s", err, stderr.String())
+				default:
+				}
+				m := listeningAddr.FindStringSubmatch(stderr.String())
+				if m != nil {
+					addr = m[1]
+				}
+				return m != nil
+			})
+			client := &http.Client{Timeout: 2 * time.Second}
+			waitFor(t, "GET /api/v1/health to answer 200", 10*time.Second, func() bool {
+				resp, err := client.Get("http://" + addr + "/api/v1/health")
+				if err != nil {
+					return false
+				}
+				resp.Body.Close()
+				return resp.StatusCode == http.StatusOK
+			})
+			matches, err := filepath.Glob(filepath.Join(dir, "*.db"))
+			if err != nil || len(matches) != 1 {
+				t.Errorf("database files in %s = %v (%v), want the one named by --db or SLUICE_DB", dir, matches, err)
+			}
+
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("run after cancel = %v, want a clean exit\n%s", err, stderr.String())
+				}
+			case <-time.After(20 * time.Second):
+				t.Fatal("run did not return after cancel")
+			}
+			if _, err := client.Get("http://" + addr + "/api/v1/health"); err == nil {
+				t.Error("the server still answers after run returned")
+			}
+		})
+	}
+}
+
+func TestRunVersion(t *testing.T) {
+	var stdout, stderr syncBuffer
+	if err := run(t.Context(), []string{"--version"}, &stdout, &stderr); err != nil {
+		t.Fatalf("run --version: %v", err)
+	}
+	if got := strings.TrimSpace(stdout.String()); got != version {
+		t.Errorf("--version printed %q, want %q", got, version)
+	}
+}
+
+func TestRunRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string
+	}{
+		{name: "unknown command", args: []string{"frobnicate"}, wantErr: `unknown command "frobnicate"`},
+		{name: "unknown flag", args: []string{"--no-such-flag"}, wantErr: "no-such-flag"},
+		{name: "bad log level", args: []string{"--log-level", "loud", "--db", "{dir}/x.db"}, wantErr: "--log-level"},
+		{name: "stray argument", args: []string{"serve", "extra"}, wantErr: "unexpected arguments: extra"},
+		{name: "address in use", args: []string{"--addr", "{busy}", "--db", "{dir}/x.db"}, wantErr: "address already in use"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			busy := listenBusy(t)
+			dir := t.TempDir()
+			args := make([]string, len(tt.args))
+			for i, a := range tt.args {
+				args[i] = strings.NewReplacer("{dir}", dir, "{busy}", busy).Replace(a)
+			}
+			// Should run serve instead of failing, it returns nil once
+			// ctx is done, which fails the test below.
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			var stdout, stderr syncBuffer
+
+			err := run(ctx, args, &stdout, &stderr)
+
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("run(%q) = %v, want an error containing %q", args, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// listenBusy holds a port for the test's duration and returns its address.
+func listenBusy(t *testing.T) string {
+	t.Helper()
+	lc := net.ListenConfig{}
+	ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = ln.Close() })
+	return ln.Addr().String()
+}
