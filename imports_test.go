@@ -1,0 +1,158 @@
+package sluice_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/sluicehq/sluice"
+
+// allowedImports is ARCHITECTURE.md's table: the module's packages each
+// top-level directory may import. The standard library is always allowed,
+// and so is any other module, except in engine.
+var allowedImports = map[string][]string{
+	"engine":     {"engine"},
+	"migrations": {},
+	"store":      {"engine", "migrations"},
+	"web":        {},
+	"docs":       {},
+	"server":     {"engine", "store", "web", "docs"},
+	"cmd":        {"engine", "store", "server", "migrations", "web", "docs", "cmd"},
+}
+
+type goPackage struct {
+	importPath string
+	standard   bool
+	imports    []string
+}
+
+// listPackages runs go list -deps over the module: its packages and every
+// package they depend on, standard library included.
+func listPackages(t *testing.T) map[string]goPackage {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps",
+		"-f", `{{.ImportPath}} {{.Standard}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	pkgs := map[string]goPackage{}
+	scanner := bufio.NewScanner(bytes.NewReader(out))
+	for scanner.Scan() {
+		fields := strings.Fields(scanner.Text())
+		pkgs[fields[0]] = goPackage{importPath: fields[0], standard: fields[1] == "true", imports: fields[2:]}
+	}
+	if err := scanner.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return pkgs
+}
+
+// relative returns the path of pkg inside the module and whether it is in
+// the module at all.
+func relative(pkg string) (string, bool) {
+	if pkg == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(pkg, module+"/")
+	return rel, ok
+}
+
+func topDir(rel string) string {
+	top, _, _ := strings.Cut(rel, "/")
+	return top
+}
+
+// engineCore reports whether rel is the engine or one of its sub-packages
+// other than the middleware, which alone may reach for net/http and Fiber.
+// (A nested module such as engine/benchmarks is not listed by ./... at all.)
+func engineCore(rel string) bool {
+	return topDir(rel) == "engine" && rel != "engine/middleware" && !strings.HasPrefix(rel, "engine/middleware/")
+}
+
+// violations lists every import in pkgs that breaks the layering.
+func violations(pkgs map[string]goPackage) []string {
+	var found []string
+	for _, pkg := range pkgs {
+		rel, inModule := relative(pkg.importPath)
+		if !inModule || rel == "" {
+			continue // the module root holds only this test
+		}
+		allowed, known := allowedImports[topDir(rel)]
+		if !known {
+			found = append(found, fmt.Sprintf("%s: top-level directory %q is not in ARCHITECTURE.md's layout", pkg.importPath, topDir(rel)))
+			continue
+		}
+		for _, imp := range pkg.imports {
+			if pkgs[imp].standard {
+				continue
+			}
+			impRel, impInModule := relative(imp)
+			switch {
+			case engineCore(rel) && !(impInModule && engineCore(impRel)):
+				found = append(found, fmt.Sprintf("%s imports %s: the engine imports the standard library and itself only", pkg.importPath, imp))
+			case !impInModule:
+			case topDir(impRel) == "cmd" && topDir(rel) != "cmd":
+				found = append(found, fmt.Sprintf("%s imports %s: nothing imports cmd", pkg.importPath, imp))
+			case !slices.Contains(allowed, topDir(impRel)):
+				found = append(found, fmt.Sprintf("%s imports %s: %s may import only %v of this module", pkg.importPath, imp, topDir(rel), allowed))
+			}
+		}
+	}
+	slices.Sort(found)
+	return found
+}
+
+func TestImportBoundaries(t *testing.T) {
+	pkgs := listPackages(t)
+	if _, ok := pkgs[module+"/engine"]; !ok {
+		t.Fatalf("go list did not list %s/engine", module)
+	}
+	for _, v := range violations(pkgs) {
+		t.Error(v)
+	}
+}
+
+// TestImportBoundaryRules checks the checker on made-up packages, so that a
+// rule that stopped firing would not pass unnoticed.
+func TestImportBoundaryRules(t *testing.T) {
+	std := func(path string) goPackage { return goPackage{importPath: path, standard: true} }
+	pkg := func(path string, imports ...string) goPackage { return goPackage{importPath: path, imports: imports} }
+	tests := []struct {
+		name    string
+		pkg     goPackage
+		wantBad bool
+	}{
+		{name: "engine uses the standard library", pkg: pkg(module+"/engine", "sync", "time")},
+		{name: "engine sub-package uses the engine", pkg: pkg(module+"/engine/flow", module+"/engine", module+"/engine/window")},
+		{name: "engine uses a third-party module", pkg: pkg(module+"/engine", "github.com/gofiber/fiber/v2"), wantBad: true},
+		{name: "engine sub-package uses a third-party module", pkg: pkg(module+"/engine/window", "golang.org/x/sync/errgroup"), wantBad: true},
+		{name: "engine uses its middleware", pkg: pkg(module+"/engine", module+"/engine/middleware"), wantBad: true},
+		{name: "engine uses the store", pkg: pkg(module+"/engine", module+"/store"), wantBad: true},
+		{name: "middleware uses Fiber and the engine", pkg: pkg(module+"/engine/middleware", "github.com/gofiber/fiber/v2", module+"/engine")},
+		{name: "store uses the engine and migrations", pkg: pkg(module+"/store", module+"/engine", module+"/migrations", "gorm.io/gorm")},
+		{name: "store uses the server", pkg: pkg(module+"/store", module+"/server"), wantBad: true},
+		{name: "server uses cmd", pkg: pkg(module+"/server", module+"/cmd/sluice"), wantBad: true},
+		{name: "server uses the store, web and docs", pkg: pkg(module+"/server", module+"/store", module+"/web", module+"/docs")},
+		{name: "unknown top-level directory", pkg: pkg(module + "/util"), wantBad: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pkgs := map[string]goPackage{tt.pkg.importPath: tt.pkg}
+			for _, s := range []string{"sync", "time"} {
+				pkgs[s] = std(s)
+			}
+			got := violations(pkgs)
+			if bad := len(got) > 0; bad != tt.wantBad {
+				t.Errorf("violations = %q, want any: %v", got, tt.wantBad)
+			}
+		})
+	}
+}
