@@ -1,0 +1,41 @@
+# Sluice's developer commands. `make test` is the one full check CI runs.
+
+SWAG := go tool swag init --quiet --dir ./server --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
+SWAG_FILES := docs.go swagger.json swagger.yaml
+
+.PHONY: run test fmt-check vet docs check-docs bench
+
+run:
+	go run ./cmd/sluice
+
+test: fmt-check vet check-docs
+	CGO_ENABLED=1 go test -race -count=1 ./...
+
+fmt-check:
+	@unformatted=$$(gofmt -l .); \
+	if [ -n "$$unformatted" ]; then \
+		echo "gofmt: these files are not formatted (run gofmt -w on them):" >&2; \
+		echo "$$unformatted" >&2; \
+		exit 1; \
+	fi
+
+vet:
+	go vet ./...
+
+# docs regenerates the OpenAPI document in docs/ from the swag annotations.
+docs:
+	$(SWAG) --output ./docs
+
+# check-docs fails when docs/ differs from what the annotations generate.
+check-docs:
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(SWAG) --output "$$tmp" && \
+	for f in $(SWAG_FILES); do \
+		if ! diff -u "docs/$$f" "$$tmp/$$f"; then \
+			echo "docs/$$f is out of date with the swag annotations: run 'make docs' and commit the result" >&2; \
+			exit 1; \
+		fi; \
+	done
+
+bench:
+	go test -run '^$$' -bench . -benchmem ./engine/...
