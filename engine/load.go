@@ -11,25 +11,9 @@ import (
 // mix. Statistics are kept, and so is the state (throttling queue, warm-up
 // tokens, own window) of every rule that is loaded again unchanged.
 func (e *Engine) LoadFlowRules(rules []FlowRule) error {
-	loaded := make([]FlowRule, len(rules))
-	var errs fieldErrors
-	names := make(map[string]int, len(rules))
-	for i, rule := range rules {
-		rule = rule.WithDefaults()
-		for _, fe := range rule.Validate() {
-			errs.add(fmt.Sprintf("rules[%d].%s", i, fe.Field), fe.Message)
-		}
-		if rule.Name != "" {
-			if first, taken := names[rule.Name]; taken {
-				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", rule.Name, first))
-			} else {
-				names[rule.Name] = i
-			}
-		}
-		loaded[i] = rule
-	}
-	if len(errs) > 0 {
-		return &ValidationError{Fields: errs}
+	loaded, err := validateFlowRules(rules)
+	if err != nil {
+		return err
 	}
 
 	e.loadMu.Lock()
@@ -101,4 +85,37 @@ func (e *Engine) FlowRules() []FlowRule {
 		rules[i] = c.rule
 	}
 	return rules
+}
+
+// ValidateFlowRules checks rules as LoadFlowRules would, without loading
+// them: nil, or a *ValidationError naming every bad field.
+func ValidateFlowRules(rules []FlowRule) error {
+	_, err := validateFlowRules(rules)
+	return err
+}
+
+// validateFlowRules returns the rules with their defaults, or the error that
+// names every bad field as "rules[i].field".
+func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
+	loaded := make([]FlowRule, len(rules))
+	var errs fieldErrors
+	names := make(map[string]int, len(rules))
+	for i, rule := range rules {
+		rule = rule.WithDefaults()
+		for _, fe := range rule.Validate() {
+			errs.add(fmt.Sprintf("rules[%d].%s", i, fe.Field), fe.Message)
+		}
+		if rule.Name != "" {
+			if first, taken := names[rule.Name]; taken {
+				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", rule.Name, first))
+			} else {
+				names[rule.Name] = i
+			}
+		}
+		loaded[i] = rule
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Fields: errs}
+	}
+	return loaded, nil
 }

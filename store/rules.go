@@ -1,0 +1,248 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"gorm.io/gorm"
+)
+
+// Rule is one row of the rules table: the envelope every kind shares, and
+// the kind's own fields as the JSON document Spec, validated by the engine
+// before it is written. One table for every kind keeps names unique across
+// kinds with a plain UNIQUE constraint, and a new kind needs no migration.
+type Rule struct {
+	ID          int64 `gorm:"primaryKey"`
+	Name        string
+	Kind        string
+	Resource    string
+	Enabled     bool
+	Mode        string
+	Description string
+	Spec        string
+	Version     int64
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// TableName is the rules table.
+func (Rule) TableName() string { return "rules" }
+
+// Revision actions.
+const (
+	ActionCreate   = "create"
+	ActionUpdate   = "update"
+	ActionDelete   = "delete"
+	ActionRollback = "rollback"
+)
+
+// RuleRevision is one version of a rule as it was written: Content is the
+// whole rule as the API shows it. Revisions outlive their rule.
+type RuleRevision struct {
+	ID        int64 `gorm:"primaryKey"`
+	RuleID    int64
+	Version   int64
+	Action    string
+	Content   string
+	Actor     string
+	Reason    string
+	CreatedAt time.Time
+}
+
+// TableName is the rule revisions table.
+func (RuleRevision) TableName() string { return "rule_revisions" }
+
+// RuleFilter selects rules for ListRules. Zero fields select everything.
+type RuleFilter struct {
+	Kind     string
+	Resource string
+	Enabled  *bool
+	// Query is a case-insensitive substring of the name, resource or
+	// description.
+	Query string
+}
+
+// Page is a 1-based page of Size rows.
+type Page struct {
+	Number int
+	Size   int
+}
+
+func (p Page) apply(q *gorm.DB) *gorm.DB {
+	return q.Offset((p.Number - 1) * p.Size).Limit(p.Size)
+}
+
+// ListRules returns one page of the rules f selects, by ID, and how many it
+// selects in all.
+func (s *Store) ListRules(ctx context.Context, f RuleFilter, page Page) ([]Rule, int64, error) {
+	q := s.db.WithContext(ctx).Model(&Rule{})
+	if f.Kind != "" {
+		q = q.Where("kind = ?", f.Kind)
+	}
+	if f.Resource != "" {
+		q = q.Where("resource = ?", f.Resource)
+	}
+	if f.Enabled != nil {
+		q = q.Where("enabled = ?", *f.Enabled)
+	}
+	if f.Query != "" {
+		like := "%" + escapeLike(strings.ToLower(f.Query)) + "%"
+		q = q.Where(`lower(name) LIKE ? ESCAPE '\' OR lower(resource) LIKE ? ESCAPE '\' OR lower(description) LIKE ? ESCAPE '\'`, like, like, like)
+	}
+	var total int64
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	rules := []Rule{}
+	err := page.apply(q.Order("id")).Find(&rules).Error
+	return rules, total, err
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// GetRule returns the rule with id, or ErrNotFound.
+func (s *Store) GetRule(ctx context.Context, id int64) (Rule, error) {
+	return getRule(s.db.WithContext(ctx), id)
+}
+
+// AllRules returns every rule, by ID.
+func (s *Store) AllRules(ctx context.Context) ([]Rule, error) {
+	return allRules(s.db.WithContext(ctx))
+}
+
+// ListRevisions returns one page of a rule's revisions, newest first, and
+// how many there are; ErrNotFound if the rule never existed.
+func (s *Store) ListRevisions(ctx context.Context, ruleID int64, page Page) ([]RuleRevision, int64, error) {
+	q := s.db.WithContext(ctx).Model(&RuleRevision{}).Where("rule_id = ?", ruleID)
+	var total int64
+	if err := q.Count(&total).Error; err != nil {
+		return nil, 0, err
+	}
+	if total == 0 {
+		return nil, 0, ErrNotFound
+	}
+	revs := []RuleRevision{}
+	err := page.apply(q.Order("version DESC")).Find(&revs).Error
+	return revs, total, err
+}
+
+// InTx runs fn in one transaction: committed if fn returns nil, rolled back
+// otherwise.
+func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
+	return s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		return fn(&Tx{db: db})
+	})
+}
+
+// Tx is a transaction in progress; see Store.InTx.
+type Tx struct {
+	db *gorm.DB
+}
+
+// GetRule returns the rule with id, or ErrNotFound.
+func (t *Tx) GetRule(id int64) (Rule, error) { return getRule(t.db, id) }
+
+// AllRules returns every rule, by ID.
+func (t *Tx) AllRules() ([]Rule, error) { return allRules(t.db) }
+
+// RuleByName returns the rule called name, or ErrNotFound.
+func (t *Tx) RuleByName(name string) (Rule, error) {
+	var r Rule
+	err := t.db.Where("name = ?", name).Take(&r).Error
+	return r, translate(err)
+}
+
+// CreateRule inserts r at version 1 and sets its ID and times; ErrConflict
+// if its name is taken.
+func (t *Tx) CreateRule(r *Rule) error {
+	r.ID, r.Version = 0, 1
+	return translate(t.db.Create(r).Error)
+}
+
+// UpdateRule writes r over the stored row if that is still at r.Version,
+// then sets r.Version to the next version and r.UpdatedAt. ErrStale if the
+// row has moved on, ErrNotFound if it is gone, ErrConflict if the name is
+// taken.
+func (t *Tx) UpdateRule(r *Rule) error {
+	now := t.db.NowFunc()
+	res := t.db.Model(&Rule{}).Where("id = ? AND version = ?", r.ID, r.Version).Updates(map[string]any{
+		"name":        r.Name,
+		"kind":        r.Kind,
+		"resource":    r.Resource,
+		"enabled":     r.Enabled,
+		"mode":        r.Mode,
+		"description": r.Description,
+		"spec":        r.Spec,
+		"version":     r.Version + 1,
+		"updated_at":  now,
+	})
+	if err := translate(res.Error); err != nil {
+		return err
+	}
+	if res.RowsAffected == 0 {
+		return t.missOrStale(r.ID)
+	}
+	r.Version++
+	r.UpdatedAt = now
+	return nil
+}
+
+// DeleteRule removes the rule with id if it is still at version. ErrStale
+// if it has moved on, ErrNotFound if it is gone. Its revisions stay.
+func (t *Tx) DeleteRule(id, version int64) error {
+	res := t.db.Where("id = ? AND version = ?", id, version).Delete(&Rule{})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return t.missOrStale(id)
+	}
+	return nil
+}
+
+// AddRevision records a version of a rule.
+func (t *Tx) AddRevision(rev *RuleRevision) error {
+	rev.ID = 0
+	return translate(t.db.Create(rev).Error)
+}
+
+// GetRevision returns version of the rule with ruleID, or ErrNotFound.
+func (t *Tx) GetRevision(ruleID, version int64) (RuleRevision, error) {
+	var rev RuleRevision
+	err := t.db.Where("rule_id = ? AND version = ?", ruleID, version).Take(&rev).Error
+	return rev, translate(err)
+}
+
+func (t *Tx) missOrStale(id int64) error {
+	if _, err := getRule(t.db, id); err != nil {
+		return err
+	}
+	return ErrStale
+}
+
+func getRule(db *gorm.DB, id int64) (Rule, error) {
+	var r Rule
+	err := db.Where("id = ?", id).Take(&r).Error
+	return r, translate(err)
+}
+
+func allRules(db *gorm.DB) ([]Rule, error) {
+	rules := []Rule{}
+	err := db.Order("id").Find(&rules).Error
+	return rules, err
+}
+
+// translate turns GORM's errors into the store's.
+func translate(err error) error {
+	switch {
+	case errors.Is(err, gorm.ErrRecordNotFound):
+		return ErrNotFound
+	case errors.Is(err, gorm.ErrDuplicatedKey):
+		return ErrConflict
+	}
+	return err
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"errors"
+	"testing"
+)
+
+func createRule(t *testing.T, s *Store, name string) Rule {
+	t.Helper()
+	r := Rule{Name: name, Kind: "flow", Resource: "orders", Enabled: true, Mode: "enforce", Spec: `{"threshold":1}`}
+	err := s.InTx(t.Context(), func(tx *Tx) error {
+		if err := tx.CreateRule(&r); err != nil {
+			return err
+		}
+		return tx.AddRevision(&RuleRevision{RuleID: r.ID, Version: r.Version, Action: ActionCreate, Content: "{}"})
+	})
+	if err != nil {
+		t.Fatalf("create %s: %v", name, err)
+	}
+	return r
+}
+
+func TestRuleLifecycle(t *testing.T) {
+	s, path := openTestStore(t)
+	ctx := t.Context()
+	a := createRule(t, s, "a")
+	if a.ID == 0 || a.Version != 1 || a.CreatedAt.IsZero() || a.CreatedAt.Location().String() != "UTC" {
+		t.Fatalf("created rule = %+v, want an ID, version 1 and UTC times", a)
+	}
+	err := s.InTx(ctx, func(tx *Tx) error { dup := Rule{Name: "a", Kind: "flow", Spec: "{}"}; return tx.CreateRule(&dup) })
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("duplicate name: %v, want ErrConflict", err)
+	}
+
+	a.Resource = "payments"
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.UpdateRule(&a) }); err != nil {
+		t.Fatal(err)
+	}
+	if a.Version != 2 {
+		t.Fatalf("version after update = %d, want 2", a.Version)
+	}
+	stale := a
+	stale.Version = 1
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.UpdateRule(&stale) }); !errors.Is(err, ErrStale) {
+		t.Fatalf("update at an old version: %v, want ErrStale", err)
+	}
+	b := createRule(t, s, "b")
+	renamed := b
+	renamed.Name = "a"
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.UpdateRule(&renamed) }); !errors.Is(err, ErrConflict) {
+		t.Fatalf("rename onto a taken name: %v, want ErrConflict", err)
+	}
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteRule(b.ID, 7) }); !errors.Is(err, ErrStale) {
+		t.Fatalf("delete at a wrong version: %v, want ErrStale", err)
+	}
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteRule(b.ID, b.Version) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRule(ctx, b.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("get deleted: %v, want ErrNotFound", err)
+	}
+	if err := s.InTx(ctx, func(tx *Tx) error { return tx.DeleteRule(b.ID, b.Version) }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("delete twice: %v, want ErrNotFound", err)
+	}
+	revs, total, err := s.ListRevisions(ctx, b.ID, Page{Number: 1, Size: 10})
+	if err != nil || total != 1 || len(revs) != 1 {
+		t.Fatalf("revisions of a deleted rule = %v, %d, %v; want its one revision", revs, total, err)
+	}
+	if _, _, err := s.ListRevisions(ctx, 999, Page{Number: 1, Size: 10}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("revisions of a rule that never was: %v, want ErrNotFound", err)
+	}
+
+	// A restart on the same file: the deleted rule's ID is not reused.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(ctx, path, discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	c := createRule(t, s2, "c")
+	if c.ID <= b.ID {
+		t.Fatalf("new rule got ID %d after %d was deleted, want a fresh one", c.ID, b.ID)
+	}
+}
+
+func TestListRulesFilters(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := t.Context()
+	for _, r := range []Rule{
+		{Name: "orders-qps", Kind: "flow", Resource: "orders", Enabled: true, Description: "Black Friday cap"},
+		{Name: "orders-conc", Kind: "flow", Resource: "orders", Enabled: false},
+		{Name: "pay_100%", Kind: "circuitBreaker", Resource: "payments", Enabled: true},
+	} {
+		err := s.InTx(ctx, func(tx *Tx) error { r.Spec = "{}"; return tx.CreateRule(&r) })
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	disabled := false
+	tests := []struct {
+		name   string
+		filter RuleFilter
+		page   Page
+		want   []string
+		total  int64
+	}{
+		{"all", RuleFilter{}, Page{1, 50}, []string{"orders-qps", "orders-conc", "pay_100%"}, 3},
+		{"by kind", RuleFilter{Kind: "flow"}, Page{1, 50}, []string{"orders-qps", "orders-conc"}, 2},
+		{"by resource", RuleFilter{Resource: "payments"}, Page{1, 50}, []string{"pay_100%"}, 1},
+		{"disabled", RuleFilter{Enabled: &disabled}, Page{1, 50}, []string{"orders-conc"}, 1},
+		{"query in description, any case", RuleFilter{Query: "FRIDAY"}, Page{1, 50}, []string{"orders-qps"}, 1},
+		{"query with LIKE wildcards", RuleFilter{Query: "_100%"}, Page{1, 50}, []string{"pay_100%"}, 1},
+		{"wildcard is literal", RuleFilter{Query: "%"}, Page{1, 50}, []string{"pay_100%"}, 1},
+		{"second page", RuleFilter{}, Page{2, 2}, []string{"pay_100%"}, 3},
+		{"past the end", RuleFilter{}, Page{5, 2}, []string{}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rules, total, err := s.ListRules(ctx, tt.filter, tt.page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := []string{}
+			for _, r := range rules {
+				names = append(names, r.Name)
+			}
+			if total != tt.total || len(names) != len(tt.want) {
+				t.Fatalf("got %v (total %d), want %v (total %d)", names, total, tt.want, tt.total)
+			}
+			for i := range names {
+				if names[i] != tt.want[i] {
+					t.Fatalf("got %v, want %v", names, tt.want)
+				}
+			}
+		})
+	}
+}
