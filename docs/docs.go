@@ -46,9 +46,827 @@ const docTemplate = `{
                     }
                 }
             }
+        },
+        "/rules": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "List rules",
+                "parameters": [
+                    {
+                        "enum": [
+                            "flow"
+                        ],
+                        "type": "string",
+                        "description": "only this kind",
+                        "name": "kind",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "only rules of this resource (exact name)",
+                        "name": "resource",
+                        "in": "query"
+                    },
+                    {
+                        "type": "boolean",
+                        "description": "only enabled (true) or disabled (false) rules",
+                        "name": "enabled",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "case-insensitive substring of the name, resource or description",
+                        "name": "q",
+                        "in": "query"
+                    },
+                    {
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 1,
+                        "description": "page, from 1",
+                        "name": "page",
+                        "in": "query"
+                    },
+                    {
+                        "maximum": 500,
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 50,
+                        "description": "rules per page, 1 to 500",
+                        "name": "pageSize",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleList"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Without a name, one is made up: \u003ckind\u003e-\u003cslug of resource\u003e, with -2, -3, … if taken.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Create a rule",
+                "parameters": [
+                    {
+                        "description": "the rule; fields that do not apply to its kind or behaviour are rejected",
+                        "name": "rule",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleContent"
+                        }
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in the rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "201": {
+                        "description": "Created",
+                        "schema": {
+                            "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's version, quoted"
+                            },
+                            "Location": {
+                                "type": "string",
+                                "description": "the new rule's URL"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the name is taken",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/apply": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be. The body is JSON, or YAML with Content-Type application/yaml.",
+                "consumes": [
+                    "application/json",
+                    "application/yaml"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Apply a rule file (declarative sync for CI)",
+                "parameters": [
+                    {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "only answer the plan",
+                        "name": "dryRun",
+                        "in": "query"
+                    },
+                    {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "delete the rules the body does not name",
+                        "name": "prune",
+                        "in": "query"
+                    },
+                    {
+                        "description": "the wanted rules; each needs a name",
+                        "name": "rules",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.ApplyRequest"
+                        }
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in each changed rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ApplyPlan"
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not JSON or YAML, or a bad query parameter",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad rules, each field named as rules[i].field",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/export": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "In the shape apply takes, by name, so that export then apply is a no-op.",
+                "produces": [
+                    "application/json",
+                    "application/yaml"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Export every rule",
+                "parameters": [
+                    {
+                        "enum": [
+                            "json",
+                            "yaml"
+                        ],
+                        "type": "string",
+                        "default": "json",
+                        "description": "json or yaml",
+                        "name": "format",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleFile"
+                        }
+                    },
+                    "400": {
+                        "description": "an unknown format",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/import": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Takes sentinel-golang's flow rule JSON (an array of flow.Rule) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Import sentinel-golang rules",
+                "parameters": [
+                    {
+                        "enum": [
+                            "sentinel"
+                        ],
+                        "type": "string",
+                        "description": "the source format",
+                        "name": "format",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "enum": [
+                            "flow"
+                        ],
+                        "type": "string",
+                        "default": "flow",
+                        "description": "the kind of the rules in the file",
+                        "name": "kind",
+                        "in": "query"
+                    },
+                    {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "only answer the plan",
+                        "name": "dryRun",
+                        "in": "query"
+                    },
+                    {
+                        "description": "sentinel-golang flow rules",
+                        "name": "rules",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "type": "array",
+                            "items": {
+                                "$ref": "#/definitions/server.SentinelFlowRule"
+                            }
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ApplyPlan"
+                        }
+                    },
+                    "400": {
+                        "description": "not a JSON array, or a bad query parameter",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad rules, each field named as rules[i].field",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/{id}": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Get a rule",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's version, quoted"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "id is not a positive whole number",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such rule",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "put": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Takes the whole rule; absent fields take their defaults, except the name, which is kept. The read-only fields (id, version, createdAt, updatedAt) may be sent back as GET returned them; a different id or kind is rejected.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Replace a rule",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "description": "the whole rule",
+                        "name": "rule",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleContent"
+                        }
+                    },
+                    {
+                        "type": "string",
+                        "description": "the version the change is based on, e.g. \\",
+                        "name": "If-Match",
+                        "in": "header"
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in the rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Rule"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such rule",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the new name is taken",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "412": {
+                        "description": "If-Match names another version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "delete": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Delete a rule",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "the version the deletion is based on, e.g. \\",
+                        "name": "If-Match",
+                        "in": "header"
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in the rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such rule",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "412": {
+                        "description": "If-Match names another version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "patch": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Fields present replace the stored ones (null resets a field to its default); absent fields are kept. The result is validated as a whole.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Update some fields of a rule",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "description": "the fields to change, e.g. {\\",
+                        "name": "rule",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleContent"
+                        }
+                    },
+                    {
+                        "type": "string",
+                        "description": "the version the change is based on, e.g. \\",
+                        "name": "If-Match",
+                        "in": "header"
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in the rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Rule"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such rule",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the new name is taken",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "412": {
+                        "description": "If-Match names another version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/{id}/revisions": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "A rule's history",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 1,
+                        "description": "page, from 1",
+                        "name": "page",
+                        "in": "query"
+                    },
+                    {
+                        "maximum": 500,
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 50,
+                        "description": "revisions per page, 1 to 500",
+                        "name": "pageSize",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RevisionList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no rule ever had this id",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/rules/{id}/rollback": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Roll a rule back to an earlier version",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "rule id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "minimum": 1,
+                        "type": "integer",
+                        "description": "the version whose content to restore",
+                        "name": "toVersion",
+                        "in": "query",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "the version the rollback is based on, e.g. \\",
+                        "name": "If-Match",
+                        "in": "header"
+                    },
+                    {
+                        "type": "string",
+                        "description": "why, kept in the rule's history",
+                        "name": "X-Change-Reason",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Rule"
+                        }
+                    },
+                    "400": {
+                        "description": "toVersion is missing or not a positive whole number",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such rule, or no such version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the old name is taken by another rule now",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "412": {
+                        "description": "If-Match names another version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
         }
     },
     "definitions": {
+        "server.ApplyPlan": {
+            "type": "object",
+            "properties": {
+                "created": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.PlanItem"
+                    }
+                },
+                "deleted": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.PlanItem"
+                    }
+                },
+                "dryRun": {
+                    "type": "boolean"
+                },
+                "unchanged": {
+                    "description": "Unchanged lists the rules of the body that are already as asked.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.PlanItem"
+                    }
+                },
+                "updated": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.PlanUpdate"
+                    }
+                }
+            }
+        },
+        "server.ApplyRequest": {
+            "type": "object",
+            "properties": {
+                "rules": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleContent"
+                    }
+                }
+            }
+        },
         "server.ErrorBody": {
             "type": "object",
             "properties": {
@@ -81,6 +899,21 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorBody"
                         }
                     ]
+                }
+            }
+        },
+        "server.FieldChange": {
+            "type": "object",
+            "properties": {
+                "field": {
+                    "type": "string",
+                    "example": "threshold"
+                },
+                "from": {
+                    "type": "object"
+                },
+                "to": {
+                    "type": "object"
                 }
             }
         },
@@ -124,6 +957,402 @@ const docTemplate = `{
                     "description": "Version is the server's build version.",
                     "type": "string",
                     "example": "1.4.0"
+                }
+            }
+        },
+        "server.PlanItem": {
+            "type": "object",
+            "properties": {
+                "kind": {
+                    "type": "string",
+                    "example": "flow"
+                },
+                "name": {
+                    "type": "string",
+                    "example": "orders-qps"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.PlanUpdate": {
+            "type": "object",
+            "properties": {
+                "changes": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.FieldChange"
+                    }
+                },
+                "kind": {
+                    "type": "string",
+                    "example": "flow"
+                },
+                "name": {
+                    "type": "string",
+                    "example": "orders-qps"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.RevisionList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleRevision"
+                    }
+                },
+                "page": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "pageSize": {
+                    "type": "integer",
+                    "example": 50
+                },
+                "total": {
+                    "type": "integer",
+                    "example": 3
+                }
+            }
+        },
+        "server.Rule": {
+            "type": "object",
+            "properties": {
+                "controlBehavior": {
+                    "type": "string",
+                    "enum": [
+                        "reject",
+                        "throttling"
+                    ],
+                    "example": "reject"
+                },
+                "createdAt": {
+                    "type": "string"
+                },
+                "description": {
+                    "type": "string",
+                    "example": "Black Friday cap"
+                },
+                "enabled": {
+                    "type": "boolean",
+                    "example": true
+                },
+                "id": {
+                    "type": "integer",
+                    "example": 42
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": [
+                        "flow"
+                    ],
+                    "example": "flow"
+                },
+                "maxQueueingTimeMs": {
+                    "type": "integer",
+                    "example": 500
+                },
+                "metric": {
+                    "type": "string",
+                    "enum": [
+                        "qps",
+                        "concurrency"
+                    ],
+                    "example": "qps"
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": [
+                        "enforce",
+                        "shadow"
+                    ],
+                    "example": "enforce"
+                },
+                "name": {
+                    "type": "string",
+                    "example": "orders-qps"
+                },
+                "refResource": {
+                    "type": "string",
+                    "example": "GET:/api/stock"
+                },
+                "relationStrategy": {
+                    "type": "string",
+                    "enum": [
+                        "current",
+                        "associated"
+                    ],
+                    "example": "current"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "statIntervalMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "threshold": {
+                    "type": "number",
+                    "example": 100
+                },
+                "tokenCalculateStrategy": {
+                    "type": "string",
+                    "enum": [
+                        "direct",
+                        "warmUp"
+                    ],
+                    "example": "direct"
+                },
+                "updatedAt": {
+                    "type": "string"
+                },
+                "version": {
+                    "type": "integer",
+                    "example": 3
+                },
+                "warmUpColdFactor": {
+                    "type": "integer",
+                    "example": 3
+                },
+                "warmUpPeriodSec": {
+                    "type": "integer",
+                    "example": 10
+                }
+            }
+        },
+        "server.RuleContent": {
+            "type": "object",
+            "properties": {
+                "controlBehavior": {
+                    "type": "string",
+                    "enum": [
+                        "reject",
+                        "throttling"
+                    ],
+                    "example": "reject"
+                },
+                "description": {
+                    "type": "string",
+                    "example": "Black Friday cap"
+                },
+                "enabled": {
+                    "type": "boolean",
+                    "example": true
+                },
+                "kind": {
+                    "type": "string",
+                    "enum": [
+                        "flow"
+                    ],
+                    "example": "flow"
+                },
+                "maxQueueingTimeMs": {
+                    "type": "integer",
+                    "example": 500
+                },
+                "metric": {
+                    "type": "string",
+                    "enum": [
+                        "qps",
+                        "concurrency"
+                    ],
+                    "example": "qps"
+                },
+                "mode": {
+                    "type": "string",
+                    "enum": [
+                        "enforce",
+                        "shadow"
+                    ],
+                    "example": "enforce"
+                },
+                "name": {
+                    "type": "string",
+                    "example": "orders-qps"
+                },
+                "refResource": {
+                    "type": "string",
+                    "example": "GET:/api/stock"
+                },
+                "relationStrategy": {
+                    "type": "string",
+                    "enum": [
+                        "current",
+                        "associated"
+                    ],
+                    "example": "current"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "statIntervalMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "threshold": {
+                    "type": "number",
+                    "example": 100
+                },
+                "tokenCalculateStrategy": {
+                    "type": "string",
+                    "enum": [
+                        "direct",
+                        "warmUp"
+                    ],
+                    "example": "direct"
+                },
+                "warmUpColdFactor": {
+                    "type": "integer",
+                    "example": 3
+                },
+                "warmUpPeriodSec": {
+                    "type": "integer",
+                    "example": 10
+                }
+            }
+        },
+        "server.RuleFile": {
+            "type": "object",
+            "properties": {
+                "rules": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleContent"
+                    }
+                }
+            }
+        },
+        "server.RuleList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.Rule"
+                    }
+                },
+                "page": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "pageSize": {
+                    "type": "integer",
+                    "example": 50
+                },
+                "total": {
+                    "type": "integer",
+                    "example": 1
+                }
+            }
+        },
+        "server.RuleRevision": {
+            "type": "object",
+            "properties": {
+                "action": {
+                    "description": "Action is what made this version.",
+                    "type": "string",
+                    "enum": [
+                        "create",
+                        "update",
+                        "delete",
+                        "rollback"
+                    ],
+                    "example": "update"
+                },
+                "actor": {
+                    "type": "string",
+                    "example": "ci-deploy"
+                },
+                "createdAt": {
+                    "type": "string"
+                },
+                "reason": {
+                    "type": "string",
+                    "example": "raise the cap for the sale"
+                },
+                "rule": {
+                    "$ref": "#/definitions/server.Rule"
+                },
+                "version": {
+                    "type": "integer",
+                    "example": 2
+                }
+            }
+        },
+        "server.SentinelFlowRule": {
+            "type": "object",
+            "properties": {
+                "controlBehavior": {
+                    "description": "ControlBehavior: 0 Reject, 1 Throttling.",
+                    "type": "integer",
+                    "enum": [
+                        0,
+                        1
+                    ]
+                },
+                "highMemUsageThreshold": {
+                    "type": "integer"
+                },
+                "id": {
+                    "type": "string"
+                },
+                "lowMemUsageThreshold": {
+                    "type": "integer"
+                },
+                "maxQueueingTimeMs": {
+                    "type": "integer"
+                },
+                "memHighWaterMarkBytes": {
+                    "type": "integer"
+                },
+                "memLowWaterMarkBytes": {
+                    "type": "integer"
+                },
+                "refResource": {
+                    "type": "string"
+                },
+                "relationStrategy": {
+                    "description": "RelationStrategy: 0 CurrentResource, 1 AssociatedResource.",
+                    "type": "integer",
+                    "enum": [
+                        0,
+                        1
+                    ]
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "statIntervalInMs": {
+                    "type": "integer"
+                },
+                "threshold": {
+                    "type": "number",
+                    "example": 100
+                },
+                "tokenCalculateStrategy": {
+                    "description": "TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).",
+                    "type": "integer",
+                    "enum": [
+                        0,
+                        1
+                    ]
+                },
+                "warmUpColdFactor": {
+                    "type": "integer"
+                },
+                "warmUpPeriodSec": {
+                    "type": "integer"
                 }
             }
         }

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // Error is an error with its HTTP answer. Handlers return one to choose the
@@ -133,6 +136,22 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
+	var invalid *engine.ValidationError
+	if errors.As(err, &invalid) {
+		details := make([]FieldError, len(invalid.Fields))
+		for i, f := range invalid.Fields {
+			details[i] = FieldError(f)
+		}
+		return ValidationFailed(err.Error(), details...)
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return NotFound(storeMessage(err, store.ErrNotFound, "not found"))
+	case errors.Is(err, store.ErrConflict):
+		return Conflict(storeMessage(err, store.ErrConflict, "the name is taken"))
+	case errors.Is(err, store.ErrStale):
+		return PreconditionFailed(storeMessage(err, store.ErrStale, "the version does not match If-Match"))
+	}
 	var fiberErr *fiber.Error
 	if errors.As(err, &fiberErr) && fiberErr.Code < http.StatusInternalServerError {
 		return NewError(fiberErr.Code, fiberMessage(c, fiberErr))
@@ -140,6 +159,17 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	s.logger.ErrorContext(c.UserContext(), "internal error",
 		"method", c.Method(), "path", c.Path(), "error", err)
 	return NewError(http.StatusInternalServerError, "the server failed to answer; the error is logged")
+}
+
+// storeMessage is the message a handler wrapped around a store error
+// ("no rule has id 7: store: not found" gives "no rule has id 7"), or
+// fallback if it was not wrapped.
+func storeMessage(err, sentinel error, fallback string) string {
+	msg, wrapped := strings.CutSuffix(err.Error(), ": "+sentinel.Error())
+	if !wrapped || msg == "" {
+		return fallback
+	}
+	return msg
 }
 
 // fiberMessage rewrites Fiber's terse messages for the statuses it raises

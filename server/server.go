@@ -1,7 +1,9 @@
 package server
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,6 +29,12 @@ import (
 const (
 	// maxBodyBytes is the largest request body accepted (API.md: 1 MiB).
 	maxBodyBytes = 1 << 20
+	// readBodyBytes is the largest body read before it is refused. Bodies
+	// between the two are read whole and answered 413 on a connection that
+	// stays open: a server that refuses from Content-Length alone and
+	// hangs up makes most clients, still sending, see a reset instead of
+	// the 413.
+	readBodyBytes = 8 << 20
 	// readTimeout bounds reading one request, headers and body.
 	readTimeout = 30 * time.Second
 	// idleTimeout closes keep-alive connections left unused this long.
@@ -54,6 +62,7 @@ type Server struct {
 	app     *fiber.App
 	engine  *engine.Engine
 	store   *store.Store
+	rules   *ruleSync
 	version string
 	logger  *slog.Logger
 
@@ -62,8 +71,9 @@ type Server struct {
 	stopped   bool
 }
 
-// New builds the application and its routes; it does not listen yet.
-func New(cfg Config) (*Server, error) {
+// New builds the application and its routes and loads the stored rules into
+// the engine; it does not listen yet.
+func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Engine == nil {
 		return nil, errors.New("server: Config.Engine is required")
 	}
@@ -82,16 +92,21 @@ func New(cfg Config) (*Server, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	s.rules = &ruleSync{store: cfg.Store, engine: cfg.Engine}
+	if err := s.rules.load(ctx); err != nil {
+		return nil, fmt.Errorf("server: load the stored rules into the engine: %w", err)
+	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "sluice",
 		ErrorHandler:          s.handleError,
-		BodyLimit:             maxBodyBytes,
+		BodyLimit:             readBodyBytes,
 		ReadTimeout:           readTimeout,
 		IdleTimeout:           idleTimeout,
 		DisableStartupMessage: true,
 		// Request strings reach the engine and goroutines that outlive
 		// the handler, and Fiber recycles its buffers after it returns.
-		Immutable: true,
+		Immutable:   true,
+		JSONEncoder: marshalJSON,
 	})
 	s.routes()
 	return s, nil
@@ -101,6 +116,7 @@ func New(cfg Config) (*Server, error) {
 // the API and the Swagger UI did not.
 func (s *Server) routes() {
 	s.app.Use(s.logRequests)
+	s.app.Use(limitBody)
 	s.app.Use(recover.New(recover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: s.logPanic,
@@ -108,6 +124,7 @@ func (s *Server) routes() {
 
 	api := s.app.Group("/api/v1")
 	bindHealth(api, s.store, s.version, s.logger)
+	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 
 	s.app.Get("/swagger/*", swagger.New())
 	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))
@@ -138,6 +155,31 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		"ip", c.IP(),
 	)
 	return nil
+}
+
+// writeJSON answers v as JSON with status.
+func writeJSON(c *fiber.Ctx, status int, v any) error {
+	return c.Status(status).JSON(v, fiber.MIMEApplicationJSONCharsetUTF8)
+}
+
+// marshalJSON encodes like encoding/json without escaping <, > and &:
+// API clients are not HTML pages, and "must be >= 0" should read as such.
+func marshalJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// limitBody refuses bodies over maxBodyBytes.
+func limitBody(c *fiber.Ctx) error {
+	if len(c.Request().Body()) > maxBodyBytes {
+		return fiber.ErrRequestEntityTooLarge
+	}
+	return c.Next()
 }
 
 // logPanic logs a recovered panic with its stack; the error handler then

@@ -67,7 +67,7 @@ func newTestServer(t *testing.T, register func(app *fiber.App)) *testServer {
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
 
-	srv, err := New(Config{Engine: eng, Store: st, Version: testVersion, Logger: logger})
+	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Version: testVersion, Logger: logger})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -261,8 +261,16 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "body over 1 MiB",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
+				return ts.do(t, http.MethodPost, "/api/v1/rules", bytes.NewReader(bytes.Repeat([]byte(" "), maxBodyBytes+1)))
+			},
+			wantStatus: http.StatusRequestEntityTooLarge,
+			wantCode:   "payload_too_large",
+		},
+		{
+			name: "body too large to read",
+			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
 				return ts.doRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
-					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", maxBodyBytes+1))
+					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", readBodyBytes+1))
 			},
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantCode:   "payload_too_large",
@@ -457,7 +465,7 @@ func TestNewRequiresEngineAndStore(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := New(tt.cfg); err == nil {
+			if _, err := New(t.Context(), tt.cfg); err == nil {
 				t.Error("New succeeded, want an error")
 			}
 		})
@@ -472,7 +480,7 @@ func TestServeAfterShutdownReturnsAtOnce(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
-	srv, err := New(Config{Engine: eng, Store: st})
+	srv, err := New(t.Context(), Config{Engine: eng, Store: st})
 	if err != nil {
 		t.Fatal(err)
 	}

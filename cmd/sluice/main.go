@@ -94,7 +94,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	eng := engine.New(engine.Options{})
 	defer eng.Close()
 
-	srv, err := server.New(server.Config{Engine: eng, Store: st, Version: version, Logger: logger})
+	srv, err := server.New(ctx, server.Config{Engine: eng, Store: st, Version: version, Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,372 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// maxApplyRules bounds the rules of one apply or import.
+const maxApplyRules = 5000
+
+// ApplyRequest is the body of apply: the wanted rules, matched by name.
+type ApplyRequest struct {
+	Rules []RuleContent `json:"rules"`
+}
+
+// PlanItem names a rule a plan touches.
+type PlanItem struct {
+	Name     string `json:"name" example:"orders-qps"`
+	Kind     string `json:"kind" example:"flow"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+}
+
+// FieldChange is one field an update changes, with its JSON values before
+// and after (null when the field is absent on that side).
+type FieldChange struct {
+	Field string          `json:"field" example:"threshold"`
+	From  json.RawMessage `json:"from" swaggertype:"object"`
+	To    json.RawMessage `json:"to" swaggertype:"object"`
+}
+
+// PlanUpdate is a rule an apply changes, field by field.
+type PlanUpdate struct {
+	PlanItem
+	Changes []FieldChange `json:"changes"`
+}
+
+// ApplyPlan is what an apply does (dryRun false) or would do (dryRun true).
+type ApplyPlan struct {
+	DryRun  bool         `json:"dryRun"`
+	Created []PlanItem   `json:"created"`
+	Updated []PlanUpdate `json:"updated"`
+	Deleted []PlanItem   `json:"deleted"`
+	// Unchanged lists the rules of the body that are already as asked.
+	Unchanged []PlanItem `json:"unchanged"`
+}
+
+// apply syncs the stored rules to the body.
+//
+//	@Summary		Apply a rule file (declarative sync for CI)
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Tags			rules
+//	@Accept			json
+//	@Accept			application/yaml
+//	@Produce		json
+//	@Param			dryRun			query		bool			false	"only answer the plan"	default(false)
+//	@Param			prune			query		bool			false	"delete the rules the body does not name"	default(false)
+//	@Param			rules			body		ApplyRequest	true	"the wanted rules; each needs a name"
+//	@Param			X-Change-Reason	header		string			false	"why, kept in each changed rule's history"
+//	@Success		200				{object}	ApplyPlan
+//	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or a bad query parameter"
+//	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Security		BearerAuth
+//	@Router			/rules/apply [post]
+func (h *ruleHandler) apply(c *fiber.Ctx) error {
+	dryRun, prune, err := applyParams(c)
+	if err != nil {
+		return err
+	}
+	who, err := changeActor(c)
+	if err != nil {
+		return err
+	}
+	body := c.Body()
+	if isYAML(c.Get(fiber.HeaderContentType)) {
+		if body, err = yaml.YAMLToJSON(body); err != nil {
+			return BadRequest("the body is not YAML: " + err.Error())
+		}
+	}
+	var errs []FieldError
+	o, err := parseObject(body, "", &errs)
+	if err != nil {
+		return errNotJSONObject(err)
+	}
+	var items []json.RawMessage
+	if v, _ := o.value("rules"); v == nil {
+		errs = append(errs, FieldError{"rules", "is required: a list of rules"})
+	} else if err := json.Unmarshal(v, &items); err != nil {
+		errs = append(errs, FieldError{"rules", "must be a list of rules"})
+	}
+	o.rest(func(string) string { return "" })
+	if len(errs) > 0 {
+		return ValidationFailed("the body is not a valid rule file; see details", errs...)
+	}
+	rules, err := decodeApplyRules(items)
+	if err != nil {
+		return err
+	}
+	plan, err := h.sync.apply(c.UserContext(), rules, dryRun, prune, who)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, plan)
+}
+
+func applyParams(c *fiber.Ctx) (dryRun, prune bool, err error) {
+	for name, dst := range map[string]*bool{"dryRun": &dryRun, "prune": &prune} {
+		v, err := boolParam(c, name)
+		if err != nil {
+			return false, false, err
+		}
+		*dst = v != nil && *v
+	}
+	return dryRun, prune, nil
+}
+
+func isYAML(contentType string) bool {
+	mediaType, _, _ := strings.Cut(contentType, ";")
+	switch strings.TrimSpace(strings.ToLower(mediaType)) {
+	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+		return true
+	}
+	return false
+}
+
+// decodeApplyRules decodes and validates the rules of an apply body; every
+// bad field is named rules[i].field, and its message names the rule.
+func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
+	if len(items) > maxApplyRules {
+		msg := fmt.Sprintf("holds %d rules, more than the %d one apply takes", len(items), maxApplyRules)
+		return nil, ValidationFailed("too many rules: "+msg, FieldError{"rules", msg})
+	}
+	var errs []FieldError
+	rules := make([]rule, 0, len(items))
+	named := map[string]int{}
+	for i, item := range items {
+		path := fmt.Sprintf("rules[%d].", i)
+		o, err := parseObject(item, path, &errs)
+		if err != nil {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
+			continue
+		}
+		r := decodeRule(o, rule{}, forApply)
+		label := r.Name
+		if label == "" {
+			label = fmt.Sprintf("#%d", i)
+		}
+		if first, dup := named[r.Name]; dup && r.Name != "" {
+			errs = append(errs, FieldError{path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
+		}
+		named[r.Name] = i
+		validateRule(&r, path, label, &errs)
+		rules = append(rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, ValidationFailed("the rule file is not valid; nothing was applied; see details", errs...)
+	}
+	return rules, nil
+}
+
+// apply syncs the stored rules to want in one transaction (see
+// ruleHandler.apply) and returns the plan.
+func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, who actor) (ApplyPlan, error) {
+	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
+	err := s.write(ctx, dryRun, func(tx *store.Tx) error {
+		rows, err := tx.AllRules()
+		if err != nil {
+			return err
+		}
+		stored := make(map[string]store.Rule, len(rows))
+		for _, row := range rows {
+			stored[row.Name] = row
+		}
+		for i := range want {
+			r := &want[i]
+			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
+			row, exists := stored[r.Name]
+			delete(stored, r.Name)
+			if !exists {
+				if err := createRule(tx, r, who); err != nil {
+					return err
+				}
+				plan.Created = append(plan.Created, item)
+				continue
+			}
+			old, err := ruleFromStore(row)
+			if err != nil {
+				return err
+			}
+			if old.Kind != r.Kind {
+				msg := fmt.Sprintf("rule %q is of kind %s; a rule's kind cannot change (delete it, or use another name)", r.Name, old.Kind)
+				return ValidationFailed(msg, FieldError{fmt.Sprintf("rules[%d].kind", i), msg})
+			}
+			changes, err := contentChanges(old.content(), r.content())
+			if err != nil {
+				return err
+			}
+			if len(changes) == 0 {
+				plan.Unchanged = append(plan.Unchanged, item)
+				continue
+			}
+			r.ID, r.Version, r.CreatedAt = old.ID, old.Version, old.CreatedAt
+			if err := updateRule(tx, r, store.ActionUpdate, who); err != nil {
+				return err
+			}
+			plan.Updated = append(plan.Updated, PlanUpdate{PlanItem: item, Changes: changes})
+		}
+		if !prune {
+			return nil
+		}
+		for _, name := range slices.Sorted(maps.Keys(stored)) {
+			old, err := ruleFromStore(stored[name])
+			if err != nil {
+				return err
+			}
+			if err := deleteRule(tx, &old, who); err != nil {
+				return err
+			}
+			plan.Deleted = append(plan.Deleted, PlanItem{Name: old.Name, Kind: old.Kind, Resource: old.Resource})
+		}
+		return nil
+	})
+	return plan, err
+}
+
+// contentChanges lists the fields in which two rules differ, by field
+// name, the name itself aside (rules are matched by it).
+func contentChanges(from, to RuleContent) ([]FieldChange, error) {
+	fromFields, err := jsonFields(from)
+	if err != nil {
+		return nil, err
+	}
+	toFields, err := jsonFields(to)
+	if err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(fromFields))
+	for name := range toFields {
+		if _, ok := fromFields[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var changes []FieldChange
+	for _, name := range names {
+		a, b := fromFields[name], toFields[name]
+		if name == "name" || bytes.Equal(a, b) {
+			continue
+		}
+		changes = append(changes, FieldChange{Field: name, From: orNull(a), To: orNull(b)})
+	}
+	return changes, nil
+}
+
+func jsonFields(v any) (map[string]json.RawMessage, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	return fields, json.Unmarshal(data, &fields)
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// RuleFile is what export writes: every rule, in the shape apply takes.
+type RuleFile struct {
+	Rules []RuleContent `json:"rules"`
+}
+
+// export writes every rule as a file that apply takes back unchanged.
+//
+//	@Summary		Export every rule
+//	@Description	In the shape apply takes, by name, so that export then apply is a no-op.
+//	@Tags			rules
+//	@Produce		json
+//	@Produce		application/yaml
+//	@Param			format	query		string	false	"json or yaml"	Enums(json, yaml)	default(json)
+//	@Success		200		{object}	RuleFile
+//	@Failure		400		{object}	ErrorResponse	"an unknown format"
+//	@Security		BearerAuth
+//	@Router			/rules/export [get]
+func (h *ruleHandler) export(c *fiber.Ctx) error {
+	format := c.Query("format", "json")
+	if format != "json" && format != "yaml" {
+		return BadRequest("format must be json or yaml", FieldError{"format", "must be json or yaml"})
+	}
+	rows, err := h.store.AllRules(c.UserContext())
+	if err != nil {
+		return err
+	}
+	file := RuleFile{Rules: make([]RuleContent, 0, len(rows))}
+	for _, row := range rows {
+		r, err := ruleFromStore(row)
+		if err != nil {
+			return err
+		}
+		file.Rules = append(file.Rules, r.content())
+	}
+	slices.SortFunc(file.Rules, func(a, b RuleContent) int { return strings.Compare(a.Name, b.Name) })
+	if format == "json" {
+		return writeJSON(c, http.StatusOK, file)
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
+	return c.Status(http.StatusOK).Send(data)
+}
+
+// importRules converts sentinel-golang rules and applies them.
+//
+//	@Summary		Import sentinel-golang rules
+//	@Description	Takes sentinel-golang's flow rule JSON (an array of flow.Rule) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing.
+//	@Tags			rules
+//	@Accept			json
+//	@Produce		json
+//	@Param			format	query		string	true	"the source format"	Enums(sentinel)
+//	@Param			kind	query		string	false	"the kind of the rules in the file"	Enums(flow)	default(flow)
+//	@Param			dryRun	query		bool	false	"only answer the plan"	default(false)
+//	@Param			rules	body		[]SentinelFlowRule	true	"sentinel-golang flow rules"
+//	@Success		200		{object}	ApplyPlan
+//	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
+//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Security		BearerAuth
+//	@Router			/rules/import [post]
+func (h *ruleHandler) importRules(c *fiber.Ctx) error {
+	if format := c.Query("format"); format != "sentinel" {
+		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})
+	}
+	if kind := c.Query("kind", kindFlow); kind != kindFlow {
+		return BadRequest("kind must be flow: Sluice imports Sentinel's flow rules", FieldError{"kind", "must be flow"})
+	}
+	dryRun, err := boolParam(c, "dryRun")
+	if err != nil {
+		return err
+	}
+	who, err := changeActor(c)
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
+		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
+	}
+	rules, err := convertSentinelFlowRules(items)
+	if err != nil {
+		return err
+	}
+	plan, err := h.sync.apply(c.UserContext(), rules, dryRun != nil && *dryRun, false, who)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, plan)
+}

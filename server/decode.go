@@ -1,0 +1,157 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+)
+
+// object decodes one JSON object field by field, so that every field gets
+// its own error: unknown fields, wrong JSON types and fractional whole
+// numbers are all reported, named by their path, instead of stopping at the
+// first. A null value means "not set", like an absent field.
+type object struct {
+	path   string // prefix for field names, e.g. "rules[3]."
+	fields map[string]json.RawMessage
+	seen   map[string]bool
+	errs   *[]FieldError
+}
+
+// parseObject reads data as one JSON object. A body that is not a JSON
+// object at all is an error of the whole body.
+func parseObject(data []byte, path string, errs *[]FieldError) (*object, error) {
+	var fields map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&fields); err != nil || fields == nil {
+		return nil, errors.New("not a JSON object")
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	return &object{path: path, fields: fields, seen: map[string]bool{}, errs: errs}, nil
+}
+
+func (o *object) fail(name, message string) {
+	*o.errs = append(*o.errs, FieldError{Field: o.path + name, Message: message})
+}
+
+// value returns the field's value (nil when absent or null) and whether
+// it is present, and marks it as known.
+func (o *object) value(name string) (json.RawMessage, bool) {
+	o.seen[name] = true
+	v, ok := o.fields[name]
+	if !ok || string(v) == "null" {
+		return nil, ok
+	}
+	return v, true
+}
+
+// has reports whether the field is present and not null.
+func (o *object) has(name string) bool {
+	v, ok := o.fields[name]
+	return ok && string(v) != "null"
+}
+
+// str decodes a string field into dst if the field is present (null sets
+// ""); it reports whether it was.
+func (o *object) str(name string, dst *string) bool {
+	v, present := o.value(name)
+	if v == nil {
+		if present {
+			*dst = ""
+		}
+		return present
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		o.fail(name, "must be a string")
+	}
+	return true
+}
+
+// boolean decodes true or false into dst, like str; null sets ifNull.
+func (o *object) boolean(name string, dst *bool, ifNull bool) bool {
+	v, present := o.value(name)
+	if v == nil {
+		if present {
+			*dst = ifNull
+		}
+		return present
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		o.fail(name, "must be true or false")
+	}
+	return true
+}
+
+// number decodes a finite number into dst, like str; null sets 0.
+func (o *object) number(name string, dst *float64) bool {
+	v, present := o.value(name)
+	if v == nil {
+		if present {
+			*dst = 0
+		}
+		return present
+	}
+	var n json.Number
+	if err := json.Unmarshal(v, &n); err != nil {
+		o.fail(name, "must be a number")
+		return true
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsInf(f, 0) {
+		o.fail(name, "is out of range")
+		return true
+	}
+	*dst = f
+	return true
+}
+
+// integer decodes a whole number (1e3 and 2.0 included) into dst, like
+// str; null sets 0.
+func (o *object) integer(name string, dst *int64) bool {
+	v, present := o.value(name)
+	if v == nil {
+		if present {
+			*dst = 0
+		}
+		return present
+	}
+	var n json.Number
+	if err := json.Unmarshal(v, &n); err != nil {
+		o.fail(name, "must be a whole number")
+		return true
+	}
+	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+		*dst = i
+		return true
+	}
+	f, err := n.Float64()
+	switch {
+	case err != nil || f != math.Trunc(f):
+		o.fail(name, "must be a whole number")
+	case f > math.MaxInt64/2 || f < math.MinInt64/2:
+		o.fail(name, "is out of range")
+	default:
+		*dst = int64(f)
+	}
+	return true
+}
+
+// rest reports every field not read so far: as belonging to another kind
+// when other says so, else as unknown.
+func (o *object) rest(other func(name string) string) {
+	for _, name := range slices.Sorted(maps.Keys(o.fields)) {
+		if o.seen[name] {
+			continue
+		}
+		if msg := other(name); msg != "" {
+			o.fail(name, msg)
+		} else {
+			o.fail(name, "is not a known field")
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// SentinelFlowRule is sentinel-golang's flow.Rule as its JSON data sources
+// write it; enums are numbers.
+type SentinelFlowRule struct {
+	ID       string `json:"id,omitempty"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+	// TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).
+	TokenCalculateStrategy int32 `json:"tokenCalculateStrategy" enums:"0,1"`
+	// ControlBehavior: 0 Reject, 1 Throttling.
+	ControlBehavior int32   `json:"controlBehavior" enums:"0,1"`
+	Threshold       float64 `json:"threshold" example:"100"`
+	// RelationStrategy: 0 CurrentResource, 1 AssociatedResource.
+	RelationStrategy      int32  `json:"relationStrategy" enums:"0,1"`
+	RefResource           string `json:"refResource"`
+	MaxQueueingTimeMs     uint32 `json:"maxQueueingTimeMs"`
+	WarmUpPeriodSec       uint32 `json:"warmUpPeriodSec"`
+	WarmUpColdFactor      uint32 `json:"warmUpColdFactor"`
+	StatIntervalInMs      uint32 `json:"statIntervalInMs"`
+	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold"`
+	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
+	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
+	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
+}
+
+// convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
+// rules, named in file order, validated like an apply body.
+func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
+	if len(items) > maxApplyRules {
+		msg := fmt.Sprintf("holds %d rules, more than the %d one import takes", len(items), maxApplyRules)
+		return nil, ValidationFailed("too many rules: "+msg, FieldError{"rules", msg})
+	}
+	var errs []FieldError
+	rules := make([]rule, 0, len(items))
+	named := map[string]bool{}
+	for i, item := range items {
+		path := fmt.Sprintf("rules[%d].", i)
+		o, err := parseObject(item, path, &errs)
+		if err != nil {
+			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
+			continue
+		}
+		var sr struct {
+			id, resource, refResource                          string
+			strategy, behavior, relation                       int64
+			threshold                                          float64
+			queueing, warmUpSec, coldFactor, interval, ignored int64
+		}
+		o.str("id", &sr.id)
+		o.str("resource", &sr.resource)
+		o.integer("tokenCalculateStrategy", &sr.strategy)
+		o.integer("controlBehavior", &sr.behavior)
+		o.number("threshold", &sr.threshold)
+		o.integer("relationStrategy", &sr.relation)
+		o.str("refResource", &sr.refResource)
+		o.integer("maxQueueingTimeMs", &sr.queueing)
+		o.integer("warmUpPeriodSec", &sr.warmUpSec)
+		o.integer("warmUpColdFactor", &sr.coldFactor)
+		o.integer("statIntervalInMs", &sr.interval)
+		// Used by MemoryAdaptive only, which is refused below.
+		for _, name := range []string{"lowMemUsageThreshold", "highMemUsageThreshold", "memLowWaterMarkBytes", "memHighWaterMarkBytes"} {
+			o.integer(name, &sr.ignored)
+		}
+		o.rest(func(string) string { return "" })
+
+		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
+		switch sr.strategy {
+		case 0:
+		case 1:
+			f.TokenCalculateStrategy = engine.StrategyWarmUp
+			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
+		default:
+			o.fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
+		}
+		switch sr.behavior {
+		case 0:
+		case 1:
+			f.ControlBehavior = engine.BehaviorThrottling
+			f.MaxQueueingTimeMs = sr.queueing
+		default:
+			o.fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
+		}
+		switch sr.relation {
+		case 0:
+		case 1:
+			f.RelationStrategy = engine.RelationAssociated
+			f.RefResource = sr.refResource
+		default:
+			o.fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
+		}
+
+		r := rule{Kind: kindFlow, Resource: sr.resource, Enabled: true, Mode: string(engine.ModeEnforce), Flow: f}
+		r.Description = "Imported from sentinel-golang"
+		if sr.id != "" {
+			r.Description += " rule " + sr.id
+		}
+		r.Name, _ = uniqueName(kindFlow, sr.resource, func(name string) (bool, error) { return named[name], nil })
+		named[r.Name] = true
+		validateRule(&r, path, r.Name, &errs)
+		rules = append(rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, ValidationFailed("the Sentinel rules cannot be imported; nothing was applied; see details", errs...)
+	}
+	return rules, nil
+}
