@@ -33,8 +33,15 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sluice:", err)
-		os.Exit(1)
+		code := 1
+		var exit *exitError
+		if errors.As(err, &exit) {
+			code = exit.code
+		}
+		if msg := err.Error(); msg != "" {
+			fmt.Fprintln(os.Stderr, "sluice:", msg)
+		}
+		os.Exit(code)
 	}
 }
 
@@ -42,11 +49,21 @@ func main() {
 // (the server then shut down cleanly) or when something fails.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command, args := splitCommand(args)
+	err := dispatch(ctx, command, args, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // the flag set printed the usage
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, command string, args []string, stdout, stderr io.Writer) error {
 	switch command {
 	case "serve":
 		return serve(ctx, args, stdout, stderr)
+	case "rules":
+		return rules(ctx, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve", command)
+		return fmt.Errorf("unknown command %q; commands: serve, rules", command)
 	}
 }
 

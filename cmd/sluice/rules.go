@@ -1,0 +1,213 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/peterbourgon/ff/v3"
+
+	"github.com/sluicehq/sluice/server"
+)
+
+// exitError ends the program with its code (and, if set, its message).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// errDrift is a dry run that found changes to make: exit code 2, so that a
+// pipeline can gate on it.
+var errDrift = &exitError{code: 2}
+
+// requestTimeout bounds one API call of the rules commands.
+const requestTimeout = 60 * time.Second
+
+// rules runs "sluice rules apply|export".
+func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	command, args := "", args
+	if len(args) > 0 {
+		command, args = args[0], args[1:]
+	}
+	switch command {
+	case "apply":
+		return rulesApply(ctx, args, stdout, stderr)
+	case "export":
+		return rulesExport(ctx, args, stdout, stderr)
+	}
+	return fmt.Errorf("sluice rules: want a command, apply or export; got %q", command)
+}
+
+// apiFlags are the flags every API command shares.
+type apiFlags struct {
+	server string
+	token  string
+}
+
+func (a *apiFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&a.server, "server", "http://localhost:8080", "the Sluice server's URL (env SLUICE_SERVER)")
+	fs.StringVar(&a.token, "token", "", "API token, sent as a bearer token (env SLUICE_TOKEN)")
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	return nil
+}
+
+func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sluice rules apply", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var api apiFlags
+	api.register(fs)
+	file := fs.String("f", "", "rule file, YAML or JSON ({\"rules\": [...]}); - reads standard input")
+	dryRun := fs.Bool("dry-run", false, "only show the plan; exit 2 if it changes anything")
+	prune := fs.Bool("prune", false, "delete the rules the file does not name")
+	reason := fs.String("reason", "", "why, kept in each changed rule's history")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *file == "" {
+		return errors.New("sluice rules apply: -f is required")
+	}
+	var body []byte
+	var err error
+	if *file == "-" {
+		body, err = io.ReadAll(os.Stdin)
+	} else {
+		body, err = os.ReadFile(*file)
+	}
+	if err != nil {
+		return err
+	}
+	query := url.Values{"dryRun": {strconv.FormatBool(*dryRun)}, "prune": {strconv.FormatBool(*prune)}}
+	// YAML is a superset of JSON: one content type reads both.
+	header := http.Header{"Content-Type": {"application/yaml"}}
+	if *reason != "" {
+		header.Set("X-Change-Reason", *reason)
+	}
+	var plan server.ApplyPlan
+	if err := api.call(ctx, http.MethodPost, "/api/v1/rules/apply?"+query.Encode(), header, body, &plan); err != nil {
+		return err
+	}
+	changes := printPlan(stdout, plan)
+	if *dryRun && changes > 0 {
+		return errDrift
+	}
+	return nil
+}
+
+// printPlan writes the plan as a readable diff and returns how many rules
+// it changes.
+func printPlan(w io.Writer, plan server.ApplyPlan) int {
+	for _, r := range plan.Created {
+		fmt.Fprintf(w, "+ create %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
+	}
+	for _, r := range plan.Updated {
+		fmt.Fprintf(w, "~ update %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
+		for _, c := range r.Changes {
+			fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, c.From, c.To)
+		}
+	}
+	for _, r := range plan.Deleted {
+		fmt.Fprintf(w, "- delete %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
+	}
+	changes := len(plan.Created) + len(plan.Updated) + len(plan.Deleted)
+	summary := fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged",
+		len(plan.Created), len(plan.Updated), len(plan.Deleted), len(plan.Unchanged))
+	switch {
+	case plan.DryRun && changes > 0:
+		fmt.Fprintf(w, "Plan: %s. Dry run: nothing was changed.\n", summary)
+	case plan.DryRun || changes == 0:
+		fmt.Fprintf(w, "Nothing to do: %s.\n", summary)
+	default:
+		fmt.Fprintf(w, "Applied: %s.\n", strings.ReplaceAll(summary, " to ", " "))
+	}
+	return changes
+}
+
+func rulesExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sluice rules export", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var api apiFlags
+	api.register(fs)
+	format := fs.String("format", "yaml", "yaml or json")
+	out := fs.String("o", "-", "file to write; - is standard output")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	var body bytes.Buffer
+	if err := api.call(ctx, http.MethodGet, "/api/v1/rules/export?format="+url.QueryEscape(*format), nil, nil, &body); err != nil {
+		return err
+	}
+	if *out == "-" {
+		_, err := stdout.Write(body.Bytes())
+		return err
+	}
+	return os.WriteFile(*out, body.Bytes(), 0o644)
+}
+
+// call sends one request and decodes a 2xx answer into into (a
+// *bytes.Buffer takes it raw); any other answer becomes an error carrying
+// the server's message and field details.
+func (a *apiFlags) call(ctx context.Context, method, path string, header http.Header, body []byte, into any) error {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(a.server, "/")+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return apiError(resp.StatusCode, data)
+	}
+	if buf, ok := into.(*bytes.Buffer); ok {
+		buf.Write(data)
+		return nil
+	}
+	return json.Unmarshal(data, into)
+}
+
+// apiError words an error answer of the server, one line per bad field.
+func apiError(status int, data []byte) error {
+	var envelope server.ErrorResponse
+	if err := json.Unmarshal(data, &envelope); err != nil || envelope.Error.Code == "" {
+		return fmt.Errorf("the server answered %d: %s", status, bytes.TrimSpace(data))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "the server answered %d %s: %s", status, envelope.Error.Code, envelope.Error.Message)
+	for _, d := range envelope.Error.Details {
+		fmt.Fprintf(&b, "\n  %s: %s", d.Field, d.Message)
+	}
+	return errors.New(b.String())
+}

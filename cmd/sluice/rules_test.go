@@ -1,0 +1,149 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
+)
+
+// startServer runs a real server on a real SQLite file and returns its URL.
+func startServer(t *testing.T) string {
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+	srv, err := server.New(t.Context(), server.Config{Engine: eng, Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// runCLI runs the program with args and returns its output and exit code.
+func runCLI(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	err := run(t.Context(), args, &stdout, &stderr)
+	code := 0
+	var exit *exitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.code
+	case err != nil:
+		code = 1
+		stderr.WriteString(err.Error())
+	}
+	return stdout.String() + stderr.String(), code
+}
+
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestRulesApplyForCI(t *testing.T) {
+	url := startServer(t)
+	v1 := writeFile(t, "rules.yaml", `
+rules:
+  - name: orders-qps
+    kind: flow
+    resource: GET:/api/orders
+    threshold: 100
+  - name: pay-conc
+    kind: flow
+    resource: POST:/api/pay
+    metric: concurrency
+    threshold: 8
+`)
+	steps := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"dry run finds drift", []string{"--dry-run"}, 2, []string{
+			"+ create flow orders-qps (resource GET:/api/orders)", "+ create flow pay-conc", "Dry run: nothing was changed",
+		}},
+		{"apply", nil, 0, []string{"+ create flow orders-qps", "Applied: 2 create, 0 update, 0 delete, 0 unchanged."}},
+		{"dry run finds nothing", []string{"--dry-run"}, 0, []string{"Nothing to do: 0 to create, 0 to update, 0 to delete, 2 unchanged."}},
+		{"apply again", nil, 0, []string{"Nothing to do"}},
+	}
+	for _, step := range steps {
+		out, code := runCLI(t, append([]string{"rules", "apply", "-f", v1, "--server", url, "--reason", "ci"}, step.args...)...)
+		if code != step.wantCode {
+			t.Fatalf("%s: exit %d, want %d\n%s", step.name, code, step.wantCode, out)
+		}
+		for _, want := range step.want {
+			if !strings.Contains(out, want) {
+				t.Fatalf("%s: output lacks %q:\n%s", step.name, want, out)
+			}
+		}
+	}
+
+	v2 := writeFile(t, "rules.yaml", `{"rules": [{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 150}]}`)
+	out, code := runCLI(t, "rules", "apply", "-f", v2, "--server", url, "--prune", "--dry-run")
+	if code != 2 || !strings.Contains(out, "threshold: 100 -> 150") || !strings.Contains(out, "- delete flow pay-conc") {
+		t.Fatalf("dry run of a changed file: exit %d\n%s", code, out)
+	}
+
+	exported, code := runCLI(t, "rules", "export", "--server", url)
+	if code != 0 || !strings.Contains(exported, "name: orders-qps") {
+		t.Fatalf("export: exit %d\n%s", code, exported)
+	}
+	back := writeFile(t, "exported.yaml", exported)
+	if out, code := runCLI(t, "rules", "apply", "-f", back, "--server", url, "--prune", "--dry-run"); code != 0 {
+		t.Fatalf("applying the export back is not a no-op: exit %d\n%s", code, out)
+	}
+}
+
+func TestRulesApplyErrors(t *testing.T) {
+	url := startServer(t)
+	bad := writeFile(t, "bad.yaml", "rules:\n  - name: x\n    kind: flow\n    resource: r\n    threshold: -1\n")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"invalid rule", []string{"rules", "apply", "-f", bad, "--server", url}, "rules[0].threshold: rule \"x\": must be >= 0"},
+		{"no file flag", []string{"rules", "apply", "--server", url}, "-f is required"},
+		{"missing file", []string{"rules", "apply", "-f", "/no/such/file", "--server", url}, "no such file"},
+		{"server down", []string{"rules", "apply", "-f", bad, "--server", "http://127.0.0.1:1"}, "connect"},
+		{"unknown rules command", []string{"rules", "delete"}, "want a command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			out, code := runCLI(t, tt.args...)
+			if code != 1 || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want 1 with %q in:\n%s", code, tt.want, out)
+			}
+		})
+	}
+}
