@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"strconv"
 	"testing"
 )
 
@@ -77,5 +78,25 @@ func BenchmarkEntryExitError(b *testing.B) {
 	for b.Loop() {
 		en, _ := e.Entry("orders")
 		en.Exit(WithError(err))
+	}
+}
+
+// BenchmarkReload10k loads 10,000 rules on 10,000 resources, alternating
+// between two sets that differ in every threshold, so each load builds
+// every rule anew.
+func BenchmarkReload10k(b *testing.B) {
+	e := benchEngine(b)
+	sets := [2][]FlowRule{make([]FlowRule, 10_000), make([]FlowRule, 10_000)}
+	for i := range 10_000 {
+		name, resource := "rule-"+strconv.Itoa(i), "resource-"+strconv.Itoa(i)
+		sets[0][i] = FlowRule{Name: name, Resource: resource, Threshold: 100}
+		sets[1][i] = FlowRule{Name: name, Resource: resource, Threshold: 200}
+	}
+	i := 0
+	for b.Loop() {
+		if err := e.LoadFlowRules(sets[i%2]); err != nil {
+			b.Fatal(err)
+		}
+		i++
 	}
 }

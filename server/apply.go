@@ -173,19 +173,15 @@ func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
 // ruleHandler.apply) and returns the plan.
 func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, who actor) (ApplyPlan, error) {
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
-	err := s.write(ctx, dryRun, func(tx *store.Tx) error {
-		rows, err := tx.AllRules()
-		if err != nil {
-			return err
-		}
-		stored := make(map[string]store.Rule, len(rows))
-		for _, row := range rows {
-			stored[row.Name] = row
+	err := s.write(ctx, dryRun, func(tx *ruleTx) error {
+		stored := make(map[string]rule, len(tx.stored))
+		for _, r := range tx.stored {
+			stored[r.Name] = r
 		}
 		for i := range want {
 			r := &want[i]
 			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
-			row, exists := stored[r.Name]
+			old, exists := stored[r.Name]
 			delete(stored, r.Name)
 			if !exists {
 				if err := createRule(tx, r, who); err != nil {
@@ -193,10 +189,6 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 				}
 				plan.Created = append(plan.Created, item)
 				continue
-			}
-			old, err := ruleFromStore(row)
-			if err != nil {
-				return err
 			}
 			if old.Kind != r.Kind {
 				msg := fmt.Sprintf("rule %q is of kind %s; a rule's kind cannot change (delete it, or use another name)", r.Name, old.Kind)
@@ -220,10 +212,7 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 			return nil
 		}
 		for _, name := range slices.Sorted(maps.Keys(stored)) {
-			old, err := ruleFromStore(stored[name])
-			if err != nil {
-				return err
-			}
+			old := stored[name]
 			if err := deleteRule(tx, &old, who); err != nil {
 				return err
 			}

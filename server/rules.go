@@ -160,7 +160,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return invalidRule(errs)
 	}
-	err = h.sync.write(c.UserContext(), false, func(tx *store.Tx) error {
+	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
 		return createRule(tx, &r, who)
 	})
 	if err != nil {
@@ -171,7 +171,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 }
 
 // createRule stores r, naming it first if it has no name.
-func createRule(tx *store.Tx, r *rule, who actor) error {
+func createRule(tx *ruleTx, r *rule, who actor) error {
 	if r.Name == "" {
 		name, err := uniqueName(r.Kind, r.Resource, func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
@@ -193,6 +193,7 @@ func createRule(tx *store.Tx, r *rule, who actor) error {
 		return nameTaken(r.Name, err)
 	}
 	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
+	tx.saved(r)
 	return revise(tx, r, store.ActionCreate, who)
 }
 
@@ -254,7 +255,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
 	}
 	match := ifMatchHeader(c)
 	var r rule
-	err = h.sync.write(c.UserContext(), false, func(tx *store.Tx) error {
+	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
 		current, err := currentRule(tx, id, match)
 		if err != nil {
 			return err
@@ -273,7 +274,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
 }
 
 // currentRule reads rule id for a write based on the version match names.
-func currentRule(tx *store.Tx, id int64, match ifMatch) (rule, error) {
+func currentRule(tx *ruleTx, id int64, match ifMatch) (rule, error) {
 	row, err := tx.GetRule(id)
 	if err != nil {
 		return rule{}, ruleMissing(id, err)
@@ -285,7 +286,7 @@ func currentRule(tx *store.Tx, id int64, match ifMatch) (rule, error) {
 }
 
 // updateRule writes r, read at r.Version, as the next version.
-func updateRule(tx *store.Tx, r *rule, action string, who actor) error {
+func updateRule(tx *ruleTx, r *rule, action string, who actor) error {
 	row, err := r.toStore()
 	if err != nil {
 		return err
@@ -294,6 +295,7 @@ func updateRule(tx *store.Tx, r *rule, action string, who actor) error {
 		return nameTaken(r.Name, err)
 	}
 	r.Version, r.UpdatedAt = row.Version, row.UpdatedAt
+	tx.saved(r)
 	return revise(tx, r, action, who)
 }
 
@@ -320,7 +322,7 @@ func (h *ruleHandler) delete(c *fiber.Ctx) error {
 		return err
 	}
 	match := ifMatchHeader(c)
-	err = h.sync.write(c.UserContext(), false, func(tx *store.Tx) error {
+	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
 		r, err := currentRule(tx, id, match)
 		if err != nil {
 			return err
@@ -334,10 +336,11 @@ func (h *ruleHandler) delete(c *fiber.Ctx) error {
 }
 
 // deleteRule removes r and records its last content as a delete revision.
-func deleteRule(tx *store.Tx, r *rule, who actor) error {
+func deleteRule(tx *ruleTx, r *rule, who actor) error {
 	if err := tx.DeleteRule(r.ID, r.Version); err != nil {
 		return err
 	}
+	tx.deleted(r.ID)
 	r.Version++
 	return revise(tx, r, store.ActionDelete, who)
 }
@@ -414,7 +417,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 	}
 	match := ifMatchHeader(c)
 	var r rule
-	err = h.sync.write(c.UserContext(), false, func(tx *store.Tx) error {
+	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
 		current, err := currentRule(tx, id, match)
 		if err != nil {
 			return err

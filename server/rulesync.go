@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 
 	"github.com/sluicehq/sluice/engine"
@@ -16,11 +18,32 @@ import (
 // complete set of enabled rules it leaves; after the commit the engine gets
 // that set. Writes are serialised, so the engine always holds the set of the
 // last commit: the database and the engine never disagree.
+//
+// It keeps every stored rule in memory, as of the last commit, so a write
+// learns the new set from what it changed instead of reading every rule back.
 type ruleSync struct {
 	store  *store.Store
 	engine *engine.Engine
 	mu     sync.Mutex
+	rules  map[int64]rule // guarded by mu
 }
+
+// ruleTx is a rule write in progress: the store transaction, the rules as
+// of the last commit, and what the write changes.
+type ruleTx struct {
+	*store.Tx
+	stored  map[int64]rule
+	changed map[int64]*rule // nil: deleted
+}
+
+// saved records that r was written as it is now.
+func (tx *ruleTx) saved(r *rule) {
+	copied := *r
+	tx.changed[r.ID] = &copied
+}
+
+// deleted records that rule id was deleted.
+func (tx *ruleTx) deleted(id int64) { tx.changed[id] = nil }
 
 // errDryRun rolls back a write that was only rehearsed.
 var errDryRun = errors.New("dry run")
@@ -34,31 +57,43 @@ func (s *ruleSync) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	flow, err := enabledFlowRules(rows)
-	if err != nil {
+	rules := make(map[int64]rule, len(rows))
+	for _, row := range rows {
+		r, err := ruleFromStore(row)
+		if err != nil {
+			return err
+		}
+		rules[r.ID] = r
+	}
+	if err := s.engine.LoadFlowRules(enabledFlowRules(rules)); err != nil {
 		return err
 	}
-	return s.engine.LoadFlowRules(flow)
+	s.rules = rules
+	return nil
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
 // not a set the engine accepts, nothing is written. With dryRun the
 // transaction is always rolled back and the engine left alone.
-func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *store.Tx) error) error {
+func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	var next map[int64]rule
 	var flow []engine.FlowRule
-	err := s.store.InTx(ctx, func(tx *store.Tx) error {
+	err := s.store.InTx(ctx, func(stx *store.Tx) error {
+		tx := &ruleTx{Tx: stx, stored: s.rules, changed: map[int64]*rule{}}
 		if err := fn(tx); err != nil {
 			return err
 		}
-		rows, err := tx.AllRules()
-		if err != nil {
-			return err
+		next = maps.Clone(s.rules)
+		for id, r := range tx.changed {
+			if r == nil {
+				delete(next, id)
+			} else {
+				next[id] = *r
+			}
 		}
-		if flow, err = enabledFlowRules(rows); err != nil {
-			return err
-		}
+		flow = enabledFlowRules(next)
 		if err := engine.ValidateFlowRules(flow); err != nil {
 			return fmt.Errorf("the rule set the write leaves is not valid: %w", err)
 		}
@@ -74,26 +109,27 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *store.Tx)
 		return err
 	}
 	// Validated above, so loading cannot fail on the rules themselves.
-	return s.engine.LoadFlowRules(flow)
+	if err := s.engine.LoadFlowRules(flow); err != nil {
+		return err
+	}
+	s.rules = next
+	return nil
 }
 
-func enabledFlowRules(rows []store.Rule) ([]engine.FlowRule, error) {
+// enabledFlowRules returns the engine rules of the enabled flow rules, by
+// ID.
+func enabledFlowRules(rules map[int64]rule) []engine.FlowRule {
 	var flow []engine.FlowRule
-	for _, row := range rows {
-		if !row.Enabled || row.Kind != kindFlow {
-			continue
+	for _, id := range slices.Sorted(maps.Keys(rules)) {
+		if r := rules[id]; r.Enabled && r.Kind == kindFlow {
+			flow = append(flow, r.engineFlow())
 		}
-		r, err := ruleFromStore(row)
-		if err != nil {
-			return nil, err
-		}
-		flow = append(flow, r.engineFlow())
 	}
-	return flow, nil
+	return flow
 }
 
 // revise records r, as it is after the write, as a revision.
-func revise(tx *store.Tx, r *rule, action string, who actor) error {
+func revise(tx *ruleTx, r *rule, action string, who actor) error {
 	content, err := json.Marshal(r.api())
 	if err != nil {
 		return err

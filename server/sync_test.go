@@ -25,7 +25,7 @@ type node struct {
 }
 
 // startNode runs a server on the SQLite file at path, as the binary does.
-func startNode(t *testing.T, path string) *node {
+func startNode(t testing.TB, path string) *node {
 	t.Helper()
 	st, err := store.Open(t.Context(), path, nil)
 	if err != nil {
@@ -180,9 +180,14 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 	t.Run("engine refuses the set", func(t *testing.T) {
 		// A row the API would never write: the transaction's final check
 		// with the engine must roll it back.
-		err := n.rules.write(t.Context(), false, func(tx *store.Tx) error {
+		err := n.rules.write(t.Context(), false, func(tx *ruleTx) error {
 			row := store.Rule{Name: "bad", Kind: kindFlow, Resource: "x", Enabled: true, Mode: "enforce", Spec: `{"threshold":-5}`}
-			return tx.CreateRule(&row)
+			if err := tx.CreateRule(&row); err != nil {
+				return err
+			}
+			r, err := ruleFromStore(row)
+			tx.saved(&r)
+			return err
 		})
 		var invalid *engine.ValidationError
 		if !errors.As(err, &invalid) {
