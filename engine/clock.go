@@ -18,23 +18,49 @@ type Clock interface {
 // RealClock is a cached millisecond clock: NowMs is one atomic load, and a
 // ticker refreshes the value every millisecond from the monotonic clock, so
 // it never steps back when the wall clock is adjusted.
+//
+// A cached reading lags real time: by up to a millisecond always, and by
+// more when the ticker is not scheduled on time (busy cores, GC). SlackMs
+// says by how much recently, so that decisions can allow for it.
 type RealClock struct {
 	nowMs    atomic.Int64
+	slackMs  atomic.Int64
 	base     time.Time
 	stop     chan struct{}
 	stopOnce sync.Once
+
+	// Owned by the ticker goroutine.
+	lastRefresh time.Duration
+	ticks       int64
 }
+
+// slackDecayTicks is how many ticks it takes the slack to shrink by one
+// millisecond after a late tick: a stall of n ms is allowed for over n
+// seconds, longer than the one-second windows it matters most to.
+const slackDecayTicks = 1000
 
 // NewRealClock starts a cached clock; Stop ends its ticker.
 func NewRealClock() *RealClock {
 	c := &RealClock{base: time.Now(), stop: make(chan struct{})}
+	c.slackMs.Store(1)
 	c.refresh()
 	go c.run()
 	return c
 }
 
 func (c *RealClock) refresh() {
-	c.nowMs.Store(c.base.UnixMilli() + time.Since(c.base).Milliseconds())
+	elapsed := time.Since(c.base)
+	c.nowMs.Store(c.base.UnixMilli() + elapsed.Milliseconds())
+	// A reading taken just before this refresh was stale by up to the gap
+	// since the previous one, plus the millisecond the value rounds off.
+	gapMs := int64((elapsed-c.lastRefresh+time.Millisecond-1)/time.Millisecond) + 1
+	c.lastRefresh = elapsed
+	c.ticks++
+	slack := c.slackMs.Load()
+	if c.ticks%slackDecayTicks == 0 && slack > 1 {
+		slack--
+	}
+	c.slackMs.Store(max(slack, gapMs))
 }
 
 func (c *RealClock) run() {
@@ -49,6 +75,10 @@ func (c *RealClock) run() {
 		}
 	}
 }
+
+// SlackMs returns how far behind real time a reading of the clock may have
+// been recently: 2 ms when the ticker keeps time, more after it was late.
+func (c *RealClock) SlackMs() int64 { return c.slackMs.Load() }
 
 // NowMs returns Unix milliseconds as of the last tick.
 func (c *RealClock) NowMs() int64 { return c.nowMs.Load() }

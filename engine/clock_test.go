@@ -55,3 +55,25 @@ func TestEngineOwnsItsClock(t *testing.T) {
 	manual := NewManualClock(0)
 	New(Options{Clock: manual}).Close() // must not touch a clock it was given
 }
+
+func TestRealClockSlackFollowsLateTicks(t *testing.T) {
+	c := NewRealClock()
+	c.Stop()
+	<-c.stop
+	if got := c.SlackMs(); got < 2 {
+		t.Fatalf("slack of a fresh clock = %d ms, want >= 2 (a reading rounds down and waits for the next tick)", got)
+	}
+	// The ticker ran 50 ms late: readings were stale that long.
+	c.lastRefresh = time.Since(c.base) - 50*time.Millisecond
+	c.refresh()
+	late := c.SlackMs()
+	if late < 51 {
+		t.Fatalf("slack after a tick 50 ms late = %d ms, want >= 51", late)
+	}
+	for range slackDecayTicks {
+		c.refresh()
+	}
+	if got := c.SlackMs(); got != late-1 {
+		t.Fatalf("slack after %d on-time ticks = %d ms, want %d", slackDecayTicks, got, late-1)
+	}
+}

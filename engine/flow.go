@@ -78,5 +78,8 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 	if c.throttle != nil {
 		return c.throttle.check(nowMs, count, threshold)
 	}
-	return float64(c.win.DecisionPasses(nowMs)+count) <= threshold, 0
+	// A pass is recorded at the clock's reading, which may lag its real
+	// time by the clock's slack: hold every pass that much longer, so that
+	// no real window of the interval sees more than the threshold.
+	return float64(c.win.DecisionPasses(nowMs-self.slackMs())+count) <= threshold, 0
 }

@@ -94,6 +94,15 @@ func (r *Resource) now() int64 {
 	return r.clock.NowMs()
 }
 
+// slackMs is how far behind real time the clock's readings may be; a
+// manual clock is exact.
+func (r *Resource) slackMs() int64 {
+	if r.realClock != nil {
+		return r.realClock.SlackMs()
+	}
+	return 0
+}
+
 func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.LeapArray) {
 	b := r.second.Current(nowMs)
 	b.AddPass(nowMs, count)
