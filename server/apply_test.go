@@ -1,0 +1,836 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const (
+	applyPath  = rulesPath + "/apply"
+	exportPath = rulesPath + "/export"
+	importPath = rulesPath + "/import"
+)
+
+var yamlHeader = reqHeader{"Content-Type": "application/yaml"}
+
+// decodePlan checks the shape of a plan (dryRun and the four lists, each
+// an array even when empty, and nothing else) and decodes it.
+func decodePlan(t *testing.T, body []byte) ApplyPlan {
+	t.Helper()
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
+		t.Fatalf("the plan is not a JSON object: %v\n%s", err, body)
+	}
+	if got, want := slices.Sorted(maps.Keys(raw)), []string{"created", "deleted", "dryRun", "unchanged", "updated"}; !slices.Equal(got, want) {
+		t.Errorf("plan fields = %q, want %q", got, want)
+	}
+	for _, list := range []string{"created", "updated", "deleted", "unchanged"} {
+		if !bytes.HasPrefix(raw[list], []byte("[")) {
+			t.Errorf("%s = %s, want an array", list, raw[list])
+		}
+	}
+	return decodeStrict[ApplyPlan](t, body)
+}
+
+// planSummary is a plan as sorted name lists.
+type planSummary struct {
+	dryRun                               bool
+	created, updated, deleted, unchanged []string
+}
+
+func summarise(p ApplyPlan) planSummary {
+	names := func(items []PlanItem) []string {
+		out := []string{}
+		for _, it := range items {
+			out = append(out, it.Name)
+		}
+		slices.Sort(out)
+		return out
+	}
+	updated := make([]PlanItem, 0, len(p.Updated))
+	for _, u := range p.Updated {
+		updated = append(updated, u.PlanItem)
+	}
+	return planSummary{dryRun: p.DryRun, created: names(p.Created), updated: names(updated), deleted: names(p.Deleted), unchanged: names(p.Unchanged)}
+}
+
+func (s planSummary) String() string {
+	return fmt.Sprintf("dryRun %v, created %q, updated %q, deleted %q, unchanged %q", s.dryRun, s.created, s.updated, s.deleted, s.unchanged)
+}
+
+func wantPlan(t *testing.T, p ApplyPlan, want planSummary) {
+	t.Helper()
+	for _, l := range []*[]string{&want.created, &want.updated, &want.deleted, &want.unchanged} {
+		*l = slices.Sorted(slices.Values(*l))
+	}
+	got := summarise(p)
+	if got.dryRun != want.dryRun || !slices.Equal(got.created, want.created) || !slices.Equal(got.updated, want.updated) ||
+		!slices.Equal(got.deleted, want.deleted) || !slices.Equal(got.unchanged, want.unchanged) {
+		t.Errorf("plan: %v\nwant:  %v", got, want)
+	}
+}
+
+// changes is an update's changes as field → [from, to], compact JSON.
+func changes(t *testing.T, u PlanUpdate) map[string][2]string {
+	t.Helper()
+	out := map[string][2]string{}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Errorf("%s of %s is not JSON: %q", u.Name, raw, raw)
+		}
+		return b.String()
+	}
+	for _, c := range u.Changes {
+		if _, dup := out[c.Field]; dup {
+			t.Errorf("%s: field %s is changed twice", u.Name, c.Field)
+		}
+		out[c.Field] = [2]string{compact(c.From), compact(c.To)}
+	}
+	return out
+}
+
+// storedThresholds is every stored rule, enabled or not, as name →
+// threshold.
+func (ts *testServer) storedThresholds(t *testing.T) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, r := range ts.listRules(t, "pageSize=500").Items {
+		out[r.Name] = *r.Threshold
+	}
+	return out
+}
+
+// snapshot is every stored rule as the API shows it, by name.
+func (ts *testServer) snapshot(t *testing.T) map[string]Rule {
+	t.Helper()
+	out := map[string]Rule{}
+	for _, r := range ts.listRules(t, "pageSize=500").Items {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// wantUnchanged checks that the stored rules are still before and that
+// the engine still holds loaded.
+func (ts *testServer) wantUnchanged(t *testing.T, before map[string]Rule, loaded map[string]float64) {
+	t.Helper()
+	if after := ts.snapshot(t); !reflect.DeepEqual(after, before) {
+		t.Errorf("stored rules changed:\n%+v\nwant\n%+v", after, before)
+	}
+	if got := ts.loadedThresholds(); !maps.Equal(got, loaded) {
+		t.Errorf("engine rules = %v, want them unchanged: %v", got, loaded)
+	}
+}
+
+// applyFixture is the stored rules most apply tests start from.
+var applyFixture = []string{
+	`{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10}`,
+	`{"name":"checkout","kind":"flow","resource":"POST:/api/checkout","threshold":5}`,
+	`{"name":"legacy","kind":"flow","resource":"GET:/legacy","threshold":1}`,
+}
+
+func newApplyServer(t *testing.T) *testServer {
+	t.Helper()
+	ts := newTestServer(t, nil)
+	for _, body := range applyFixture {
+		ts.createRule(t, body)
+	}
+	return ts
+}
+
+const applyBodyJSON = `{"rules": [
+	{"name": "orders", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10},
+	{"name": "checkout", "kind": "flow", "resource": "POST:/api/checkout", "threshold": 6},
+	{"name": "search", "kind": "flow", "resource": "GET:/api/search", "metric": "concurrency", "threshold": 2}
+]}`
+
+const applyBodyYAML = `# the rules CI keeps
+rules:
+  - name: orders
+    kind: flow
+    resource: "GET:/api/orders"
+    threshold: 10
+  - name: checkout
+    kind: flow
+    resource: "POST:/api/checkout"
+    threshold: 6
+  - name: search
+    kind: flow
+    resource: "GET:/api/search"
+    metric: concurrency
+    threshold: 2
+`
+
+func TestApply(t *testing.T) {
+	tests := []struct {
+		name       string
+		query      string
+		body       string
+		header     reqHeader
+		want       planSummary
+		wantStored map[string]float64 // every rule is enabled
+	}{
+		{
+			name:       "creates, updates and lists as unchanged only the rules it names",
+			body:       applyBodyJSON,
+			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+		},
+		{
+			name:       "prune=false keeps the rules absent from the body",
+			query:      "prune=false",
+			body:       applyBodyJSON,
+			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+		},
+		{
+			name:       "prune=true deletes the rules absent from the body",
+			query:      "prune=true",
+			body:       applyBodyJSON,
+			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
+		},
+		{
+			name:       "a YAML body",
+			query:      "prune=true",
+			body:       applyBodyYAML,
+			header:     yamlHeader,
+			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
+		},
+		{
+			name:       "a YAML body with a charset",
+			body:       applyBodyYAML,
+			header:     reqHeader{"Content-Type": "application/yaml; charset=utf-8"},
+			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+		},
+		{
+			name:       "an empty list changes nothing",
+			body:       `{"rules": []}`,
+			want:       planSummary{},
+			wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
+		},
+		{
+			name:       "an empty list with prune deletes every rule",
+			query:      "prune=true",
+			body:       `{"rules": []}`,
+			want:       planSummary{deleted: []string{"orders", "checkout", "legacy"}},
+			wantStored: map[string]float64{},
+		},
+		{
+			name:       "the same rules again change nothing",
+			query:      "prune=true",
+			body:       `{"rules": [` + strings.Join(applyFixture, ",") + `]}`,
+			want:       planSummary{unchanged: []string{"orders", "checkout", "legacy"}},
+			wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newApplyServer(t)
+
+			resp, body := ts.call(t, http.MethodPost, applyPath+"?"+tt.query, tt.body, tt.header)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+				t.Errorf("Content-Type = %q, want JSON", ct)
+			}
+			wantPlan(t, decodePlan(t, body), tt.want)
+			if got := ts.storedThresholds(t); !maps.Equal(got, tt.wantStored) {
+				t.Errorf("stored rules = %v, want %v", got, tt.wantStored)
+			}
+			ts.wantLoaded(t, tt.wantStored)
+		})
+	}
+}
+
+func TestApplyCreatesRulesAsWritten(t *testing.T) {
+	ts := newTestServer(t, nil)
+	body := `{"rules": [
+		{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
+		{"name": "warm", "kind": "flow", "resource": "r2", "threshold": 30, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20, "mode": "shadow"},
+		{"name": "off", "kind": "flow", "resource": "r3", "threshold": 1, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}
+	]}`
+
+	resp, got := ts.call(t, http.MethodPost, applyPath, body, reqHeader{"X-Change-Reason": "release 42"})
+
+	mustStatus(t, resp, got, http.StatusOK)
+	wantPlan(t, decodePlan(t, got), planSummary{created: []string{"paced", "warm", "off"}})
+	want := map[string]map[string]any{
+		"paced": flowRule(map[string]any{"name": "paced", "resource": "r1", "threshold": 10.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 250.0, "description": "pace it"}),
+		"warm": flowRule(map[string]any{"name": "warm", "resource": "r2", "threshold": 30.0, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20.0,
+			"warmUpColdFactor": 3.0, "mode": "shadow"}),
+		"off": flowRule(map[string]any{"name": "off", "resource": "r3", "threshold": 1.0, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}),
+	}
+	for name, r := range ts.snapshot(t) {
+		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		wantContent(t, jsonObject(t, body), want[name])
+		if r.Version != 1 || resp.Header.Get("ETag") != `"1"` {
+			t.Errorf("%s: version %d, ETag %s; want 1", name, r.Version, resp.Header.Get("ETag"))
+		}
+		resp, body = ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		if revs := decodeStrict[RevisionList](t, body); len(revs.Items) != 1 || revs.Items[0].Reason != "release 42" {
+			t.Errorf("%s: revisions = %+v, want one with reason %q", name, revs.Items, "release 42")
+		}
+	}
+	ts.wantLoaded(t, map[string]float64{"paced": 10, "warm": 30})
+}
+
+func TestApplyDryRun(t *testing.T) {
+	ts := newApplyServer(t)
+	before, loaded := ts.snapshot(t), ts.loadedThresholds()
+	body := `{"rules": [
+		{"name": "orders", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10},
+		{"name": "checkout", "kind": "flow", "resource": "POST:/api/checkout", "threshold": 6, "enabled": false},
+		{"name": "search", "kind": "flow", "resource": "GET:/api/search", "threshold": 2}
+	]}`
+	want := planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}}
+
+	resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
+
+	mustStatus(t, resp, got, http.StatusOK)
+	dry := decodePlan(t, got)
+	want.dryRun = true
+	wantPlan(t, dry, want)
+	ts.wantUnchanged(t, before, loaded)
+	for _, r := range before {
+		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
+			t.Errorf("%s has %d revisions after a dry run, want 1", r.Name, revs.Total)
+		}
+	}
+
+	t.Run("the real apply answers the same plan", func(t *testing.T) {
+		resp, got := ts.call(t, http.MethodPost, applyPath+"?prune=true", body, nil)
+
+		mustStatus(t, resp, got, http.StatusOK)
+		real := decodePlan(t, got)
+		if real.DryRun {
+			t.Error("dryRun = true, want false")
+		}
+		dry.DryRun = false
+		if !reflect.DeepEqual(real, dry) {
+			t.Errorf("plan = %+v\nthe dry run's = %+v", real, dry)
+		}
+		ts.wantLoaded(t, map[string]float64{"orders": 10, "search": 2})
+	})
+
+	t.Run("a dry run after it finds nothing to do", func(t *testing.T) {
+		resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
+
+		mustStatus(t, resp, got, http.StatusOK)
+		wantPlan(t, decodePlan(t, got), planSummary{dryRun: true, unchanged: []string{"orders", "checkout", "search"}})
+	})
+}
+
+func TestApplyReportsChanges(t *testing.T) {
+	tests := []struct {
+		name   string
+		stored string
+		body   string
+		want   map[string][2]string // field → compact JSON from, to
+	}{
+		{
+			name:   "changed and added fields",
+			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"old"}`,
+			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":20,"controlBehavior":"throttling","maxQueueingTimeMs":500,"description":"new","enabled":false}`,
+			want: map[string][2]string{
+				"threshold":         {`10`, `20`},
+				"controlBehavior":   {`"reject"`, `"throttling"`},
+				"maxQueueingTimeMs": {`null`, `500`},
+				"description":       {`"old"`, `"new"`},
+				"enabled":           {`true`, `false`},
+			},
+		},
+		{
+			name:   "a field that no longer applies",
+			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"controlBehavior":"throttling","maxQueueingTimeMs":500}`,
+			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+			want: map[string][2]string{
+				"controlBehavior":   {`"throttling"`, `"reject"`},
+				"maxQueueingTimeMs": {`500`, `null`},
+			},
+		},
+		{
+			name:   "metric concurrency drops the interval",
+			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10,"metric":"concurrency"}`,
+			want: map[string][2]string{
+				"metric":         {`"qps"`, `"concurrency"`},
+				"statIntervalMs": {`1000`, `null`},
+			},
+		},
+		{
+			name:   "resource and mode",
+			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+			body:   `{"name":"orders","kind":"flow","resource":"s","threshold":10,"mode":"shadow"}`,
+			want: map[string][2]string{
+				"resource": {`"r"`, `"s"`},
+				"mode":     {`"enforce"`, `"shadow"`},
+			},
+		},
+		{
+			name:   "defaults written out are no change",
+			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+			body: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"enabled":true,"mode":"enforce","metric":"qps","statIntervalMs":1000,` +
+				`"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current","maxQueueingTimeMs":0,"refResource":""}`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, nil)
+			r := ts.createRule(t, tt.stored)
+
+			resp, body := ts.call(t, http.MethodPost, applyPath, `{"rules":[`+tt.body+`]}`, nil)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			plan := decodePlan(t, body)
+			stored, _ := ts.getRule(t, r.ID)
+			if len(tt.want) == 0 {
+				wantPlan(t, plan, planSummary{unchanged: []string{"orders"}})
+				if stored.Version != 1 {
+					t.Errorf("version = %d, want 1: nothing changed", stored.Version)
+				}
+				return
+			}
+			wantPlan(t, plan, planSummary{updated: []string{"orders"}})
+			if len(plan.Updated) != 1 {
+				return
+			}
+			u := plan.Updated[0]
+			if u.Kind != "flow" || u.Resource != stored.Resource {
+				t.Errorf("updated item = %s %s, want flow %s", u.Kind, u.Resource, stored.Resource)
+			}
+			if got := changes(t, u); !maps.Equal(got, tt.want) {
+				t.Errorf("changes = %v\nwant      %v", got, tt.want)
+			}
+			if stored.Version != 2 {
+				t.Errorf("version = %d, want 2", stored.Version)
+			}
+		})
+	}
+}
+
+// applyRules builds an apply body of rules, each given as the JSON fields
+// inside its braces.
+func applyRules(rules ...string) string {
+	return `{"rules":[{` + strings.Join(rules, "},{") + `}]}`
+}
+
+func TestApplyRejects(t *testing.T) {
+	many := make([]string, maxApplyRules+1)
+	for i := range many {
+		many[i] = fmt.Sprintf(`"name":"r%d","kind":"flow","resource":"x","threshold":1`, i)
+	}
+	tests := []struct {
+		name       string
+		body       string
+		header     reqHeader
+		wantStatus int
+		wantFields []string
+	}{
+		{name: "not JSON", body: `{"rules": [`, wantStatus: 400},
+		{name: "YAML sent as JSON", body: applyBodyYAML, wantStatus: 400},
+		{name: "empty body", body: ``, wantStatus: 400},
+		{name: "broken YAML", body: "rules: [\n  - name: a\n", header: yamlHeader, wantStatus: 400},
+		{name: "YAML with a tab indent", body: "rules:\n\t- name: a\n", header: yamlHeader, wantStatus: 400},
+		{name: "unknown top-level field", body: `{"rules": [], "prune": true}`, wantStatus: 422, wantFields: []string{"prune"}},
+		{name: "unknown top-level field in YAML", body: "rules: []\nrule: []\n", header: yamlHeader, wantStatus: 422, wantFields: []string{"rule"}},
+		{name: "no rules", body: `{}`, wantStatus: 422, wantFields: []string{"rules"}},
+		{name: "rules is not a list", body: `{"rules": {"name": "a"}}`, wantStatus: 422, wantFields: []string{"rules"}},
+		{name: "a rule is not an object", body: `{"rules": [7]}`, wantStatus: 422, wantFields: []string{"rules[0]"}},
+		{name: "name is required", body: applyRules(`"kind":"flow","resource":"x","threshold":1`), wantStatus: 422, wantFields: []string{"rules[0].name"}},
+		{
+			name:       "duplicate names",
+			body:       applyRules(`"name":"dup","kind":"flow","resource":"x","threshold":1`, `"name":"dup","kind":"flow","resource":"y","threshold":2`),
+			wantStatus: 422,
+			wantFields: []string{"rules[1].name"},
+		},
+		{name: "over 5000 rules", body: applyRules(many...), wantStatus: 422, wantFields: []string{"rules"}},
+		{
+			name: "bad fields of several rules",
+			body: applyRules(
+				`"name":"fine","kind":"flow","resource":"x","threshold":1`,
+				`"name":"negative","kind":"flow","resource":"x","threshold":-1`,
+				`"name":"fine-2","kind":"flow","resource":"x","threshold":1`,
+				`"name":"typo","kind":"flow","resource":"x","thresold":1,"mode":"dry"`,
+			),
+			wantStatus: 422,
+			wantFields: []string{"rules[1].threshold", "rules[3].thresold", "rules[3].threshold", "rules[3].mode"},
+		},
+		{
+			name:       "a bad rule in YAML",
+			body:       "rules:\n  - name: a\n    kind: flow\n    resource: x\n    threshold: -1\n",
+			header:     yamlHeader,
+			wantStatus: 422,
+			wantFields: []string{"rules[0].threshold"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newApplyServer(t)
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+
+			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", tt.body, tt.header)
+
+			code := "validation_failed"
+			if tt.wantStatus == http.StatusBadRequest {
+				code = "bad_request"
+			}
+			wantError(t, resp, body, tt.wantStatus, code, tt.wantFields...)
+			ts.wantUnchanged(t, before, loaded)
+		})
+	}
+}
+
+func TestApplyErrorsNameTheRule(t *testing.T) {
+	tests := []struct {
+		name       string
+		fields     string // of rules[3], after name, kind and resource
+		wantFields []string
+	}{
+		{name: "out of range", fields: `"threshold":-1`, wantFields: []string{"rules[3].threshold"}},
+		{name: "missing threshold", fields: `"mode":"enforce"`, wantFields: []string{"rules[3].threshold"}},
+		{name: "wrong JSON type", fields: `"threshold":"1"`, wantFields: []string{"rules[3].threshold"}},
+		{name: "not a whole number", fields: `"threshold":1,"statIntervalMs":1.5`, wantFields: []string{"rules[3].statIntervalMs"}},
+		{name: "enabled is not a bool", fields: `"threshold":1,"enabled":"yes"`, wantFields: []string{"rules[3].enabled"}},
+		{name: "unknown field", fields: `"threshold":1,"colour":"red"`, wantFields: []string{"rules[3].colour"}},
+		{name: "another kind's field", fields: `"threshold":1,"retryTimeoutMs":1000`, wantFields: []string{"rules[3].retryTimeoutMs"}},
+		{name: "a field that does not apply", fields: `"threshold":1,"maxQueueingTimeMs":100`, wantFields: []string{"rules[3].maxQueueingTimeMs"}},
+		{name: "bad enum", fields: `"threshold":1,"metric":"rps"`, wantFields: []string{"rules[3].metric"}},
+		{name: "bad name", fields: `"threshold":1,"name":"The Fourth"`, wantFields: []string{"rules[3].name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newApplyServer(t)
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+			ruleName := "the-fourth"
+			fourth := `"name":"the-fourth","kind":"flow","resource":"r3",` + tt.fields
+			if strings.Contains(tt.fields, `"name"`) {
+				ruleName = "The Fourth"
+				fourth = `"kind":"flow","resource":"r3",` + tt.fields
+			}
+			body := applyRules(
+				`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":11`,
+				`"name":"r1","kind":"flow","resource":"r1","threshold":1`,
+				`"name":"r2","kind":"flow","resource":"r2","threshold":2`,
+				fourth,
+			)
+
+			resp, got := ts.call(t, http.MethodPost, applyPath, body, nil)
+
+			e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantFields...)
+			for _, d := range e.Details {
+				if !strings.Contains(d.Message, ruleName) {
+					t.Errorf("details %s: message %q does not name the rule %q", d.Field, d.Message, ruleName)
+				}
+			}
+			ts.wantUnchanged(t, before, loaded)
+		})
+	}
+}
+
+func TestApplyIsAllOrNothing(t *testing.T) {
+	ts := newApplyServer(t)
+	before, loaded := ts.snapshot(t), ts.loadedThresholds()
+	rules := []string{`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":50`}
+	for i := 1; i < 199; i++ {
+		rules = append(rules, fmt.Sprintf(`"name":"bulk-%03d","kind":"flow","resource":"bulk/%d","threshold":%d`, i, i, i))
+	}
+	rules = append(rules, `"name":"bulk-199","kind":"flow","resource":"bulk/199","threshold":-1`)
+	if len(rules) != 200 {
+		t.Fatalf("built %d rules, want 200", len(rules))
+	}
+
+	resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", applyRules(rules...), nil)
+
+	e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "rules[199].threshold")
+	for _, d := range e.Details {
+		if !strings.Contains(d.Message, "bulk-199") {
+			t.Errorf("details %s: message %q does not name bulk-199", d.Field, d.Message)
+		}
+	}
+	ts.wantUnchanged(t, before, loaded)
+	orders := before["orders"]
+	resp, body = ts.call(t, http.MethodGet, ruleURL(orders.ID)+"/revisions", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
+		t.Errorf("orders has %d revisions, want 1", revs.Total)
+	}
+}
+
+func TestApplyTakesTheMostRules(t *testing.T) {
+	ts := newTestServer(t, nil)
+	rules := make([]string, maxApplyRules)
+	for i := range rules {
+		rules[i] = fmt.Sprintf(`"name":"r%d","kind":"flow","resource":"x","threshold":1`, i)
+	}
+
+	resp, body := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", applyRules(rules...), nil)
+
+	mustStatus(t, resp, body, http.StatusOK)
+	if plan := decodePlan(t, body); len(plan.Created) != maxApplyRules || !plan.DryRun {
+		t.Errorf("plan creates %d rules (dryRun %v), want %d in a dry run", len(plan.Created), plan.DryRun, maxApplyRules)
+	}
+	ts.wantNoRules(t)
+}
+
+// exportFixture holds rules with every kind of field, and strings that a
+// careless YAML writer turns into other types.
+var exportFixture = []string{
+	`{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":100}`,
+	`{"name":"inflight","kind":"flow","resource":"GET:/api/orders","metric":"concurrency","threshold":5,"enabled":false}`,
+	`{"name":"paced","kind":"flow","resource":"POST:/api/pay","threshold":0.5,"statIntervalMs":60000,"controlBehavior":"throttling","maxQueueingTimeMs":1500,"mode":"shadow"}`,
+	`{"name":"warm","kind":"flow","resource":"1000","threshold":1e6,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":30,"warmUpColdFactor":4,"description":"true"}`,
+	`{"name":"by-stock","kind":"flow","resource":"yes","threshold":0,"relationStrategy":"associated","refResource":"null","description":"line one\nline two: \"quoted\" # not a comment"}`,
+	`{"name":"unicode","kind":"flow","resource":"GET:/api/订单","threshold":3,"description":"  leading and trailing spaces  "}`,
+}
+
+func TestExportThenApplyIsANoOp(t *testing.T) {
+	tests := []struct {
+		format          string
+		wantContentType string
+		applyHeader     reqHeader
+	}{
+		{format: "json", wantContentType: "application/json"},
+		{format: "yaml", wantContentType: "yaml", applyHeader: yamlHeader},
+	}
+	for _, tt := range tests {
+		t.Run(tt.format, func(t *testing.T) {
+			ts := newTestServer(t, nil)
+			for _, body := range exportFixture {
+				ts.createRule(t, body)
+			}
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+
+			resp, exported := ts.call(t, http.MethodGet, exportPath+"?format="+tt.format, nil, nil)
+
+			mustStatus(t, resp, exported, http.StatusOK)
+			if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, tt.wantContentType) {
+				t.Errorf("Content-Type = %q, want %s", ct, tt.wantContentType)
+			}
+			if tt.format == "json" {
+				if file := decodeStrict[RuleFile](t, exported); len(file.Rules) != len(exportFixture) {
+					t.Errorf("exported %d rules, want %d", len(file.Rules), len(exportFixture))
+				}
+			}
+
+			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", exported, tt.applyHeader)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			all := slices.Collect(maps.Keys(before))
+			plan := decodePlan(t, body)
+			wantPlan(t, plan, planSummary{unchanged: all})
+			for _, u := range plan.Updated {
+				t.Errorf("%s would change: %v", u.Name, changes(t, u))
+			}
+			ts.wantUnchanged(t, before, loaded)
+		})
+	}
+
+	t.Run("nothing to export", func(t *testing.T) {
+		ts := newTestServer(t, nil)
+
+		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=json", nil, nil)
+
+		mustStatus(t, resp, body, http.StatusOK)
+		if got := string(bytes.Join(bytes.Fields(body), nil)); got != `{"rules":[]}` {
+			t.Errorf("export = %s, want {\"rules\":[]}", body)
+		}
+	})
+
+	t.Run("format xml", func(t *testing.T) {
+		ts := newTestServer(t, nil)
+
+		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=xml", nil, nil)
+
+		wantError(t, resp, body, http.StatusBadRequest, "bad_request", "format")
+	})
+}
+
+func readSentinelFile(t *testing.T, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "sentinel", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestImportSentinel(t *testing.T) {
+	tests := []struct {
+		name       string
+		file       string // under testdata/sentinel, or
+		body       string // inline
+		want       map[string]map[string]any
+		wantLoaded map[string]float64
+	}{
+		{
+			name: "three rules, two on one resource",
+			file: "flow_rules.json",
+			want: map[string]map[string]any{
+				"flow-get-api-orders": flowRule(map[string]any{"name": "flow-get-api-orders", "resource": "GET:/api/orders", "threshold": 100.0}),
+				"flow-get-api-orders-2": flowRule(map[string]any{
+					"name": "flow-get-api-orders-2", "resource": "GET:/api/orders", "threshold": 500.0, "statIntervalMs": 2000.0,
+					"controlBehavior": "throttling", "maxQueueingTimeMs": 500.0,
+					"tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10.0, "warmUpColdFactor": 3.0,
+				}),
+				"flow-post-api-checkout": flowRule(map[string]any{
+					"name": "flow-post-api-checkout", "resource": "POST:/api/checkout", "threshold": 20.0,
+					"relationStrategy": "associated", "refResource": "GET:/api/stock",
+				}),
+			},
+			wantLoaded: map[string]float64{"flow-get-api-orders": 100, "flow-get-api-orders-2": 500, "flow-post-api-checkout": 20},
+		},
+		{
+			name: "fields Sentinel ignores for the behaviour are dropped",
+			file: "ignored_fields.json",
+			want: map[string]map[string]any{
+				"flow-abc": flowRule(map[string]any{"name": "flow-abc", "resource": "abc", "threshold": 100.0}),
+				"flow-abc-2": flowRule(map[string]any{
+					"name": "flow-abc-2", "resource": "abc", "threshold": 200.0,
+					"controlBehavior": "throttling", "maxQueueingTimeMs": 2000.0,
+					"relationStrategy": "associated", "refResource": "refDefault",
+				}),
+			},
+			wantLoaded: map[string]float64{"flow-abc": 100, "flow-abc-2": 200},
+		},
+		{
+			name:       "only resource and threshold",
+			body:       `[{"resource": "GET:/api/search", "threshold": 7}]`,
+			want:       map[string]map[string]any{"flow-get-api-search": flowRule(map[string]any{"name": "flow-get-api-search", "resource": "GET:/api/search", "threshold": 7.0})},
+			wantLoaded: map[string]float64{"flow-get-api-search": 7},
+		},
+		{
+			name: "an interval and a cold factor of their own",
+			body: `[{"id": "7", "resource": "q", "threshold": 40, "statIntervalInMs": 500, "tokenCalculateStrategy": 1, "warmUpPeriodSec": 60, "warmUpColdFactor": 5}]`,
+			want: map[string]map[string]any{"flow-q": flowRule(map[string]any{
+				"name": "flow-q", "resource": "q", "threshold": 40.0, "statIntervalMs": 500.0,
+				"tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 60.0, "warmUpColdFactor": 5.0,
+			})},
+			wantLoaded: map[string]float64{"flow-q": 40},
+		},
+		{
+			name: "throttling without a queue",
+			body: `[{"resource": "q", "threshold": 10, "controlBehavior": 1, "maxQueueingTimeMs": 0}]`,
+			want: map[string]map[string]any{"flow-q": flowRule(map[string]any{
+				"name": "flow-q", "resource": "q", "threshold": 10.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 0.0,
+			})},
+			wantLoaded: map[string]float64{"flow-q": 10},
+		},
+		{
+			name:       "an empty file",
+			body:       `[]`,
+			want:       map[string]map[string]any{},
+			wantLoaded: map[string]float64{},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			body := []byte(tt.body)
+			if tt.file != "" {
+				body = readSentinelFile(t, tt.file)
+			}
+			names := slices.Sorted(maps.Keys(tt.want))
+			ts := newTestServer(t, nil)
+
+			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
+
+			mustStatus(t, resp, got, http.StatusOK)
+			wantPlan(t, decodePlan(t, got), planSummary{created: names})
+			stored := ts.snapshot(t)
+			if got := slices.Sorted(maps.Keys(stored)); !slices.Equal(got, names) {
+				t.Errorf("stored rules = %q, want %q", got, names)
+			}
+			for name, want := range tt.want {
+				r, ok := stored[name]
+				if !ok {
+					continue
+				}
+				resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
+				mustStatus(t, resp, body, http.StatusOK)
+				got := jsonObject(t, body)
+				delete(got, "description") // Sluice's note on where the rule came from
+				t.Run(name, func(t *testing.T) { wantContent(t, got, want) })
+			}
+			ts.wantLoaded(t, tt.wantLoaded)
+
+			t.Run("importing it again changes nothing", func(t *testing.T) {
+				resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
+
+				mustStatus(t, resp, got, http.StatusOK)
+				wantPlan(t, decodePlan(t, got), planSummary{unchanged: names})
+				ts.wantUnchanged(t, stored, tt.wantLoaded)
+			})
+		})
+	}
+}
+
+func TestImportSentinelDryRun(t *testing.T) {
+	ts := newTestServer(t, nil)
+
+	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&dryRun=true", readSentinelFile(t, "flow_rules.json"), nil)
+
+	mustStatus(t, resp, body, http.StatusOK)
+	wantPlan(t, decodePlan(t, body), planSummary{dryRun: true, created: []string{"flow-get-api-orders", "flow-get-api-orders-2", "flow-post-api-checkout"}})
+	ts.wantNoRules(t)
+}
+
+func TestImportSentinelRejects(t *testing.T) {
+	tests := []struct {
+		name       string
+		query      string
+		file       string
+		body       string
+		wantStatus int
+		wantFields []string
+	}{
+		{name: "MemoryAdaptive", query: "format=sentinel", file: "memory_adaptive.json", wantStatus: 422, wantFields: []string{"rules[1].tokenCalculateStrategy"}},
+		{name: "unknown control behaviour", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"controlBehavior":2}]`, wantStatus: 422, wantFields: []string{"rules[0].controlBehavior"}},
+		{name: "unknown relation strategy", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"relationStrategy":3}]`, wantStatus: 422, wantFields: []string{"rules[0].relationStrategy"}},
+		{name: "negative threshold", query: "format=sentinel", body: `[{"resource":"a","threshold":1},{"resource":"b","threshold":-1}]`, wantStatus: 422, wantFields: []string{"rules[1].threshold"}},
+		{name: "threshold as a string", query: "format=sentinel", body: `[{"resource":"a","threshold":"100"}]`, wantStatus: 422, wantFields: []string{"rules[0].threshold"}},
+		{name: "no resource", query: "format=sentinel", body: `[{"threshold":1}]`, wantStatus: 422, wantFields: []string{"rules[0].resource"}},
+		{name: "warm-up without a period", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"tokenCalculateStrategy":1}]`, wantStatus: 422, wantFields: []string{"rules[0].warmUpPeriodSec"}},
+		{name: "associated without refResource", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"relationStrategy":1}]`, wantStatus: 422, wantFields: []string{"rules[0].refResource"}},
+		{name: "format missing", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
+		{name: "unknown format", query: "format=nacos", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
+		{name: "body is an object", query: "format=sentinel", body: `{"resource":"a","threshold":1}`, wantStatus: 400},
+		{name: "body is not JSON", query: "format=sentinel", body: `resource: a`, wantStatus: 400},
+		{name: "body is empty", query: "format=sentinel", body: ``, wantStatus: 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts := newTestServer(t, nil)
+			ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+			body := []byte(tt.body)
+			if tt.file != "" {
+				body = readSentinelFile(t, tt.file)
+			}
+
+			resp, got := ts.call(t, http.MethodPost, importPath+"?"+tt.query, body, nil)
+
+			code := "validation_failed"
+			if tt.wantStatus == http.StatusBadRequest {
+				code = "bad_request"
+			}
+			wantError(t, resp, got, tt.wantStatus, code, tt.wantFields...)
+			ts.wantUnchanged(t, before, loaded)
+		})
+	}
+}
