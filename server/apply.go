@@ -151,11 +151,12 @@ func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue
 		}
-		r := decodeRule(o, rule{}, forApply)
-		label := r.Name
-		if label == "" {
+		var label string
+		if o.str("name", &label); label == "" {
 			label = fmt.Sprintf("#%d", i)
 		}
+		o.label = label
+		r := decodeRule(o, rule{}, forApply)
 		if first, dup := named[r.Name]; dup && r.Name != "" {
 			errs = append(errs, FieldError{path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
 	"slices"
@@ -15,7 +16,10 @@ import (
 // numbers are all reported, named by their path, instead of stopping at the
 // first. A null value means "not set", like an absent field.
 type object struct {
-	path   string // prefix for field names, e.g. "rules[3]."
+	path string // prefix for field names, e.g. "rules[3]."
+	// label, when set, names the object in messages: apply's errors say
+	// which rule they are about.
+	label  string
 	fields map[string]json.RawMessage
 	seen   map[string]bool
 	errs   *[]FieldError
@@ -36,6 +40,9 @@ func parseObject(data []byte, path string, errs *[]FieldError) (*object, error) 
 }
 
 func (o *object) fail(name, message string) {
+	if o.label != "" {
+		message = fmt.Sprintf("rule %q: %s", o.label, message)
+	}
 	*o.errs = append(*o.errs, FieldError{Field: o.path + name, Message: message})
 }
 
@@ -97,7 +104,7 @@ func (o *object) number(name string, dst *float64) bool {
 		return present
 	}
 	var n json.Number
-	if err := json.Unmarshal(v, &n); err != nil {
+	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
 		o.fail(name, "must be a number")
 		return true
 	}
@@ -121,7 +128,7 @@ func (o *object) integer(name string, dst *int64) bool {
 		return present
 	}
 	var n json.Number
-	if err := json.Unmarshal(v, &n); err != nil {
+	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
 		o.fail(name, "must be a whole number")
 		return true
 	}
@@ -139,6 +146,12 @@ func (o *object) integer(name string, dst *int64) bool {
 		*dst = int64(f)
 	}
 	return true
+}
+
+// isJSONNumber tells a JSON number from a string holding one, which
+// json.Number would take too.
+func isJSONNumber(v json.RawMessage) bool {
+	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
 
 // rest reports every field not read so far: as belonging to another kind

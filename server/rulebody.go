@@ -304,6 +304,13 @@ func validateRule(r *rule, path, label string, errs *[]FieldError) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxDescriptionLen))
 	}
 	if r.Kind != kindFlow {
+		// The kind is missing or unknown (and reported): check the
+		// envelope fields still, with a flow rule whose own fields are
+		// all defaults.
+		envelope := engine.FlowRule{Name: r.Name, Resource: r.Resource, Mode: engine.Mode(r.Mode)}
+		for _, fe := range envelope.Validate() {
+			add(fe.Field, fe.Message)
+		}
 		return
 	}
 	for _, fe := range r.engineFlow().Validate() {

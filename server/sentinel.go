@@ -47,14 +47,18 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue
 		}
+		var resource string
+		o.str("resource", &resource)
+		name, _ := uniqueName(kindFlow, resource, func(name string) (bool, error) { return named[name], nil })
+		named[name] = true
+		o.label = name
 		var sr struct {
-			id, resource, refResource                          string
+			id, refResource, adaptiveConfig                    string
 			strategy, behavior, relation                       int64
 			threshold                                          float64
 			queueing, warmUpSec, coldFactor, interval, ignored int64
 		}
 		o.str("id", &sr.id)
-		o.str("resource", &sr.resource)
 		o.integer("tokenCalculateStrategy", &sr.strategy)
 		o.integer("controlBehavior", &sr.behavior)
 		o.number("threshold", &sr.threshold)
@@ -64,7 +68,9 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 		o.integer("warmUpPeriodSec", &sr.warmUpSec)
 		o.integer("warmUpColdFactor", &sr.coldFactor)
 		o.integer("statIntervalInMs", &sr.interval)
-		// Used by MemoryAdaptive only, which is refused below.
+		// Used by MemoryAdaptive only, which is refused below; newer
+		// sentinel-golang versions name an adaptive configuration instead.
+		o.str("adaptiveConfigName", &sr.adaptiveConfig)
 		for _, name := range []string{"lowMemUsageThreshold", "highMemUsageThreshold", "memLowWaterMarkBytes", "memHighWaterMarkBytes"} {
 			o.integer(name, &sr.ignored)
 		}
@@ -96,13 +102,12 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			o.fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
 		}
 
-		r := rule{Kind: kindFlow, Resource: sr.resource, Enabled: true, Mode: string(engine.ModeEnforce), Flow: f}
+		r := rule{Kind: kindFlow, Resource: resource, Enabled: true, Mode: string(engine.ModeEnforce), Flow: f}
 		r.Description = "Imported from sentinel-golang"
 		if sr.id != "" {
 			r.Description += " rule " + sr.id
 		}
-		r.Name, _ = uniqueName(kindFlow, sr.resource, func(name string) (bool, error) { return named[name], nil })
-		named[r.Name] = true
+		r.Name = name
 		validateRule(&r, path, r.Name, &errs)
 		rules = append(rules, r)
 	}
