@@ -126,6 +126,15 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	return e, nil
 }
 
+// Release ends the call's concurrency without recording its completion, for
+// callers that learn the outcome later or never (the HTTP check API reports
+// it with Resource.RecordComplete). Call Release or Exit, not both.
+func (e Entry) Release() {
+	if e.res != nil {
+		e.res.concurrency.Add(-e.count)
+	}
+}
+
 // Exit ends the call: it counts it complete (and an error with WithError),
 // records its response time and releases its concurrency.
 func (e Entry) Exit(opts ...ExitOption) {
@@ -144,9 +153,27 @@ func (e Entry) Exit(opts ...ExitOption) {
 			rt = o.rtMs
 		}
 	}
-	if rt < 0 {
-		rt = 0
-	}
 	r.concurrency.Add(-e.count)
 	r.recordComplete(now, e.count, rt, errors)
+}
+
+// RecordComplete records count calls that completed in rtMs each, failed
+// ones as errors too, without an Entry: for outcomes reported after the
+// entry was released.
+func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
+	if r == nil || count < 1 {
+		return
+	}
+	var errors int64
+	if failed {
+		errors = count
+	}
+	r.recordComplete(r.now(), count, rtMs, errors)
+}
+
+// LimitsConcurrency reports whether a concurrency rule reads the resource's
+// calls in flight (its own, or an associated one's), so that its entries
+// must be exited, not released at once, for the rule to see them.
+func (r *Resource) LimitsConcurrency() bool {
+	return r != nil && r.rules.Load().inFlightMatters
 }

@@ -503,3 +503,37 @@ func TestMaxResources(t *testing.T) {
 		t.Fatal("a resource named by a rule lost its rule")
 	}
 }
+
+// TestReleaseAndRecordComplete: the HTTP check API's way through the
+// engine: release the entry at once, report the outcome later.
+func TestReleaseAndRecordComplete(t *testing.T) {
+	e, _ := newTestEngine(t, 0,
+		FlowRule{Resource: "conc", Metric: MetricConcurrency, Threshold: 1},
+		FlowRule{Resource: "write", Metric: MetricConcurrency, Threshold: 1, RelationStrategy: RelationAssociated, RefResource: "read"},
+	)
+	plain, conc := e.Resource("plain"), e.Resource("conc")
+	for _, tt := range []struct {
+		r    *Resource
+		want bool
+	}{{plain, false}, {conc, true}, {e.Resource("read"), true}, {e.Resource("write"), false}, {nil, false}} {
+		if got := tt.r.LimitsConcurrency(); got != tt.want {
+			t.Errorf("LimitsConcurrency() = %v, want %v", got, tt.want)
+		}
+	}
+	en, blk := conc.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	en.Release()
+	if conc.Concurrency() != 0 {
+		t.Fatalf("concurrency %d after Release, want 0", conc.Concurrency())
+	}
+	if !tryPass(conc) {
+		t.Fatal("blocked after the only entry was released")
+	}
+	plain.RecordComplete(3, 40, true)
+	plain.RecordComplete(0, 10, false) // ignored
+	if got, want := plain.Live(), (LiveStats{CompleteQps: 3, ErrorQps: 3, AvgRtMs: 40}); got != want {
+		t.Fatalf("live = %+v, want %+v", got, want)
+	}
+}

@@ -45,8 +45,12 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 		checkers[i] = c
 		own := setOf(e.resourceFor(rule.Resource))
 		own.flow = append(own.flow, c)
-		if c.concurrency && c.stat.name == rule.Resource {
-			own.reserveConcurrency = true
+		if c.concurrency {
+			stat := setOf(c.stat)
+			stat.inFlightMatters = true
+			if c.stat.name == rule.Resource {
+				stat.reserveConcurrency = true
+			}
 		}
 		if c.ownWindow {
 			feeds := setOf(c.stat)
@@ -58,7 +62,7 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 		setOf(c.stat)
 	}
 	for r, s := range sets {
-		if len(s.flow) == 0 && len(s.feeds) == 0 {
+		if len(s.flow) == 0 && len(s.feeds) == 0 && !s.inFlightMatters {
 			s = noRules
 		}
 		r.rules.Store(s)

@@ -54,6 +54,9 @@ type ruleSet struct {
 	// reserveConcurrency: a concurrency rule of this resource counts the
 	// caller itself, so the in-flight count is raised before the checks.
 	reserveConcurrency bool
+	// inFlightMatters: a concurrency rule, of this resource or one
+	// associated with it, reads this resource's calls in flight.
+	inFlightMatters bool
 }
 
 var noRules = &ruleSet{}
@@ -125,6 +128,7 @@ func (r *Resource) recordBlock(nowMs, count int64) {
 }
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
+	rtMs = max(rtMs, 0)
 	r.second.Current(nowMs).AddComplete(count, rtMs, errors)
 	r.minute.Current(nowMs).AddComplete(count, rtMs, errors)
 }
