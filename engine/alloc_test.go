@@ -20,6 +20,13 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		{Name: "shadow", Resource: "shadow", Threshold: 0, Mode: ModeShadow},
 	}
 	e, clock := newTestEngine(t, 0, rules...)
+	err := e.LoadCircuitBreakerRules([]CircuitBreakerRule{
+		{Resource: "qps", Strategy: StrategyErrorRatio, Threshold: 1, RetryTimeoutMs: 1000},
+		{Resource: "blocked", Strategy: StrategySlowRequestRatio, Threshold: 0.5, MaxAllowedRtMs: 1, RetryTimeoutMs: 1000},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	boom := errors.New("boom")
 	for _, rule := range rules {
 		r := e.Resource(rule.Resource)

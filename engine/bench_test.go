@@ -100,3 +100,23 @@ func BenchmarkReload10k(b *testing.B) {
 		i++
 	}
 }
+
+// BenchmarkEntryExitFlowAndBreaker is ENGINE.md's third figure: Entry and
+// Exit by name with a QPS rule and a closed circuit breaker.
+func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
+	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
+	err := e.LoadCircuitBreakerRules([]CircuitBreakerRule{{
+		Name: "orders-errors", Resource: "orders", Strategy: StrategyErrorRatio, Threshold: 0.5, RetryTimeoutMs: 1000,
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		en, blk := e.Entry("orders")
+		if blk != nil {
+			b.Fatal(blk)
+		}
+		en.Exit()
+	}
+}

@@ -17,6 +17,10 @@ type Options struct {
 	// new names pass uncounted. Resources named by rules are always
 	// created. Optional. Default: DefaultMaxResources.
 	MaxResources int
+	// OnBreakerStateChange is told of every circuit breaker transition. It
+	// runs on the goroutine of the call that caused it, so it must return
+	// quickly and must not call back into the engine. Optional.
+	OnBreakerStateChange func(BreakerStateChange)
 }
 
 // Engine decides whether calls to resources may pass. It is safe for
@@ -27,15 +31,18 @@ type Engine struct {
 	maxResources int
 	resources    resourceIndex
 
+	onBreakerChange func(BreakerStateChange)
+
 	loadMu       sync.Mutex     // serialises rule loads
 	flowCheckers []*flowChecker // the loaded flow rules, in load order
+	breakers     []*breaker     // the loaded circuit breaker rules, in load order
 
 	collectMu sync.Mutex // one CollectMinutes at a time
 }
 
 // New returns an engine with no rules.
 func New(opts Options) *Engine {
-	e := &Engine{clock: opts.Clock, maxResources: opts.MaxResources}
+	e := &Engine{clock: opts.Clock, maxResources: opts.MaxResources, onBreakerChange: opts.OnBreakerStateChange}
 	if e.clock == nil {
 		e.clock = NewRealClock()
 		e.ownsClock = true

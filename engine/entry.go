@@ -65,9 +65,11 @@ func (b *BlockError) Rule() string { return b.rule }
 // concurrency. The zero Entry's Exit does nothing.
 type Entry struct {
 	res     *Resource
+	rules   *ruleSet // as the call found them: Exit reports to its breakers
 	startMs int64
 	count   int64
 	waitMs  int64
+	probes  uint64 // bit i: a probe of rules.breakers[i], which is half-open
 }
 
 // WaitMs returns how long the call was queued by a throttling rule: slept
@@ -111,11 +113,30 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			waitNs = w
 		}
 	}
+	var probes uint64
+	for i, b := range rs.breakers {
+		ok, probe := b.tryPass(now)
+		switch {
+		case ok:
+			if probe {
+				probes |= 1 << i
+			}
+		case b.shadow:
+			shadowBlocked = true
+		default:
+			cancelProbes(rs.breakers, probes)
+			if rs.reserveConcurrency {
+				r.concurrency.Add(-count)
+			}
+			r.recordBlock(now, count)
+			return Entry{}, b.blocked
+		}
+	}
 	if !rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
 	r.recordPass(now, count, inFlight, shadowBlocked, rs.feeds)
-	e := Entry{res: r, startMs: now, count: count}
+	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 		e.startMs += e.waitMs
@@ -132,6 +153,16 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 func (e Entry) Release() {
 	if e.res != nil {
 		e.res.concurrency.Add(-e.count)
+		cancelProbes(e.rules.breakers, e.probes)
+	}
+}
+
+// cancelProbes gives back the probe slots of the breakers in mask.
+func cancelProbes(breakers []*breaker, mask uint64) {
+	for i, b := range breakers {
+		if mask&(1<<i) != 0 {
+			b.cancelProbe()
+		}
 	}
 }
 
@@ -153,8 +184,12 @@ func (e Entry) Exit(opts ...ExitOption) {
 			rt = o.rtMs
 		}
 	}
+	rt = max(rt, 0)
 	r.concurrency.Add(-e.count)
 	r.recordComplete(now, e.count, rt, errors)
+	for i, b := range e.rules.breakers {
+		b.onComplete(now, e.count, rt, errors > 0, e.probes&(1<<i) != 0)
+	}
 }
 
 // RecordComplete records count calls that completed in rtMs each, failed
@@ -168,7 +203,11 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	if failed {
 		errors = count
 	}
-	r.recordComplete(r.now(), count, rtMs, errors)
+	now := r.now()
+	r.recordComplete(now, count, rtMs, errors)
+	for _, b := range r.rules.Load().breakers {
+		b.onComplete(now, count, rtMs, failed, false)
+	}
 }
 
 // LimitsConcurrency reports whether a concurrency rule reads the resource's

@@ -11,9 +11,10 @@ type flowChecker struct {
 	blocked *BlockError
 	shadow  bool
 
-	// stat is the resource whose traffic the rule measures: its own or,
-	// for associated rules, refResource.
-	stat *Resource
+	// owner is the rule's resource; stat is the resource whose traffic it
+	// measures: the owner or, for associated rules, refResource.
+	owner *Resource
+	stat  *Resource
 	// win counts stat's passes over the rule's interval: stat's second
 	// window, or a window of the rule's own fed by stat (ownWindow).
 	win       *window.LeapArray
@@ -24,9 +25,10 @@ type flowChecker struct {
 	warmUp      *warmUp
 }
 
-func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
+func newFlowChecker(rule FlowRule, owner, stat *Resource, nowMs int64) *flowChecker {
 	c := &flowChecker{
 		rule:        rule,
+		owner:       owner,
 		shadow:      rule.Mode == ModeShadow,
 		stat:        stat,
 		win:         &stat.second,

@@ -19,11 +19,41 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	now := e.clock.NowMs()
-	reusable := make(map[FlowRule][]*flowChecker, len(e.flowCheckers))
-	for _, c := range e.flowCheckers {
-		reusable[c.rule] = append(reusable[c.rule], c)
-	}
+	reusable := reusePool(e.flowCheckers, func(c *flowChecker) FlowRule { return c.rule })
 	checkers := make([]*flowChecker, len(loaded))
+	for i, rule := range loaded {
+		c := takeReusable(reusable, rule)
+		if c == nil {
+			stat := e.resourceFor(rule.Resource)
+			if rule.RelationStrategy == RelationAssociated {
+				stat = e.resourceFor(rule.RefResource)
+			}
+			c = newFlowChecker(rule, e.resourceFor(rule.Resource), stat, now)
+		}
+		checkers[i] = c
+	}
+	previous := e.ruledResources()
+	e.flowCheckers = checkers
+	e.publish(previous)
+	return nil
+}
+
+// ruledResources lists the resources the loaded rules name or measure.
+func (e *Engine) ruledResources() []*Resource {
+	var out []*Resource
+	for _, c := range e.flowCheckers {
+		out = append(out, c.owner, c.stat)
+	}
+	for _, b := range e.breakers {
+		out = append(out, b.owner)
+	}
+	return out
+}
+
+// publish gives every resource with loaded rules its new rule set, and an
+// empty one to every resource in previous that has none left. Each
+// resource switches atomically. The caller holds loadMu.
+func (e *Engine) publish(previous []*Resource) {
 	sets := make(map[*Resource]*ruleSet)
 	setOf := func(r *Resource) *ruleSet {
 		s := sets[r]
@@ -33,48 +63,51 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 		}
 		return s
 	}
-	for i, rule := range loaded {
-		c := takeReusable(reusable, rule)
-		if c == nil {
-			stat := e.resourceFor(rule.Resource)
-			if rule.RelationStrategy == RelationAssociated {
-				stat = e.resourceFor(rule.RefResource)
-			}
-			c = newFlowChecker(rule, stat, now)
-		}
-		checkers[i] = c
-		own := setOf(e.resourceFor(rule.Resource))
+	for _, c := range e.flowCheckers {
+		own := setOf(c.owner)
 		own.flow = append(own.flow, c)
 		if c.concurrency {
 			stat := setOf(c.stat)
 			stat.inFlightMatters = true
-			if c.stat.name == rule.Resource {
-				stat.reserveConcurrency = true
-			}
+			stat.reserveConcurrency = stat.reserveConcurrency || c.stat == c.owner
 		}
 		if c.ownWindow {
 			feeds := setOf(c.stat)
 			feeds.feeds = append(feeds.feeds, c.win)
 		}
 	}
-	for _, c := range e.flowCheckers {
-		setOf(e.resourceFor(c.rule.Resource))
-		setOf(c.stat)
+	for _, b := range e.breakers {
+		own := setOf(b.owner)
+		own.breakers = append(own.breakers, b)
+	}
+	for _, r := range previous {
+		setOf(r)
 	}
 	for r, s := range sets {
-		if len(s.flow) == 0 && len(s.feeds) == 0 && !s.inFlightMatters {
+		if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
 			s = noRules
 		}
 		r.rules.Store(s)
 	}
-	e.flowCheckers = checkers
-	return nil
 }
 
-func takeReusable(pool map[FlowRule][]*flowChecker, rule FlowRule) *flowChecker {
+// reusePool indexes loaded checkers by their rule, so that a reload keeps
+// the state of every rule it loads unchanged.
+func reusePool[R comparable, C any](loaded []C, ruleOf func(C) R) map[R][]C {
+	pool := make(map[R][]C, len(loaded))
+	for _, c := range loaded {
+		pool[ruleOf(c)] = append(pool[ruleOf(c)], c)
+	}
+	return pool
+}
+
+// takeReusable takes a loaded checker of rule out of pool, or returns the
+// zero C.
+func takeReusable[R comparable, C any](pool map[R][]C, rule R) C {
+	var none C
 	list := pool[rule]
 	if len(list) == 0 {
-		return nil
+		return none
 	}
 	pool[rule] = list[1:]
 	return list[0]

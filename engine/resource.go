@@ -47,7 +47,8 @@ type collectMark struct {
 
 // ruleSet is everything Entry needs for one resource, swapped whole on load.
 type ruleSet struct {
-	flow []*flowChecker
+	flow     []*flowChecker
+	breakers []*breaker
 	// feeds are the windows of rules (of this or other resources) that
 	// measure this resource's passes over their own interval.
 	feeds []*window.LeapArray

@@ -130,6 +130,21 @@ func (la *LeapArray) Sum(nowMs int64, ev Event) int64 {
 	return sum
 }
 
+// SumAll returns the count of every event over the same buckets as Sum, in
+// one pass.
+func (la *LeapArray) SumAll(nowMs int64) [NumEvents]int64 {
+	var sums [NumEvents]int64
+	for i := range la.buckets {
+		b := &la.buckets[i]
+		if s := b.start.Load(); s > nowMs-la.intervalMs && s <= nowMs {
+			for ev := range sums {
+				sums[ev] += b.counters[ev].Load()
+			}
+		}
+	}
+	return sums
+}
+
 // DecisionPasses returns the passes a rule must count at nowMs so that no
 // real window of intervalMs ever holds more passes than it allows: every
 // bucket whose last pass is less than an interval old is counted whole.

@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// BreakerStrategy is what a circuit breaker counts as a failure.
+type BreakerStrategy string
+
+// Circuit breaker strategies.
+const (
+	// StrategySlowRequestRatio opens when the share of calls slower than
+	// maxAllowedRtMs exceeds the threshold.
+	StrategySlowRequestRatio BreakerStrategy = "slowRequestRatio"
+	// StrategyErrorRatio opens when the share of failed calls exceeds the
+	// threshold.
+	StrategyErrorRatio BreakerStrategy = "errorRatio"
+	// StrategyErrorCount opens when the failed calls reach the threshold.
+	StrategyErrorCount BreakerStrategy = "errorCount"
+)
+
+// Limits and defaults of circuit breaker rule fields.
+const (
+	DefaultMinRequestAmount      = 5
+	DefaultBreakerStatIntervalMs = 1000
+	MinBreakerStatIntervalMs     = 1000
+	DefaultProbeNum              = 1
+	MaxRetryTimeoutMs            = 86_400_000
+	maxBreakerCount              = 1_000_000_000
+)
+
+// CircuitBreakerRule stops calls to a resource for retryTimeoutMs once its
+// calls fail too often, then lets probeNum probes through (half-open) and
+// closes again if they succeed. Zero values of optional fields mean their
+// defaults; JSON names are those of the REST API.
+type CircuitBreakerRule struct {
+	// Name identifies the rule in block errors and state changes.
+	Name     string          `json:"name,omitempty"`
+	Resource string          `json:"resource"`
+	Mode     Mode            `json:"mode,omitempty"`
+	Strategy BreakerStrategy `json:"strategy"`
+	// Threshold is a ratio in [0, 1] for the ratio strategies (opens when
+	// exceeded) and a whole count >= 1 for errorCount (opens when reached).
+	Threshold float64 `json:"threshold"`
+	// MaxAllowedRtMs: slower calls are slow (slowRequestRatio only).
+	MaxAllowedRtMs   int64 `json:"maxAllowedRtMs,omitempty"`
+	RetryTimeoutMs   int64 `json:"retryTimeoutMs"`
+	MinRequestAmount int64 `json:"minRequestAmount,omitempty"`
+	StatIntervalMs   int64 `json:"statIntervalMs,omitempty"`
+	ProbeNum         int64 `json:"probeNum,omitempty"`
+}
+
+// WithDefaults returns the rule with every unset optional field set to its
+// default.
+func (r CircuitBreakerRule) WithDefaults() CircuitBreakerRule {
+	if r.Mode == "" {
+		r.Mode = ModeEnforce
+	}
+	if r.MinRequestAmount == 0 {
+		r.MinRequestAmount = DefaultMinRequestAmount
+	}
+	if r.StatIntervalMs == 0 {
+		r.StatIntervalMs = DefaultBreakerStatIntervalMs
+	}
+	if r.ProbeNum == 0 {
+		r.ProbeNum = DefaultProbeNum
+	}
+	return r
+}
+
+// Validate checks the rule as WithDefaults would complete it and returns one
+// FieldError for every bad field, named as in JSON; nil when it is valid.
+func (r CircuitBreakerRule) Validate() []FieldError {
+	var errs fieldErrors
+	r = r.WithDefaults()
+	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode}
+	errs = append(errs, envelope.Validate()...)
+
+	ratio := r.Strategy == StrategySlowRequestRatio || r.Strategy == StrategyErrorRatio
+	switch {
+	case r.Strategy == "":
+		errs.add("strategy", "is required: one of slowRequestRatio, errorRatio, errorCount")
+	case !ratio && r.Strategy != StrategyErrorCount:
+		errs.add("strategy", "must be one of slowRequestRatio, errorRatio, errorCount")
+	}
+	switch {
+	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
+		errs.add("threshold", "must be a finite number")
+	case ratio && (r.Threshold < 0 || r.Threshold > 1):
+		errs.add("threshold", "must be a ratio between 0 and 1 for strategy "+string(r.Strategy))
+	case r.Strategy == StrategyErrorCount && (r.Threshold < 1 || r.Threshold != math.Trunc(r.Threshold) || r.Threshold > maxBreakerCount):
+		errs.add("threshold", "must be a whole count >= 1 for strategy errorCount")
+	}
+	switch {
+	case r.Strategy == StrategySlowRequestRatio && r.MaxAllowedRtMs <= 0:
+		errs.add("maxAllowedRtMs", "is required with slowRequestRatio and must be > 0")
+	case r.Strategy != StrategySlowRequestRatio && r.MaxAllowedRtMs != 0:
+		errs.add("maxAllowedRtMs", "applies only to strategy slowRequestRatio")
+	}
+	if r.RetryTimeoutMs <= 0 || r.RetryTimeoutMs > MaxRetryTimeoutMs {
+		errs.add("retryTimeoutMs", fmt.Sprintf("is required and must be between 1 and %d", MaxRetryTimeoutMs))
+	}
+	if r.MinRequestAmount < 1 || r.MinRequestAmount > maxBreakerCount {
+		errs.add("minRequestAmount", fmt.Sprintf("must be between 1 and %d", maxBreakerCount))
+	}
+	if r.StatIntervalMs < MinBreakerStatIntervalMs || r.StatIntervalMs > MaxStatIntervalMs {
+		errs.add("statIntervalMs", fmt.Sprintf("must be between %d and %d", MinBreakerStatIntervalMs, MaxStatIntervalMs))
+	}
+	if r.ProbeNum < 1 || r.ProbeNum > maxBreakerCount {
+		errs.add("probeNum", fmt.Sprintf("must be between 1 and %d", maxBreakerCount))
+	}
+	return errs
+}
