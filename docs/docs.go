@@ -15,6 +15,30 @@ const docTemplate = `{
     "host": "{{.Host}}",
     "basePath": "{{.BasePath}}",
     "paths": {
+        "/breakers": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "breakers"
+                ],
+                "summary": "Circuit breaker states",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.BreakerList"
+                        }
+                    }
+                }
+            }
+        },
         "/health": {
             "get": {
                 "description": "Public (no credentials). 503, with the same body, when the database does not answer.",
@@ -867,6 +891,73 @@ const docTemplate = `{
                 }
             }
         },
+        "server.Breaker": {
+            "type": "object",
+            "properties": {
+                "resource": {
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "pay-errors"
+                },
+                "since": {
+                    "description": "Since is when the breaker entered its state.",
+                    "type": "string"
+                },
+                "state": {
+                    "type": "string",
+                    "enum": [
+                        "closed",
+                        "open",
+                        "halfOpen"
+                    ],
+                    "example": "open"
+                },
+                "strategy": {
+                    "type": "string",
+                    "enum": [
+                        "slowRequestRatio",
+                        "errorRatio",
+                        "errorCount"
+                    ],
+                    "example": "errorRatio"
+                },
+                "window": {
+                    "$ref": "#/definitions/server.BreakerWindow"
+                }
+            }
+        },
+        "server.BreakerList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.Breaker"
+                    }
+                }
+            }
+        },
+        "server.BreakerWindow": {
+            "type": "object",
+            "properties": {
+                "errors": {
+                    "type": "integer",
+                    "example": 22
+                },
+                "slow": {
+                    "description": "Slow counts calls slower than maxAllowedRtMs (slowRequestRatio only).",
+                    "type": "integer",
+                    "example": 0
+                },
+                "total": {
+                    "type": "integer",
+                    "example": 40
+                }
+            }
+        },
         "server.ErrorBody": {
             "type": "object",
             "properties": {
@@ -1052,9 +1143,14 @@ const docTemplate = `{
                 "kind": {
                     "type": "string",
                     "enum": [
-                        "flow"
+                        "flow",
+                        "circuitBreaker"
                     ],
                     "example": "flow"
+                },
+                "maxAllowedRtMs": {
+                    "type": "integer",
+                    "example": 200
                 },
                 "maxQueueingTimeMs": {
                     "type": "integer",
@@ -1068,6 +1164,10 @@ const docTemplate = `{
                     ],
                     "example": "qps"
                 },
+                "minRequestAmount": {
+                    "type": "integer",
+                    "example": 5
+                },
                 "mode": {
                     "type": "string",
                     "enum": [
@@ -1079,6 +1179,10 @@ const docTemplate = `{
                 "name": {
                     "type": "string",
                     "example": "orders-qps"
+                },
+                "probeNum": {
+                    "type": "integer",
+                    "example": 1
                 },
                 "refResource": {
                     "type": "string",
@@ -1096,11 +1200,26 @@ const docTemplate = `{
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
+                "retryTimeoutMs": {
+                    "type": "integer",
+                    "example": 5000
+                },
                 "statIntervalMs": {
+                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
                     "type": "integer",
                     "example": 1000
                 },
+                "strategy": {
+                    "type": "string",
+                    "enum": [
+                        "slowRequestRatio",
+                        "errorRatio",
+                        "errorCount"
+                    ],
+                    "example": "errorRatio"
+                },
                 "threshold": {
+                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for circuit breakers, the ratio or count\nthat opens them.",
                     "type": "number",
                     "example": 100
                 },
@@ -1151,9 +1270,14 @@ const docTemplate = `{
                 "kind": {
                     "type": "string",
                     "enum": [
-                        "flow"
+                        "flow",
+                        "circuitBreaker"
                     ],
                     "example": "flow"
+                },
+                "maxAllowedRtMs": {
+                    "type": "integer",
+                    "example": 200
                 },
                 "maxQueueingTimeMs": {
                     "type": "integer",
@@ -1167,6 +1291,10 @@ const docTemplate = `{
                     ],
                     "example": "qps"
                 },
+                "minRequestAmount": {
+                    "type": "integer",
+                    "example": 5
+                },
                 "mode": {
                     "type": "string",
                     "enum": [
@@ -1178,6 +1306,10 @@ const docTemplate = `{
                 "name": {
                     "type": "string",
                     "example": "orders-qps"
+                },
+                "probeNum": {
+                    "type": "integer",
+                    "example": 1
                 },
                 "refResource": {
                     "type": "string",
@@ -1195,11 +1327,26 @@ const docTemplate = `{
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
+                "retryTimeoutMs": {
+                    "type": "integer",
+                    "example": 5000
+                },
                 "statIntervalMs": {
+                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
                     "type": "integer",
                     "example": 1000
                 },
+                "strategy": {
+                    "type": "string",
+                    "enum": [
+                        "slowRequestRatio",
+                        "errorRatio",
+                        "errorCount"
+                    ],
+                    "example": "errorRatio"
+                },
                 "threshold": {
+                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for circuit breakers, the ratio or count\nthat opens them.",
                     "type": "number",
                     "example": 100
                 },

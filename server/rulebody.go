@@ -13,11 +13,12 @@ import (
 
 // Rule kinds.
 const (
-	kindFlow = "flow"
+	kindFlow    = "flow"
+	kindBreaker = "circuitBreaker"
 )
 
 // knownKinds lists the kinds a rule may have, for error messages.
-const knownKinds = "flow"
+const knownKinds = "flow, circuitBreaker"
 
 const maxDescriptionLen = 1024
 
@@ -27,19 +28,26 @@ const maxDescriptionLen = 1024
 // rule) are left out.
 type RuleContent struct {
 	Name        string `json:"name" example:"orders-qps"`
-	Kind        string `json:"kind" enums:"flow" example:"flow"`
+	Kind        string `json:"kind" enums:"flow,circuitBreaker" example:"flow"`
 	Resource    string `json:"resource" example:"GET:/api/orders"`
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
 	Description string `json:"description" example:"Black Friday cap"`
+	// Threshold is, for flow rules, the passes allowed per statIntervalMs
+	// (or the calls in flight); for circuit breakers, the ratio or count
+	// that opens them.
+	Threshold *float64 `json:"threshold,omitempty" example:"100"`
+	// StatIntervalMs is the window the threshold counts over (qps flow
+	// rules and circuit breakers).
+	StatIntervalMs *int64 `json:"statIntervalMs,omitempty" example:"1000"`
 	FlowFields
+	BreakerFields
 }
 
-// FlowFields are the fields of a flow rule (kind flow).
+// FlowFields are the fields of a flow rule (kind flow) besides threshold and
+// statIntervalMs.
 type FlowFields struct {
 	Metric                 *string  `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
-	Threshold              *float64 `json:"threshold,omitempty" example:"100"`
-	StatIntervalMs         *int64   `json:"statIntervalMs,omitempty" example:"1000"`
 	ControlBehavior        *string  `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
 	MaxQueueingTimeMs      *int64   `json:"maxQueueingTimeMs,omitempty" example:"500"`
 	TokenCalculateStrategy *string  `json:"tokenCalculateStrategy,omitempty" enums:"direct,warmUp" example:"direct"`
@@ -47,6 +55,16 @@ type FlowFields struct {
 	WarmUpColdFactor       *int64   `json:"warmUpColdFactor,omitempty" example:"3"`
 	RelationStrategy       *string  `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
 	RefResource            *string  `json:"refResource,omitempty" example:"GET:/api/stock"`
+}
+
+// BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
+// besides threshold and statIntervalMs.
+type BreakerFields struct {
+	Strategy         *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount" example:"errorRatio"`
+	MaxAllowedRtMs   *int64  `json:"maxAllowedRtMs,omitempty" example:"200"`
+	RetryTimeoutMs   *int64  `json:"retryTimeoutMs,omitempty" example:"5000"`
+	MinRequestAmount *int64  `json:"minRequestAmount,omitempty" example:"5"`
+	ProbeNum         *int64  `json:"probeNum,omitempty" example:"1"`
 }
 
 // Rule is a stored rule as the API shows it: its content, and the fields the
@@ -70,7 +88,8 @@ type rule struct {
 	Enabled     bool
 	Mode        string
 	Description string
-	Flow        engine.FlowRule
+	Flow        engine.FlowRule           // kind flow
+	Breaker     engine.CircuitBreakerRule // kind circuitBreaker
 	Version     int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -83,25 +102,38 @@ func (r *rule) engineFlow() engine.FlowRule {
 	return f
 }
 
+// engineBreaker is the circuit breaker rule the engine loads.
+func (r *rule) engineBreaker() engine.CircuitBreakerRule {
+	b := r.Breaker
+	b.Name, b.Resource, b.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
+	return b
+}
+
+// spec is the kind's engine rule, stored as the rule's spec.
+func (r *rule) spec() any {
+	if r.Kind == kindBreaker {
+		return &r.Breaker
+	}
+	return &r.Flow
+}
+
 func ruleFromStore(row store.Rule) (rule, error) {
 	r := rule{
 		ID: row.ID, Name: row.Name, Kind: row.Kind, Resource: row.Resource, Enabled: row.Enabled,
 		Mode: row.Mode, Description: row.Description, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
-	switch row.Kind {
-	case kindFlow:
-		if err := json.Unmarshal([]byte(row.Spec), &r.Flow); err != nil {
-			return rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
-		}
-	default:
+	if row.Kind != kindFlow && row.Kind != kindBreaker {
 		return rule{}, fmt.Errorf("rule %d: unknown kind %q", row.ID, row.Kind)
+	}
+	if err := json.Unmarshal([]byte(row.Spec), r.spec()); err != nil {
+		return rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
 	}
 	return r, nil
 }
 
 func (r *rule) toStore() (store.Rule, error) {
-	spec, err := json.Marshal(r.Flow)
+	spec, err := json.Marshal(r.spec())
 	if err != nil {
 		return store.Rule{}, err
 	}
@@ -118,8 +150,18 @@ func (r *rule) content() RuleContent {
 		Name: r.Name, Kind: r.Kind, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description,
 	}
-	if r.Kind == kindFlow {
-		c.FlowFields = flowFields(r.Flow)
+	switch r.Kind {
+	case kindFlow:
+		f := r.Flow
+		c.Threshold = &f.Threshold
+		if f.Metric == engine.MetricQPS {
+			c.StatIntervalMs = &f.StatIntervalMs
+		}
+		c.FlowFields = flowFields(f)
+	case kindBreaker:
+		b := r.Breaker
+		c.Threshold, c.StatIntervalMs = &b.Threshold, &b.StatIntervalMs
+		c.BreakerFields = breakerFields(b)
 	}
 	return c
 }
@@ -134,13 +176,9 @@ func flowFields(f engine.FlowRule) FlowFields {
 	str := func(s string) *string { return &s }
 	out := FlowFields{
 		Metric:                 str(string(f.Metric)),
-		Threshold:              &f.Threshold,
 		ControlBehavior:        str(string(f.ControlBehavior)),
 		TokenCalculateStrategy: str(string(f.TokenCalculateStrategy)),
 		RelationStrategy:       str(string(f.RelationStrategy)),
-	}
-	if f.Metric == engine.MetricQPS {
-		out.StatIntervalMs = &f.StatIntervalMs
 	}
 	if f.ControlBehavior == engine.BehaviorThrottling {
 		out.MaxQueueingTimeMs = &f.MaxQueueingTimeMs
@@ -151,6 +189,16 @@ func flowFields(f engine.FlowRule) FlowFields {
 	}
 	if f.RelationStrategy == engine.RelationAssociated {
 		out.RefResource = &f.RefResource
+	}
+	return out
+}
+
+// breakerFields shows the fields that apply to b, which has its defaults.
+func breakerFields(b engine.CircuitBreakerRule) BreakerFields {
+	strategy := string(b.Strategy)
+	out := BreakerFields{Strategy: &strategy, RetryTimeoutMs: &b.RetryTimeoutMs, MinRequestAmount: &b.MinRequestAmount, ProbeNum: &b.ProbeNum}
+	if b.Strategy == engine.StrategySlowRequestRatio {
+		out.MaxAllowedRtMs = &b.MaxAllowedRtMs
 	}
 	return out
 }
@@ -178,6 +226,20 @@ func withoutDefaults(f engine.FlowRule) engine.FlowRule {
 	return f
 }
 
+// breakerWithoutDefaults is withoutDefaults for a circuit breaker.
+func breakerWithoutDefaults(b engine.CircuitBreakerRule) engine.CircuitBreakerRule {
+	if b.MinRequestAmount == engine.DefaultMinRequestAmount {
+		b.MinRequestAmount = 0
+	}
+	if b.StatIntervalMs == engine.DefaultBreakerStatIntervalMs {
+		b.StatIntervalMs = 0
+	}
+	if b.ProbeNum == engine.DefaultProbeNum {
+		b.ProbeNum = 0
+	}
+	return b
+}
+
 // decodeMode says which write a rule body is for; each treats absent
 // fields its own way.
 type decodeMode int
@@ -198,13 +260,28 @@ const (
 // (id and kind are checked against the stored rule).
 var readOnlyFields = []string{"version", "createdAt", "updatedAt"}
 
-// flowFieldNames and breakerFieldNames tell a field of another kind from an
-// unknown one.
-var flowFieldNames = map[string]bool{
-	"metric": true, "threshold": true, "statIntervalMs": true, "controlBehavior": true,
-	"maxQueueingTimeMs": true, "tokenCalculateStrategy": true, "warmUpPeriodSec": true,
-	"warmUpColdFactor": true, "relationStrategy": true, "refResource": true,
+// kindFields names the fields of each kind besides the envelope, to tell
+// a field of another kind from an unknown one.
+var kindFields = map[string][]string{
+	kindFlow: {"metric", "threshold", "statIntervalMs", "controlBehavior", "maxQueueingTimeMs",
+		"tokenCalculateStrategy", "warmUpPeriodSec", "warmUpColdFactor", "relationStrategy", "refResource"},
+	kindBreaker: {"strategy", "threshold", "maxAllowedRtMs", "retryTimeoutMs", "minRequestAmount",
+		"statIntervalMs", "probeNum"},
 }
+
+// fieldKinds is kindFields turned around: the kinds a field belongs to.
+var fieldKinds = func() map[string]string {
+	kinds := map[string]string{}
+	for _, kind := range []string{kindFlow, kindBreaker} {
+		for _, name := range kindFields[kind] {
+			if kinds[name] != "" {
+				kinds[name] += ", "
+			}
+			kinds[name] += kind
+		}
+	}
+	return kinds
+}()
 
 // decodeRule reads the rule object o onto base: the stored rule for PUT
 // and PATCH (its ID and kind fixed), zero otherwise. Bad fields are added to
@@ -231,7 +308,7 @@ func decodeRule(o *object, base rule, mode decodeMode) rule {
 		}
 	case kind == "":
 		o.fail("kind", "is required; one of "+knownKinds)
-	case kind != kindFlow:
+	case kind != kindFlow && kind != kindBreaker:
 		o.fail("kind", "must be one of "+knownKinds)
 	default:
 		r.Kind = kind
@@ -252,29 +329,47 @@ func decodeRule(o *object, base rule, mode decodeMode) rule {
 	}
 	o.str("description", &r.Description)
 
-	if r.Kind == kindFlow {
+	switch r.Kind {
+	case kindFlow:
 		if keep {
 			r.Flow = withoutDefaults(r.Flow)
 		}
 		decodeFlowFields(o, &r.Flow)
-		if !keep && !o.has("threshold") {
-			o.fail("threshold", "is required")
+	case kindBreaker:
+		if keep {
+			r.Breaker = breakerWithoutDefaults(r.Breaker)
 		}
-	}
-	if r.Kind == "" {
+		decodeBreakerFields(o, &r.Breaker)
+		if !keep && !o.has("retryTimeoutMs") {
+			o.fail("retryTimeoutMs", "is required")
+		}
+	default:
 		// Without a valid kind, its fields cannot be judged; the kind's
 		// error says what to fix.
-		for name := range flowFieldNames {
+		for name := range fieldKinds {
 			o.value(name)
 		}
 	}
+	if r.Kind != "" && !keep && !o.has("threshold") {
+		o.fail("threshold", "is required")
+	}
 	o.rest(func(name string) string {
-		if flowFieldNames[name] {
-			return "does not apply to kind " + r.Kind
+		if kinds := fieldKinds[name]; kinds != "" {
+			return fmt.Sprintf("does not apply to kind %s (it is a field of %s)", r.Kind, kinds)
 		}
 		return ""
 	})
 	return r
+}
+
+func decodeBreakerFields(o *object, b *engine.CircuitBreakerRule) {
+	o.str("strategy", (*string)(&b.Strategy))
+	o.number("threshold", &b.Threshold)
+	o.integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
+	o.integer("retryTimeoutMs", &b.RetryTimeoutMs)
+	o.integer("minRequestAmount", &b.MinRequestAmount)
+	o.integer("statIntervalMs", &b.StatIntervalMs)
+	o.integer("probeNum", &b.ProbeNum)
 }
 
 func decodeFlowFields(o *object, f *engine.FlowRule) {
@@ -303,7 +398,20 @@ func validateRule(r *rule, path, label string, errs *[]FieldError) {
 	if n := utf8.RuneCountInString(r.Description); n > maxDescriptionLen || !utf8.ValidString(r.Description) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxDescriptionLen))
 	}
-	if r.Kind != kindFlow {
+	switch r.Kind {
+	case kindFlow:
+		for _, fe := range r.engineFlow().Validate() {
+			add(fe.Field, fe.Message)
+		}
+		r.Flow = r.Flow.WithDefaults()
+		r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
+	case kindBreaker:
+		for _, fe := range r.engineBreaker().Validate() {
+			add(fe.Field, fe.Message)
+		}
+		r.Breaker = r.Breaker.WithDefaults()
+		r.Breaker.Name, r.Breaker.Resource, r.Breaker.Mode = "", "", ""
+	default:
 		// The kind is missing or unknown (and reported): check the
 		// envelope fields still, with a flow rule whose own fields are
 		// all defaults.
@@ -311,13 +419,7 @@ func validateRule(r *rule, path, label string, errs *[]FieldError) {
 		for _, fe := range envelope.Validate() {
 			add(fe.Field, fe.Message)
 		}
-		return
 	}
-	for _, fe := range r.engineFlow().Validate() {
-		add(fe.Field, fe.Message)
-	}
-	r.Flow = r.Flow.WithDefaults()
-	r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
 }
 
 // slugName is the name given to a rule created without one:

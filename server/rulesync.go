@@ -65,7 +65,7 @@ func (s *ruleSync) load(ctx context.Context) error {
 		}
 		rules[r.ID] = r
 	}
-	if err := s.engine.LoadFlowRules(enabledFlowRules(rules)); err != nil {
+	if err := enabledRules(rules).load(s.engine); err != nil {
 		return err
 	}
 	s.rules = rules
@@ -79,7 +79,7 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var next map[int64]rule
-	var flow []engine.FlowRule
+	var set engineRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
 		tx := &ruleTx{Tx: stx, stored: s.rules, changed: map[int64]*rule{}}
 		if err := fn(tx); err != nil {
@@ -93,8 +93,8 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 				next[id] = *r
 			}
 		}
-		flow = enabledFlowRules(next)
-		if err := engine.ValidateFlowRules(flow); err != nil {
+		set = enabledRules(next)
+		if err := set.validate(); err != nil {
 			return fmt.Errorf("the rule set the write leaves is not valid: %w", err)
 		}
 		if dryRun {
@@ -109,23 +109,42 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 		return err
 	}
 	// Validated above, so loading cannot fail on the rules themselves.
-	if err := s.engine.LoadFlowRules(flow); err != nil {
+	if err := set.load(s.engine); err != nil {
 		return err
 	}
 	s.rules = next
 	return nil
 }
 
-// enabledFlowRules returns the engine rules of the enabled flow rules, by
-// ID.
-func enabledFlowRules(rules map[int64]rule) []engine.FlowRule {
-	var flow []engine.FlowRule
+// engineRules is what the engine enforces: the enabled rules of each kind.
+type engineRules struct {
+	flow     []engine.FlowRule
+	breakers []engine.CircuitBreakerRule
+}
+
+// enabledRules returns the engine rules of the enabled rules, by ID.
+func enabledRules(rules map[int64]rule) engineRules {
+	var set engineRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
-		if r := rules[id]; r.Enabled && r.Kind == kindFlow {
-			flow = append(flow, r.engineFlow())
+		r := rules[id]
+		switch {
+		case !r.Enabled:
+		case r.Kind == kindFlow:
+			set.flow = append(set.flow, r.engineFlow())
+		case r.Kind == kindBreaker:
+			set.breakers = append(set.breakers, r.engineBreaker())
 		}
 	}
-	return flow
+	return set
+}
+
+func (set engineRules) validate() error {
+	return errors.Join(engine.ValidateFlowRules(set.flow), engine.ValidateCircuitBreakerRules(set.breakers))
+}
+
+// load hands both kinds to the engine; each kind switches atomically.
+func (set engineRules) load(e *engine.Engine) error {
+	return errors.Join(e.LoadFlowRules(set.flow), e.LoadCircuitBreakerRules(set.breakers))
 }
 
 // revise records r, as it is after the write, as a revision.

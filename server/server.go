@@ -125,6 +125,7 @@ func (s *Server) routes() {
 	api := s.app.Group("/api/v1")
 	bindHealth(api, s.store, s.version, s.logger)
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
+	bindBreakers(api, &breakerHandler{engine: s.engine})
 
 	s.app.Get("/swagger/*", swagger.New())
 	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))

@@ -72,8 +72,8 @@ func (n *node) send(t *testing.T, method, path, body string, out any) int {
 	return resp.StatusCode
 }
 
-// engineRules summarises the engine's rules as name=threshold, sorted.
-func engineRules(e *engine.Engine) []string {
+// engineFlowNames summarises the engine's rules as name=threshold, sorted.
+func engineFlowNames(e *engine.Engine) []string {
 	var out []string
 	for _, r := range e.FlowRules() {
 		out = append(out, fmt.Sprintf("%s=%g", r.Name, r.Threshold))
@@ -99,7 +99,7 @@ func storedRules(t *testing.T, n *node) []string {
 
 func assertAgree(t *testing.T, n *node, want []string) {
 	t.Helper()
-	inEngine, inStore := engineRules(n.engine), storedRules(t, n)
+	inEngine, inStore := engineFlowNames(n.engine), storedRules(t, n)
 	if !slices.Equal(inEngine, want) || !slices.Equal(inStore, want) {
 		t.Fatalf("engine %v, store %v; want both %v", inEngine, inStore, want)
 	}

@@ -1,0 +1,87 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestCircuitBreakerRules(t *testing.T) {
+	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	var created Rule
+	status := n.send(t, http.MethodPost, "/api/v1/rules",
+		`{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":5000}`, &created)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d", status)
+	}
+	if created.Strategy == nil || *created.Strategy != "errorRatio" || *created.MinRequestAmount != 5 ||
+		*created.StatIntervalMs != 1000 || *created.ProbeNum != 1 || created.MaxAllowedRtMs != nil || created.Metric != nil {
+		t.Fatalf("created = %+v, want defaults filled and no flow fields", created)
+	}
+	if got := n.engine.CircuitBreakerRules(); len(got) != 1 || got[0].Name != "pay-errors" {
+		t.Fatalf("engine breakers = %+v, want pay-errors", got)
+	}
+
+	invalid := []struct {
+		name   string
+		body   string
+		fields []string
+	}{
+		{"flow fields", `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":3,"retryTimeoutMs":1,"metric":"qps","refResource":"x"}`, []string{"metric", "refResource"}},
+		{"breaker fields on a flow rule", `{"kind":"flow","resource":"r","threshold":3,"retryTimeoutMs":1,"probeNum":2}`, []string{"probeNum", "retryTimeoutMs"}},
+		{"missing retry timeout and strategy", `{"kind":"circuitBreaker","resource":"r","threshold":0.5}`, []string{"retryTimeoutMs", "strategy"}},
+		{"ratio above 1", `{"kind":"circuitBreaker","resource":"r","strategy":"errorRatio","threshold":1.5,"retryTimeoutMs":1}`, []string{"threshold"}},
+		{"slow without max rt", `{"kind":"circuitBreaker","resource":"r","strategy":"slowRequestRatio","threshold":0.5,"retryTimeoutMs":1}`, []string{"maxAllowedRtMs"}},
+		{"fractional count", `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":2.5,"retryTimeoutMs":1}`, []string{"threshold"}},
+	}
+	for _, tt := range invalid {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(tt.body))
+			if resp.StatusCode != http.StatusUnprocessableEntity {
+				t.Fatalf("status %d, want 422: %s", resp.StatusCode, body)
+			}
+			var envelope ErrorResponse
+			if err := json.Unmarshal(body, &envelope); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]bool{}
+			for _, d := range envelope.Error.Details {
+				got[d.Field] = true
+			}
+			for _, f := range tt.fields {
+				if !got[f] {
+					t.Errorf("details %+v lack %s", envelope.Error.Details, f)
+				}
+			}
+		})
+	}
+
+	// The breaker opens on reported errors; GET /breakers shows it.
+	res := n.engine.Resource("pay")
+	res.RecordComplete(5, 10, true)
+	var list BreakerList
+	if status := n.send(t, http.MethodGet, "/api/v1/breakers", "", &list); status != http.StatusOK {
+		t.Fatalf("breakers: %d", status)
+	}
+	if len(list.Items) != 1 {
+		t.Fatalf("breakers = %+v, want one", list)
+	}
+	b := list.Items[0]
+	if b.Rule != "pay-errors" || b.Resource != "pay" || b.State != "open" || b.Strategy != "errorRatio" ||
+		b.Window.Total != 5 || b.Window.Errors != 5 || b.Since.IsZero() {
+		t.Fatalf("breaker = %+v, want pay-errors open with 5 of 5 errors", b)
+	}
+	if _, blk := res.Entry(); blk == nil || blk.Reason() != "circuitBreaker" {
+		t.Fatalf("entry on an open breaker: %v", blk)
+	}
+
+	// Disabling the rule removes the breaker from the engine.
+	if status := n.send(t, http.MethodPatch, "/api/v1/rules/1", `{"enabled":false}`, nil); status != http.StatusOK {
+		t.Fatalf("disable: %d", status)
+	}
+	if got := n.engine.Breakers(); len(got) != 0 {
+		t.Fatalf("breakers after disabling = %+v, want none", got)
+	}
+}
