@@ -47,14 +47,14 @@ type RuleContent struct {
 // FlowFields are the fields of a flow rule (kind flow) besides threshold and
 // statIntervalMs.
 type FlowFields struct {
-	Metric                 *string  `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
-	ControlBehavior        *string  `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
-	MaxQueueingTimeMs      *int64   `json:"maxQueueingTimeMs,omitempty" example:"500"`
-	TokenCalculateStrategy *string  `json:"tokenCalculateStrategy,omitempty" enums:"direct,warmUp" example:"direct"`
-	WarmUpPeriodSec        *int64   `json:"warmUpPeriodSec,omitempty" example:"10"`
-	WarmUpColdFactor       *int64   `json:"warmUpColdFactor,omitempty" example:"3"`
-	RelationStrategy       *string  `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
-	RefResource            *string  `json:"refResource,omitempty" example:"GET:/api/stock"`
+	Metric                 *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
+	ControlBehavior        *string `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
+	MaxQueueingTimeMs      *int64  `json:"maxQueueingTimeMs,omitempty" example:"500"`
+	TokenCalculateStrategy *string `json:"tokenCalculateStrategy,omitempty" enums:"direct,warmUp" example:"direct"`
+	WarmUpPeriodSec        *int64  `json:"warmUpPeriodSec,omitempty" example:"10"`
+	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
+	RelationStrategy       *string `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
+	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
 }
 
 // BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
