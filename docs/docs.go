@@ -354,7 +354,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's flow rule JSON (an array of flow.Rule) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing.",
                 "consumes": [
                     "application/json"
                 ],
@@ -378,7 +378,8 @@ const docTemplate = `{
                     },
                     {
                         "enum": [
-                            "flow"
+                            "flow",
+                            "circuitBreaker"
                         ],
                         "type": "string",
                         "default": "flow",
@@ -394,7 +395,7 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
-                        "description": "sentinel-golang flow rules",
+                        "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)",
                         "name": "rules",
                         "in": "body",
                         "required": true,

@@ -318,14 +318,14 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 // importRules converts sentinel-golang rules and applies them.
 //
 //	@Summary		Import sentinel-golang rules
-//	@Description	Takes sentinel-golang's flow rule JSON (an array of flow.Rule) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
 //	@Param			format	query		string	true	"the source format"	Enums(sentinel)
-//	@Param			kind	query		string	false	"the kind of the rules in the file"	Enums(flow)	default(flow)
+//	@Param			kind	query		string	false	"the kind of the rules in the file"	Enums(flow, circuitBreaker)	default(flow)
 //	@Param			dryRun	query		bool	false	"only answer the plan"	default(false)
-//	@Param			rules	body		[]SentinelFlowRule	true	"sentinel-golang flow rules"
+//	@Param			rules	body		[]SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)"
 //	@Success		200		{object}	ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
 //	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
@@ -335,8 +335,13 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if format := c.Query("format"); format != "sentinel" {
 		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})
 	}
-	if kind := c.Query("kind", kindFlow); kind != kindFlow {
-		return BadRequest("kind must be flow: Sluice imports Sentinel's flow rules", FieldError{"kind", "must be flow"})
+	convert := convertSentinelFlowRules
+	switch c.Query("kind", kindFlow) {
+	case kindFlow:
+	case kindBreaker:
+		convert = convertSentinelBreakerRules
+	default:
+		return BadRequest("kind must be flow or circuitBreaker", FieldError{"kind", "must be flow or circuitBreaker"})
 	}
 	dryRun, err := boolParam(c, "dryRun")
 	if err != nil {
@@ -350,7 +355,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
 		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
 	}
-	rules, err := convertSentinelFlowRules(items)
+	rules, err := convert(items)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -83,5 +84,36 @@ func TestCircuitBreakerRules(t *testing.T) {
 	}
 	if got := n.engine.Breakers(); len(got) != 0 {
 		t.Fatalf("breakers after disabling = %+v, want none", got)
+	}
+}
+
+func TestImportSentinelCircuitBreakers(t *testing.T) {
+	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	file := `[
+		{"id": "1", "resource": "POST:/pay", "strategy": 1, "retryTimeoutMs": 3000, "minRequestAmount": 10, "statIntervalMs": 5000, "statSlidingWindowBucketCount": 10, "threshold": 0.4},
+		{"resource": "POST:/pay", "strategy": 0, "retryTimeoutMs": 3000, "maxAllowedRtMs": 50, "threshold": 0.5, "probeNum": 2},
+		{"resource": "GET:/stock", "strategy": 2, "retryTimeoutMs": 1000, "maxAllowedRtMs": 99, "threshold": 3}
+	]`
+	var plan ApplyPlan
+	if status := n.send(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", file, &plan); status != http.StatusOK {
+		t.Fatalf("import: %d", status)
+	}
+	if len(plan.Created) != 3 || plan.Created[0].Name != "circuitbreaker-post-pay" || plan.Created[1].Name != "circuitbreaker-post-pay-2" ||
+		plan.Created[2].Name != "circuitbreaker-get-stock" {
+		t.Fatalf("plan = %+v", plan)
+	}
+	got := n.engine.CircuitBreakerRules()
+	want := []string{"errorRatio 0.4 10 5000 1 0", "slowRequestRatio 0.5 5 1000 2 50", "errorCount 3 5 1000 1 0"}
+	for i, r := range got {
+		if s := fmt.Sprintf("%s %g %d %d %d %d", r.Strategy, r.Threshold, r.MinRequestAmount, r.StatIntervalMs, r.ProbeNum, r.MaxAllowedRtMs); s != want[i] {
+			t.Errorf("breaker %d = %s, want %s", i, s, want[i])
+		}
+	}
+	if status := n.send(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", file, &plan); status != http.StatusOK || len(plan.Unchanged) != 3 {
+		t.Fatalf("second import: %d %+v, want all unchanged", status, plan)
+	}
+	resp, body := n.do(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", strings.NewReader(`[{"resource":"x","strategy":7,"retryTimeoutMs":1,"threshold":1}]`))
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "rules[0].strategy") {
+		t.Fatalf("bad strategy: %d %s", resp.StatusCode, body)
 	}
 }

@@ -30,9 +30,44 @@ type SentinelFlowRule struct {
 	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
 }
 
-// convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
-// rules, named in file order, validated like an apply body.
-func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
+// sentinelStrategies maps sentinel-golang's circuit breaker strategies.
+var sentinelStrategies = []engine.BreakerStrategy{
+	engine.StrategySlowRequestRatio, engine.StrategyErrorRatio, engine.StrategyErrorCount,
+}
+
+// convertSentinelBreakerRules turns sentinel-golang circuit breaker rules
+// into Sluice rules, named in file order, validated like an apply body.
+// The bucket count is Sluice's own choice and is dropped.
+func convertSentinelBreakerRules(items []json.RawMessage) ([]rule, error) {
+	return convertSentinel(items, kindBreaker, func(o *object, r *rule) {
+		var id string
+		var strategy, ignored int64
+		b := &r.Breaker
+		o.str("id", &id)
+		o.integer("strategy", &strategy)
+		o.integer("retryTimeoutMs", &b.RetryTimeoutMs)
+		o.integer("minRequestAmount", &b.MinRequestAmount)
+		o.integer("statIntervalMs", &b.StatIntervalMs)
+		o.integer("statSlidingWindowBucketCount", &ignored)
+		o.integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
+		o.number("threshold", &b.Threshold)
+		o.integer("probeNum", &b.ProbeNum)
+		if strategy < 0 || strategy >= int64(len(sentinelStrategies)) {
+			o.fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
+		} else {
+			b.Strategy = sentinelStrategies[strategy]
+		}
+		if b.Strategy != engine.StrategySlowRequestRatio {
+			b.MaxAllowedRtMs = 0 // Sentinel ignores it for the other strategies
+		}
+		r.Description = importedDescription(id)
+	})
+}
+
+// convertSentinel converts sentinel-golang rules of kind with fill, which
+// reads one rule object into a rule; names are made up in file order and
+// every rule is validated like an apply body.
+func convertSentinel(items []json.RawMessage, kind string, fill func(o *object, r *rule)) ([]rule, error) {
 	if len(items) > maxApplyRules {
 		msg := fmt.Sprintf("holds %d rules, more than the %d one import takes", len(items), maxApplyRules)
 		return nil, ValidationFailed("too many rules: "+msg, FieldError{"rules", msg})
@@ -47,11 +82,33 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue
 		}
-		var resource string
-		o.str("resource", &resource)
-		name, _ := uniqueName(kindFlow, resource, func(name string) (bool, error) { return named[name], nil })
-		named[name] = true
-		o.label = name
+		r := rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
+		o.str("resource", &r.Resource)
+		r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
+		named[r.Name] = true
+		o.label = r.Name
+		fill(o, &r)
+		o.rest(func(string) string { return "" })
+		validateRule(&r, path, r.Name, &errs)
+		rules = append(rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, ValidationFailed("the Sentinel rules cannot be imported; nothing was applied; see details", errs...)
+	}
+	return rules, nil
+}
+
+func importedDescription(id string) string {
+	if id == "" {
+		return "Imported from sentinel-golang"
+	}
+	return "Imported from sentinel-golang rule " + id
+}
+
+// convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
+// rules, named in file order, validated like an apply body.
+func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
+	return convertSentinel(items, kindFlow, func(o *object, r *rule) {
 		var sr struct {
 			id, refResource, adaptiveConfig                    string
 			strategy, behavior, relation                       int64
@@ -74,7 +131,6 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 		for _, name := range []string{"lowMemUsageThreshold", "highMemUsageThreshold", "memLowWaterMarkBytes", "memHighWaterMarkBytes"} {
 			o.integer(name, &sr.ignored)
 		}
-		o.rest(func(string) string { return "" })
 
 		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
 		switch sr.strategy {
@@ -101,18 +157,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 		default:
 			o.fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
 		}
-
-		r := rule{Kind: kindFlow, Resource: resource, Enabled: true, Mode: string(engine.ModeEnforce), Flow: f}
-		r.Description = "Imported from sentinel-golang"
-		if sr.id != "" {
-			r.Description += " rule " + sr.id
-		}
-		r.Name = name
-		validateRule(&r, path, r.Name, &errs)
-		rules = append(rules, r)
-	}
-	if len(errs) > 0 {
-		return nil, ValidationFailed("the Sentinel rules cannot be imported; nothing was applied; see details", errs...)
-	}
-	return rules, nil
+		r.Flow = f
+		r.Description = importedDescription(sr.id)
+	})
 }
