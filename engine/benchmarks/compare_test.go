@@ -8,6 +8,7 @@ import (
 
 	"github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
+	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
 	"github.com/alibaba/sentinel-golang/core/stat"
 	"github.com/sluicehq/sluice/engine"
@@ -338,4 +339,51 @@ func heapAfterGC() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// BenchmarkEntryExitFlowAndBreaker is ENGINE.md's third figure: Entry and
+// Exit with a QPS rule that never blocks and an error-ratio circuit breaker
+// that stays closed (every call succeeds).
+func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
+	b.Run("engine=sluice", func(b *testing.B) {
+		eng := sluiceEngine(b, sluiceRule(never))
+		err := eng.LoadCircuitBreakerRules([]engine.CircuitBreakerRule{{
+			Name: "orders-errors", Resource: resource, Strategy: engine.StrategyErrorRatio,
+			Threshold: 0.5, RetryTimeoutMs: 1000, MinRequestAmount: 5, StatIntervalMs: 1000,
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			en, blk := eng.Entry(resource)
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			en.Exit()
+		}
+	})
+	b.Run("engine=sentinel", func(b *testing.B) {
+		loadSentinelRules(b, sentinelRule(never))
+		_, err := circuitbreaker.LoadRules([]*circuitbreaker.Rule{{
+			Resource: resource, Strategy: circuitbreaker.ErrorRatio, Threshold: 0.5,
+			RetryTimeoutMs: 1000, MinRequestAmount: 5, StatIntervalMs: 1000, StatSlidingWindowBucketCount: 10,
+		}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := circuitbreaker.ClearRules(); err != nil {
+				b.Fatal(err)
+			}
+		})
+		b.ReportAllocs()
+		for b.Loop() {
+			en, blk := api.Entry(resource, inbound)
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			en.Exit()
+		}
+	})
 }
