@@ -1,0 +1,234 @@
+package middleware
+
+import (
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// FiberOption adjusts the Fiber middleware.
+type FiberOption func(*fiberConfig)
+
+type fiberConfig struct {
+	resource func(*fiber.Ctx) string
+	blocked  func(*fiber.Ctx, *engine.BlockError) error
+}
+
+// WithFiberResource names the resource of each request; "" lets the request
+// through unguarded and uncounted. The default is the method and the
+// route's pattern, "GET /orders/:id".
+func WithFiberResource(name func(c *fiber.Ctx) string) FiberOption {
+	return func(cfg *fiberConfig) { cfg.resource = name }
+}
+
+// WithFiberBlocked answers blocked requests; an error it returns goes to
+// the app's error handler. The default answers 429 with Retry-After and the
+// JSON error envelope of Sluice's API.
+func WithFiberBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) FiberOption {
+	return func(cfg *fiberConfig) { cfg.blocked = answer }
+}
+
+// Fiber returns a Fiber handler that asks eng before the rest of the route's
+// handlers run. Put it first in a route's handlers
+// (app.Get("/orders/:id", guard, getOrder)), or protect every route of a
+// router with FiberRouter.
+//
+// Fiber picks a request's route only when it reaches the route's own
+// handlers: mounted with app.Use, the guard would see the Use's prefix
+// instead of the route, so the default name would be "GET /" for every
+// path. Use FiberRouter for app-wide protection, or WithFiberResource.
+//
+// An error of the handlers is handed to the app's error handler here, so
+// that the status it chooses decides whether the call failed; the guard
+// then returns nil, as Fiber's logger middleware does. A throttled request
+// waits its turn (up to the rule's maxQueueingTimeMs) before the handlers
+// run.
+func Fiber(eng *engine.Engine, opts ...FiberOption) fiber.Handler {
+	cfg := fiberConfig{blocked: fiberBlocked}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	g := &fiberGuard{eng: eng, cfg: cfg, routes: newResourceCache[*fiber.Route](eng)}
+	return g.handle
+}
+
+type fiberGuard struct {
+	eng    *engine.Engine
+	cfg    fiberConfig
+	routes *resourceCache[*fiber.Route]
+}
+
+func (g *fiberGuard) handle(c *fiber.Ctx) error {
+	var res *engine.Resource
+	if g.cfg.resource != nil {
+		name := g.cfg.resource(c)
+		if name == "" {
+			return c.Next()
+		}
+		res = g.eng.Resource(name)
+	} else {
+		route := c.Route()
+		if len(route.Handlers) == 0 {
+			// Not reached through a route (Fiber makes one up then):
+			// there is no pattern to name.
+			return c.Next()
+		}
+		res = g.routes.get(route, fiberRouteName)
+	}
+	e, blk := res.Entry()
+	if blk != nil {
+		return g.cfg.blocked(c, blk)
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			e.Exit(engine.WithError(ErrPanicked))
+		}
+	}()
+	if err := c.Next(); err != nil {
+		if err := c.App().ErrorHandler(c, err); err != nil {
+			_ = c.SendStatus(fiber.StatusInternalServerError)
+		}
+	}
+	returned = true
+	var failed error
+	if c.Response().StatusCode() >= fiber.StatusInternalServerError {
+		failed = ErrServerError
+	}
+	e.Exit(engine.WithError(failed))
+	return nil
+}
+
+func fiberRouteName(r *fiber.Route) string { return r.Method + " " + r.Path }
+
+// fiberBlocked is the default block answer.
+func fiberBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
+	c.Set(fiber.HeaderRetryAfter, retryAfter)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Status(fiber.StatusTooManyRequests).Send(blockedBody(blk))
+}
+
+// FiberRouter returns a router that registers routes on r with guard as
+// their first handler, so that the guard sees each route's pattern. Use
+// handlers, static files and mounted apps it registers stay unguarded, and
+// so do routes registered on r directly.
+//
+//	api := middleware.FiberRouter(app.Group("/api"), middleware.Fiber(eng))
+//	api.Get("/orders/:id", getOrder) // resource "GET /api/orders/:id"
+func FiberRouter(r fiber.Router, guard fiber.Handler) fiber.Router {
+	return &guardedRouter{Router: r, guard: guard}
+}
+
+type guardedRouter struct {
+	fiber.Router
+	guard fiber.Handler
+}
+
+func (g *guardedRouter) with(handlers []fiber.Handler) []fiber.Handler {
+	return append([]fiber.Handler{g.guard}, handlers...)
+}
+
+// Use registers middleware, unguarded.
+func (g *guardedRouter) Use(args ...any) fiber.Router {
+	g.Router.Use(args...)
+	return g
+}
+
+// Get registers a guarded GET (and HEAD) route.
+func (g *guardedRouter) Get(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Get(path, g.with(handlers)...)
+	return g
+}
+
+// Head registers a guarded HEAD route.
+func (g *guardedRouter) Head(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Head(path, g.with(handlers)...)
+	return g
+}
+
+// Post registers a guarded POST route.
+func (g *guardedRouter) Post(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Post(path, g.with(handlers)...)
+	return g
+}
+
+// Put registers a guarded PUT route.
+func (g *guardedRouter) Put(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Put(path, g.with(handlers)...)
+	return g
+}
+
+// Delete registers a guarded DELETE route.
+func (g *guardedRouter) Delete(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Delete(path, g.with(handlers)...)
+	return g
+}
+
+// Connect registers a guarded CONNECT route.
+func (g *guardedRouter) Connect(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Connect(path, g.with(handlers)...)
+	return g
+}
+
+// Options registers a guarded OPTIONS route.
+func (g *guardedRouter) Options(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Options(path, g.with(handlers)...)
+	return g
+}
+
+// Trace registers a guarded TRACE route.
+func (g *guardedRouter) Trace(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Trace(path, g.with(handlers)...)
+	return g
+}
+
+// Patch registers a guarded PATCH route.
+func (g *guardedRouter) Patch(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Patch(path, g.with(handlers)...)
+	return g
+}
+
+// Add registers a guarded route for method.
+func (g *guardedRouter) Add(method, path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.Add(method, path, g.with(handlers)...)
+	return g
+}
+
+// All registers a guarded route for every method.
+func (g *guardedRouter) All(path string, handlers ...fiber.Handler) fiber.Router {
+	g.Router.All(path, g.with(handlers)...)
+	return g
+}
+
+// Static serves files, unguarded.
+func (g *guardedRouter) Static(prefix, root string, config ...fiber.Static) fiber.Router {
+	g.Router.Static(prefix, root, config...)
+	return g
+}
+
+// Group returns a guarded sub-router; handlers run as its Use middleware.
+func (g *guardedRouter) Group(prefix string, handlers ...fiber.Handler) fiber.Router {
+	return &guardedRouter{Router: g.Router.Group(prefix, handlers...), guard: g.guard}
+}
+
+// Route calls fn with a guarded sub-router for prefix.
+func (g *guardedRouter) Route(prefix string, fn func(router fiber.Router), name ...string) fiber.Router {
+	return &guardedRouter{
+		Router: g.Router.Route(prefix, func(r fiber.Router) {
+			fn(&guardedRouter{Router: r, guard: g.guard})
+		}, name...),
+		guard: g.guard,
+	}
+}
+
+// Mount mounts a sub-app, unguarded.
+func (g *guardedRouter) Mount(prefix string, app *fiber.App) fiber.Router {
+	g.Router.Mount(prefix, app)
+	return g
+}
+
+// Name names the last route registered.
+func (g *guardedRouter) Name(name string) fiber.Router {
+	g.Router.Name(name)
+	return g
+}

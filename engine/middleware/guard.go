@@ -1,0 +1,113 @@
+package middleware
+
+import (
+	"errors"
+	"maps"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// RetryAfterSeconds is the Retry-After the default block answers send: the
+// engine does not say when a blocked call would pass, and one second is the
+// window of a default rule.
+const RetryAfterSeconds = 1
+
+var retryAfter = strconv.Itoa(RetryAfterSeconds)
+
+// Errors recorded for calls that failed; the engine counts them, nobody
+// returns them.
+var (
+	// ErrPanicked is recorded for a handler that panicked.
+	ErrPanicked = errors.New("middleware: the handler panicked")
+	// ErrServerError is recorded for a handler that answered 5xx.
+	ErrServerError = errors.New("middleware: the handler answered 5xx")
+)
+
+// BlockedMessage is the message of the default block answer, such as
+// "too many requests: blocked by flow rule orders-qps".
+func BlockedMessage(blk *engine.BlockError) string {
+	msg := "too many requests: blocked by " + string(blk.Reason()) + " rule"
+	if blk.Rule() == "" {
+		return msg
+	}
+	return msg + " " + blk.Rule()
+}
+
+// blockedBody is the JSON of the default block answer, in the error
+// envelope of Sluice's own API.
+func blockedBody(blk *engine.BlockError) []byte {
+	b := make([]byte, 0, 128)
+	b = append(b, `{"error":{"code":"too_many_requests","message":`...)
+	b = appendJSONString(b, BlockedMessage(blk))
+	return append(b, `,"details":[]}}`...)
+}
+
+// appendJSONString appends s as a JSON string; invalid UTF-8 becomes
+// U+FFFD, as encoding/json does.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c == '"' || c == '\\':
+				b = append(b, '\\', c)
+			case c < 0x20:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			default:
+				b = append(b, c)
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, `\ufffd`...)
+		} else {
+			b = append(b, s[i:i+size]...)
+		}
+		i += size
+	}
+	return append(b, '"')
+}
+
+// resourceCache keeps the engine's handle of each route, so that the hot
+// path does one map read and builds no name. Keys are routes, a bounded set;
+// the map is copied on write.
+type resourceCache[K comparable] struct {
+	eng  *engine.Engine
+	read atomic.Pointer[map[K]*engine.Resource]
+	mu   sync.Mutex
+}
+
+func newResourceCache[K comparable](eng *engine.Engine) *resourceCache[K] {
+	c := &resourceCache[K]{eng: eng}
+	c.read.Store(&map[K]*engine.Resource{})
+	return c
+}
+
+// get returns the resource of key, named by name on first use. A nil
+// handle (the engine's resource limit was reached) is not kept, so a later
+// request may find the resource once a rule created it.
+func (c *resourceCache[K]) get(key K, name func(K) string) *engine.Resource {
+	if r, ok := (*c.read.Load())[key]; ok {
+		return r
+	}
+	r := c.eng.Resource(name(key))
+	if r == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old := *c.read.Load()
+	next := make(map[K]*engine.Resource, len(old)+1)
+	maps.Copy(next, old)
+	next[key] = r
+	c.read.Store(&next)
+	return r
+}

@@ -1,0 +1,116 @@
+package middleware_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// newEngine returns an engine on a manual clock with rules loaded.
+func newEngine(t *testing.T, rules ...engine.FlowRule) (*engine.Engine, *engine.ManualClock) {
+	t.Helper()
+	clock := engine.NewManualClock(1_700_000_000_000)
+	eng := engine.New(engine.Options{Clock: clock})
+	t.Cleanup(eng.Close)
+	if err := eng.LoadFlowRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return eng, clock
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// get sends a request to url and returns the answer with its body read.
+func get(t *testing.T, method, url string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, string(body)
+}
+
+// checkBlocked checks a block answer: 429, Retry-After and the error
+// envelope naming the rule.
+func checkBlocked(t *testing.T, resp *http.Response, body, wantMessage string) {
+	t.Helper()
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("status = %d, want 429 (%s)", resp.StatusCode, body)
+	}
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1", got)
+	}
+	if got := resp.Header.Get("Content-Type"); got != "application/json; charset=utf-8" {
+		t.Errorf("Content-Type = %q", got)
+	}
+	var envelope struct {
+		Error struct {
+			Code    string            `json:"code"`
+			Message string            `json:"message"`
+			Details []json.RawMessage `json:"details"`
+		} `json:"error"`
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(body)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&envelope); err != nil {
+		t.Fatalf("body is not the error envelope: %v\n%s", err, body)
+	}
+	if envelope.Error.Code != "too_many_requests" || envelope.Error.Message != wantMessage || envelope.Error.Details == nil {
+		t.Errorf("body = %s, want code too_many_requests, message %q and details []", body, wantMessage)
+	}
+}
+
+// stats is what a test reads of a resource.
+type stats struct {
+	pass, block, complete, errors int
+	avgRtMs                       float64
+}
+
+// statsOf reads the named resource's last second; the zero stats if the
+// engine does not know it.
+func statsOf(eng *engine.Engine, name string) stats {
+	for _, r := range eng.Resources() {
+		if r.Name() == name {
+			l := r.Live()
+			return stats{pass: int(l.PassQps), block: int(l.BlockQps), complete: int(l.CompleteQps), errors: int(l.ErrorQps), avgRtMs: l.AvgRtMs}
+		}
+	}
+	return stats{}
+}
+
+// resourceNames lists the resources the engine knows.
+func resourceNames(eng *engine.Engine) map[string]bool {
+	names := map[string]bool{}
+	for _, r := range eng.Resources() {
+		names[r.Name()] = true
+	}
+	return names
+}
+
+// waitFor polls check until it holds or a deadline passes.
+func waitFor(t *testing.T, what string, check func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for !check() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}

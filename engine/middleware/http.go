@@ -1,0 +1,177 @@
+package middleware
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// HTTPOption adjusts the net/http middleware.
+type HTTPOption func(*httpConfig)
+
+type httpConfig struct {
+	resource func(*http.Request) string
+	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
+}
+
+// WithHTTPResource names the resource of each request; "" lets the request
+// through unguarded and uncounted. The default is the method and the
+// ServeMux pattern that matched, "GET /orders/{id}" (the pattern's own
+// method, if any, replaced by the request's), and "" when no pattern
+// matched.
+func WithHTTPResource(name func(r *http.Request) string) HTTPOption {
+	return func(c *httpConfig) { c.resource = name }
+}
+
+// WithHTTPBlocked answers blocked requests. The default answers 429 with
+// Retry-After and the JSON error envelope of Sluice's API.
+func WithHTTPBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) HTTPOption {
+	return func(c *httpConfig) { c.blocked = answer }
+}
+
+// HTTP returns net/http middleware that asks eng before each request. Wrap
+// a whole *http.ServeMux, or the handlers registered on one: either way the
+// default resource name is the route's pattern. A throttled request waits
+// its turn (up to the rule's maxQueueingTimeMs) before the handler runs.
+func HTTP(eng *engine.Engine, opts ...HTTPOption) func(http.Handler) http.Handler {
+	cfg := httpConfig{blocked: writeBlocked}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return func(next http.Handler) http.Handler {
+		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: newResourceCache[httpRoute](eng)}
+		g.mux, _ = next.(*http.ServeMux)
+		return g
+	}
+}
+
+type httpGuard struct {
+	eng    *engine.Engine
+	next   http.Handler
+	mux    *http.ServeMux // next, when it is one: it tells the pattern before routing
+	cfg    httpConfig
+	routes *resourceCache[httpRoute]
+}
+
+// httpRoute is a method and a ServeMux pattern.
+type httpRoute struct {
+	method  string
+	pattern string
+}
+
+func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	res, guarded := g.resource(r)
+	if !guarded {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	e, blk := res.Entry()
+	if blk != nil {
+		g.cfg.blocked(w, r, blk)
+		return
+	}
+	rec := recorders.Get().(*statusRecorder)
+	rec.ResponseWriter, rec.status, rec.wrote = w, http.StatusOK, false
+	returned := false
+	defer func() {
+		if !returned {
+			e.Exit(engine.WithError(ErrPanicked))
+		}
+	}()
+	g.next.ServeHTTP(rec, r)
+	returned = true
+	var failed error
+	if rec.status >= http.StatusInternalServerError {
+		failed = ErrServerError
+	}
+	rec.ResponseWriter = nil
+	recorders.Put(rec)
+	e.Exit(engine.WithError(failed))
+}
+
+// resource finds the request's resource; false means unguarded.
+func (g *httpGuard) resource(r *http.Request) (*engine.Resource, bool) {
+	if g.cfg.resource != nil {
+		name := g.cfg.resource(r)
+		if name == "" {
+			return nil, false
+		}
+		return g.eng.Resource(name), true
+	}
+	pattern := r.Pattern
+	if pattern == "" && g.mux != nil {
+		_, pattern = g.mux.Handler(r)
+	}
+	if pattern == "" {
+		return nil, false
+	}
+	key := httpRoute{method: r.Method, pattern: pattern}
+	if !standardMethod(r.Method) {
+		// Clients choose the method: naming resources after any method
+		// they invent would let them create resources without end.
+		return g.eng.Resource(routeName(key)), true
+	}
+	return g.routes.get(key, routeName), true
+}
+
+// routeName is "METHOD /path/{param}": the pattern with the request's
+// method in place of the pattern's own.
+func routeName(k httpRoute) string {
+	pattern := k.pattern
+	if method, rest, found := strings.Cut(pattern, " "); found && !strings.Contains(method, "/") {
+		pattern = strings.TrimLeft(rest, " \t")
+	}
+	return k.method + " " + pattern
+}
+
+func standardMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return true
+	}
+	return false
+}
+
+// writeBlocked is the default block answer.
+func writeBlocked(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
+	h := w.Header()
+	h.Set("Retry-After", retryAfter)
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = w.Write(blockedBody(blk))
+}
+
+// statusRecorder remembers the status a handler answers. Unwrap lets
+// http.ResponseController reach the writer underneath (hijacking, deadlines).
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+	wrote  bool
+}
+
+var recorders = sync.Pool{New: func() any { return new(statusRecorder) }}
+
+// WriteHeader records the status and sends it.
+func (s *statusRecorder) WriteHeader(status int) {
+	if !s.wrote && status >= 200 {
+		s.status, s.wrote = status, true
+	}
+	s.ResponseWriter.WriteHeader(status)
+}
+
+// Write sends body bytes; the status is 200 unless one was written.
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	s.wrote = true
+	return s.ResponseWriter.Write(b)
+}
+
+// Flush sends buffered data to the client, if the writer underneath can.
+func (s *statusRecorder) Flush() {
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+// Unwrap returns the writer underneath, for http.ResponseController.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -1,0 +1,268 @@
+package middleware_test
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
+)
+
+func TestHTTP(t *testing.T) {
+	type request struct {
+		method, path string
+		wantStatus   int
+	}
+	tests := []struct {
+		name  string
+		rules []engine.FlowRule
+		// wrapHandlers guards the handlers on the mux instead of the mux.
+		wrapHandlers bool
+		opts         []middleware.HTTPOption
+		requests     []request
+		// want is each resource's figures after the requests.
+		want        map[string]stats
+		wantMessage string // of the last request's block answer
+		wantClockMs int64  // how far the clock moved
+	}{
+		{
+			name: "the route pattern names the resource",
+			requests: []request{
+				{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}, {"HEAD", "/orders/3", 200},
+			},
+			want: map[string]stats{
+				"GET /orders/{id}":  {pass: 2, complete: 2},
+				"HEAD /orders/{id}": {pass: 1, complete: 1},
+				"GET /orders/1":     {},
+			},
+		},
+		{
+			name:         "guarding the handlers names them alike",
+			wrapHandlers: true,
+			requests:     []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}},
+			want:         map[string]stats{"GET /orders/{id}": {pass: 2, complete: 2}},
+		},
+		{
+			name:        "a blocked request is answered 429",
+			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /orders/{id}", Threshold: 1}},
+			requests:    []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 429}},
+			want:        map[string]stats{"GET /orders/{id}": {pass: 1, block: 1, complete: 1}},
+			wantMessage: "too many requests: blocked by flow rule orders-qps",
+		},
+		{
+			name:         "a blocked guarded handler is answered 429",
+			wrapHandlers: true,
+			rules:        []engine.FlowRule{{Resource: "POST /orders", Threshold: 0}},
+			requests:     []request{{"POST", "/orders", 429}},
+			want:         map[string]stats{"POST /orders": {block: 1}},
+			wantMessage:  "too many requests: blocked by flow rule",
+		},
+		{
+			name:     "5xx answers count as errors, 4xx do not",
+			requests: []request{{"GET", "/fail/503", 503}, {"GET", "/fail/500", 500}, {"GET", "/fail/404", 404}},
+			want:     map[string]stats{"GET /fail/{status}": {pass: 3, complete: 3, errors: 2}},
+		},
+		{
+			name:        "the response time is recorded",
+			requests:    []request{{"GET", "/slow/40", 200}, {"GET", "/slow/20", 200}},
+			want:        map[string]stats{"GET /slow/{ms}": {pass: 2, complete: 2, avgRtMs: 30}},
+			wantClockMs: 60,
+		},
+		{
+			name: "a throttled request waits its turn",
+			rules: []engine.FlowRule{{
+				Resource: "GET /orders/{id}", Threshold: 10,
+				ControlBehavior: engine.BehaviorThrottling, MaxQueueingTimeMs: 500,
+			}},
+			requests:    []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}, {"GET", "/orders/3", 200}},
+			want:        map[string]stats{"GET /orders/{id}": {pass: 3, complete: 3}},
+			wantClockMs: 200,
+		},
+		{
+			name:     "a path no pattern matches is not guarded",
+			requests: []request{{"GET", "/nowhere", 404}, {"DELETE", "/orders/1", 405}},
+			want:     map[string]stats{"GET /nowhere": {}, "GET ": {}, "DELETE /orders/{id}": {}},
+		},
+		{
+			name: "a resource function names the resource",
+			opts: []middleware.HTTPOption{middleware.WithHTTPResource(func(r *http.Request) string {
+				if strings.HasPrefix(r.URL.Path, "/orders/") {
+					return "orders"
+				}
+				return ""
+			})},
+			requests: []request{{"GET", "/orders/1", 200}, {"GET", "/slow/0", 200}},
+			want:     map[string]stats{"orders": {pass: 1, complete: 1}, "GET /slow/{ms}": {}},
+		},
+		{
+			name:  "a block answer of one's own",
+			rules: []engine.FlowRule{{Resource: "GET /orders/{id}", Threshold: 0}},
+			opts: []middleware.HTTPOption{middleware.WithHTTPBlocked(func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
+				http.Error(w, string(blk.Reason()), http.StatusServiceUnavailable)
+			})},
+			requests: []request{{"GET", "/orders/1", 503}},
+			want:     map[string]stats{"GET /orders/{id}": {block: 1}},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng, clock := newEngine(t, tt.rules...)
+			start := clock.NowMs()
+			guard := middleware.HTTP(eng, tt.opts...)
+			mux := http.NewServeMux()
+			handle := func(pattern string, h http.HandlerFunc) {
+				if tt.wrapHandlers {
+					mux.Handle(pattern, guard(h))
+				} else {
+					mux.Handle(pattern, h)
+				}
+			}
+			handle("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+				_, _ = w.Write([]byte("order " + r.PathValue("id")))
+			})
+			handle("POST /orders", func(w http.ResponseWriter, _ *http.Request) {
+				w.WriteHeader(http.StatusCreated)
+			})
+			handle("GET /fail/{status}", func(w http.ResponseWriter, r *http.Request) {
+				switch r.PathValue("status") {
+				case "503":
+					w.WriteHeader(http.StatusServiceUnavailable)
+				case "500":
+					http.Error(w, "broken", http.StatusInternalServerError)
+				default:
+					http.NotFound(w, r)
+				}
+			})
+			handle("GET /slow/{ms}", func(w http.ResponseWriter, r *http.Request) {
+				switch r.PathValue("ms") {
+				case "40":
+					clock.Advance(40)
+				case "20":
+					clock.Advance(20)
+				}
+			})
+			var h http.Handler = mux
+			if !tt.wrapHandlers {
+				h = guard(mux)
+			}
+			srv := httptest.NewServer(h)
+			t.Cleanup(srv.Close)
+
+			var resp *http.Response
+			var body string
+			for _, r := range tt.requests {
+				resp, body = get(t, r.method, srv.URL+r.path)
+				if resp.StatusCode != r.wantStatus {
+					t.Fatalf("%s %s: status = %d, want %d (%s)", r.method, r.path, resp.StatusCode, r.wantStatus, body)
+				}
+			}
+			if tt.wantMessage != "" {
+				checkBlocked(t, resp, body, tt.wantMessage)
+			}
+			for name, want := range tt.want {
+				if got := statsOf(eng, name); got != want {
+					t.Errorf("%q: %+v, want %+v", name, got, want)
+				}
+				if want == (stats{}) && resourceNames(eng)[name] {
+					t.Errorf("the engine knows a resource %q", name)
+				}
+			}
+			if moved := clock.NowMs() - start; moved != tt.wantClockMs {
+				t.Errorf("the clock moved %d ms, want %d", moved, tt.wantClockMs)
+			}
+		})
+	}
+}
+
+func TestHTTPPanicIsRecordedAndRaisedAgain(t *testing.T) {
+	eng, _ := newEngine(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
+	guarded := middleware.HTTP(eng)(mux)
+	raised := make(chan any, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			raised <- p
+			if p != nil {
+				http.Error(w, "recovered", http.StatusInternalServerError)
+			}
+		}()
+		guarded.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+
+	resp, body := get(t, "GET", srv.URL+"/boom")
+
+	if p := <-raised; p != "boom" {
+		t.Errorf("the panic seen outside is %v, want boom", p)
+	}
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("status = %d, want 500 (%s)", resp.StatusCode, body)
+	}
+	if got, want := statsOf(eng, "GET /boom"), (stats{pass: 1, complete: 1, errors: 1}); got != want {
+		t.Errorf("GET /boom: %+v, want %+v", got, want)
+	}
+}
+
+func TestHTTPConcurrencyRule(t *testing.T) {
+	eng, _ := newEngine(t, engine.FlowRule{
+		Name: "report-slots", Resource: "GET /report", Metric: engine.MetricConcurrency, Threshold: 1,
+	})
+	release := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /report", func(http.ResponseWriter, *http.Request) { <-release })
+	srv := httptest.NewServer(middleware.HTTP(eng)(mux))
+	t.Cleanup(srv.Close)
+
+	first := make(chan int, 1)
+	go func() {
+		resp, err := client.Get(srv.URL + "/report")
+		if err != nil {
+			first <- 0
+			return
+		}
+		resp.Body.Close()
+		first <- resp.StatusCode
+	}()
+	report := eng.Resource("GET /report")
+	waitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
+
+	resp, body := get(t, "GET", srv.URL+"/report")
+	checkBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
+
+	close(release)
+	if status := <-first; status != http.StatusOK {
+		t.Errorf("the first request: status %d, want 200", status)
+	}
+	if n := report.Concurrency(); n != 0 {
+		t.Errorf("concurrency after both = %d, want 0", n)
+	}
+}
+
+func TestHTTPKeepsTheWriterReachable(t *testing.T) {
+	eng, _ := newEngine(t)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stream", func(w http.ResponseWriter, _ *http.Request) {
+		if _, ok := w.(http.Flusher); !ok {
+			http.Error(w, "not a flusher", http.StatusInternalServerError)
+			return
+		}
+		if err := http.NewResponseController(w).EnableFullDuplex(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		_, _ = w.Write([]byte("chunk"))
+		w.(http.Flusher).Flush()
+	})
+	srv := httptest.NewServer(middleware.HTTP(eng)(mux))
+	t.Cleanup(srv.Close)
+
+	resp, body := get(t, "GET", srv.URL+"/stream")
+	if resp.StatusCode != http.StatusOK || body != "chunk" {
+		t.Errorf("status %d, body %q; want 200 and chunk", resp.StatusCode, body)
+	}
+}
