@@ -82,7 +82,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	returned := false
 	defer func() {
 		if !returned {
-			e.Exit(engine.WithError(ErrPanicked))
+			e.Exit(engine.WithError(errPanicked))
 		}
 	}()
 	if err := c.Next(); err != nil {
@@ -93,7 +93,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	returned = true
 	var failed error
 	if c.Response().StatusCode() >= fiber.StatusInternalServerError {
-		failed = ErrServerError
+		failed = errServerError
 	}
 	e.Exit(engine.WithError(failed))
 	return nil

@@ -21,10 +21,10 @@ var retryAfter = strconv.Itoa(RetryAfterSeconds)
 // Errors recorded for calls that failed; the engine counts them, nobody
 // returns them.
 var (
-	// ErrPanicked is recorded for a handler that panicked.
-	ErrPanicked = errors.New("middleware: the handler panicked")
-	// ErrServerError is recorded for a handler that answered 5xx.
-	ErrServerError = errors.New("middleware: the handler answered 5xx")
+	// errPanicked is recorded for a handler that panicked.
+	errPanicked = errors.New("middleware: the handler panicked")
+	// errServerError is recorded for a handler that answered 5xx.
+	errServerError = errors.New("middleware: the handler answered 5xx")
 )
 
 // BlockedMessage is the message of the default block answer, such as

@@ -77,14 +77,14 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	returned := false
 	defer func() {
 		if !returned {
-			e.Exit(engine.WithError(ErrPanicked))
+			e.Exit(engine.WithError(errPanicked))
 		}
 	}()
 	g.next.ServeHTTP(rec, r)
 	returned = true
 	var failed error
 	if rec.status >= http.StatusInternalServerError {
-		failed = ErrServerError
+		failed = errServerError
 	}
 	rec.ResponseWriter = nil
 	recorders.Put(rec)
