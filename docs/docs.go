@@ -71,6 +71,252 @@ const docTemplate = `{
                 }
             }
         },
+        "/metrics/stream": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. Works with a bearer token and with the console's session cookie (EventSource).",
+                "produces": [
+                    "text/event-stream"
+                ],
+                "tags": [
+                    "metrics"
+                ],
+                "summary": "Live figures as Server-Sent Events",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "only this resource (exact name)",
+                        "name": "resource",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "a stream of events: stats",
+                        "schema": {
+                            "$ref": "#/definitions/server.StreamStats"
+                        }
+                    },
+                    "503": {
+                        "description": "the server is shutting down",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/metrics/top": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; whole UTC hours are read from the hourly rollup. avgRt ranks resources without completed calls last.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "metrics"
+                ],
+                "summary": "Top resources over a range",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "start, inclusive: RFC 3339 or Unix milliseconds (default: an hour before to)",
+                        "name": "from",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "end, exclusive: RFC 3339 or Unix milliseconds (default: now)",
+                        "name": "to",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "block",
+                            "pass",
+                            "error",
+                            "avgRt"
+                        ],
+                        "type": "string",
+                        "default": "block",
+                        "description": "what to rank by",
+                        "name": "by",
+                        "in": "query"
+                    },
+                    {
+                        "maximum": 100,
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 10,
+                        "description": "how many resources, 1 to 100",
+                        "name": "limit",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.TopList"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/resources": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Every resource that had traffic (within retention) or that a rule names. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "resources"
+                ],
+                "summary": "List resources",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "case-insensitive substring of the name",
+                        "name": "q",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "name",
+                            "-blockQps",
+                            "-passQps"
+                        ],
+                        "type": "string",
+                        "default": "name",
+                        "description": "order: by name, or by live block or pass rate, highest first",
+                        "name": "sort",
+                        "in": "query"
+                    },
+                    {
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 1,
+                        "description": "page, from 1",
+                        "name": "page",
+                        "in": "query"
+                    },
+                    {
+                        "maximum": 500,
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 50,
+                        "description": "resources per page, 1 to 500",
+                        "name": "pageSize",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ResourceList"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/resources/{name}/metrics": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "resources"
+                ],
+                "summary": "Metric history of a resource",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "resource name, URL-escaped (GET%3A%2Fapi%2Forders)",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "type": "string",
+                        "description": "start, inclusive: RFC 3339 or Unix milliseconds (default: 60 steps before to)",
+                        "name": "from",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "end, exclusive: RFC 3339 or Unix milliseconds (default: now)",
+                        "name": "to",
+                        "in": "query"
+                    },
+                    {
+                        "enum": [
+                            "1m",
+                            "5m",
+                            "15m",
+                            "1h",
+                            "1d"
+                        ],
+                        "type": "string",
+                        "default": "1m",
+                        "description": "step",
+                        "name": "step",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.MetricHistory"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "the resource was never seen",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/rules": {
             "get": {
                 "security": [
@@ -1052,6 +1298,145 @@ const docTemplate = `{
                 }
             }
         },
+        "server.LiveFigures": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
+                },
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
+                }
+            }
+        },
+        "server.MetricHistory": {
+            "type": "object",
+            "properties": {
+                "from": {
+                    "description": "From and To are the range answered, rounded out to the step.",
+                    "type": "string"
+                },
+                "points": {
+                    "description": "Points has one point per step with traffic, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.MetricPoint"
+                    }
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "step": {
+                    "type": "string",
+                    "example": "1m"
+                },
+                "to": {
+                    "type": "string"
+                }
+            }
+        },
+        "server.MetricPoint": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "block": {
+                    "type": "integer",
+                    "example": 180
+                },
+                "complete": {
+                    "type": "integer",
+                    "example": 7190
+                },
+                "error": {
+                    "type": "integer",
+                    "example": 40
+                },
+                "maxConcurrency": {
+                    "description": "MaxConcurrency is the most calls in flight at once.",
+                    "type": "integer",
+                    "example": 9
+                },
+                "maxRtMs": {
+                    "type": "integer",
+                    "example": 340
+                },
+                "minRtMs": {
+                    "description": "MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0\nif none.",
+                    "type": "integer",
+                    "example": 2
+                },
+                "pass": {
+                    "type": "integer",
+                    "example": 7200
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "example": 0
+                },
+                "time": {
+                    "type": "string"
+                }
+            }
+        },
+        "server.MinuteFigures": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "block": {
+                    "type": "integer",
+                    "example": 180
+                },
+                "complete": {
+                    "type": "integer",
+                    "example": 7190
+                },
+                "error": {
+                    "type": "integer",
+                    "example": 40
+                },
+                "pass": {
+                    "type": "integer",
+                    "example": 7200
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "example": 0
+                }
+            }
+        },
         "server.PlanItem": {
             "type": "object",
             "properties": {
@@ -1089,6 +1474,58 @@ const docTemplate = `{
                 "resource": {
                     "type": "string",
                     "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.ResourceItem": {
+            "type": "object",
+            "properties": {
+                "firstSeen": {
+                    "description": "FirstSeen and LastSeen bound the resource's traffic; null while it\nhad none.",
+                    "type": "string",
+                    "x-nullable": true
+                },
+                "lastMinute": {
+                    "$ref": "#/definitions/server.MinuteFigures"
+                },
+                "lastSeen": {
+                    "type": "string",
+                    "x-nullable": true
+                },
+                "live": {
+                    "$ref": "#/definitions/server.LiveFigures"
+                },
+                "name": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rules": {
+                    "description": "Rules counts the rules that name the resource, disabled ones too.",
+                    "type": "integer",
+                    "example": 2
+                }
+            }
+        },
+        "server.ResourceList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ResourceItem"
+                    }
+                },
+                "page": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "pageSize": {
+                    "type": "integer",
+                    "example": 50
+                },
+                "total": {
+                    "type": "integer",
+                    "example": 1
                 }
             }
         },
@@ -1501,6 +1938,104 @@ const docTemplate = `{
                 },
                 "warmUpPeriodSec": {
                     "type": "integer"
+                }
+            }
+        },
+        "server.StreamResource": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
+                },
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "name": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
+                }
+            }
+        },
+        "server.StreamStats": {
+            "type": "object",
+            "properties": {
+                "resources": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.StreamResource"
+                    }
+                },
+                "time": {
+                    "type": "string"
+                }
+            }
+        },
+        "server.TopItem": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "block": {
+                    "type": "integer",
+                    "example": 4410
+                },
+                "complete": {
+                    "type": "integer",
+                    "example": 118190
+                },
+                "error": {
+                    "type": "integer",
+                    "example": 12
+                },
+                "pass": {
+                    "type": "integer",
+                    "example": 118200
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "example": 0
+                }
+            }
+        },
+        "server.TopList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.TopItem"
+                    }
                 }
             }
         }

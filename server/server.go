@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -54,6 +55,17 @@ type Config struct {
 	// Logger receives request and error logs. Optional. Default:
 	// slog.Default().
 	Logger *slog.Logger
+	// MetricsFlushInterval is how often the minute figures are written to
+	// the store; a crash loses at most this much. Optional. Default:
+	// DefaultMetricsFlushInterval (10s).
+	MetricsFlushInterval time.Duration
+	// MetricsRetention is how long metric history is kept. Optional.
+	// Default: DefaultMetricsRetention (30 days).
+	MetricsRetention time.Duration
+	// PublicMetrics lets GET /metrics (Prometheus) answer without
+	// credentials; without it the auth layer asks for a bearer token
+	// there. Optional. Default: false.
+	PublicMetrics bool
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -65,6 +77,11 @@ type Server struct {
 	rules   *ruleSync
 	version string
 	logger  *slog.Logger
+
+	flusher       *metricsFlusher
+	metricJobs    *metricJobs
+	stream        *streamHub
+	publicMetrics bool
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -108,7 +125,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Immutable:   true,
 		JSONEncoder: marshalJSON,
 	})
+	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
+	s.stream = newStreamHub(cfg.Engine, streamInterval)
+	s.publicMetrics = cfg.PublicMetrics
 	s.routes()
+	s.metricJobs = startMetricJobs(s.flusher,
+		cmp.Or(cfg.MetricsFlushInterval, DefaultMetricsFlushInterval),
+		cmp.Or(cfg.MetricsRetention, DefaultMetricsRetention))
 	return s, nil
 }
 
@@ -126,6 +149,9 @@ func (s *Server) routes() {
 	bindHealth(api, s.store, s.version, s.logger)
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
+	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, rules: s.rules, flusher: s.flusher})
+	bindMetrics(api, &metricsHandler{store: s.store, flusher: s.flusher, stream: s.stream})
+	bindPrometheus(s.app, s.engine, s.flusher)
 
 	s.app.Get("/swagger/*", swagger.New())
 	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))
@@ -221,13 +247,17 @@ func (s *Server) Serve(ln net.Listener) error {
 
 // Shutdown stops accepting connections and waits until the requests in
 // flight are answered or ctx is done. Serve calls that have not started yet
-// return at once.
+// return at once. It then stops the metric jobs and flushes every figure
+// not written yet, the current partial minute included.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.stopped = true
 	listeners := s.listeners
 	s.mu.Unlock()
 
+	// Event streams never end by themselves: end them, or Fiber would
+	// wait for them.
+	s.stream.close()
 	err := s.app.ShutdownWithContext(ctx)
 	// A Serve that had not handed its listener to Fiber yet is not stopped
 	// by Fiber; closing the listener stops it.
@@ -236,5 +266,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, cerr)
 		}
 	}
-	return err
+	// The requests answered, nothing more is counted: flush it all.
+	s.metricJobs.stop()
+	return errors.Join(err, s.flusher.finalFlush(ctx))
 }

@@ -1,0 +1,158 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// Bounds of the metric queries (API.md).
+const (
+	maxMetricPoints = 10_000
+	defaultTopLimit = 10
+	maxTopLimit     = 100
+	// defaultTopRangeMs is the range of a top query that names no from.
+	defaultTopRangeMs = store.HourMs
+	// defaultHistorySteps is how many steps a history query that names no
+	// from covers.
+	defaultHistorySteps = 60
+	// maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
+	maxTimeMs = 253_402_300_799_999
+)
+
+// metricSteps are the steps of the history, UTC-aligned.
+var metricSteps = map[string]int64{
+	"1m":  store.MinuteMs,
+	"5m":  5 * store.MinuteMs,
+	"15m": 15 * store.MinuteMs,
+	"1h":  store.HourMs,
+	"1d":  24 * store.HourMs,
+}
+
+const stepNames = "1m, 5m, 15m, 1h, 1d"
+
+// TopList ranks resources by their traffic over a range.
+type TopList struct {
+	Items []TopItem `json:"items"`
+}
+
+// TopItem is one resource's traffic summed over the range.
+type TopItem struct {
+	Resource    string `json:"resource" example:"GET:/api/orders"`
+	Pass        int64  `json:"pass" example:"118200"`
+	Block       int64  `json:"block" example:"4410"`
+	ShadowBlock int64  `json:"shadowBlock" example:"0"`
+	Complete    int64  `json:"complete" example:"118190"`
+	Error       int64  `json:"error" example:"12"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+}
+
+type metricsHandler struct {
+	store   *store.Store
+	flusher *metricsFlusher
+	stream  *streamHub
+}
+
+func bindMetrics(api fiber.Router, h *metricsHandler) {
+	api.Get("/metrics/top", h.top)
+	api.Get("/metrics/stream", h.streamStats)
+}
+
+// top ranks the resources by their traffic over a range, as stored by the
+// last flush.
+//
+//	@Summary		Top resources over a range
+//	@Description	Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; whole UTC hours are read from the hourly rollup. avgRt ranks resources without completed calls last.
+//	@Tags			metrics
+//	@Produce		json
+//	@Param			from	query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: an hour before to)"
+//	@Param			to		query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
+//	@Param			by		query		string	false	"what to rank by"					Enums(block, pass, error, avgRt)	default(block)
+//	@Param			limit	query		int		false	"how many resources, 1 to 100"	default(10)	minimum(1)	maximum(100)
+//	@Success		200		{object}	TopList
+//	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Security		BearerAuth
+//	@Router			/metrics/top [get]
+func (h *metricsHandler) top(c *fiber.Ctx) error {
+	toMs, err := timeParam(c, "to", h.flusher.nowMs())
+	if err != nil {
+		return err
+	}
+	fromMs, err := timeParam(c, "from", max(0, toMs-defaultTopRangeMs))
+	if err != nil {
+		return err
+	}
+	if err := checkRange(fromMs, toMs); err != nil {
+		return err
+	}
+	by := store.TopBy(c.Query("by", string(store.TopByBlock)))
+	switch by {
+	case store.TopByBlock, store.TopByPass, store.TopByError, store.TopByAvgRt:
+	default:
+		return BadRequest("by must be one of block, pass, error, avgRt", FieldError{"by", "must be one of block, pass, error, avgRt"})
+	}
+	limit := defaultTopLimit
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxTopLimit {
+			msg := fmt.Sprintf("must be a whole number from 1 to %d", maxTopLimit)
+			return BadRequest("limit "+msg, FieldError{"limit", msg})
+		}
+		limit = n
+	}
+	rows, err := h.store.TopResources(c.UserContext(), fromMs, toMs, by, limit)
+	if err != nil {
+		return err
+	}
+	items := make([]TopItem, len(rows))
+	for i, r := range rows {
+		items[i] = TopItem{
+			Resource: r.Resource, Pass: r.Pass, Block: r.Block, ShadowBlock: r.ShadowBlock,
+			Complete: r.Complete, Error: r.Error, AvgRtMs: r.AvgRtMs(),
+		}
+	}
+	return writeJSON(c, http.StatusOK, TopList{Items: items})
+}
+
+// timeParam reads a time query parameter, RFC 3339 or Unix milliseconds,
+// as Unix milliseconds; fallback if it is absent.
+func timeParam(c *fiber.Ctx, name string, fallback int64) (int64, error) {
+	v := c.Query(name)
+	if v == "" {
+		return fallback, nil
+	}
+	ms, ok := parseTimeMs(v)
+	if !ok {
+		msg := "must be an RFC 3339 time (2026-03-02T14:05:00Z) or Unix milliseconds, from 1970 to 9999"
+		return 0, BadRequest(name+" "+msg, FieldError{name, msg})
+	}
+	return ms, nil
+}
+
+func parseTimeMs(v string) (int64, bool) {
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return ms, ms >= 0 && ms <= maxTimeMs
+	}
+	// An unescaped '+' of a zone offset arrives as a space.
+	t, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(v, " ", "+"))
+	if err != nil {
+		return 0, false
+	}
+	ms := t.UnixMilli()
+	return ms, ms >= 0 && ms <= maxTimeMs
+}
+
+// checkRange refuses an empty or reversed range.
+func checkRange(fromMs, toMs int64) error {
+	if fromMs >= toMs {
+		return BadRequest("from must be before to", FieldError{"from", "must be before to"})
+	}
+	return nil
+}

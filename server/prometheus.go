@@ -1,0 +1,91 @@
+package server
+
+import (
+	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// resourceCollector exposes, at every scrape, the traffic the flusher has
+// collected per resource since the server started (the same deltas it
+// writes to the history), the calls in flight and the breakers' states.
+type resourceCollector struct {
+	engine  *engine.Engine
+	flusher *metricsFlusher
+
+	passed, blocked, shadowBlocked, completed, errored *prometheus.Desc
+	responseTime, concurrency, breakerState            *prometheus.Desc
+}
+
+func newResourceCollector(eng *engine.Engine, f *metricsFlusher) *resourceCollector {
+	perResource := func(name, help string) *prometheus.Desc {
+		return prometheus.NewDesc("sluice_resource_"+name, help, []string{"resource"}, nil)
+	}
+	return &resourceCollector{
+		engine:        eng,
+		flusher:       f,
+		passed:        perResource("passed_total", "Calls let through."),
+		blocked:       perResource("blocked_total", "Calls blocked by a rule."),
+		shadowBlocked: perResource("shadow_blocked_total", "Calls a shadow rule would have blocked (they passed)."),
+		completed:     perResource("completed_total", "Calls completed, failed ones included."),
+		errored:       perResource("errors_total", "Calls completed with an error."),
+		responseTime:  perResource("response_time_seconds", "Response time of the completed calls."),
+		concurrency:   perResource("concurrency", "Calls in flight."),
+		breakerState: prometheus.NewDesc("sluice_breaker_state",
+			"1 for the state each circuit breaker is in, 0 for the others.",
+			[]string{"rule", "resource", "state"}, nil),
+	}
+}
+
+// Describe sends every metric's description.
+func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.passed, c.blocked, c.shadowBlocked, c.completed, c.errored, c.responseTime, c.concurrency, c.breakerState} {
+		ch <- d
+	}
+}
+
+// Collect reads the figures as they are now.
+func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
+	tallies := c.flusher.tallies()
+	for _, r := range c.engine.Resources() {
+		name := r.Name()
+		t := tallies[name].totals
+		for _, m := range []struct {
+			desc  *prometheus.Desc
+			count int64
+		}{
+			{c.passed, t.Pass}, {c.blocked, t.Block}, {c.shadowBlocked, t.ShadowBlock},
+			{c.completed, t.Complete}, {c.errored, t.Error},
+		} {
+			ch <- prometheus.MustNewConstMetric(m.desc, prometheus.CounterValue, float64(m.count), name)
+		}
+		ch <- prometheus.MustNewConstSummary(c.responseTime, uint64(t.Complete), float64(t.RtSumMs)/1000, nil, name)
+		ch <- prometheus.MustNewConstMetric(c.concurrency, prometheus.GaugeValue, float64(r.Concurrency()), name)
+	}
+	for _, b := range c.engine.Breakers() {
+		for _, state := range []engine.BreakerState{engine.BreakerClosed, engine.BreakerOpen, engine.BreakerHalfOpen} {
+			v := 0.0
+			if b.State == state {
+				v = 1
+			}
+			ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, v, b.Rule, b.Resource, string(state))
+		}
+	}
+}
+
+// bindPrometheus mounts GET /metrics, the Prometheus exposition of the
+// resources' figures and of the process. It is public for now; the auth
+// work puts it behind a bearer token unless Config.PublicMetrics.
+func bindPrometheus(app *fiber.App, eng *engine.Engine, f *metricsFlusher) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		newResourceCollector(eng, f),
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+}

@@ -1,0 +1,338 @@
+package server
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// ResourceList is one page of resources.
+type ResourceList struct {
+	Items    []ResourceItem `json:"items"`
+	Total    int64          `json:"total" example:"1"`
+	Page     int            `json:"page" example:"1"`
+	PageSize int            `json:"pageSize" example:"50"`
+}
+
+// ResourceItem is a resource with its rules, when it was seen and its
+// traffic now and in the last minute.
+type ResourceItem struct {
+	Name string `json:"name" example:"GET:/api/orders"`
+	// Rules counts the rules that name the resource, disabled ones too.
+	Rules int `json:"rules" example:"2"`
+	// FirstSeen and LastSeen bound the resource's traffic; null while it
+	// had none.
+	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
+	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
+	Live       LiveFigures   `json:"live"`
+	LastMinute MinuteFigures `json:"lastMinute"`
+}
+
+// LiveFigures is a resource's traffic over the last second.
+type LiveFigures struct {
+	PassQps        float64 `json:"passQps" example:"120"`
+	BlockQps       float64 `json:"blockQps" example:"3"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
+	CompleteQps    float64 `json:"completeQps" example:"119"`
+	ErrorQps       float64 `json:"errorQps" example:"1"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// Concurrency is the calls in flight.
+	Concurrency int64 `json:"concurrency" example:"4"`
+}
+
+// MinuteFigures is a resource's traffic in the last finished UTC minute.
+type MinuteFigures struct {
+	Pass        int64 `json:"pass" example:"7200"`
+	Block       int64 `json:"block" example:"180"`
+	ShadowBlock int64 `json:"shadowBlock" example:"0"`
+	Complete    int64 `json:"complete" example:"7190"`
+	Error       int64 `json:"error" example:"40"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+}
+
+// MetricHistory is one resource's traffic over a range, step by step.
+type MetricHistory struct {
+	Resource string `json:"resource" example:"GET:/api/orders"`
+	Step     string `json:"step" example:"1m"`
+	// From and To are the range answered, rounded out to the step.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Points has one point per step with traffic, oldest first.
+	Points []MetricPoint `json:"points"`
+}
+
+// MetricPoint is a resource's traffic in the step that starts at Time.
+type MetricPoint struct {
+	Time        time.Time `json:"time"`
+	Pass        int64     `json:"pass" example:"7200"`
+	Block       int64     `json:"block" example:"180"`
+	ShadowBlock int64     `json:"shadowBlock" example:"0"`
+	Complete    int64     `json:"complete" example:"7190"`
+	Error       int64     `json:"error" example:"40"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
+	// if none.
+	MinRtMs int64 `json:"minRtMs" example:"2"`
+	MaxRtMs int64 `json:"maxRtMs" example:"340"`
+	// MaxConcurrency is the most calls in flight at once.
+	MaxConcurrency int64 `json:"maxConcurrency" example:"9"`
+}
+
+// Sort orders of the resource list.
+const (
+	sortByName     = "name"
+	sortByBlockQps = "-blockQps"
+	sortByPassQps  = "-passQps"
+)
+
+type resourceHandler struct {
+	store   *store.Store
+	engine  *engine.Engine
+	rules   *ruleSync
+	flusher *metricsFlusher
+}
+
+func bindResources(api fiber.Router, h *resourceHandler) {
+	api.Get("/resources", h.list)
+	api.Get("/resources/:name/metrics", h.metrics)
+}
+
+// list answers one page of every resource the engine has seen, a rule names
+// or the history holds, idle ones included.
+//
+//	@Summary		List resources
+//	@Description	Every resource that had traffic (within retention) or that a rule names. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike.
+//	@Tags			resources
+//	@Produce		json
+//	@Param			q			query		string	false	"case-insensitive substring of the name"
+//	@Param			sort		query		string	false	"order: by name, or by live block or pass rate, highest first"	Enums(name, -blockQps, -passQps)	default(name)
+//	@Param			page		query		int		false	"page, from 1"						default(1)	minimum(1)
+//	@Param			pageSize	query		int		false	"resources per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
+//	@Success		200			{object}	ResourceList
+//	@Failure		400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Security		BearerAuth
+//	@Router			/resources [get]
+func (h *resourceHandler) list(c *fiber.Ctx) error {
+	page, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	order := c.Query("sort", sortByName)
+	switch order {
+	case sortByName, sortByBlockQps, sortByPassQps:
+	default:
+		msg := "must be one of name, -blockQps, -passQps"
+		return BadRequest("sort "+msg, FieldError{"sort", msg})
+	}
+	query := strings.ToLower(c.Query("q"))
+
+	stored, err := h.store.MetricResources(c.UserContext())
+	if err != nil {
+		return err
+	}
+	tallies := h.flusher.tallies()
+	items := map[string]*ResourceItem{}
+	item := func(name string) *ResourceItem {
+		if !strings.Contains(strings.ToLower(name), query) {
+			return nil
+		}
+		it, ok := items[name]
+		if !ok {
+			it = &ResourceItem{Name: name}
+			items[name] = it
+		}
+		return it
+	}
+	for _, r := range stored {
+		if it := item(r.Name); it != nil {
+			seen(it, r.FirstSeenMs, r.LastSeenMs)
+		}
+	}
+	for name, t := range tallies {
+		if it := item(name); it != nil {
+			seen(it, t.firstSeenMs, t.lastSeenMs)
+		}
+	}
+	for name, n := range h.rules.countByResource() {
+		if it := item(name); it != nil {
+			it.Rules = n
+		}
+	}
+	for _, r := range h.engine.Resources() {
+		if it := item(r.Name()); it != nil {
+			it.Live = liveFigures(r.Live())
+		}
+	}
+
+	list := slices.Collect(maps.Values(items))
+	slices.SortFunc(list, func(a, b *ResourceItem) int {
+		switch order {
+		case sortByBlockQps:
+			return cmp.Or(cmp.Compare(b.Live.BlockQps, a.Live.BlockQps), strings.Compare(a.Name, b.Name))
+		case sortByPassQps:
+			return cmp.Or(cmp.Compare(b.Live.PassQps, a.Live.PassQps), strings.Compare(a.Name, b.Name))
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	total := len(list)
+	start := min((page.Number-1)*page.Size, total)
+	list = list[start:min(start+page.Size, total)]
+
+	names := make([]string, len(list))
+	for i, it := range list {
+		names[i] = it.Name
+	}
+	lastMinuteMs := floorMs(h.flusher.nowMs(), store.MinuteMs) - store.MinuteMs
+	figures, err := h.flusher.minuteFigures(c.UserContext(), lastMinuteMs, names)
+	if err != nil {
+		return err
+	}
+	out := make([]ResourceItem, len(list))
+	for i, it := range list {
+		m := figures[it.Name]
+		it.LastMinute = MinuteFigures{
+			Pass: m.Pass, Block: m.Block, ShadowBlock: m.ShadowBlock,
+			Complete: m.Complete, Error: m.Error, AvgRtMs: m.AvgRtMs(),
+		}
+		out[i] = *it
+	}
+	return writeJSON(c, http.StatusOK, ResourceList{Items: out, Total: int64(total), Page: page.Number, PageSize: page.Size})
+}
+
+// seen widens the item's first and last seen times to include
+// [firstMs, lastMs].
+func seen(it *ResourceItem, firstMs, lastMs int64) {
+	first, last := time.UnixMilli(firstMs).UTC(), time.UnixMilli(lastMs).UTC()
+	if it.FirstSeen == nil || first.Before(*it.FirstSeen) {
+		it.FirstSeen = &first
+	}
+	if it.LastSeen == nil || last.After(*it.LastSeen) {
+		it.LastSeen = &last
+	}
+}
+
+func liveFigures(l engine.LiveStats) LiveFigures {
+	return LiveFigures{
+		PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
+		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
+	}
+}
+
+// metrics answers one resource's history, rolled up to the step.
+//
+//	@Summary		Metric history of a resource
+//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
+//	@Tags			resources
+//	@Produce		json
+//	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"
+//	@Param			from	query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: 60 steps before to)"
+//	@Param			to		query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
+//	@Param			step	query		string	false	"step"	Enums(1m, 5m, 15m, 1h, 1d)	default(1m)
+//	@Success		200		{object}	MetricHistory
+//	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		404		{object}	ErrorResponse	"the resource was never seen"
+//	@Security		BearerAuth
+//	@Router			/resources/{name}/metrics [get]
+func (h *resourceHandler) metrics(c *fiber.Ctx) error {
+	name, err := url.PathUnescape(c.Params("name"))
+	if err != nil {
+		return BadRequest("name must be a URL-escaped resource name", FieldError{"name", "must be URL-escaped"})
+	}
+	step := c.Query("step", "1m")
+	stepMs, ok := metricSteps[step]
+	if !ok {
+		msg := "must be one of " + stepNames
+		return BadRequest("step "+msg, FieldError{"step", msg})
+	}
+	toMs, err := timeParam(c, "to", h.flusher.nowMs())
+	if err != nil {
+		return err
+	}
+	fromMs, err := timeParam(c, "from", max(0, toMs-defaultHistorySteps*stepMs))
+	if err != nil {
+		return err
+	}
+	if err := checkRange(fromMs, toMs); err != nil {
+		return err
+	}
+	fromMs, toMs = floorMs(fromMs, stepMs), ceilMs(toMs, stepMs)
+	if points := (toMs - fromMs) / stepMs; points > maxMetricPoints {
+		msg := fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
+			points, formatMs(fromMs), formatMs(toMs), maxMetricPoints)
+		return BadRequest("step "+msg, FieldError{"step", msg})
+	}
+	ctx := c.UserContext()
+	rows, err := h.store.ResourceMetrics(ctx, name, fromMs, toMs, stepMs)
+	if err != nil {
+		return err
+	}
+	if len(rows) == 0 {
+		if err := h.known(c, name); err != nil {
+			return err
+		}
+	}
+	points := make([]MetricPoint, len(rows))
+	for i, p := range rows {
+		points[i] = MetricPoint{
+			Time: time.UnixMilli(p.StartMs).UTC(), Pass: p.Pass, Block: p.Block, ShadowBlock: p.ShadowBlock,
+			Complete: p.Complete, Error: p.Error, AvgRtMs: p.AvgRtMs(),
+			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
+		}
+	}
+	return writeJSON(c, http.StatusOK, MetricHistory{
+		Resource: name, Step: step,
+		From: time.UnixMilli(fromMs).UTC(), To: time.UnixMilli(toMs).UTC(),
+		Points: points,
+	})
+}
+
+// known returns a 404 unless the resource has stored history, is tracked by
+// the engine or is named by a rule.
+func (h *resourceHandler) known(c *fiber.Ctx, name string) error {
+	_, err := h.store.GetMetricResource(c.UserContext(), name)
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if h.rules.countByResource()[name] > 0 {
+		return nil
+	}
+	for _, r := range h.engine.Resources() {
+		if r.Name() == name {
+			return nil
+		}
+	}
+	return NotFound(fmt.Sprintf("no resource %q was ever seen", name))
+}
+
+// countByResource counts the stored rules, disabled ones too, by resource.
+func (s *ruleSync) countByResource() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	counts := map[string]int{}
+	for _, r := range s.rules {
+		counts[r.Resource]++
+	}
+	return counts
+}
+
+// floorMs rounds ms (>= 0) down to a multiple of step.
+func floorMs(ms, step int64) int64 { return ms - ms%step }
+
+// ceilMs rounds ms (>= 0) up to a multiple of step.
+func ceilMs(ms, step int64) int64 { return floorMs(ms+step-1, step) }
+
+func formatMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }

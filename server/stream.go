@@ -1,0 +1,222 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// streamInterval is how often the stream sends the last second's figures.
+const streamInterval = time.Second
+
+// StreamStats is the data of one "stats" event of the metric stream.
+type StreamStats struct {
+	Time      time.Time        `json:"time"`
+	Resources []StreamResource `json:"resources"`
+}
+
+// StreamResource is one resource's traffic over the last second.
+type StreamResource struct {
+	Name           string  `json:"name" example:"GET:/api/orders"`
+	PassQps        float64 `json:"passQps" example:"120"`
+	BlockQps       float64 `json:"blockQps" example:"3"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
+	CompleteQps    float64 `json:"completeQps" example:"119"`
+	ErrorQps       float64 `json:"errorQps" example:"1"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// Concurrency is the calls in flight.
+	Concurrency int64 `json:"concurrency" example:"4"`
+}
+
+// streamHub reads every resource's live figures once an interval, while
+// anyone listens, and hands them to every listener. A listener whose
+// client is gone is dropped at its next write.
+type streamHub struct {
+	engine   *engine.Engine
+	interval time.Duration
+
+	mu       sync.Mutex
+	subs     map[*streamSub]struct{}
+	stopTick chan struct{} // closed when the last listener leaves
+	closed   bool
+	done     chan struct{} // closed by close
+	ticking  sync.WaitGroup
+}
+
+// streamSub is one listener: the resource it asked for ("" for all) and
+// the frames waiting for it.
+type streamSub struct {
+	resource string
+	frames   chan *streamFrame
+}
+
+// streamFrame is one interval's figures, shared by every listener.
+type streamFrame struct {
+	stats StreamStats
+	// all is stats as JSON, encoded once for every listener of all
+	// resources.
+	all []byte
+}
+
+func newStreamHub(eng *engine.Engine, interval time.Duration) *streamHub {
+	return &streamHub{engine: eng, interval: interval, subs: map[*streamSub]struct{}{}, done: make(chan struct{})}
+}
+
+// subscribe adds a listener; false once the hub is closed.
+func (h *streamHub) subscribe(resource string) (*streamSub, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return nil, false
+	}
+	sub := &streamSub{resource: resource, frames: make(chan *streamFrame, 1)}
+	h.subs[sub] = struct{}{}
+	if h.stopTick == nil {
+		h.stopTick = make(chan struct{})
+		stop := h.stopTick
+		h.ticking.Go(func() { h.tick(stop) })
+	}
+	return sub, true
+}
+
+// unsubscribe removes a listener, and stops reading figures when it was
+// the last.
+func (h *streamHub) unsubscribe(sub *streamSub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.subs, sub)
+	if len(h.subs) == 0 && h.stopTick != nil {
+		close(h.stopTick)
+		h.stopTick = nil
+	}
+}
+
+// subscribers counts the listeners.
+func (h *streamHub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
+// close ends every stream, so that a shutdown does not wait on them.
+func (h *streamHub) close() {
+	h.mu.Lock()
+	if !h.closed {
+		h.closed = true
+		close(h.done)
+		if h.stopTick != nil {
+			close(h.stopTick)
+			h.stopTick = nil
+		}
+	}
+	h.mu.Unlock()
+	h.ticking.Wait()
+}
+
+func (h *streamHub) tick(stop <-chan struct{}) {
+	t := time.NewTicker(h.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			frame := h.frame()
+			h.mu.Lock()
+			for sub := range h.subs {
+				select {
+				case sub.frames <- frame:
+				default: // the listener has not taken the last one yet
+				}
+			}
+			h.mu.Unlock()
+		}
+	}
+}
+
+// frame reads the figures of every resource with traffic or calls in
+// flight.
+func (h *streamHub) frame() *streamFrame {
+	stats := StreamStats{Time: time.UnixMilli(h.engine.Clock().NowMs()).UTC(), Resources: []StreamResource{}}
+	for _, r := range h.engine.Resources() {
+		l := r.Live()
+		if l == (engine.LiveStats{}) {
+			continue
+		}
+		stats.Resources = append(stats.Resources, streamResource(r.Name(), l))
+	}
+	all, _ := json.Marshal(stats) // plain structs always encode
+	return &streamFrame{stats: stats, all: all}
+}
+
+func streamResource(name string, l engine.LiveStats) StreamResource {
+	return StreamResource{
+		Name: name, PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
+		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
+	}
+}
+
+// data is the frame's JSON for sub.
+func (f *streamFrame) data(sub *streamSub) []byte {
+	if sub.resource == "" {
+		return f.all
+	}
+	one := StreamStats{Time: f.stats.Time, Resources: []StreamResource{}}
+	for _, r := range f.stats.Resources {
+		if r.Name == sub.resource {
+			one.Resources = append(one.Resources, r)
+		}
+	}
+	data, _ := json.Marshal(one)
+	return data
+}
+
+// streamStats streams the live figures as Server-Sent Events.
+//
+//	@Summary		Live figures as Server-Sent Events
+//	@Description	Once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. Works with a bearer token and with the console's session cookie (EventSource).
+//	@Tags			metrics
+//	@Produce		text/event-stream
+//	@Param			resource	query		string	false	"only this resource (exact name)"
+//	@Success		200			{object}	StreamStats	"a stream of events: stats"
+//	@Failure		503			{object}	ErrorResponse	"the server is shutting down"
+//	@Security		BearerAuth
+//	@Router			/metrics/stream [get]
+func (h *metricsHandler) streamStats(c *fiber.Ctx) error {
+	sub, ok := h.stream.subscribe(c.Query("resource"))
+	if !ok {
+		return NewError(fiber.StatusServiceUnavailable, "the server is shutting down")
+	}
+	c.Set(fiber.HeaderContentType, "text/event-stream")
+	c.Set(fiber.HeaderCacheControl, "no-cache")
+	c.Set(fiber.HeaderConnection, "keep-alive")
+	c.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	hub := h.stream
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer hub.unsubscribe(sub)
+		// The headers go out at once; a retry hint for EventSource.
+		if _, err := w.WriteString("retry: 2000\n\n"); err != nil || w.Flush() != nil {
+			return
+		}
+		for {
+			select {
+			case <-hub.done:
+				return
+			case frame := <-sub.frames:
+				w.WriteString("event: stats\ndata: ")
+				w.Write(frame.data(sub))
+				w.WriteString("\n\n")
+				if err := w.Flush(); err != nil {
+					return // the client is gone
+				}
+			}
+		}
+	})
+	return nil
+}

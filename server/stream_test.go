@@ -1,0 +1,178 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// fastStream makes the stream tick every 20ms instead of every second.
+func fastStream(s *Server) { s.stream.interval = 20 * time.Millisecond }
+
+// openStream opens the metric stream and reads up to the end of its first
+// message (the retry hint), so that the server has subscribed it.
+func openStream(t *testing.T, ctx context.Context, c *http.Client, n *metricsNode, query string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.baseURL+"/api/v1/metrics/stream?"+query, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("status %d, Content-Type %q; want 200 and text/event-stream", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	r := bufio.NewReader(resp.Body)
+	if _, err := readEvent(r); err != nil {
+		t.Fatalf("reading the first message: %v", err)
+	}
+	return resp, r
+}
+
+// readEvent reads one message: its lines up to the blank one.
+func readEvent(r *bufio.Reader) (map[string]string, error) {
+	fields := map[string]string{}
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fields, err
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			return fields, nil
+		}
+		k, v, _ := strings.Cut(line, ": ")
+		fields[k] = v
+	}
+}
+
+func TestStreamSendsLiveFigures(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 5_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	traffic(t, n.engine, "orders", 4, 1, 10)
+	traffic(t, n.engine, "pay", 2, 0, 30)
+	n.engine.Resource("idle")
+	orders := StreamResource{Name: "orders", PassQps: 4, CompleteQps: 4, ErrorQps: 1, AvgRtMs: 10}
+	pay := StreamResource{Name: "pay", PassQps: 2, CompleteQps: 2, AvgRtMs: 30}
+	tests := []struct {
+		query string
+		want  []StreamResource
+	}{
+		{query: "", want: []StreamResource{orders, pay}},
+		{query: "resource=pay", want: []StreamResource{pay}},
+		{query: "resource=idle", want: []StreamResource{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			resp, r := openStream(t, t.Context(), client, n, tt.query)
+			defer resp.Body.Close()
+			if cc := resp.Header.Get("Cache-Control"); cc != "no-cache" {
+				t.Errorf("Cache-Control = %q, want no-cache", cc)
+			}
+			ev, err := readEvent(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ev["event"] != "stats" {
+				t.Fatalf("event %q, want stats: %v", ev["event"], ev)
+			}
+			var got StreamStats
+			if err := json.Unmarshal([]byte(ev["data"]), &got); err != nil {
+				t.Fatalf("data: %v: %s", err, ev["data"])
+			}
+			if got.Resources == nil {
+				t.Fatalf("resources is null: %s", ev["data"])
+			}
+			byName := map[string]StreamResource{}
+			for _, r := range got.Resources {
+				byName[r.Name] = r
+			}
+			wantByName := map[string]StreamResource{}
+			for _, r := range tt.want {
+				wantByName[r.Name] = r
+			}
+			if !reflect.DeepEqual(byName, wantByName) || !got.Time.Equal(time.UnixMilli(metricsT0+5_000)) {
+				t.Errorf("stats at %v = %+v, want %+v at %v", got.Time, got.Resources, tt.want, time.UnixMilli(metricsT0+5_000).UTC())
+			}
+		})
+	}
+}
+
+// streamGoroutines counts the goroutines that serve streams or feed them.
+func streamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	count := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "server.(*metricsHandler).streamStats") || strings.Contains(g, "server.(*streamHub).tick") {
+			count++
+		}
+	}
+	return count
+}
+
+// TestStreamDropsGoneClients opens 100 streams, drops them all, and checks
+// that every listener and goroutine they had is gone.
+func TestStreamDropsGoneClients(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	traffic(t, n.engine, "orders", 1, 0, 1)
+	baseline := streamGoroutines()
+	tr := &http.Transport{MaxIdleConnsPerHost: -1}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr}
+
+	const streams = 100
+	ctx, cancel := context.WithCancel(t.Context())
+	var bodies []*http.Response
+	for range streams {
+		resp, _ := openStream(t, ctx, c, n, "")
+		bodies = append(bodies, resp)
+	}
+	if got := n.stream.subscribers(); got != streams {
+		t.Fatalf("%d listeners, want %d", got, streams)
+	}
+	if got := streamGoroutines(); got < baseline+streams {
+		t.Fatalf("%d stream goroutines with %d streams open, want at least %d", got, streams, baseline+streams)
+	}
+	cancel()
+	for _, resp := range bodies {
+		resp.Body.Close()
+	}
+	pollUntil(t, "every listener to go", 10*time.Second, func() bool { return n.stream.subscribers() == 0 })
+	pollUntil(t, "the stream goroutines to end", 10*time.Second, func() bool { return streamGoroutines() == baseline })
+}
+
+// TestShutdownEndsStreams: a stream does not hold a shutdown up.
+func TestShutdownEndsStreams(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	resp, r := openStream(t, t.Context(), client, n, "")
+	defer resp.Body.Close()
+	start := time.Now()
+	n.stop(t)
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("shutdown with a stream open took %v", took)
+	}
+	if _, err := readEvent(r); err == nil {
+		t.Error("the stream is still open after shutdown")
+	}
+}
