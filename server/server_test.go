@@ -56,6 +56,13 @@ type testServer struct {
 // starts listening.
 func newTestServer(t *testing.T, register func(app *fiber.App)) *testServer {
 	t.Helper()
+	return newTestServerWith(t, nil, register)
+}
+
+// newTestServerWith is newTestServer with configure changing the Config
+// (its engine, say) before the server is built.
+func newTestServerWith(t *testing.T, configure func(cfg *Config), register func(app *fiber.App)) *testServer {
+	t.Helper()
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
@@ -67,7 +74,11 @@ func newTestServer(t *testing.T, register func(app *fiber.App)) *testServer {
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
 
-	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Version: testVersion, Logger: logger})
+	cfg := Config{Engine: eng, Store: st, Version: testVersion, Logger: logger}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
