@@ -83,6 +83,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
 	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
+	retention := retentionFlag(server.DefaultMetricsRetention)
+	fs.Var(&retention, "metrics-retention", "how long metric history is kept: days (30d) or a Go duration (env SLUICE_METRICS_RETENTION)")
+	flushInterval := fs.Duration("metrics-flush-interval", server.DefaultMetricsFlushInterval, "how often metrics are written to the database; a crash loses at most this much (env SLUICE_METRICS_FLUSH_INTERVAL)")
+	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -101,6 +105,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if err != nil {
 		return err
 	}
+	if *flushInterval <= 0 {
+		return fmt.Errorf("--metrics-flush-interval %v: must be more than zero", *flushInterval)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	st, err := store.Open(ctx, *dbPath, logger)
@@ -111,7 +118,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	eng := engine.New(engine.Options{})
 	defer eng.Close()
 
-	srv, err := server.New(ctx, server.Config{Engine: eng, Store: st, Version: version, Logger: logger})
+	srv, err := server.New(ctx, server.Config{
+		Engine: eng, Store: st, Version: version, Logger: logger,
+		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
+	})
 	if err != nil {
 		return err
 	}
