@@ -39,6 +39,183 @@ const docTemplate = `{
                 }
             }
         },
+        "/check": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, the answer carries an entryId that complete must send back.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "check"
+                ],
+                "summary": "Check whether calls may go ahead",
+                "parameters": [
+                    {
+                        "description": "what to check",
+                        "name": "check",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.CheckRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.CheckResult"
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/check/batch": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Decides each check as check does, one after the other, and answers the results in the same order. Nothing is checked when any check is invalid.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "check"
+                ],
+                "summary": "Check many calls at once",
+                "parameters": [
+                    {
+                        "description": "1 to 1000 checks",
+                        "name": "checks",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.CheckBatchRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.CheckBatchResponse"
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad checks, each field named as checks[i].field, or not 1 to 1000 checks",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/complete": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).",
+                "consumes": [
+                    "application/json"
+                ],
+                "tags": [
+                    "check"
+                ],
+                "summary": "Report how allowed calls ended",
+                "parameters": [
+                    {
+                        "description": "how the calls ended",
+                        "name": "outcome",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.CompleteRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no entry has this entryId",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the entry was completed already, or its lease ran out",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/health": {
             "get": {
                 "description": "Public (no credentials). 503, with the same body, when the database does not answer.",
@@ -1202,6 +1379,117 @@ const docTemplate = `{
                 "total": {
                     "type": "integer",
                     "example": 40
+                }
+            }
+        },
+        "server.CheckBatchRequest": {
+            "type": "object",
+            "properties": {
+                "checks": {
+                    "description": "Checks are 1 to 1000 checks.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.CheckRequest"
+                    }
+                }
+            }
+        },
+        "server.CheckBatchResponse": {
+            "type": "object",
+            "properties": {
+                "results": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.CheckResult"
+                    }
+                }
+            }
+        },
+        "server.CheckRequest": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    "description": "Count is how many calls the check is for.",
+                    "type": "integer",
+                    "default": 1,
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1
+                },
+                "resource": {
+                    "description": "Resource is 1 to 256 characters, no control characters.",
+                    "type": "string",
+                    "example": "orders"
+                }
+            }
+        },
+        "server.CheckResult": {
+            "type": "object",
+            "properties": {
+                "allowed": {
+                    "description": "Allowed is whether the calls may go ahead.",
+                    "type": "boolean",
+                    "example": true
+                },
+                "entryId": {
+                    "description": "EntryID, when a concurrency rule counts the resource's calls in\nflight, names the allowed calls: send it back with complete to end\nthem, or they end as errors when their lease runs out.",
+                    "type": "string",
+                    "example": "9f3c2a1b7d4e-1k"
+                },
+                "reason": {
+                    "description": "Reason, when blocked, is the kind of rule that blocked.",
+                    "type": "string",
+                    "enum": [
+                        "flow",
+                        "concurrency",
+                        "circuitBreaker"
+                    ],
+                    "example": "flow"
+                },
+                "rule": {
+                    "description": "Rule, when blocked, is the name of the rule that blocked.",
+                    "type": "string",
+                    "example": "orders-qps"
+                },
+                "waitMs": {
+                    "description": "WaitMs, when allowed, is how long the caller must wait before the\ncalls (a throttling rule spaces them); the server does not wait.",
+                    "type": "integer",
+                    "example": 0
+                }
+            }
+        },
+        "server.CompleteRequest": {
+            "type": "object",
+            "properties": {
+                "count": {
+                    "description": "Count is how many calls; with entryId it is the entry's count.",
+                    "type": "integer",
+                    "default": 1,
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1
+                },
+                "entryId": {
+                    "description": "EntryID is the entryId the check answered, if it answered one.",
+                    "type": "string",
+                    "example": "9f3c2a1b7d4e-1k"
+                },
+                "error": {
+                    "description": "Error says whether the calls failed: they count as complete and as\nerrors.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "resource": {
+                    "description": "Resource of the calls; required without entryId, and the entry's\nresource with it.",
+                    "type": "string",
+                    "example": "orders"
+                },
+                "rtMs": {
+                    "description": "RtMs is each call's response time; required without entryId (with\none, the time since the check is taken when it is left out).",
+                    "type": "integer",
+                    "maximum": 86400000,
+                    "minimum": 0,
+                    "example": 42
                 }
             }
         },

@@ -66,6 +66,14 @@ type Config struct {
 	// credentials; without it the auth layer asks for a bearer token
 	// there. Optional. Default: false.
 	PublicMetrics bool
+	// EntryLease is how long the check API holds an entry a concurrency
+	// rule counts before it releases it as an error, if the client never
+	// completes it. Optional. Default: DefaultEntryLease (30s).
+	EntryLease time.Duration
+	// UnguardedAPI leaves the /api/v1 routes out of the engine, so that
+	// the API's own traffic is not counted as resources. Optional.
+	// Default: false: every route but health is a guarded resource.
+	UnguardedAPI bool
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -82,6 +90,9 @@ type Server struct {
 	metricJobs    *metricJobs
 	stream        *streamHub
 	publicMetrics bool
+
+	entries      *entryTable // the check API's held entries
+	unguardedAPI bool
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -128,6 +139,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
 	s.stream = newStreamHub(cfg.Engine, streamInterval)
 	s.publicMetrics = cfg.PublicMetrics
+	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
+	s.unguardedAPI = cfg.UnguardedAPI
 	s.routes()
 	s.metricJobs = startMetricJobs(s.flusher,
 		cmp.Or(cfg.MetricsFlushInterval, DefaultMetricsFlushInterval),
@@ -147,6 +160,9 @@ func (s *Server) routes() {
 
 	api := s.app.Group("/api/v1")
 	bindHealth(api, s.store, s.version, s.logger)
+	// Every API route below is guarded by the engine; health stays cheap.
+	api = s.protect(api)
+	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
 	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, rules: s.rules, flusher: s.flusher})
@@ -266,6 +282,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, cerr)
 		}
 	}
+	s.entries.close()
 	// The requests answered, nothing more is counted: flush it all.
 	s.metricJobs.stop()
 	return errors.Join(err, s.flusher.finalFlush(ctx))

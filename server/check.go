@@ -1,0 +1,225 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// CheckRequest asks whether count calls to resource may go ahead.
+type CheckRequest struct {
+	// Resource is 1 to 256 characters, no control characters.
+	Resource string `json:"resource" example:"orders"`
+	// Count is how many calls the check is for.
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+}
+
+// CheckResult is the engine's decision on one check. A blocked call is a
+// normal answer, not an HTTP error.
+type CheckResult struct {
+	// Allowed is whether the calls may go ahead.
+	Allowed bool `json:"allowed" example:"true"`
+	// WaitMs, when allowed, is how long the caller must wait before the
+	// calls (a throttling rule spaces them); the server does not wait.
+	WaitMs int64 `json:"waitMs" example:"0"`
+	// Reason, when blocked, is the kind of rule that blocked.
+	Reason string `json:"reason,omitempty" enums:"flow,concurrency,circuitBreaker" example:"flow"`
+	// Rule, when blocked, is the name of the rule that blocked.
+	Rule string `json:"rule,omitempty" example:"orders-qps"`
+	// EntryID, when a concurrency rule counts the resource's calls in
+	// flight, names the allowed calls: send it back with complete to end
+	// them, or they end as errors when their lease runs out.
+	EntryID string `json:"entryId,omitempty" example:"9f3c2a1b7d4e-1k"`
+}
+
+// CheckBatchRequest holds checks decided one after the other.
+type CheckBatchRequest struct {
+	// Checks are 1 to 1000 checks.
+	Checks []CheckRequest `json:"checks"`
+}
+
+// CheckBatchResponse holds the decisions of a batch, in its order.
+type CheckBatchResponse struct {
+	Results []CheckResult `json:"results"`
+}
+
+// CompleteRequest reports how allowed calls ended.
+type CompleteRequest struct {
+	// Resource of the calls; required without entryId, and the entry's
+	// resource with it.
+	Resource string `json:"resource" example:"orders"`
+	// Count is how many calls; with entryId it is the entry's count.
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	// RtMs is each call's response time; required without entryId (with
+	// one, the time since the check is taken when it is left out).
+	RtMs int64 `json:"rtMs" example:"42" minimum:"0" maximum:"86400000"`
+	// Error says whether the calls failed: they count as complete and as
+	// errors.
+	Error bool `json:"error" example:"false"`
+	// EntryID is the entryId the check answered, if it answered one.
+	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
+}
+
+type checkHandler struct {
+	engine  *engine.Engine
+	entries *entryTable
+}
+
+func bindCheck(api fiber.Router, h *checkHandler) {
+	api.Post("/check", h.check)
+	api.Post("/check/batch", h.batch)
+	api.Post("/complete", h.complete)
+}
+
+// check decides one check.
+//
+//	@Summary		Check whether calls may go ahead
+//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, the answer carries an entryId that complete must send back.
+//	@Tags			check
+//	@Accept			json
+//	@Produce		json
+//	@Param			check	body		CheckRequest	true	"what to check"
+//	@Success		200		{object}	CheckResult
+//	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Security		BearerAuth
+//	@Router			/check [post]
+func (h *checkHandler) check(c *fiber.Ctx) error {
+	q, err := decodeCheck(c.Body())
+	if err != nil {
+		return err
+	}
+	var buf [128]byte
+	c.Response().SetBody(h.decide(q).appendJSON(buf[:0]))
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+	return nil
+}
+
+// batch decides checks one after the other.
+//
+//	@Summary		Check many calls at once
+//	@Description	Decides each check as check does, one after the other, and answers the results in the same order. Nothing is checked when any check is invalid.
+//	@Tags			check
+//	@Accept			json
+//	@Produce		json
+//	@Param			checks	body		CheckBatchRequest	true	"1 to 1000 checks"
+//	@Success		200		{object}	CheckBatchResponse
+//	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		422		{object}	ErrorResponse	"bad checks, each field named as checks[i].field, or not 1 to 1000 checks"
+//	@Security		BearerAuth
+//	@Router			/check/batch [post]
+func (h *checkHandler) batch(c *fiber.Ctx) error {
+	queries, err := decodeBatch(c.Body())
+	if err != nil {
+		return err
+	}
+	b := make([]byte, 0, 16+48*len(queries))
+	b = append(b, `{"results":[`...)
+	for i, q := range queries {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = h.decide(q).appendJSON(b)
+	}
+	b = append(b, "]}"...)
+	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(b)
+}
+
+// decide asks the engine, which must not sleep: a throttled caller is told
+// how long to wait instead. The entry is released at once unless a
+// concurrency rule counts it; then it is held until complete.
+func (h *checkHandler) decide(q checkQuery) CheckResult {
+	res := h.engine.Resource(q.resource)
+	e, blk := res.Entry(engine.WithCount(q.count), engine.WithNoWait())
+	if blk != nil {
+		return CheckResult{Reason: string(blk.Reason()), Rule: blk.Rule()}
+	}
+	r := CheckResult{Allowed: true, WaitMs: e.WaitMs()}
+	if res.LimitsConcurrency() {
+		r.EntryID = h.entries.hold(q.resource, q.count, e)
+	} else {
+		e.Release()
+	}
+	return r
+}
+
+// appendJSON appends the result as encoding/json would write it.
+func (r CheckResult) appendJSON(b []byte) []byte {
+	if r.Allowed {
+		b = append(b, `{"allowed":true,"waitMs":`...)
+	} else {
+		b = append(b, `{"allowed":false,"waitMs":`...)
+	}
+	b = strconv.AppendInt(b, r.WaitMs, 10)
+	if r.Reason != "" {
+		b = append(b, `,"reason":`...)
+		b = appendJSONString(b, r.Reason)
+	}
+	if r.Rule != "" {
+		b = append(b, `,"rule":`...)
+		b = appendJSONString(b, r.Rule)
+	}
+	if r.EntryID != "" {
+		b = append(b, `,"entryId":`...)
+		b = appendJSONString(b, r.EntryID)
+	}
+	return append(b, '}')
+}
+
+// complete records how allowed calls ended.
+//
+//	@Summary		Report how allowed calls ended
+//	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).
+//	@Tags			check
+//	@Accept			json
+//	@Param			outcome	body	CompleteRequest	true	"how the calls ended"
+//	@Success		204
+//	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
+//	@Failure		409	{object}	ErrorResponse	"the entry was completed already, or its lease ran out"
+//	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details"
+//	@Security		BearerAuth
+//	@Router			/complete [post]
+func (h *checkHandler) complete(c *fiber.Ctx) error {
+	q, err := decodeComplete(c.Body())
+	if err != nil {
+		return err
+	}
+	if q.entryID == "" {
+		h.engine.Resource(q.resource).RecordComplete(q.count, q.rtMs, q.failed)
+		return c.SendStatus(http.StatusNoContent)
+	}
+	held, err := h.entries.take(q.entryID, func(held heldEntry) error {
+		var errs []FieldError
+		if q.resource != "" && q.resource != held.resource {
+			errs = append(errs, FieldError{"resource", fmt.Sprintf("is %q for this entry", held.resource)})
+		}
+		if q.hasCount && q.count != held.count {
+			errs = append(errs, FieldError{"count", fmt.Sprintf("is %d for this entry", held.count)})
+		}
+		if len(errs) > 0 {
+			return ValidationFailed("the body does not match the entry; see details", errs...)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	opts := make([]engine.ExitOption, 0, 2)
+	if q.failed {
+		opts = append(opts, engine.WithError(errCallFailed))
+	}
+	if q.hasRt {
+		opts = append(opts, engine.WithRtMs(q.rtMs))
+	}
+	held.entry.Exit(opts...)
+	return c.SendStatus(http.StatusNoContent)
+}

@@ -1,0 +1,396 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+const (
+	checkPath    = "/api/v1/check"
+	batchPath    = "/api/v1/check/batch"
+	completePath = "/api/v1/complete"
+	testLease    = 5 * time.Second
+)
+
+// newCheckServer is a test server whose engine runs on a manual clock, with
+// the rules given created through the rules API.
+func newCheckServer(t *testing.T, rules ...string) (*testServer, *engine.ManualClock) {
+	t.Helper()
+	clock := engine.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
+	eng := engine.New(engine.Options{Clock: clock})
+	t.Cleanup(eng.Close)
+	ts := newTestServerWith(t, func(cfg *Config) {
+		cfg.Engine = eng
+		cfg.EntryLease = testLease
+	}, nil)
+	for _, r := range rules {
+		resp, body := ts.call(t, http.MethodPost, rulesPath, r, nil)
+		mustStatus(t, resp, body, http.StatusCreated)
+	}
+	return ts, clock
+}
+
+// entryIDField finds the entryId in a check's answer.
+var entryIDField = regexp.MustCompile(`"entryId":"([^"]+)"`)
+
+// exchange is one request of a scenario and the answer it must get.
+type exchange struct {
+	path, body string
+	wantStatus int
+	// wantBody is the exact answer; with an entryId in it, "{id}" stands
+	// for the id, which later bodies may use as "{id}" too.
+	wantBody string
+}
+
+// run sends the exchanges in order.
+func (ts *testServer) run(t *testing.T, exchanges []exchange) {
+	t.Helper()
+	var id string
+	for i, x := range exchanges {
+		resp, body := ts.call(t, http.MethodPost, x.path, strings.ReplaceAll(x.body, "{id}", id), nil)
+		if resp.StatusCode != x.wantStatus {
+			t.Fatalf("#%d %s %s: status = %d, want %d\n%s", i, x.path, x.body, resp.StatusCode, x.wantStatus, body)
+		}
+		got := string(body)
+		if m := entryIDField.FindStringSubmatch(got); m != nil {
+			id = m[1]
+			got = entryIDField.ReplaceAllLiteralString(got, `"entryId":"{id}"`)
+		}
+		if x.wantBody != "" && got != x.wantBody {
+			t.Errorf("#%d %s %s: body = %s, want %s", i, x.path, x.body, body, x.wantBody)
+		}
+		if x.wantStatus == http.StatusOK {
+			if ct := resp.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
+				t.Errorf("#%d: Content-Type = %q", i, ct)
+			}
+		}
+	}
+}
+
+const (
+	allowed    = `{"allowed":true,"waitMs":0}`
+	ordersRule = `{"name": "orders-qps", "kind": "flow", "resource": "orders", "threshold": 2}`
+	slotsRule  = `{"name": "reports-slots", "kind": "flow", "resource": "reports", "metric": "concurrency", "threshold": 1}`
+)
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name      string
+		rules     []string
+		exchanges []exchange
+		// live is each resource's figures over the last second after the
+		// exchanges.
+		live map[string]engine.LiveStats
+	}{
+		{
+			name: "a resource without rules is allowed",
+			exchanges: []exchange{
+				{checkPath, `{"resource": "unknown"}`, 200, allowed},
+				{checkPath, `{"resource": "unknown", "count": 1000000}`, 200, allowed},
+			},
+			live: map[string]engine.LiveStats{"unknown": {PassQps: 1000001}},
+		},
+		{
+			name:  "a flow rule blocks",
+			rules: []string{ordersRule},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "orders"}`, 200, allowed},
+				{checkPath, `{"resource": "orders"}`, 200, allowed},
+				{checkPath, `{"resource": "orders"}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps"}`},
+			},
+			live: map[string]engine.LiveStats{"orders": {PassQps: 2, BlockQps: 1}},
+		},
+		{
+			name:  "a count takes its share",
+			rules: []string{ordersRule},
+			exchanges: []exchange{
+				{checkPath, `{"count": 2, "resource": "orders"}`, 200, allowed},
+				{checkPath, `{"resource": "orders", "count": 1}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps"}`},
+			},
+			live: map[string]engine.LiveStats{"orders": {PassQps: 2, BlockQps: 1}},
+		},
+		{
+			name: "throttling answers waitMs without waiting",
+			rules: []string{`{"name": "emails-pace", "kind": "flow", "resource": "emails", "threshold": 10,
+				"controlBehavior": "throttling", "maxQueueingTimeMs": 250}`},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "emails"}`, 200, allowed},
+				{checkPath, `{"resource": "emails"}`, 200, `{"allowed":true,"waitMs":100}`},
+				{checkPath, `{"resource": "emails"}`, 200, `{"allowed":true,"waitMs":200}`},
+				{checkPath, `{"resource": "emails"}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"emails-pace"}`},
+			},
+			live: map[string]engine.LiveStats{"emails": {PassQps: 3, BlockQps: 1}},
+		},
+		{
+			name:  "a shadow rule lets calls through and counts them",
+			rules: []string{`{"name": "beta-cap", "kind": "flow", "resource": "beta", "threshold": 1, "mode": "shadow"}`},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "beta"}`, 200, allowed},
+				{checkPath, `{"resource": "beta"}`, 200, allowed},
+				{checkPath, `{"resource": "beta"}`, 200, allowed},
+			},
+			live: map[string]engine.LiveStats{"beta": {PassQps: 3, ShadowBlockQps: 2}},
+		},
+		{
+			name:  "a concurrency rule holds an entry until complete",
+			rules: []string{slotsRule},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
+				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":false,"waitMs":0,"reason":"concurrency","rule":"reports-slots"}`},
+				{completePath, `{"entryId": "{id}", "rtMs": 40}`, 204, ""},
+				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
+				{completePath, `{"entryId": "{id}", "resource": "reports", "count": 1, "rtMs": 20, "error": true}`, 204, ""},
+			},
+			live: map[string]engine.LiveStats{"reports": {PassQps: 2, BlockQps: 1, CompleteQps: 2, ErrorQps: 1, AvgRtMs: 30}},
+		},
+		{
+			name:  "an entry is completed once",
+			rules: []string{slotsRule},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
+				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 204, ""},
+				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 409, ""},
+				{completePath, `{"entryId": "no-such-entry", "rtMs": 5}`, 404, ""},
+			},
+			live: map[string]engine.LiveStats{"reports": {PassQps: 1, CompleteQps: 1, AvgRtMs: 5}},
+		},
+		{
+			name:  "a complete that does not match its entry leaves it held",
+			rules: []string{slotsRule},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "reports", "count": 1}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
+				{completePath, `{"entryId": "{id}", "resource": "orders", "count": 2}`, 422, ""},
+				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":false,"waitMs":0,"reason":"concurrency","rule":"reports-slots"}`},
+				{completePath, `{"entryId": "{id}"}`, 204, ""},
+			},
+			live: map[string]engine.LiveStats{"reports": {PassQps: 1, BlockQps: 1, CompleteQps: 1}},
+		},
+		{
+			name: "complete without an entry records the outcome",
+			exchanges: []exchange{
+				{completePath, `{"resource": "payments", "rtMs": 40, "error": true}`, 204, ""},
+				{completePath, `{"resource": "payments", "count": 3, "rtMs": 20, "error": false}`, 204, ""},
+			},
+			live: map[string]engine.LiveStats{"payments": {CompleteQps: 4, ErrorQps: 1, AvgRtMs: 25}},
+		},
+		{
+			name:  "a batch is answered in order",
+			rules: []string{ordersRule, slotsRule},
+			exchanges: []exchange{
+				{batchPath, `{"checks": [{"resource": "free"}, {"resource": "orders"}, {"resource": "orders", "count": 2},
+					{"resource": "orders"}, {"resource": "reports"}, {"resource": "reports"}]}`, 200, ""},
+			},
+			live: map[string]engine.LiveStats{
+				"free":    {PassQps: 1},
+				"orders":  {PassQps: 2, BlockQps: 2},
+				"reports": {PassQps: 1, BlockQps: 1, Concurrency: 1},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ts, _ := newCheckServer(t, tt.rules...)
+
+			ts.run(t, tt.exchanges)
+
+			for name, want := range tt.live {
+				if got := ts.engine.Resource(name).Live(); got != want {
+					t.Errorf("%s: %+v, want %+v", name, got, want)
+				}
+			}
+		})
+	}
+}
+
+func TestCheckBatchResults(t *testing.T) {
+	ts, _ := newCheckServer(t, ordersRule, slotsRule)
+	resp, body := ts.call(t, http.MethodPost, batchPath, `{"checks": [{"resource": "free"}, {"resource": "orders"},
+		{"resource": "orders", "count": 2}, {"resource": "orders"}, {"resource": "reports"}, {"resource": "reports"}]}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+
+	got := decodeStrict[CheckBatchResponse](t, body).Results
+	blocked := CheckResult{Reason: "flow", Rule: "orders-qps"}
+	want := []CheckResult{
+		{Allowed: true}, {Allowed: true}, blocked, {Allowed: true},
+		{Allowed: true, EntryID: "?"}, {Reason: "concurrency", Rule: "reports-slots"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("results = %+v, want %d", got, len(want))
+	}
+	for i := range want {
+		if want[i].EntryID == "?" && got[i].EntryID != "" {
+			want[i].EntryID = got[i].EntryID
+		}
+		if got[i] != want[i] {
+			t.Errorf("results[%d] = %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func TestEntryLeaseExpires(t *testing.T) {
+	ts, clock := newCheckServer(t, slotsRule)
+	reports := ts.engine.Resource("reports")
+	resp, body := ts.call(t, http.MethodPost, checkPath, `{"resource": "reports"}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	id := decodeStrict[CheckResult](t, body).EntryID
+	if id == "" {
+		t.Fatalf("no entryId in %s", body)
+	}
+
+	clock.Advance(testLease.Milliseconds() - 1)
+	if n := ts.entries.expire(); n != 0 {
+		t.Fatalf("expired %d entries before the lease ran out", n)
+	}
+	clock.Advance(1)
+	if n := ts.entries.expire(); n != 1 {
+		t.Fatalf("expired %d entries when the lease ran out, want 1", n)
+	}
+
+	if live := reports.Live(); live.Concurrency != 0 || live.CompleteQps != 1 || live.ErrorQps != 1 {
+		t.Errorf("after the lease: %+v, want the entry released as a completed error", live)
+	}
+	resp, body = ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 1}`, id), nil)
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(string(body), "lease") {
+		t.Errorf("complete after the lease: %d %s, want 409 naming the lease", resp.StatusCode, body)
+	}
+	resp, body = ts.call(t, http.MethodPost, checkPath, `{"resource": "reports"}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if r := decodeStrict[CheckResult](t, body); !r.Allowed {
+		t.Errorf("a check after the lease = %s, want allowed: the slot is free", body)
+	}
+
+	// The expired id is remembered for one more lease, then forgotten;
+	// the second check's entry expires meanwhile.
+	clock.Advance(testLease.Milliseconds())
+	if n := ts.entries.expire(); n != 1 {
+		t.Errorf("expired %d entries a lease later, want 1 (the second check's)", n)
+	}
+	resp, body = ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 1}`, id), nil)
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("complete long after the lease: %d %s, want 404", resp.StatusCode, body)
+	}
+	if n := ts.entries.heldCount(); n != 0 {
+		t.Errorf("%d entries held, want 0", n)
+	}
+}
+
+func TestCheckErrors(t *testing.T) {
+	long := strings.Repeat("r", 257)
+	many := `{"checks": [` + strings.TrimSuffix(strings.Repeat(`{"resource": "a"},`, 1001), ",") + `]}`
+	tests := []struct {
+		name       string
+		path, body string
+		wantStatus int
+		wantFields []string
+	}{
+		{"not JSON", checkPath, `{"resource":`, 400, nil},
+		{"not an object", checkPath, `["orders"]`, 400, nil},
+		{"empty body", checkPath, ``, 400, nil},
+		{"two values", checkPath, `{"resource": "a"} {"resource": "b"}`, 400, nil},
+		{"no resource", checkPath, `{}`, 422, []string{"resource"}},
+		{"null resource", checkPath, `{"resource": null}`, 422, []string{"resource"}},
+		{"empty resource", checkPath, `{"resource": ""}`, 422, []string{"resource"}},
+		{"resource too long", checkPath, `{"resource": "` + long + `"}`, 422, []string{"resource"}},
+		{"resource with a control character", checkPath, `{"resource": "a\u0007b"}`, 422, []string{"resource"}},
+		{"resource of the wrong type", checkPath, `{"resource": 5}`, 422, []string{"resource"}},
+		{"unknown field", checkPath, `{"resource": "a", "Count": 2}`, 422, []string{"Count"}},
+		{"count as a string", checkPath, `{"resource": "a", "count": "2"}`, 422, []string{"count"}},
+		{"count zero", checkPath, `{"resource": "a", "count": 0}`, 422, []string{"count"}},
+		{"count over the limit", checkPath, `{"resource": "a", "count": 1000001}`, 422, []string{"count"}},
+		{"fractional count", checkPath, `{"resource": "a", "count": 1.5}`, 422, []string{"count"}},
+		{"every bad field", checkPath, `{"resource": "", "count": -1, "x": 1}`, 422, []string{"resource", "count", "x"}},
+		{"body over 1 MiB", checkPath, `{"resource": "` + strings.Repeat("a", maxBodyBytes) + `"}`, 413, nil},
+		{"batch not JSON", batchPath, `{"checks": [`, 400, nil},
+		{"batch without checks", batchPath, `{}`, 422, []string{"checks"}},
+		{"batch with a misspelt field", batchPath, `{"check": []}`, 422, []string{"checks", "check"}},
+		{"batch of no checks", batchPath, `{"checks": []}`, 422, []string{"checks"}},
+		{"batch of 1001 checks", batchPath, many, 422, []string{"checks"}},
+		{"batch checks not a list", batchPath, `{"checks": {"resource": "a"}}`, 422, []string{"checks"}},
+		{"batch check not an object", batchPath, `{"checks": [{"resource": "a"}, 7]}`, 422, []string{"checks[1]"}},
+		{"batch with bad checks", batchPath, `{"checks": [{"resource": "a"}, {"resource": 5}, {"resource": "b", "count": 0}]}`, 422,
+			[]string{"checks[1].resource", "checks[2].count"}},
+		{"batch with bad values", batchPath, `{"checks": [{"resource": ""}, {"resource": "b", "count": 0}]}`, 422,
+			[]string{"checks[0].resource", "checks[1].count"}},
+		{"complete not JSON", completePath, `nope`, 400, nil},
+		{"complete without resource or rtMs", completePath, `{}`, 422, []string{"resource", "rtMs"}},
+		{"complete with a negative rtMs", completePath, `{"resource": "a", "rtMs": -1}`, 422, []string{"rtMs"}},
+		{"complete with an empty entryId", completePath, `{"entryId": ""}`, 422, []string{"entryId"}},
+		{"complete with a bad error flag", completePath, `{"resource": "a", "rtMs": 1, "error": "yes"}`, 422, []string{"error"}},
+		{"complete with a bad count", completePath, `{"resource": "a", "rtMs": 1, "count": 0}`, 422, []string{"count"}},
+		{"complete with an unknown field", completePath, `{"resource": "a", "rtMs": 1, "ok": true}`, 422, []string{"ok"}},
+	}
+	ts, _ := newCheckServer(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodPost, tt.path, tt.body, nil)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d\n%s", resp.StatusCode, tt.wantStatus, body)
+			}
+			e := decodeEnvelope(t, resp, body)
+			var fields []string
+			for _, d := range e.Details {
+				fields = append(fields, d.Field)
+			}
+			if strings.Join(fields, ",") != strings.Join(tt.wantFields, ",") {
+				t.Errorf("details name %q, want %q (%s)", fields, tt.wantFields, body)
+			}
+		})
+	}
+}
+
+func TestAPIRoutesAreGuarded(t *testing.T) {
+	ts, _ := newCheckServer(t, `{"name": "rule-reads", "kind": "flow", "resource": "GET /api/v1/rules/:id", "threshold": 1}`)
+
+	resp, body := ts.call(t, http.MethodGet, rulesPath+"/1", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	resp, body = ts.call(t, http.MethodGet, rulesPath+"/2", nil, nil)
+	mustStatus(t, resp, body, http.StatusTooManyRequests)
+	if e := decodeEnvelope(t, resp, body); e.Code != "too_many_requests" || !strings.Contains(e.Message, "rule-reads") {
+		t.Errorf("block answer = %+v, want too_many_requests naming rule-reads", e)
+	}
+	if got := resp.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After = %q, want 1", got)
+	}
+	for range 3 {
+		resp, body = ts.call(t, http.MethodGet, "/api/v1/health", nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+	}
+	resp, body = ts.call(t, http.MethodGet, "/api/v1/no-such-route", nil, nil)
+	mustStatus(t, resp, body, http.StatusNotFound)
+
+	names := map[string]bool{}
+	for _, r := range ts.engine.Resources() {
+		names[r.Name()] = true
+	}
+	for name, want := range map[string]bool{
+		"POST /api/v1/rules": true, "GET /api/v1/rules/:id": true,
+		"GET /api/v1/health": false, "GET /api/v1/rules/2": false, "GET /api/v1/no-such-route": false,
+	} {
+		if names[name] != want {
+			t.Errorf("resource %q known: %v, want %v (all: %v)", name, names[name], want, names)
+		}
+	}
+	if live := ts.engine.Resource("POST /api/v1/rules").Live(); live.PassQps != 1 || live.CompleteQps != 1 {
+		t.Errorf("POST /api/v1/rules: %+v, want the rule's creation counted", live)
+	}
+}
+
+func TestUnguardedAPIIsNotCounted(t *testing.T) {
+	ts := newTestServerWith(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil)
+	resp, body := ts.call(t, http.MethodPost, rulesPath, ordersRule, nil)
+	mustStatus(t, resp, body, http.StatusCreated)
+	resp, body = ts.call(t, http.MethodPost, checkPath, `{"resource": "orders"}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+
+	for _, r := range ts.engine.Resources() {
+		if r.Name() != "orders" {
+			t.Errorf("the engine counts %q", r.Name())
+		}
+	}
+}

@@ -1,0 +1,419 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// Limits of the check API's bodies.
+const (
+	maxCheckCount = 1_000_000
+	maxBatch      = 1000
+	maxRtMs       = 86_400_000 // a day
+)
+
+// checkQuery is one decoded check: count calls to resource.
+type checkQuery struct {
+	resource string
+	count    int64
+}
+
+// The check API answers many small bodies, so each is decoded twice over
+// at most: a scanner takes the usual shape ({"resource": "orders",
+// "count": 3}, plain strings and integers, in any order) without building
+// a map of raw fields; anything else (escapes, nulls, 1e3, unknown or
+// repeated fields, bad JSON) goes to the field-by-field decoder of the
+// rules API, which names every bad field. The scanner only takes bodies
+// that decoder reads the same way, so which one ran never shows.
+
+// decodeCheck decodes the body of POST /check.
+func decodeCheck(body []byte) (checkQuery, error) {
+	s := jsonScanner{b: body}
+	if q, ok := s.check(); ok && s.end() {
+		if errs := checkProblems(q, ""); len(errs) > 0 {
+			return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
+		}
+		return q, nil
+	}
+	return decodeCheckFields(body)
+}
+
+// decodeCheckFields is decodeCheck by the full decoder.
+func decodeCheckFields(body []byte) (checkQuery, error) {
+	var errs []FieldError
+	o, err := parseObject(body, "", &errs)
+	if err != nil {
+		return checkQuery{}, errNotJSONObject(err)
+	}
+	q := decodeCheckObject(o)
+	if len(errs) > 0 {
+		return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
+	}
+	return q, nil
+}
+
+// decodeBatch decodes the body of POST /check/batch.
+func decodeBatch(body []byte) ([]checkQuery, error) {
+	if queries, ok := scanBatch(body); ok {
+		if len(queries) == 0 || len(queries) > maxBatch {
+			return nil, batchSizeError(len(queries))
+		}
+		var errs []FieldError
+		for i, q := range queries {
+			if problems := checkProblems(q, ""); len(problems) > 0 {
+				errs = append(errs, checkProblems(q, fmt.Sprintf("checks[%d].", i))...)
+			}
+		}
+		if len(errs) > 0 {
+			return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", errs...)
+		}
+		return queries, nil
+	}
+	return decodeBatchFields(body)
+}
+
+// decodeBatchFields is decodeBatch by the full decoder.
+func decodeBatchFields(body []byte) ([]checkQuery, error) {
+	var errs []FieldError
+	o, err := parseObject(body, "", &errs)
+	if err != nil {
+		return nil, errNotJSONObject(err)
+	}
+	var items []json.RawMessage
+	if v, _ := o.value("checks"); v == nil {
+		errs = append(errs, FieldError{"checks", "is required: a list of checks"})
+	} else if err := json.Unmarshal(v, &items); err != nil {
+		errs = append(errs, FieldError{"checks", "must be a list of checks"})
+	}
+	o.rest(func(string) string { return "" })
+	if len(errs) > 0 {
+		return nil, ValidationFailed("the batch is not valid; see details", errs...)
+	}
+	if len(items) == 0 || len(items) > maxBatch {
+		return nil, batchSizeError(len(items))
+	}
+	queries := make([]checkQuery, len(items))
+	for i, item := range items {
+		path := fmt.Sprintf("checks[%d].", i)
+		o, err := parseObject(item, path, &errs)
+		if err != nil {
+			errs = append(errs, FieldError{fmt.Sprintf("checks[%d]", i), "must be a check object"})
+			continue
+		}
+		queries[i] = decodeCheckObject(o)
+	}
+	if len(errs) > 0 {
+		return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", errs...)
+	}
+	return queries, nil
+}
+
+func batchSizeError(n int) error {
+	msg := fmt.Sprintf("must hold 1 to %d checks, not %d", maxBatch, n)
+	return ValidationFailed("checks "+msg, FieldError{"checks", msg})
+}
+
+// decodeCheckObject reads a check field by field, adding every bad field
+// to o's errors.
+func decodeCheckObject(o *object) checkQuery {
+	q := checkQuery{count: 1}
+	before := len(*o.errs)
+	o.str("resource", &q.resource)
+	if len(*o.errs) == before {
+		if msg := resourceProblem(q.resource); msg != "" {
+			o.fail("resource", msg)
+		}
+	}
+	var count int64
+	before = len(*o.errs)
+	if o.integer("count", &count) && o.has("count") && len(*o.errs) == before {
+		q.count = count
+		if msg := countProblem(count); msg != "" {
+			o.fail("count", msg)
+		}
+	}
+	o.rest(func(string) string { return "" })
+	return q
+}
+
+// checkProblems lists the bad values of a scanned check; path prefixes
+// the field names.
+func checkProblems(q checkQuery, path string) []FieldError {
+	var errs []FieldError
+	if msg := resourceProblem(q.resource); msg != "" {
+		errs = append(errs, FieldError{path + "resource", msg})
+	}
+	if msg := countProblem(q.count); msg != "" {
+		errs = append(errs, FieldError{path + "count", msg})
+	}
+	return errs
+}
+
+func countProblem(n int64) string {
+	if n < 1 || n > maxCheckCount {
+		return fmt.Sprintf("must be between 1 and %d", maxCheckCount)
+	}
+	return ""
+}
+
+// resourceProblem says why name is not a resource name, or "". Names of
+// printable ASCII within the length limit, the usual case, are good at
+// once; any other is judged by the engine's own rule validation, so that
+// the check API and the rules accept the same names.
+func resourceProblem(name string) string {
+	if name != "" && len(name) <= engine.MaxResourceNameLen {
+		plain := true
+		for i := 0; i < len(name); i++ {
+			if c := name[i]; c < 0x20 || c >= 0x7f {
+				plain = false
+				break
+			}
+		}
+		if plain {
+			return ""
+		}
+	}
+	for _, fe := range (engine.FlowRule{Resource: name}).Validate() {
+		if fe.Field == "resource" {
+			return fe.Message
+		}
+	}
+	return ""
+}
+
+// jsonScanner reads the usual shapes of check bodies; any method that
+// answers false has met something it leaves to the full decoder.
+type jsonScanner struct {
+	b []byte
+	i int
+}
+
+func (s *jsonScanner) space() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+// byte consumes c, after white space.
+func (s *jsonScanner) byte(c byte) bool {
+	s.space()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// end reports whether only white space is left.
+func (s *jsonScanner) end() bool {
+	s.space()
+	return s.i == len(s.b)
+}
+
+// str reads a string without escapes, of valid UTF-8.
+func (s *jsonScanner) str() (string, bool) {
+	if !s.byte('"') {
+		return "", false
+	}
+	start := s.i
+	ascii := true
+	for ; s.i < len(s.b); s.i++ {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			v := s.b[start:s.i]
+			s.i++
+			if !ascii && !utf8.Valid(v) {
+				return "", false
+			}
+			return string(v), true
+		case c == '\\' || c < 0x20:
+			return "", false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	return "", false
+}
+
+// integer reads an integer of at most 15 digits written plainly: no
+// fraction, exponent or leading zero.
+func (s *jsonScanner) integer() (int64, bool) {
+	s.space()
+	neg := s.i < len(s.b) && s.b[s.i] == '-'
+	if neg {
+		s.i++
+	}
+	start := s.i
+	var n int64
+	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
+		n = n*10 + int64(s.b[s.i]-'0')
+		s.i++
+	}
+	digits := s.i - start
+	if digits == 0 || digits > 15 || digits > 1 && s.b[start] == '0' {
+		return 0, false
+	}
+	if s.i < len(s.b) {
+		switch s.b[s.i] {
+		case '.', 'e', 'E':
+			return 0, false
+		}
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// check reads one check object.
+func (s *jsonScanner) check() (checkQuery, bool) {
+	q := checkQuery{count: 1}
+	if !s.byte('{') {
+		return q, false
+	}
+	var haveResource, haveCount bool
+	for {
+		key, ok := s.str()
+		if !ok || !s.byte(':') {
+			return q, false
+		}
+		switch {
+		case key == "resource" && !haveResource:
+			q.resource, ok = s.str()
+			haveResource = true
+		case key == "count" && !haveCount:
+			q.count, ok = s.integer()
+			haveCount = true
+		default:
+			return q, false
+		}
+		if !ok {
+			return q, false
+		}
+		if s.byte('}') {
+			return q, haveResource
+		}
+		if !s.byte(',') {
+			return q, false
+		}
+	}
+}
+
+// scanBatch reads {"checks": [check, ...]}.
+func scanBatch(body []byte) ([]checkQuery, bool) {
+	s := jsonScanner{b: body}
+	if !s.byte('{') {
+		return nil, false
+	}
+	if key, ok := s.str(); !ok || key != "checks" || !s.byte(':') || !s.byte('[') {
+		return nil, false
+	}
+	queries := make([]checkQuery, 0, 16)
+	if !s.byte(']') {
+		for {
+			if len(queries) == maxBatch+1 {
+				return nil, false
+			}
+			q, ok := s.check()
+			if !ok {
+				return nil, false
+			}
+			queries = append(queries, q)
+			if s.byte(']') {
+				break
+			}
+			if !s.byte(',') {
+				return nil, false
+			}
+		}
+	}
+	if !s.byte('}') || !s.end() {
+		return nil, false
+	}
+	return queries, true
+}
+
+// completeQuery is a decoded complete.
+type completeQuery struct {
+	resource string
+	count    int64
+	hasCount bool
+	rtMs     int64
+	hasRt    bool
+	failed   bool
+	entryID  string
+}
+
+// errCallFailed is recorded for calls that complete reports as failed.
+var errCallFailed = errors.New("the client reported the call as failed")
+
+// decodeComplete decodes the body of POST /complete.
+func decodeComplete(body []byte) (completeQuery, error) {
+	var errs []FieldError
+	o, err := parseObject(body, "", &errs)
+	if err != nil {
+		return completeQuery{}, errNotJSONObject(err)
+	}
+	q := completeQuery{count: 1}
+	valid := func(field string, decode func() bool) bool {
+		before := len(errs)
+		return decode() && o.has(field) && len(errs) == before
+	}
+	hasEntry := valid("entryId", func() bool { return o.str("entryId", &q.entryID) })
+	if hasEntry && q.entryID == "" {
+		o.fail("entryId", "must not be empty")
+	}
+	switch {
+	case valid("resource", func() bool { return o.str("resource", &q.resource) }):
+		if msg := resourceProblem(q.resource); msg != "" {
+			o.fail("resource", msg)
+		}
+	case !hasEntry && !o.has("resource"):
+		o.fail("resource", "is required without entryId")
+	}
+	if valid("count", func() bool { return o.integer("count", &q.count) }) {
+		q.hasCount = true
+		if msg := countProblem(q.count); msg != "" {
+			o.fail("count", msg)
+		}
+	} else {
+		q.count = 1
+	}
+	if valid("rtMs", func() bool { return o.integer("rtMs", &q.rtMs) }) {
+		q.hasRt = true
+		if q.rtMs < 0 || q.rtMs > maxRtMs {
+			o.fail("rtMs", fmt.Sprintf("must be between 0 and %d", maxRtMs))
+		}
+	} else if !hasEntry && !o.has("rtMs") {
+		o.fail("rtMs", "is required without entryId: the server cannot time the calls")
+	}
+	o.boolean("error", &q.failed, false)
+	o.rest(func(string) string { return "" })
+	if len(errs) > 0 {
+		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", errs...)
+	}
+	return q, nil
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			quoted, _ := json.Marshal(s)
+			return append(b, quoted...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
+)
+
+// protect returns api with every route registered through it guarded by the
+// engine, like any service that uses Sluice's Fiber middleware: each route
+// is a resource named by its method and pattern ("GET
+// /api/v1/rules/:id"), so a new server shows its own traffic from the first
+// request, and rules can cap its API. Config.UnguardedAPI turns it off.
+func (s *Server) protect(api fiber.Router) fiber.Router {
+	if s.unguardedAPI {
+		return api
+	}
+	return middleware.FiberRouter(api, middleware.Fiber(s.engine, middleware.WithFiberBlocked(apiBlocked)))
+}
+
+// apiBlocked answers a blocked API request 429, in the error envelope.
+func apiBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
+	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(middleware.RetryAfterSeconds))
+	return NewError(http.StatusTooManyRequests, middleware.BlockedMessage(blk))
+}
