@@ -190,6 +190,11 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 	if status >= http.StatusBadRequest {
 		level = slog.LevelInfo
 	}
+	// Asked first, the logger costs a request nothing at a level it drops:
+	// the arguments below would be built before Log could drop them.
+	if !s.logger.Enabled(c.UserContext(), level) {
+		return nil
+	}
 	s.logger.Log(c.UserContext(), level, "request",
 		"method", method,
 		"path", path,
