@@ -67,6 +67,7 @@ type CompleteRequest struct {
 type checkHandler struct {
 	engine  *engine.Engine
 	entries *entryTable
+	names   nameCache
 }
 
 func bindCheck(api fiber.Router, h *checkHandler) {
@@ -90,7 +91,7 @@ func bindCheck(api fiber.Router, h *checkHandler) {
 //	@Security		BearerAuth
 //	@Router			/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
-	q, err := decodeCheck(c.Body())
+	q, err := decodeCheck(c.Body(), &h.names)
 	if err != nil {
 		return err
 	}
@@ -115,7 +116,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
-	queries, err := decodeBatch(c.Body())
+	queries, err := decodeBatch(c.Body(), &h.names)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
@@ -30,9 +33,10 @@ type checkQuery struct {
 // rules API, which names every bad field. The scanner only takes bodies
 // that decoder reads the same way, so which one ran never shows.
 
-// decodeCheck decodes the body of POST /check.
-func decodeCheck(body []byte) (checkQuery, error) {
-	s := jsonScanner{b: body}
+// decodeCheck decodes the body of POST /check, resource names through
+// names (nil copies each).
+func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
+	s := jsonScanner{b: body, names: names}
 	if q, ok := s.check(); ok && s.end() {
 		if errs := checkProblems(q, ""); len(errs) > 0 {
 			return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
@@ -56,9 +60,9 @@ func decodeCheckFields(body []byte) (checkQuery, error) {
 	return q, nil
 }
 
-// decodeBatch decodes the body of POST /check/batch.
-func decodeBatch(body []byte) ([]checkQuery, error) {
-	if queries, ok := scanBatch(body); ok {
+// decodeBatch decodes the body of POST /check/batch, like decodeCheck.
+func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
+	if queries, ok := scanBatch(body, names); ok {
 		if len(queries) == 0 || len(queries) > maxBatch {
 			return nil, batchSizeError(len(queries))
 		}
@@ -188,8 +192,9 @@ func resourceProblem(name string) string {
 // jsonScanner reads the usual shapes of check bodies; any method that
 // answers false has met something it leaves to the full decoder.
 type jsonScanner struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	names *nameCache
 }
 
 func (s *jsonScanner) space() {
@@ -219,10 +224,11 @@ func (s *jsonScanner) end() bool {
 	return s.i == len(s.b)
 }
 
-// str reads a string without escapes, of valid UTF-8.
-func (s *jsonScanner) str() (string, bool) {
+// str reads a string without escapes, of valid UTF-8; the bytes are the
+// body's.
+func (s *jsonScanner) str() ([]byte, bool) {
 	if !s.byte('"') {
-		return "", false
+		return nil, false
 	}
 	start := s.i
 	ascii := true
@@ -233,16 +239,16 @@ func (s *jsonScanner) str() (string, bool) {
 			v := s.b[start:s.i]
 			s.i++
 			if !ascii && !utf8.Valid(v) {
-				return "", false
+				return nil, false
 			}
-			return string(v), true
+			return v, true
 		case c == '\\' || c < 0x20:
-			return "", false
+			return nil, false
 		case c >= utf8.RuneSelf:
 			ascii = false
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // integer reads an integer of at most 15 digits written plainly: no
@@ -288,10 +294,12 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 			return q, false
 		}
 		switch {
-		case key == "resource" && !haveResource:
-			q.resource, ok = s.str()
+		case string(key) == "resource" && !haveResource:
+			var name []byte
+			name, ok = s.str()
+			q.resource = s.names.intern(name)
 			haveResource = true
-		case key == "count" && !haveCount:
+		case string(key) == "count" && !haveCount:
 			q.count, ok = s.integer()
 			haveCount = true
 		default:
@@ -310,12 +318,12 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 }
 
 // scanBatch reads {"checks": [check, ...]}.
-func scanBatch(body []byte) ([]checkQuery, bool) {
-	s := jsonScanner{b: body}
+func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
+	s := jsonScanner{b: body, names: names}
 	if !s.byte('{') {
 		return nil, false
 	}
-	if key, ok := s.str(); !ok || key != "checks" || !s.byte(':') || !s.byte('[') {
+	if key, ok := s.str(); !ok || string(key) != "checks" || !s.byte(':') || !s.byte('[') {
 		return nil, false
 	}
 	queries := make([]checkQuery, 0, 16)
@@ -341,6 +349,47 @@ func scanBatch(body []byte) ([]checkQuery, bool) {
 		return nil, false
 	}
 	return queries, true
+}
+
+// maxCachedNames bounds a nameCache: clients choose the names.
+const maxCachedNames = 4096
+
+// nameCache hands out one string per resource name, so that decoding a
+// check copies no name it met before. It keeps the first maxCachedNames
+// names; others are copied each time. The map is copied on write.
+type nameCache struct {
+	read atomic.Pointer[map[string]string]
+	mu   sync.Mutex
+}
+
+// intern returns b as a string that outlives the body.
+func (c *nameCache) intern(b []byte) string {
+	if c == nil {
+		return string(b)
+	}
+	if m := c.read.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	if len(s) > engine.MaxResourceNameLen*utf8.UTFMax {
+		return s
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var old map[string]string
+	if m := c.read.Load(); m != nil {
+		old = *m
+	}
+	if len(old) >= maxCachedNames {
+		return s
+	}
+	next := make(map[string]string, len(old)+1)
+	maps.Copy(next, old)
+	next[s] = s
+	c.read.Store(&next)
+	return s
 }
 
 // completeQuery is a decoded complete.

@@ -79,7 +79,7 @@ func FuzzCheckDecoders(f *testing.F) {
 
 func checkDecodersAgree(t *testing.T, body []byte) {
 	t.Helper()
-	q, err := decodeCheck(body)
+	q, err := decodeCheck(body, &nameCache{})
 	wantQ, wantErr := decodeCheckFields(body)
 	if q != wantQ || !reflect.DeepEqual(err, wantErr) {
 		t.Errorf("%q: decodeCheck = %+v, %v; the full decoder: %+v, %v", body, q, err, wantQ, wantErr)
@@ -88,7 +88,7 @@ func checkDecodersAgree(t *testing.T, body []byte) {
 
 func checkBatchDecodersAgree(t *testing.T, body []byte) {
 	t.Helper()
-	queries, err := decodeBatch(body)
+	queries, err := decodeBatch(body, nil)
 	wantQueries, wantErr := decodeBatchFields(body)
 	if err == nil && wantErr == nil && !reflect.DeepEqual(queries, wantQueries) || !reflect.DeepEqual(err, wantErr) {
 		t.Errorf("%q: decodeBatch = %+v, %v; the full decoder: %+v, %v", body, queries, err, wantQueries, wantErr)

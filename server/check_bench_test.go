@@ -1,0 +1,61 @@
+package server
+
+import (
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// BenchmarkCheckHandler runs check requests through the whole Fiber app,
+// middleware included, without a network: the server's share of a request.
+func BenchmarkCheckHandler(b *testing.B) {
+	st, err := store.Open(b.Context(), filepath.Join(b.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = st.Close() })
+	eng := engine.New(engine.Options{})
+	b.Cleanup(eng.Close)
+	srv, err := New(b.Context(), Config{Engine: eng, Store: st, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = srv.Shutdown(b.Context()) })
+	checks := make([]string, 100)
+	for i := range checks {
+		checks[i] = fmt.Sprintf(`{"resource":"bench-%d","count":1}`, i%10)
+	}
+	for _, bb := range []struct {
+		name, path, body string
+		decisions        int
+	}{
+		{"single", "/api/v1/check", `{"resource":"bench","count":1}`, 1},
+		{"batch of 100", "/api/v1/check/batch", `{"checks":[` + strings.Join(checks, ",") + `]}`, 100},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			h := srv.app.Handler()
+			var ctx fasthttp.RequestCtx
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx.Request.Reset()
+				ctx.Request.Header.SetMethod("POST")
+				ctx.Request.SetRequestURI(bb.path)
+				ctx.Request.Header.SetContentType("application/json")
+				ctx.Request.SetBodyString(bb.body)
+				ctx.Response.Reset()
+				h(&ctx)
+			}
+			if ctx.Response.StatusCode() != 200 {
+				b.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+			b.ReportMetric(float64(b.N*bb.decisions)/b.Elapsed().Seconds(), "decisions/s")
+		})
+	}
+}
