@@ -74,6 +74,9 @@ type Config struct {
 	// the API's own traffic is not counted as resources. Optional.
 	// Default: false: every route but health is a guarded resource.
 	UnguardedAPI bool
+	// Demo seeds the demo rules (named demo-…) and drives synthetic
+	// traffic through the engine until Shutdown. Optional. Default: false.
+	Demo bool
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -93,6 +96,7 @@ type Server struct {
 
 	entries      *entryTable // the check API's held entries
 	unguardedAPI bool
+	demo         *demoTraffic // nil without Config.Demo
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -123,6 +127,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.rules = &ruleSync{store: cfg.Store, engine: cfg.Engine}
 	if err := s.rules.load(ctx); err != nil {
 		return nil, fmt.Errorf("server: load the stored rules into the engine: %w", err)
+	}
+	if cfg.Demo {
+		if err := s.startDemo(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "sluice",
@@ -288,6 +297,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.close()
+	s.demo.close()
 	// The requests answered, nothing more is counted: flush it all.
 	s.metricJobs.stop()
 	return errors.Join(err, s.flusher.finalFlush(ctx))

@@ -1,0 +1,191 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// startDemoServer runs New with Demo on the database at path and returns
+// the server and its store; stop shuts both down.
+func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server, st *store.Store, stop func()) {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.Open(t.Context(), path, logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err = New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, Demo: true, UnguardedAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Error(err)
+		}
+		if err := st.Close(); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Cleanup(stop)
+	return srv, st, stop
+}
+
+// demoRulesIn returns the stored demo rules by name.
+func demoRulesIn(t *testing.T, st *store.Store) map[string]store.Rule {
+	t.Helper()
+	rows, err := st.AllRules(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]store.Rule{}
+	for _, r := range rows {
+		if strings.HasPrefix(r.Name, "demo-") {
+			found[r.Name] = r
+		}
+	}
+	return found
+}
+
+func TestDemoSeedsItsRulesOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	tests := []struct {
+		name string
+		// change edits the stored rules, and the server starts again.
+		change      func(t *testing.T, srv *Server)
+		wantVersion map[string]int64
+		wantEnabled map[string]bool
+	}{
+		{name: "first start"},
+		{name: "a restart changes nothing"},
+		{
+			name: "a changed demo rule is kept, a deleted one comes back",
+			change: func(t *testing.T, srv *Server) {
+				err := srv.rules.write(t.Context(), false, func(tx *ruleTx) error {
+					for _, r := range tx.stored {
+						switch r.Name {
+						case "demo-orders-qps":
+							r.Enabled = false
+							if err := updateRule(tx, &r, store.ActionUpdate, actor{name: "test"}); err != nil {
+								return err
+							}
+						case "demo-search-shadow":
+							if err := deleteRule(tx, &r, actor{name: "test"}); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantVersion: map[string]int64{"demo-orders-qps": 2},
+			wantEnabled: map[string]bool{"demo-orders-qps": false},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			eng := engine.New(engine.Options{})
+			t.Cleanup(eng.Close)
+			srv, st, stop := startDemoServer(t, path, eng)
+			if tt.change != nil {
+				tt.change(t, srv)
+				stop()
+				_, st, _ = startDemoServer(t, path, eng)
+			}
+
+			found := demoRulesIn(t, st)
+			if len(found) != len(demoRules) {
+				t.Fatalf("%d demo rules stored, want %d: %v", len(found), len(demoRules), found)
+			}
+			for name, r := range found {
+				if !strings.HasPrefix(r.Description, demoDescription) || !strings.HasPrefix(r.Resource, "demo:") {
+					t.Errorf("%s is not marked as demo data: resource %q, description %q", name, r.Resource, r.Description)
+				}
+				if want := max(tt.wantVersion[name], 1); r.Version != want {
+					t.Errorf("%s is at version %d, want %d", name, r.Version, want)
+				}
+				want, listed := tt.wantEnabled[name]
+				if r.Enabled != (want || !listed) {
+					t.Errorf("%s enabled = %v", name, r.Enabled)
+				}
+			}
+			loaded := 0
+			for _, r := range eng.FlowRules() {
+				if strings.HasPrefix(r.Name, "demo-") {
+					loaded++
+				}
+			}
+			if want := 4 - len(tt.wantEnabled); loaded != want {
+				t.Errorf("the engine has %d demo flow rules, want %d", loaded, want)
+			}
+		})
+	}
+}
+
+func TestDemoTrafficReachesEveryResource(t *testing.T) {
+	clock := engine.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
+	eng := engine.New(engine.Options{Clock: clock})
+	t.Cleanup(eng.Close)
+	d := newDemoTraffic(eng)
+
+	for range 10 {
+		d.send(demoTick)
+		clock.Advance(demoTick.Milliseconds())
+	}
+	for _, s := range demoStreams {
+		if live := eng.Resource(s.resource).Live(); live.PassQps < 5 {
+			t.Errorf("%s: %+v, want traffic", s.resource, live)
+		}
+	}
+	checkout := eng.Resource("demo:POST /checkout")
+	if checkout.Concurrency() == 0 {
+		t.Error("no checkout is held in flight")
+	}
+	clock.Advance(1000)
+	d.due = make([]float64, len(d.streams))
+	d.streams = nil
+	d.send(demoTick)
+	if n := checkout.Concurrency(); n != 0 {
+		t.Errorf("%d checkouts in flight after their time, want 0", n)
+	}
+}
+
+func TestDemoTrafficRunsUntilShutdown(t *testing.T) {
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+	srv, _, stop := startDemoServer(t, filepath.Join(t.TempDir(), "sluice.db"), eng)
+	orders := eng.Resource("demo:GET /orders")
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for orders.Live().PassQps == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no demo traffic within 10 s")
+		}
+		<-tick.C
+	}
+
+	stop()
+
+	select {
+	case <-srv.demo.done:
+	default:
+		t.Error("the demo traffic still runs after Shutdown")
+	}
+}
