@@ -60,10 +60,12 @@ func dispatch(ctx context.Context, command string, args []string, stdout, stderr
 	switch command {
 	case "serve":
 		return serve(ctx, args, stdout, stderr)
+	case "demo":
+		return serve(ctx, append([]string{"--demo"}, args...), stdout, stderr)
 	case "rules":
 		return rules(ctx, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve, rules", command)
+		return fmt.Errorf("unknown command %q; commands: serve, demo, rules", command)
 	}
 }
 
@@ -87,6 +89,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	fs.Var(&retention, "metrics-retention", "how long metric history is kept: days (30d) or a Go duration (env SLUICE_METRICS_RETENTION)")
 	flushInterval := fs.Duration("metrics-flush-interval", server.DefaultMetricsFlushInterval, "how often metrics are written to the database; a crash loses at most this much (env SLUICE_METRICS_FLUSH_INTERVAL)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
+	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
+	demo := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,6 +112,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if *flushInterval <= 0 {
 		return fmt.Errorf("--metrics-flush-interval %v: must be more than zero", *flushInterval)
 	}
+	if *entryLease <= 0 {
+		return fmt.Errorf("--entry-lease %v: must be more than zero", *entryLease)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	st, err := store.Open(ctx, *dbPath, logger)
@@ -121,6 +128,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
+		EntryLease: *entryLease, Demo: *demo,
 	})
 	if err != nil {
 		return err
