@@ -17,9 +17,9 @@ const (
 	HourMs   = 60 * MinuteMs
 )
 
-// upsertBatchRows is how many rows one INSERT carries: 11 parameters a row
-// stays far below SQLite's limit of 32,766.
-const upsertBatchRows = 500
+// namesPerQuery is how many names one IN list carries, far below SQLite's
+// limit of 32,766 parameters.
+const namesPerQuery = 500
 
 // MetricCounts is a resource's traffic over a span of time.
 type MetricCounts struct {
@@ -122,10 +122,10 @@ const (
 
 // topOrder is the ORDER BY of each ranking; the name breaks ties.
 var topOrder = map[TopBy]string{
-	TopByPass:  "pass DESC",
-	TopByBlock: "block DESC",
-	TopByError: "error DESC",
-	TopByAvgRt: "CASE WHEN complete > 0 THEN CAST(rt_sum_ms AS REAL) / complete END DESC NULLS LAST",
+	TopByPass:  "t.pass DESC",
+	TopByBlock: "t.block DESC",
+	TopByError: "t.error DESC",
+	TopByAvgRt: "CASE WHEN t.complete > 0 THEN CAST(t.rt_sum_ms AS REAL) / t.complete END DESC NULLS LAST",
 }
 
 // AddMetrics adds deltas to the minute rows, to the hour rows that roll them
@@ -162,7 +162,7 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 		}
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ids, err := upsertResources(tx, seen)
+		ids, err := upsertResources(ctx, tx, seen)
 		if err != nil {
 			return err
 		}
@@ -170,14 +170,14 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 		for i, d := range deltas {
 			minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.MetricCounts}
 		}
-		if err := upsertCounts(tx, "metric_minutes", minuteRows); err != nil {
+		if err := upsertCounts(ctx, tx, "metric_minutes", minuteRows); err != nil {
 			return err
 		}
 		hourRows := make([]countRow, len(hourOrder))
 		for i, k := range hourOrder {
 			hourRows[i] = countRow{resourceID: ids[k.resource], startMs: k.startMs, counts: *hours[k]}
 		}
-		return upsertCounts(tx, "metric_hours", hourRows)
+		return upsertCounts(ctx, tx, "metric_hours", hourRows)
 	})
 }
 
@@ -193,11 +193,11 @@ type countRow struct {
 }
 
 // upsertResources records that the resources were seen and returns their
-// IDs by name.
-func upsertResources(tx *gorm.DB, seen map[string]*MetricResource) (map[string]int64, error) {
+// IDs by name, many rows a statement.
+func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricResource) (map[string]int64, error) {
 	names := slices.Sorted(maps.Keys(seen))
 	ids := make(map[string]int64, len(names))
-	for batch := range slices.Chunk(names, upsertBatchRows) {
+	for batch := range slices.Chunk(names, namesPerQuery) {
 		var sql strings.Builder
 		sql.WriteString("INSERT INTO resources (name, first_seen_ms, last_seen_ms) VALUES ")
 		args := make([]any, 0, 3*len(batch))
@@ -213,7 +213,7 @@ func upsertResources(tx *gorm.DB, seen map[string]*MetricResource) (map[string]i
 			first_seen_ms = min(first_seen_ms, excluded.first_seen_ms),
 			last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)
 			RETURNING id, name`)
-		rows, err := tx.Raw(sql.String(), args...).Rows()
+		rows, err := tx.Statement.ConnPool.QueryContext(ctx, sql.String(), args...)
 		if err != nil {
 			return nil, fmt.Errorf("record resources: %w", err)
 		}
@@ -232,25 +232,16 @@ func upsertResources(tx *gorm.DB, seen map[string]*MetricResource) (map[string]i
 	return ids, nil
 }
 
-// upsertCounts adds rows to table (metric_minutes or metric_hours).
-func upsertCounts(tx *gorm.DB, table string, rows []countRow) error {
-	for batch := range slices.Chunk(rows, upsertBatchRows) {
-		var sql strings.Builder
-		sql.WriteString("INSERT INTO " + table + ` (resource_id, start_ms, pass, block, shadow_block,
-			complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency) VALUES `)
-		args := make([]any, 0, 11*len(batch))
-		for i, r := range batch {
-			if i > 0 {
-				sql.WriteByte(',')
-			}
-			sql.WriteString("(?,?,?,?,?,?,?,?,?,?,?)")
-			c := r.counts
-			args = append(args, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
-				c.Complete, c.Error, c.RtSumMs, c.minRt(), c.MaxRtMs, c.MaxConcurrency)
-		}
-		// SQLite's two-argument min is NULL if either is: coalesce keeps
-		// whichever side has a minimum.
-		sql.WriteString(` ON CONFLICT (resource_id, start_ms) DO UPDATE SET
+// upsertCounts adds rows to table (metric_minutes or metric_hours) with one
+// prepared statement, row by row: cheaper here than many-row VALUES lists,
+// which SQLite compiles anew each time.
+func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
+	// SQLite's two-argument min is NULL if either is: coalesce keeps
+	// whichever side has a minimum.
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, `INSERT INTO `+table+` (resource_id, start_ms,
+			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource_id, start_ms) DO UPDATE SET
 			pass = pass + excluded.pass,
 			block = block + excluded.block,
 			shadow_block = shadow_block + excluded.shadow_block,
@@ -260,7 +251,18 @@ func upsertCounts(tx *gorm.DB, table string, rows []countRow) error {
 			rt_min_ms = coalesce(min(rt_min_ms, excluded.rt_min_ms), rt_min_ms, excluded.rt_min_ms),
 			rt_max_ms = max(rt_max_ms, excluded.rt_max_ms),
 			max_concurrency = max(max_concurrency, excluded.max_concurrency)`)
-		if err := tx.Exec(sql.String(), args...).Error; err != nil {
+	if err != nil {
+		return fmt.Errorf("add to %s: %w", table, err)
+	}
+	defer stmt.Close()
+	// The driver watches a cancellable context with a goroutine per
+	// statement, which costs more than the insert; the transaction still
+	// ends when ctx does.
+	ctx = context.WithoutCancel(ctx)
+	for _, r := range rows {
+		c := r.counts
+		if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
+			c.Complete, c.Error, c.RtSumMs, c.minRt(), c.MaxRtMs, c.MaxConcurrency); err != nil {
 			return fmt.Errorf("add to %s: %w", table, err)
 		}
 	}
@@ -281,6 +283,13 @@ func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 	err := s.db.WithContext(ctx).Order("name").Find(&rs).Error
 	return rs, err
 }
+
+// partColumns sums the rows of a metric table, or of partial sums, aliased
+// m: the minimum is NULL if no call completed.
+const partColumns = `sum(m.pass) AS pass, sum(m.block) AS block, sum(m.shadow_block) AS shadow_block,
+	sum(m.complete) AS complete, sum(m.error) AS error, sum(m.rt_sum_ms) AS rt_sum_ms,
+	min(m.rt_min_ms) AS rt_min_ms, max(m.rt_max_ms) AS rt_max_ms,
+	max(m.max_concurrency) AS max_concurrency`
 
 // countColumns sums a metric table's rows in SQL, in the order scanCounts
 // reads them.
@@ -358,27 +367,32 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 			{"metric_minutes", hourTo, toMs},
 		}
 	}
-	// CROSS JOIN keeps resources as the outer loop, so that each part is a
-	// range of the primary key per resource rather than a full scan.
+	// Each part is summed per resource on its own: CROSS JOIN keeps
+	// resources as the outer loop, so that a part reads a range of the
+	// primary key per resource, in order, with nothing to sort. Then the
+	// parts' sums are added up.
 	var selects []string
 	var args []any
 	for _, p := range parts {
 		if p.from >= p.to {
 			continue
 		}
-		selects = append(selects, `SELECT r.name, m.pass, m.block, m.shadow_block, m.complete, m.error,
-			m.rt_sum_ms, m.rt_min_ms, m.rt_max_ms, m.max_concurrency
+		selects = append(selects, `SELECT r.id AS resource_id, `+partColumns+`
 			FROM resources AS r CROSS JOIN `+p.table+` AS m
-			WHERE m.resource_id = r.id AND m.start_ms >= ? AND m.start_ms < ?`)
+			WHERE m.resource_id = r.id AND m.start_ms >= ? AND m.start_ms < ?
+			GROUP BY r.id`)
 		args = append(args, p.from, p.to)
 	}
 	if len(selects) == 0 {
 		return []ResourceTotals{}, nil
 	}
 	args = append(args, limit)
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT * FROM (
-			SELECT name, `+countColumns+` FROM (`+strings.Join(selects, " UNION ALL ")+`) GROUP BY name)
-		ORDER BY `+order+`, name LIMIT ?`, args...).Rows()
+	rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, t.pass, t.block, t.shadow_block, t.complete, t.error,
+			t.rt_sum_ms, coalesce(t.rt_min_ms, 0), t.rt_max_ms, t.max_concurrency
+		FROM (SELECT resource_id, `+partColumns+` FROM (`+strings.Join(selects, " UNION ALL ")+`) AS m
+			GROUP BY resource_id) AS t
+		JOIN resources AS r ON r.id = t.resource_id
+		ORDER BY `+order+`, r.name LIMIT ?`, args...).Rows()
 	if err != nil {
 		return nil, err
 	}
@@ -398,7 +412,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 // at startMs, by name; resources without traffic in it are absent.
 func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string) (map[string]MetricCounts, error) {
 	out := make(map[string]MetricCounts, len(names))
-	for batch := range slices.Chunk(names, upsertBatchRows) {
+	for batch := range slices.Chunk(names, namesPerQuery) {
 		rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
 			FROM resources AS r CROSS JOIN metric_minutes AS m
 			WHERE r.name IN ? AND m.resource_id = r.id AND m.start_ms = ?

@@ -102,12 +102,12 @@ func TestAddMetricsAddsNeverOverwrites(t *testing.T) {
 	}
 }
 
-// TestAddMetricsManyResourcesInOneFlush crosses the batch size of one
-// INSERT.
+// TestAddMetricsManyResourcesInOneFlush writes and reads back more
+// resources than one query names.
 func TestAddMetricsManyResourcesInOneFlush(t *testing.T) {
 	s, _ := openTestStore(t)
 	var deltas []MinuteDelta
-	for i := range 2*upsertBatchRows + 7 {
+	for i := range 2*namesPerQuery + 7 {
 		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%04d", i), StartMs: minute(0), MetricCounts: MetricCounts{Pass: int64(i)}})
 	}
 	addMetrics(t, s, deltas...)

@@ -1,0 +1,225 @@
+package server
+
+import (
+	"database/sql"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// The metric benchmarks read the data set that cmd/sluice-seed writes
+// (1,000 resources x 7 days: about 10 M minute rows); building it takes
+// minutes, so they skip unless SLUICE_BENCH_DB names it (make bench-metrics
+// does both).
+const benchDBEnv = "SLUICE_BENCH_DB"
+
+// seededNode is a server on the seeded database.
+type seededNode struct {
+	*node
+	names []string
+	endMs int64 // the end of the seeded range
+}
+
+func startSeeded(b *testing.B) *seededNode {
+	b.Helper()
+	path := os.Getenv(benchDBEnv)
+	if path == "" {
+		b.Skipf("%s is not set: seed a database with go run ./cmd/sluice-seed and point it there", benchDBEnv)
+	}
+	if _, err := os.Stat(path); err != nil {
+		b.Fatal(err)
+	}
+	slog.SetDefault(slog.New(slog.DiscardHandler))
+	n := startNode(b, path)
+	resources, err := n.store.MetricResources(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &seededNode{node: n}
+	for _, r := range resources {
+		s.names = append(s.names, r.Name)
+		s.endMs = max(s.endMs, r.LastSeenMs)
+	}
+	if len(s.names) == 0 {
+		b.Fatalf("%s holds no metrics", path)
+	}
+	s.endMs = s.endMs - s.endMs%store.MinuteMs + store.MinuteMs
+	return s
+}
+
+// measure runs get once per iteration and reports the median and 90th
+// percentile latency.
+func measure(b *testing.B, get func(i int) string, base string) {
+	b.Helper()
+	var latencies []time.Duration
+	i := 0
+	for b.Loop() {
+		path := get(i)
+		i++
+		start := time.Now()
+		resp, err := client.Get(base + path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, err = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		latencies = append(latencies, time.Since(start))
+		if err != nil || resp.StatusCode != http.StatusOK {
+			b.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+		}
+	}
+	reportLatencies(b, latencies)
+}
+
+func reportLatencies(b *testing.B, latencies []time.Duration) {
+	slices.Sort(latencies)
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "p50-ms")
+	b.ReportMetric(ms(latencies[len(latencies)*9/10]), "p90-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkMetricsHistory24h1m reads one resource's last 24 hours at 1m
+// (1,440 points) over HTTP.
+func BenchmarkMetricsHistory24h1m(b *testing.B) {
+	s := startSeeded(b)
+	measure(b, func(i int) string {
+		return fmt.Sprintf("/api/v1/resources/%s/metrics?from=%d&to=%d&step=1m",
+			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-24*store.HourMs, s.endMs)
+	}, s.baseURL)
+}
+
+// BenchmarkMetricsHistory30d1h reads one resource's last 30 days at 1h.
+func BenchmarkMetricsHistory30d1h(b *testing.B) {
+	s := startSeeded(b)
+	measure(b, func(i int) string {
+		return fmt.Sprintf("/api/v1/resources/%s/metrics?from=%d&to=%d&step=1h",
+			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-30*24*store.HourMs, s.endMs)
+	}, s.baseURL)
+}
+
+// BenchmarkMetricsTop10Block24h ranks every resource by blocks over the
+// last 24 hours, ending mid-hour so that both ends read minute rows.
+func BenchmarkMetricsTop10Block24h(b *testing.B) {
+	s := startSeeded(b)
+	measure(b, func(i int) string {
+		to := s.endMs - int64(i%60)*store.MinuteMs
+		return fmt.Sprintf("/api/v1/metrics/top?from=%d&to=%d&by=block&limit=10", to-24*store.HourMs, to)
+	}, s.baseURL)
+}
+
+// BenchmarkMetricsDBSize reports the seeded file's size per million minute
+// rows, the hourly rollup and the resources included.
+func BenchmarkMetricsDBSize(b *testing.B) {
+	path := os.Getenv(benchDBEnv)
+	if path == "" {
+		b.Skipf("%s is not set", benchDBEnv)
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	var rows int64
+	for b.Loop() {
+		if err := db.QueryRowContext(b.Context(), "SELECT count(*) FROM metric_minutes").Scan(&rows); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows)/1e6, "Mrows")
+	b.ReportMetric(float64(info.Size())/(1<<20)/(float64(rows)/1e6), "MiB/Mrows")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkMetricsFlush10k times one flush of 10,000 resources active in
+// the same minute: 10,000 minute rows, their hours and resources, in one
+// transaction. Each resource first gets two hours of history, so that its
+// rows are spread over the tables as in a server that has run a while. It
+// runs on a copy of the seeded database when there is one, else on an
+// empty one.
+func BenchmarkMetricsFlush10k(b *testing.B) {
+	const resourceCount, historyMinutes = 10_000, 120
+	path := filepath.Join(b.TempDir(), "flush.db")
+	if src := os.Getenv(benchDBEnv); src != "" {
+		copyFile(b, src, path)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.Open(b.Context(), path, logger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	startMs := time.Now().Truncate(time.Minute).UnixMilli()
+	names := make([]string, resourceCount)
+	for i := range names {
+		names[i] = fmt.Sprintf("flush-bench-%05d", i)
+	}
+	for batch := range slices.Chunk(names, 100) {
+		var history []store.MinuteDelta
+		for _, name := range batch {
+			for m := range int64(historyMinutes) {
+				history = append(history, store.MinuteDelta{Resource: name, StartMs: startMs - (historyMinutes-m)*store.MinuteMs,
+					MetricCounts: store.MetricCounts{Pass: 1, Complete: 1, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}})
+			}
+		}
+		if err := st.AddMetrics(b.Context(), history); err != nil {
+			b.Fatal(err)
+		}
+	}
+	clock := engine.NewManualClock(startMs)
+	eng := engine.New(engine.Options{Clock: clock})
+	f := newMetricsFlusher(eng, st, logger)
+	resources := make([]*engine.Resource, resourceCount)
+	for i, name := range names {
+		resources[i] = eng.Resource(name)
+	}
+	var latencies []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		for _, r := range resources {
+			e, _ := r.Entry()
+			e.Exit(engine.WithRtMs(5))
+		}
+		b.StartTimer()
+		start := time.Now()
+		if err := f.flush(b.Context()); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(start))
+		clock.Advance(store.MinuteMs)
+	}
+	reportLatencies(b, latencies)
+}
+
+func copyFile(b *testing.B, from, to string) {
+	b.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		b.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
