@@ -1,10 +1,13 @@
 package server
 
 import (
+	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -25,11 +28,13 @@ const benchDBEnv = "SLUICE_BENCH_DB"
 
 // seededNode is a server on the seeded database.
 type seededNode struct {
-	*node
-	names []string
-	endMs int64 // the end of the seeded range
+	baseURL string
+	names   []string
+	endMs   int64 // the end of the seeded range
 }
 
+// startSeeded serves the seeded database, with a retention long enough
+// that an old data set is not pruned.
 func startSeeded(b *testing.B) *seededNode {
 	b.Helper()
 	path := os.Getenv(benchDBEnv)
@@ -39,13 +44,35 @@ func startSeeded(b *testing.B) *seededNode {
 	if _, err := os.Stat(path); err != nil {
 		b.Fatal(err)
 	}
-	slog.SetDefault(slog.New(slog.DiscardHandler))
-	n := startNode(b, path)
-	resources, err := n.store.MetricResources(b.Context())
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.Open(b.Context(), path, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &seededNode{node: n}
+	eng := engine.New(engine.Options{})
+	srv, err := New(b.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsRetention: 100 * 365 * 24 * time.Hour})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := errors.Join(srv.Shutdown(ctx), <-served, st.Close()); err != nil {
+			b.Error(err)
+		}
+		eng.Close()
+	})
+	resources, err := st.MetricResources(b.Context())
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := &seededNode{baseURL: "http://" + ln.Addr().String()}
 	for _, r := range resources {
 		s.names = append(s.names, r.Name)
 		s.endMs = max(s.endMs, r.LastSeenMs)
