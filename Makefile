@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test fmt-check vet docs check-docs bench
+.PHONY: run test fmt-check vet docs check-docs bench bench-metrics
 
 run:
 	go run ./cmd/sluice
@@ -39,3 +39,11 @@ check-docs:
 
 bench:
 	go test -run '^$$' -bench . -benchmem ./engine/...
+
+# bench-metrics seeds the metric data set once (1,000 resources x 7 days,
+# about 10 M minute rows; a few minutes) at BENCH_DB and runs the metric
+# benchmarks over HTTP against it.
+BENCH_DB ?= /tmp/sluice-bench.db
+bench-metrics:
+	test -f $(BENCH_DB) || go run ./cmd/sluice-seed --db $(BENCH_DB) --resources 1000 --days 7
+	SLUICE_BENCH_DB=$(BENCH_DB) go test -run '^$$' -bench Metrics -benchtime 200x ./server
