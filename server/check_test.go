@@ -138,6 +138,19 @@ func TestCheck(t *testing.T) {
 			live: map[string]engine.LiveStats{"beta": {PassQps: 3, ShadowBlockQps: 2}},
 		},
 		{
+			name: "an open circuit breaker blocks",
+			rules: []string{`{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
+				"threshold": 2, "minRequestAmount": 2, "retryTimeoutMs": 5000}`},
+			exchanges: []exchange{
+				{checkPath, `{"resource": "pay"}`, 200, allowed},
+				{completePath, `{"resource": "pay", "rtMs": 10, "error": true}`, 204, ""},
+				{checkPath, `{"resource": "pay"}`, 200, allowed},
+				{completePath, `{"resource": "pay", "rtMs": 10, "error": true}`, 204, ""},
+				{checkPath, `{"resource": "pay"}`, 200, `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`},
+			},
+			live: map[string]engine.LiveStats{"pay": {PassQps: 2, BlockQps: 1, CompleteQps: 2, ErrorQps: 2, AvgRtMs: 10}},
+		},
+		{
 			name:  "a concurrency rule holds an entry until complete",
 			rules: []string{slotsRule},
 			exchanges: []exchange{
