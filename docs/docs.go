@@ -255,7 +255,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. Works with a bearer token and with the console's session cookie (EventSource).",
+                "description": "Once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an \"event: breaker\" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).",
                 "produces": [
                     "text/event-stream"
                 ],

@@ -41,9 +41,10 @@ func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, befo
 	if err != nil {
 		t.Fatal(err)
 	}
-	eng := engine.New(engine.Options{Clock: clock})
+	feed := NewBreakerFeed()
+	eng := engine.New(engine.Options{Clock: clock, OnBreakerStateChange: feed.Notify})
 	// Unguarded: these tests count the resources they made, not the API's.
-	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true})
+	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true, BreakerFeed: feed})
 	if err != nil {
 		t.Fatal(err)
 	}

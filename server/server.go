@@ -66,6 +66,10 @@ type Config struct {
 	// credentials; without it the auth layer asks for a bearer token
 	// there. Optional. Default: false.
 	PublicMetrics bool
+	// BreakerFeed brings the engine's circuit breaker transitions to the
+	// metric stream; see NewBreakerFeed. Optional. Default: none (the
+	// stream sends no breaker events).
+	BreakerFeed *BreakerFeed
 	// EntryLease is how long the check API holds an entry a concurrency
 	// rule counts before it releases it as an error, if the client never
 	// completes it. Optional. Default: DefaultEntryLease (30s).
@@ -147,6 +151,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
 	s.stream = newStreamHub(cfg.Engine, streamInterval)
+	if cfg.BreakerFeed != nil {
+		s.stream.relayBreakers(cfg.BreakerFeed)
+	}
 	s.publicMetrics = cfg.PublicMetrics
 	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI

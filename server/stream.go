@@ -49,12 +49,17 @@ type streamHub struct {
 	ticking  sync.WaitGroup
 }
 
-// streamSub is one listener: the resource it asked for ("" for all) and
-// the frames waiting for it.
+// streamSub is one listener: the resource it asked for ("" for all), the
+// frames and the breaker events waiting for it.
 type streamSub struct {
 	resource string
 	frames   chan *streamFrame
+	breakers chan []byte
 }
+
+// subBreakerEvents is how many breaker events may wait for one listener;
+// a listener that far behind misses the newest.
+const subBreakerEvents = 64
 
 // streamFrame is one interval's figures, shared by every listener.
 type streamFrame struct {
@@ -75,7 +80,7 @@ func (h *streamHub) subscribe(resource string) (*streamSub, bool) {
 	if h.closed {
 		return nil, false
 	}
-	sub := &streamSub{resource: resource, frames: make(chan *streamFrame, 1)}
+	sub := &streamSub{resource: resource, frames: make(chan *streamFrame, 1), breakers: make(chan []byte, subBreakerEvents)}
 	h.subs[sub] = struct{}{}
 	if h.stopTick == nil {
 		h.stopTick = make(chan struct{})
@@ -117,6 +122,35 @@ func (h *streamHub) close() {
 	}
 	h.mu.Unlock()
 	h.ticking.Wait()
+}
+
+// relayBreakers hands every transition of feed to the listeners of its
+// resource until the hub closes.
+func (h *streamHub) relayBreakers(feed *BreakerFeed) {
+	h.ticking.Go(func() {
+		for {
+			select {
+			case <-h.done:
+				return
+			case c := <-feed.changes:
+				data, _ := json.Marshal(BreakerEvent{ // plain structs always encode
+					Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To),
+					Time: time.UnixMilli(c.AtMs).UTC(),
+				})
+				h.mu.Lock()
+				for sub := range h.subs {
+					if sub.resource != "" && sub.resource != c.Resource {
+						continue
+					}
+					select {
+					case sub.breakers <- data:
+					default:
+					}
+				}
+				h.mu.Unlock()
+			}
+		}
+	})
 }
 
 func (h *streamHub) tick(stop <-chan struct{}) {
@@ -177,10 +211,18 @@ func (f *streamFrame) data(sub *streamSub) []byte {
 	return data
 }
 
+// writeEvent writes one event and sends it.
+func writeEvent(w *bufio.Writer, event string, data []byte) error {
+	w.WriteString("event: " + event + "\ndata: ")
+	w.Write(data)
+	w.WriteString("\n\n")
+	return w.Flush()
+}
+
 // streamStats streams the live figures as Server-Sent Events.
 //
 //	@Summary		Live figures as Server-Sent Events
-//	@Description	Once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. Works with a bearer token and with the console's session cookie (EventSource).
+//	@Description	Once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
 //	@Tags			metrics
 //	@Produce		text/event-stream
 //	@Param			resource	query		string	false	"only this resource (exact name)"
@@ -209,11 +251,12 @@ func (h *metricsHandler) streamStats(c *fiber.Ctx) error {
 			case <-hub.done:
 				return
 			case frame := <-sub.frames:
-				w.WriteString("event: stats\ndata: ")
-				w.Write(frame.data(sub))
-				w.WriteString("\n\n")
-				if err := w.Flush(); err != nil {
+				if writeEvent(w, "stats", frame.data(sub)) != nil {
 					return // the client is gone
+				}
+			case data := <-sub.breakers:
+				if writeEvent(w, "breaker", data) != nil {
+					return
 				}
 			}
 		}

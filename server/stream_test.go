@@ -109,6 +109,36 @@ func TestStreamSendsLiveFigures(t *testing.T) {
 	}
 }
 
+func TestStreamSendsBreakerChanges(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	n.createRule(t, map[string]any{"kind": "circuitBreaker", "name": "pay-errors", "resource": "pay",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 60_000})
+	resp, r := openStream(t, t.Context(), client, n, "resource=pay")
+	defer resp.Body.Close()
+
+	traffic(t, n.engine, "pay", 1, 1, 5) // the error opens the breaker
+	for range 100 {
+		ev, err := readEvent(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev["event"] != "breaker" {
+			continue
+		}
+		var got BreakerEvent
+		if err := json.Unmarshal([]byte(ev["data"]), &got); err != nil {
+			t.Fatalf("data: %v: %s", err, ev["data"])
+		}
+		want := BreakerEvent{Rule: "pay-errors", Resource: "pay", From: "closed", To: "open", Time: time.UnixMilli(metricsT0).UTC()}
+		if got != want {
+			t.Errorf("breaker event = %+v, want %+v", got, want)
+		}
+		return
+	}
+	t.Fatal("no breaker event among the first 100")
+}
+
 // streamGoroutines counts the goroutines that serve streams or feed them.
 func streamGoroutines() int {
 	buf := make([]byte, 1<<20)
