@@ -122,13 +122,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
-	eng := engine.New(engine.Options{})
+	breakers := server.NewBreakerFeed()
+	eng := engine.New(engine.Options{OnBreakerStateChange: breakers.Notify})
 	defer eng.Close()
 
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
-		EntryLease: *entryLease, Demo: *demo,
+		EntryLease: *entryLease, Demo: *demo, BreakerFeed: breakers,
 	})
 	if err != nil {
 		return err
