@@ -88,11 +88,11 @@ func (f *metricsFlusher) collect() {
 		}
 		// Seen up to now, or to the end of a minute collected late.
 		last := max(st.StartMs, min(nowMs, st.StartMs+store.MinuteMs-1))
-		first := st.StartMs
 		tally, known := f.resources[st.Resource]
 		if !known {
-			// The first minute of a resource new to this process: its
-			// creation time is more precise than the minute's start.
+			// The engine's creation time of a resource is more precise
+			// than the start of its first minute.
+			first := st.StartMs
 			if r := f.engine.Resource(st.Resource); r != nil {
 				first = min(max(first, r.FirstSeenMs()), last)
 			}
@@ -101,6 +101,8 @@ func (f *metricsFlusher) collect() {
 		}
 		tally.totals.Merge(counts)
 		tally.lastSeenMs = max(tally.lastSeenMs, last)
+		// Nothing in this minute came before the resource existed.
+		first := min(max(st.StartMs, tally.firstSeenMs), last)
 
 		d := &store.MinuteDelta{Resource: st.Resource, StartMs: st.StartMs, MetricCounts: counts, FirstSeenMs: first, LastSeenMs: last}
 		mergePending(f.pending, d)

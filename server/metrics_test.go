@@ -475,6 +475,16 @@ func TestResourcesList(t *testing.T) {
 			t.Errorf("%s =\n%+v\nwant\n%+v", name, got, w)
 		}
 	}
+	// Flushed again, and read back from the store after a restart, the
+	// times stay those of the calls, not of the minutes' starts.
+	n.flush(t)
+	stored, err := n.store.GetMetricResource(t.Context(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.FirstSeenMs != metricsT0+30_000 || stored.LastSeenMs != metricsT0+store.MinuteMs+100 {
+		t.Errorf("stored orders seen from %d to %d, want %d to %d", stored.FirstSeenMs, stored.LastSeenMs, metricsT0+30_000, metricsT0+store.MinuteMs+100)
+	}
 	tests := []struct {
 		query string
 		want  []string
