@@ -25,8 +25,8 @@ type checkQuery struct {
 	count    int64
 }
 
-// The check API answers many small bodies, so each is decoded twice over
-// at most: a scanner takes the usual shape ({"resource": "orders",
+// The check API answers many small bodies, so each is decoded at most
+// twice: a scanner takes the usual shape ({"resource": "orders",
 // "count": 3}, plain strings and integers, in any order) without building
 // a map of raw fields; anything else (escapes, nulls, 1e3, unknown or
 // repeated fields, bad JSON) goes to the field-by-field decoder of the

@@ -37,6 +37,7 @@ func BenchmarkHTTP(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			w.status = 0
+			req.Pattern = "" // the mux sets it; a new request has none
 			h.ServeHTTP(w, req)
 		}
 		if w.status != http.StatusOK {
