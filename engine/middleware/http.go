@@ -33,8 +33,11 @@ func WithHTTPBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *en
 
 // HTTP returns net/http middleware that asks eng before each request. Wrap
 // a whole *http.ServeMux, or the handlers registered on one: either way the
-// default resource name is the route's pattern. A throttled request waits
-// its turn (up to the rule's maxQueueingTimeMs) before the handler runs.
+// default resource name is the route's pattern. A ServeMux tells the
+// pattern only to the handler it calls, so a guard in front of one matches
+// each request's route a second time (a few hundred nanoseconds); guarding
+// the handlers saves that. A throttled request waits its turn (up to the
+// rule's maxQueueingTimeMs) before the handler runs.
 func HTTP(eng *engine.Engine, opts ...HTTPOption) func(http.Handler) http.Handler {
 	cfg := httpConfig{blocked: writeBlocked}
 	for _, o := range opts {
