@@ -20,7 +20,7 @@ func BenchmarkRuleCreateHTTP(b *testing.B) {
 		body := fmt.Sprintf(`{"kind":"flow","name":"rule-%d","resource":"resource-%d","threshold":100}`, i, i)
 		i++
 		start := time.Now()
-		resp, err := http.Post(n.baseURL+"/api/v1/rules", "application/json", strings.NewReader(body))
+		resp, err := adminPost(n.baseURL+"/api/v1/rules", body)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -50,7 +50,7 @@ func BenchmarkApply1000(b *testing.B) {
 		b.StopTimer()
 		n := startNode(b, filepath.Join(b.TempDir(), "sluice.db"))
 		b.StartTimer()
-		resp, err := http.Post(n.baseURL+"/api/v1/rules/apply", "application/json", strings.NewReader(body.String()))
+		resp, err := adminPost(n.baseURL+"/api/v1/rules/apply", body.String())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -62,4 +62,15 @@ func BenchmarkApply1000(b *testing.B) {
 		n.stop()
 		b.StartTimer()
 	}
+}
+
+// adminPost posts a JSON body as the bootstrap admin.
+func adminPost(url, body string) (*http.Response, error) {
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	return http.DefaultClient.Do(req)
 }

@@ -116,7 +116,7 @@ func changeActor(c *fiber.Ctx) (actor, error) {
 		msg := fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen)
 		return actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
 	}
-	return actor{name: "anonymous", reason: reason}, nil
+	return actor{name: principalOf(c).actorName(), reason: reason}, nil
 }
 
 // errNotJSONObject is the 400 for a body that is not a JSON object.

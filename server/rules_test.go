@@ -55,6 +55,7 @@ func (ts *testServer) requestWith(ctx context.Context, c *http.Client, method, p
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,8 +17,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/filesystem"
+	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/swagger"
+	"golang.org/x/crypto/bcrypt"
 
 	// The generated OpenAPI document registers itself with swag, which the
 	// Swagger UI handler reads.
@@ -40,6 +43,9 @@ const (
 	readTimeout = 30 * time.Second
 	// idleTimeout closes keep-alive connections left unused this long.
 	idleTimeout = 2 * time.Minute
+	// hstsMaxAgeSec is the Strict-Transport-Security max-age sent over
+	// HTTPS: a year.
+	hstsMaxAgeSec = 365 * 24 * 3600
 )
 
 // Config is what New needs. The server uses Engine and Store but does not
@@ -81,6 +87,26 @@ type Config struct {
 	// Demo seeds the demo rules (named demo-…) and drives synthetic
 	// traffic through the engine until Shutdown. Optional. Default: false.
 	Demo bool
+	// BootstrapToken, when set, is registered at start-up as an admin API
+	// token named "bootstrap" (again at every start: idempotent).
+	// Optional.
+	BootstrapToken string
+	// AdminPassword is the password of the user admin created on a
+	// database with no user. Optional. Default: a random password, logged
+	// once.
+	AdminPassword string
+	// TLS tells that clients reach the server over HTTPS, so the session
+	// cookie is marked Secure. Optional.
+	TLS bool
+	// SessionIdle and SessionMax end a console session after that long
+	// unused, and that long after login. Optional. Defaults: 2h and 24h.
+	SessionIdle, SessionMax time.Duration
+	// PasswordCost is bcrypt's cost for passwords. Optional. Default:
+	// bcrypt.DefaultCost.
+	PasswordCost int
+	// Now tells the time for sessions, tokens and login throttling.
+	// Optional. Default: time.Now.
+	Now func() time.Time
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -90,6 +116,7 @@ type Server struct {
 	engine  *engine.Engine
 	store   *store.Store
 	rules   *ruleSync
+	auth    *auth
 	version string
 	logger  *slog.Logger
 
@@ -132,6 +159,26 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if err := s.rules.load(ctx); err != nil {
 		return nil, fmt.Errorf("server: load the stored rules into the engine: %w", err)
 	}
+	authCfg := authConfig{
+		secureCookies: cfg.TLS, sessionIdle: cfg.SessionIdle, sessionMax: cfg.SessionMax,
+		bcryptCost: cfg.PasswordCost, now: cfg.Now,
+	}
+	if authCfg.sessionIdle <= 0 {
+		authCfg.sessionIdle = defaultSessionIdle
+	}
+	if authCfg.sessionMax <= 0 {
+		authCfg.sessionMax = defaultSessionMax
+	}
+	if authCfg.bcryptCost == 0 {
+		authCfg.bcryptCost = bcrypt.DefaultCost
+	}
+	if authCfg.now == nil {
+		authCfg.now = time.Now
+	}
+	s.auth = newAuth(cfg.Store, s.logger, authCfg)
+	if err := s.auth.start(ctx, cfg.AdminPassword, cfg.BootstrapToken); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	if cfg.Demo {
 		if err := s.startDemo(ctx); err != nil {
 			return nil, err
@@ -168,16 +215,20 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // the API and the Swagger UI did not.
 func (s *Server) routes() {
 	s.app.Use(s.logRequests)
+	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec}))
 	s.app.Use(limitBody)
 	s.app.Use(recover.New(recover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: s.logPanic,
 	}))
 
-	api := s.app.Group("/api/v1")
+	api := s.app.Group("/api/v1", s.auth.middleware)
 	bindHealth(api, s.store, s.version, s.logger)
 	// Every API route below is guarded by the engine; health stays cheap.
 	api = s.protect(api)
+	bindAccount(api, &accountHandler{auth: s.auth})
+	bindUsers(api, &userHandler{auth: s.auth})
+	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
@@ -265,6 +316,19 @@ func (s *Server) Listen(addr string) error {
 		return fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	return s.Serve(ln)
+}
+
+// ListenTLS is Listen over HTTPS with the PEM certificate and key files.
+func (s *Server) ListenTLS(addr, certFile, keyFile string) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return fmt.Errorf("load the TLS certificate: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 }
 
 // Serve answers requests on ln until Shutdown, and returns nil then. It

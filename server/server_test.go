@@ -19,12 +19,17 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
 const testVersion = "1.2.3-test"
+
+// adminToken is the bootstrap token every test server registers; ts.do
+// sends it.
+const adminToken = "test-admin-token"
 
 // syncBuffer is a log sink that tests read while the server writes to it.
 type syncBuffer struct {
@@ -74,7 +79,10 @@ func newTestServerWith(t *testing.T, configure func(cfg *Config), register func(
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
 
-	cfg := Config{Engine: eng, Store: st, Version: testVersion, Logger: logger}
+	cfg := Config{
+		Engine: eng, Store: st, Version: testVersion, Logger: logger,
+		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
+	}
 	if configure != nil {
 		configure(&cfg)
 	}
@@ -107,12 +115,23 @@ func newTestServerWith(t *testing.T, configure func(cfg *Config), register func(
 
 var client = &http.Client{Timeout: 10 * time.Second}
 
-// do sends one request and returns the response with its body read.
+// do sends one request as the bootstrap admin and returns the response
+// with its body read.
 func (ts *testServer) do(t *testing.T, method, path string, body io.Reader) (*http.Response, []byte) {
+	t.Helper()
+	return ts.doWith(t, method, path, body, http.Header{"Authorization": {"Bearer " + adminToken}})
+}
+
+// doWith sends one request with exactly the headers given (none: no
+// credentials) and returns the response with its body read.
+func (ts *testServer) doWith(t *testing.T, method, path string, body io.Reader, header http.Header) (*http.Response, []byte) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, ts.baseURL+path, body)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
 	}
 	resp, err := client.Do(req)
 	if err != nil {

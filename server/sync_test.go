@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
@@ -27,12 +29,22 @@ type node struct {
 // startNode runs a server on the SQLite file at path, as the binary does.
 func startNode(t testing.TB, path string) *node {
 	t.Helper()
+	return startNodeWith(t, path, nil)
+}
+
+// startNodeWith is startNode with configure changing the Config first.
+func startNodeWith(t testing.TB, path string, configure func(*Config)) *node {
+	t.Helper()
 	st, err := store.Open(t.Context(), path, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	eng := engine.New(engine.Options{})
-	srv, err := New(t.Context(), Config{Engine: eng, Store: st})
+	cfg := Config{Engine: eng, Store: st, BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost}
+	if configure != nil {
+		configure(&cfg)
+	}
+	srv, err := New(t.Context(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

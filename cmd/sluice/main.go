@@ -91,6 +91,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
 	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
 	demo := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
+	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
+	adminPassword := fs.String("admin-password", "", "password of the first admin on an empty database; random and logged once if unset (env SLUICE_ADMIN_PASSWORD)")
+	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
+	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -126,16 +130,27 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	eng := engine.New(engine.Options{OnBreakerStateChange: breakers.Notify})
 	defer eng.Close()
 
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	useTLS := *tlsCert != ""
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
 		EntryLease: *entryLease, Demo: *demo, BreakerFeed: breakers,
+		BootstrapToken: *bootstrapToken, AdminPassword: *adminPassword, TLS: useTLS,
 	})
 	if err != nil {
 		return err
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Listen(*addr) }()
+	go func() {
+		if useTLS {
+			served <- srv.ListenTLS(*addr, *tlsCert, *tlsKey)
+			return
+		}
+		served <- srv.Listen(*addr)
+	}()
 
 	select {
 	case err := <-served:

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -26,7 +28,7 @@ func startServer(t *testing.T) string {
 	t.Cleanup(func() { _ = st.Close() })
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
-	srv, err := server.New(t.Context(), server.Config{Engine: eng, Store: st})
+	srv, err := server.New(t.Context(), server.Config{Engine: eng, Store: st, BootstrapToken: cliToken, PasswordCost: bcrypt.MinCost})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,6 +44,10 @@ func startServer(t *testing.T) string {
 	})
 	return "http://" + ln.Addr().String()
 }
+
+// cliToken is the admin token the test servers register and the CLI sends
+// (as SLUICE_TOKEN).
+const cliToken = "cli-test-token"
 
 // runCLI runs the program with args and returns its output and exit code.
 func runCLI(t *testing.T, args ...string) (string, int) {
@@ -71,6 +77,7 @@ func writeFile(t *testing.T, name, content string) string {
 
 func TestRulesApplyForCI(t *testing.T) {
 	url := startServer(t)
+	t.Setenv("SLUICE_TOKEN", cliToken)
 	v1 := writeFile(t, "rules.yaml", `
 rules:
   - name: orders-qps
@@ -126,6 +133,7 @@ rules:
 
 func TestRulesApplyErrors(t *testing.T) {
 	url := startServer(t)
+	t.Setenv("SLUICE_TOKEN", cliToken)
 	bad := writeFile(t, "bad.yaml", "rules:\n  - name: x\n    kind: flow\n    resource: r\n    threshold: -1\n")
 	tests := []struct {
 		name string
@@ -137,6 +145,7 @@ func TestRulesApplyErrors(t *testing.T) {
 		{"missing file", []string{"rules", "apply", "-f", "/no/such/file", "--server", url}, "no such file"},
 		{"server down", []string{"rules", "apply", "-f", bad, "--server", "http://127.0.0.1:1"}, "connect"},
 		{"unknown rules command", []string{"rules", "delete"}, "want a command"},
+		{"wrong token", []string{"rules", "export", "--server", url, "--token", "nope"}, "401 unauthorized"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

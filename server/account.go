@@ -1,0 +1,232 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// User is a console user as the API shows it; the password never leaves
+// the server.
+type User struct {
+	ID        int64     `json:"id" example:"3"`
+	Username  string    `json:"username" example:"alice"`
+	Role      string    `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	CreatedAt time.Time `json:"createdAt"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+func userOf(u store.User) User {
+	return User{ID: u.ID, Username: u.Username, Role: u.Role, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+}
+
+// LoginRequest logs a user in.
+type LoginRequest struct {
+	Username string `json:"username" example:"alice"`
+	Password string `json:"password" example:"correct horse battery staple"`
+}
+
+// LoginResponse is the user who logged in and the token their console
+// sends back in X-CSRF-Token with every write.
+type LoginResponse struct {
+	User      User   `json:"user"`
+	CSRFToken string `json:"csrfToken" example:"mJ0n3s2kq8Zb0l8l6w3Yb2s1"`
+}
+
+// Me is the caller: a user (through a console session) or an API token.
+type Me struct {
+	// Type is "user" or "token".
+	Type string `json:"type" enums:"user,token" example:"user"`
+	// Name is the username or the token's name.
+	Name  string    `json:"name" example:"alice"`
+	Role  string    `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	User  *User     `json:"user,omitempty"`
+	Token *APIToken `json:"token,omitempty"`
+	// CSRFToken is the session's token for X-CSRF-Token (sessions only).
+	CSRFToken string `json:"csrfToken,omitempty"`
+}
+
+// PasswordChange changes the caller's own password.
+type PasswordChange struct {
+	CurrentPassword string `json:"currentPassword"`
+	NewPassword     string `json:"newPassword"`
+}
+
+type accountHandler struct {
+	auth *auth
+}
+
+func bindAccount(api fiber.Router, h *accountHandler) {
+	api.Post("/auth/login", h.login)
+	api.Post("/auth/logout", h.logout)
+	api.Get("/me", h.me)
+	api.Patch("/me/password", h.changePassword)
+}
+
+// login checks a username and password and starts a console session.
+//
+//	@Summary		Log in to the console
+//	@Description	Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.
+//	@Tags			auth
+//	@Accept			json
+//	@Produce		json
+//	@Param			credentials	body		LoginRequest	true	"username and password"
+//	@Success		200			{object}	LoginResponse
+//	@Failure		400			{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401			{object}	ErrorResponse	"wrong username or password"
+//	@Failure		422			{object}	ErrorResponse	"a missing or unknown field"
+//	@Failure		429			{object}	ErrorResponse	"too many failures; see Retry-After"
+//	@Router			/auth/login [post]
+func (h *accountHandler) login(c *fiber.Ctx) error {
+	var errs []FieldError
+	o, err := parseObject(c.Body(), "", &errs)
+	if err != nil {
+		return errNotJSONObject(err)
+	}
+	var req LoginRequest
+	o.str("username", &req.Username)
+	o.str("password", &req.Password)
+	o.rest(func(string) string { return "" })
+	if req.Username == "" {
+		errs = append(errs, FieldError{"username", "is required"})
+	}
+	if req.Password == "" {
+		errs = append(errs, FieldError{"password", "is required"})
+	}
+	if len(errs) > 0 {
+		return ValidationFailed("the login is not valid; see details", errs...)
+	}
+	a := h.auth
+	nowMs, client := a.cfg.now().UnixMilli(), c.IP()
+	if wait := a.logins.retryAfterMs(nowMs, req.Username, client); wait > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((wait+999)/1000, 10))
+		return NewError(http.StatusTooManyRequests, "too many failed logins; try again later")
+	}
+	user, err := a.store.UserByName(c.UserContext(), req.Username)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		// Spend the time a hash check takes, so that timing does not tell
+		// which usernames exist.
+		_ = bcrypt.CompareHashAndPassword(a.dummyHash(), []byte(req.Password))
+	case err != nil:
+		return err
+	}
+	if err != nil || bcrypt.CompareHashAndPassword([]byte(user.PasswordHash), []byte(req.Password)) != nil {
+		a.logins.fail(nowMs, req.Username, client)
+		return NewError(http.StatusUnauthorized, "wrong username or password")
+	}
+	a.logins.succeed(req.Username)
+	sess, err := a.newSession(c, user)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, LoginResponse{User: userOf(user), CSRFToken: sess.CSRFToken})
+}
+
+// logout ends the caller's console session.
+//
+//	@Summary		Log out
+//	@Description	Ends the session and clears its cookie. A cookie-authenticated call needs X-CSRF-Token.
+//	@Tags			auth
+//	@Success		204
+//	@Failure		401	{object}	ErrorResponse
+//	@Failure		403	{object}	ErrorResponse	"X-CSRF-Token is missing or wrong"
+//	@Security		BearerAuth
+//	@Router			/auth/logout [post]
+func (h *accountHandler) logout(c *fiber.Ctx) error {
+	if p := principalOf(c); p.session != nil {
+		if err := h.auth.store.DeleteSession(c.UserContext(), p.session.IDHash); err != nil {
+			return err
+		}
+	}
+	h.auth.clearCookie(c)
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// me answers who the caller is.
+//
+//	@Summary	The caller
+//	@Tags		auth
+//	@Produce	json
+//	@Success	200	{object}	Me
+//	@Failure	401	{object}	ErrorResponse
+//	@Security	BearerAuth
+//	@Router		/me [get]
+func (h *accountHandler) me(c *fiber.Ctx) error {
+	p := principalOf(c)
+	me := Me{Role: p.role}
+	if p.token != nil {
+		t := tokenOf(*p.token)
+		me.Type, me.Name, me.Token = "token", p.token.Name, &t
+	} else {
+		u := userOf(*p.user)
+		me.Type, me.Name, me.User, me.CSRFToken = "user", p.user.Username, &u, p.session.CSRFToken
+	}
+	return writeJSON(c, http.StatusOK, me)
+}
+
+// changePassword changes the caller's own password and ends all their
+// sessions, this one included.
+//
+//	@Summary	Change one's own password
+//	@Tags		auth
+//	@Accept		json
+//	@Param		change	body	PasswordChange	true	"the current and the new password"
+//	@Success	204
+//	@Failure	400	{object}	ErrorResponse
+//	@Failure	401	{object}	ErrorResponse
+//	@Failure	403	{object}	ErrorResponse	"an API token has no password"
+//	@Failure	422	{object}	ErrorResponse	"the current password is wrong, or the new one too weak"
+//	@Security	BearerAuth
+//	@Router		/me/password [patch]
+func (h *accountHandler) changePassword(c *fiber.Ctx) error {
+	p := principalOf(c)
+	if p.user == nil {
+		return NewError(http.StatusForbidden, "an API token has no password")
+	}
+	var errs []FieldError
+	o, err := parseObject(c.Body(), "", &errs)
+	if err != nil {
+		return errNotJSONObject(err)
+	}
+	var req PasswordChange
+	o.str("currentPassword", &req.CurrentPassword)
+	o.str("newPassword", &req.NewPassword)
+	o.rest(func(string) string { return "" })
+	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
+		errs = append(errs, FieldError{"currentPassword", "is wrong"})
+	}
+	errs = append(errs, checkPassword("newPassword", req.NewPassword)...)
+	if len(errs) > 0 {
+		return ValidationFailed("the password was not changed; see details", errs...)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(req.NewPassword), h.auth.cfg.bcryptCost)
+	if err != nil {
+		return err
+	}
+	if _, err := h.auth.store.UpdateUser(c.UserContext(), p.user.ID, p.user.Role, string(hash)); err != nil {
+		return err
+	}
+	h.auth.clearCookie(c)
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// Password rules: bcrypt reads at most 72 bytes.
+const (
+	minPasswordLen = 10
+	maxPasswordLen = 72
+)
+
+func checkPassword(field, password string) []FieldError {
+	if len(password) < minPasswordLen || len(password) > maxPasswordLen {
+		return []FieldError{{field, fmt.Sprintf("must be %d to %d bytes long", minPasswordLen, maxPasswordLen)}}
+	}
+	return nil
+}

@@ -1,0 +1,368 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// Roles, from least to most allowed.
+const (
+	roleViewer = "viewer"
+	roleEditor = "editor"
+	roleAdmin  = "admin"
+)
+
+var roleRank = map[string]int{roleViewer: 1, roleEditor: 2, roleAdmin: 3}
+
+// Auth defaults.
+const (
+	sessionCookie      = "sluice_session"
+	csrfHeader         = "X-CSRF-Token"
+	defaultSessionIdle = 2 * time.Hour
+	defaultSessionMax  = 24 * time.Hour
+	// touchEvery bounds how often a session's or token's last use is
+	// written: once a minute is exact enough and spares a write per
+	// request.
+	touchEvery = time.Minute
+	// bootstrapTokenName names the token --bootstrap-token registers.
+	bootstrapTokenName = "bootstrap"
+)
+
+// publicPaths are the /api/v1 routes that answer without credentials.
+var publicPaths = map[string]bool{"/api/v1/health": true, "/api/v1/auth/login": true}
+
+// principal is who makes a request: a user through a console session, or
+// an API token.
+type principal struct {
+	user    *store.User     // a session's user
+	session *store.Session  // nil for tokens
+	token   *store.APIToken // nil for sessions
+	role    string
+}
+
+// actorName is how revisions name the principal: the username, or
+// "token:<name>".
+func (p *principal) actorName() string {
+	if p.token != nil {
+		return "token:" + p.token.Name
+	}
+	return p.user.Username
+}
+
+const principalKey = "sluice.principal"
+
+// principalOf returns the request's principal, or nil on public routes.
+func principalOf(c *fiber.Ctx) *principal {
+	p, _ := c.Locals(principalKey).(*principal)
+	return p
+}
+
+// authConfig is how the server authenticates.
+type authConfig struct {
+	// secureCookies marks the session cookie Secure (the server runs TLS).
+	secureCookies bool
+	sessionIdle   time.Duration
+	sessionMax    time.Duration
+	bcryptCost    int
+	now           func() time.Time
+}
+
+// auth authenticates and authorises every /api/v1 request, and keeps the
+// API tokens in memory: every token write goes through it, so the cache is
+// exact and a revocation takes effect on the next request.
+type auth struct {
+	store  *store.Store
+	logger *slog.Logger
+	cfg    authConfig
+	logins *loginLimiter
+	// dummyHash is checked against when a username does not exist, so that
+	// a login takes as long either way; made on first need.
+	dummyHash func() []byte
+
+	mu     sync.RWMutex
+	tokens map[string]*cachedToken // by token hash
+}
+
+type cachedToken struct {
+	token    store.APIToken
+	mu       sync.Mutex
+	lastSeen time.Time // last time written to the store
+}
+
+func newAuth(st *store.Store, logger *slog.Logger, cfg authConfig) *auth {
+	return &auth{
+		store: st, logger: logger, cfg: cfg, logins: newLoginLimiter(), tokens: map[string]*cachedToken{},
+		dummyHash: sync.OnceValue(func() []byte {
+			hash, _ := bcrypt.GenerateFromPassword([]byte(randomSecret(16)), cfg.bcryptCost)
+			return hash
+		}),
+	}
+}
+
+// start creates the first admin on an empty database, registers the
+// bootstrap token, and loads the tokens.
+func (a *auth) start(ctx context.Context, adminPassword, bootstrapToken string) error {
+	if err := a.ensureAdmin(ctx, adminPassword); err != nil {
+		return err
+	}
+	if bootstrapToken != "" {
+		now := a.cfg.now()
+		err := a.store.PutToken(ctx, &store.APIToken{
+			Name: bootstrapTokenName, Role: roleAdmin, TokenHash: hashSecret(bootstrapToken),
+			CreatedBy: "--bootstrap-token", CreatedAt: now,
+		})
+		if err != nil {
+			return fmt.Errorf("register the bootstrap token: %w", err)
+		}
+	}
+	return a.reloadTokens(ctx)
+}
+
+// ensureAdmin creates the user admin when there is no user at all, with
+// password or, if that is empty, a random one that is logged once.
+func (a *auth) ensureAdmin(ctx context.Context, password string) error {
+	n, err := a.store.CountUsers(ctx)
+	if err != nil || n > 0 {
+		return err
+	}
+	generated := password == ""
+	if generated {
+		password = randomSecret(18)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), a.cfg.bcryptCost)
+	if err != nil {
+		return err
+	}
+	if err := a.store.CreateUser(ctx, &store.User{Username: "admin", Role: roleAdmin, PasswordHash: string(hash)}); err != nil {
+		return fmt.Errorf("create the first admin: %w", err)
+	}
+	if generated {
+		a.logger.Warn("created the first user; log in and change the password (shown only this once)",
+			"username", "admin", "password", password)
+	} else {
+		a.logger.Info("created the first user with the password from SLUICE_ADMIN_PASSWORD", "username", "admin")
+	}
+	return nil
+}
+
+func (a *auth) reloadTokens(ctx context.Context) error {
+	all, err := a.store.AllTokens(ctx)
+	if err != nil {
+		return err
+	}
+	tokens := make(map[string]*cachedToken, len(all))
+	for _, t := range all {
+		last := time.Time{}
+		if t.LastUsedAt != nil {
+			last = *t.LastUsedAt
+		}
+		tokens[t.TokenHash] = &cachedToken{token: t, lastSeen: last}
+	}
+	a.mu.Lock()
+	a.tokens = tokens
+	a.mu.Unlock()
+	return nil
+}
+
+// middleware authenticates every /api/v1 request before routing, so that
+// an unknown path without credentials is 401 too, then checks the role the
+// method and path need and, for cookie-authenticated writes, the CSRF
+// token.
+func (a *auth) middleware(c *fiber.Ctx) error {
+	if publicPaths[c.Path()] {
+		return c.Next()
+	}
+	p, err := a.authenticate(c)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="sluice"`)
+		return NewError(http.StatusUnauthorized, "credentials are required: a bearer token or a console session")
+	}
+	if need := requiredRole(c.Method(), c.Path()); roleRank[p.role] < roleRank[need] {
+		return NewError(http.StatusForbidden, fmt.Sprintf("this needs the %s role; yours is %s", need, p.role))
+	}
+	if p.session != nil && !safeMethod(c.Method()) &&
+		subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(p.session.CSRFToken)) != 1 {
+		return NewError(http.StatusForbidden, "a console write must carry the session's csrfToken in the "+csrfHeader+" header")
+	}
+	c.Locals(principalKey, p)
+	return c.Next()
+}
+
+// requiredRole is the authorisation policy, by method and path: users and
+// tokens are the admins'; one's own account needs only a login; other
+// reads are the viewers', other writes the editors'.
+func requiredRole(method, path string) string {
+	p := strings.TrimPrefix(path, "/api/v1")
+	switch {
+	case p == "/me" || p == "/me/password" || p == "/auth/logout":
+		return roleViewer
+	case underPath(p, "/users") || underPath(p, "/tokens"):
+		return roleAdmin
+	case safeMethod(method):
+		return roleViewer
+	}
+	return roleEditor
+}
+
+func underPath(path, prefix string) bool {
+	return path == prefix || strings.HasPrefix(path, prefix+"/")
+}
+
+func safeMethod(method string) bool {
+	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
+}
+
+// authenticate finds the request's principal: a bearer token, else a
+// session cookie. A credential that is present but wrong, expired or
+// revoked is an error; no credential at all is a nil principal.
+func (a *auth) authenticate(c *fiber.Ctx) (*principal, error) {
+	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+		secret, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || secret == "" {
+			return nil, NewError(http.StatusUnauthorized, "the Authorization header must be \"Bearer <token>\"")
+		}
+		return a.tokenPrincipal(c.UserContext(), secret)
+	}
+	if cookie := c.Cookies(sessionCookie); cookie != "" {
+		return a.sessionPrincipal(c.UserContext(), cookie)
+	}
+	return nil, nil
+}
+
+func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, error) {
+	a.mu.RLock()
+	ct := a.tokens[hashSecret(secret)]
+	a.mu.RUnlock()
+	now := a.cfg.now()
+	if ct == nil || ct.token.ExpiresAt != nil && !now.Before(*ct.token.ExpiresAt) {
+		return nil, NewError(http.StatusUnauthorized, "the token is unknown, revoked or expired")
+	}
+	ct.mu.Lock()
+	touch := now.Sub(ct.lastSeen) >= touchEvery
+	if touch {
+		ct.lastSeen = now
+	}
+	ct.mu.Unlock()
+	if touch {
+		if err := a.store.TouchTokens(ctx, map[int64]time.Time{ct.token.ID: now}); err != nil {
+			a.logger.WarnContext(ctx, "record a token's last use", "token", ct.token.Name, "error", err)
+		}
+	}
+	token := ct.token
+	return &principal{token: &token, role: token.Role}, nil
+}
+
+func (a *auth) sessionPrincipal(ctx context.Context, cookie string) (*principal, error) {
+	idHash := hashSecret(cookie)
+	sess, user, err := a.store.GetSession(ctx, idHash)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, NewError(http.StatusUnauthorized, "the session has ended; log in again")
+	}
+	if err != nil {
+		return nil, err
+	}
+	now := a.cfg.now()
+	if !now.Before(sess.ExpiresAt) || now.Sub(sess.LastSeenAt) >= a.cfg.sessionIdle {
+		if err := a.store.DeleteSession(ctx, idHash); err != nil {
+			return nil, err
+		}
+		return nil, NewError(http.StatusUnauthorized, "the session has expired; log in again")
+	}
+	if now.Sub(sess.LastSeenAt) >= touchEvery {
+		if err := a.store.TouchSession(ctx, idHash, now); err != nil {
+			return nil, err
+		}
+	}
+	return &principal{user: &user, session: &sess, role: user.Role}, nil
+}
+
+// newSession logs user in: it stores a session and sets its cookie.
+func (a *auth) newSession(c *fiber.Ctx, user store.User) (store.Session, error) {
+	secret := randomSecret(32)
+	now := a.cfg.now()
+	sess := store.Session{
+		IDHash: hashSecret(secret), UserID: user.ID, CSRFToken: randomSecret(24),
+		CreatedAt: now, LastSeenAt: now, ExpiresAt: now.Add(a.cfg.sessionMax),
+	}
+	if err := a.store.CreateSession(c.UserContext(), &sess); err != nil {
+		return store.Session{}, err
+	}
+	c.Cookie(&fiber.Cookie{
+		Name: sessionCookie, Value: secret, Path: "/", HTTPOnly: true, Secure: a.cfg.secureCookies,
+		SameSite: fiber.CookieSameSiteStrictMode, Expires: sess.ExpiresAt,
+	})
+	return sess, nil
+}
+
+// clearCookie tells the browser to drop the session cookie.
+func (a *auth) clearCookie(c *fiber.Ctx) {
+	c.Cookie(&fiber.Cookie{
+		Name: sessionCookie, Value: "", Path: "/", HTTPOnly: true, Secure: a.cfg.secureCookies,
+		SameSite: fiber.CookieSameSiteStrictMode, Expires: time.Unix(0, 0), MaxAge: -1,
+	})
+}
+
+// addToken registers a new token in the store and the cache and returns its
+// secret.
+func (a *auth) addToken(ctx context.Context, t *store.APIToken) (string, error) {
+	secret := "slc_" + randomSecret(32)
+	t.TokenHash = hashSecret(secret)
+	if err := a.store.CreateToken(ctx, t); err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	a.tokens[t.TokenHash] = &cachedToken{token: *t}
+	a.mu.Unlock()
+	return secret, nil
+}
+
+// revokeToken deletes a token; the next request with it is refused.
+func (a *auth) revokeToken(ctx context.Context, id int64) error {
+	if err := a.store.DeleteToken(ctx, id); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for hash, ct := range a.tokens {
+		if ct.token.ID == id {
+			delete(a.tokens, hash)
+		}
+	}
+	return nil
+}
+
+// hashSecret is the SHA-256 of a high-entropy secret (a session or token):
+// enough against a stolen database, and cheap on every request. Passwords,
+// low in entropy, get bcrypt instead.
+func hashSecret(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return hex.EncodeToString(sum[:])
+}
+
+// randomSecret returns n random bytes, base64url-encoded.
+func randomSecret(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on supported platforms
+	}
+	return base64.RawURLEncoding.EncodeToString(b)
+}

@@ -1,0 +1,184 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// APIToken is an API token as lists show it: never its secret.
+type APIToken struct {
+	ID         int64      `json:"id" example:"7"`
+	Name       string     `json:"name" example:"ci-deploy"`
+	Role       string     `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	ExpiresAt  *time.Time `json:"expiresAt"`
+	LastUsedAt *time.Time `json:"lastUsedAt"`
+	CreatedBy  string     `json:"createdBy" example:"alice"`
+	CreatedAt  time.Time  `json:"createdAt"`
+}
+
+func tokenOf(t store.APIToken) APIToken {
+	return APIToken{
+		ID: t.ID, Name: t.Name, Role: t.Role, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt,
+		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
+	}
+}
+
+// NewAPIToken is a token just created, with its secret: shown this once.
+type NewAPIToken struct {
+	ID        int64      `json:"id" example:"7"`
+	Name      string     `json:"name" example:"ci-deploy"`
+	Role      string     `json:"role" example:"editor"`
+	Token     string     `json:"token" example:"slc_3q2-7wEvz6xYcH1o0hQk0oOq3Ysm6mC0i2qWb1Q4l7k"`
+	ExpiresAt *time.Time `json:"expiresAt"`
+	CreatedAt time.Time  `json:"createdAt"`
+}
+
+// TokenRequest creates an API token.
+type TokenRequest struct {
+	Name string `json:"name" example:"ci-deploy"`
+	Role string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	// ExpiresAt is optional: without it the token does not expire.
+	ExpiresAt *time.Time `json:"expiresAt"`
+}
+
+// TokenList is one page of API tokens.
+type TokenList struct {
+	Items    []APIToken `json:"items"`
+	Total    int64      `json:"total"`
+	Page     int        `json:"page"`
+	PageSize int        `json:"pageSize"`
+}
+
+type tokenHandler struct {
+	auth *auth
+}
+
+func bindTokens(api fiber.Router, h *tokenHandler) {
+	api.Get("/tokens", h.list)
+	api.Post("/tokens", h.create)
+	api.Delete("/tokens/:id", h.delete)
+}
+
+// list answers the API tokens, without their secrets.
+//
+//	@Summary	List API tokens
+//	@Tags		tokens
+//	@Produce	json
+//	@Param		page		query		int	false	"page, from 1"				default(1)
+//	@Param		pageSize	query		int	false	"tokens per page, 1 to 500"	default(50)
+//	@Success	200			{object}	TokenList
+//	@Failure	400			{object}	ErrorResponse
+//	@Failure	401			{object}	ErrorResponse
+//	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Security	BearerAuth
+//	@Router		/tokens [get]
+func (h *tokenHandler) list(c *fiber.Ctx) error {
+	page, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	all, err := h.auth.store.AllTokens(c.UserContext())
+	if err != nil {
+		return err
+	}
+	items := []APIToken{}
+	for i := (page.Number - 1) * page.Size; i < len(all) && len(items) < page.Size; i++ {
+		items = append(items, tokenOf(all[i]))
+	}
+	return writeJSON(c, http.StatusOK, TokenList{Items: items, Total: int64(len(all)), Page: page.Number, PageSize: page.Size})
+}
+
+// create makes an API token and answers its secret, this once.
+//
+//	@Summary	Create an API token
+//	@Tags		tokens
+//	@Accept		json
+//	@Produce	json
+//	@Param		token	body		TokenRequest	true	"name, role and optional expiry"
+//	@Success	201		{object}	NewAPIToken
+//	@Failure	400		{object}	ErrorResponse
+//	@Failure	401		{object}	ErrorResponse
+//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	409		{object}	ErrorResponse	"the name is taken"
+//	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Security	BearerAuth
+//	@Router		/tokens [post]
+func (h *tokenHandler) create(c *fiber.Ctx) error {
+	var errs []FieldError
+	o, err := parseObject(c.Body(), "", &errs)
+	if err != nil {
+		return errNotJSONObject(err)
+	}
+	var name, role, expires string
+	o.str("name", &name)
+	o.str("role", &role)
+	o.str("expiresAt", &expires)
+	o.rest(func(string) string { return "" })
+	if n := utf8.RuneCountInString(name); n < 1 || n > 128 {
+		errs = append(errs, FieldError{"name", "is required, at most 128 characters"})
+	}
+	if roleRank[role] == 0 {
+		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer"})
+	}
+	now := h.auth.cfg.now()
+	t := store.APIToken{Name: name, Role: role, CreatedBy: principalOf(c).actorName(), CreatedAt: now}
+	if expires != "" {
+		at, err := time.Parse(time.RFC3339, expires)
+		switch {
+		case err != nil:
+			errs = append(errs, FieldError{"expiresAt", "must be an RFC 3339 time"})
+		case !at.After(now):
+			errs = append(errs, FieldError{"expiresAt", "must be in the future"})
+		default:
+			at = at.UTC()
+			t.ExpiresAt = &at
+		}
+	}
+	if len(errs) > 0 {
+		return ValidationFailed("the token is not valid; see details", errs...)
+	}
+	secret, err := h.auth.addToken(c.UserContext(), &t)
+	if errors.Is(err, store.ErrConflict) {
+		return fmt.Errorf("a token named %q exists already: %w", name, err)
+	}
+	if err != nil {
+		return err
+	}
+	c.Location(fmt.Sprintf("%s/%d", c.Path(), t.ID))
+	return writeJSON(c, http.StatusCreated, NewAPIToken{
+		ID: t.ID, Name: t.Name, Role: t.Role, Token: secret, ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt,
+	})
+}
+
+// delete revokes an API token: the next request with it is refused.
+//
+//	@Summary	Revoke an API token
+//	@Tags		tokens
+//	@Param		id	path	int	true	"token id"
+//	@Success	204
+//	@Failure	400	{object}	ErrorResponse
+//	@Failure	401	{object}	ErrorResponse
+//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	404	{object}	ErrorResponse	"no such token"
+//	@Security	BearerAuth
+//	@Router		/tokens/{id} [delete]
+func (h *tokenHandler) delete(c *fiber.Ctx) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.auth.revokeToken(c.UserContext(), id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("no token has id %d: %w", id, err)
+		}
+		return err
+	}
+	return c.SendStatus(http.StatusNoContent)
+}

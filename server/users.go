@@ -1,0 +1,258 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+
+	"github.com/gofiber/fiber/v2"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// UserRequest creates a user, or changes one (PATCH: only the fields
+// given).
+type UserRequest struct {
+	Username string `json:"username" example:"alice"`
+	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	// Password is write-only; changing it ends the user's sessions.
+	Password string `json:"password" example:"correct horse battery staple"`
+}
+
+// UserList is one page of users.
+type UserList struct {
+	Items    []User `json:"items"`
+	Total    int64  `json:"total"`
+	Page     int    `json:"page"`
+	PageSize int    `json:"pageSize"`
+}
+
+var usernamePattern = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9._@-]{0,63}$`)
+
+type userHandler struct {
+	auth *auth
+}
+
+func bindUsers(api fiber.Router, h *userHandler) {
+	api.Get("/users", h.list)
+	api.Post("/users", h.create)
+	api.Get("/users/:id", h.get)
+	api.Patch("/users/:id", h.update)
+	api.Delete("/users/:id", h.delete)
+}
+
+// list answers one page of users.
+//
+//	@Summary	List users
+//	@Tags		users
+//	@Produce	json
+//	@Param		page		query		int	false	"page, from 1"				default(1)
+//	@Param		pageSize	query		int	false	"users per page, 1 to 500"	default(50)
+//	@Success	200			{object}	UserList
+//	@Failure	400			{object}	ErrorResponse
+//	@Failure	401			{object}	ErrorResponse
+//	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Security	BearerAuth
+//	@Router		/users [get]
+func (h *userHandler) list(c *fiber.Ctx) error {
+	page, err := pageParams(c)
+	if err != nil {
+		return err
+	}
+	users, total, err := h.auth.store.ListUsers(c.UserContext(), page)
+	if err != nil {
+		return err
+	}
+	items := make([]User, len(users))
+	for i, u := range users {
+		items[i] = userOf(u)
+	}
+	return writeJSON(c, http.StatusOK, UserList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
+}
+
+// get answers one user.
+//
+//	@Summary	Get a user
+//	@Tags		users
+//	@Produce	json
+//	@Param		id	path		int	true	"user id"
+//	@Success	200	{object}	User
+//	@Failure	400	{object}	ErrorResponse
+//	@Failure	401	{object}	ErrorResponse
+//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	404	{object}	ErrorResponse	"no such user"
+//	@Security	BearerAuth
+//	@Router		/users/{id} [get]
+func (h *userHandler) get(c *fiber.Ctx) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	u, err := h.auth.store.GetUser(c.UserContext(), id)
+	if err != nil {
+		return userMissing(id, err)
+	}
+	return writeJSON(c, http.StatusOK, userOf(u))
+}
+
+// create adds a user.
+//
+//	@Summary	Create a user
+//	@Tags		users
+//	@Accept		json
+//	@Produce	json
+//	@Param		user	body		UserRequest	true	"username, role and password"
+//	@Success	201		{object}	User
+//	@Failure	400		{object}	ErrorResponse
+//	@Failure	401		{object}	ErrorResponse
+//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	409		{object}	ErrorResponse	"the username is taken"
+//	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Security	BearerAuth
+//	@Router		/users [post]
+func (h *userHandler) create(c *fiber.Ctx) error {
+	req, present, err := decodeUserRequest(c)
+	if err != nil {
+		return err
+	}
+	var errs []FieldError
+	if !usernamePattern.MatchString(req.Username) {
+		errs = append(errs, FieldError{"username", "must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"})
+	}
+	if !present["role"] || roleRank[req.Role] == 0 {
+		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer"})
+	}
+	errs = append(errs, checkPassword("password", req.Password)...)
+	if len(errs) > 0 {
+		return ValidationFailed("the user is not valid; see details", errs...)
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(req.Password), h.auth.cfg.bcryptCost)
+	if err != nil {
+		return err
+	}
+	u := store.User{Username: req.Username, Role: req.Role, PasswordHash: string(hash)}
+	if err := h.auth.store.CreateUser(c.UserContext(), &u); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("a user named %q exists already: %w", req.Username, err)
+		}
+		return err
+	}
+	c.Location(fmt.Sprintf("%s/%d", c.Path(), u.ID))
+	return writeJSON(c, http.StatusCreated, userOf(u))
+}
+
+// update changes a user's role or password.
+//
+//	@Summary		Update a user
+//	@Description	Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted.
+//	@Tags			users
+//	@Accept			json
+//	@Produce		json
+//	@Param			id		path		int			true	"user id"
+//	@Param			user	body		UserRequest	true	"role and/or password; the username cannot change"
+//	@Success		200		{object}	User
+//	@Failure		400		{object}	ErrorResponse
+//	@Failure		401		{object}	ErrorResponse
+//	@Failure		403		{object}	ErrorResponse	"admins only"
+//	@Failure		404		{object}	ErrorResponse	"no such user"
+//	@Failure		409		{object}	ErrorResponse	"it would leave no admin"
+//	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Security		BearerAuth
+//	@Router			/users/{id} [patch]
+func (h *userHandler) update(c *fiber.Ctx) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	req, present, err := decodeUserRequest(c)
+	if err != nil {
+		return err
+	}
+	current, err := h.auth.store.GetUser(c.UserContext(), id)
+	if err != nil {
+		return userMissing(id, err)
+	}
+	var errs []FieldError
+	if present["username"] && req.Username != current.Username {
+		errs = append(errs, FieldError{"username", "cannot change"})
+	}
+	role := current.Role
+	if present["role"] {
+		if roleRank[req.Role] == 0 {
+			errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer"})
+		}
+		role = req.Role
+	}
+	var hash []byte
+	if present["password"] {
+		if errs = append(errs, checkPassword("password", req.Password)...); len(errs) == 0 {
+			if hash, err = bcrypt.GenerateFromPassword([]byte(req.Password), h.auth.cfg.bcryptCost); err != nil {
+				return err
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return ValidationFailed("the user was not changed; see details", errs...)
+	}
+	u, err := h.auth.store.UpdateUser(c.UserContext(), id, role, string(hash))
+	if err != nil {
+		return userMissing(id, err)
+	}
+	return writeJSON(c, http.StatusOK, userOf(u))
+}
+
+// delete removes a user and ends their sessions.
+//
+//	@Summary	Delete a user
+//	@Tags		users
+//	@Param		id	path	int	true	"user id"
+//	@Success	204
+//	@Failure	400	{object}	ErrorResponse
+//	@Failure	401	{object}	ErrorResponse
+//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	404	{object}	ErrorResponse	"no such user"
+//	@Failure	409	{object}	ErrorResponse	"the last admin cannot be deleted"
+//	@Security	BearerAuth
+//	@Router		/users/{id} [delete]
+func (h *userHandler) delete(c *fiber.Ctx) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	if err := h.auth.store.DeleteUser(c.UserContext(), id); err != nil {
+		return userMissing(id, err)
+	}
+	return c.SendStatus(http.StatusNoContent)
+}
+
+func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
+	var errs []FieldError
+	o, err := parseObject(c.Body(), "", &errs)
+	if err != nil {
+		return UserRequest{}, nil, errNotJSONObject(err)
+	}
+	var req UserRequest
+	present := map[string]bool{
+		"username": o.str("username", &req.Username),
+		"role":     o.str("role", &req.Role),
+		"password": o.str("password", &req.Password),
+	}
+	o.rest(func(string) string { return "" })
+	if len(errs) > 0 {
+		return UserRequest{}, nil, ValidationFailed("the user is not valid; see details", errs...)
+	}
+	return req, present, nil
+}
+
+// userMissing words store errors about user id.
+func userMissing(id int64, err error) error {
+	switch {
+	case errors.Is(err, store.ErrLastAdmin):
+		return fmt.Errorf("user %d is the last admin; make another admin first: %w", id, store.ErrConflict)
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("no user has id %d: %w", id, err)
+	}
+	return err
+}
