@@ -207,6 +207,20 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 	return c.Next()
 }
 
+// requireCredentials lets through any authenticated caller, whatever its
+// role: it guards /metrics, which Prometheus scrapes with a bearer token.
+func (a *auth) requireCredentials(c *fiber.Ctx) error {
+	p, err := a.authenticate(c)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="sluice"`)
+		return NewError(http.StatusUnauthorized, "credentials are required: a bearer token (or start the server with --public-metrics)")
+	}
+	return c.Next()
+}
+
 // requiredRole is the authorisation policy, by method and path: users and
 // tokens are the admins'; one's own account needs only a login; other
 // reads are the viewers', other writes the editors'.

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -54,9 +55,24 @@ func startAuthNode(t *testing.T) *authNode {
 }
 
 // as sends a request with the given headers only and returns the status
-// and body.
+// and body; of an event stream, only the status.
 func (n *authNode) as(t *testing.T, header http.Header, method, path, body string) (int, []byte) {
 	t.Helper()
+	if strings.HasSuffix(path, "/stream") {
+		ctx, cancel := context.WithCancel(t.Context())
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, method, n.baseURL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = header.Clone()
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode, nil
+	}
 	resp, data := n.doWith(t, method, path, strings.NewReader(body), header)
 	return resp.StatusCode, data
 }
@@ -137,6 +153,15 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 			continue
 		}
 		seen[key] = true
+		if route.Path == "/metrics" {
+			if status, _ := n.as(t, nil, route.Method, route.Path, ""); status != http.StatusUnauthorized {
+				t.Errorf("%s without credentials: %d, want 401 (no --public-metrics)", key, status)
+			}
+			if status, _ := n.as(t, bearer(viewer), route.Method, route.Path, ""); status != http.StatusOK {
+				t.Errorf("%s with a token: %d, want 200", key, status)
+			}
+			continue
+		}
 		if !strings.HasPrefix(route.Path, "/api/v1") {
 			if !publicOutsideAPI[route.Path] {
 				t.Errorf("%s: a route outside /api/v1 that is not known to be public", key)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/crypto/bcrypt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -44,7 +45,10 @@ func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, befo
 	feed := NewBreakerFeed()
 	eng := engine.New(engine.Options{Clock: clock, OnBreakerStateChange: feed.Notify})
 	// Unguarded: these tests count the resources they made, not the API's.
-	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true, BreakerFeed: feed})
+	srv, err := New(t.Context(), Config{
+		Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true, BreakerFeed: feed,
+		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,14 +78,14 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // bindPrometheus mounts GET /metrics, the Prometheus exposition of the
-// resources' figures and of the process. It is public for now; the auth
-// work puts it behind a bearer token unless Config.PublicMetrics.
-func bindPrometheus(app *fiber.App, eng *engine.Engine, f *metricsFlusher) {
+// resources' figures and of the process, behind guard (the bearer token
+// check, or nothing with Config.PublicMetrics).
+func bindPrometheus(app *fiber.App, eng *engine.Engine, f *metricsFlusher, guard fiber.Handler) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(
 		newResourceCollector(eng, f),
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
-	app.Get("/metrics", adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
+	app.Get("/metrics", guard, adaptor.HTTPHandler(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 }

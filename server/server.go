@@ -234,7 +234,11 @@ func (s *Server) routes() {
 	bindBreakers(api, &breakerHandler{engine: s.engine})
 	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, rules: s.rules, flusher: s.flusher})
 	bindMetrics(api, &metricsHandler{store: s.store, flusher: s.flusher, stream: s.stream})
-	bindPrometheus(s.app, s.engine, s.flusher)
+	guard := s.auth.requireCredentials
+	if s.publicMetrics {
+		guard = func(c *fiber.Ctx) error { return c.Next() }
+	}
+	bindPrometheus(s.app, s.engine, s.flusher, guard)
 
 	s.app.Get("/swagger/*", swagger.New())
 	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))

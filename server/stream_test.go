@@ -26,6 +26,7 @@ func openStream(t *testing.T, ctx context.Context, c *http.Client, n *metricsNod
 	if err != nil {
 		t.Fatal(err)
 	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
