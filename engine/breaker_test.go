@@ -207,6 +207,9 @@ func TestBreakerReleasedProbeFreesItsSlot(t *testing.T) {
 	if blk != nil {
 		t.Fatal(blk)
 	}
+	if !probe.NeedsExit() {
+		t.Fatal("a probe does not need an Exit")
+	}
 	if _, blk := h.res.Entry(); blk == nil {
 		t.Fatal("a second call passed with the only probe in flight")
 	}

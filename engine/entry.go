@@ -210,9 +210,10 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	}
 }
 
-// LimitsConcurrency reports whether a concurrency rule reads the resource's
-// calls in flight (its own, or an associated one's), so that its entries
-// must be exited, not released at once, for the rule to see them.
-func (r *Resource) LimitsConcurrency() bool {
-	return r != nil && r.rules.Load().inFlightMatters
+// NeedsExit reports whether the entry must be exited, not released at
+// once, when its outcome is to be reported later: a concurrency rule counts
+// it in flight (its resource's, or an associated one's), or it is a probe a
+// half-open circuit breaker waits for.
+func (e Entry) NeedsExit() bool {
+	return e.res != nil && (e.rules.inFlightMatters || e.probes != 0)
 }

@@ -513,12 +513,21 @@ func TestReleaseAndRecordComplete(t *testing.T) {
 	)
 	plain, conc := e.Resource("plain"), e.Resource("conc")
 	for _, tt := range []struct {
-		r    *Resource
+		name string
 		want bool
-	}{{plain, false}, {conc, true}, {e.Resource("read"), true}, {e.Resource("write"), false}, {nil, false}} {
-		if got := tt.r.LimitsConcurrency(); got != tt.want {
-			t.Errorf("LimitsConcurrency() = %v, want %v", got, tt.want)
+	}{{"plain", false}, {"conc", true}, {"read", true}, {"write", false}} {
+		en, blk := e.Entry(tt.name)
+		if blk != nil {
+			t.Fatal(blk)
 		}
+		if got := en.NeedsExit(); got != tt.want {
+			t.Errorf("%s: NeedsExit() = %v, want %v", tt.name, got, tt.want)
+		}
+		en.Release()
+	}
+	var none Entry
+	if none.NeedsExit() {
+		t.Error("the zero Entry needs an Exit")
 	}
 	en, blk := conc.Entry()
 	if blk != nil {
@@ -533,7 +542,7 @@ func TestReleaseAndRecordComplete(t *testing.T) {
 	}
 	plain.RecordComplete(3, 40, true)
 	plain.RecordComplete(0, 10, false) // ignored
-	if got, want := plain.Live(), (LiveStats{CompleteQps: 3, ErrorQps: 3, AvgRtMs: 40}); got != want {
+	if got, want := plain.Live(), (LiveStats{PassQps: 1, CompleteQps: 3, ErrorQps: 3, AvgRtMs: 40}); got != want {
 		t.Fatalf("live = %+v, want %+v", got, want)
 	}
 }

@@ -135,7 +135,8 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 
 // decide asks the engine, which must not sleep: a throttled caller is told
 // how long to wait instead. The entry is released at once unless a
-// concurrency rule counts it; then it is held until complete.
+// concurrency rule counts it or a circuit breaker waits for it as a probe;
+// then it is held until complete.
 func (h *checkHandler) decide(q checkQuery) CheckResult {
 	res := h.engine.Resource(q.resource)
 	e, blk := res.Entry(engine.WithCount(q.count), engine.WithNoWait())
@@ -143,7 +144,7 @@ func (h *checkHandler) decide(q checkQuery) CheckResult {
 		return CheckResult{Reason: string(blk.Reason()), Rule: blk.Rule()}
 	}
 	r := CheckResult{Allowed: true, WaitMs: e.WaitMs()}
-	if res.LimitsConcurrency() {
+	if e.NeedsExit() {
 		r.EntryID = h.entries.hold(q.resource, q.count, e)
 	} else {
 		e.Release()
