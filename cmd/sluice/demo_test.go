@@ -34,6 +34,7 @@ func TestDemo(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, strings.ReplaceAll(v, "{dir}", dir))
 			}
+			t.Setenv("SLUICE_BOOTSTRAP_TOKEN", cliToken)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
 			var stdout, stderr syncBuffer
@@ -53,7 +54,12 @@ func TestDemo(t *testing.T) {
 				return addr != ""
 			})
 			client := &http.Client{Timeout: 2 * time.Second}
-			resp, err := client.Get("http://" + addr + "/api/v1/rules?q=demo-")
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/rules?q=demo-", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+cliToken)
+			resp, err := client.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}
