@@ -78,6 +78,12 @@ func (e *Engine) Resource(name string) *Resource {
 	})
 }
 
+// Lookup returns the named resource if the engine tracks it, else nil; it
+// never creates one.
+func (e *Engine) Lookup(name string) *Resource {
+	return e.resources.get(name)
+}
+
 // Entry is Resource(name).Entry(opts...).
 func (e *Engine) Entry(name string, opts ...EntryOption) (Entry, *BlockError) {
 	if r, ok := (*e.resources.read.Load())[name]; ok {

@@ -112,4 +112,10 @@ func TestResources(t *testing.T) {
 	if len(names) != 2 || names["ruled"] != 5_000 || names["called"] != 6_000 {
 		t.Fatalf("resources = %v, want ruled@5000 and called@6000", names)
 	}
+	if e.Lookup("called") == nil || e.Lookup("never") != nil {
+		t.Fatal("Lookup found an unknown resource or missed a known one")
+	}
+	if len(e.Resources()) != 2 {
+		t.Fatal("Lookup created a resource")
+	}
 }

@@ -307,13 +307,8 @@ func (h *resourceHandler) known(c *fiber.Ctx, name string) error {
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if h.rules.countByResource()[name] > 0 {
+	if h.rules.countByResource()[name] > 0 || h.engine.Lookup(name) != nil {
 		return nil
-	}
-	for _, r := range h.engine.Resources() {
-		if r.Name() == name {
-			return nil
-		}
 	}
 	return NotFound(fmt.Sprintf("no resource %q was ever seen", name))
 }
