@@ -79,6 +79,7 @@ func accuracy(ctx context.Context, args []string) error {
 	threshold := fs.Int("threshold", 100, "the rule's passes per second")
 	duration := fs.Duration("duration", 10*time.Second, "how long to hammer")
 	workers := fs.Int("workers", 16, "concurrent clients")
+	token := fs.String("token", os.Getenv("SLUICE_TOKEN"), "an editor or admin API token (default $SLUICE_TOKEN)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -88,7 +89,7 @@ func accuracy(ctx context.Context, args []string) error {
 		Transport: &http.Transport{MaxIdleConnsPerHost: *workers},
 	}
 	rule := fmt.Sprintf(`{"kind": "flow", "resource": %q, "threshold": %d}`, resource, *threshold)
-	if status, body, err := post(client, *server+"/api/v1/rules", rule); err != nil || status != http.StatusCreated {
+	if status, body, err := post(client, *server+"/api/v1/rules", *token, rule); err != nil || status != http.StatusCreated {
 		return fmt.Errorf("creating the rule: %d %s %v", status, body, err)
 	}
 
@@ -103,7 +104,7 @@ func accuracy(ctx context.Context, args []string) error {
 	for range *workers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
-				status, body, err := post(client, *server+"/api/v1/check", check)
+				status, body, err := post(client, *server+"/api/v1/check", *token, check)
 				at := time.Since(start)
 				var r struct {
 					Allowed bool `json:"allowed"`
@@ -149,9 +150,15 @@ func accuracy(ctx context.Context, args []string) error {
 	return nil
 }
 
-// post sends body as JSON and reads the answer.
-func post(client *http.Client, url, body string) (int, []byte, error) {
-	resp, err := client.Post(url, "application/json", bytes.NewReader([]byte(body)))
+// post sends body as JSON with the bearer token and reads the answer.
+func post(client *http.Client, url, token, body string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := client.Do(req)
 	if err != nil {
 		return 0, nil, err
 	}

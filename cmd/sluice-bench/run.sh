@@ -10,7 +10,9 @@ trap 'kill $sluice_pid $hello_pid 2>/dev/null || true; rm -rf "$work"' EXIT
 
 go build -o "$work/sluice" ./cmd/sluice
 go build -o "$work/sluice-bench" ./cmd/sluice-bench
-"$work/sluice" --addr 127.0.0.1:8080 --db "$work/bench.db" 2>"$work/sluice.log" &
+SLUICE_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
+export SLUICE_TOKEN
+"$work/sluice" --addr 127.0.0.1:8080 --db "$work/bench.db" --bootstrap-token "$SLUICE_TOKEN" 2>"$work/sluice.log" &
 sluice_pid=$!
 "$work/sluice-bench" hello -addr 127.0.0.1:8081 >"$work/hello.log" 2>&1 &
 hello_pid=$!

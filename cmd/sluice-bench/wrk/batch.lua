@@ -7,4 +7,5 @@ for i = 0, 99 do
 end
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer " .. os.getenv("SLUICE_TOKEN")
 wrk.body = '{"checks":[' .. table.concat(checks, ",") .. ']}'
