@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 func TestCircuitBreakerRules(t *testing.T) {
@@ -115,5 +117,64 @@ func TestImportSentinelCircuitBreakers(t *testing.T) {
 	resp, body := n.do(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", strings.NewReader(`[{"resource":"x","strategy":7,"retryTimeoutMs":1,"threshold":1}]`))
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "rules[0].strategy") {
 		t.Fatalf("bad strategy: %d %s", resp.StatusCode, body)
+	}
+}
+
+// TestBreakerOverHTTP is the whole cycle through the check API: errors
+// reported with complete open the breaker, checks are then blocked with
+// reason circuitBreaker, after retryTimeoutMs one probe goes through (held
+// under an entryId), and its success closes the breaker.
+func TestBreakerOverHTTP(t *testing.T) {
+	clock := engine.NewManualClock(1_000_000)
+	ts := newTestServerWith(t, func(cfg *Config) {
+		cfg.Engine = engine.New(engine.Options{Clock: clock})
+		t.Cleanup(cfg.Engine.Close)
+		cfg.UnguardedAPI = true
+	}, nil)
+	post := func(path, body string) (int, map[string]any) {
+		t.Helper()
+		resp, data := ts.do(t, http.MethodPost, path, strings.NewReader(body))
+		var answer map[string]any
+		if len(data) > 0 {
+			if err := json.Unmarshal(data, &answer); err != nil {
+				t.Fatalf("%s: %v: %s", path, err, data)
+			}
+		}
+		return resp.StatusCode, answer
+	}
+	if status, _ := post("/api/v1/rules", `{"kind":"circuitBreaker","name":"pay-errors","resource":"pay",
+		"strategy":"errorCount","threshold":2,"minRequestAmount":2,"retryTimeoutMs":5000}`); status != http.StatusCreated {
+		t.Fatalf("create: %d", status)
+	}
+	for range 2 {
+		if _, answer := post("/api/v1/check", `{"resource":"pay"}`); answer["allowed"] != true {
+			t.Fatalf("check while closed: %v", answer)
+		}
+		if status, _ := post("/api/v1/complete", `{"resource":"pay","rtMs":12,"error":true}`); status != http.StatusNoContent {
+			t.Fatalf("complete: %d", status)
+		}
+	}
+	if _, answer := post("/api/v1/check", `{"resource":"pay"}`); answer["allowed"] != false || answer["reason"] != "circuitBreaker" || answer["rule"] != "pay-errors" {
+		t.Fatalf("check while open: %v, want blocked by pay-errors", answer)
+	}
+	clock.Advance(5000)
+	_, probe := post("/api/v1/check", `{"resource":"pay"}`)
+	entryID, _ := probe["entryId"].(string)
+	if probe["allowed"] != true || entryID == "" {
+		t.Fatalf("the probe after retryTimeoutMs: %v, want allowed with an entryId", probe)
+	}
+	if _, answer := post("/api/v1/check", `{"resource":"pay"}`); answer["allowed"] != false || answer["reason"] != "circuitBreaker" {
+		t.Fatalf("a second call while the probe is out: %v, want blocked", answer)
+	}
+	if status, _ := post("/api/v1/complete", `{"entryId":"`+entryID+`","rtMs":8}`); status != http.StatusNoContent {
+		t.Fatalf("complete the probe: %d", status)
+	}
+	if _, answer := post("/api/v1/check", `{"resource":"pay"}`); answer["allowed"] != true || answer["entryId"] != nil {
+		t.Fatalf("check after a successful probe: %v, want allowed, nothing held", answer)
+	}
+	var list BreakerList
+	resp, data := ts.do(t, http.MethodGet, "/api/v1/breakers", nil)
+	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &list) != nil || len(list.Items) != 1 || list.Items[0].State != "closed" {
+		t.Fatalf("breakers: %d %s, want pay-errors closed", resp.StatusCode, data)
 	}
 }
