@@ -41,31 +41,12 @@ func ValidateCircuitBreakerRules(rules []CircuitBreakerRule) error {
 }
 
 func validateCircuitBreakerRules(rules []CircuitBreakerRule) ([]CircuitBreakerRule, error) {
-	loaded := make([]CircuitBreakerRule, len(rules))
-	var errs fieldErrors
-	names := make(map[string]int, len(rules))
 	perResource := make(map[string]int)
-	for i, rule := range rules {
-		rule = rule.WithDefaults()
-		for _, fe := range rule.Validate() {
-			errs.add(fmt.Sprintf("rules[%d].%s", i, fe.Field), fe.Message)
-		}
-		if rule.Name != "" {
-			if first, taken := names[rule.Name]; taken {
-				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", rule.Name, first))
-			} else {
-				names[rule.Name] = i
-			}
-		}
+	return validateSet(rules, func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
 		if perResource[rule.Resource]++; perResource[rule.Resource] == maxBreakersPerResource+1 {
 			errs.add(fmt.Sprintf("rules[%d].resource", i), fmt.Sprintf("has more than %d circuit breakers", maxBreakersPerResource))
 		}
-		loaded[i] = rule
-	}
-	if len(errs) > 0 {
-		return nil, &ValidationError{Fields: errs}
-	}
-	return loaded, nil
+	})
 }
 
 // CircuitBreakerRules returns the loaded circuit breaker rules, defaults

@@ -112,3 +112,5 @@ func (r CircuitBreakerRule) Validate() []FieldError {
 	}
 	return errs
 }
+
+func (r CircuitBreakerRule) ruleName() string { return r.Name }

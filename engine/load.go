@@ -134,7 +134,21 @@ func ValidateFlowRules(rules []FlowRule) error {
 // validateFlowRules returns the rules with their defaults, or the error that
 // names every bad field as "rules[i].field".
 func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
-	loaded := make([]FlowRule, len(rules))
+	return validateSet(rules, nil)
+}
+
+// validatable is a rule type: FlowRule or CircuitBreakerRule.
+type validatable[R any] interface {
+	WithDefaults() R
+	Validate() []FieldError
+	ruleName() string
+}
+
+// validateSet validates rules as a set: each rule, unique names, and
+// whatever check adds. It returns the rules with their defaults, or the
+// error that names every bad field as "rules[i].field".
+func validateSet[R validatable[R]](rules []R, check func(i int, rule R, errs *fieldErrors)) ([]R, error) {
+	loaded := make([]R, len(rules))
 	var errs fieldErrors
 	names := make(map[string]int, len(rules))
 	for i, rule := range rules {
@@ -142,12 +156,15 @@ func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
 		for _, fe := range rule.Validate() {
 			errs.add(fmt.Sprintf("rules[%d].%s", i, fe.Field), fe.Message)
 		}
-		if rule.Name != "" {
-			if first, taken := names[rule.Name]; taken {
-				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", rule.Name, first))
+		if name := rule.ruleName(); name != "" {
+			if first, taken := names[name]; taken {
+				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", name, first))
 			} else {
-				names[rule.Name] = i
+				names[name] = i
 			}
+		}
+		if check != nil {
+			check(i, rule, &errs)
 		}
 		loaded[i] = rule
 	}

@@ -222,6 +222,8 @@ func (r FlowRule) Validate() []FieldError {
 	return errs
 }
 
+func (r FlowRule) ruleName() string { return r.Name }
+
 // validateResourceName returns why name is not a valid resource name, or "".
 func validateResourceName(name string) string {
 	switch {
