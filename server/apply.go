@@ -137,35 +137,46 @@ func isYAML(contentType string) bool {
 // decodeApplyRules decodes and validates the rules of an apply body; every
 // bad field is named rules[i].field, and its message names the rule.
 func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
+	named := map[string]int{}
+	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
+		func(i int, o *object, errs *[]FieldError) rule {
+			var label string
+			if o.str("name", &label); label == "" {
+				label = fmt.Sprintf("#%d", i)
+			}
+			o.label = label
+			r := decodeRule(o, rule{}, forApply)
+			if first, dup := named[r.Name]; dup && r.Name != "" {
+				*errs = append(*errs, FieldError{o.path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
+			}
+			named[r.Name] = i
+			return r
+		})
+}
+
+// decodeRuleList decodes the rule objects of an apply or import body with
+// decode, which reads one object (its o.label names the rule in messages),
+// and validates each: every bad field is named rules[i].field. failed is
+// the message when any is bad.
+func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *object, errs *[]FieldError) rule) ([]rule, error) {
 	if len(items) > maxApplyRules {
-		msg := fmt.Sprintf("holds %d rules, more than the %d one apply takes", len(items), maxApplyRules)
+		msg := fmt.Sprintf("holds %d rules, more than the %d one request takes", len(items), maxApplyRules)
 		return nil, ValidationFailed("too many rules: "+msg, FieldError{"rules", msg})
 	}
 	var errs []FieldError
 	rules := make([]rule, 0, len(items))
-	named := map[string]int{}
 	for i, item := range items {
-		path := fmt.Sprintf("rules[%d].", i)
-		o, err := parseObject(item, path, &errs)
+		o, err := parseObject(item, fmt.Sprintf("rules[%d].", i), &errs)
 		if err != nil {
 			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue
 		}
-		var label string
-		if o.str("name", &label); label == "" {
-			label = fmt.Sprintf("#%d", i)
-		}
-		o.label = label
-		r := decodeRule(o, rule{}, forApply)
-		if first, dup := named[r.Name]; dup && r.Name != "" {
-			errs = append(errs, FieldError{path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
-		}
-		named[r.Name] = i
-		validateRule(&r, path, label, &errs)
+		r := decode(i, o, &errs)
+		validateRule(&r, o.path, o.label, &errs)
 		rules = append(rules, r)
 	}
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the rule file is not valid; nothing was applied; see details", errs...)
+		return nil, ValidationFailed(failed, errs...)
 	}
 	return rules, nil
 }

@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/sluicehq/sluice/engine"
 )
@@ -68,34 +67,18 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]rule, error) {
 // reads one rule object into a rule; names are made up in file order and
 // every rule is validated like an apply body.
 func convertSentinel(items []json.RawMessage, kind string, fill func(o *object, r *rule)) ([]rule, error) {
-	if len(items) > maxApplyRules {
-		msg := fmt.Sprintf("holds %d rules, more than the %d one import takes", len(items), maxApplyRules)
-		return nil, ValidationFailed("too many rules: "+msg, FieldError{"rules", msg})
-	}
-	var errs []FieldError
-	rules := make([]rule, 0, len(items))
 	named := map[string]bool{}
-	for i, item := range items {
-		path := fmt.Sprintf("rules[%d].", i)
-		o, err := parseObject(item, path, &errs)
-		if err != nil {
-			errs = append(errs, FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
-			continue
-		}
-		r := rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
-		o.str("resource", &r.Resource)
-		r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
-		named[r.Name] = true
-		o.label = r.Name
-		fill(o, &r)
-		o.rest(func(string) string { return "" })
-		validateRule(&r, path, r.Name, &errs)
-		rules = append(rules, r)
-	}
-	if len(errs) > 0 {
-		return nil, ValidationFailed("the Sentinel rules cannot be imported; nothing was applied; see details", errs...)
-	}
-	return rules, nil
+	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
+		func(_ int, o *object, _ *[]FieldError) rule {
+			r := rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
+			o.str("resource", &r.Resource)
+			r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
+			named[r.Name] = true
+			o.label = r.Name
+			fill(o, &r)
+			o.rest(func(string) string { return "" })
+			return r
+		})
 }
 
 func importedDescription(id string) string {
