@@ -135,7 +135,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, the answer carries an entryId that complete must send back.",
+                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back.",
                 "consumes": [
                     "application/json"
                 ],
@@ -2133,7 +2133,7 @@ const docTemplate = `{
                     "example": true
                 },
                 "entryId": {
-                    "description": "EntryID, when a concurrency rule counts the resource's calls in\nflight, names the allowed calls: send it back with complete to end\nthem, or they end as errors when their lease runs out.",
+                    "description": "EntryID, when a concurrency rule counts the resource's calls in\nflight or a half-open circuit breaker lets the calls through as its\nprobe, names the allowed calls: send it back with complete to end\nthem, or they end as errors when their lease runs out.",
                     "type": "string",
                     "example": "9f3c2a1b7d4e-1k"
                 },

@@ -31,7 +31,8 @@ type CheckResult struct {
 	// Rule, when blocked, is the name of the rule that blocked.
 	Rule string `json:"rule,omitempty" example:"orders-qps"`
 	// EntryID, when a concurrency rule counts the resource's calls in
-	// flight, names the allowed calls: send it back with complete to end
+	// flight or a half-open circuit breaker lets the calls through as its
+	// probe, names the allowed calls: send it back with complete to end
 	// them, or they end as errors when their lease runs out.
 	EntryID string `json:"entryId,omitempty" example:"9f3c2a1b7d4e-1k"`
 }
@@ -79,7 +80,7 @@ func bindCheck(api fiber.Router, h *checkHandler) {
 // check decides one check.
 //
 //	@Summary		Check whether calls may go ahead
-//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, the answer carries an entryId that complete must send back.
+//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back.
 //	@Tags			check
 //	@Accept			json
 //	@Produce		json

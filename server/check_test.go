@@ -407,3 +407,24 @@ func TestUnguardedAPIIsNotCounted(t *testing.T) {
 		}
 	}
 }
+
+func TestBreakerProbeOverHTTP(t *testing.T) {
+	ts, clock := newCheckServer(t, `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
+		"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000}`)
+	blocked := `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
+	ts.run(t, []exchange{
+		{checkPath, `{"resource": "pay"}`, 200, allowed},
+		{completePath, `{"resource": "pay", "rtMs": 10, "error": true}`, 204, ""},
+		{checkPath, `{"resource": "pay"}`, 200, blocked},
+	})
+	clock.Advance(5000)
+	ts.run(t, []exchange{
+		// Half-open: the one probe is held until its outcome comes back.
+		{checkPath, `{"resource": "pay"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
+		{checkPath, `{"resource": "pay"}`, 200, blocked},
+		{completePath, `{"entryId": "{id}", "rtMs": 12}`, 204, ""},
+		// The probe succeeded: closed again.
+		{checkPath, `{"resource": "pay"}`, 200, allowed},
+		{checkPath, `{"resource": "pay"}`, 200, allowed},
+	})
+}
