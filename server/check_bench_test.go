@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
 // BenchmarkCheckHandler runs check requests through the whole Fiber app,
-// middleware included, without a network: the server's share of a request.
+// middleware and bearer-token authentication included, without a network:
+// the server's share of a request.
 func BenchmarkCheckHandler(b *testing.B) {
 	st, err := store.Open(b.Context(), filepath.Join(b.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -23,7 +25,10 @@ func BenchmarkCheckHandler(b *testing.B) {
 	b.Cleanup(func() { _ = st.Close() })
 	eng := engine.New(engine.Options{})
 	b.Cleanup(eng.Close)
-	srv, err := New(b.Context(), Config{Engine: eng, Store: st, Logger: slog.New(slog.DiscardHandler)})
+	srv, err := New(b.Context(), Config{
+		Engine: eng, Store: st, Logger: slog.New(slog.DiscardHandler),
+		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -48,6 +53,7 @@ func BenchmarkCheckHandler(b *testing.B) {
 				ctx.Request.Header.SetMethod("POST")
 				ctx.Request.SetRequestURI(bb.path)
 				ctx.Request.Header.SetContentType("application/json")
+				ctx.Request.Header.Set("Authorization", "Bearer "+adminToken)
 				ctx.Request.SetBodyString(bb.body)
 				ctx.Response.Reset()
 				h(&ctx)
