@@ -224,6 +224,27 @@ func (r FlowRule) Validate() []FieldError {
 
 func (r FlowRule) ruleName() string { return r.Name }
 
+// ValidateResourceName says why name is not a valid resource name (1 to
+// MaxResourceNameLen characters of UTF-8, no control characters), or
+// returns "" when it is.
+func ValidateResourceName(name string) string {
+	if len(name) > 0 && len(name) <= MaxResourceNameLen && plainASCII(name) {
+		return ""
+	}
+	return validateResourceName(name)
+}
+
+// plainASCII reports whether s is printable ASCII only, the common case
+// the full check need not look at rune by rune.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
 // validateResourceName returns why name is not a valid resource name, or "".
 func validateResourceName(name string) string {
 	switch {

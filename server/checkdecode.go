@@ -128,7 +128,7 @@ func decodeCheckObject(o *object) checkQuery {
 	before := len(*o.errs)
 	o.str("resource", &q.resource)
 	if len(*o.errs) == before {
-		if msg := resourceProblem(q.resource); msg != "" {
+		if msg := engine.ValidateResourceName(q.resource); msg != "" {
 			o.fail("resource", msg)
 		}
 	}
@@ -148,7 +148,7 @@ func decodeCheckObject(o *object) checkQuery {
 // the field names.
 func checkProblems(q checkQuery, path string) []FieldError {
 	var errs []FieldError
-	if msg := resourceProblem(q.resource); msg != "" {
+	if msg := engine.ValidateResourceName(q.resource); msg != "" {
 		errs = append(errs, FieldError{path + "resource", msg})
 	}
 	if msg := countProblem(q.count); msg != "" {
@@ -160,31 +160,6 @@ func checkProblems(q checkQuery, path string) []FieldError {
 func countProblem(n int64) string {
 	if n < 1 || n > maxCheckCount {
 		return fmt.Sprintf("must be between 1 and %d", maxCheckCount)
-	}
-	return ""
-}
-
-// resourceProblem says why name is not a resource name, or "". Names of
-// printable ASCII within the length limit, the usual case, are good at
-// once; any other is judged by the engine's own rule validation, so that
-// the check API and the rules accept the same names.
-func resourceProblem(name string) string {
-	if name != "" && len(name) <= engine.MaxResourceNameLen {
-		plain := true
-		for i := 0; i < len(name); i++ {
-			if c := name[i]; c < 0x20 || c >= 0x7f {
-				plain = false
-				break
-			}
-		}
-		if plain {
-			return ""
-		}
-	}
-	for _, fe := range (engine.FlowRule{Resource: name}).Validate() {
-		if fe.Field == "resource" {
-			return fe.Message
-		}
 	}
 	return ""
 }
@@ -424,7 +399,7 @@ func decodeComplete(body []byte) (completeQuery, error) {
 	}
 	switch {
 	case valid("resource", func() bool { return o.str("resource", &q.resource) }):
-		if msg := resourceProblem(q.resource); msg != "" {
+		if msg := engine.ValidateResourceName(q.resource); msg != "" {
 			o.fail("resource", msg)
 		}
 	case !hasEntry && !o.has("resource"):
