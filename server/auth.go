@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -100,9 +101,10 @@ type auth struct {
 }
 
 type cachedToken struct {
-	token    store.APIToken
-	mu       sync.Mutex
-	lastSeen time.Time // last time written to the store
+	token store.APIToken
+	// lastSeenNs is when the last use was written to the store, in Unix
+	// nanoseconds; checked on every request without a lock.
+	lastSeenNs atomic.Int64
 }
 
 func newAuth(st *store.Store, logger *slog.Logger, cfg authConfig) *auth {
@@ -168,11 +170,11 @@ func (a *auth) reloadTokens(ctx context.Context) error {
 	}
 	tokens := make(map[string]*cachedToken, len(all))
 	for _, t := range all {
-		last := time.Time{}
+		ct := &cachedToken{token: t}
 		if t.LastUsedAt != nil {
-			last = *t.LastUsedAt
+			ct.lastSeenNs.Store(t.LastUsedAt.UnixNano())
 		}
-		tokens[t.TokenHash] = &cachedToken{token: t, lastSeen: last}
+		tokens[t.TokenHash] = ct
 	}
 	a.mu.Lock()
 	a.tokens = tokens
@@ -270,13 +272,8 @@ func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, e
 	if ct == nil || ct.token.ExpiresAt != nil && !now.Before(*ct.token.ExpiresAt) {
 		return nil, NewError(http.StatusUnauthorized, "the token is unknown, revoked or expired")
 	}
-	ct.mu.Lock()
-	touch := now.Sub(ct.lastSeen) >= touchEvery
-	if touch {
-		ct.lastSeen = now
-	}
-	ct.mu.Unlock()
-	if touch {
+	last := ct.lastSeenNs.Load()
+	if now.UnixNano()-last >= int64(touchEvery) && ct.lastSeenNs.CompareAndSwap(last, now.UnixNano()) {
 		if err := a.store.TouchTokens(ctx, map[int64]time.Time{ct.token.ID: now}); err != nil {
 			a.logger.WarnContext(ctx, "record a token's last use", "token", ct.token.Name, "error", err)
 		}
