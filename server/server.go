@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/filesystem"
 	"github.com/gofiber/fiber/v2/middleware/helmet"
 	"github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/swagger"
@@ -27,7 +26,6 @@ import (
 	_ "github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
-	"github.com/sluicehq/sluice/web"
 )
 
 const (
@@ -241,7 +239,7 @@ func (s *Server) routes() {
 	bindPrometheus(s.app, s.engine, s.flusher, guard)
 
 	s.app.Get("/swagger/*", swagger.New())
-	s.app.Use("/", filesystem.New(filesystem.Config{Root: http.FS(web.FS)}))
+	bindConsole(s.app)
 }
 
 // logRequests logs one line per request, at debug level when it succeeded

@@ -2,7 +2,8 @@ package web
 
 import "embed"
 
-// FS holds the console's files, index.html at its root.
+// FS holds the console's files: index.html at its root, the ES modules
+// under js/ and the vendored chart library under vendor/.
 //
-//go:embed index.html console.css
+//go:embed index.html console.css js vendor
 var FS embed.FS

@@ -1,0 +1,131 @@
+// The console's only way to the server: the public REST API under
+// /api/v1, with the session cookie and, on writes, the CSRF token.
+
+const base = '/api/v1';
+
+let csrfToken = '';
+const unauthorizedHandlers = new Set();
+
+/** ApiError is an error answer in the API's envelope. */
+export class ApiError extends Error {
+  constructor(status, body, headers) {
+    const err = body?.error ?? {};
+    super(err.message || `the server answered ${status}`);
+    this.status = status;
+    this.code = err.code || 'error';
+    this.details = Array.isArray(err.details) ? err.details : [];
+    this.headers = headers;
+  }
+}
+
+/** setCsrf keeps the session's CSRF token for the writes that follow. */
+export function setCsrf(token) {
+  csrfToken = token || '';
+}
+
+/**
+ * onUnauthorized registers fn to run when the session has ended (any 401
+ * but a failed login).
+ */
+export function onUnauthorized(fn) {
+  unauthorizedHandlers.add(fn);
+}
+
+const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * api sends one request and answers {status, data, headers}; an error
+ * answer throws an ApiError. Options: query (an object), body (an object,
+ * sent as JSON, or a string sent as is with contentType), headers, text
+ * (read the answer as text).
+ */
+export async function api(method, path, options = {}) {
+  const url = new URL(base + path, window.location.origin);
+  for (const [key, value] of Object.entries(options.query ?? {})) {
+    if (value !== undefined && value !== null && value !== '') {
+      url.searchParams.set(key, String(value));
+    }
+  }
+  const headers = new Headers(options.headers ?? {});
+  headers.set('Accept', 'application/json');
+  let body;
+  if (typeof options.body === 'string') {
+    body = options.body;
+    headers.set('Content-Type', options.contentType ?? 'application/json');
+  } else if (options.body !== undefined) {
+    body = JSON.stringify(options.body);
+    headers.set('Content-Type', 'application/json');
+  }
+  if (writes.has(method) && csrfToken) {
+    headers.set('X-CSRF-Token', csrfToken);
+  }
+  let resp = await fetch(url, { method, headers, body, credentials: 'same-origin', cache: 'no-store' });
+  if (resp.status === 403 && writes.has(method) && await refreshCsrf()) {
+    // A login in another tab replaced the session cookie this tab sends:
+    // the write goes again with the new session's token.
+    headers.set('X-CSRF-Token', csrfToken);
+    resp = await fetch(url, { method, headers, body, credentials: 'same-origin', cache: 'no-store' });
+  }
+  if (!resp.ok) {
+    let envelope = null;
+    try {
+      envelope = await resp.json();
+    } catch {
+      envelope = null;
+    }
+    const err = new ApiError(resp.status, envelope, resp.headers);
+    if (resp.status === 401 && path !== '/auth/login') {
+      for (const fn of unauthorizedHandlers) {
+        fn(err);
+      }
+    }
+    throw err;
+  }
+  let data = null;
+  if (resp.status !== 204) {
+    data = options.text ? await resp.text() : await resp.json();
+  }
+  return { status: resp.status, data, headers: resp.headers };
+}
+
+/**
+ * refreshCsrf asks for the session's CSRF token again and tells whether it
+ * changed.
+ */
+async function refreshCsrf() {
+  if (!csrfToken) {
+    return false;
+  }
+  try {
+    const resp = await fetch(new URL(`${base}/me`, window.location.origin), { credentials: 'same-origin', cache: 'no-store' });
+    const me = resp.ok ? await resp.json() : null;
+    if (!me?.csrfToken || me.csrfToken === csrfToken) {
+      return false;
+    }
+    csrfToken = me.csrfToken;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** etagVersion reads a rule's version from its ETag header ("3"). */
+export function etagVersion(headers) {
+  const tag = headers.get('ETag') ?? '';
+  const n = Number.parseInt(tag.replace(/^W\//, '').replaceAll('"', ''), 10);
+  return Number.isNaN(n) ? null : n;
+}
+
+/** ifMatch is the If-Match header for a rule at version. */
+export function ifMatch(version, reason) {
+  const headers = { 'If-Match': `"${version}"` };
+  if (reason) {
+    headers['X-Change-Reason'] = reason;
+  }
+  return headers;
+}
+
+/** resourcePath is the API path segment of a resource name. */
+export function resourcePath(name) {
+  return `/resources/${encodeURIComponent(name)}`;
+}

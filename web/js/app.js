@@ -1,0 +1,224 @@
+// The console's entry point: the session, the header and the router. Pages
+// live in pages/; each render(ctx) answers {node, heading, title, cleanup}
+// at once and fills itself in as its data arrives. Routes are in the URL's
+// fragment (#/rules), so the server only ever serves static files.
+
+import { api, onUnauthorized, setCsrf } from './api.js';
+import { replace } from './dom.js';
+import { feed } from './live.js';
+import { toast } from './ui.js';
+import * as account from './pages/account.js';
+import * as apply from './pages/apply.js';
+import * as history from './pages/history.js';
+import * as login from './pages/login.js';
+import * as overview from './pages/overview.js';
+import * as resource from './pages/resource.js';
+import * as ruleForm from './pages/ruleform.js';
+import * as rules from './pages/rules.js';
+import * as tokens from './pages/tokens.js';
+import * as users from './pages/users.js';
+
+const routes = [
+  { pattern: /^\/login$/, page: login, public: true },
+  { pattern: /^\/$/, page: overview, nav: '/' },
+  { pattern: /^\/resources\/(.+)$/, page: resource, nav: '/' },
+  { pattern: /^\/rules$/, page: rules, nav: '/rules' },
+  { pattern: /^\/rules\/new$/, page: ruleForm, nav: '/rules' },
+  { pattern: /^\/rules\/(\d+)\/edit$/, page: ruleForm, nav: '/rules' },
+  { pattern: /^\/rules\/(\d+)\/history$/, page: history, nav: '/rules' },
+  { pattern: /^\/apply$/, page: apply, nav: '/apply' },
+  { pattern: /^\/tokens$/, page: tokens, nav: '/tokens', admin: true },
+  { pattern: /^\/users$/, page: users, nav: '/users', admin: true },
+  { pattern: /^\/account$/, page: account },
+];
+
+/** session is who is logged in: me as GET /me answers it, or null. */
+const session = {
+  me: null,
+  get isAdmin() {
+    return this.me?.role === 'admin';
+  },
+  get canWrite() {
+    return this.me?.role === 'admin' || this.me?.role === 'editor';
+  },
+};
+
+const main = document.getElementById('main');
+let current = null;
+let renders = 0;
+
+function parseHash() {
+  const raw = window.location.hash.replace(/^#/, '') || '/';
+  const [path, query] = raw.split('?');
+  return { path: path || '/', params: new URLSearchParams(query ?? '') };
+}
+
+/** go navigates to a console path, with optional query parameters. */
+function go(path, params) {
+  const query = params ? new URLSearchParams(params).toString() : '';
+  const target = `#${path}${query ? `?${query}` : ''}`;
+  if (window.location.hash === target) {
+    route();
+  } else {
+    window.location.hash = target;
+  }
+}
+
+/** setParams rewrites the query of the current route without leaving it. */
+function setParams(params) {
+  const { path } = parseHash();
+  const query = new URLSearchParams(
+    Object.entries(params).filter(([, v]) => v !== '' && v !== null && v !== undefined),
+  ).toString();
+  window.history.replaceState(null, '', `#${path}${query ? `?${query}` : ''}`);
+}
+
+async function loadSession() {
+  const { data } = await api('GET', '/me');
+  session.me = data;
+  setCsrf(data.csrfToken);
+  feed.start();
+  renderHeader();
+  checkDemo();
+}
+
+/** signedIn is called by the login page once the session is open. */
+async function signedIn(next) {
+  await loadSession();
+  go(next && next !== '/login' ? next : '/');
+}
+
+/**
+ * signedOut forgets the session and goes to the login page, which says
+ * why and, with keepPlace, comes back here after the login.
+ */
+function signedOut(message, keepPlace) {
+  session.me = null;
+  setCsrf('');
+  feed.stop();
+  renderHeader();
+  const { path } = parseHash();
+  if (path !== '/login') {
+    const params = { reason: message };
+    if (keepPlace && path !== '/') {
+      params.next = path;
+    }
+    go('/login', params);
+  }
+}
+
+async function logout() {
+  try {
+    await api('POST', '/auth/logout');
+  } catch {
+    // The session may have ended already; the page goes to login anyway.
+  }
+  signedOut('You are logged out.', false);
+}
+
+function renderHeader() {
+  const nav = document.getElementById('nav');
+  const who = document.getElementById('session');
+  nav.hidden = !session.me;
+  who.hidden = !session.me;
+  for (const link of nav.querySelectorAll('[data-admin]')) {
+    link.hidden = !session.isAdmin;
+  }
+  if (session.me) {
+    replace(document.getElementById('whoami'), `${session.me.name} (${session.me.role})`);
+  } else {
+    document.getElementById('demo-banner').hidden = true;
+  }
+}
+
+function markNav(navPath) {
+  for (const link of document.querySelectorAll('#nav a')) {
+    if (link.getAttribute('href') === `#${navPath}`) {
+      link.setAttribute('aria-current', 'page');
+    } else {
+      link.removeAttribute('aria-current');
+    }
+  }
+}
+
+/**
+ * checkDemo shows the demo banner while the demo's rules exist: rules the
+ * demo seeded are named demo-… and described as demo data.
+ */
+async function checkDemo() {
+  try {
+    const { data } = await api('GET', '/rules', { query: { q: 'Demo data (sluice --demo)', pageSize: 1 } });
+    document.getElementById('demo-banner').hidden = !(session.me && data.total > 0);
+  } catch {
+    // The banner is a hint; the pages report errors themselves.
+  }
+}
+
+async function route() {
+  const seq = ++renders;
+  const { path, params } = parseHash();
+  if (!path.startsWith('/')) {
+    return; // an in-page anchor
+  }
+  const found = routes.find((r) => r.pattern.test(path)) ?? routes[1];
+  if (!found.public && !session.me) {
+    try {
+      await loadSession();
+    } catch {
+      if (seq === renders) {
+        go('/login', path === '/' ? undefined : { next: path });
+      }
+      return;
+    }
+  }
+  if (seq !== renders) {
+    return;
+  }
+  if (found.admin && !session.isAdmin) {
+    toast('That page is for admins.');
+    go('/');
+    return;
+  }
+  current?.cleanup?.();
+  const ctx = {
+    match: path.match(found.pattern),
+    params,
+    session,
+    go,
+    setParams,
+    signedIn,
+    signedOut,
+    refreshDemo: checkDemo,
+  };
+  current = found.page.render(ctx);
+  replace(main, current.node);
+  document.title = `${current.title} · Sluice`;
+  markNav(found.nav);
+  current.heading?.focus({ preventScroll: true });
+  window.scrollTo(0, 0);
+}
+
+function start() {
+  onUnauthorized(() => {
+    if (session.me) {
+      signedOut('Your session has ended; log in again.', true);
+    }
+  });
+  document.getElementById('logout').addEventListener('click', logout);
+  document.querySelector('.skip').addEventListener('click', (e) => {
+    e.preventDefault();
+    main.focus();
+  });
+  const status = document.getElementById('live-status');
+  const labels = { live: 'live', connecting: 'connecting…', closed: 'stream closed', off: '' };
+  feed.subscribeState((state) => {
+    status.textContent = labels[state];
+    status.className = `live-status ${state}`;
+    status.title = state === 'live' ? 'Receiving the metric stream' : 'Not receiving the metric stream';
+  });
+  window.addEventListener('hashchange', route);
+  route();
+}
+
+start();
+

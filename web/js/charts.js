@@ -1,0 +1,120 @@
+// Charts, drawn by uPlot (vendored under /vendor/uplot): a time chart with
+// a unit on every axis, and a sparkline for tables. Times are shown in the
+// browser's zone; hovering a point shows it in UTC too.
+
+import uPlot from '../vendor/uplot/uPlot.esm.js';
+import { h, replace } from './dom.js';
+import { clockTime, localTime, number, utc, zone } from './format.js';
+
+/** colors of the figures, the same on every chart. */
+export const colors = {
+  pass: '#15803d',
+  block: '#dc2626',
+  shadow: '#d97706',
+  error: '#7c3aed',
+  rt: '#2563eb',
+};
+
+const axisColor = '#374151';
+const gridColor = '#e5e7eb';
+
+function fromZero(u, min, max) {
+  return [0, max > 0 ? max * 1.1 : 1];
+}
+
+function chartWidth(el) {
+  return Math.max(280, Math.floor(el.clientWidth || 600));
+}
+
+/**
+ * timeChart draws series over time in container. opts: height, leftLabel
+ * and rightLabel (axis titles with units), series [{label, color, side:
+ * 'left'|'right', unit, dash}], long (whether hover shows the date). It
+ * returns {setData(xs, ...ys), destroy()}; xs are Unix seconds.
+ */
+export function timeChart(container, opts) {
+  const plot = h('div', { class: 'chart-plot' });
+  const summary = h('p', { class: 'visually-hidden' });
+  replace(container, plot, summary);
+  const formatX = opts.long ? localTime : clockTime;
+  const series = [
+    {
+      label: 'Time',
+      value: (u, v) => (v === null || v === undefined ? '—' : `${formatX(v * 1000)} (${utc(new Date(v * 1000))})`),
+    },
+    ...opts.series.map((s) => ({
+      label: s.label,
+      stroke: s.color,
+      width: 2,
+      dash: s.dash,
+      scale: s.side === 'right' ? 'right' : 'left',
+      spanGaps: false,
+      points: { show: false },
+      value: (u, v) => (v === null || v === undefined ? '—' : `${number(v)} ${s.unit}`),
+    })),
+  ];
+  const axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
+  const axes = [
+    { ...axis, label: `Time (${zone})`, labelSize: 24 },
+    { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => splits.map(number) },
+  ];
+  if (opts.rightLabel) {
+    axes.push({
+      ...axis, scale: 'right', side: 1, label: opts.rightLabel, labelSize: 24, size: 56,
+      grid: { show: false }, values: (u, splits) => splits.map(number),
+    });
+  }
+  const u = new uPlot({
+    width: chartWidth(container),
+    height: opts.height ?? 260,
+    series,
+    axes,
+    scales: { x: { time: true }, left: { range: fromZero }, right: { range: fromZero } },
+    legend: { live: true },
+    cursor: { drag: { x: false, y: false } },
+  }, [[], ...opts.series.map(() => [])], plot);
+
+  const resize = new ResizeObserver(() => u.setSize({ width: chartWidth(container), height: opts.height ?? 260 }));
+  resize.observe(container);
+
+  return {
+    setData(xs, ...ys) {
+      u.setData([xs, ...ys]);
+      container.dataset.points = String(xs.length);
+      summary.textContent = xs.length
+        ? `${xs.length} points from ${localTime(xs[0] * 1000)} to ${localTime(xs[xs.length - 1] * 1000)}`
+        : 'no points yet';
+    },
+    destroy() {
+      resize.disconnect();
+      u.destroy();
+    },
+  };
+}
+
+/**
+ * sparkline draws pass and block rates, small and without axes, in
+ * container. It returns {setData(xs, pass, block), destroy()}.
+ */
+export function sparkline(container) {
+  const u = new uPlot({
+    width: 120,
+    height: 32,
+    pxAlign: false,
+    cursor: { show: false },
+    select: { show: false },
+    legend: { show: false },
+    scales: { x: { time: false }, y: { range: fromZero } },
+    axes: [{ show: false }, { show: false }],
+    series: [{}, { stroke: colors.pass, width: 1.5 }, { stroke: colors.block, width: 1.5 }],
+  }, [[], [], []], container);
+  return {
+    setData(xs, pass, block) {
+      u.setData([xs, pass, block]);
+      container.dataset.points = String(xs.length);
+    },
+    destroy() {
+      u.destroy();
+    },
+  };
+}

@@ -1,0 +1,73 @@
+// Times and numbers as people read them: times in the browser's own zone
+// with UTC on hover, numbers with their unit.
+
+import { h } from './dom.js';
+
+/** zone is the browser's time zone, named on chart axes. */
+export const zone = Intl.DateTimeFormat().resolvedOptions().timeZone || 'local time';
+
+const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
+const clock = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+
+/** utc writes a time as "2026-03-02 14:05:00 UTC". */
+export function utc(date) {
+  return date.toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC');
+}
+
+function toDate(value) {
+  if (value === null || value === undefined || value === '') {
+    return null;
+  }
+  const d = value instanceof Date ? value : new Date(value);
+  return Number.isNaN(d.getTime()) ? null : d;
+}
+
+/** localTime writes a time in the browser's zone, date included. */
+export function localTime(value) {
+  const d = toDate(value);
+  return d ? dateTime.format(d) : '—';
+}
+
+/** clockTime writes a time of day in the browser's zone. */
+export function clockTime(value) {
+  const d = toDate(value);
+  return d ? clock.format(d) : '—';
+}
+
+/**
+ * timeEl is a <time> element: the browser's zone as text, the time in UTC
+ * on hover (title) and in its datetime attribute.
+ */
+export function timeEl(value, short) {
+  const d = toDate(value);
+  if (!d) {
+    return h('span', { class: 'muted' }, '—');
+  }
+  return h('time', { datetime: d.toISOString(), title: utc(d) }, short ? clockTime(d) : dateTime.format(d));
+}
+
+const grouped = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const oneDecimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
+
+/** number writes n with one decimal under 100 and none above. */
+export function number(n) {
+  if (n === null || n === undefined || Number.isNaN(n)) {
+    return '—';
+  }
+  return Math.abs(n) < 100 ? oneDecimal.format(n) : grouped.format(n);
+}
+
+/** rate writes a rate in requests a second. */
+export function rate(qps) {
+  return `${number(qps)}/s`;
+}
+
+/** ms writes a duration in milliseconds, "—" for none. */
+export function ms(value) {
+  return value ? `${number(value)} ms` : '—';
+}
+
+/** stepLabel names a history step for people: "5 min", "1 h", "1 day". */
+export function stepLabel(step) {
+  return { '1m': '1 min', '5m': '5 min', '15m': '15 min', '1h': '1 h', '1d': '1 day' }[step] ?? step;
+}

@@ -1,0 +1,137 @@
+// One Server-Sent Events connection to /api/v1/metrics/stream for the
+// whole console: it keeps the last five minutes of every active resource's
+// figures, one point a second, and the circuit breaker transitions seen
+// since the console was opened, for the pages to read.
+
+/** windowSec is how much of the stream is kept: five minutes. */
+export const windowSec = 300;
+
+function emptyBuffer() {
+  return { t: [], pass: [], block: [], shadow: [], rt: [], conc: [], lastActive: 0 };
+}
+
+class LiveFeed {
+  constructor() {
+    this.source = null;
+    this.buffers = new Map();
+    this.latestFrame = new Map();
+    this.breakerEvents = [];
+    this.statsListeners = new Set();
+    this.breakerListeners = new Set();
+    this.stateListeners = new Set();
+    this.state = 'off';
+  }
+
+  /** start opens the stream, once; EventSource reconnects by itself. */
+  start() {
+    if (this.source) {
+      return;
+    }
+    const source = new EventSource('/api/v1/metrics/stream');
+    this.source = source;
+    this.setState('connecting');
+    source.addEventListener('open', () => this.setState('live'));
+    source.addEventListener('error', () => {
+      this.setState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
+    });
+    source.addEventListener('stats', (e) => this.onStats(JSON.parse(e.data)));
+    source.addEventListener('breaker', (e) => this.onBreaker(JSON.parse(e.data)));
+  }
+
+  /** stop closes the stream and forgets what it held (on logout). */
+  stop() {
+    this.source?.close();
+    this.source = null;
+    this.buffers.clear();
+    this.latestFrame.clear();
+    this.breakerEvents = [];
+    this.setState('off');
+  }
+
+  setState(state) {
+    this.state = state;
+    for (const fn of this.stateListeners) {
+      fn(state);
+    }
+  }
+
+  onStats(frame) {
+    const t = Date.parse(frame.time) / 1000;
+    this.latestFrame.clear();
+    for (const r of frame.resources) {
+      this.latestFrame.set(r.name, r);
+      if (!this.buffers.has(r.name)) {
+        this.buffers.set(r.name, emptyBuffer());
+      }
+    }
+    for (const [name, buf] of this.buffers) {
+      const r = this.latestFrame.get(name);
+      if (buf.t.length && buf.t[buf.t.length - 1] >= t) {
+        continue; // a reconnect repeated a second
+      }
+      buf.t.push(t);
+      buf.pass.push(r?.passQps ?? 0);
+      buf.block.push(r?.blockQps ?? 0);
+      buf.shadow.push(r?.shadowBlockQps ?? 0);
+      buf.rt.push(r && r.completeQps > 0 ? r.avgRtMs : null);
+      buf.conc.push(r?.concurrency ?? 0);
+      if (r) {
+        buf.lastActive = t;
+      }
+      let old = 0;
+      while (old < buf.t.length && buf.t[old] <= t - windowSec) {
+        old += 1;
+      }
+      if (old > 0) {
+        for (const key of ['t', 'pass', 'block', 'shadow', 'rt', 'conc']) {
+          buf[key].splice(0, old);
+        }
+      }
+      if (buf.lastActive <= t - windowSec) {
+        this.buffers.delete(name); // idle for the whole window
+      }
+    }
+    for (const fn of this.statsListeners) {
+      fn(frame);
+    }
+  }
+
+  onBreaker(event) {
+    this.breakerEvents.push(event);
+    for (const fn of this.breakerListeners) {
+      fn(event);
+    }
+  }
+
+  /** series is a resource's kept figures, or null if it had none. */
+  series(name) {
+    return this.buffers.get(name) ?? null;
+  }
+
+  /** latest is a resource's figures of the last second, or null. */
+  latest(name) {
+    return this.latestFrame.get(name) ?? null;
+  }
+
+  /** subscribe calls fn with every stats frame; it returns the undo. */
+  subscribe(fn) {
+    this.statsListeners.add(fn);
+    return () => this.statsListeners.delete(fn);
+  }
+
+  /** subscribeBreakers calls fn with every breaker event; it returns the undo. */
+  subscribeBreakers(fn) {
+    this.breakerListeners.add(fn);
+    return () => this.breakerListeners.delete(fn);
+  }
+
+  /** subscribeState calls fn with the connection's state; it returns the undo. */
+  subscribeState(fn) {
+    this.stateListeners.add(fn);
+    fn(this.state);
+    return () => this.stateListeners.delete(fn);
+  }
+}
+
+/** feed is the console's one live feed. */
+export const feed = new LiveFeed();

@@ -1,0 +1,185 @@
+// Apply a rule file, as CI does: paste or upload YAML or JSON, preview
+// the plan with a dry run, then apply it in one transaction; and export the
+// current rules in the same shape.
+
+import { api } from '../api.js';
+import { h, option, replace } from '../dom.js';
+import { show } from '../rulesinfo.js';
+import { errorBox, field, page, table, toast } from '../ui.js';
+
+const example = `rules:
+  - name: orders-qps
+    kind: flow
+    resource: GET:/api/orders
+    threshold: 100
+`;
+
+function isJSON(text, format) {
+  if (format !== 'auto') {
+    return format === 'json';
+  }
+  return /^\s*[{[]/.test(text);
+}
+
+function planList(title, id, items, render) {
+  return h('section', { class: 'plan-part', id, 'aria-label': title },
+    h('h3', {}, `${title} (${items.length})`),
+    items.length ? h('ul', {}, items.map(render)) : h('p', { class: 'muted' }, 'None.'));
+}
+
+function itemParts(it) {
+  return [h('strong', {}, it.name), ` — ${it.kind} on `, h('code', {}, it.resource)];
+}
+
+function item(it) {
+  return h('li', {}, itemParts(it));
+}
+
+function drawPlan(plan) {
+  const parts = [
+    planList('Created', 'plan-created', plan.created, item),
+    planList('Updated', 'plan-updated', plan.updated, (u) => h('li', {}, itemParts(u),
+      table(`Changes to ${u.name}`, ['Field', 'Now', 'After'], h('tbody', {}, u.changes.map((c) => h('tr', {},
+        h('th', { scope: 'row' }, h('code', {}, c.field)),
+        h('td', {}, h('del', {}, show(c.from))),
+        h('td', {}, h('ins', {}, show(c.to))))))))),
+    planList('Deleted', 'plan-deleted', plan.deleted, item),
+    planList('Unchanged', 'plan-unchanged', plan.unchanged, item),
+  ];
+  const changed = plan.created.length + plan.updated.length + plan.deleted.length;
+  const headline = plan.dryRun
+    ? (changed ? `Dry run: applying would change ${changed} rule${changed === 1 ? '' : 's'}. Nothing is written yet.` : 'Dry run: the server already matches the file; applying would change nothing.')
+    : `Applied: ${changed} rule${changed === 1 ? '' : 's'} changed.`;
+  return [h('p', { class: plan.dryRun ? 'alert info' : 'alert ok', role: 'status', id: 'plan-headline' }, headline), ...parts];
+}
+
+/** render draws the apply page. */
+export function render(ctx) {
+  const errors = errorBox();
+  const text = field({
+    label: 'Rule file (YAML or JSON)', id: 'apply-text',
+    hint: 'The shape export writes and "sluice rules apply" sends: {"rules": [...]}, each rule with a name.',
+    input: h('textarea', { rows: 14, spellcheck: 'false', class: 'code', placeholder: example }),
+  });
+  const file = field({ label: 'Or load a file', id: 'apply-file', input: h('input', { type: 'file', accept: '.yaml,.yml,.json,application/json,application/yaml,text/yaml' }) });
+  const format = field({
+    label: 'Format', id: 'apply-format',
+    input: h('select', {}, option('auto', 'Tell from the text'), option('yaml', 'YAML'), option('json', 'JSON')),
+  });
+  const prune = field({ label: 'Prune: delete the rules the file does not name', id: 'apply-prune', input: h('input', { type: 'checkbox' }) });
+  const reason = field({ label: 'Reason (kept in each changed rule\'s history)', id: 'apply-reason', input: h('input', { type: 'text', maxlength: 1024 }) });
+  const dryRun = h('button', { type: 'button', id: 'apply-dry-run' }, 'Preview (dry run)');
+  const applyButton = h('button', { type: 'button', class: 'primary', id: 'apply-apply', disabled: true, title: 'Preview first' }, 'Apply');
+  const plan = h('div', { class: 'plan', id: 'plan', 'aria-live': 'polite' });
+  let previewed = '';
+
+  function request() {
+    return `${text.input.value}\u0000${format.input.value}\u0000${prune.input.checked}`;
+  }
+
+  function invalidate() {
+    if (previewed && previewed !== request()) {
+      previewed = '';
+      applyButton.disabled = true;
+      replace(plan, h('p', { class: 'muted' }, 'The file or the options changed: preview again before applying.'));
+    }
+  }
+  for (const f of [text, format, prune]) {
+    f.input.addEventListener('input', invalidate);
+    f.input.addEventListener('change', invalidate);
+  }
+
+  file.input.addEventListener('change', async () => {
+    const chosen = file.input.files?.[0];
+    if (chosen) {
+      text.input.value = await chosen.text();
+      if (/\.json$/i.test(chosen.name)) {
+        format.input.value = 'json';
+      } else if (/\.ya?ml$/i.test(chosen.name)) {
+        format.input.value = 'yaml';
+      }
+      invalidate();
+    }
+  });
+
+  async function send(dry) {
+    errors.clear();
+    const body = text.input.value;
+    if (!body.trim()) {
+      errors.text('Paste a rule file or load one first.');
+      text.input.focus();
+      return;
+    }
+    const wanted = request();
+    const headers = reason.input.value ? { 'X-Change-Reason': reason.input.value } : {};
+    try {
+      const { data } = await api('POST', '/rules/apply', {
+        query: { dryRun: dry, prune: prune.input.checked },
+        body,
+        contentType: isJSON(body, format.input.value) ? 'application/json' : 'application/yaml',
+        headers,
+      });
+      replace(plan, drawPlan(data));
+      if (dry) {
+        previewed = wanted;
+        applyButton.disabled = false;
+        applyButton.title = '';
+      } else {
+        previewed = '';
+        applyButton.disabled = true;
+        toast('The rule file is applied.');
+        ctx.refreshDemo();
+      }
+    } catch (err) {
+      replace(plan);
+      errors.show(err);
+    }
+  }
+  dryRun.addEventListener('click', () => send(true));
+  applyButton.addEventListener('click', () => send(false));
+
+  async function exportRules(fmt, download) {
+    errors.clear();
+    try {
+      const { data } = await api('GET', '/rules/export', { query: { format: fmt }, text: true });
+      if (download) {
+        const url = URL.createObjectURL(new Blob([data], { type: fmt === 'json' ? 'application/json' : 'application/yaml' }));
+        const a = h('a', { href: url, download: `sluice-rules.${fmt}` });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(url), 1000);
+      } else {
+        text.input.value = data;
+        format.input.value = fmt;
+        invalidate();
+        text.input.focus();
+      }
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  const readOnly = !ctx.session.canWrite;
+  if (readOnly) {
+    dryRun.disabled = true;
+  }
+  return page('Apply a rule file',
+    h('p', {}, 'Sync the rules to a file, the way CI does: rules are matched by name; new ones are created, changed ones updated, and with prune the others deleted — all in one transaction, or none of it.'),
+    readOnly ? h('p', { class: 'alert warn' }, `Your role (${ctx.session.me.role}) can export rules but not apply them.`) : null,
+    h('section', { class: 'card', 'aria-label': 'Rule file' },
+      errors.el,
+      text.row,
+      h('div', { class: 'toolbar' }, file.row, format.row),
+      prune.row,
+      reason.row,
+      h('div', { class: 'actions' }, dryRun, applyButton)),
+    plan,
+    h('section', { class: 'card', 'aria-labelledby': 'export-title' },
+      h('h2', { id: 'export-title' }, 'Export'),
+      h('p', {}, 'Every rule in the shape apply takes: export, then apply, changes nothing.'),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', id: 'export-yaml', onclick: () => exportRules('yaml', true) }, 'Download YAML'),
+        h('button', { type: 'button', id: 'export-json', onclick: () => exportRules('json', true) }, 'Download JSON'),
+        h('button', { type: 'button', id: 'export-edit', onclick: () => exportRules('yaml', false) }, 'Load the current rules into the editor'))));
+}

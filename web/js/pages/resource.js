@@ -1,0 +1,311 @@
+// One resource: its circuit breakers' states and their timeline, a live
+// chart of the last five minutes from the metric stream, its history with a
+// range picker, and its rules with a quick enable/disable.
+
+import { api, ifMatch, resourcePath } from '../api.js';
+import { h, replace, uid } from '../dom.js';
+import { colors, timeChart } from '../charts.js';
+import { number, stepLabel, timeEl } from '../format.js';
+import { feed } from '../live.js';
+import { stateKind, stateLabel, summary } from '../rulesinfo.js';
+import { badge, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
+
+/** steps of the history API, smallest first. */
+const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d', 86400e3]];
+
+/** maxPoints is the most points one history answer may hold. */
+const maxPoints = 10000;
+
+/** ranges are the preset history ranges. */
+const ranges = [['1h', '1 h', 3600e3], ['6h', '6 h', 6 * 3600e3], ['24h', '24 h', 24 * 3600e3],
+  ['7d', '7 d', 7 * 86400e3], ['30d', '30 d', 30 * 86400e3]];
+
+/**
+ * chooseStep is the smallest step at which [fromMs, toMs), rounded out to
+ * the step as the API does, fits in maxPoints points.
+ */
+function chooseStep(fromMs, toMs) {
+  for (const [name, stepMs] of steps) {
+    const from = Math.floor(fromMs / stepMs) * stepMs;
+    const to = Math.ceil(toMs / stepMs) * stepMs;
+    if ((to - from) / stepMs <= maxPoints) {
+      return { name, stepMs, from, to };
+    }
+  }
+  const [name, stepMs] = steps[steps.length - 1];
+  return { name, stepMs, from: Math.floor(fromMs / stepMs) * stepMs, to: Math.ceil(toMs / stepMs) * stepMs };
+}
+
+/** localInput writes a time for a datetime-local input, in the browser's zone. */
+function localInput(msValue) {
+  const d = new Date(msValue - new Date(msValue).getTimezoneOffset() * 60e3);
+  return d.toISOString().slice(0, 16);
+}
+
+function section(title, ...children) {
+  const id = uid('section');
+  return h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, title), ...children);
+}
+
+/** render draws a resource's page. */
+export function render(ctx) {
+  const name = decodeURIComponent(ctx.match[1]);
+  const errors = errorBox();
+  const facts = h('p', { class: 'muted' });
+  const cleanups = [];
+  let gone = false;
+
+  // Circuit breakers: a state badge each and the timeline of transitions.
+  const breakerBody = h('tbody');
+  const timeline = h('ol', { class: 'timeline', id: 'breaker-timeline' });
+  const breakerSection = section('Circuit breakers',
+    table('Circuit breakers', ['Rule', 'Strategy', 'State', 'Since', 'Window'], breakerBody),
+    h('h3', {}, 'State changes'),
+    timeline,
+    h('p', { class: 'muted small' }, 'Transitions arrive on the metric stream while the console is open; each breaker\'s current state shows since when it holds.'));
+  breakerSection.hidden = true;
+  let breakers = [];
+
+  function drawBreakers() {
+    breakerSection.hidden = breakers.length === 0;
+    replace(breakerBody, breakers.map((b) => h('tr', { dataset: { rule: b.rule } },
+      h('th', { scope: 'row' }, b.rule),
+      h('td', {}, b.strategy),
+      h('td', {}, badge(stateLabel(b.state), stateKind(b.state))),
+      h('td', {}, timeEl(b.since)),
+      h('td', {}, `${number(b.window.total)} calls, ${number(b.window.errors)} errors, ${number(b.window.slow)} slow`))));
+    const events = feed.breakerEvents.filter((e) => e.resource === name)
+      .map((e) => ({ time: e.time, rule: e.rule, from: e.from, to: e.to }));
+    for (const b of breakers) {
+      const seen = events.some((e) => e.rule === b.rule && Date.parse(e.time) >= Date.parse(b.since));
+      if (!seen) {
+        events.push({ time: b.since, rule: b.rule, from: null, to: b.state });
+      }
+    }
+    events.sort((a, b) => Date.parse(b.time) - Date.parse(a.time));
+    replace(timeline, events.length ? events.map((e) => h('li', { dataset: { state: e.to } },
+      timeEl(e.time), ' ', h('strong', {}, e.rule), ' ',
+      e.from ? [badge(stateLabel(e.from), stateKind(e.from)), ' → '] : 'is ',
+      badge(stateLabel(e.to), stateKind(e.to)),
+      e.from ? null : ' (since then)')) : h('li', { class: 'muted' }, 'No state change yet.'));
+  }
+
+  async function loadBreakers() {
+    try {
+      const { data } = await api('GET', '/breakers');
+      breakers = data.items.filter((b) => b.resource === name);
+      drawBreakers();
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+  cleanups.push(feed.subscribeBreakers((e) => {
+    if (e.resource === name) {
+      loadBreakers();
+    }
+  }));
+
+  // Live: the last five minutes from the stream.
+  const liveEl = h('div', { class: 'chart', id: 'live-chart' });
+  const liveSection = section('Live: last 5 minutes', liveEl,
+    h('p', { class: 'muted small' }, 'One point a second from the metric stream, kept since the console was opened.'));
+  let live = null;
+
+  function drawLive() {
+    const s = feed.series(name);
+    if (s) {
+      live.setData(s.t, s.pass, s.block, s.shadow, s.rt);
+    } else {
+      live.setData([], [], [], [], []);
+    }
+  }
+
+  // History: a range picker and a chart of the stored minutes.
+  const rangeName = uid('range');
+  const historyEl = h('div', { class: 'chart', id: 'history-chart' });
+  const historyNote = h('p', { class: 'muted', role: 'status', id: 'history-note' });
+  const fromInput = h('input', { type: 'datetime-local', id: 'history-from' });
+  const toInput = h('input', { type: 'datetime-local', id: 'history-to' });
+  const customForm = h('form', { class: 'toolbar', hidden: true, id: 'history-custom' },
+    h('div', { class: 'field' }, h('label', { for: 'history-from' }, 'From (your time)'), fromInput),
+    h('div', { class: 'field' }, h('label', { for: 'history-to' }, 'To (your time)'), toInput),
+    h('div', { class: 'field' }, h('button', { type: 'submit' }, 'Show')));
+  const picker = h('fieldset', { class: 'segmented', id: 'history-range' },
+    h('legend', {}, 'Range'),
+    [...ranges, ['custom', 'Custom', 0]].map(([value, label]) => {
+      const id = `${rangeName}-${value}`;
+      return h('span', {},
+        h('input', { type: 'radio', name: rangeName, id, value, checked: value === (ctx.params.get('range') ?? '1h') }),
+        h('label', { for: id }, label));
+    }));
+  const historySection = section('History', picker, customForm, historyNote, historyEl);
+  let history = null;
+  let historyStep = '';
+  let historySeq = 0;
+
+  async function loadHistory(fromMs, toMs) {
+    const seq = ++historySeq;
+    const step = chooseStep(fromMs, toMs);
+    historyNote.textContent = 'Loading…';
+    try {
+      const { data } = await api('GET', `${resourcePath(name)}/metrics`, {
+        query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name },
+      });
+      if (seq !== historySeq) {
+        return;
+      }
+      if (historyStep !== step.name) {
+        history?.destroy();
+        history = timeChart(historyEl, {
+          height: 280,
+          long: true,
+          leftLabel: `calls per ${stepLabel(step.name)}`,
+          rightLabel: 'avg response time (ms)',
+          series: [
+            { label: 'Passed', color: colors.pass, unit: 'calls' },
+            { label: 'Blocked', color: colors.block, unit: 'calls' },
+            { label: 'Shadow-blocked', color: colors.shadow, unit: 'calls', dash: [6, 4] },
+            { label: 'Errors', color: colors.error, unit: 'calls' },
+            { label: 'Avg RT', color: colors.rt, unit: 'ms', side: 'right', dash: [2, 3] },
+          ],
+        });
+        historyStep = step.name;
+      }
+      const from = Date.parse(data.from);
+      const to = Date.parse(data.to);
+      const byTime = new Map(data.points.map((p) => [Date.parse(p.time), p]));
+      // A step without a row had no traffic, except the step still under
+      // way, which the flusher has not written yet: that one is left blank.
+      const cols = [[], [], [], [], [], []];
+      const now = Date.now();
+      for (let t = from; t < to; t += step.stepMs) {
+        const p = byTime.get(t);
+        const none = p || t + step.stepMs <= now ? 0 : null;
+        cols[0].push(t / 1000);
+        cols[1].push(p?.pass ?? none);
+        cols[2].push(p?.block ?? none);
+        cols[3].push(p?.shadowBlock ?? none);
+        cols[4].push(p?.error ?? none);
+        cols[5].push(p && p.complete > 0 ? p.avgRtMs : null);
+      }
+      history.setData(...cols);
+      historyEl.dataset.traffic = String(data.points.length);
+      historyNote.textContent = `${number(cols[0].length)} steps of ${stepLabel(step.name)}; ${number(data.points.length)} with traffic. `
+        + 'Figures are as fresh as the last flush (every 10 s by default).';
+    } catch (err) {
+      if (seq === historySeq) {
+        historyNote.textContent = err.status === 404 ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
+      }
+    }
+  }
+
+  function pickRange() {
+    const value = picker.querySelector('input:checked')?.value ?? '1h';
+    ctx.setParams({ range: value === '1h' ? '' : value });
+    customForm.hidden = value !== 'custom';
+    if (value === 'custom') {
+      const now = Date.now();
+      fromInput.value ||= localInput(now - 24 * 3600e3);
+      toInput.value ||= localInput(now);
+      fromInput.focus();
+      return;
+    }
+    const span = ranges.find(([v]) => v === value)[2];
+    const now = Date.now();
+    loadHistory(now - span, now);
+  }
+  picker.addEventListener('change', pickRange);
+  customForm.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const from = new Date(fromInput.value).getTime();
+    const to = new Date(toInput.value).getTime();
+    if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
+      historyNote.textContent = 'Give a "from" before the "to".';
+      return;
+    }
+    loadHistory(from, to);
+  });
+
+  // Rules of the resource, with a quick enable/disable.
+  const rulesBody = h('tbody');
+  const rulesSection = section('Rules', table('Rules of the resource', ['Rule', 'Kind', 'Mode', 'What it does', 'Enabled'], rulesBody),
+    ctx.session.canWrite ? h('p', {}, h('a', { class: 'button', href: `#/rules/new?${new URLSearchParams({ resource: name })}` }, 'New rule for this resource')) : null);
+
+  async function toggle(rule, input) {
+    input.disabled = true;
+    try {
+      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: input.checked }, headers: ifMatch(rule.version) });
+      Object.assign(rule, data);
+      toast(`${rule.name} is now ${rule.enabled ? 'enabled' : 'disabled'} (version ${rule.version}).`);
+    } catch (err) {
+      input.checked = rule.enabled;
+      if (err.status === 412) {
+        errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
+        loadRules();
+      } else {
+        errors.show(err);
+      }
+    } finally {
+      input.disabled = !ctx.session.canWrite;
+    }
+  }
+
+  async function loadRules() {
+    try {
+      const { data } = await api('GET', '/rules', { query: { resource: name, pageSize: 500 } });
+      replace(rulesBody, data.items.length ? data.items.map((r) => {
+        const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite, 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
+        check.addEventListener('change', () => toggle(r, check));
+        return h('tr', { dataset: { rule: r.name } },
+          h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null),
+          h('td', {}, r.kind),
+          h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
+          h('td', {}, summary(r)),
+          h('td', {}, check));
+      }) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No rule names this resource: its traffic is counted, never limited.')));
+      facts.textContent = `${data.total} rule${data.total === 1 ? '' : 's'}.`;
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  const p = page(name,
+    h('p', {}, h('a', { href: '#/' }, '← Overview'), ' · ', h('a', { href: `#/rules?${new URLSearchParams({ resource: name })}` }, 'Rules of this resource')),
+    facts, errors.el, breakerSection, liveSection, historySection, rulesSection);
+
+  // The charts measure their width, so they are made once the page is in.
+  requestAnimationFrame(() => {
+    if (gone) {
+      return;
+    }
+    live = timeChart(liveEl, {
+      height: 240,
+      leftLabel: 'requests per second',
+      rightLabel: 'avg response time (ms)',
+      series: [
+        { label: 'Passed', color: colors.pass, unit: '/s' },
+        { label: 'Blocked', color: colors.block, unit: '/s' },
+        { label: 'Shadow-blocked', color: colors.shadow, unit: '/s', dash: [6, 4] },
+        { label: 'Avg RT', color: colors.rt, unit: 'ms', side: 'right', dash: [2, 3] },
+      ],
+    });
+    drawLive();
+    cleanups.push(feed.subscribe(drawLive));
+    pickRange();
+  });
+  loadBreakers();
+  loadRules();
+
+  return {
+    ...p,
+    cleanup() {
+      gone = true;
+      historySeq += 1;
+      for (const undo of cleanups) {
+        undo();
+      }
+      live?.destroy();
+      history?.destroy();
+    },
+  };
+}

@@ -1,0 +1,323 @@
+// The rule form, to create a rule or edit one: the envelope, then only the
+// fields of the chosen kind that apply to the choices made so far. The API
+// validates; its field errors are shown next to their fields. An edit sends
+// the version it started from, and a rule changed meanwhile (412) is
+// explained and can be reloaded.
+
+import { api, etagVersion, ifMatch } from '../api.js';
+import { h, option, replace } from '../dom.js';
+import { timeEl } from '../format.js';
+import { show } from '../rulesinfo.js';
+import { badge, errorBox, field, isDemoRule, messageOf, page, toast } from '../ui.js';
+
+const qps = (v) => v.metric !== 'concurrency';
+
+/**
+ * specs are the form's fields: the envelope, then each kind's. when(v)
+ * tells, from the form's current values, whether a field applies.
+ */
+const specs = {
+  envelope: [
+    { name: 'name', label: 'Name', type: 'text', hint: 'Lower-case letters, digits, ".", "_" and "-". Left empty on create, one is made up from the kind and the resource.' },
+    { name: 'resource', label: 'Resource', type: 'text', hint: 'The name the traffic is counted under, e.g. GET:/api/orders.' },
+    { name: 'description', label: 'Description', type: 'textarea', hint: 'Optional; at most 1024 characters.' },
+    { name: 'enabled', label: 'Enabled (a disabled rule is kept but not enforced)', type: 'checkbox' },
+    { name: 'mode', label: 'Mode', type: 'select', options: [['enforce', 'Enforce: block over the limit'], ['shadow', 'Shadow: only count what would be blocked']] },
+  ],
+  flow: [
+    { name: 'metric', label: 'Metric', type: 'select', options: [['qps', 'Requests per interval (qps)'], ['concurrency', 'Calls in flight (concurrency)']] },
+    { name: 'threshold', label: 'Threshold', type: 'number', hint: 'Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.' },
+    { name: 'statIntervalMs', label: 'Stat interval (ms)', type: 'number', placeholder: '1000', hint: '100 to 600000; default 1000.', when: qps },
+    { name: 'controlBehavior', label: 'Over the threshold', type: 'select', options: [['reject', 'Reject at once'], ['throttling', 'Throttle: space passes evenly']], when: qps },
+    { name: 'maxQueueingTimeMs', label: 'Longest wait (ms)', type: 'number', placeholder: '0', hint: '0 to 60000: how long a caller may be asked to wait.', when: (v) => qps(v) && v.controlBehavior === 'throttling' },
+    { name: 'tokenCalculateStrategy', label: 'Threshold from cold', type: 'select', options: [['direct', 'Direct: the whole threshold at once'], ['warmUp', 'Warm up: ramp up after an idle spell']], when: qps },
+    { name: 'warmUpPeriodSec', label: 'Warm-up period (s)', type: 'number', hint: 'Required with warm-up; 1 to 86400.', when: (v) => qps(v) && v.tokenCalculateStrategy === 'warmUp' },
+    { name: 'warmUpColdFactor', label: 'Cold factor', type: 'number', placeholder: '3', hint: 'Starts at threshold / cold factor; > 1, default 3.', when: (v) => qps(v) && v.tokenCalculateStrategy === 'warmUp' },
+    { name: 'relationStrategy', label: 'Traffic counted', type: 'select', options: [['current', 'This resource\'s own'], ['associated', 'Another resource\'s (associated)']] },
+    { name: 'refResource', label: 'Associated resource', type: 'text', hint: 'The resource whose traffic limits this one.', when: (v) => v.relationStrategy === 'associated' },
+  ],
+  circuitBreaker: [
+    { name: 'strategy', label: 'Opens on', type: 'select', options: [['errorRatio', 'Error ratio'], ['errorCount', 'Error count'], ['slowRequestRatio', 'Slow request ratio']] },
+    { name: 'threshold', label: 'Threshold', type: 'number', hint: 'A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it).' },
+    { name: 'maxAllowedRtMs', label: 'Slow above (ms)', type: 'number', hint: 'Calls slower than this count as slow. Required, > 0.', when: (v) => v.strategy === 'slowRequestRatio' },
+    { name: 'retryTimeoutMs', label: 'Open for (ms)', type: 'number', hint: 'How long the breaker stays open before letting probes through. Required, > 0.' },
+    { name: 'minRequestAmount', label: 'Fewest calls to judge', type: 'number', placeholder: '5', hint: '≥ 1, default 5: fewer calls in the window never open the breaker.' },
+    { name: 'statIntervalMs', label: 'Window (ms)', type: 'number', placeholder: '1000', hint: '1000 to 600000; default 1000.' },
+    { name: 'probeNum', label: 'Probes when half-open', type: 'number', placeholder: '1', hint: '≥ 1, default 1.' },
+  ],
+};
+
+function makeInput(spec) {
+  switch (spec.type) {
+    case 'textarea':
+      return h('textarea', { name: spec.name, rows: 2, maxlength: 1024 });
+    case 'checkbox':
+      return h('input', { type: 'checkbox', name: spec.name, checked: true });
+    case 'select':
+      return h('select', { name: spec.name }, spec.options.map(([value, label]) => option(value, label)));
+    case 'number':
+      return h('input', { type: 'text', inputmode: 'decimal', name: spec.name, placeholder: spec.placeholder, autocomplete: 'off' });
+    default:
+      return h('input', { type: 'text', name: spec.name, autocomplete: 'off', spellcheck: 'false' });
+  }
+}
+
+function readValue(spec, input) {
+  if (spec.type === 'checkbox') {
+    return input.checked;
+  }
+  const raw = input.value.trim();
+  if (spec.type !== 'number') {
+    return spec.type === 'textarea' ? input.value : raw;
+  }
+  if (raw === '') {
+    return '';
+  }
+  const n = Number(raw);
+  // Not a number: sent as typed, for the API to name what is wrong.
+  return Number.isFinite(n) ? n : raw;
+}
+
+function writeValue(spec, input, value) {
+  if (spec.type === 'checkbox') {
+    input.checked = value ?? true;
+  } else if (spec.type === 'select') {
+    input.value = value ?? spec.options[0][0];
+  } else {
+    input.value = value === undefined || value === null ? '' : String(value);
+  }
+}
+
+/** render draws the form: #/rules/new or #/rules/{id}/edit. */
+export function render(ctx) {
+  const id = ctx.match[1] ? Number(ctx.match[1]) : null;
+  const editing = id !== null;
+  const errors = errorBox();
+  const conflict = h('div', { class: 'alert warn', role: 'alert', id: 'conflict', hidden: true });
+  const facts = h('p', { class: 'muted' });
+  let version = null;
+  let loaded = null;
+
+  const kindInput = h('select', { name: 'kind', disabled: editing },
+    option('flow', 'Flow: cap requests per second or calls in flight'),
+    option('circuitBreaker', 'Circuit breaker: stop calls to a failing resource'));
+  const kindField = field({ label: 'Kind', id: 'rule-kind', input: kindInput, hint: editing ? 'A rule\'s kind cannot change.' : null });
+  if (!editing && ctx.params.get('kind') === 'circuitBreaker') {
+    kindInput.value = 'circuitBreaker';
+  }
+
+  const groups = {};
+  for (const [group, list] of Object.entries(specs)) {
+    const prefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' }[group];
+    groups[group] = list.map((spec) => {
+      const f = field({ label: spec.label, hint: spec.hint, id: `${prefix}-${spec.name}`, input: makeInput(spec) });
+      writeValue(spec, f.input, undefined);
+      return { spec, ...f };
+    });
+  }
+  if (!editing && ctx.params.get('resource')) {
+    groups.envelope.find((f) => f.spec.name === 'resource').input.value = ctx.params.get('resource');
+  }
+
+  const kindSets = {
+    flow: h('fieldset', { class: 'kind-fields', dataset: { kind: 'flow' } }, h('legend', {}, 'Flow rule'), groups.flow.map((f) => f.row)),
+    circuitBreaker: h('fieldset', { class: 'kind-fields', dataset: { kind: 'circuitBreaker' } }, h('legend', {}, 'Circuit breaker'), groups.circuitBreaker.map((f) => f.row)),
+  };
+
+  function values(group) {
+    const v = {};
+    for (const f of groups[group]) {
+      v[f.spec.name] = readValue(f.spec, f.input);
+    }
+    return v;
+  }
+
+  /** visible shows the chosen kind's fields that apply, and hides the rest. */
+  function visible() {
+    const kind = kindInput.value;
+    for (const [k, set] of Object.entries(kindSets)) {
+      set.hidden = k !== kind;
+    }
+    const v = values(kind);
+    for (const f of groups[kind]) {
+      f.row.hidden = Boolean(f.spec.when && !f.spec.when(v));
+    }
+  }
+
+  /** body is the rule as the API takes it: only the fields that apply and are filled in. */
+  function body() {
+    const kind = kindInput.value;
+    const out = { kind };
+    for (const f of groups.envelope) {
+      const value = readValue(f.spec, f.input);
+      if (value !== '' || f.spec.name === 'description') {
+        out[f.spec.name] = value;
+      }
+    }
+    for (const f of groups[kind]) {
+      const value = readValue(f.spec, f.input);
+      if (!f.row.hidden && value !== '') {
+        out[f.spec.name] = value;
+      }
+    }
+    return out;
+  }
+
+  function fill(rule) {
+    kindInput.value = rule.kind;
+    for (const f of groups.envelope) {
+      writeValue(f.spec, f.input, rule[f.spec.name]);
+    }
+    for (const f of groups[rule.kind] ?? []) {
+      writeValue(f.spec, f.input, rule[f.spec.name]);
+    }
+    visible();
+  }
+
+  function clearErrors() {
+    errors.clear();
+    for (const list of Object.values(groups)) {
+      for (const f of list) {
+        f.setError('');
+      }
+    }
+    kindField.setError('');
+  }
+
+  /** showErrors puts each field error next to its field; the rest go in the box. */
+  function showErrors(err) {
+    const kind = kindInput.value;
+    const byName = new Map([...groups.envelope, ...groups[kind]].filter((f) => !f.row.hidden).map((f) => [f.spec.name, f]));
+    byName.set('kind', kindField);
+    const elsewhere = [];
+    let first = null;
+    for (const d of err.details) {
+      const f = byName.get(d.field);
+      if (f) {
+        f.setError(d.message);
+        first ??= f.input;
+      } else {
+        elsewhere.push(d);
+      }
+    }
+    errors.show(err, elsewhere);
+    (first ?? errors.el).focus?.();
+  }
+
+  const reason = field({ label: 'Reason for the change (kept in the history)', id: 'rule-reason', input: h('input', { type: 'text', maxlength: 1024, autocomplete: 'off' }) });
+  const save = h('button', { type: 'submit', class: 'primary', id: 'rule-save' }, editing ? 'Save changes' : 'Create rule');
+  const form = h('form', { class: 'card rule-form', id: 'rule-form', novalidate: true },
+    conflict, errors.el,
+    h('fieldset', {}, h('legend', {}, 'Rule'), kindField.row, groups.envelope.map((f) => f.row)),
+    kindSets.flow, kindSets.circuitBreaker,
+    reason.row,
+    h('div', { class: 'actions' }, save, h('a', { href: '#/rules', class: 'button' }, 'Cancel')));
+  form.addEventListener('change', visible);
+  form.addEventListener('input', visible);
+  const p = page(editing ? 'Edit rule' : 'New rule', facts, form);
+  const heading = p.heading;
+
+  /** explainConflict says who changed the rule since it was opened, and offers to reload it. */
+  async function explainConflict() {
+    let who = '';
+    try {
+      const { data } = await api('GET', `/rules/${id}/revisions`, { query: { pageSize: 1 } });
+      const last = data.items[0];
+      if (last) {
+        who = `${last.actor || 'someone'} made version ${last.version} (${last.action})`;
+        if (last.action === 'delete') {
+          replace(conflict, h('p', {}, `This rule was deleted meanwhile (${who}). Your changes were not saved. `, h('a', { href: `#/rules/${id}/history` }, 'Its history'), ' can bring it back.'));
+          conflict.hidden = false;
+          return;
+        }
+      }
+    } catch {
+      who = '';
+    }
+    const reloadButton = h('button', { type: 'button', id: 'conflict-reload', onclick: reloadCurrent }, 'Load the current version');
+    replace(conflict,
+      h('p', {}, h('strong', {}, 'Someone else changed this rule after you opened it. '),
+        `You edited version ${version}; ${who || 'there is a newer one'}. Your changes were not saved, so nothing was overwritten.`),
+      h('p', {}, 'Load the current version, check it, and make your change again: your values are listed so you can re-enter them.'),
+      h('div', { class: 'actions' }, reloadButton, h('a', { href: `#/rules/${id}/history` }, 'See what changed')));
+    conflict.hidden = false;
+    reloadButton.focus();
+  }
+
+  async function reloadCurrent() {
+    const mine = body();
+    const ok = await load();
+    if (!ok) {
+      return;
+    }
+    const current = body();
+    const lost = Object.keys({ ...mine, ...current }).filter((k) => JSON.stringify(mine[k]) !== JSON.stringify(current[k]));
+    replace(conflict,
+      h('p', {}, h('strong', {}, `Loaded version ${version}, the current one.`),
+        lost.length ? ' Your unsaved values were:' : ' Your unsaved values match it.'),
+      lost.length ? h('ul', { id: 'unsaved-values' }, lost.map((k) => h('li', {}, h('code', {}, k), `: yours ${show(mine[k])}, now ${show(current[k])}`))) : null);
+    conflict.hidden = false;
+  }
+
+  async function load() {
+    try {
+      const { data, headers } = await api('GET', `/rules/${id}`);
+      loaded = data;
+      version = etagVersion(headers) ?? data.version;
+      fill(data);
+      replace(facts, `Version ${data.version}, last changed `, timeEl(data.updatedAt), '. ',
+        h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null);
+      heading.textContent = `Edit ${data.name}`;
+      save.disabled = !ctx.session.canWrite;
+      return true;
+    } catch (err) {
+      if (err.status === 404) {
+        errors.text('No rule has this id: it may have been deleted.');
+        replace(facts, h('a', { href: `#/rules/${id}/history` }, 'Its history'), ' may still be readable.');
+        save.disabled = true;
+      } else {
+        errors.show(err);
+      }
+      return false;
+    }
+  }
+
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    clearErrors();
+    save.disabled = true;
+    const headers = editing ? ifMatch(version, reason.input.value) : (reason.input.value ? { 'X-Change-Reason': reason.input.value } : {});
+    try {
+      const { data } = editing
+        ? await api('PUT', `/rules/${id}`, { body: body(), headers })
+        : await api('POST', '/rules', { body: body(), headers });
+      toast(`${editing ? 'Saved' : 'Created'} ${data.name} (version ${data.version}).`);
+      ctx.refreshDemo();
+      ctx.go('/rules');
+    } catch (err) {
+      if (err.status === 422) {
+        showErrors(err);
+      } else if (err.status === 409) {
+        groups.envelope[0].setError(err.message);
+        errors.show(err, []);
+      } else if (err.status === 412) {
+        await explainConflict();
+      } else {
+        errors.text(messageOf(err));
+      }
+    } finally {
+      save.disabled = !ctx.session.canWrite || (editing && !loaded);
+    }
+  });
+
+  visible();
+  if (editing) {
+    save.disabled = true;
+    load();
+  }
+  if (!ctx.session.canWrite) {
+    errors.text(`Your role (${ctx.session.me.role}) can read rules but not change them.`);
+    save.disabled = true;
+  }
+  return p;
+}

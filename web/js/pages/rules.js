@@ -1,0 +1,127 @@
+// The rule list: filters by kind, resource, state and text, with links to
+// edit a rule and read its history, and deletion after a confirmation.
+
+import { api, ifMatch } from '../api.js';
+import { h, option, replace } from '../dom.js';
+import { timeEl } from '../format.js';
+import { kindLabel, summary } from '../rulesinfo.js';
+import { badge, confirmDialog, errorBox, field, isDemoRule, page, pager, table, toast } from '../ui.js';
+
+const pageSize = 50;
+
+/** render draws the rule list. */
+export function render(ctx) {
+  const params = ctx.params;
+  const errors = errorBox();
+  const kind = field({
+    label: 'Kind', id: 'filter-kind',
+    input: h('select', {}, option('', 'Any kind'), option('flow', 'Flow', params.get('kind') === 'flow'),
+      option('circuitBreaker', 'Circuit breaker', params.get('kind') === 'circuitBreaker')),
+  });
+  const resource = field({
+    label: 'Resource (exact name)', id: 'filter-resource',
+    input: h('input', { type: 'text', value: params.get('resource') ?? '', autocomplete: 'off' }),
+  });
+  const enabled = field({
+    label: 'State', id: 'filter-enabled',
+    input: h('select', {}, option('', 'Enabled or not'), option('true', 'Enabled', params.get('enabled') === 'true'),
+      option('false', 'Disabled', params.get('enabled') === 'false')),
+  });
+  const text = field({
+    label: 'Text', id: 'filter-q',
+    input: h('input', { type: 'search', value: params.get('q') ?? '', placeholder: 'name, resource or description' }),
+  });
+  let pageNo = Number.parseInt(params.get('page') ?? '1', 10) || 1;
+  const tbody = h('tbody');
+  const pages = pager((n) => {
+    pageNo = n;
+    load();
+  });
+
+  function filters() {
+    return { kind: kind.input.value, resource: resource.input.value, enabled: enabled.input.value, q: text.input.value };
+  }
+
+  async function remove(rule) {
+    const ok = await confirmDialog({
+      title: `Delete ${rule.name}?`,
+      message: `The rule stops applying to ${rule.resource} at once. Its history stays readable, and it can be created again from there.`,
+      confirmLabel: 'Delete the rule',
+    });
+    if (!ok) {
+      return;
+    }
+    try {
+      await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version) });
+      toast(`Deleted ${rule.name}.`);
+      ctx.refreshDemo();
+    } catch (err) {
+      if (err.status === 412) {
+        errors.text(`${rule.name} was changed by someone else after this list was loaded, so it was not deleted. The list is reloaded: check the rule, then delete it again if you still mean to.`);
+      } else {
+        errors.show(err);
+      }
+    }
+    load();
+  }
+
+  function row(r) {
+    return h('tr', { dataset: { rule: r.name } },
+      h('th', { scope: 'row' },
+        h('a', { href: `#/rules/${r.id}/edit` }, r.name),
+        isDemoRule(r) ? badge('demo', 'info', 'demo data seeded by sluice --demo') : null,
+        r.description ? h('div', { class: 'muted small' }, r.description) : null),
+      h('td', {}, kindLabel(r.kind)),
+      h('td', {}, h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
+      h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null),
+      h('td', {}, summary(r)),
+      h('td', { class: 'num' }, String(r.version)),
+      h('td', {}, timeEl(r.updatedAt)),
+      h('td', { class: 'row-actions' },
+        h('a', { href: `#/rules/${r.id}/history` }, 'History'),
+        ctx.session.canWrite ? h('button', { type: 'button', class: 'link danger', onclick: () => remove(r), 'aria-label': `Delete ${r.name}` }, 'Delete') : null));
+  }
+
+  async function load() {
+    const f = filters();
+    ctx.setParams({ ...f, page: pageNo > 1 ? pageNo : '' });
+    try {
+      const { data } = await api('GET', '/rules', { query: { ...f, page: pageNo, pageSize } });
+      const filtered = Object.values(f).some(Boolean);
+      replace(tbody, data.items.length ? data.items.map(row) : h('tr', {}, h('td', { colspan: 8, class: 'empty' },
+        filtered ? 'No rule matches these filters.' : ['No rules yet. ', ctx.session.canWrite ? h('a', { href: '#/rules/new' }, 'Create the first one') : null, ' or ', h('a', { href: '#/apply' }, 'apply a rule file'), '.'])));
+      pages.update(pageNo, pageSize, data.total);
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  let typing = 0;
+  const reload = () => {
+    errors.clear();
+    pageNo = 1;
+    load();
+  };
+  for (const f of [kind, enabled]) {
+    f.input.addEventListener('change', reload);
+  }
+  for (const f of [resource, text]) {
+    f.input.addEventListener('input', () => {
+      clearTimeout(typing);
+      typing = setTimeout(reload, 250);
+    });
+  }
+  load();
+
+  return {
+    ...page('Rules',
+      ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
+      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, enabled.row, text.row),
+      errors.el,
+      table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
+      pages.el),
+    cleanup() {
+      clearTimeout(typing);
+    },
+  };
+}

@@ -1,0 +1,115 @@
+// API tokens, for admins: the list (never the secrets), a form that
+// creates one and shows its secret this once, and revocation.
+
+import { api } from '../api.js';
+import { h, option, replace } from '../dom.js';
+import { timeEl } from '../format.js';
+import { badge, confirmDialog, errorBox, field, page, table, toast } from '../ui.js';
+
+/** render draws the tokens page. */
+export function render() {
+  const errors = errorBox();
+  const formErrors = errorBox();
+  const tbody = h('tbody');
+  const secret = h('div', { class: 'alert ok', id: 'token-secret-box', role: 'status', hidden: true });
+
+  const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy.', input: h('input', { type: 'text', maxlength: 128, autocomplete: 'off' }) });
+  const role = field({
+    label: 'Role', id: 'token-role',
+    input: h('select', {}, option('viewer', 'viewer: reads'), option('editor', 'editor: also writes rules (CI)', true), option('admin', 'admin: also users and tokens')),
+  });
+  const expires = field({ label: 'Expires (your time; empty: never)', id: 'token-expires', input: h('input', { type: 'datetime-local' }) });
+  const fields = { name, role, expiresAt: expires };
+
+  async function revoke(t) {
+    const ok = await confirmDialog({
+      title: `Revoke ${t.name}?`,
+      message: 'Its next request is refused. This cannot be undone; a new token can be created instead.',
+      confirmLabel: 'Revoke the token',
+    });
+    if (!ok) {
+      return;
+    }
+    try {
+      await api('DELETE', `/tokens/${t.id}`);
+      toast(`Revoked ${t.name}.`);
+    } catch (err) {
+      errors.show(err);
+    }
+    load();
+  }
+
+  async function load() {
+    try {
+      const { data } = await api('GET', '/tokens', { query: { pageSize: 500 } });
+      replace(tbody, data.items.length ? data.items.map((t) => h('tr', { dataset: { token: t.name } },
+        h('th', { scope: 'row' }, t.name),
+        h('td', {}, badge(t.role, t.role === 'admin' ? 'warn' : 'info')),
+        h('td', {}, t.createdBy),
+        h('td', {}, timeEl(t.createdAt)),
+        h('td', {}, t.expiresAt ? timeEl(t.expiresAt) : 'never'),
+        h('td', {}, t.lastUsedAt ? timeEl(t.lastUsedAt) : 'never'),
+        h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => revoke(t), 'aria-label': `Revoke ${t.name}` }, 'Revoke'))))
+        : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No API tokens yet. CI pipelines need one: create it below.')));
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  const create = h('button', { type: 'submit', class: 'primary', id: 'token-create' }, 'Create token');
+  const form = h('form', { class: 'card', id: 'token-form', novalidate: true, 'aria-labelledby': 'token-form-title' },
+    h('h2', { id: 'token-form-title' }, 'New token'),
+    formErrors.el,
+    h('div', { class: 'toolbar' }, name.row, role.row, expires.row),
+    h('div', { class: 'actions' }, create));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    formErrors.clear();
+    for (const f of Object.values(fields)) {
+      f.setError('');
+    }
+    const body = { name: name.input.value.trim(), role: role.input.value };
+    if (expires.input.value) {
+      body.expiresAt = new Date(expires.input.value).toISOString();
+    }
+    create.disabled = true;
+    try {
+      const { data } = await api('POST', '/tokens', { body });
+      const code = h('code', { id: 'token-secret' }, data.token);
+      const copy = h('button', { type: 'button', onclick: async () => {
+        try {
+          await navigator.clipboard.writeText(data.token);
+          toast('Copied.');
+        } catch {
+          window.getSelection().selectAllChildren(code);
+          toast('Select and copy the token by hand.');
+        }
+      } }, 'Copy');
+      replace(secret,
+        h('p', {}, h('strong', {}, `Token ${data.name} created. Copy it now: it is shown only this once.`),
+          ' Sluice keeps only its hash.'),
+        h('p', { class: 'secret' }, code, ' ', copy),
+        h('p', {}, 'Send it as ', h('code', {}, 'Authorization: Bearer <token>'), '.'),
+        h('button', { type: 'button', onclick: () => { secret.hidden = true; secret.replaceChildren(); } }, 'Done, I copied it'));
+      secret.hidden = false;
+      copy.focus();
+      form.reset();
+      load();
+    } catch (err) {
+      for (const d of err.details ?? []) {
+        fields[d.field]?.setError(d.message);
+      }
+      formErrors.show(err, (err.details ?? []).filter((d) => !fields[d.field]));
+    } finally {
+      create.disabled = false;
+    }
+  });
+
+  load();
+  return page('API tokens',
+    h('p', {}, 'Tokens let CI and scripts call the API: ', h('code', {}, 'Authorization: Bearer slc_…'), '. Rotate one by creating its successor, switching the pipeline over, then revoking the old one.'),
+    secret,
+    errors.el,
+    table('API tokens', ['Name', 'Role', 'Created by', 'Created', 'Expires', 'Last used', ''], tbody),
+    form);
+}

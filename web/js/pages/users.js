@@ -1,0 +1,111 @@
+// Console users, for admins: the list, a form that adds one, and per user
+// a role change, a new password and deletion.
+
+import { api } from '../api.js';
+import { h, option, replace, uid } from '../dom.js';
+import { timeEl } from '../format.js';
+import { confirmDialog, errorBox, field, page, table, toast } from '../ui.js';
+
+const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
+
+function roleSelect(selected, id) {
+  return h('select', { id }, roles.map(([value, label]) => option(value, label, value === selected)));
+}
+
+/** render draws the users page. */
+export function render(ctx) {
+  const errors = errorBox();
+  const formErrors = errorBox();
+  const tbody = h('tbody');
+
+  async function change(u, body, what) {
+    errors.clear();
+    try {
+      await api('PATCH', `/users/${u.id}`, { body });
+      toast(`${u.username}: ${what}.`);
+    } catch (err) {
+      errors.show(err);
+    }
+    load();
+  }
+
+  async function remove(u) {
+    const ok = await confirmDialog({
+      title: `Delete ${u.username}?`,
+      message: 'Their sessions end at once. The rules they changed keep their name in the history.',
+      confirmLabel: 'Delete the user',
+    });
+    if (!ok) {
+      return;
+    }
+    try {
+      await api('DELETE', `/users/${u.id}`);
+      toast(`Deleted ${u.username}.`);
+    } catch (err) {
+      errors.show(err);
+    }
+    load();
+  }
+
+  function row(u) {
+    const roleId = uid('user-role');
+    const passId = uid('user-password');
+    const role = roleSelect(u.role, roleId);
+    const password = h('input', { type: 'password', id: passId, autocomplete: 'new-password', placeholder: 'new password' });
+    const self = u.username === ctx.session.me?.name;
+    return h('tr', { dataset: { user: u.username } },
+      h('th', { scope: 'row' }, u.username, self ? ' (you)' : ''),
+      h('td', {},
+        h('label', { for: roleId, class: 'visually-hidden' }, `Role of ${u.username}`), role, ' ',
+        h('button', { type: 'button', onclick: () => change(u, { role: role.value }, `role set to ${role.value}`) }, 'Set role')),
+      h('td', {},
+        h('label', { for: passId, class: 'visually-hidden' }, `New password for ${u.username}`), password, ' ',
+        h('button', { type: 'button', onclick: () => change(u, { password: password.value }, 'password changed; their sessions ended') }, 'Set password')),
+      h('td', {}, timeEl(u.createdAt)),
+      h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => remove(u), 'aria-label': `Delete ${u.username}` }, 'Delete')));
+  }
+
+  async function load() {
+    try {
+      const { data } = await api('GET', '/users', { query: { pageSize: 500 } });
+      replace(tbody, data.items.map(row));
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  const username = field({ label: 'Username', id: 'user-username', input: h('input', { type: 'text', autocomplete: 'off', maxlength: 64 }) });
+  const role = field({ label: 'Role', id: 'user-new-role', input: roleSelect('editor') });
+  const password = field({ label: 'Password', id: 'user-password', hint: '10 to 72 bytes.', input: h('input', { type: 'password', autocomplete: 'new-password' }) });
+  const fields = { username, role, password };
+  const form = h('form', { class: 'card', id: 'user-form', novalidate: true, 'aria-labelledby': 'user-form-title' },
+    h('h2', { id: 'user-form-title' }, 'New user'),
+    formErrors.el,
+    h('div', { class: 'toolbar' }, username.row, role.row, password.row),
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Add user')));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    formErrors.clear();
+    for (const f of Object.values(fields)) {
+      f.setError('');
+    }
+    try {
+      const { data } = await api('POST', '/users', { body: { username: username.input.value.trim(), role: role.input.value, password: password.input.value } });
+      toast(`Added ${data.username} (${data.role}).`);
+      form.reset();
+      load();
+    } catch (err) {
+      for (const d of err.details ?? []) {
+        fields[d.field]?.setError(d.message);
+      }
+      formErrors.show(err, (err.details ?? []).filter((d) => !fields[d.field]));
+    }
+  });
+
+  load();
+  return page('Users',
+    h('p', {}, 'Who can log in to the console, and what they may do. The last admin can be neither demoted nor deleted.'),
+    errors.el,
+    table('Users', ['User', 'Role', 'Password', 'Created', ''], tbody),
+    form);
+}
