@@ -3,13 +3,18 @@
 SWAG := go tool swag init --quiet --dir ./server --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test chromium fmt-check vet docs check-docs bench bench-metrics
 
 run:
 	go run ./cmd/sluice
 
-test: fmt-check vet check-docs
+test: fmt-check vet check-docs chromium
 	CGO_ENABLED=1 go test -race -count=1 ./...
+
+# chromium installs the headless browser that the console's end-to-end tests
+# (e2e/) drive, Debian's package, when it is missing.
+chromium:
+	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
 
 fmt-check:
 	@unformatted=$$(gofmt -l .); \

@@ -23,6 +23,7 @@ var allowedImports = map[string][]string{
 	"docs":       {},
 	"server":     {"engine", "store", "web", "docs"},
 	"cmd":        {"engine", "store", "server", "migrations", "web", "docs", "cmd"},
+	"e2e":        {"engine", "store", "server", "web"},
 }
 
 type goPackage struct {

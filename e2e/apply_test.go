@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+const ruleFile = `rules:
+  - name: orders-qps
+    kind: flow
+    resource: GET:/api/orders
+    threshold: 100
+  - name: pay-errors
+    kind: circuitBreaker
+    resource: POST:/api/pay
+    strategy: errorRatio
+    threshold: 0.5
+    retryTimeoutMs: 5000
+`
+
+// TestApplyRuleFile pastes a YAML rule file, previews the plan with a dry
+// run (nothing written), applies it, then previews it again (nothing left
+// to change) and loads the export back into the editor.
+func TestApplyRuleFile(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+
+	tb.visit("/apply", "Apply a rule file")
+	tb.waitFor("Apply disabled before a preview", `document.querySelector('#apply-apply').disabled`)
+	tb.fill("#apply-text", ruleFile)
+	tb.fill("#apply-reason", "from the e2e test")
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+	tb.waitText("#plan-created", "pay-errors")
+	tb.waitText("#plan-updated", "threshold50100")
+	tb.screenshot("apply-plan")
+	if status, _ := n.call(t, http.MethodGet, "/rules/2", nil); status != http.StatusNotFound {
+		t.Fatalf("after the dry run, GET /rules/2 = %d, want 404: a dry run writes nothing", status)
+	}
+
+	tb.click("#apply-apply")
+	tb.waitText("#plan-headline", "Applied: 2 rules changed")
+	if r := n.rule(t, 1); *r.Threshold != 100 {
+		t.Errorf("orders-qps threshold = %v after apply, want 100", *r.Threshold)
+	}
+	if r := n.rule(t, 2); r.Name != "pay-errors" || r.Kind != "circuitBreaker" {
+		t.Errorf("rule 2 = %s (%s), want pay-errors (circuitBreaker)", r.Name, r.Kind)
+	}
+
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "the server already matches the file")
+
+	tb.click("#export-edit")
+	tb.waitFor("the export in the editor", `document.querySelector('#apply-text').value.includes('name: pay-errors')`)
+	if got := tb.value("#apply-text"); !strings.Contains(got, "retryTimeoutMs: 5000") {
+		t.Errorf("exported YAML lacks the breaker's fields:\n%s", got)
+	}
+
+	// A bad file: the API's errors, each naming its rule and field.
+	tb.fill("#apply-text", "rules:\n  - name: bad\n    kind: flow\n    resource: x\n    threshold: -1\n")
+	tb.click("#apply-dry-run")
+	tb.waitText("main [role=alert]", "rules[0].threshold")
+}

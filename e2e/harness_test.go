@@ -1,0 +1,366 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/store"
+)
+
+const (
+	// adminPassword is the password of the first user, admin.
+	adminPassword = "e2e-admin-password"
+	// apiToken is an admin API token, for the tests' own API calls.
+	apiToken = "e2e-admin-token"
+	// waitTimeout bounds every wait for the page.
+	waitTimeout = 15 * time.Second
+	// pollInterval is how often a wait looks at the page again.
+	pollInterval = 50 * time.Millisecond
+)
+
+// node is a Sluice server for one test: a real listener on 127.0.0.1 and a
+// real SQLite file in the test's temporary directory.
+type node struct {
+	url    string
+	engine *engine.Engine
+	store  *store.Store
+}
+
+// nodeConfig changes how a node starts.
+type nodeConfig struct {
+	// demo runs the server with Config.Demo.
+	demo bool
+	// seed writes to the store before the server opens it.
+	seed func(t *testing.T, st *store.Store)
+}
+
+func startNode(t *testing.T, cfg nodeConfig) *node {
+	t.Helper()
+	logger := slog.New(slog.DiscardHandler)
+	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "sluice.db"), logger)
+	if err != nil {
+		t.Fatalf("store.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	if cfg.seed != nil {
+		cfg.seed(t, st)
+	}
+	feed := server.NewBreakerFeed()
+	eng := engine.New(engine.Options{OnBreakerStateChange: feed.Notify})
+	t.Cleanup(eng.Close)
+	srv, err := server.New(context.Background(), server.Config{
+		Engine: eng, Store: st, Logger: logger, BreakerFeed: feed, Demo: cfg.demo,
+		AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
+	})
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := <-served; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return &node{url: "http://" + ln.Addr().String(), engine: eng, store: st}
+}
+
+var client = &http.Client{Timeout: 10 * time.Second}
+
+// call sends one API request with the admin token; body is JSON-encoded
+// unless it is a string. It answers the status and the body.
+func (n *node) call(t *testing.T, method, path string, body any) (int, []byte) {
+	t.Helper()
+	var r io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		r = strings.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, n.url+"/api/v1"+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+apiToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, data
+}
+
+// rule reads one rule through the API.
+func (n *node) rule(t *testing.T, id int64) server.Rule {
+	t.Helper()
+	status, body := n.call(t, http.MethodGet, fmt.Sprintf("/rules/%d", id), nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET rule %d: %d %s", id, status, body)
+	}
+	var r server.Rule
+	if err := json.Unmarshal(body, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// tab is one browser tab of a test.
+type tab struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+	name string
+}
+
+// newTab opens a tab in a browser context of its own (its own cookies) on
+// the node at base.
+func newTab(t *testing.T, base string) *tab {
+	t.Helper()
+	ctx, cancel := chromedp.NewContext(browser, chromedp.WithNewBrowserContext())
+	return openTab(t, ctx, cancel, base, "tab1")
+}
+
+// another opens a second tab in the same browser context: the same
+// session, as a person's second tab would have.
+func (tb *tab) another() *tab {
+	tb.t.Helper()
+	ctx, cancel := chromedp.NewContext(tb.ctx)
+	return openTab(tb.t, ctx, cancel, tb.base, tb.name+"b")
+}
+
+// openTab starts the tab, fails the test on any script error or console
+// error the page logs, and saves a screenshot if the test fails.
+func openTab(t *testing.T, ctx context.Context, cancel context.CancelFunc, base, name string) *tab {
+	t.Helper()
+	t.Cleanup(cancel)
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 900)); err != nil {
+		t.Fatalf("open a tab: %v", err)
+	}
+	tb := &tab{t: t, ctx: ctx, base: base, name: name}
+
+	var mu sync.Mutex
+	var problems []string
+	messages := chromedp.Console(ctx)
+	go func() {
+		for msg, err := range messages {
+			if err != nil {
+				return
+			}
+			// A refused request is logged by the browser as a network
+			// error: the console expects those (401, 412, 422) and shows
+			// them itself.
+			if msg.Type == chromedp.ConsoleException || msg.Type == chromedp.ConsoleError && msg.Source != "network" {
+				mu.Lock()
+				problems = append(problems, fmt.Sprintf("%s %s (%s:%d)", msg.Type, msg.Text, msg.URL, msg.Line))
+				mu.Unlock()
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			tb.saveFailure()
+		}
+	})
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, p := range problems {
+			t.Errorf("%s: the page logged %s", name, p)
+		}
+	})
+	return tb
+}
+
+// saveFailure saves a screenshot of the tab in a directory of the test's
+// own that is kept, and logs where.
+func (tb *tab) saveFailure() {
+	ctx, cancel := context.WithTimeout(tb.ctx, 10*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Logf("%s: no failure screenshot: %v", tb.name, err)
+		return
+	}
+	safe := strings.NewReplacer("/", "_", " ", "_").Replace(tb.t.Name())
+	dir, err := os.MkdirTemp("", "sluice-e2e-"+safe+"-")
+	if err == nil {
+		path := filepath.Join(dir, tb.name+".png")
+		if err = os.WriteFile(path, png, 0o644); err == nil {
+			tb.t.Logf("%s: screenshot of the failure: %s", tb.name, path)
+			return
+		}
+	}
+	tb.t.Logf("%s: could not save the failure screenshot: %v", tb.name, err)
+}
+
+// do runs browser actions, each run bounded by waitTimeout.
+func (tb *tab) do(what string, actions ...chromedp.Action[chromedp.Void]) {
+	tb.t.Helper()
+	ctx, cancel := context.WithTimeout(tb.ctx, waitTimeout)
+	defer cancel()
+	if err := chromedp.Do(ctx, actions...); err != nil {
+		tb.t.Fatalf("%s: %s: %v", tb.name, what, err)
+	}
+}
+
+// eval evaluates a JavaScript expression in the page and decodes its value.
+func eval[T any](tb *tab, expr string) (T, error) {
+	ctx, cancel := context.WithTimeout(tb.ctx, waitTimeout)
+	defer cancel()
+	return chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+}
+
+// js quotes s as a JavaScript string.
+func js(s string) string {
+	data, _ := json.Marshal(s) // a string always encodes
+	return string(data)
+}
+
+// waitFor polls the page until the JavaScript expression is true, or fails
+// the test after waitTimeout. (chromedp.Poll builds its predicate with new
+// Function, which the console's Content-Security-Policy forbids.)
+func (tb *tab) waitFor(what, expr string) {
+	tb.t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for {
+		ok, err := eval[bool](tb, "Boolean("+expr+")")
+		if err == nil && ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.t.Fatalf("%s: waited %v for %s (%s); last error: %v", tb.name, waitTimeout, what, expr, err)
+		}
+		<-tick.C
+	}
+}
+
+// waitText waits until the element sel exists and its text contains want.
+func (tb *tab) waitText(sel, want string) {
+	tb.t.Helper()
+	tb.waitFor(fmt.Sprintf("%s to read %q", sel, want),
+		fmt.Sprintf("(document.querySelector(%s)?.textContent ?? '').includes(%s)", js(sel), js(want)))
+}
+
+// text answers the text of the element sel.
+func (tb *tab) text(sel string) string {
+	tb.t.Helper()
+	s, err := eval[string](tb, fmt.Sprintf("document.querySelector(%s)?.textContent ?? ''", js(sel)))
+	if err != nil {
+		tb.t.Fatalf("%s: text of %s: %v", tb.name, sel, err)
+	}
+	return s
+}
+
+// value answers the value of the form control sel.
+func (tb *tab) value(sel string) string {
+	tb.t.Helper()
+	s, err := eval[string](tb, fmt.Sprintf("document.querySelector(%s)?.value ?? ''", js(sel)))
+	if err != nil {
+		tb.t.Fatalf("%s: value of %s: %v", tb.name, sel, err)
+	}
+	return s
+}
+
+// visit goes to a console route (#/rules) and waits for its heading.
+func (tb *tab) visit(route, heading string) {
+	tb.t.Helper()
+	if _, err := eval[string](tb, "location.hash = "+js("#"+route)); err != nil {
+		tb.t.Fatalf("%s: go to %s: %v", tb.name, route, err)
+	}
+	tb.waitText("main h1", heading)
+}
+
+// fill replaces the value of the form control sel, as typing would.
+func (tb *tab) fill(sel, value string) {
+	tb.t.Helper()
+	tb.do("fill "+sel, chromedp.WaitVisible(chromedp.CSS(sel)))
+	expr := fmt.Sprintf(`(() => {
+		const el = document.querySelector(%s);
+		el.value = %s;
+		el.dispatchEvent(new Event('input', {bubbles: true}));
+		el.dispatchEvent(new Event('change', {bubbles: true}));
+		return true;
+	})()`, js(sel), js(value))
+	if _, err := eval[bool](tb, expr); err != nil {
+		tb.t.Fatalf("%s: fill %s: %v", tb.name, sel, err)
+	}
+}
+
+// click clicks the visible element sel.
+func (tb *tab) click(sel string) {
+	tb.t.Helper()
+	tb.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// login opens the console and logs in as admin.
+func (tb *tab) login() {
+	tb.t.Helper()
+	tb.do("open the login page", chromedp.Navigate(tb.base+"/#/login"), chromedp.WaitVisible(chromedp.CSS("#login-username")))
+	tb.fill("#login-username", "admin")
+	tb.fill("#login-password", adminPassword)
+	tb.click("#login-form button[type=submit]")
+	tb.waitText("main h1", "Overview")
+}
+
+// screenshot saves the page as docs/screenshots/name.png when the tests
+// run with -update-screenshots.
+func (tb *tab) screenshot(name string) {
+	tb.t.Helper()
+	if !*updateScreenshots {
+		return
+	}
+	// Nothing blinks, and no passing message hides the page.
+	if _, err := eval[bool](tb, "document.activeElement?.blur(), document.querySelector('#toast').hidden = true, true"); err != nil {
+		tb.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(tb.ctx, waitTimeout)
+	defer cancel()
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		tb.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	path := filepath.Join("..", "docs", "screenshots", name+".png")
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		tb.t.Fatal(err)
+	}
+	tb.t.Logf("wrote %s", path)
+}

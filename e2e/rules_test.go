@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestRuleLifecycle manages one rule through the console the way a person
+// would: create it with the form (after a validation error shown next to
+// the field), edit it, lose a race with a second tab and recover from the
+// 412, read the history and roll back.
+func TestRuleLifecycle(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+
+	// Create, with a bad threshold first: the API's message sits next to
+	// the field.
+	tb.visit("/rules", "Rules")
+	tb.click("#new-rule")
+	tb.waitText("main h1", "New rule")
+	tb.fill("#rule-name", "orders-qps")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-flow-threshold", "-5")
+	tb.fill("#rule-reason", "launch")
+	tb.click("#rule-save")
+	tb.waitText("#rule-flow-threshold-error", "must be >= 0")
+	tb.waitFor("the threshold marked invalid", `document.querySelector('#rule-flow-threshold').getAttribute('aria-invalid') === 'true'`)
+	tb.screenshot("rule-form-error")
+	tb.fill("#rule-flow-threshold", "100")
+	tb.click("#rule-save")
+	tb.waitText("main h1", "Rules")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "≤ 100 per 1,000 ms")
+	if r := n.rule(t, 1); r.Name != "orders-qps" || *r.Threshold != 100 || r.Version != 1 {
+		t.Fatalf("created rule = %s v%d threshold %v, want orders-qps v1 threshold 100", r.Name, r.Version, *r.Threshold)
+	}
+
+	// Edit: throttle it, which shows the queueing field.
+	tb.click(`tr[data-rule="orders-qps"] th a`)
+	tb.waitText("main h1", "Edit orders-qps")
+	tb.waitFor("the maximum wait hidden for reject", `document.querySelector('#rule-flow-maxQueueingTimeMs').closest('.field').hidden`)
+	tb.fill("#rule-flow-controlBehavior", "throttling")
+	tb.waitFor("the maximum wait shown for throttling", `!document.querySelector('#rule-flow-maxQueueingTimeMs').closest('.field').hidden`)
+	tb.fill("#rule-flow-maxQueueingTimeMs", "250")
+	tb.fill("#rule-flow-threshold", "150")
+	tb.click("#rule-save")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "≤ 150 per 1,000 ms, spaced evenly (wait ≤ 250 ms)")
+
+	// A second tab saves first; the first tab's save is refused (412),
+	// explained, and recovered by loading the current version.
+	tb.visit("/rules/1/edit", "Edit orders-qps")
+	tb.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '150'`)
+	other := tb.another()
+	other.do("open the rule in a second tab", chromedp.Navigate(n.url+"/#/rules/1/edit"))
+	other.waitText("main h1", "Edit orders-qps")
+	other.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '150'`)
+	other.fill("#rule-flow-threshold", "175")
+	other.click("#rule-save")
+	other.waitText("main h1", "Rules")
+
+	tb.fill("#rule-flow-threshold", "200")
+	tb.click("#rule-save")
+	tb.waitText("#conflict", "Someone else changed this rule after you opened it")
+	tb.waitText("#conflict", "admin made version 3")
+	tb.screenshot("rule-conflict")
+	tb.click("#conflict-reload")
+	tb.waitText("#conflict", "Loaded version 3, the current one")
+	tb.waitText("#unsaved-values", "threshold: yours 200, now 175")
+	if got := tb.value("#rule-flow-threshold"); got != "175" {
+		t.Fatalf("threshold after reloading = %q, want the other tab's 175", got)
+	}
+	tb.fill("#rule-flow-threshold", "200")
+	tb.click("#rule-save")
+	tb.waitText("main h1", "Rules")
+	if r := n.rule(t, 1); r.Version != 4 || *r.Threshold != 200 {
+		t.Fatalf("rule after the recovered save = v%d threshold %v, want v4 threshold 200", r.Version, *r.Threshold)
+	}
+
+	// History: every version with what it changed; roll back to the first.
+	tb.visit("/rules/1/history", "History of orders-qps")
+	tb.waitFor("four versions", `document.querySelectorAll('#revisions > li').length === 4`)
+	tb.waitText(`li[data-version="4"]`, "threshold175200")
+	tb.waitText(`li[data-version="2"]`, "controlBehaviorrejectthrottling")
+	tb.waitText(`li[data-version="1"]`, "launch")
+	tb.screenshot("rule-history")
+	tb.click(`button[data-rollback="1"]`)
+	tb.waitFor("the rollback as version 5", `document.querySelectorAll('#revisions > li').length === 5`)
+	tb.waitText(`li[data-version="5"]`, "rollback")
+	tb.waitText(`li[data-version="5"]`, "threshold200100")
+	r := n.rule(t, 1)
+	if r.Version != 5 || *r.Threshold != 100 || *r.ControlBehavior != "reject" {
+		t.Fatalf("rule after rollback = v%d threshold %v %s, want v5 threshold 100 reject", r.Version, *r.Threshold, *r.ControlBehavior)
+	}
+}
