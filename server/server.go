@@ -103,7 +103,7 @@ type Config struct {
 	// bcrypt.DefaultCost.
 	PasswordCost int
 	// Now tells the time for sessions, tokens and login throttling.
-	// Optional. Default: time.Now.
+	// Optional. Default: time.Now, in UTC.
 	Now func() time.Time
 }
 
@@ -171,7 +171,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		authCfg.bcryptCost = bcrypt.DefaultCost
 	}
 	if authCfg.now == nil {
-		authCfg.now = time.Now
+		authCfg.now = func() time.Time { return time.Now().UTC() }
 	}
 	s.auth = newAuth(cfg.Store, s.logger, authCfg)
 	if err := s.auth.start(ctx, cfg.AdminPassword, cfg.BootstrapToken); err != nil {
