@@ -57,9 +57,11 @@ func TestApplyRuleFile(t *testing.T) {
 	tb.waitText("#plan-headline", "the server already matches the file")
 
 	tb.click("#export-edit")
-	tb.waitFor("the export in the editor", `document.querySelector('#apply-text').value.includes('name: pay-errors')`)
-	if got := tb.value("#apply-text"); !strings.Contains(got, "retryTimeoutMs: 5000") {
-		t.Errorf("exported YAML lacks the breaker's fields:\n%s", got)
+	// The export writes every field, defaults included: probeNum was not
+	// in the file.
+	tb.waitFor("the export in the editor", `document.querySelector('#apply-text').value.includes('probeNum: 1')`)
+	if got := tb.value("#apply-text"); !strings.Contains(got, "name: pay-errors") || !strings.Contains(got, "retryTimeoutMs: 5000") {
+		t.Errorf("exported YAML lacks the breaker:\n%s", got)
 	}
 
 	// A bad file: the API's errors, each naming its rule and field.

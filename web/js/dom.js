@@ -5,8 +5,9 @@
 const forbidden = new Set(['innerHTML', 'outerHTML', 'srcdoc', 'style']);
 
 // Properties set on the element itself rather than as attributes, because
-// the attribute only holds the initial value.
-const properties = new Set(['value', 'checked', 'selected', 'disabled', 'hidden', 'indeterminate', 'multiple']);
+// the attribute only holds the initial value. (An option's selected stays an
+// attribute: it is what a form's reset goes back to.)
+const properties = new Set(['value', 'checked', 'disabled', 'hidden', 'indeterminate', 'multiple']);
 
 /**
  * h creates an element: h('a', {href: '#/rules', class: 'button'}, 'Rules').
