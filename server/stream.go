@@ -22,16 +22,8 @@ type StreamStats struct {
 
 // StreamResource is one resource's traffic over the last second.
 type StreamResource struct {
-	Name           string  `json:"name" example:"GET:/api/orders"`
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
-	// Concurrency is the calls in flight.
-	Concurrency int64 `json:"concurrency" example:"4"`
+	Name string `json:"name" example:"GET:/api/orders"`
+	LiveFigures
 }
 
 // streamHub reads every resource's live figures once an interval, while
@@ -190,10 +182,7 @@ func (h *streamHub) frame() *streamFrame {
 }
 
 func streamResource(name string, l engine.LiveStats) StreamResource {
-	return StreamResource{
-		Name: name, PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
-		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
-	}
+	return StreamResource{Name: name, LiveFigures: liveFigures(l)}
 }
 
 // data is the frame's JSON for sub.

@@ -64,8 +64,8 @@ func TestStreamSendsLiveFigures(t *testing.T) {
 	traffic(t, n.engine, "orders", 4, 1, 10)
 	traffic(t, n.engine, "pay", 2, 0, 30)
 	n.engine.Resource("idle")
-	orders := StreamResource{Name: "orders", PassQps: 4, CompleteQps: 4, ErrorQps: 1, AvgRtMs: 10}
-	pay := StreamResource{Name: "pay", PassQps: 2, CompleteQps: 2, AvgRtMs: 30}
+	orders := StreamResource{Name: "orders", LiveFigures: LiveFigures{PassQps: 4, CompleteQps: 4, ErrorQps: 1, AvgRtMs: 10}}
+	pay := StreamResource{Name: "pay", LiveFigures: LiveFigures{PassQps: 2, CompleteQps: 2, AvgRtMs: 30}}
 	tests := []struct {
 		query string
 		want  []StreamResource
