@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -93,4 +94,18 @@ func TestRuleLifecycle(t *testing.T) {
 	if r.Version != 5 || *r.Threshold != 100 || *r.ControlBehavior != "reject" {
 		t.Fatalf("rule after rollback = v%d threshold %v %s, want v5 threshold 100 reject", r.Version, *r.Threshold, *r.ControlBehavior)
 	}
+
+	// Delete, after a confirmation; the history stays readable.
+	tb.visit("/rules", "Rules")
+	tb.click(`button[aria-label="Delete orders-qps"]`)
+	tb.waitText("dialog[open]", "Delete orders-qps?")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("main tbody", "No rules yet")
+	if status, body := n.call(t, http.MethodGet, "/rules/1", nil); status != http.StatusNotFound {
+		t.Fatalf("GET the deleted rule = %d %s, want 404", status, body)
+	}
+	tb.visit("/rules/1/history", "History of orders-qps")
+	tb.waitText("main", "The rule is deleted")
+	tb.waitText(`li[data-version="6"]`, "delete")
+	tb.waitFor("no rollback of a deleted rule", `document.querySelectorAll('button[data-rollback]').length === 0`)
 }

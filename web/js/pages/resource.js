@@ -16,6 +16,9 @@ const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d
 /** maxPoints is the most points one history answer may hold. */
 const maxPoints = 10000;
 
+/** breakerRefreshMs is how often the breakers' states and windows are read again. */
+const breakerRefreshMs = 5000;
+
 /** ranges are the preset history ranges. */
 const ranges = [['1h', '1 h', 3600e3], ['6h', '6 h', 6 * 3600e3], ['24h', '24 h', 24 * 3600e3],
   ['7d', '7 d', 7 * 86400e3], ['30d', '30 d', 30 * 86400e3]];
@@ -295,11 +298,18 @@ export function render(ctx) {
   });
   loadBreakers();
   loadRules();
+  // The breakers' window figures move without a transition to announce it.
+  const breakerTimer = setInterval(() => {
+    if (breakers.length) {
+      loadBreakers();
+    }
+  }, breakerRefreshMs);
 
   return {
     ...p,
     cleanup() {
       gone = true;
+      clearInterval(breakerTimer);
       historySeq += 1;
       for (const undo of cleanups) {
         undo();
