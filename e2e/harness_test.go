@@ -334,9 +334,15 @@ func (tb *tab) click(sel string) {
 // login opens the console and logs in as admin.
 func (tb *tab) login() {
 	tb.t.Helper()
+	tb.loginAs("admin", adminPassword)
+}
+
+// loginAs opens the console and logs in as username.
+func (tb *tab) loginAs(username, password string) {
+	tb.t.Helper()
 	tb.do("open the login page", chromedp.Navigate(tb.base+"/#/login"), chromedp.WaitVisible(chromedp.CSS("#login-username")))
-	tb.fill("#login-username", "admin")
-	tb.fill("#login-password", adminPassword)
+	tb.fill("#login-username", username)
+	tb.fill("#login-password", password)
 	tb.click("#login-form button[type=submit]")
 	tb.waitText("main h1", "Overview")
 }

@@ -1,13 +1,15 @@
 package e2e
 
 import (
+	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
 )
 
 // TestLoginAndFirstSteps logs in to a brand-new install: the console asks
-// for a login, refuses a wrong password, then shows what to do first.
+// for a login, refuses a wrong password, takes the right one from the
+// keyboard, then shows what to do first.
 func TestLoginAndFirstSteps(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
@@ -21,8 +23,40 @@ func TestLoginAndFirstSteps(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#login-form button[type=submit]")))
 	tb.waitText("#login-form [role=alert]", "wrong username or password")
 
-	tb.login()
+	// With the keyboard alone: the wrong password is selected, so typing
+	// replaces it, and Enter submits.
+	tb.waitFor("the password selected", `document.activeElement?.id === 'login-password'`)
+	tb.do("type the right password", chromedp.KeyEvent(adminPassword+"\r"))
+	tb.waitText("main h1", "Overview")
+	tb.waitFor("the focus on the page's heading", `document.activeElement === document.querySelector('main h1')`)
 	tb.waitText("#getting-started", "no rules yet")
 	tb.waitText("#whoami", "admin (admin)")
 	tb.screenshot("overview-new-install")
+}
+
+// TestViewerReadsOnly logs in as a viewer: the console offers no write and
+// no admin page, and says why where a write would be.
+func TestViewerReadsOnly(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, resp := n.call(t, http.MethodPost, "/users", `{"username": "victor", "role": "viewer", "password": "viewer-password"}`); status != http.StatusCreated {
+		t.Fatalf("create the viewer: %d %s", status, resp)
+	}
+	if status, resp := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
+		t.Fatalf("create a rule: %d %s", status, resp)
+	}
+	tb := newTab(t, n.url)
+	tb.loginAs("victor", "viewer-password")
+	tb.waitText("#whoami", "victor (viewer)")
+	tb.waitFor("no admin pages in the menu", `[...document.querySelectorAll('#nav [data-admin]')].every((a) => a.hidden)`)
+
+	tb.visit("/rules", "Rules")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "orders-qps")
+	tb.waitFor("no New rule and no Delete", `!document.querySelector('#new-rule') && !document.querySelector('button[aria-label="Delete orders-qps"]')`)
+	tb.visit("/rules/1/edit", "Edit orders-qps")
+	tb.waitText("#rule-form .alert.error", "can read rules but not change them")
+	tb.waitFor("Save disabled", `document.querySelector('#rule-save').disabled`)
+
+	tb.visit("/tokens", "Overview")
+	tb.waitText("#toast", "That page is for admins")
 }
