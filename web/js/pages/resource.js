@@ -129,7 +129,7 @@ export function render(ctx) {
   const historyNote = h('p', { class: 'muted', role: 'status', id: 'history-note' });
   const fromInput = h('input', { type: 'datetime-local', id: 'history-from' });
   const toInput = h('input', { type: 'datetime-local', id: 'history-to' });
-  const customForm = h('form', { class: 'toolbar', hidden: true, id: 'history-custom' },
+  const customForm = h('form', { class: 'toolbar end', hidden: true, id: 'history-custom' },
     h('div', { class: 'field' }, h('label', { for: 'history-from' }, 'From (your time)'), fromInput),
     h('div', { class: 'field' }, h('label', { for: 'history-to' }, 'To (your time)'), toInput),
     h('div', { class: 'field' }, h('button', { type: 'submit' }, 'Show')));
