@@ -471,3 +471,24 @@ func TestFirstAdmin(t *testing.T) {
 		t.Fatalf("a restart logged a password:\n%s", again)
 	}
 }
+
+// TestAdminsAreNotLockedOut: a rule on the API's own routes blocks editors
+// and viewers, but an admin can still reach the route to remove it.
+func TestAdminsAreNotLockedOut(t *testing.T) {
+	n := startAuthNode(t)
+	editor, _ := n.newToken(t, "editor", roleEditor, "")
+	status, data := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/rules",
+		`{"kind":"flow","name":"no-patches","resource":"PATCH /api/v1/rules/:id","threshold":0}`)
+	if status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, data)
+	}
+	if status, _ := n.as(t, bearer(editor), http.MethodPatch, "/api/v1/rules/1", `{"description":"x"}`); status != http.StatusTooManyRequests {
+		t.Fatalf("an editor's patch under the rule: %d, want 429", status)
+	}
+	if status, data := n.as(t, bearer(adminToken), http.MethodPatch, "/api/v1/rules/1", `{"enabled":false}`); status != http.StatusOK {
+		t.Fatalf("the admin's patch that disables the rule: %d %s, want 200", status, data)
+	}
+	if status, _ := n.as(t, bearer(editor), http.MethodPatch, "/api/v1/rules/1", `{"description":"x"}`); status != http.StatusOK {
+		t.Fatalf("an editor's patch once the rule is off: %d, want 200", status)
+	}
+}

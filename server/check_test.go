@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
@@ -359,10 +360,19 @@ func TestCheckErrors(t *testing.T) {
 
 func TestAPIRoutesAreGuarded(t *testing.T) {
 	ts, _ := newCheckServer(t, `{"name": "rule-reads", "kind": "flow", "resource": "GET /api/v1/rules/:id", "threshold": 1}`)
+	// Admins are never blocked by rules on the API (TestAdminsAreNotLockedOut):
+	// read as a viewer.
+	resp, body := ts.call(t, http.MethodPost, "/api/v1/tokens", `{"name": "reader", "role": "viewer"}`, nil)
+	mustStatus(t, resp, body, http.StatusCreated)
+	var reader NewAPIToken
+	if err := json.Unmarshal(body, &reader); err != nil {
+		t.Fatal(err)
+	}
+	asReader := reqHeader{"Authorization": "Bearer " + reader.Token}
 
-	resp, body := ts.call(t, http.MethodGet, rulesPath+"/1", nil, nil)
+	resp, body = ts.call(t, http.MethodGet, rulesPath+"/1", nil, asReader)
 	mustStatus(t, resp, body, http.StatusOK)
-	resp, body = ts.call(t, http.MethodGet, rulesPath+"/2", nil, nil)
+	resp, body = ts.call(t, http.MethodGet, rulesPath+"/2", nil, asReader)
 	mustStatus(t, resp, body, http.StatusTooManyRequests)
 	if e := decodeEnvelope(t, resp, body); e.Code != "too_many_requests" || !strings.Contains(e.Message, "rule-reads") {
 		t.Errorf("block answer = %+v, want too_many_requests naming rule-reads", e)
