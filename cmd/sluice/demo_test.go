@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -26,35 +25,11 @@ func TestDemo(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			args := make([]string, len(tt.args))
-			for i, a := range tt.args {
-				args[i] = strings.ReplaceAll(a, "{dir}", dir)
-			}
-			for k, v := range tt.env {
-				t.Setenv(k, strings.ReplaceAll(v, "{dir}", dir))
-			}
 			t.Setenv("SLUICE_BOOTSTRAP_TOKEN", cliToken)
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			var stdout, stderr syncBuffer
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, args, &stdout, &stderr) }()
-
-			var addr string
-			waitFor(t, "the listening log line", 10*time.Second, func() bool {
-				select {
-				case err := <-done:
-					t.Fatalf("run returned early: %v\n%s", err, stderr.String())
-				default:
-				}
-				if m := listeningAddr.FindStringSubmatch(stderr.String()); m != nil {
-					addr = m[1]
-				}
-				return addr != ""
-			})
+			r := startSluice(t, t.TempDir(), tt.args, tt.env)
+			addr, stderr := r.addr, r.stderr
 			client := &http.Client{Timeout: 2 * time.Second}
-			req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/api/v1/rules?q=demo-", nil)
+			req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/api/v1/rules?q=demo-", nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,15 +50,7 @@ func TestDemo(t *testing.T) {
 				t.Errorf("the log does not say the demo runs:\n%s", stderr.String())
 			}
 
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("run after cancel = %v\n%s", err, stderr.String())
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("run did not return after cancel")
-			}
+			r.stop(t)
 		})
 	}
 }

@@ -48,6 +48,58 @@ func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool
 	}
 }
 
+// runningSluice is the program running in the background, as a test
+// started it with startSluice.
+type runningSluice struct {
+	addr   string
+	stderr *syncBuffer
+	cancel context.CancelFunc
+	done   chan error
+}
+
+// startSluice runs the program with args and env, "{dir}" in them replaced
+// by dir, and waits until it listens.
+func startSluice(t *testing.T, dir string, args []string, env map[string]string) *runningSluice {
+	t.Helper()
+	expanded := make([]string, len(args))
+	for i, a := range args {
+		expanded[i] = strings.ReplaceAll(a, "{dir}", dir)
+	}
+	for k, v := range env {
+		t.Setenv(k, strings.ReplaceAll(v, "{dir}", dir))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	r := &runningSluice{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- run(ctx, expanded, &syncBuffer{}, r.stderr) }()
+	waitFor(t, "the listening log line", 10*time.Second, func() bool {
+		select {
+		case err := <-r.done:
+			t.Fatalf("run returned early: %v\n%s", err, r.stderr.String())
+		default:
+		}
+		if m := listeningAddr.FindStringSubmatch(r.stderr.String()); m != nil {
+			r.addr = m[1]
+		}
+		return r.addr != ""
+	})
+	return r
+}
+
+// stop cancels the program and fails the test unless it returns cleanly.
+func (r *runningSluice) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatalf("run after cancel = %v, want a clean exit\n%s", err, r.stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("run did not return after cancel")
+	}
+}
+
 func TestRunServesUntilCancelled(t *testing.T) {
 	tests := []struct {
 		name string
@@ -67,33 +119,8 @@ func TestRunServesUntilCancelled(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			args := make([]string, len(tt.args))
-			for i, a := range tt.args {
-				args[i] = strings.ReplaceAll(a, "{dir}", dir)
-			}
-			for k, v := range tt.env {
-				t.Setenv(k, strings.ReplaceAll(v, "{dir}", dir))
-			}
-
-			ctx, cancel := context.WithCancel(t.Context())
-			defer cancel()
-			var stdout, stderr syncBuffer
-			done := make(chan error, 1)
-			go func() { done <- run(ctx, args, &stdout, &stderr) }()
-
-			var addr string
-			waitFor(t, "the listening log line", 10*time.Second, func() bool {
-				select {
-				case err := <-done:
-					t.Fatalf("run returned early: %v\n%s", err, stderr.String())
-				default:
-				}
-				m := listeningAddr.FindStringSubmatch(stderr.String())
-				if m != nil {
-					addr = m[1]
-				}
-				return m != nil
-			})
+			r := startSluice(t, dir, tt.args, tt.env)
+			addr := r.addr
 			client := &http.Client{Timeout: 2 * time.Second}
 			waitFor(t, "GET /api/v1/health to answer 200", 10*time.Second, func() bool {
 				resp, err := client.Get("http://" + addr + "/api/v1/health")
@@ -108,15 +135,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 				t.Errorf("database files in %s = %v (%v), want the one named by --db or SLUICE_DB", dir, matches, err)
 			}
 
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("run after cancel = %v, want a clean exit\n%s", err, stderr.String())
-				}
-			case <-time.After(20 * time.Second):
-				t.Fatal("run did not return after cancel")
-			}
+			r.stop(t)
 			if _, err := client.Get("http://" + addr + "/api/v1/health"); err == nil {
 				t.Error("the server still answers after run returned")
 			}
