@@ -132,6 +132,23 @@ export function confirmDialog({ title, message, confirmLabel }) {
   });
 }
 
+/**
+ * confirmThen asks with confirmDialog and, when the person confirms, runs
+ * act, handing an error it throws to onError. It resolves to whether the
+ * person confirmed.
+ */
+export async function confirmThen(question, act, onError) {
+  if (!(await confirmDialog(question))) {
+    return false;
+  }
+  try {
+    await act();
+  } catch (err) {
+    onError(err);
+  }
+  return true;
+}
+
 let toastTimer = 0;
 
 /** toast shows a short message in the status line for a while. */

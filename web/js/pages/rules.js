@@ -5,7 +5,7 @@ import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
 import { kindLabel, summary } from '../rulesinfo.js';
-import { badge, confirmDialog, errorBox, field, isDemoRule, page, pager, table, toast } from '../ui.js';
+import { badge, confirmThen, errorBox, field, isDemoRule, page, pager, table, toast } from '../ui.js';
 
 const pageSize = 50;
 
@@ -43,26 +43,24 @@ export function render(ctx) {
   }
 
   async function remove(rule) {
-    const ok = await confirmDialog({
+    const confirmed = await confirmThen({
       title: `Delete ${rule.name}?`,
       message: `The rule stops applying to ${rule.resource} at once. Its history stays readable, and it can be created again from there.`,
       confirmLabel: 'Delete the rule',
-    });
-    if (!ok) {
-      return;
-    }
-    try {
+    }, async () => {
       await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version) });
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();
-    } catch (err) {
+    }, (err) => {
       if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else after this list was loaded, so it was not deleted. The list is reloaded: check the rule, then delete it again if you still mean to.`);
       } else {
         errors.show(err);
       }
+    });
+    if (confirmed) {
+      load();
     }
-    load();
   }
 
   function row(r) {

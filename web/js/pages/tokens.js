@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { badge, confirmDialog, errorBox, field, page, table, toast } from '../ui.js';
+import { badge, confirmThen, errorBox, field, page, table, toast } from '../ui.js';
 
 /** render draws the tokens page. */
 export function render() {
@@ -22,21 +22,17 @@ export function render() {
   const fields = { name, role, expiresAt: expires };
 
   async function revoke(t) {
-    const ok = await confirmDialog({
+    const confirmed = await confirmThen({
       title: `Revoke ${t.name}?`,
       message: 'Its next request is refused. This cannot be undone; a new token can be created instead.',
       confirmLabel: 'Revoke the token',
-    });
-    if (!ok) {
-      return;
-    }
-    try {
+    }, async () => {
       await api('DELETE', `/tokens/${t.id}`);
       toast(`Revoked ${t.name}.`);
-    } catch (err) {
-      errors.show(err);
+    }, (err) => errors.show(err));
+    if (confirmed) {
+      load();
     }
-    load();
   }
 
   async function load() {

@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { timeEl } from '../format.js';
-import { confirmDialog, errorBox, field, page, table, toast } from '../ui.js';
+import { confirmThen, errorBox, field, page, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
 
@@ -30,21 +30,17 @@ export function render(ctx) {
   }
 
   async function remove(u) {
-    const ok = await confirmDialog({
+    const confirmed = await confirmThen({
       title: `Delete ${u.username}?`,
       message: 'Their sessions end at once. The rules they changed keep their name in the history.',
       confirmLabel: 'Delete the user',
-    });
-    if (!ok) {
-      return;
-    }
-    try {
+    }, async () => {
       await api('DELETE', `/users/${u.id}`);
       toast(`Deleted ${u.username}.`);
-    } catch (err) {
-      errors.show(err);
+    }, (err) => errors.show(err));
+    if (confirmed) {
+      load();
     }
-    load();
   }
 
   function row(u) {
