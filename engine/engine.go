@@ -2,21 +2,37 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
-// DefaultMaxResources is the default limit of resources an engine tracks.
-const DefaultMaxResources = 100_000
+// Defaults of the engine's resource bounds.
+const (
+	// DefaultMaxResources is the default limit of resources an engine
+	// tracks.
+	DefaultMaxResources = 100_000
+	// DefaultResourceIdleTTL is how long, by default, a resource no rule
+	// names may go without traffic before the engine forgets it.
+	DefaultResourceIdleTTL = time.Hour
+)
 
 // Options configures an Engine.
 type Options struct {
 	// Clock tells the engine the time. Optional. Default: a cached real
 	// clock refreshed every millisecond and stopped by Close.
 	Clock Clock
-	// MaxResources caps the resources the engine creates on first use, so
-	// that callers inventing names cannot exhaust memory; past it, calls to
-	// new names pass uncounted. Resources named by rules are always
-	// created. Optional. Default: DefaultMaxResources.
+	// MaxResources caps the resources the engine tracks, so that callers
+	// inventing names cannot exhaust memory. Past it, a call on a new name
+	// is counted under OverflowResource (see Engine.Resource). Resources
+	// named by rules are always tracked, beyond the cap if need be.
+	// Optional. Default: DefaultMaxResources (100,000).
 	MaxResources int
+	// ResourceIdleTTL is how long a resource that no rule names and that
+	// has no call in flight may go without traffic before the engine
+	// forgets it (see Engine.EvictIdle), making room for others. Traffic
+	// is known to the minute, so a resource may stay up to a minute
+	// longer. Optional. Default: DefaultResourceIdleTTL (1h).
+	ResourceIdleTTL time.Duration
 	// OnBreakerStateChange is told of every circuit breaker transition. It
 	// runs on the goroutine of the call that caused it, so it must return
 	// quickly and must not call back into the engine. Optional.
@@ -29,20 +45,34 @@ type Engine struct {
 	clock        Clock
 	ownsClock    bool
 	maxResources int
+	idleTTLMs    int64
 	resources    resourceIndex
 
 	onBreakerChange func(BreakerStateChange)
 
-	loadMu       sync.Mutex     // serialises rule loads
+	loadMu       sync.Mutex     // serialises rule loads and evictions
 	flowCheckers []*flowChecker // the loaded flow rules, in load order
 	breakers     []*breaker     // the loaded circuit breaker rules, in load order
 
-	collectMu sync.Mutex // one CollectMinutes at a time
+	collectMu sync.Mutex        // one CollectMinutes at a time; guards retired
+	retired   []retiredResource // evicted, still collected for a while
+
+	overflowCalls    atomic.Int64
+	overflowName     atomic.Pointer[string] // a recent name that overflowed
+	overflowSampleMs atomic.Int64           // when overflowName was set
+
+	stopSweep chan struct{}
+	sweeping  sync.WaitGroup
+	closeOnce sync.Once
 }
 
-// New returns an engine with no rules.
+// New returns an engine with no rules. It sweeps idle resources away in
+// the background until Close.
 func New(opts Options) *Engine {
-	e := &Engine{clock: opts.Clock, maxResources: opts.MaxResources, onBreakerChange: opts.OnBreakerStateChange}
+	e := &Engine{
+		clock: opts.Clock, maxResources: opts.MaxResources, onBreakerChange: opts.OnBreakerStateChange,
+		stopSweep: make(chan struct{}),
+	}
 	if e.clock == nil {
 		e.clock = NewRealClock()
 		e.ownsClock = true
@@ -50,32 +80,48 @@ func New(opts Options) *Engine {
 	if e.maxResources <= 0 {
 		e.maxResources = DefaultMaxResources
 	}
+	ttl := opts.ResourceIdleTTL
+	if ttl <= 0 {
+		ttl = DefaultResourceIdleTTL
+	}
+	e.idleTTLMs = max(ttl.Milliseconds(), 1)
+	e.overflowSampleMs.Store(-overflowSampleEveryMs)
 	e.resources.init()
+	e.sweeping.Go(func() { e.sweepEvery(sweepInterval(ttl)) })
 	return e
 }
 
-// Close stops the engine's own clock. Entries still work afterwards, with a
-// clock that no longer advances.
+// Close stops the engine's sweep and its own clock. Entries still work
+// afterwards, with a clock that no longer advances. Safe to call more than
+// once.
 func (e *Engine) Close() {
-	if rc, ok := e.clock.(*RealClock); ok && e.ownsClock {
-		rc.Stop()
-	}
+	e.closeOnce.Do(func() {
+		close(e.stopSweep)
+		e.sweeping.Wait()
+		if rc, ok := e.clock.(*RealClock); ok && e.ownsClock {
+			rc.Stop()
+		}
+	})
 }
 
 // Clock returns the engine's clock.
 func (e *Engine) Clock() Clock { return e.clock }
 
 // Resource returns the handle of the named resource, creating it on first
-// use; nil once MaxResources resources exist (a nil handle lets calls pass
-// uncounted). Fiber and other callers that reuse string memory need not copy
-// name: the engine keeps its own copy.
+// use. Once MaxResources resources exist, a name the engine does not track
+// gets the handle of OverflowResource instead, which counts the calls of
+// every such name (Engine.Overflow says how many). Fiber and other callers
+// that reuse string memory need not copy name: the engine keeps its own
+// copy.
 func (e *Engine) Resource(name string) *Resource {
 	if r := e.resources.get(name); r != nil {
 		return r
 	}
-	return e.resources.create(name, e.maxResources, func() *Resource {
-		return newResource(name, e.clock, e.clock.NowMs())
-	})
+	if r := e.resources.create(name, e.maxResources, func() *Resource { return e.newResource(name) }); r != nil {
+		return r
+	}
+	e.overflowed(name)
+	return e.resourceFor(OverflowResource)
 }
 
 // Lookup returns the named resource if the engine tracks it, else nil; it
@@ -95,13 +141,14 @@ func (e *Engine) Entry(name string, opts ...EntryOption) (Entry, *BlockError) {
 // Resources returns every resource the engine tracks, in no order.
 func (e *Engine) Resources() []*Resource { return e.resources.all() }
 
+// ResourceCount returns how many resources the engine tracks.
+func (e *Engine) ResourceCount() int { return e.resources.len() }
+
 // resourceFor returns the named resource regardless of MaxResources: rules
 // always get their resource.
 func (e *Engine) resourceFor(name string) *Resource {
 	if r := e.resources.get(name); r != nil {
 		return r
 	}
-	return e.resources.create(name, 0, func() *Resource {
-		return newResource(name, e.clock, e.clock.NowMs())
-	})
+	return e.resources.create(name, 0, func() *Resource { return e.newResource(name) })
 }

@@ -83,6 +83,9 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if r == nil {
 		return Entry{}, nil
 	}
+	if r.evicted.Load() {
+		r = r.current()
+	}
 	count, noWait := int64(1), false
 	for _, o := range opts {
 		if o.count > 1 {
@@ -199,6 +202,7 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	if r == nil || count < 1 {
 		return
 	}
+	r = r.current()
 	var errors int64
 	if failed {
 		errors = count

@@ -481,29 +481,6 @@ func TestFlowRulesReturnsDefaults(t *testing.T) {
 	}
 }
 
-func TestMaxResources(t *testing.T) {
-	clock := NewManualClock(0)
-	e := New(Options{Clock: clock, MaxResources: 2})
-	defer e.Close()
-	if err := e.LoadFlowRules([]FlowRule{{Resource: "ruled", Threshold: 0}}); err != nil {
-		t.Fatal(err)
-	}
-	if e.Resource("a") == nil {
-		t.Fatal("second resource refused under a limit of 2")
-	}
-	if r := e.Resource("b"); r != nil {
-		t.Fatalf("third resource created over a limit of 2: %s", r.Name())
-	}
-	en, blk := e.Entry("b")
-	if blk != nil {
-		t.Fatal("a call over the resource limit was blocked")
-	}
-	en.Exit()
-	if _, blk := e.Entry("ruled"); blk == nil {
-		t.Fatal("a resource named by a rule lost its rule")
-	}
-}
-
 // TestReleaseAndRecordComplete: the HTTP check API's way through the
 // engine: release the entry at once, report the outcome later.
 func TestReleaseAndRecordComplete(t *testing.T) {

@@ -21,15 +21,19 @@ const (
 )
 
 // Resource is the statistics and rules of one named resource. Hold the handle
-// from Engine.Resource to call Entry without a name lookup. A nil *Resource
-// (the engine's resource limit was reached) lets every call pass uncounted.
+// from Engine.Resource to call Entry without a name lookup. A handle the
+// engine evicted (Evicted) keeps working: each call goes to the resource the
+// engine tracks under the name by then. A nil *Resource, which the engine
+// never hands out, lets every call pass uncounted.
 type Resource struct {
 	name        string
+	eng         *Engine
 	clock       Clock
 	realClock   *RealClock // the clock again when it is the cached real one, read without an interface call
 	firstSeenMs int64
 
 	rules       atomic.Pointer[ruleSet]
+	evicted     atomic.Bool
 	concurrency atomic.Int64
 
 	second window.LeapArray
@@ -62,9 +66,9 @@ type ruleSet struct {
 
 var noRules = &ruleSet{}
 
-func newResource(name string, clock Clock, nowMs int64) *Resource {
-	r := &Resource{name: strings.Clone(name), clock: clock, firstSeenMs: nowMs}
-	r.realClock, _ = clock.(*RealClock)
+func (e *Engine) newResource(name string) *Resource {
+	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
+	r.realClock, _ = e.clock.(*RealClock)
 	// One allocation for both rings keeps a resource's hot buckets together
 	// and, being larger than 1 KiB, 64-byte aligned in its own cache lines.
 	buf := make([]window.Bucket, window.Slots(secondSamples)+window.Slots(minuteSamples))
@@ -90,6 +94,21 @@ func (r *Resource) FirstSeenMs() int64 { return r.firstSeenMs }
 
 // Concurrency returns the calls in flight.
 func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
+
+// Evicted reports whether the engine has forgotten the resource, idle and
+// named by no rule. Calls through the handle still count, each under a
+// fresh lookup of the name; callers that keep handles should ask
+// Engine.Resource again.
+func (r *Resource) Evicted() bool { return r.evicted.Load() }
+
+// current is the resource that counts the handle's calls now: r itself, or
+// once r is evicted, what the engine tracks under its name.
+func (r *Resource) current() *Resource {
+	for r.evicted.Load() {
+		r = r.eng.Resource(r.name)
+	}
+	return r
+}
 
 func (r *Resource) now() int64 {
 	if r.realClock != nil {

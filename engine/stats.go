@@ -61,52 +61,65 @@ type MinuteStat struct {
 // CollectMinutes hands out, per resource and minute, what was recorded since
 // the previous call: finished minutes in full the first time, the current
 // minute as a delta each time. Call it at least once a minute: a finished
-// minute is kept for one more. Concurrent callers are serialised.
+// minute is kept for one more. Resources evicted lately (EvictIdle) are
+// still collected, so a name may come twice, each part a delta to add.
+// Concurrent callers are serialised.
 func (e *Engine) CollectMinutes() []MinuteStat {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
 	now := e.clock.NowMs()
 	var out []MinuteStat
 	for _, r := range e.resources.all() {
-		for i := range r.minute.Len() {
-			b := r.minute.At(i)
-			start := b.StartMs()
-			if start < 0 {
-				continue
-			}
-			snap := b.Snapshot()
-			if snap.StartMs != start || b.StartMs() != start {
-				continue // reset for a new minute meanwhile; collected next time
-			}
-			mark := &r.collected[i]
-			if mark.startMs != start {
-				*mark = collectMark{startMs: start}
-			}
-			var delta [window.NumEvents]int64
-			changed := false
-			for ev := range delta {
-				delta[ev] = snap.Counts[ev] - mark.counts[ev]
-				changed = changed || delta[ev] != 0
-			}
-			if !changed {
-				continue
-			}
-			mark.counts = snap.Counts
-			out = append(out, MinuteStat{
-				Resource:       r.name,
-				StartMs:        start,
-				Finished:       start+minuteMs <= now,
-				Pass:           delta[window.Pass],
-				Block:          delta[window.Block],
-				ShadowBlock:    delta[window.ShadowBlock],
-				Complete:       delta[window.Complete],
-				Error:          delta[window.Error],
-				RtSumMs:        delta[window.RtSum],
-				MinRtMs:        snap.MinRtMs,
-				MaxRtMs:        snap.MaxRtMs,
-				MaxConcurrency: snap.MaxConcurrency,
-			})
+		out = r.collectMinutes(now, out)
+	}
+	for _, rr := range e.retired {
+		out = rr.res.collectMinutes(now, out)
+	}
+	e.dropRetired(now - retiredGraceMs)
+	return out
+}
+
+// collectMinutes appends to out what the resource recorded since it was
+// last collected. The caller holds the engine's collectMu.
+func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
+	for i := range r.minute.Len() {
+		b := r.minute.At(i)
+		start := b.StartMs()
+		if start < 0 {
+			continue
 		}
+		snap := b.Snapshot()
+		if snap.StartMs != start || b.StartMs() != start {
+			continue // reset for a new minute meanwhile; collected next time
+		}
+		mark := &r.collected[i]
+		if mark.startMs != start {
+			*mark = collectMark{startMs: start}
+		}
+		var delta [window.NumEvents]int64
+		changed := false
+		for ev := range delta {
+			delta[ev] = snap.Counts[ev] - mark.counts[ev]
+			changed = changed || delta[ev] != 0
+		}
+		if !changed {
+			continue
+		}
+		mark.counts = snap.Counts
+		out = append(out, MinuteStat{
+			Resource:       r.name,
+			StartMs:        start,
+			Finished:       start+minuteMs <= now,
+			Pass:           delta[window.Pass],
+			Block:          delta[window.Block],
+			ShadowBlock:    delta[window.ShadowBlock],
+			Complete:       delta[window.Complete],
+			Error:          delta[window.Error],
+			RtSumMs:        delta[window.RtSum],
+			MinRtMs:        snap.MinRtMs,
+			MaxRtMs:        snap.MaxRtMs,
+			MaxConcurrency: snap.MaxConcurrency,
+		})
 	}
 	return out
 }
