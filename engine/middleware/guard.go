@@ -91,16 +91,18 @@ func newResourceCache[K comparable](eng *engine.Engine) *resourceCache[K] {
 	return c
 }
 
-// get returns the resource of key, named by name on first use. A nil
-// handle (the engine's resource limit was reached) is not kept, so a later
-// request may find the resource once a rule created it.
+// get returns the resource of key, named by name on first use, and again
+// once the engine evicted it. The engine's overflow resource, answered when
+// it is full, is not kept, so a later request may find the route's own
+// resource once there is room or a rule created it.
 func (c *resourceCache[K]) get(key K, name func(K) string) *engine.Resource {
-	if r, ok := (*c.read.Load())[key]; ok {
+	if r, ok := (*c.read.Load())[key]; ok && !r.Evicted() {
 		return r
 	}
-	r := c.eng.Resource(name(key))
-	if r == nil {
-		return nil
+	n := name(key)
+	r := c.eng.Resource(n)
+	if r.Name() != n {
+		return r
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
