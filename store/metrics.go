@@ -85,8 +85,9 @@ type MinuteDelta struct {
 	LastSeenMs  int64
 }
 
-// MetricResource is one row of the resources table: a resource that had
-// traffic, with when it was first and last seen (Unix milliseconds).
+// MetricResource is a resource that had traffic, with when it was first
+// and last seen (Unix milliseconds): a row of the resources table whose
+// seen times are set (see CatalogueEntry for the others).
 type MetricResource struct {
 	ID          int64 `gorm:"primaryKey"`
 	Name        string
@@ -209,9 +210,11 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 			r := seen[name]
 			args = append(args, name, r.FirstSeenMs, r.LastSeenMs)
 		}
+		// A resource named by a rule may have no seen times yet: SQLite's
+		// min and max of a NULL are NULL, so coalesce keeps the new one.
 		sql.WriteString(` ON CONFLICT (name) DO UPDATE SET
-			first_seen_ms = min(first_seen_ms, excluded.first_seen_ms),
-			last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)
+			first_seen_ms = coalesce(min(first_seen_ms, excluded.first_seen_ms), excluded.first_seen_ms),
+			last_seen_ms = coalesce(max(last_seen_ms, excluded.last_seen_ms), excluded.last_seen_ms)
 			RETURNING id, name`)
 		rows, err := tx.Statement.ConnPool.QueryContext(ctx, sql.String(), args...)
 		if err != nil {
@@ -273,14 +276,14 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 // never had traffic (or all of it is past retention).
 func (s *Store) GetMetricResource(ctx context.Context, name string) (MetricResource, error) {
 	var r MetricResource
-	err := s.db.WithContext(ctx).Where("name = ?", name).Take(&r).Error
+	err := s.db.WithContext(ctx).Where("name = ? AND first_seen_ms IS NOT NULL", name).Take(&r).Error
 	return r, translate(err)
 }
 
 // MetricResources returns every resource that had traffic, by name.
 func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 	rs := []MetricResource{}
-	err := s.db.WithContext(ctx).Order("name").Find(&rs).Error
+	err := s.db.WithContext(ctx).Where("first_seen_ms IS NOT NULL").Order("name").Find(&rs).Error
 	return rs, err
 }
 
@@ -437,8 +440,9 @@ func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string
 
 // PruneMetrics deletes the minute and hour rows that start before beforeMs,
 // then the resources last seen before it, in transactions of at most
-// batchRows rows each, so that flushes are never held up for long. It
-// returns how many metric rows it deleted.
+// batchRows rows each, so that flushes are never held up for long; a
+// resource that rules name stays, without seen times. It returns how many
+// metric rows it deleted.
 func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int) (int64, error) {
 	if batchRows < 1 {
 		return 0, fmt.Errorf("store: batch of %d rows", batchRows)
@@ -450,6 +454,10 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 		if err != nil {
 			return deleted, fmt.Errorf("prune %s: %w", table, err)
 		}
+	}
+	if err := s.db.WithContext(ctx).Exec(`UPDATE resources SET first_seen_ms = NULL, last_seen_ms = NULL
+		WHERE last_seen_ms < ? AND rule_count > 0`, beforeMs).Error; err != nil {
+		return deleted, fmt.Errorf("prune resources: %w", err)
 	}
 	for {
 		res := s.db.WithContext(ctx).Exec(`DELETE FROM resources WHERE id IN
