@@ -536,7 +536,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Every resource that had traffic (within retention) or that a rule names. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike.",
+                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.",
                 "produces": [
                     "application/json"
                 ],
@@ -547,7 +547,7 @@ const docTemplate = `{
                 "parameters": [
                     {
                         "type": "string",
-                        "description": "case-insensitive substring of the name",
+                        "description": "substring of the name, ASCII letters in either case",
                         "name": "q",
                         "in": "query"
                     },

@@ -46,6 +46,9 @@ type metricsFlusher struct {
 	mu        sync.Mutex // guards the fields below
 	pending   map[minuteKey]*store.MinuteDelta
 	resources map[string]*resourceTally
+	// unstored names the resources collected but not yet written by a
+	// flush of this process: those the store's catalogue may lack.
+	unstored map[string]struct{}
 }
 
 type minuteKey struct {
@@ -54,7 +57,8 @@ type minuteKey struct {
 }
 
 // resourceTally is what the flusher has collected for one resource since
-// the server started.
+// the server started, or since the engine last evicted it: a tally is
+// dropped once its resource has left the engine and all of it is stored.
 type resourceTally struct {
 	totals      store.MetricCounts
 	firstSeenMs int64
@@ -68,6 +72,7 @@ func newMetricsFlusher(eng *engine.Engine, st *store.Store, logger *slog.Logger)
 		logger:    logger,
 		pending:   map[minuteKey]*store.MinuteDelta{},
 		resources: map[string]*resourceTally{},
+		unstored:  map[string]struct{}{},
 	}
 }
 
@@ -93,11 +98,12 @@ func (f *metricsFlusher) collect() {
 			// The engine's creation time of a resource is more precise
 			// than the start of its first minute.
 			first := st.StartMs
-			if r := f.engine.Resource(st.Resource); r != nil {
+			if r := f.engine.Lookup(st.Resource); r != nil {
 				first = min(max(first, r.FirstSeenMs()), last)
 			}
 			tally = &resourceTally{firstSeenMs: first, lastSeenMs: last}
 			f.resources[st.Resource] = tally
+			f.unstored[st.Resource] = struct{}{}
 		}
 		tally.totals.Merge(counts)
 		tally.lastSeenMs = max(tally.lastSeenMs, last)
@@ -147,19 +153,69 @@ func (f *metricsFlusher) flush(ctx context.Context) error {
 		f.mu.Unlock()
 		return err
 	}
+	f.stored(batch)
 	return nil
+}
+
+// stored notes that batch is written, and forgets the tallies of the
+// resources the engine no longer tracks whose figures are all stored, so
+// that the tallies stay as bounded as the engine.
+func (f *metricsFlusher) stored(batch map[minuteKey]*store.MinuteDelta) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k := range batch {
+		delete(f.unstored, k.resource)
+	}
+	pending := make(map[string]bool, len(f.pending))
+	for k := range f.pending {
+		pending[k.resource] = true
+	}
+	for name := range f.resources {
+		if _, unstored := f.unstored[name]; !unstored && !pending[name] && f.engine.Lookup(name) == nil {
+			delete(f.resources, name)
+		}
+	}
 }
 
 func compareMinuteKeys(a, b minuteKey) int {
 	return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.startMs, b.startMs))
 }
 
-// minuteFigures returns the named resources' figures for the minute that
-// starts at startMs: what is stored plus what is not flushed yet.
-func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names []string) (map[string]store.MetricCounts, error) {
+// readStore runs fn after a collection, with no flush under way: the
+// store and the pending batch then hold every delta exactly once, and every
+// resource the engine counted has a tally.
+func (f *metricsFlusher) readStore(fn func() error) error {
 	f.flushMu.RLock()
 	defer f.flushMu.RUnlock()
 	f.collect()
+	return fn()
+}
+
+// unstoredNames returns the names of the resources collected but not yet
+// written by a flush. Call it within readStore.
+func (f *metricsFlusher) unstoredNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Collect(maps.Keys(f.unstored))
+}
+
+// seen returns the tallies of names that have one.
+func (f *metricsFlusher) seen(names []string) map[string]resourceTally {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]resourceTally, len(names))
+	for _, name := range names {
+		if t, ok := f.resources[name]; ok {
+			out[name] = *t
+		}
+	}
+	return out
+}
+
+// minuteFigures returns the named resources' figures for the minute that
+// starts at startMs: what is stored plus what is not flushed yet. Call it
+// within readStore.
+func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names []string) (map[string]store.MetricCounts, error) {
 	figures, err := f.store.MinuteMetrics(ctx, startMs, names)
 	if err != nil {
 		return nil, err
@@ -176,8 +232,7 @@ func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names
 	return figures, nil
 }
 
-// tallies collects, then returns a copy of every resource's tally since the
-// server started.
+// tallies collects, then returns a copy of every resource's tally.
 func (f *metricsFlusher) tallies() map[string]resourceTally {
 	f.collect()
 	f.mu.Lock()

@@ -34,8 +34,9 @@ type metricsNode struct {
 }
 
 // startMetricsNode starts a node on the database at path; before lets a
-// test adjust the server before it serves.
-func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, before func(*Server)) *metricsNode {
+// test adjust the server before it serves, and engineOpts its engine's
+// options.
+func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, before func(*Server), engineOpts ...func(*engine.Options)) *metricsNode {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := store.Open(t.Context(), path, logger)
@@ -43,7 +44,12 @@ func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, befo
 		t.Fatal(err)
 	}
 	feed := NewBreakerFeed()
-	eng := engine.New(engine.Options{Clock: clock, OnBreakerStateChange: feed.Notify})
+	opts := engine.Options{Clock: clock, OnBreakerStateChange: feed.Notify}
+	for _, o := range engineOpts {
+		o(&opts)
+	}
+	eng := engine.New(opts)
+	t.Cleanup(eng.Close)
 	// Unguarded: these tests count the resources they made, not the API's.
 	srv, err := New(t.Context(), Config{
 		Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true, BreakerFeed: feed,

@@ -1,14 +1,9 @@
 package server
 
 import (
-	"cmp"
-	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -102,7 +97,6 @@ const (
 type resourceHandler struct {
 	store   *store.Store
 	engine  *engine.Engine
-	rules   *ruleSync
 	flusher *metricsFlusher
 }
 
@@ -115,10 +109,10 @@ func bindResources(api fiber.Router, h *resourceHandler) {
 // or the history holds, idle ones included.
 //
 //	@Summary		List resources
-//	@Description	Every resource that had traffic (within retention) or that a rule names. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike.
+//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
 //	@Tags			resources
 //	@Produce		json
-//	@Param			q			query		string	false	"case-insensitive substring of the name"
+//	@Param			q			query		string	false	"substring of the name, ASCII letters in either case"
 //	@Param			sort		query		string	false	"order: by name, or by live block or pass rate, highest first"	Enums(name, -blockQps, -passQps)	default(name)
 //	@Param			page		query		int		false	"page, from 1"						default(1)	minimum(1)
 //	@Param			pageSize	query		int		false	"resources per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
@@ -138,79 +132,11 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 		msg := "must be one of name, -blockQps, -passQps"
 		return BadRequest("sort "+msg, FieldError{"sort", msg})
 	}
-	query := strings.ToLower(c.Query("q"))
-
-	stored, err := h.store.MetricResources(c.UserContext())
+	items, total, err := h.listPage(c.UserContext(), c.Query("q"), order, page)
 	if err != nil {
 		return err
 	}
-	tallies := h.flusher.tallies()
-	items := map[string]*ResourceItem{}
-	item := func(name string) *ResourceItem {
-		if !strings.Contains(strings.ToLower(name), query) {
-			return nil
-		}
-		it, ok := items[name]
-		if !ok {
-			it = &ResourceItem{Name: name}
-			items[name] = it
-		}
-		return it
-	}
-	for _, r := range stored {
-		if it := item(r.Name); it != nil {
-			seen(it, r.FirstSeenMs, r.LastSeenMs)
-		}
-	}
-	for name, t := range tallies {
-		if it := item(name); it != nil {
-			seen(it, t.firstSeenMs, t.lastSeenMs)
-		}
-	}
-	for name, n := range h.rules.countByResource() {
-		if it := item(name); it != nil {
-			it.Rules = n
-		}
-	}
-	for _, r := range h.engine.Resources() {
-		if it := item(r.Name()); it != nil {
-			it.Live = liveFigures(r.Live())
-		}
-	}
-
-	list := slices.Collect(maps.Values(items))
-	slices.SortFunc(list, func(a, b *ResourceItem) int {
-		switch order {
-		case sortByBlockQps:
-			return cmp.Or(cmp.Compare(b.Live.BlockQps, a.Live.BlockQps), strings.Compare(a.Name, b.Name))
-		case sortByPassQps:
-			return cmp.Or(cmp.Compare(b.Live.PassQps, a.Live.PassQps), strings.Compare(a.Name, b.Name))
-		}
-		return strings.Compare(a.Name, b.Name)
-	})
-	total := len(list)
-	start := min((page.Number-1)*page.Size, total)
-	list = list[start:min(start+page.Size, total)]
-
-	names := make([]string, len(list))
-	for i, it := range list {
-		names[i] = it.Name
-	}
-	lastMinuteMs := floorMs(h.flusher.nowMs(), store.MinuteMs) - store.MinuteMs
-	figures, err := h.flusher.minuteFigures(c.UserContext(), lastMinuteMs, names)
-	if err != nil {
-		return err
-	}
-	out := make([]ResourceItem, len(list))
-	for i, it := range list {
-		m := figures[it.Name]
-		it.LastMinute = MinuteFigures{
-			Pass: m.Pass, Block: m.Block, ShadowBlock: m.ShadowBlock,
-			Complete: m.Complete, Error: m.Error, AvgRtMs: m.AvgRtMs(),
-		}
-		out[i] = *it
-	}
-	return writeJSON(c, http.StatusOK, ResourceList{Items: out, Total: int64(total), Page: page.Number, PageSize: page.Size})
+	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
 
 // seen widens the item's first and last seen times to include
@@ -300,28 +226,18 @@ func (h *resourceHandler) metrics(c *fiber.Ctx) error {
 	})
 }
 
-// known returns a 404 unless the resource has stored history, is tracked by
-// the engine or is named by a rule.
+// known returns a 404 unless the resource is in the catalogue (it had
+// stored traffic or a rule names it), has figures not flushed yet or is
+// tracked by the engine.
 func (h *resourceHandler) known(c *fiber.Ctx, name string) error {
-	_, err := h.store.GetMetricResource(c.UserContext(), name)
-	if !errors.Is(err, store.ErrNotFound) {
+	entries, err := h.store.CatalogueEntries(c.UserContext(), []string{name})
+	if err != nil {
 		return err
 	}
-	if h.rules.countByResource()[name] > 0 || h.engine.Lookup(name) != nil {
+	if len(entries) > 0 || len(h.flusher.seen([]string{name})) > 0 || h.engine.Lookup(name) != nil {
 		return nil
 	}
 	return NotFound(fmt.Sprintf("no resource %q was ever seen", name))
-}
-
-// countByResource counts the stored rules, disabled ones too, by resource.
-func (s *ruleSync) countByResource() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	counts := map[string]int{}
-	for _, r := range s.rules {
-		counts[r.Resource]++
-	}
-	return counts
 }
 
 // floorMs rounds ms (>= 0) down to a multiple of step.

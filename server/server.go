@@ -230,7 +230,7 @@ func (s *Server) routes() {
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
-	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, rules: s.rules, flusher: s.flusher})
+	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, flusher: s.flusher})
 	bindMetrics(api, &metricsHandler{store: s.store, flusher: s.flusher, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {

@@ -1,0 +1,232 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"slices"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// The resource list is the store's catalogue (every resource with stored
+// traffic or named by a rule), plus the resources collected since the last
+// flush that the catalogue does not hold yet, a set as small as what one
+// flush interval brings. A page is read from the catalogue's name index
+// with one LIMIT/OFFSET query, widened by the size of that set, and merged
+// with it in memory; the total is the catalogue's count plus that set. So a
+// page costs what it holds, not what the list holds (the offset is walked
+// in the index; q, a substring, scans the names).
+//
+// The live sorts put first the resources with that live rate, which only
+// the engine knows: they are ranked in memory over the engine's tracked
+// resources, bounded by --max-resources. Every other resource follows by
+// name, paged as above with the ranked ones skipped.
+
+// liveResource is a resource the engine counts traffic for now.
+type liveResource struct {
+	name string
+	live engine.LiveStats
+}
+
+// liveRate is the figure a live sort ranks by.
+func liveRate(order string, l engine.LiveStats) float64 {
+	if order == sortByBlockQps {
+		return l.BlockQps
+	}
+	return l.PassQps
+}
+
+// ranked returns the tracked resources whose name contains q and whose
+// live rate of order is above zero, highest first, ties by name; none for
+// the name order.
+func (h *resourceHandler) ranked(q, order string) []liveResource {
+	if order == sortByName {
+		return nil
+	}
+	var out []liveResource
+	for _, r := range h.engine.Resources() {
+		if !store.NameContains(r.Name(), q) {
+			continue
+		}
+		if l := r.Live(); liveRate(order, l) > 0 {
+			out = append(out, liveResource{name: r.Name(), live: l})
+		}
+	}
+	slices.SortFunc(out, func(a, b liveResource) int {
+		return cmp.Or(cmp.Compare(liveRate(order, b.live), liveRate(order, a.live)), cmp.Compare(a.name, b.name))
+	})
+	return out
+}
+
+// listPage returns one page of the resource list and how many resources
+// the list holds.
+func (h *resourceHandler) listPage(ctx context.Context, q, order string, page store.Page) ([]ResourceItem, int64, error) {
+	// Ranked before the collection below: whatever has traffic now was
+	// recorded in its minute, so the collection gives it a tally.
+	ranked := h.ranked(q, order)
+	var items []ResourceItem
+	var total int64
+	err := h.flusher.readStore(func() error {
+		fresh, err := h.fresh(ctx, q)
+		if err != nil {
+			return err
+		}
+		count, err := h.store.CountCatalogue(ctx, q)
+		if err != nil {
+			return err
+		}
+		total = count + int64(len(fresh))
+
+		offset := (page.Number - 1) * page.Size
+		var names []string
+		live := map[string]engine.LiveStats{}
+		for _, r := range ranked[min(offset, len(ranked)):min(offset+page.Size, len(ranked))] {
+			names = append(names, r.name)
+			live[r.name] = r.live
+		}
+		if rest := page.Size - len(names); rest > 0 {
+			skip, extra := splitRanked(ranked, fresh)
+			more, err := h.mergedNames(ctx, q, skip, extra, max(0, offset-len(ranked)), rest)
+			if err != nil {
+				return err
+			}
+			names = append(names, more...)
+		}
+		items, err = h.describe(ctx, names, live)
+		return err
+	})
+	return items, total, err
+}
+
+// fresh returns, sorted, the names containing q that were collected since
+// the last flush and that the catalogue does not hold yet.
+func (h *resourceHandler) fresh(ctx context.Context, q string) ([]string, error) {
+	var names []string
+	for _, name := range h.flusher.unstoredNames() {
+		if store.NameContains(name, q) {
+			names = append(names, name)
+		}
+	}
+	stored, err := h.store.CatalogueEntries(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	names = slices.DeleteFunc(names, func(name string) bool { _, ok := stored[name]; return ok })
+	slices.Sort(names)
+	return names, nil
+}
+
+// splitRanked sorts the ranked resources out of the name order: skip, the
+// ranked ones the catalogue holds, and extra, the fresh ones not ranked;
+// both sorted by name.
+func splitRanked(ranked []liveResource, fresh []string) (skip, extra []string) {
+	isRanked := make(map[string]bool, len(ranked))
+	for _, r := range ranked {
+		isRanked[r.name] = true
+		if _, found := slices.BinarySearch(fresh, r.name); !found {
+			skip = append(skip, r.name)
+		}
+	}
+	slices.Sort(skip)
+	for _, name := range fresh {
+		if !isRanked[name] {
+			extra = append(extra, name)
+		}
+	}
+	return skip, extra
+}
+
+// mergedNames returns the names [offset, offset+limit) of the list that
+// holds, in name order, the catalogue's names containing q except those of
+// skip, and the names of extra, which the catalogue does not hold; skip
+// and extra are sorted. One query reads the catalogue from where the page
+// may start, widened by len(skip) and len(extra), the most the two can move
+// it by.
+func (h *resourceHandler) mergedNames(ctx context.Context, q string, skip, extra []string, offset, limit int) ([]string, error) {
+	from := max(0, offset-len(extra))
+	want := limit + len(extra) + len(skip)
+	window, err := h.store.CatalogueNames(ctx, q, from, want)
+	if err != nil {
+		return nil, err
+	}
+	if len(window) == 0 && from > 0 {
+		return nil, nil // past the end
+	}
+	// base is the list position of the first name merged below.
+	base, firstExtra, lastExtra := 0, 0, len(extra)
+	if from > 0 {
+		firstExtra = below(extra, window[0])
+		base = from - below(skip, window[0]) + firstExtra
+	}
+	if len(window) == want {
+		lastExtra = below(extra, window[len(window)-1])
+	}
+	merged := make([]string, 0, len(window)+lastExtra-firstExtra)
+	rest := extra[firstExtra:lastExtra]
+	for _, name := range window {
+		if _, found := slices.BinarySearch(skip, name); found {
+			continue
+		}
+		for len(rest) > 0 && rest[0] < name {
+			merged, rest = append(merged, rest[0]), rest[1:]
+		}
+		merged = append(merged, name)
+	}
+	merged = append(merged, rest...)
+	start := offset - base
+	if start >= len(merged) {
+		return nil, nil
+	}
+	return merged[start:min(start+limit, len(merged))], nil
+}
+
+// below counts the names of sorted that sort before name.
+func below(sorted []string, name string) int {
+	i, _ := slices.BinarySearch(sorted, name)
+	return i
+}
+
+// describe builds the items of names: their catalogue entry, their tally
+// since the last flushes, their live figures (live's, else the engine's)
+// and their last finished minute.
+func (h *resourceHandler) describe(ctx context.Context, names []string, live map[string]engine.LiveStats) ([]ResourceItem, error) {
+	items := make([]ResourceItem, len(names))
+	if len(names) == 0 {
+		return items, nil
+	}
+	entries, err := h.store.CatalogueEntries(ctx, names)
+	if err != nil {
+		return nil, err
+	}
+	tallies := h.flusher.seen(names)
+	lastMinuteMs := floorMs(h.flusher.nowMs(), store.MinuteMs) - store.MinuteMs
+	figures, err := h.flusher.minuteFigures(ctx, lastMinuteMs, names)
+	if err != nil {
+		return nil, err
+	}
+	for i, name := range names {
+		it := ResourceItem{Name: name}
+		if e, ok := entries[name]; ok {
+			it.Rules = e.RuleCount
+			if e.FirstSeenMs != nil {
+				seen(&it, *e.FirstSeenMs, *e.LastSeenMs)
+			}
+		}
+		if t, ok := tallies[name]; ok {
+			seen(&it, t.firstSeenMs, t.lastSeenMs)
+		}
+		l, ok := live[name]
+		if r := h.engine.Lookup(name); !ok && r != nil {
+			l = r.Live()
+		}
+		it.Live = liveFigures(l)
+		m := figures[name]
+		it.LastMinute = MinuteFigures{
+			Pass: m.Pass, Block: m.Block, ShadowBlock: m.ShadowBlock,
+			Complete: m.Complete, Error: m.Error, AvgRtMs: m.AvgRtMs(),
+		}
+		items[i] = it
+	}
+	return items, nil
+}

@@ -1,0 +1,197 @@
+package server
+
+import (
+	"cmp"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// TestMergedNames: a page of the catalogue less skip, merged with extra,
+// is the slice of that list, for random sets, every offset and filter.
+func TestMergedNames(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	var universe []string
+	for i := range 60 {
+		universe = append(universe, fmt.Sprintf("%c-r%02d", "aBcD"[i%4], i))
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var stored, others []string
+	for _, name := range universe {
+		if rng.IntN(3) > 0 {
+			stored = append(stored, name)
+			continue
+		}
+		others = append(others, name)
+	}
+	var deltas []store.MinuteDelta
+	for _, name := range stored {
+		deltas = append(deltas, store.MinuteDelta{Resource: name, StartMs: metricsT0, MetricCounts: store.MetricCounts{Pass: 1}})
+	}
+	if err := st.AddMetrics(t.Context(), deltas); err != nil {
+		t.Fatal(err)
+	}
+	h := &resourceHandler{store: st}
+	pick := func(from []string, q string) []string {
+		var out []string
+		for _, name := range from {
+			if rng.IntN(4) == 0 && store.NameContains(name, q) {
+				out = append(out, name)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	for trial := range 12 {
+		q := []string{"", "b", "R1", "d-"}[trial%4]
+		skip, extra := pick(stored, q), pick(others, q)
+		var want []string
+		for _, name := range stored {
+			if _, skipped := slices.BinarySearch(skip, name); !skipped && store.NameContains(name, q) {
+				want = append(want, name)
+			}
+		}
+		want = append(want, extra...)
+		slices.Sort(want)
+		for _, limit := range []int{1, 2, 5, 50} {
+			for offset := range len(want) + 2 {
+				got, err := h.mergedNames(t.Context(), q, skip, extra, offset, limit)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if w := want[min(offset, len(want)):min(offset+limit, len(want))]; !slices.Equal(got, w) {
+					t.Fatalf("q %q, skip %q, extra %q, offset %d, limit %d:\n got %q\nwant %q", q, skip, extra, offset, limit, got, w)
+				}
+			}
+		}
+	}
+}
+
+// TestResourcesPaging walks every page of GET /resources, over HTTP on a
+// real SQLite file, for each filter and order: stored resources (some from
+// before a restart), a resource only a rule names, resources seen since
+// the last flush and resources with live traffic come each exactly once,
+// in order, with the same total on every page.
+func TestResourcesPaging(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 30_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	var old []store.MinuteDelta
+	for i := range 23 {
+		name := []string{"GET /Orders/%02d", "get /users/%02d", "pay_%02d"}[i%3]
+		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, MetricCounts: store.MetricCounts{Pass: 1}})
+	}
+	if err := n.store.AddMetrics(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "ruled-only", "threshold": 5})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "blocked", "threshold": 0})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "GET /Orders/03", "threshold": 1})
+
+	type liveCalls struct{ pass, block int }
+	live := map[string]liveCalls{}
+	call := func(name string, calls int) {
+		pass, block := traffic(t, n.engine, name, calls, 0, 1)
+		c := live[name]
+		live[name] = liveCalls{c.pass + pass, c.block + block}
+	}
+	call("flushed", 2)
+	n.flush(t)
+	call("flushed", 1)
+	for i, name := range []string{"fresh-a", "Fresh-b", "fresh-c", "get /users/04", "blocked", "GET /Orders/03"} {
+		call(name, 1+i%4)
+	}
+	names := []string{"ruled-only", "flushed", "fresh-a", "Fresh-b", "fresh-c", "blocked"}
+	for _, d := range old {
+		names = append(names, d.Resource)
+	}
+
+	expected := func(q, order string) []string {
+		var ranked, rest []string
+		for _, name := range names {
+			switch {
+			case !store.NameContains(name, q):
+			case order == sortByPassQps && live[name].pass > 0, order == sortByBlockQps && live[name].block > 0:
+				ranked = append(ranked, name)
+			default:
+				rest = append(rest, name)
+			}
+		}
+		rate := func(name string) int {
+			if order == sortByBlockQps {
+				return live[name].block
+			}
+			return live[name].pass
+		}
+		slices.SortFunc(ranked, func(a, b string) int { return cmp.Or(cmp.Compare(rate(b), rate(a)), strings.Compare(a, b)) })
+		slices.Sort(rest)
+		return append(ranked, rest...)
+	}
+	for _, q := range []string{"", "orders", "FRESH", "_", "nothing"} {
+		for _, order := range []string{sortByName, sortByPassQps, sortByBlockQps} {
+			t.Run(q+order, func(t *testing.T) {
+				want := expected(q, order)
+				var got []string
+				for page := 1; page <= len(want)/4+2; page++ {
+					query := url.Values{"q": {q}, "sort": {order}, "page": {fmt.Sprint(page)}, "pageSize": {"4"}}
+					resp, body := n.call(t, http.MethodGet, "/api/v1/resources?"+query.Encode(), nil, nil)
+					mustStatus(t, resp, body, http.StatusOK)
+					list := decodeStrict[ResourceList](t, body)
+					if list.Total != int64(len(want)) || list.Page != page || list.PageSize != 4 || list.Items == nil {
+						t.Fatalf("page %d: total %d, page %d, pageSize %d, items %v; want total %d", page, list.Total, list.Page, list.PageSize, list.Items, len(want))
+					}
+					for _, it := range list.Items {
+						got = append(got, it.Name)
+					}
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("pages hold\n%q\nwant\n%q", got, want)
+				}
+			})
+		}
+	}
+}
+
+// TestEvictedResourceStaysListed: a resource the engine forgot keeps its
+// place in the list and its history, and the flusher lets go of it.
+func TestEvictedResourceStaysListed(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
+		func(o *engine.Options) { o.ResourceIdleTTL = time.Minute })
+	traffic(t, n.engine, "gone", 3, 0, 1)
+	n.flush(t)
+	clock.Advance(3 * store.MinuteMs)
+	if n.engine.EvictIdle() != 1 || n.engine.Lookup("gone") != nil {
+		t.Fatal("gone was not evicted")
+	}
+	traffic(t, n.engine, "other", 1, 0, 1)
+	n.flush(t)
+	if tallies := n.flusher.tallies(); len(tallies) != 1 {
+		t.Errorf("the flusher still holds %d tallies, want only other's", len(tallies))
+	}
+
+	resp, body := n.call(t, http.MethodGet, "/api/v1/resources?q=gone", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	list := decodeStrict[ResourceList](t, body)
+	at := time.UnixMilli(metricsT0).UTC()
+	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (LiveFigures{}) {
+		t.Fatalf("list %+v, want gone, first seen at %v, without live traffic", list, at)
+	}
+	got := n.history(t, "gone", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))
+	if len(got.Points) != 1 || got.Points[0].Pass != 3 {
+		t.Errorf("history %+v, want the 3 passes", got.Points)
+	}
+}
