@@ -144,6 +144,10 @@ func (e *Engine) Resources() []*Resource { return e.resources.all() }
 // ResourceCount returns how many resources the engine tracks.
 func (e *Engine) ResourceCount() int { return e.resources.len() }
 
+// MaxResources returns how many resources the engine tracks at most
+// (Options.MaxResources), rules' resources aside.
+func (e *Engine) MaxResources() int { return e.maxResources }
+
 // resourceFor returns the named resource regardless of MaxResources: rules
 // always get their resource.
 func (e *Engine) resourceFor(name string) *Resource {

@@ -265,8 +265,8 @@ type metricJobs struct {
 	once   sync.Once
 }
 
-// startMetricJobs flushes every flushInterval and prunes at once and then
-// every pruneInterval.
+// startMetricJobs flushes every flushInterval, prunes at once and then
+// every pruneInterval, and watches the engine's overflow every second.
 func startMetricJobs(f *metricsFlusher, flushInterval, retention time.Duration) *metricJobs {
 	ctx, cancel := context.WithCancel(context.Background())
 	j := &metricJobs{cancel: cancel}
@@ -276,6 +276,9 @@ func startMetricJobs(f *metricsFlusher, flushInterval, retention time.Duration) 
 				f.logger.Error("metrics: flush failed; the figures stay pending for the next one", "error", err)
 			}
 		})
+	})
+	j.done.Go(func() {
+		every(ctx, overflowCheckInterval, false, (&overflowWatch{engine: f.engine, logger: f.logger}).check)
 	})
 	j.done.Go(func() {
 		every(ctx, pruneInterval, true, func() {

@@ -11,14 +11,16 @@ import (
 )
 
 // resourceCollector exposes, at every scrape, the traffic the flusher has
-// collected per resource since the server started (the same deltas it
-// writes to the history), the calls in flight and the breakers' states.
+// collected per tracked resource since the server started or the resource
+// came back after an eviction (the same deltas it writes to the history),
+// the calls in flight, the breakers' states and the engine's bounds.
 type resourceCollector struct {
 	engine  *engine.Engine
 	flusher *metricsFlusher
 
 	passed, blocked, shadowBlocked, completed, errored *prometheus.Desc
 	responseTime, concurrency, breakerState            *prometheus.Desc
+	tracked, overflow                                  *prometheus.Desc
 }
 
 func newResourceCollector(eng *engine.Engine, f *metricsFlusher) *resourceCollector {
@@ -38,12 +40,16 @@ func newResourceCollector(eng *engine.Engine, f *metricsFlusher) *resourceCollec
 		breakerState: prometheus.NewDesc("sluice_breaker_state",
 			"1 for the state each circuit breaker is in, 0 for the others.",
 			[]string{"rule", "resource", "state"}, nil),
+		tracked: prometheus.NewDesc("sluice_resources_tracked",
+			"Resources the engine tracks; past --max-resources, calls on new ones are counted under "+engine.OverflowResource+".", nil, nil),
+		overflow: prometheus.NewDesc("sluice_resource_overflow_total",
+			"Calls on new resources that the engine, full (--max-resources), counted under the resource "+engine.OverflowResource+".", nil, nil),
 	}
 }
 
 // Describe sends every metric's description.
 func (c *resourceCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.passed, c.blocked, c.shadowBlocked, c.completed, c.errored, c.responseTime, c.concurrency, c.breakerState} {
+	for _, d := range []*prometheus.Desc{c.passed, c.blocked, c.shadowBlocked, c.completed, c.errored, c.responseTime, c.concurrency, c.breakerState, c.tracked, c.overflow} {
 		ch <- d
 	}
 }
@@ -75,6 +81,8 @@ func (c *resourceCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, v, b.Rule, b.Resource, string(state))
 		}
 	}
+	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(c.engine.ResourceCount()))
+	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(c.engine.Overflow().Calls))
 }
 
 // bindPrometheus mounts GET /metrics, the Prometheus exposition of the

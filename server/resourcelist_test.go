@@ -165,6 +165,56 @@ func TestResourcesPaging(t *testing.T) {
 	}
 }
 
+// TestOverflowListedWithHistory: calls on names a full engine has no room
+// for are allowed and counted under (overflow), which is listed, has a
+// history and is exposed to Prometheus with the overflow counter.
+func TestOverflowListedWithHistory(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
+		func(o *engine.Options) { o.MaxResources = 2 })
+	for _, name := range []string{"a", "b", "c", "d", "e", "e"} {
+		resp, body := n.call(t, http.MethodPost, checkPath, `{"resource": "`+name+`"}`, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		if string(body) != allowed {
+			t.Fatalf("check of %s = %s, want allowed", name, body)
+		}
+	}
+	resp, body := n.call(t, http.MethodGet, "/api/v1/resources", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	var listed []string
+	for _, it := range decodeStrict[ResourceList](t, body).Items {
+		listed = append(listed, it.Name)
+		if it.Name == engine.OverflowResource && it.Live.PassQps != 4 {
+			t.Errorf("%s live %+v, want 4 passes", it.Name, it.Live)
+		}
+	}
+	if want := []string{engine.OverflowResource, "a", "b"}; !slices.Equal(listed, want) {
+		t.Errorf("listed %q, want %q", listed, want)
+	}
+
+	resp, body = n.call(t, http.MethodGet, "/metrics", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	for _, line := range []string{
+		"sluice_resource_overflow_total 4\n",
+		"sluice_resources_tracked 3\n",
+		`sluice_resource_passed_total{resource="(overflow)"} 4` + "\n",
+	} {
+		if !strings.Contains(string(body), line) {
+			t.Errorf("the exposition lacks %q", line)
+		}
+	}
+
+	n.flush(t)
+	got := n.history(t, engine.OverflowResource, rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))
+	if len(got.Points) != 1 || got.Points[0].Pass != 4 {
+		t.Errorf("history of %s: %+v, want the 4 passes", engine.OverflowResource, got.Points)
+	}
+	for _, name := range []string{"c", "e"} {
+		resp, body := n.call(t, http.MethodGet, "/api/v1/resources/"+name+"/metrics", nil, nil)
+		mustStatus(t, resp, body, http.StatusNotFound)
+	}
+}
+
 // TestEvictedResourceStaysListed: a resource the engine forgot keeps its
 // place in the list and its history, and the flusher lets go of it.
 func TestEvictedResourceStaysListed(t *testing.T) {
@@ -193,5 +243,49 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 	got := n.history(t, "gone", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))
 	if len(got.Points) != 1 || got.Points[0].Pass != 3 {
 		t.Errorf("history %+v, want the 3 passes", got.Points)
+	}
+}
+
+// TestOverflowWarning: the server warns that the engine is full at most
+// once a minute, with the calls since the last warning and a name.
+func TestOverflowWarning(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	eng := engine.New(engine.Options{Clock: clock, MaxResources: 1})
+	t.Cleanup(eng.Close)
+	logs := &syncBuffer{}
+	w := &overflowWatch{engine: eng, logger: slog.New(slog.NewTextHandler(logs, nil))}
+	warnings := func() []string {
+		var out []string
+		for line := range strings.Lines(logs.String()) {
+			if strings.Contains(line, "level=WARN") {
+				out = append(out, line)
+			}
+		}
+		return out
+	}
+	calls := func(names ...string) {
+		for _, name := range names {
+			if en, blk := eng.Entry(name); blk == nil {
+				en.Exit()
+			}
+		}
+	}
+
+	calls("tracked", "tracked")
+	w.check()
+	calls("x-1", "x-2", "x-3")
+	w.check()
+	clock.Advance(30_000)
+	calls("x-4", "x-5")
+	w.check()
+	if got := warnings(); len(got) != 1 || !strings.Contains(got[0], "calls=3 ") || !strings.Contains(got[0], "maxResources=1 ") || !strings.Contains(got[0], "example=x-1") {
+		t.Fatalf("warnings %q, want one for the first 3 calls", got)
+	}
+	clock.Advance(30_000)
+	w.check()
+	clock.Advance(5 * 60_000)
+	w.check()
+	if got := warnings(); len(got) != 2 || !strings.Contains(got[1], "calls=2 ") {
+		t.Fatalf("warnings %q, want a second one, a minute later, for the next 2 calls and no more", got)
 	}
 }
