@@ -90,6 +90,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	flushInterval := fs.Duration("metrics-flush-interval", server.DefaultMetricsFlushInterval, "how often metrics are written to the database; a crash loses at most this much (env SLUICE_METRICS_FLUSH_INTERVAL)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
 	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
+	maxResources := fs.Int("max-resources", engine.DefaultMaxResources, "how many resources the engine tracks at most, rules' resources aside; past it, calls on new ones are counted under (overflow) (env SLUICE_MAX_RESOURCES)")
+	idleTTL := fs.Duration("resource-idle-ttl", engine.DefaultResourceIdleTTL, "how long a resource no rule names may go without traffic before the engine forgets it; its history stays (env SLUICE_RESOURCE_IDLE_TTL)")
 	demo := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
 	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
 	adminPassword := fs.String("admin-password", "", "password of the first admin on an empty database; random and logged once if unset (env SLUICE_ADMIN_PASSWORD)")
@@ -119,6 +121,12 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	if *entryLease <= 0 {
 		return fmt.Errorf("--entry-lease %v: must be more than zero", *entryLease)
 	}
+	if *maxResources < 1 {
+		return fmt.Errorf("--max-resources %d: must be at least 1", *maxResources)
+	}
+	if *idleTTL <= 0 {
+		return fmt.Errorf("--resource-idle-ttl %v: must be more than zero", *idleTTL)
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
 	st, err := store.Open(ctx, *dbPath, logger)
@@ -127,7 +135,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
 	breakers := server.NewBreakerFeed()
-	eng := engine.New(engine.Options{OnBreakerStateChange: breakers.Notify})
+	eng := engine.New(engine.Options{
+		OnBreakerStateChange: breakers.Notify, MaxResources: *maxResources, ResourceIdleTTL: *idleTTL,
+	})
 	defer eng.Close()
 
 	if (*tlsCert == "") != (*tlsKey == "") {
