@@ -16,11 +16,12 @@ type LiveStats struct {
 	Concurrency int64
 }
 
-// Live returns the resource's figures over the last second.
+// Live returns the resource's figures over the last second, read in one
+// pass over its window.
 func (r *Resource) Live() LiveStats {
-	now := r.now()
+	sums := r.second.SumAll(r.now())
 	perSecond := func(ev window.Event) float64 {
-		return float64(r.second.Sum(now, ev)) * 1000 / secondIntervalMs
+		return float64(sums[ev]) * 1000 / secondIntervalMs
 	}
 	s := LiveStats{
 		PassQps:        perSecond(window.Pass),
