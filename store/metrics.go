@@ -129,6 +129,11 @@ var topOrder = map[TopBy]string{
 	TopByAvgRt: "CASE WHEN t.complete > 0 THEN CAST(t.rt_sum_ms AS REAL) / t.complete END DESC NULLS LAST",
 }
 
+// addMetricsChunk is how many deltas AddMetrics prepares at a time, within
+// its one transaction: a flush of 100,000 resources then never holds all
+// its rows at once.
+const addMetricsChunk = 5000
+
 // AddMetrics adds deltas to the minute rows, to the hour rows that roll them
 // up, and to the resources' first and last seen times, in one transaction:
 // counts add, the minimum and maxima merge, so a minute flushed in several
@@ -137,6 +142,19 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 	if len(deltas) == 0 {
 		return nil
 	}
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
+			if err := addMetricsIn(ctx, tx, chunk); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// addMetricsIn adds deltas within tx. A resource's deltas split over two
+// calls add up as they would in one.
+func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error {
 	seen := map[string]*MetricResource{}
 	hours := map[countKey]*MetricCounts{}
 	var hourOrder []countKey
@@ -162,24 +180,22 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 			hourOrder = append(hourOrder, k)
 		}
 	}
-	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ids, err := upsertResources(ctx, tx, seen)
-		if err != nil {
-			return err
-		}
-		minuteRows := make([]countRow, len(deltas))
-		for i, d := range deltas {
-			minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.MetricCounts}
-		}
-		if err := upsertCounts(ctx, tx, "metric_minutes", minuteRows); err != nil {
-			return err
-		}
-		hourRows := make([]countRow, len(hourOrder))
-		for i, k := range hourOrder {
-			hourRows[i] = countRow{resourceID: ids[k.resource], startMs: k.startMs, counts: *hours[k]}
-		}
-		return upsertCounts(ctx, tx, "metric_hours", hourRows)
-	})
+	ids, err := upsertResources(ctx, tx, seen)
+	if err != nil {
+		return err
+	}
+	minuteRows := make([]countRow, len(deltas))
+	for i, d := range deltas {
+		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.MetricCounts}
+	}
+	if err := upsertCounts(ctx, tx, "metric_minutes", minuteRows); err != nil {
+		return err
+	}
+	hourRows := make([]countRow, len(hourOrder))
+	for i, k := range hourOrder {
+		hourRows[i] = countRow{resourceID: ids[k.resource], startMs: k.startMs, counts: *hours[k]}
+	}
+	return upsertCounts(ctx, tx, "metric_hours", hourRows)
 }
 
 type countKey struct {

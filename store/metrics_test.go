@@ -340,3 +340,33 @@ func TestFloorAndCeil(t *testing.T) {
 		}
 	}
 }
+
+// TestAddMetricsAcrossChunks: a resource whose minutes of one hour fall on
+// both sides of a chunk of AddMetrics adds up as in one.
+func TestAddMetricsAcrossChunks(t *testing.T) {
+	s, _ := openTestStore(t)
+	var deltas []MinuteDelta
+	for i := range addMetricsChunk - 1 {
+		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%05d", i), StartMs: minute(0), MetricCounts: MetricCounts{Pass: 1}})
+	}
+	deltas = append(deltas,
+		MinuteDelta{Resource: "zz", StartMs: minute(1), MetricCounts: MetricCounts{Pass: 2}},
+		MinuteDelta{Resource: "zz", StartMs: minute(2), MetricCounts: MetricCounts{Pass: 3}},
+	)
+	addMetrics(t, s, deltas...)
+	hours, err := s.ResourceMetrics(t.Context(), "zz", minute(0), minute(60), HourMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hours) != 1 || hours[0].Pass != 5 {
+		t.Errorf("hour of zz = %+v, want 5 passes", hours)
+	}
+	r, err := s.GetMetricResource(t.Context(), "zz")
+	if err != nil || r.FirstSeenMs != minute(1) || r.LastSeenMs != minute(2) {
+		t.Errorf("zz: %+v %v, seen from minute 1 to 2", r, err)
+	}
+	n, err := s.CountCatalogue(t.Context(), "")
+	if err != nil || n != addMetricsChunk {
+		t.Errorf("%d resources (%v), want %d", n, err, addMetricsChunk)
+	}
+}
