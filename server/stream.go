@@ -3,6 +3,8 @@ package server
 import (
 	"bufio"
 	"encoding/json"
+	"math"
+	"strconv"
 	"sync"
 	"time"
 
@@ -169,16 +171,60 @@ func (h *streamHub) tick(stop <-chan struct{}) {
 // frame reads the figures of every resource with traffic or calls in
 // flight.
 func (h *streamHub) frame() *streamFrame {
-	stats := StreamStats{Time: time.UnixMilli(h.engine.Clock().NowMs()).UTC(), Resources: []StreamResource{}}
-	for _, r := range h.engine.Resources() {
+	resources := h.engine.Resources()
+	// One allocation each for the figures and their JSON, about 150
+	// bytes a resource: a frame may hold 100,000.
+	stats := StreamStats{Time: time.UnixMilli(h.engine.Clock().NowMs()).UTC(), Resources: make([]StreamResource, 0, len(resources))}
+	for _, r := range resources {
 		l := r.Live()
 		if l == (engine.LiveStats{}) {
 			continue
 		}
 		stats.Resources = append(stats.Resources, streamResource(r.Name(), l))
 	}
-	all, _ := json.Marshal(stats) // plain structs always encode
+	all := appendStreamStats(make([]byte, 0, 64+160*len(stats.Resources)), stats)
 	return &streamFrame{stats: stats, all: all}
+}
+
+// appendStreamStats appends s as encoding/json writes it, without
+// reflection: a frame of 100,000 resources is encoded once a second.
+func appendStreamStats(b []byte, s StreamStats) []byte {
+	b = append(b, `{"time":"`...)
+	b = s.Time.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","resources":[`...)
+	for i, r := range s.Resources {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"name":`...)
+		b = appendJSONString(b, r.Name)
+		for _, f := range []struct {
+			key string
+			v   float64
+		}{
+			{`,"passQps":`, r.PassQps}, {`,"blockQps":`, r.BlockQps}, {`,"shadowBlockQps":`, r.ShadowBlockQps},
+			{`,"completeQps":`, r.CompleteQps}, {`,"errorQps":`, r.ErrorQps}, {`,"avgRtMs":`, r.AvgRtMs},
+		} {
+			b = appendJSONFloat(append(b, f.key...), f.v)
+		}
+		b = strconv.AppendInt(append(b, `,"concurrency":`...), r.Concurrency, 10)
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
+// appendJSONFloat appends f as encoding/json writes a finite float64.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-07 as e-7
+		b = b[:n-1]
+	}
+	return b
 }
 
 func streamResource(name string, l engine.LiveStats) StreamResource {
@@ -196,8 +242,7 @@ func (f *streamFrame) data(sub *streamSub) []byte {
 			one.Resources = append(one.Resources, r)
 		}
 	}
-	data, _ := json.Marshal(one)
-	return data
+	return appendStreamStats(nil, one)
 }
 
 // writeEvent writes one event and sends it.

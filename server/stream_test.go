@@ -207,3 +207,27 @@ func TestShutdownEndsStreams(t *testing.T) {
 		t.Error("the stream is still open after shutdown")
 	}
 }
+
+// TestAppendStreamStats: the frame's hand-written JSON is what
+// encoding/json writes, for names to escape and floats of every range.
+func TestAppendStreamStats(t *testing.T) {
+	stats := StreamStats{Time: time.Date(2026, 3, 2, 10, 0, 1, 250_000_000, time.UTC), Resources: []StreamResource{}}
+	if got, want := string(appendStreamStats(nil, stats)), `{"time":"2026-03-02T10:00:01.25Z","resources":[]}`; got != want {
+		t.Errorf("no resources: %s, want %s", got, want)
+	}
+	for i, f := range []float64{0, 1, 120, 12.5, 1.0 / 3, 1e-7, 2.5e-9, 1e20, 1e21, 123456789e30, -4} {
+		stats.Resources = append(stats.Resources, StreamResource{
+			Name:        []string{"GET:/api/orders", `quote " back \ slash`, "tab\there", "café ☕", "<b>&"}[i%5],
+			LiveFigures: LiveFigures{PassQps: f, BlockQps: f * 2, ShadowBlockQps: f / 3, CompleteQps: 1, ErrorQps: f, AvgRtMs: f + 0.5, Concurrency: int64(i)},
+		})
+	}
+	var want strings.Builder
+	enc := json.NewEncoder(&want)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(stats); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(appendStreamStats(nil, stats)); got != strings.TrimSuffix(want.String(), "\n") {
+		t.Errorf("appendStreamStats =\n%s\nencoding/json =\n%s", got, want.String())
+	}
+}
