@@ -232,14 +232,18 @@ func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names
 	return figures, nil
 }
 
-// tallies collects, then returns a copy of every resource's tally.
-func (f *metricsFlusher) tallies() map[string]resourceTally {
+// totals collects, then returns what was collected for each of resources
+// since the server started or the resource came back after an eviction:
+// zero for one never collected.
+func (f *metricsFlusher) totals(resources []*engine.Resource) []store.MetricCounts {
 	f.collect()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make(map[string]resourceTally, len(f.resources))
-	for name, t := range f.resources {
-		out[name] = *t
+	out := make([]store.MetricCounts, len(resources))
+	for i, r := range resources {
+		if t, ok := f.resources[r.Name()]; ok {
+			out[i] = t.totals
+		}
 	}
 	return out
 }

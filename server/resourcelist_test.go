@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -229,8 +230,8 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 	}
 	traffic(t, n.engine, "other", 1, 0, 1)
 	n.flush(t)
-	if tallies := n.flusher.tallies(); len(tallies) != 1 {
-		t.Errorf("the flusher still holds %d tallies, want only other's", len(tallies))
+	if tallies := n.flusher.seen([]string{"gone", "other"}); len(tallies) != 1 {
+		t.Errorf("the flusher holds tallies of %v, want only other's", slices.Collect(maps.Keys(tallies)))
 	}
 
 	resp, body := n.call(t, http.MethodGet, "/api/v1/resources?q=gone", nil, nil)
