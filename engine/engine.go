@@ -57,6 +57,8 @@ type Engine struct {
 	collectMu sync.Mutex        // one CollectMinutes at a time; guards retired
 	retired   []retiredResource // evicted, still collected for a while
 
+	created atomic.Int64 // resources created since New
+
 	overflowCalls    atomic.Int64
 	overflowName     atomic.Pointer[string] // a recent name that overflowed
 	overflowSampleMs atomic.Int64           // when overflowName was set
@@ -143,6 +145,11 @@ func (e *Engine) Resources() []*Resource { return e.resources.all() }
 
 // ResourceCount returns how many resources the engine tracks.
 func (e *Engine) ResourceCount() int { return e.resources.len() }
+
+// ResourcesCreated counts the resources the engine created since it
+// started, those it evicted and created again included: a reader that saw
+// the same count before has seen every resource the engine tracks.
+func (e *Engine) ResourcesCreated() int64 { return e.created.Load() }
 
 // MaxResources returns how many resources the engine tracks at most
 // (Options.MaxResources), rules' resources aside.

@@ -67,6 +67,7 @@ type ruleSet struct {
 var noRules = &ruleSet{}
 
 func (e *Engine) newResource(name string) *Resource {
+	e.created.Add(1)
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
 	// One allocation for both rings keeps a resource's hot buckets together

@@ -49,6 +49,10 @@ type metricsFlusher struct {
 	// unstored names the resources collected but not yet written by a
 	// flush of this process: those the store's catalogue may lack.
 	unstored map[string]struct{}
+	// collectedMs and collectedCreated are when the last collection ran
+	// and the engine's count of created resources just before it.
+	collectedMs      int64
+	collectedCreated int64
 }
 
 type minuteKey struct {
@@ -85,6 +89,7 @@ func (f *metricsFlusher) collect() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	nowMs := f.nowMs()
+	f.collectedMs, f.collectedCreated = nowMs, f.engine.ResourcesCreated()
 	for _, st := range f.engine.CollectMinutes() {
 		counts := store.MetricCounts{
 			Pass: st.Pass, Block: st.Block, ShadowBlock: st.ShadowBlock,
@@ -181,13 +186,22 @@ func compareMinuteKeys(a, b minuteKey) int {
 	return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.startMs, b.startMs))
 }
 
-// readStore runs fn after a collection, with no flush under way: the
-// store and the pending batch then hold every delta exactly once, and every
-// resource the engine counted has a tally.
+// readStore runs fn with no flush under way, so that the store and the
+// pending batch hold every delta exactly once, after a collection unless
+// the last one is recent enough for a read: in the current minute (so the
+// last finished minute is all in), with no resource created since (so
+// every resource the engine tracks has a tally). A collection walks every
+// resource; reads should not pay for it each time.
 func (f *metricsFlusher) readStore(fn func() error) error {
 	f.flushMu.RLock()
 	defer f.flushMu.RUnlock()
-	f.collect()
+	created, nowMs := f.engine.ResourcesCreated(), f.nowMs()
+	f.mu.Lock()
+	recent := created == f.collectedCreated && floorMs(f.collectedMs, store.MinuteMs) == floorMs(nowMs, store.MinuteMs)
+	f.mu.Unlock()
+	if !recent {
+		f.collect()
+	}
 	return fn()
 }
 
@@ -197,6 +211,16 @@ func (f *metricsFlusher) unstoredNames() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Collect(maps.Keys(f.unstored))
+}
+
+// catalogued notes that the store's catalogue holds names already, as it
+// may for a resource seen before a restart: no flush needs to say so.
+func (f *metricsFlusher) catalogued(names []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, name := range names {
+		delete(f.unstored, name)
+	}
 }
 
 // seen returns the tallies of names that have one.

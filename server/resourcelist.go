@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/sluicehq/sluice/engine"
@@ -100,7 +101,9 @@ func (h *resourceHandler) listPage(ctx context.Context, q, order string, page st
 }
 
 // fresh returns, sorted, the names containing q that were collected since
-// the last flush and that the catalogue does not hold yet.
+// the last flush and that the catalogue does not hold yet. Those it holds
+// already (seen before a restart) are looked up once: the flusher forgets
+// them.
 func (h *resourceHandler) fresh(ctx context.Context, q string) ([]string, error) {
 	var names []string
 	for _, name := range h.flusher.unstoredNames() {
@@ -112,6 +115,7 @@ func (h *resourceHandler) fresh(ctx context.Context, q string) ([]string, error)
 	if err != nil {
 		return nil, err
 	}
+	h.flusher.catalogued(slices.Collect(maps.Keys(stored)))
 	names = slices.DeleteFunc(names, func(name string) bool { _, ok := stored[name]; return ok })
 	slices.Sort(names)
 	return names, nil
