@@ -290,3 +290,25 @@ func TestOverflowWarning(t *testing.T) {
 		t.Fatalf("warnings %q, want a second one, a minute later, for the next 2 calls and no more", got)
 	}
 }
+
+// TestResourcesListSeesTheLastMinute: a read in a new minute collects what
+// the engine counted at the end of the last one, even when no resource
+// appeared since the last collection.
+func TestResourcesListSeesTheLastMinute(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 30_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	traffic(t, n.engine, "orders", 2, 0, 1)
+	n.flush(t)
+	clock.Set(metricsT0 + 59_000)
+	traffic(t, n.engine, "orders", 3, 0, 1)
+	clock.Set(metricsT0 + store.MinuteMs + 5_000)
+	resp, body := n.call(t, http.MethodGet, "/api/v1/resources", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	list := decodeStrict[ResourceList](t, body)
+	if len(list.Items) != 1 || list.Items[0].LastMinute.Pass != 5 {
+		t.Fatalf("items %+v, want orders with the 5 passes of the last minute", list.Items)
+	}
+	if last := list.Items[0].LastSeen; last == nil || last.Before(time.UnixMilli(metricsT0+59_000)) {
+		t.Errorf("last seen %v, want no earlier than the calls at 59 s", last)
+	}
+}
