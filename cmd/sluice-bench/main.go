@@ -3,11 +3,14 @@
 //
 //	sluice-bench hello [-addr :8081]
 //	sluice-bench accuracy [-server http://127.0.0.1:8080] [-threshold 100] [-duration 10s] [-workers 16]
+//	sluice-bench cardinality -pid PID [-server http://127.0.0.1:8080] [-names 1000000]
 //
 // hello serves the HTTP ceiling of the machine: a Fiber handler answering a
 // POST with a fixed 60-byte JSON. accuracy creates a reject rule through a
 // running server's API, hammers POST /check for the duration, and reports
-// the most passes any one-second window held.
+// the most passes any one-second window held. cardinality sends checks on
+// ever new names and reports the server's resident memory as they add up,
+// then what a scrape, a stream tick and a resource list cost.
 package main
 
 import (
@@ -40,15 +43,17 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sluice-bench hello|accuracy [flags]")
+		return errors.New("usage: sluice-bench hello|accuracy|cardinality [flags]")
 	}
 	switch args[0] {
 	case "hello":
 		return hello(ctx, args[1:])
 	case "accuracy":
 		return accuracy(ctx, args[1:])
+	case "cardinality":
+		return cardinality(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown command %q; commands: hello, accuracy", args[0])
+	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality", args[0])
 }
 
 // helloBody is the fixed answer, 60 bytes.
