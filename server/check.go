@@ -71,10 +71,10 @@ type checkHandler struct {
 	names   nameCache
 }
 
-func bindCheck(api fiber.Router, h *checkHandler) {
-	api.Post("/check", h.check)
-	api.Post("/check/batch", h.batch)
-	api.Post("/complete", h.complete)
+func bindCheck(api apiRoutes, h *checkHandler) {
+	api.post("/check", editors, h.check)
+	api.post("/check/batch", editors, h.batch)
+	api.post("/complete", editors, h.complete)
 }
 
 // check decides one check.

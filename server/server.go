@@ -193,6 +193,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// the handler, and Fiber recycles its buffers after it returns.
 		Immutable:   true,
 		JSONEncoder: marshalJSON,
+		// A path has one spelling (API.md): /api/v1/Tokens or
+		// /api/v1/tokens/ reach no route, rather than the /tokens one.
+		CaseSensitive: true,
+		StrictRouting: true,
 	})
 	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
 	s.stream = newStreamHub(cfg.Engine, streamInterval)
@@ -220,11 +224,15 @@ func (s *Server) routes() {
 		StackTraceHandler: s.logPanic,
 	}))
 
-	api := s.app.Group("/api/v1", s.auth.middleware)
-	bindHealth(api, s.store, s.version, s.logger)
-	// Every API route below is guarded by the engine; health stays cheap.
-	api = s.protect(api)
-	bindAccount(api, &accountHandler{auth: s.auth})
+	group := s.app.Group("/api/v1", s.auth.middleware)
+	// Health and logging in and out are never guarded by the engine:
+	// health stays cheap, and no rule can lock anyone out of logging in.
+	bindHealth(group, s.store, s.version, s.logger)
+	account := &accountHandler{auth: s.auth}
+	bindLogin(group, account)
+	// Every other API route is guarded by the engine.
+	api := apiRoutes{router: group, guard: s.guard()}
+	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})

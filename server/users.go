@@ -35,12 +35,12 @@ type userHandler struct {
 	auth *auth
 }
 
-func bindUsers(api fiber.Router, h *userHandler) {
-	api.Get("/users", h.list)
-	api.Post("/users", h.create)
-	api.Get("/users/:id", h.get)
-	api.Patch("/users/:id", h.update)
-	api.Delete("/users/:id", h.delete)
+func bindUsers(api apiRoutes, h *userHandler) {
+	api.get("/users", admins, h.list)
+	api.post("/users", admins, h.create)
+	api.get("/users/:id", admins, h.get)
+	api.patch("/users/:id", admins, h.update)
+	api.delete("/users/:id", admins, h.delete)
 }
 
 // list answers one page of users.
