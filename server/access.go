@@ -43,7 +43,7 @@ type apiRoutes struct {
 	guard  fiber.Handler // nil: not guarded by the engine
 }
 
-func (r apiRoutes) add(method, path string, need access, handler fiber.Handler) {
+func (r apiRoutes) add(method, path string, need access, handlers ...fiber.Handler) {
 	check := func(c *fiber.Ctx) error {
 		p := principalOf(c)
 		if p == nil {
@@ -56,30 +56,30 @@ func (r apiRoutes) add(method, path string, need access, handler fiber.Handler) 
 		}
 		return c.Next()
 	}
-	handlers := []fiber.Handler{check}
+	chain := []fiber.Handler{check}
 	if r.guard != nil {
-		handlers = append(handlers, r.guard)
+		chain = append(chain, r.guard)
 	}
-	r.router.Add(method, path, append(handlers, handler)...)
+	r.router.Add(method, path, append(chain, handlers...)...)
 }
 
-func (r apiRoutes) get(path string, need access, h fiber.Handler) {
-	r.add(http.MethodGet, path, need, h)
-	r.add(http.MethodHead, path, need, h)
+func (r apiRoutes) get(path string, need access, h ...fiber.Handler) {
+	r.add(http.MethodGet, path, need, h...)
+	r.add(http.MethodHead, path, need, h...)
 }
 
-func (r apiRoutes) post(path string, need access, h fiber.Handler) {
-	r.add(http.MethodPost, path, need, h)
+func (r apiRoutes) post(path string, need access, h ...fiber.Handler) {
+	r.add(http.MethodPost, path, need, h...)
 }
 
-func (r apiRoutes) put(path string, need access, h fiber.Handler) {
-	r.add(http.MethodPut, path, need, h)
+func (r apiRoutes) put(path string, need access, h ...fiber.Handler) {
+	r.add(http.MethodPut, path, need, h...)
 }
 
-func (r apiRoutes) patch(path string, need access, h fiber.Handler) {
-	r.add(http.MethodPatch, path, need, h)
+func (r apiRoutes) patch(path string, need access, h ...fiber.Handler) {
+	r.add(http.MethodPatch, path, need, h...)
 }
 
-func (r apiRoutes) delete(path string, need access, h fiber.Handler) {
-	r.add(http.MethodDelete, path, need, h)
+func (r apiRoutes) delete(path string, need access, h ...fiber.Handler) {
+	r.add(http.MethodDelete, path, need, h...)
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // maxApplyRules bounds the rules of one apply or import.
-const maxApplyRules = 5000
+const maxApplyRules = 100_000
 
 // ApplyRequest is the body of apply: the wanted rules, matched by name.
 type ApplyRequest struct {

@@ -29,14 +29,6 @@ import (
 )
 
 const (
-	// maxBodyBytes is the largest request body accepted (API.md: 1 MiB).
-	maxBodyBytes = 1 << 20
-	// readBodyBytes is the largest body read before it is refused. Bodies
-	// between the two are read whole and answered 413 on a connection that
-	// stays open: a server that refuses from Content-Length alone and
-	// hangs up makes most clients, still sending, see a reset instead of
-	// the 413.
-	readBodyBytes = 8 << 20
 	// readTimeout bounds reading one request, headers and body.
 	readTimeout = 30 * time.Second
 	// idleTimeout closes keep-alive connections left unused this long.
@@ -183,12 +175,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.app = fiber.New(fiber.Config{
-		AppName:               "sluice",
-		ErrorHandler:          s.handleError,
-		BodyLimit:             readBodyBytes,
-		ReadTimeout:           readTimeout,
-		IdleTimeout:           idleTimeout,
-		DisableStartupMessage: true,
+		AppName:      "sluice",
+		ErrorHandler: s.handleError,
+		BodyLimit:    maxRuleFileBytes,
+		// Bodies are read by limitBody and readBody, route by route,
+		// once the caller is known; fasthttp would otherwise read them
+		// whole before any handler runs.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  readTimeout,
+		IdleTimeout:                  idleTimeout,
+		DisableStartupMessage:        true,
 		// Request strings reach the engine and goroutines that outlive
 		// the handler, and Fiber recycles its buffers after it returns.
 		Immutable:   true,
@@ -305,14 +302,6 @@ func marshalJSON(v any) ([]byte, error) {
 func isTrafficRoute(c *fiber.Ctx) bool {
 	p := c.Path()
 	return p == "/api/v1/check" || p == "/api/v1/check/batch" || p == "/api/v1/complete"
-}
-
-// limitBody refuses bodies over maxBodyBytes.
-func limitBody(c *fiber.Ctx) error {
-	if len(c.Request().Body()) > maxBodyBytes {
-		return fiber.ErrRequestEntityTooLarge
-	}
-	return c.Next()
 }
 
 // logPanic logs a recovered panic with its stack; the error handler then

@@ -145,10 +145,11 @@ func (ts *testServer) doWith(t *testing.T, method, path string, body io.Reader, 
 	return resp, got
 }
 
-// doRaw writes head, a request without its body, on a new connection and
-// reads the answer. The server refuses an oversized body from its
-// Content-Length alone and then closes the connection, so a client still
-// sending the body would see a reset instead of the answer.
+// doRaw writes head, a request with the first part of its body at most,
+// on a new connection and reads the answer. The server refuses an oversized
+// body from its Content-Length and the part of it fasthttp reads ahead
+// (8 KiB), then closes the connection, so a client still sending the body
+// would see a reset instead of the answer.
 func (ts *testServer) doRaw(t *testing.T, head string) (*http.Response, []byte) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.baseURL, "http://"), 5*time.Second)
@@ -300,7 +301,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 			name: "body too large to read",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
 				return ts.doRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
-					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", readBodyBytes+1))
+					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", drainBodyBytes+1, strings.Repeat(" ", 8<<10)))
 			},
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantCode:   "payload_too_large",
