@@ -39,7 +39,9 @@ func WithNowFunc(now func() time.Time) Option {
 
 // Open opens (creating if needed) the SQLite database at path and applies
 // every pending migration before it returns. Opening the same file again,
-// as on a restart, applies nothing new. The caller closes the Store.
+// as on a restart, applies nothing new. It refuses a database whose schema
+// is newer than the migrations built into this binary. The caller closes
+// the Store.
 func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option) (*Store, error) {
 	o := options{now: time.Now}
 	for _, opt := range opts {
@@ -62,18 +64,29 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.sqlDB.Close())
 	}
 	s := &Store{db: db, logger: logger}
-	if err := s.migrate(ctx, b); err != nil {
+	if err := s.migrate(ctx, b, path); err != nil {
 		return nil, errors.Join(err, b.sqlDB.Close())
 	}
 	return s, nil
 }
 
-// migrate applies the embedded migrations that the database has not seen.
-func (s *Store) migrate(ctx context.Context, b *backend) error {
+// migrate applies the embedded migrations that the database has not seen,
+// unless it has seen one this binary does not have: the newer binary that
+// wrote it may have changed the schema in ways this one cannot read, and
+// goose alone would apply nothing and report no error.
+func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 	provider, err := goose.NewProvider(b.migrations, b.sqlDB, migrations.FS,
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	dbVersion, binaryVersion, err := provider.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("read the schema version of %s: %w", path, err)
+	}
+	if dbVersion > binaryVersion {
+		return fmt.Errorf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice",
+			path, dbVersion, binaryVersion)
 	}
 	results, err := provider.Up(ctx)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,75 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	}
 	if got := schema(t, s); got != want {
 		t.Errorf("schema after down and up differs:\ngot:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// binaryVersion is the version of the newest migration built into the
+// binary.
+func binaryVersion(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	provider, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := provider.ListSources()
+	return sources[len(sources)-1].Version
+}
+
+// gooseVersions lists the versions goose_db_version records, in order.
+func gooseVersions(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT version_id FROM goose_db_version ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var versions []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return versions
+}
+
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	s, path := openTestStore(t)
+	db := sqlDB(t, s)
+	binary := binaryVersion(t, db)
+	newer := binary + 4
+	// What a newer binary leaves behind: its own migration recorded.
+	if _, err := db.ExecContext(t.Context(),
+		`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, newer); err != nil {
+		t.Fatal(err)
+	}
+	want := gooseVersions(t, db)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := Open(t.Context(), path, discard)
+
+	if err == nil {
+		_ = again.Close()
+		t.Fatalf("Open(%s) at schema version %d succeeded, want it refused", path, newer)
+	}
+	wantMsg := fmt.Sprintf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice", path, newer, binary)
+	if err.Error() != wantMsg {
+		t.Errorf("Open error = %q, want %q", err, wantMsg)
+	}
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if got := gooseVersions(t, raw); !slices.Equal(got, want) {
+		t.Errorf("goose_db_version after the refused Open = %v, want it untouched: %v", got, want)
 	}
 }
