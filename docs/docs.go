@@ -307,7 +307,7 @@ const docTemplate = `{
         },
         "/health": {
             "get": {
-                "description": "Public (no credentials). 503, with the same body, when the database does not answer.",
+                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).",
                 "produces": [
                     "application/json"
                 ],
@@ -2263,7 +2263,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "db": {
-                    "description": "DB is \"ok\" when the database answered, else \"unreachable\".",
+                    "description": "DB is \"ok\" when the database answered and would take a write, else\n\"unreachable\".",
                     "type": "string",
                     "enum": [
                         "ok",

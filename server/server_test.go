@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -209,8 +210,10 @@ func decodeEnvelope(t *testing.T, resp *http.Response, body []byte) ErrorBody {
 
 func TestHealth(t *testing.T) {
 	tests := []struct {
-		name       string
-		closeStore bool
+		name string
+		// spoil does to the running server's database at path what the
+		// case is about.
+		spoil      func(t *testing.T, n *node, path string)
 		wantStatus int
 		want       HealthResponse
 	}{
@@ -220,22 +223,33 @@ func TestHealth(t *testing.T) {
 			want:       HealthResponse{Status: "ok", Version: testVersion, DB: "ok"},
 		},
 		{
-			name:       "database closed",
-			closeStore: true,
+			name: "database closed",
+			spoil: func(t *testing.T, n *node, _ string) {
+				if err := n.store.Close(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantStatus: http.StatusServiceUnavailable,
+			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
+		},
+		{
+			// A ping that only reads would answer ok; health waits the
+			// busy timeout (5 s) for the write lock, as a write would.
+			name:       "another process holds the write lock",
+			spoil:      func(t *testing.T, _ *node, path string) { holdWriteLock(t, path) },
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
-			if tt.closeStore {
-				if err := ts.store.Close(); err != nil {
-					t.Fatal(err)
-				}
+			path := filepath.Join(t.TempDir(), "sluice.db")
+			n := startNodeWith(t, path, func(cfg *Config) { cfg.Version = testVersion })
+			if tt.spoil != nil {
+				tt.spoil(t, n, path)
 			}
 
-			resp, body := ts.do(t, http.MethodGet, "/api/v1/health", nil)
+			resp, body := n.do(t, http.MethodGet, "/api/v1/health", nil)
 
 			if resp.StatusCode != tt.wantStatus {
 				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
@@ -254,6 +268,30 @@ func TestHealth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdWriteLock takes the write lock of the SQLite file at path from a
+// connection of its own, as another process would, until the test ends.
+func holdWriteLock(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			t.Error(err)
+		}
+		_ = conn.Close()
+		_ = db.Close()
+	})
 }
 
 func TestFiberErrorsUseTheEnvelope(t *testing.T) {
