@@ -249,7 +249,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).",
+                "description": "Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error). Without entryId: 422 naming entryId while entries of the resource that a concurrency rule counted are held (the check answered ids that are owed back, even if the rule was removed since).",
                 "consumes": [
                     "application/json"
                 ],
@@ -297,7 +297,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad fields, each named in details",
+                        "description": "bad fields, each named in details; entryId left out where a concurrency rule's entries are held",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2171,7 +2171,7 @@ const docTemplate = `{
                     "example": 1
                 },
                 "entryId": {
-                    "description": "EntryID is the entryId the check answered, if it answered one.",
+                    "description": "EntryID is the entryId the check answered. Required when a\nconcurrency rule counted the calls.",
                     "type": "string",
                     "example": "9f3c2a1b7d4e-1k"
                 },

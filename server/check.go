@@ -61,7 +61,8 @@ type CompleteRequest struct {
 	// Error says whether the calls failed: they count as complete and as
 	// errors.
 	Error bool `json:"error" example:"false"`
-	// EntryID is the entryId the check answered, if it answered one.
+	// EntryID is the entryId the check answered. Required when a
+	// concurrency rule counted the calls.
 	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
 }
 
@@ -179,7 +180,7 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 // complete records how allowed calls ended.
 //
 //	@Summary		Report how allowed calls ended
-//	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).
+//	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error). Without entryId: 422 naming entryId while entries of the resource that a concurrency rule counted are held (the check answered ids that are owed back, even if the rule was removed since).
 //	@Tags			check
 //	@Accept			json
 //	@Param			outcome	body	CompleteRequest	true	"how the calls ended"
@@ -188,7 +189,7 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 //	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
 //	@Failure		409	{object}	ErrorResponse	"the entry was completed already, or its lease ran out"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
-//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details; entryId left out where a concurrency rule's entries are held"
 //	@Security		BearerAuth
 //	@Router			/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
@@ -197,6 +198,9 @@ func (h *checkHandler) complete(c *fiber.Ctx) error {
 		return err
 	}
 	if q.entryID == "" {
+		if err := h.entries.requireID(q.resource); err != nil {
+			return err
+		}
 		h.engine.Resource(q.resource).RecordComplete(q.count, q.rtMs, q.failed)
 		return c.SendStatus(http.StatusNoContent)
 	}

@@ -164,17 +164,6 @@ func TestCheck(t *testing.T) {
 			live: map[string]engine.LiveStats{"reports": {PassQps: 2, BlockQps: 1, CompleteQps: 2, ErrorQps: 1, AvgRtMs: 30}},
 		},
 		{
-			name:  "an entry is completed once",
-			rules: []string{slotsRule},
-			exchanges: []exchange{
-				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
-				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 204, ""},
-				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 409, ""},
-				{completePath, `{"entryId": "no-such-entry", "rtMs": 5}`, 404, ""},
-			},
-			live: map[string]engine.LiveStats{"reports": {PassQps: 1, CompleteQps: 1, AvgRtMs: 5}},
-		},
-		{
 			name:  "a complete that does not match its entry leaves it held",
 			rules: []string{slotsRule},
 			exchanges: []exchange{
@@ -418,6 +407,138 @@ func TestUnguardedAPIIsNotCounted(t *testing.T) {
 	}
 }
 
+// checkEntry checks one call to resource, which must be allowed, and
+// returns the entryId answered, "" if none.
+func (ts *testServer) checkEntry(t *testing.T, resource string) string {
+	t.Helper()
+	resp, body := ts.call(t, http.MethodPost, checkPath, fmt.Sprintf(`{"resource": %q}`, resource), nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	r := decodeStrict[CheckResult](t, body)
+	if !r.Allowed {
+		t.Fatalf("check of %s: %s, want allowed", resource, body)
+	}
+	return r.EntryID
+}
+
+// completeError sends a complete that must fail with status and returns
+// its error.
+func (ts *testServer) completeError(t *testing.T, body string, status int) ErrorBody {
+	t.Helper()
+	resp, got := ts.call(t, http.MethodPost, completePath, body, nil)
+	mustStatus(t, resp, got, status)
+	return decodeEnvelope(t, resp, got)
+}
+
+// wantLive fails unless resource's figures over the last second are want.
+func (ts *testServer) wantLive(t *testing.T, resource string, want engine.LiveStats) {
+	t.Helper()
+	if got := ts.engine.Resource(resource).Live(); got != want {
+		t.Errorf("%s: %+v, want %+v", resource, got, want)
+	}
+}
+
+// wantEntryIDRequired fails unless a complete of resource without entryId
+// answers 422 naming entryId alone.
+func (ts *testServer) wantEntryIDRequired(t *testing.T, resource string) {
+	t.Helper()
+	e := ts.completeError(t, fmt.Sprintf(`{"resource": %q, "rtMs": 5}`, resource), http.StatusUnprocessableEntity)
+	if e.Code != "validation_failed" || len(e.Details) != 1 || e.Details[0].Field != "entryId" ||
+		!strings.Contains(e.Details[0].Message, resource) {
+		t.Errorf("complete without entryId: %+v, want validation_failed naming entryId and %s", e, resource)
+	}
+}
+
+func TestCompleteWithoutEntryID(t *testing.T) {
+	createSlots := func(t *testing.T, ts *testServer) int64 {
+		t.Helper()
+		resp, body := ts.call(t, http.MethodPost, rulesPath, slotsRule, nil)
+		mustStatus(t, resp, body, http.StatusCreated)
+		var rule struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(body, &rule); err != nil {
+			t.Fatal(err)
+		}
+		return rule.ID
+	}
+	t.Run("is 422 while a concurrency rule's entry is held", func(t *testing.T) {
+		ts, _ := newCheckServer(t, slotsRule)
+		id := ts.checkEntry(t, "reports")
+		if id == "" {
+			t.Fatal("a concurrency rule's check answered no entryId")
+		}
+
+		ts.wantEntryIDRequired(t, "reports")
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, Concurrency: 1}) // nothing recorded, the slot still taken
+
+		resp, body := ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+	})
+	t.Run("is 422 when the rule was removed after the check", func(t *testing.T) {
+		ts, _ := newCheckServer(t)
+		ruleID := createSlots(t, ts)
+		id := ts.checkEntry(t, "reports")
+		resp, body := ts.call(t, http.MethodDelete, fmt.Sprintf("%s/%d", rulesPath, ruleID), nil, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		if later := ts.checkEntry(t, "reports"); later != "" {
+			t.Fatalf("a check without a concurrency rule answered entryId %q", later)
+		}
+
+		// The first check was answered an id, and its entry is held:
+		// still owed back, or it would end again as an error at its lease.
+		ts.wantEntryIDRequired(t, "reports")
+
+		resp, body = ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		resp, body = ts.call(t, http.MethodPost, completePath, `{"resource": "reports", "rtMs": 15}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 2, CompleteQps: 2, AvgRtMs: 10})
+		ts.wantNothingHeld(t, "reports")
+	})
+	t.Run("is accepted when the rule was added after the check", func(t *testing.T) {
+		ts, _ := newCheckServer(t)
+		if id := ts.checkEntry(t, "reports"); id != "" {
+			t.Fatalf("a check without rules answered entryId %q", id)
+		}
+		createSlots(t, ts)
+
+		resp, body := ts.call(t, http.MethodPost, completePath, `{"resource": "reports", "rtMs": 5}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+
+		// Once a check is answered an id, the calls cannot be told apart.
+		if id := ts.checkEntry(t, "reports"); id == "" {
+			t.Fatal("a concurrency rule's check answered no entryId")
+		}
+		ts.wantEntryIDRequired(t, "reports")
+	})
+	t.Run("of another resource is accepted", func(t *testing.T) {
+		ts, _ := newCheckServer(t, slotsRule)
+		ts.checkEntry(t, "reports")
+		resp, body := ts.call(t, http.MethodPost, completePath, `{"resource": "orders", "rtMs": 5}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "orders", engine.LiveStats{CompleteQps: 1, AvgRtMs: 5})
+	})
+}
+
+func TestCompleteEntryIDErrors(t *testing.T) {
+	ts, _ := newCheckServer(t, slotsRule)
+	id := ts.checkEntry(t, "reports")
+	resp, body := ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+	mustStatus(t, resp, body, http.StatusNoContent)
+
+	if e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), http.StatusConflict); e.Code != "conflict" ||
+		!strings.Contains(e.Message, "completed already") {
+		t.Errorf("completed twice: %+v, want conflict, completed already", e)
+	}
+	if e := ts.completeError(t, `{"entryId": "no-such-entry", "rtMs": 5}`, http.StatusNotFound); e.Code != "not_found" ||
+		!strings.Contains(e.Message, "no-such-entry") {
+		t.Errorf("unknown id: %+v, want not_found naming the id", e)
+	}
+	ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+}
+
 func TestBreakerProbeOverHTTP(t *testing.T) {
 	ts, clock := newCheckServer(t, `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
 		"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000}`)
@@ -437,4 +558,19 @@ func TestBreakerProbeOverHTTP(t *testing.T) {
 		{checkPath, `{"resource": "pay"}`, 200, allowed},
 		{checkPath, `{"resource": "pay"}`, 200, allowed},
 	})
+}
+
+// wantNothingHeld fails unless the check API holds no entry, for any
+// resource, and resource has no call in flight.
+func (ts *testServer) wantNothingHeld(t *testing.T, resource string) {
+	t.Helper()
+	ts.entries.mu.Lock()
+	held, indexed := len(ts.entries.held), len(ts.entries.byResource)
+	ts.entries.mu.Unlock()
+	if held != 0 || indexed != 0 {
+		t.Errorf("%d entries held, %d resources indexed; want none", held, indexed)
+	}
+	if c := ts.engine.Resource(resource).Live().Concurrency; c != 0 {
+		t.Errorf("%s: %d calls in flight, want 0", resource, c)
+	}
 }
