@@ -540,24 +540,124 @@ func TestCompleteEntryIDErrors(t *testing.T) {
 }
 
 func TestBreakerProbeOverHTTP(t *testing.T) {
-	ts, clock := newCheckServer(t, `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
-		"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000}`)
-	blocked := `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
-	ts.run(t, []exchange{
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
-		{completePath, `{"resource": "pay", "rtMs": 10, "error": true}`, 204, ""},
-		{checkPath, `{"resource": "pay"}`, 200, blocked},
+	const payBlocked = `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
+	breakerRule := func(probeNum int) string {
+		return fmt.Sprintf(`{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
+			"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000, "probeNum": %d}`, probeNum)
+	}
+	// halfOpen opens the breaker with an errored call, waits out its retry
+	// timeout and checks once: the probe, whose entryId it returns.
+	halfOpen := func(t *testing.T, rules ...string) (*testServer, *engine.ManualClock, string) {
+		t.Helper()
+		ts, clock := newCheckServer(t, rules...)
+		outcome := `{"resource": "pay", "rtMs": 10, "error": true}`
+		if id := ts.checkEntry(t, "pay"); id != "" {
+			outcome = fmt.Sprintf(`{"entryId": %q, "rtMs": 10, "error": true}`, id)
+		}
+		resp, body := ts.call(t, http.MethodPost, completePath, outcome, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+		clock.Advance(5000)
+		probe := ts.checkEntry(t, "pay")
+		if probe == "" {
+			t.Fatal("the probe was answered no entryId")
+		}
+		ts.wantState(t, engine.BreakerHalfOpen)
+		return ts, clock, probe
+	}
+	complete := func(t *testing.T, ts *testServer, body string) {
+		t.Helper()
+		resp, got := ts.call(t, http.MethodPost, completePath, body, nil)
+		mustStatus(t, resp, got, http.StatusNoContent)
+	}
+	t.Run("its entryId closes it", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1))
+		ts.run(t, []exchange{
+			{checkPath, `{"resource": "pay"}`, 200, payBlocked}, // the one probe is in flight
+			{completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe), 204, ""},
+			{checkPath, `{"resource": "pay"}`, 200, allowed},
+		})
+		ts.wantState(t, engine.BreakerClosed)
 	})
-	clock.Advance(5000)
-	ts.run(t, []exchange{
-		// Half-open: the one probe is held until its outcome comes back.
-		{checkPath, `{"resource": "pay"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
-		{checkPath, `{"resource": "pay"}`, 200, blocked},
-		{completePath, `{"entryId": "{id}", "rtMs": 12}`, 204, ""},
-		// The probe succeeded: closed again.
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
+	t.Run("a complete without entryId closes it", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1))
+		complete(t, ts, `{"resource": "pay", "count": 2, "rtMs": 12}`)
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 2, AvgRtMs: 12})
+
+		// The probe's own id comes too late: its entry was ended, and this
+		// outcome is not recorded twice.
+		e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 30, "error": true}`, probe), http.StatusConflict)
+		if e.Code != "conflict" || !strings.Contains(e.Message, "without entryId") {
+			t.Errorf("the probe's id after its outcome: %+v, want conflict naming the complete without entryId", e)
+		}
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 2, AvgRtMs: 12})
+		ts.wantState(t, engine.BreakerClosed)
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, allowed}})
 	})
+	t.Run("an errored complete without entryId re-opens it", func(t *testing.T) {
+		ts, clock, _ := halfOpen(t, breakerRule(1))
+		complete(t, ts, `{"resource": "pay", "rtMs": 12, "error": true}`)
+		ts.wantState(t, engine.BreakerOpen)
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 1, ErrorQps: 1, AvgRtMs: 12})
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+
+		clock.Advance(5000)
+		if probe := ts.checkEntry(t, "pay"); probe == "" {
+			t.Fatal("the next probe was answered no entryId")
+		}
+		complete(t, ts, `{"resource": "pay", "rtMs": 12}`)
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+	})
+	t.Run("each complete without entryId ends one probe, the oldest", func(t *testing.T) {
+		ts, _, first := halfOpen(t, breakerRule(3))
+		second, third := ts.checkEntry(t, "pay"), ts.checkEntry(t, "pay")
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+
+		complete(t, ts, fmt.Sprintf(`{"entryId": %q, "rtMs": 10}`, second))
+		complete(t, ts, `{"resource": "pay", "rtMs": 20}`) // the first's outcome
+		ts.wantState(t, engine.BreakerHalfOpen)            // two of three probes reported
+		complete(t, ts, `{"resource": "pay", "rtMs": 30}`) // the third's
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+		for _, id := range []string{first, third} {
+			ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, id), http.StatusConflict)
+		}
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 3, BlockQps: 1, CompleteQps: 3, AvgRtMs: 20})
+	})
+	t.Run("an unreported probe's lease re-opens it", func(t *testing.T) {
+		ts, clock, probe := halfOpen(t, breakerRule(1))
+		clock.Advance(testLease.Milliseconds())
+		ts.entries.expire() // or the table's own sweep, whichever comes first
+		pollUntil(t, "the probe's lease to end", 5*time.Second, func() bool {
+			return ts.engine.Breakers()[0].State == engine.BreakerOpen
+		})
+		ts.wantLive(t, "pay", engine.LiveStats{CompleteQps: 1, ErrorQps: 1, AvgRtMs: float64(testLease.Milliseconds())})
+		ts.wantNothingHeld(t, "pay")
+		e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe), http.StatusConflict)
+		if !strings.Contains(e.Message, "lease") {
+			t.Errorf("the probe's id after its lease: %+v, want conflict naming the lease", e)
+		}
+	})
+	t.Run("a concurrency rule's probe needs its entryId", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1),
+			`{"name": "pay-slots", "kind": "flow", "resource": "pay", "metric": "concurrency", "threshold": 5}`)
+		ts.wantEntryIDRequired(t, "pay")
+		ts.wantState(t, engine.BreakerHalfOpen)
+		complete(t, ts, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe))
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+	})
+}
+
+// wantState fails unless the server's only breaker is in state want.
+func (ts *testServer) wantState(t *testing.T, want engine.BreakerState) {
+	t.Helper()
+	if got := ts.engine.Breakers()[0].State; got != want {
+		t.Errorf("breaker %s, want %s", got, want)
+	}
 }
 
 // wantNothingHeld fails unless the check API holds no entry, for any

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -14,19 +15,21 @@ import (
 	"github.com/sluicehq/sluice/engine"
 )
 
-// DefaultEntryLease is how long the check API holds an entry that a
-// concurrency rule counts before it gives up on the client's complete.
+// DefaultEntryLease is how long the check API holds an entry (one a
+// concurrency rule counts, or a half-open breaker's probe) before it gives
+// up on the client's complete.
 const DefaultEntryLease = 30 * time.Second
 
 // errLeaseExpired is recorded for an entry whose lease ran out.
 var errLeaseExpired = errors.New("the entry's lease ran out before it was completed")
 
 // entryTable holds the entries the check API let through for resources
-// whose calls in flight a concurrency rule counts: a call stays in flight
-// until the client completes its entryId, or until its lease runs out and
-// the table exits it as an error, so that a crashed client cannot hold a
-// slot for ever. Completed and expired ids are remembered for one more
-// lease, so that completing one again is told apart from an unknown id.
+// whose calls in flight a concurrency rule counts, and the probes of
+// half-open circuit breakers: a call stays in flight until the client
+// completes its entryId, or until its lease runs out and the table exits it
+// as an error, so that a crashed client cannot hold a slot for ever.
+// Completed and expired ids are remembered for one more lease, so that
+// completing one again is told apart from an unknown id.
 //
 // A complete without entryId is judged by what the table holds for its
 // resource, not by the rules loaded now. While it holds an entry that a
@@ -35,7 +38,9 @@ var errLeaseExpired = errors.New("the entry's lease ran out before it was comple
 // until its lease and then count as an error on top of the outcome. The
 // price: a call checked before a concurrency rule was added and completed
 // while calls checked after it are held is refused too, as they cannot be
-// told apart.
+// told apart. With no such entry held, the complete ends the oldest probe
+// held for the resource, if any, with its outcome, so that a client that
+// ignores ids still closes or re-opens the breaker.
 type entryTable struct {
 	clock   engine.Clock
 	leaseMs int64
@@ -66,7 +71,8 @@ type heldEntry struct {
 
 // resourceEntries indexes the entries held for one resource.
 type resourceEntries struct {
-	counted int // how many a concurrency rule counts
+	counted int      // how many a concurrency rule counts
+	probes  []string // the ids of the others, probes only, oldest first
 }
 
 // settlement is how a held entry ended.
@@ -75,11 +81,13 @@ type settlement int
 const (
 	settledByID    settlement = iota // by a complete with its entryId
 	settledByLease                   // by its lease, as an error
+	settledAsProbe                   // by a complete without entryId
 )
 
 type settledEntry struct {
-	how  settlement
-	atMs int64
+	how      settlement
+	atMs     int64
+	resource string
 }
 
 // newEntryTable returns a table whose leases last lease on clock.
@@ -105,11 +113,13 @@ func (t *entryTable) hold(resource string, count int64, e engine.Entry) string {
 	expires := t.clock.NowMs() + t.leaseMs
 	t.mu.Lock()
 	t.held[id] = h
+	idx := t.byResource[resource]
 	if h.counted {
-		idx := t.byResource[resource]
 		idx.counted++
-		t.byResource[resource] = idx
+	} else {
+		idx.probes = append(idx.probes, id)
 	}
+	t.byResource[resource] = idx
 	t.expiries.push(id, expires)
 	t.mu.Unlock()
 	return id
@@ -118,15 +128,18 @@ func (t *entryTable) hold(resource string, count int64, e engine.Entry) string {
 // release removes the held entry id, h, and settles it; t.mu is held.
 func (t *entryTable) release(id string, h heldEntry, how settlement, nowMs int64) {
 	delete(t.held, id)
+	idx := t.byResource[h.resource]
 	if h.counted {
-		idx := t.byResource[h.resource]
-		if idx.counted--; idx.counted == 0 {
-			delete(t.byResource, h.resource)
-		} else {
-			t.byResource[h.resource] = idx
-		}
+		idx.counted--
+	} else if i := slices.Index(idx.probes, id); i >= 0 {
+		idx.probes = slices.Delete(idx.probes, i, i+1)
 	}
-	t.settled[id] = settledEntry{how: how, atMs: nowMs}
+	if idx.counted == 0 && len(idx.probes) == 0 {
+		delete(t.byResource, h.resource)
+	} else {
+		t.byResource[h.resource] = idx
+	}
+	t.settled[id] = settledEntry{how: how, atMs: nowMs, resource: h.resource}
 	t.forgets.push(id, nowMs+t.leaseMs)
 }
 
@@ -154,23 +167,36 @@ func (t *entryTable) take(id string, match func(heldEntry) error) (heldEntry, er
 	case settledByLease:
 		return heldEntry{}, Conflict(fmt.Sprintf("entry %q was not completed within its lease of %d ms: it was released at %s and counted as an error",
 			id, t.leaseMs, at))
+	case settledAsProbe:
+		return heldEntry{}, Conflict(fmt.Sprintf("entry %q, a circuit breaker's probe, was ended at %s by a complete of %q without entryId, "+
+			"whose outcome was taken as the probe's; this outcome is not recorded", id, at, s.resource))
 	default:
 		return heldEntry{}, Conflict(fmt.Sprintf("entry %q was completed already, at %s", id, at))
 	}
 }
 
-// requireID is the table's part in a complete of resource without
-// entryId: it refuses it (422) while an entry a concurrency rule counts is
-// held for the resource, as its entryId was answered and is owed back.
-func (t *entryTable) requireID(resource string) error {
+// claim is the table's part in a complete of resource without entryId. It
+// refuses it (422) while an entry a concurrency rule counts is held for the
+// resource: its entryId was answered and is owed back. Otherwise it removes
+// and returns the oldest probe held for the resource, which the complete's
+// outcome ends; ok is false when there is none.
+func (t *entryTable) claim(resource string) (probe heldEntry, ok bool, err error) {
+	now := t.clock.NowMs()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.byResource[resource].counted == 0 {
-		return nil
+	idx, held := t.byResource[resource]
+	switch {
+	case !held:
+		return heldEntry{}, false, nil
+	case idx.counted > 0:
+		msg := fmt.Sprintf("is required: checks of %q were answered entryIds that are not completed yet, "+
+			"as a concurrency rule counts its calls in flight; send back the one your check answered", resource)
+		return heldEntry{}, false, ValidationFailed("entryId is required for this resource; see details", FieldError{"entryId", msg})
 	}
-	msg := fmt.Sprintf("is required: checks of %q were answered entryIds that are not completed yet, "+
-		"as a concurrency rule counts its calls in flight; send back the one your check answered", resource)
-	return ValidationFailed("entryId is required for this resource; see details", FieldError{"entryId", msg})
+	id := idx.probes[0]
+	probe = t.held[id]
+	t.release(id, probe, settledAsProbe, now)
+	return probe, true, nil
 }
 
 // expire exits, as errors, the entries whose lease ran out by now, and
