@@ -91,7 +91,7 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //	@Router			/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -197,7 +197,7 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 		return NewError(http.StatusForbidden, "an API token has no password")
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

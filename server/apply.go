@@ -84,12 +84,12 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	body := c.Body()
 	if isYAML(c.Get(fiber.HeaderContentType)) {
-		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return BadRequest("the body is not YAML: " + err.Error())
+		if body, err = yamlToJSON(body); err != nil {
+			return err
 		}
 	}
 	var errs []FieldError
-	o, err := parseObject(body, "", &errs)
+	o, err := parseBody(body, &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -363,6 +363,9 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 		return err
 	}
 	var items []json.RawMessage
+	if err := refuseDuplicateKeys(c.Body()); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
 		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
 	}

@@ -151,7 +151,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 		return err
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -249,7 +249,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
 		return err
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

@@ -112,7 +112,7 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Router		/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

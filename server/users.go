@@ -229,7 +229,7 @@ func (h *userHandler) delete(c *fiber.Ctx) error {
 
 func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return UserRequest{}, nil, errNotJSONObject(err)
 	}
