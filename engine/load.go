@@ -34,11 +34,11 @@ func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 // c gives it, none if it gives none. The caller holds loadMu.
 func (e *Engine) commitEvery(c *ruleChange, kind ruleKind) {
 	for _, name := range c.order {
-		c.resources[name].replace(kind)
+		c.resources[name].replaced[kind] = true
 	}
 	for r, entry := range e.book.entries {
 		if kind == flowKind && len(entry.rules.flow) > 0 || kind == breakerKind && len(entry.rules.breakers) > 0 {
-			c.of(r.name).replace(kind)
+			c.of(r.name).replaced[kind] = true
 		}
 	}
 	e.commit(c)
@@ -100,9 +100,7 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	c := newRuleChange(len(rules.Resources))
 	for i, name := range rules.Resources {
 		errs.check(fmt.Sprintf("resources[%d]", i), validateResourceName(name))
-		rc := c.of(name)
-		rc.replace(flowKind)
-		rc.replace(breakerKind)
+		c.of(name).replaced = [kinds]bool{true, true}
 	}
 	flow, err := validateSet("flow", rules.Flow, nil)
 	errs.merge(err)

@@ -17,10 +17,9 @@ type ruleBook struct {
 	// measuredBy lists the associated flow rules that measure a resource
 	// other than their own, by the resource they measure.
 	measuredBy map[*Resource][]*flowChecker
-	// flowNames and breakerNames give the resource of each named rule.
-	flowNames    map[string]*Resource
-	breakerNames map[string]*Resource
-	nextSeq      int64
+	// names gives, by kind, the resource of each named rule.
+	names   [kinds]map[string]*Resource
+	nextSeq int64
 }
 
 type bookEntry struct {
@@ -36,27 +35,19 @@ type ruleChange struct {
 
 // resourceChange is the new rules of one resource, of the kinds replaced.
 type resourceChange struct {
-	flow                         []FlowRule
-	breakers                     []CircuitBreakerRule
-	replaceFlow, replaceBreakers bool
+	flow     []FlowRule
+	breakers []CircuitBreakerRule
+	replaced [kinds]bool
 }
 
-// ruleKind is a kind of rule a change replaces.
+// ruleKind is a kind of rule, an index of the arrays kept by kind.
 type ruleKind int
 
 const (
 	flowKind ruleKind = iota
 	breakerKind
+	kinds
 )
-
-// replace marks the rules of kind as replaced.
-func (rc *resourceChange) replace(kind ruleKind) {
-	if kind == flowKind {
-		rc.replaceFlow = true
-	} else {
-		rc.replaceBreakers = true
-	}
-}
 
 // newRuleChange returns an empty change, room made for about resources
 // resources.
@@ -78,26 +69,22 @@ func (c *ruleChange) of(name string) *resourceChange {
 // replaces reports whether c replaces the rules of kind of r.
 func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 	rc := c.resources[r.name]
-	return rc != nil && (kind == flowKind && rc.replaceFlow || kind == breakerKind && rc.replaceBreakers)
+	return rc != nil && rc.replaced[kind]
 }
 
 // checkNames adds an error to errs for every rule of flow and breakers
 // whose name is taken by a loaded rule of its kind that c leaves in place.
 func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, errs *fieldErrors) {
-	taken := func(kind ruleKind, field, name string) {
-		names := b.flowNames
-		if kind == breakerKind {
-			names = b.breakerNames
-		}
-		if r, ok := names[name]; ok && !c.replaces(r, kind) {
-			errs.add(field, fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
+	taken := func(kind ruleKind, field string, i int, name string) {
+		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
+			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
 		}
 	}
 	for i, rule := range flow {
-		taken(flowKind, fmt.Sprintf("flow[%d].name", i), rule.Name)
+		taken(flowKind, "flow", i, rule.Name)
 	}
 	for i, rule := range breakers {
-		taken(breakerKind, fmt.Sprintf("circuitBreakers[%d].name", i), rule.Name)
+		taken(breakerKind, "circuitBreakers", i, rule.Name)
 	}
 }
 
@@ -111,8 +98,7 @@ func (e *Engine) commit(c *ruleChange) {
 	if b.entries == nil {
 		b.entries = map[*Resource]bookEntry{}
 		b.measuredBy = map[*Resource][]*flowChecker{}
-		b.flowNames = map[string]*Resource{}
-		b.breakerNames = map[string]*Resource{}
+		b.names = [kinds]map[string]*Resource{{}, {}}
 	}
 	st := &staging{e: e, now: e.clock.NowMs(), sets: make(map[*Resource]*ruleSet, len(c.order)),
 		unlinked: map[*flowChecker]bool{}, linked: map[*Resource][]*flowChecker{}}
@@ -124,11 +110,10 @@ func (e *Engine) commit(c *ruleChange) {
 		} else if r = e.Lookup(name); r == nil || !b.has(r) {
 			continue // it had no rules and gets none
 		}
-		st.stage(r)
-		if rc.replaceFlow {
+		if rc.replaced[flowKind] {
 			st.replaceFlow(r, rc.flow)
 		}
-		if rc.replaceBreakers {
+		if rc.replaced[breakerKind] {
 			st.replaceBreakers(r, rc.breakers)
 		}
 	}
@@ -163,15 +148,15 @@ func (st *staging) stage(r *Resource) *ruleSet {
 
 // replaceFlow gives r the flow rules rules.
 func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
-	b := &st.e.book
+	names := st.e.book.names[flowKind]
 	s := st.stage(r)
 	for _, old := range s.flow {
 		if old.stat != r {
 			st.unlinked[old] = true
 			st.stage(old.stat)
 		}
-		if b.flowNames[old.rule.Name] == r {
-			delete(b.flowNames, old.rule.Name)
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
 		}
 	}
 	s.flow = st.e.flowCheckersOf(r, s.flow, rules, st.now)
@@ -181,24 +166,24 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.stage(added.stat)
 		}
 		if added.rule.Name != "" {
-			b.flowNames[added.rule.Name] = r
+			names[added.rule.Name] = r
 		}
 	}
 }
 
 // replaceBreakers gives r the circuit breaker rules rules.
 func (st *staging) replaceBreakers(r *Resource, rules []CircuitBreakerRule) {
-	b := &st.e.book
+	names := st.e.book.names[breakerKind]
 	s := st.stage(r)
 	for _, old := range s.breakers {
-		if b.breakerNames[old.rule.Name] == r {
-			delete(b.breakerNames, old.rule.Name)
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
 		}
 	}
 	s.breakers = st.e.breakersOf(r, s.breakers, rules, st.now)
 	for _, added := range s.breakers {
 		if added.rule.Name != "" {
-			b.breakerNames[added.rule.Name] = r
+			names[added.rule.Name] = r
 		}
 	}
 }
