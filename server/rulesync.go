@@ -134,14 +134,18 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 // one's rules by ID.
 func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
 	var set engine.ResourceRules
-	seen := map[string]bool{}
+	ids := map[string][]int64{} // by touched resource, its rules once written
 	touch := func(resource string) {
-		if !seen[resource] {
-			seen[resource] = true
+		if _, seen := ids[resource]; !seen {
 			set.Resources = append(set.Resources, resource)
+			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
+				_, ok := changed[id]
+				return ok
+			})
 		}
 	}
-	for _, id := range slices.Sorted(maps.Keys(changed)) {
+	changedIDs := slices.Sorted(maps.Keys(changed))
+	for _, id := range changedIDs {
 		if old, ok := s.rules[id]; ok {
 			touch(old.Resource)
 		}
@@ -149,23 +153,15 @@ func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
 			touch(r.Resource)
 		}
 	}
-	onResource := map[string][]int64{}
-	for _, resource := range set.Resources {
-		for _, id := range s.onResource[resource] {
-			if _, ok := changed[id]; !ok {
-				onResource[resource] = append(onResource[resource], id)
-			}
-		}
-	}
-	for id, r := range changed {
-		if r != nil {
-			onResource[r.Resource] = append(onResource[r.Resource], id)
+	for _, id := range changedIDs {
+		if r := changed[id]; r != nil {
+			ids[r.Resource] = append(ids[r.Resource], id)
 		}
 	}
 	for _, resource := range set.Resources {
-		ids := onResource[resource]
-		slices.Sort(ids)
-		for _, id := range ids {
+		onResource := ids[resource]
+		slices.Sort(onResource)
+		for _, id := range onResource {
 			r, ok := changed[id]
 			if !ok {
 				stored := s.rules[id]
