@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // maxBreakersPerResource bounds the circuit breakers of one resource: an
 // Entry remembers which of them it probes in a 64-bit mask.
@@ -69,7 +72,7 @@ func (e *Engine) loadedBreakers() []*breaker {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	var breakers []*breaker
-	for _, set := range e.book.inOrder() {
+	for _, set := range e.book.inOrder(maps.Keys(e.book.withBreakers)) {
 		breakers = append(breakers, set.breakers...)
 	}
 	return breakers

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // LoadFlowRules replaces every flow rule with rules, as Sentinel's LoadRules
@@ -139,7 +140,7 @@ func (e *Engine) FlowRules() []FlowRule {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	var rules []FlowRule
-	for _, set := range e.book.inOrder() {
+	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
 		for _, c := range set.flow {
 			rules = append(rules, c.rule)
 		}

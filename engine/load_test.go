@@ -390,11 +390,23 @@ func TestIncrementalLoadsMatchTheirRules(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+		var wantBreakers, gotBreakers []string
 		for _, name := range names {
 			want := expectedRuleSet(name, flow, breakers)
 			if got := describeRuleSet(e.Resource(name).rules.Load()); got != want {
 				t.Fatalf("step %d: %s has %s, want %s", step, name, got, want)
 			}
+			for _, b := range breakers[name] {
+				wantBreakers = append(wantBreakers, b.Name)
+			}
+		}
+		for _, b := range e.Breakers() {
+			gotBreakers = append(gotBreakers, b.Rule)
+		}
+		slices.Sort(wantBreakers)
+		slices.Sort(gotBreakers)
+		if !slices.Equal(gotBreakers, wantBreakers) {
+			t.Fatalf("step %d: Breakers() lists %v, want %v", step, gotBreakers, wantBreakers)
 		}
 	}
 }

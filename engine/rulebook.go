@@ -3,6 +3,7 @@ package engine
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"slices"
 )
 
@@ -14,6 +15,9 @@ type ruleBook struct {
 	// entries holds every resource with rules of its own or measured by an
 	// associated flow rule of another resource, and no other.
 	entries map[*Resource]bookEntry
+	// withBreakers holds the resources of entries that have circuit
+	// breakers, so that listing the breakers costs what they cost.
+	withBreakers map[*Resource]struct{}
 	// measuredBy lists the associated flow rules that measure a resource
 	// other than their own, by the resource they measure.
 	measuredBy map[*Resource][]*flowChecker
@@ -97,6 +101,7 @@ func (e *Engine) commit(c *ruleChange) {
 	b := &e.book
 	if b.entries == nil {
 		b.entries = map[*Resource]bookEntry{}
+		b.withBreakers = map[*Resource]struct{}{}
 		b.measuredBy = map[*Resource][]*flowChecker{}
 		b.names = [kinds]map[string]*Resource{{}, {}}
 	}
@@ -237,6 +242,11 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 		entry.rules = s
 		b.entries[r] = entry
 	}
+	if len(s.breakers) > 0 {
+		b.withBreakers[r] = struct{}{}
+	} else {
+		delete(b.withBreakers, r)
+	}
 	r.rules.Store(s)
 }
 
@@ -312,12 +322,12 @@ func reuse[R comparable, C any](loaded []C, ruleOf func(C) R, rules []R, build f
 	return out
 }
 
-// inOrder returns the rule sets of the book's resources in the order the
-// resources entered it.
-func (b *ruleBook) inOrder() []*ruleSet {
-	entries := make([]bookEntry, 0, len(b.entries))
-	for _, entry := range b.entries {
-		entries = append(entries, entry)
+// inOrder returns the rule sets of resources, which are in the book, in
+// the order the resources entered it.
+func (b *ruleBook) inOrder(resources iter.Seq[*Resource]) []*ruleSet {
+	var entries []bookEntry
+	for r := range resources {
+		entries = append(entries, b.entries[r])
 	}
 	slices.SortFunc(entries, func(x, y bookEntry) int { return cmp.Compare(x.seq, y.seq) })
 	sets := make([]*ruleSet, len(entries))
