@@ -75,13 +75,15 @@ func (s *ruleSync) load(ctx context.Context) error {
 	s.rules = make(map[int64]rule, len(rows))
 	s.named = make(map[string]int64, len(rows))
 	s.onResource = map[string][]int64{}
+	stored := make(map[int64]*rule, len(rows))
 	for _, row := range rows {
 		r, err := ruleFromStore(row)
 		if err != nil {
 			return err
 		}
-		s.put(r)
+		stored[r.ID] = &r
 	}
+	s.record(stored)
 	return enabledRules(s.rules).load(s.engine)
 }
 
@@ -113,16 +115,7 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 	if err != nil {
 		return err
 	}
-	for id := range tx.changed {
-		if old, ok := s.rules[id]; ok {
-			s.remove(old)
-		}
-	}
-	for _, r := range tx.changed {
-		if r != nil {
-			s.put(*r)
-		}
-	}
+	s.record(tx.changed)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)
@@ -173,25 +166,38 @@ func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
 	return set
 }
 
-// put indexes r, stored.
-func (s *ruleSync) put(r rule) {
-	s.rules[r.ID] = r
-	s.named[r.Name] = r.ID
-	ids := s.onResource[r.Resource]
-	i, _ := slices.BinarySearch(ids, r.ID)
-	s.onResource[r.Resource] = slices.Insert(ids, i, r.ID)
-}
-
-// remove forgets r, stored until now. A write removes every rule it
-// changed before it puts any back, so r's name is still r's.
-func (s *ruleSync) remove(r rule) {
-	delete(s.rules, r.ID)
-	delete(s.named, r.Name)
-	ids := slices.DeleteFunc(s.onResource[r.Resource], func(id int64) bool { return id == r.ID })
-	if len(ids) == 0 {
-		delete(s.onResource, r.Resource)
-	} else {
-		s.onResource[r.Resource] = ids
+// record updates the stored rules and their indexes with changed, which
+// has been written. Each resource's IDs are sorted once, so a write of
+// many rules on one resource costs what they cost, not their square.
+func (s *ruleSync) record(changed map[int64]*rule) {
+	touched := map[string]bool{}
+	for id := range changed {
+		if old, ok := s.rules[id]; ok {
+			delete(s.rules, id)
+			delete(s.named, old.Name)
+			touched[old.Resource] = true
+		}
+	}
+	for resource := range touched {
+		s.onResource[resource] = slices.DeleteFunc(s.onResource[resource], func(id int64) bool {
+			_, ok := changed[id]
+			return ok
+		})
+	}
+	for id, r := range changed {
+		if r != nil {
+			s.rules[id] = *r
+			s.named[r.Name] = id
+			s.onResource[r.Resource] = append(s.onResource[r.Resource], id)
+			touched[r.Resource] = true
+		}
+	}
+	for resource := range touched {
+		if ids := s.onResource[resource]; len(ids) == 0 {
+			delete(s.onResource, resource)
+		} else {
+			slices.Sort(ids)
+		}
 	}
 }
 
