@@ -33,9 +33,8 @@ type Engine struct {
 
 	onBreakerChange func(BreakerStateChange)
 
-	loadMu       sync.Mutex     // serialises rule loads
-	flowCheckers []*flowChecker // the loaded flow rules, in load order
-	breakers     []*breaker     // the loaded circuit breaker rules, in load order
+	loadMu sync.Mutex // serialises rule loads
+	book   ruleBook   // the loaded rules, by resource; guarded by loadMu
 
 	collectMu sync.Mutex // one CollectMinutes at a time
 }

@@ -186,15 +186,10 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, who actor) (ApplyPlan, error) {
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
 	err := s.write(ctx, dryRun, func(tx *ruleTx) error {
-		stored := make(map[string]rule, len(tx.stored))
-		for _, r := range tx.stored {
-			stored[r.Name] = r
-		}
 		for i := range want {
 			r := &want[i]
 			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
-			old, exists := stored[r.Name]
-			delete(stored, r.Name)
+			old, exists := tx.named(r.Name)
 			if !exists {
 				if err := createRule(tx, r, who); err != nil {
 					return err
@@ -223,8 +218,18 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 		if !prune {
 			return nil
 		}
-		for _, name := range slices.Sorted(maps.Keys(stored)) {
-			old := stored[name]
+		wanted := make(map[string]bool, len(want))
+		for _, r := range want {
+			wanted[r.Name] = true
+		}
+		var unwanted []rule
+		for _, r := range tx.stored {
+			if !wanted[r.Name] {
+				unwanted = append(unwanted, r)
+			}
+		}
+		slices.SortFunc(unwanted, func(a, b rule) int { return strings.Compare(a.Name, b.Name) })
+		for _, old := range unwanted {
 			if err := deleteRule(tx, &old, who); err != nil {
 				return err
 			}
