@@ -3,13 +3,23 @@
 SWAG := go tool swag init --quiet --dir ./server --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test chromium fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test bench-once chromium fmt-check vet docs check-docs bench bench-metrics
 
 run:
 	go run ./cmd/sluice
 
-test: fmt-check vet check-docs chromium
-	CGO_ENABLED=1 go test -race -count=1 ./...
+# test runs every test under the race detector and, in the same binaries
+# (no second build), every benchmark once (-benchtime 1x), so that a broken
+# benchmark fails here instead of rotting unseen; bench-once does the same
+# for the nested module.
+test: fmt-check vet check-docs bench-once chromium
+	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
+
+# bench-once vets engine/benchmarks, a module of its own that ./... does not
+# reach, and runs each of its benchmarks once. It runs without the race
+# detector: it drives sentinel-golang, whose races are not ours to fail on.
+bench-once:
+	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # chromium installs the headless browser that the console's end-to-end tests
 # (e2e/) drive, Debian's package, when it is missing.

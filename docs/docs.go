@@ -135,7 +135,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back.",
+                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.",
                 "consumes": [
                     "application/json"
                 ],
@@ -249,7 +249,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).",
+                "description": "Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error). Without entryId: 422 naming entryId while entries of the resource that a concurrency rule counted are held (the check answered ids that are owed back, even if the rule was removed since); otherwise, when the check held half-open circuit breakers' probes of the resource, the outcome is the oldest one's and ends it (its own entryId then answers 409), so that a client that ignores ids still closes or re-opens the breaker.",
                 "consumes": [
                     "application/json"
                 ],
@@ -285,7 +285,7 @@ const docTemplate = `{
                         }
                     },
                     "409": {
-                        "description": "the entry was completed already, or its lease ran out",
+                        "description": "the entry was completed already, its lease ran out, or a complete without entryId ended it as a probe",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -297,7 +297,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad fields, each named in details",
+                        "description": "bad fields, each named in details; entryId left out where a concurrency rule's entries are held",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -307,7 +307,7 @@ const docTemplate = `{
         },
         "/health": {
             "get": {
-                "description": "Public (no credentials). 503, with the same body, when the database does not answer.",
+                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).",
                 "produces": [
                     "application/json"
                 ],
@@ -829,7 +829,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be. The body is JSON, or YAML with Content-Type application/yaml.",
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -952,7 +952,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
                 "consumes": [
                     "application/json"
                 ],
@@ -2133,7 +2133,7 @@ const docTemplate = `{
                     "example": true
                 },
                 "entryId": {
-                    "description": "EntryID, when a concurrency rule counts the resource's calls in\nflight or a half-open circuit breaker lets the calls through as its\nprobe, names the allowed calls: send it back with complete to end\nthem, or they end as errors when their lease runs out.",
+                    "description": "EntryID, when a concurrency rule counts the resource's calls in\nflight or a half-open circuit breaker lets the calls through as its\nprobe, names the allowed calls: send it back with complete to end\nthem, or they end as errors when their lease runs out. A probe's\ncomplete may leave it out: the first outcome reported for the\nresource is the probe's.",
                     "type": "string",
                     "example": "9f3c2a1b7d4e-1k"
                 },
@@ -2171,7 +2171,7 @@ const docTemplate = `{
                     "example": 1
                 },
                 "entryId": {
-                    "description": "EntryID is the entryId the check answered, if it answered one.",
+                    "description": "EntryID is the entryId the check answered. Required when a\nconcurrency rule counted the calls; a breaker's probe may leave it\nout.",
                     "type": "string",
                     "example": "9f3c2a1b7d4e-1k"
                 },
@@ -2263,7 +2263,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "db": {
-                    "description": "DB is \"ok\" when the database answered, else \"unreachable\".",
+                    "description": "DB is \"ok\" when the database answered and would take a write, else\n\"unreachable\".",
                     "type": "string",
                     "enum": [
                         "ok",

@@ -1,6 +1,9 @@
 package engine
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+)
 
 // maxBreakersPerResource bounds the circuit breakers of one resource: an
 // Entry remembers which of them it probes in a 64-bit mask.
@@ -11,66 +14,66 @@ const maxBreakersPerResource = 64
 // names every bad field as "rules[i].field"), then switched to atomically per
 // resource. A breaker loaded again unchanged keeps its state and window.
 func (e *Engine) LoadCircuitBreakerRules(rules []CircuitBreakerRule) error {
-	loaded, err := validateCircuitBreakerRules(rules)
+	loaded, err := validateCircuitBreakerRules("rules", rules)
 	if err != nil {
 		return err
 	}
+	c := newRuleChange(len(loaded))
+	for _, rule := range loaded {
+		rc := c.of(rule.Resource)
+		rc.breakers = append(rc.breakers, rule)
+	}
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	now := e.clock.NowMs()
-	reusable := reusePool(e.breakers, func(b *breaker) CircuitBreakerRule { return b.rule })
-	breakers := make([]*breaker, len(loaded))
-	for i, rule := range loaded {
-		b := takeReusable(reusable, rule)
-		if b == nil {
-			b = newBreaker(rule, e.resourceFor(rule.Resource), now, e.onBreakerChange)
-		}
-		breakers[i] = b
-	}
-	previous := e.ruledResources()
-	e.breakers = breakers
-	e.publish(previous)
+	e.commitEvery(c, breakerKind)
 	return nil
 }
 
 // ValidateCircuitBreakerRules checks rules as LoadCircuitBreakerRules
 // would, without loading them.
 func ValidateCircuitBreakerRules(rules []CircuitBreakerRule) error {
-	_, err := validateCircuitBreakerRules(rules)
+	_, err := validateCircuitBreakerRules("rules", rules)
 	return err
 }
 
-func validateCircuitBreakerRules(rules []CircuitBreakerRule) ([]CircuitBreakerRule, error) {
+func validateCircuitBreakerRules(prefix string, rules []CircuitBreakerRule) ([]CircuitBreakerRule, error) {
 	perResource := make(map[string]int)
-	return validateSet(rules, func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
+	return validateSet(prefix, rules, func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
 		if perResource[rule.Resource]++; perResource[rule.Resource] == maxBreakersPerResource+1 {
-			errs.add(fmt.Sprintf("rules[%d].resource", i), fmt.Sprintf("has more than %d circuit breakers", maxBreakersPerResource))
+			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), fmt.Sprintf("has more than %d circuit breakers", maxBreakersPerResource))
 		}
 	})
 }
 
 // CircuitBreakerRules returns the loaded circuit breaker rules, defaults
-// filled in.
+// filled in, in the order of Breakers.
 func (e *Engine) CircuitBreakerRules() []CircuitBreakerRule {
-	e.loadMu.Lock()
-	defer e.loadMu.Unlock()
-	rules := make([]CircuitBreakerRule, len(e.breakers))
-	for i, b := range e.breakers {
-		rules[i] = b.rule
+	var rules []CircuitBreakerRule
+	for _, b := range e.loadedBreakers() {
+		rules = append(rules, b.rule)
 	}
 	return rules
 }
 
-// Breakers returns the state of every loaded circuit breaker, in load
-// order.
+// Breakers returns the state of every loaded circuit breaker, grouped by
+// resource: the resources in the order they got their first rule, each
+// one's breakers in the order they were loaded.
 func (e *Engine) Breakers() []BreakerStatus {
-	e.loadMu.Lock()
-	breakers := e.breakers
-	e.loadMu.Unlock()
+	breakers := e.loadedBreakers()
 	now := e.clock.NowMs()
 	out := make([]BreakerStatus, len(breakers))
 	for i, b := range breakers {
 		out[i] = b.status(now)
 	}
 	return out
+}
+
+func (e *Engine) loadedBreakers() []*breaker {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	var breakers []*breaker
+	for _, set := range e.book.inOrder(maps.Keys(e.book.withBreakers)) {
+		breakers = append(breakers, set.breakers...)
+	}
+	return breakers
 }

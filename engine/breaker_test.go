@@ -207,8 +207,8 @@ func TestBreakerReleasedProbeFreesItsSlot(t *testing.T) {
 	if blk != nil {
 		t.Fatal(blk)
 	}
-	if !probe.NeedsExit() {
-		t.Fatal("a probe does not need an Exit")
+	if !probe.NeedsExit() || probe.CountsInFlight() {
+		t.Fatalf("a probe: NeedsExit %v, CountsInFlight %v; want true, false", probe.NeedsExit(), probe.CountsInFlight())
 	}
 	if _, blk := h.res.Entry(); blk == nil {
 		t.Fatal("a second call passed with the only probe in flight")
@@ -218,6 +218,27 @@ func TestBreakerReleasedProbeFreesItsSlot(t *testing.T) {
 		t.Fatal("no probe could pass after the first was released")
 	}
 	h.wantState(BreakerClosed)
+}
+
+// TestBreakerProbeExitedWithCompleteCount: a probe's outcome may arrive in
+// another portion than its calls passed in; it still decides the breaker
+// and every call of the probe leaves flight.
+func TestBreakerProbeExitedWithCompleteCount(t *testing.T) {
+	h := newBreakerHarness(t, CircuitBreakerRule{
+		Resource: "pay", Strategy: StrategyErrorCount, Threshold: 1, MinRequestAmount: 1, RetryTimeoutMs: 1000,
+	})
+	h.call(1, errBoom)
+	h.clock.Advance(1000)
+	probe, blk := h.res.Entry(WithCount(3))
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	probe.Exit(WithCompleteCount(2), WithRtMs(30), WithError(errBoom), WithCompleteCount(0))
+	h.wantState(BreakerOpen)
+	h.wantChanges("closed>open", "open>halfOpen", "halfOpen>open")
+	if got, want := h.res.Live(), (LiveStats{PassQps: 3, CompleteQps: 2, ErrorQps: 2, AvgRtMs: 30}); got != want {
+		t.Fatalf("live = %+v, want %+v", got, want)
+	}
 }
 
 func TestBreakerProbeGivenBackWhenAnotherBlocks(t *testing.T) {

@@ -50,9 +50,8 @@ type Engine struct {
 
 	onBreakerChange func(BreakerStateChange)
 
-	loadMu       sync.Mutex     // serialises rule loads and evictions
-	flowCheckers []*flowChecker // the loaded flow rules, in load order
-	breakers     []*breaker     // the loaded circuit breaker rules, in load order
+	loadMu sync.Mutex // serialises rule loads and evictions
+	book   ruleBook   // the loaded rules, by resource; guarded by loadMu
 
 	collectMu sync.Mutex        // one CollectMinutes at a time; guards retired
 	retired   []retiredResource // evicted, still collected for a while

@@ -18,9 +18,10 @@ func WithNoWait() EntryOption { return EntryOption{noWait: true} }
 
 // ExitOption adjusts one Exit call.
 type ExitOption struct {
-	err   error
-	rtMs  int64
-	rtSet bool
+	err      error
+	rtMs     int64
+	rtSet    bool
+	complete int64
 }
 
 // WithError reports the call's outcome: a non-nil err counts the call as an
@@ -30,6 +31,12 @@ func WithError(err error) ExitOption { return ExitOption{err: err} }
 // WithRtMs reports the call's response time instead of the time measured
 // between Entry and Exit.
 func WithRtMs(ms int64) ExitOption { return ExitOption{rtMs: ms, rtSet: true} }
+
+// WithCompleteCount counts n calls complete (and failed, with WithError)
+// instead of the entry's count, for outcomes reported in other portions
+// than the calls were let through in; every call of the entry still leaves
+// flight. Values below 1 are ignored.
+func WithCompleteCount(n int64) ExitOption { return ExitOption{complete: n} }
 
 // BlockReason says which kind of rule blocked a call.
 type BlockReason string
@@ -178,20 +185,25 @@ func (e Entry) Exit(opts ...ExitOption) {
 	}
 	now := r.now()
 	rt := now - e.startMs
-	var errors int64
+	complete, failed := e.count, false
 	for _, o := range opts {
-		if o.err != nil {
-			errors = e.count
-		}
+		failed = failed || o.err != nil
 		if o.rtSet {
 			rt = o.rtMs
 		}
+		if o.complete > 0 {
+			complete = o.complete
+		}
 	}
 	rt = max(rt, 0)
+	var errors int64
+	if failed {
+		errors = complete
+	}
 	r.concurrency.Add(-e.count)
-	r.recordComplete(now, e.count, rt, errors)
+	r.recordComplete(now, complete, rt, errors)
 	for i, b := range e.rules.breakers {
-		b.onComplete(now, e.count, rt, errors > 0, e.probes&(1<<i) != 0)
+		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
 	}
 }
 
@@ -219,5 +231,13 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 // it in flight (its resource's, or an associated one's), or it is a probe a
 // half-open circuit breaker waits for.
 func (e Entry) NeedsExit() bool {
-	return e.res != nil && (e.rules.inFlightMatters || e.probes != 0)
+	return e.CountsInFlight() || e.res != nil && e.probes != 0
+}
+
+// CountsInFlight reports whether a concurrency rule (of the entry's
+// resource, or of one associated with it) reads the entry's calls in
+// flight: only their own end may then end them. An entry that needs an
+// Exit without it is only a half-open breaker's probe.
+func (e Entry) CountsInFlight() bool {
+	return e.res != nil && e.rules.inFlightMatters
 }

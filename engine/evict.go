@@ -92,13 +92,9 @@ func (e *Engine) EvictIdle() int {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
 	now := e.clock.NowMs()
-	ruled := make(map[*Resource]bool)
-	for _, r := range e.ruledResources() {
-		ruled[r] = true
-	}
 	var idle []*Resource
 	for _, r := range e.resources.all() {
-		if !ruled[r] && r.rules.Load() == noRules && r.idleAt(now, e.idleTTLMs) {
+		if !e.book.has(r) && r.rules.Load() == noRules && r.idleAt(now, e.idleTTLMs) {
 			idle = append(idle, r)
 		}
 	}

@@ -500,10 +500,13 @@ func TestReleaseAndRecordComplete(t *testing.T) {
 		if got := en.NeedsExit(); got != tt.want {
 			t.Errorf("%s: NeedsExit() = %v, want %v", tt.name, got, tt.want)
 		}
+		if got := en.CountsInFlight(); got != tt.want {
+			t.Errorf("%s: CountsInFlight() = %v, want %v", tt.name, got, tt.want)
+		}
 		en.Release()
 	}
 	var none Entry
-	if none.NeedsExit() {
+	if none.NeedsExit() || none.CountsInFlight() {
 		t.Error("the zero Entry needs an Exit")
 	}
 	en, blk := conc.Entry()

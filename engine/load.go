@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 )
 
 // LoadFlowRules replaces every flow rule with rules, as Sentinel's LoadRules
@@ -9,117 +11,139 @@ import (
 // as "rules[i].field"; nothing changes then). Each resource then switches to
 // its new rules atomically: a call sees the old rules or the new ones, never a
 // mix. Statistics are kept, and so is the state (throttling queue, warm-up
-// tokens, own window) of every rule that is loaded again unchanged.
+// tokens, own window) of every rule that is loaded again unchanged. It costs
+// what every flow rule costs; LoadResourceRules replaces the rules of a few
+// resources for what theirs cost.
 func (e *Engine) LoadFlowRules(rules []FlowRule) error {
 	loaded, err := validateFlowRules(rules)
 	if err != nil {
 		return err
 	}
-
+	c := newRuleChange(len(loaded))
+	for _, rule := range loaded {
+		rc := c.of(rule.Resource)
+		rc.flow = append(rc.flow, rule)
+	}
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	now := e.clock.NowMs()
-	reusable := reusePool(e.flowCheckers, func(c *flowChecker) FlowRule { return c.rule })
-	checkers := make([]*flowChecker, len(loaded))
-	for i, rule := range loaded {
-		c := takeReusable(reusable, rule)
-		if c == nil {
-			stat := e.resourceFor(rule.Resource)
-			if rule.RelationStrategy == RelationAssociated {
-				stat = e.resourceFor(rule.RefResource)
-			}
-			c = newFlowChecker(rule, e.resourceFor(rule.Resource), stat, now)
-		}
-		checkers[i] = c
-	}
-	previous := e.ruledResources()
-	e.flowCheckers = checkers
-	e.publish(previous)
+	e.commitEvery(c, flowKind)
 	return nil
 }
 
-// ruledResources lists the resources the loaded rules name or measure.
-func (e *Engine) ruledResources() []*Resource {
-	var out []*Resource
-	for _, c := range e.flowCheckers {
-		out = append(out, c.owner, c.stat)
+// commitEvery commits c as the replacement of every rule of kind: each
+// resource that c names or that holds rules of kind gets the rules of kind
+// c gives it, none if it gives none. The caller holds loadMu.
+func (e *Engine) commitEvery(c *ruleChange, kind ruleKind) {
+	for _, name := range c.order {
+		c.resources[name].replaced[kind] = true
 	}
-	for _, b := range e.breakers {
-		out = append(out, b.owner)
-	}
-	return out
-}
-
-// publish gives every resource with loaded rules its new rule set, and an
-// empty one to every resource in previous that has none left. Each
-// resource switches atomically. The caller holds loadMu.
-func (e *Engine) publish(previous []*Resource) {
-	sets := make(map[*Resource]*ruleSet)
-	setOf := func(r *Resource) *ruleSet {
-		s := sets[r]
-		if s == nil {
-			s = &ruleSet{}
-			sets[r] = s
-		}
-		return s
-	}
-	for _, c := range e.flowCheckers {
-		own := setOf(c.owner)
-		own.flow = append(own.flow, c)
-		if c.concurrency {
-			stat := setOf(c.stat)
-			stat.inFlightMatters = true
-			stat.reserveConcurrency = stat.reserveConcurrency || c.stat == c.owner
-		}
-		if c.ownWindow {
-			feeds := setOf(c.stat)
-			feeds.feeds = append(feeds.feeds, c.win)
+	for r, entry := range e.book.entries {
+		if kind == flowKind && len(entry.rules.flow) > 0 || kind == breakerKind && len(entry.rules.breakers) > 0 {
+			c.of(r.name).replaced[kind] = true
 		}
 	}
-	for _, b := range e.breakers {
-		own := setOf(b.owner)
-		own.breakers = append(own.breakers, b)
+	e.commit(c)
+}
+
+// ResourceRules is every rule of some resources, for LoadResourceRules.
+type ResourceRules struct {
+	// Resources names the resources whose rules are replaced; one with no
+	// rule below is left with none.
+	Resources []string
+	// Flow and CircuitBreakers are the new rules of those resources, each
+	// resource's in the order they apply. Every rule's resource must be
+	// one of Resources.
+	Flow            []FlowRule
+	CircuitBreakers []CircuitBreakerRule
+}
+
+// LoadResourceRules replaces the flow and circuit breaker rules of the
+// resources that rules names, and of no other, as sentinel-golang's
+// LoadRulesOfResource does for one resource and one kind. It costs what
+// those resources' rules cost, however many rules the engine holds.
+//
+// The rules are validated as a whole and with the rules that stay: names
+// are unique per kind across the engine. A *ValidationError names every bad
+// field as "resources[i]", "flow[i].field" or "circuitBreakers[i].field";
+// nothing changes then.
+//
+// Each resource whose rules change (its own, or the associated rules of
+// other resources that measure it) switches to them with one atomic store
+// of both kinds together: a call sees every rule the load gives its
+// resource or none of them. The resources switch one after another, all
+// before LoadResourceRules returns. Statistics are kept, and so is the state
+// of every rule loaded again unchanged.
+func (e *Engine) LoadResourceRules(rules ResourceRules) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	c, err := e.resourceChange(rules)
+	if err != nil {
+		return err
 	}
-	for _, r := range previous {
-		setOf(r)
+	e.commit(c)
+	return nil
+}
+
+// ValidateResourceRules checks rules as LoadResourceRules would now,
+// against the rules loaded, without loading them: nil, or a
+// *ValidationError naming every bad field.
+func (e *Engine) ValidateResourceRules(rules ResourceRules) error {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	_, err := e.resourceChange(rules)
+	return err
+}
+
+// resourceChange validates rules and returns them as a change. The caller
+// holds loadMu.
+func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
+	var errs fieldErrors
+	c := newRuleChange(len(rules.Resources))
+	for i, name := range rules.Resources {
+		errs.check(fmt.Sprintf("resources[%d]", i), validateResourceName(name))
+		c.of(name).replaced = [kinds]bool{true, true}
 	}
-	for r, s := range sets {
-		if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
-			s = noRules
+	flow, err := validateSet("flow", rules.Flow, nil)
+	errs.merge(err)
+	breakers, err := validateCircuitBreakerRules("circuitBreakers", rules.CircuitBreakers)
+	errs.merge(err)
+	const unlisted = "is not one of the resources whose rules are replaced"
+	for i, rule := range rules.Flow {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("flow[%d].resource", i), unlisted)
 		}
-		r.rules.Store(s)
 	}
+	for i, rule := range rules.CircuitBreakers {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("circuitBreakers[%d].resource", i), unlisted)
+		}
+	}
+	e.book.checkNames(c, rules.Flow, rules.CircuitBreakers, &errs)
+	if len(errs) > 0 {
+		return nil, &ValidationError{Fields: errs}
+	}
+	for _, rule := range flow {
+		rc := c.resources[rule.Resource]
+		rc.flow = append(rc.flow, rule)
+	}
+	for _, rule := range breakers {
+		rc := c.resources[rule.Resource]
+		rc.breakers = append(rc.breakers, rule)
+	}
+	return c, nil
 }
 
-// reusePool indexes loaded checkers by their rule, so that a reload keeps
-// the state of every rule it loads unchanged.
-func reusePool[R comparable, C any](loaded []C, ruleOf func(C) R) map[R][]C {
-	pool := make(map[R][]C, len(loaded))
-	for _, c := range loaded {
-		pool[ruleOf(c)] = append(pool[ruleOf(c)], c)
-	}
-	return pool
-}
-
-// takeReusable takes a loaded checker of rule out of pool, or returns the
-// zero C.
-func takeReusable[R comparable, C any](pool map[R][]C, rule R) C {
-	var none C
-	list := pool[rule]
-	if len(list) == 0 {
-		return none
-	}
-	pool[rule] = list[1:]
-	return list[0]
-}
-
-// FlowRules returns the loaded flow rules, defaults filled in.
+// FlowRules returns the loaded flow rules, defaults filled in, grouped by
+// resource: the resources in the order they got their first rule, each
+// one's rules in the order they apply.
 func (e *Engine) FlowRules() []FlowRule {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	rules := make([]FlowRule, len(e.flowCheckers))
-	for i, c := range e.flowCheckers {
-		rules[i] = c.rule
+	var rules []FlowRule
+	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
+		for _, c := range set.flow {
+			rules = append(rules, c.rule)
+		}
 	}
 	return rules
 }
@@ -134,7 +158,7 @@ func ValidateFlowRules(rules []FlowRule) error {
 // validateFlowRules returns the rules with their defaults, or the error that
 // names every bad field as "rules[i].field".
 func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
-	return validateSet(rules, nil)
+	return validateSet("rules", rules, nil)
 }
 
 // validatable is a rule type: FlowRule or CircuitBreakerRule.
@@ -146,19 +170,19 @@ type validatable[R any] interface {
 
 // validateSet validates rules as a set: each rule, unique names, and
 // whatever check adds. It returns the rules with their defaults, or the
-// error that names every bad field as "rules[i].field".
-func validateSet[R validatable[R]](rules []R, check func(i int, rule R, errs *fieldErrors)) ([]R, error) {
+// error that names every bad field as "prefix[i].field".
+func validateSet[R validatable[R]](prefix string, rules []R, check func(i int, rule R, errs *fieldErrors)) ([]R, error) {
 	loaded := make([]R, len(rules))
 	var errs fieldErrors
 	names := make(map[string]int, len(rules))
 	for i, rule := range rules {
 		rule = rule.WithDefaults()
 		for _, fe := range rule.Validate() {
-			errs.add(fmt.Sprintf("rules[%d].%s", i, fe.Field), fe.Message)
+			errs.add(fmt.Sprintf("%s[%d].%s", prefix, i, fe.Field), fe.Message)
 		}
 		if name := rule.ruleName(); name != "" {
 			if first, taken := names[name]; taken {
-				errs.add(fmt.Sprintf("rules[%d].name", i), fmt.Sprintf("%q is already the name of rules[%d]", name, first))
+				errs.add(fmt.Sprintf("%s[%d].name", prefix, i), fmt.Sprintf("%q is already the name of %s[%d]", name, prefix, first))
 			} else {
 				names[name] = i
 			}
@@ -172,4 +196,12 @@ func validateSet[R validatable[R]](rules []R, check func(i int, rule R, errs *fi
 		return nil, &ValidationError{Fields: errs}
 	}
 	return loaded, nil
+}
+
+// merge adds the fields of err, a *ValidationError or nil.
+func (e *fieldErrors) merge(err error) {
+	var invalid *ValidationError
+	if errors.As(err, &invalid) {
+		*e = append(*e, invalid.Fields...)
+	}
 }

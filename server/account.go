@@ -63,11 +63,16 @@ type accountHandler struct {
 	auth *auth
 }
 
-func bindAccount(api fiber.Router, h *accountHandler) {
+// bindLogin binds the routes of logging in and out. They are never guarded
+// by the engine: no rule can lock anyone out of logging in.
+func bindLogin(api fiber.Router, h *accountHandler) {
 	api.Post("/auth/login", h.login)
-	api.Post("/auth/logout", h.logout)
-	api.Get("/me", h.me)
-	api.Patch("/me/password", h.changePassword)
+	apiRoutes{router: api}.post("/auth/logout", viewers, h.logout)
+}
+
+func bindAccount(api apiRoutes, h *accountHandler) {
+	api.get("/me", viewers, h.me)
+	api.patch("/me/password", viewers, h.changePassword)
 }
 
 // login checks a username and password and starts a console session.
@@ -86,7 +91,7 @@ func bindAccount(api fiber.Router, h *accountHandler) {
 //	@Router			/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -192,7 +197,7 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 		return NewError(http.StatusForbidden, "an API token has no password")
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

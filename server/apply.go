@@ -17,7 +17,7 @@ import (
 )
 
 // maxApplyRules bounds the rules of one apply or import.
-const maxApplyRules = 5000
+const maxApplyRules = 100_000
 
 // ApplyRequest is the body of apply: the wanted rules, matched by name.
 type ApplyRequest struct {
@@ -58,7 +58,7 @@ type ApplyPlan struct {
 // apply syncs the stored rules to the body.
 //
 //	@Summary		Apply a rule file (declarative sync for CI)
-//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml
@@ -84,12 +84,12 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	body := c.Body()
 	if isYAML(c.Get(fiber.HeaderContentType)) {
-		if body, err = yaml.YAMLToJSON(body); err != nil {
-			return BadRequest("the body is not YAML: " + err.Error())
+		if body, err = yamlToJSON(body); err != nil {
+			return err
 		}
 	}
 	var errs []FieldError
-	o, err := parseObject(body, "", &errs)
+	o, err := parseBody(body, &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -186,15 +186,10 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, who actor) (ApplyPlan, error) {
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
 	err := s.write(ctx, dryRun, func(tx *ruleTx) error {
-		stored := make(map[string]rule, len(tx.stored))
-		for _, r := range tx.stored {
-			stored[r.Name] = r
-		}
 		for i := range want {
 			r := &want[i]
 			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
-			old, exists := stored[r.Name]
-			delete(stored, r.Name)
+			old, exists := tx.named(r.Name)
 			if !exists {
 				if err := createRule(tx, r, who); err != nil {
 					return err
@@ -223,8 +218,18 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 		if !prune {
 			return nil
 		}
-		for _, name := range slices.Sorted(maps.Keys(stored)) {
-			old := stored[name]
+		wanted := make(map[string]bool, len(want))
+		for _, r := range want {
+			wanted[r.Name] = true
+		}
+		var unwanted []rule
+		for _, r := range tx.stored {
+			if !wanted[r.Name] {
+				unwanted = append(unwanted, r)
+			}
+		}
+		slices.SortFunc(unwanted, func(a, b rule) int { return strings.Compare(a.Name, b.Name) })
+		for _, old := range unwanted {
 			if err := deleteRule(tx, &old, who); err != nil {
 				return err
 			}
@@ -329,7 +334,7 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 // importRules converts sentinel-golang rules and applies them.
 //
 //	@Summary		Import sentinel-golang rules
-//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
@@ -363,6 +368,9 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 		return err
 	}
 	var items []json.RawMessage
+	if err := refuseDuplicateKeys(c.Body()); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
 		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
 	}

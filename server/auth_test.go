@@ -185,7 +185,10 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 					t.Errorf("%s token: %d, want 401", name, status)
 				}
 			}
-			need := requiredRole(route.Method, route.Path)
+			need, ok := routePolicy[key]
+			if !ok {
+				t.Fatalf("not in routePolicy: add the rule API.md gives it")
+			}
 			if need != roleViewer {
 				if status, _ := n.as(t, bearer(viewer), route.Method, path, "{}"); status != http.StatusForbidden {
 					t.Errorf("viewer on a route for %s: %d, want 403", need, status)
@@ -202,25 +205,6 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 	}
 	if status, _ := n.as(t, nil, http.MethodGet, "/api/v1/no-such-route", ""); status != http.StatusUnauthorized {
 		t.Errorf("an unknown /api/v1 path without credentials: %d, want 401", status)
-	}
-}
-
-func TestRequiredRole(t *testing.T) {
-	tests := []struct{ method, path, want string }{
-		{"GET", "/api/v1/rules", roleViewer},
-		{"POST", "/api/v1/rules", roleEditor},
-		{"POST", "/api/v1/rules/apply", roleEditor},
-		{"DELETE", "/api/v1/rules/3", roleEditor},
-		{"GET", "/api/v1/users", roleAdmin},
-		{"GET", "/api/v1/tokens/2", roleAdmin},
-		{"GET", "/api/v1/usersettings", roleViewer},
-		{"PATCH", "/api/v1/me/password", roleViewer},
-		{"POST", "/api/v1/auth/logout", roleViewer},
-	}
-	for _, tt := range tests {
-		if got := requiredRole(tt.method, tt.path); got != tt.want {
-			t.Errorf("requiredRole(%s %s) = %s, want %s", tt.method, tt.path, got, tt.want)
-		}
 	}
 }
 
@@ -490,5 +474,28 @@ func TestAdminsAreNotLockedOut(t *testing.T) {
 	}
 	if status, _ := n.as(t, bearer(editor), http.MethodPatch, "/api/v1/rules/1", `{"description":"x"}`); status != http.StatusOK {
 		t.Fatalf("an editor's patch once the rule is off: %d, want 200", status)
+	}
+}
+
+// TestNoRuleLocksOutLogin: the engine never guards health nor logging in
+// and out, so an editor's rule with threshold 0 on them changes nothing.
+func TestNoRuleLocksOutLogin(t *testing.T) {
+	n := startAuthNode(t)
+	editor, _ := n.newToken(t, "editor", roleEditor, "")
+	for _, resource := range []string{"POST /api/v1/auth/login", "POST /api/v1/auth/logout", "GET /api/v1/health"} {
+		status, data := n.as(t, bearer(editor), http.MethodPost, "/api/v1/rules",
+			fmt.Sprintf(`{"kind":"flow","resource":%q,"threshold":0}`, resource))
+		if status != http.StatusCreated {
+			t.Fatalf("create a rule on %s: %d %s", resource, status, data)
+		}
+	}
+	for range 3 {
+		cookie, csrf := n.login(t, "admin", adminPassword)
+		if status, data := n.as(t, withCookie(cookie, csrf), http.MethodPost, "/api/v1/auth/logout", ""); status != http.StatusNoContent {
+			t.Fatalf("logout under a threshold-0 rule: %d %s", status, data)
+		}
+		if status, data := n.as(t, nil, http.MethodGet, "/api/v1/health", ""); status != http.StatusOK {
+			t.Fatalf("health under a threshold-0 rule: %d %s", status, data)
+		}
 	}
 }

@@ -2,36 +2,97 @@ package server
 
 import (
 	"fmt"
+	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
+// ruleCountsEnv lists the numbers of stored rules BenchmarkRuleCreateHTTP
+// creates on top of, comma-separated ("0,1000,10000,100000"). The default is
+// small, so that a -benchtime 1x run stays quick.
+const ruleCountsEnv = "SLUICE_BENCH_RULES"
+
 // BenchmarkRuleCreateHTTP creates rules over a real listener into a real
-// SQLite file and reports the median latency of one create.
+// SQLite file that already holds n rules, for each n of SLUICE_BENCH_RULES
+// (default 0 and 1,000), and reports the median and 99th percentile latency
+// of one create.
 func BenchmarkRuleCreateHTTP(b *testing.B) {
-	n := startNode(b, filepath.Join(b.TempDir(), "sluice.db"))
-	latencies := make([]time.Duration, 0, b.N)
-	i := 0
-	for b.Loop() {
-		body := fmt.Sprintf(`{"kind":"flow","name":"rule-%d","resource":"resource-%d","threshold":100}`, i, i)
-		i++
-		start := time.Now()
-		resp, err := adminPost(n.baseURL+"/api/v1/rules", body)
-		if err != nil {
-			b.Fatal(err)
-		}
-		resp.Body.Close()
-		latencies = append(latencies, time.Since(start))
-		if resp.StatusCode != http.StatusCreated {
-			b.Fatalf("status %d", resp.StatusCode)
+	counts := []int{0, 1000}
+	if env := os.Getenv(ruleCountsEnv); env != "" {
+		counts = counts[:0]
+		for _, field := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(field))
+			if err != nil || n < 0 {
+				b.Fatalf("%s=%q: want numbers of rules, comma-separated", ruleCountsEnv, env)
+			}
+			counts = append(counts, n)
 		}
 	}
-	slices.Sort(latencies)
-	b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds()), "p50-µs")
+	for _, count := range counts {
+		b.Run(fmt.Sprintf("rules=%d", count), func(b *testing.B) {
+			path := filepath.Join(b.TempDir(), "sluice.db")
+			seedRules(b, path, count)
+			n := startNode(b, path)
+			latencies := make([]time.Duration, 0, b.N)
+			i := 0
+			for b.Loop() {
+				body := fmt.Sprintf(`{"kind":"flow","name":"rule-%d","resource":"resource-%d","threshold":100}`, i, i)
+				i++
+				start := time.Now()
+				resp, err := adminPost(n.baseURL+"/api/v1/rules", body)
+				if err != nil {
+					b.Fatal(err)
+				}
+				resp.Body.Close()
+				latencies = append(latencies, time.Since(start))
+				if resp.StatusCode != http.StatusCreated {
+					b.Fatalf("status %d", resp.StatusCode)
+				}
+			}
+			slices.Sort(latencies)
+			b.ReportMetric(float64(latencies[len(latencies)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(latencies[len(latencies)*99/100].Microseconds()), "p99-µs")
+		})
+	}
+}
+
+// seedRules stores count flow rules, each on its own resource and with its
+// create revision, in one transaction straight through the store.
+func seedRules(b *testing.B, path string, count int) {
+	b.Helper()
+	st, err := store.Open(b.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	err = st.InTx(b.Context(), func(tx *store.Tx) error {
+		for i := range count {
+			row := store.Rule{
+				Name: fmt.Sprintf("seeded-%d", i), Kind: kindFlow, Resource: fmt.Sprintf("seeded-%d", i),
+				Enabled: true, Mode: string(engine.ModeEnforce), Spec: `{"threshold":100}`,
+			}
+			if err := tx.CreateRule(&row); err != nil {
+				return err
+			}
+			err := tx.AddRevision(&store.RuleRevision{RuleID: row.ID, Version: row.Version, Action: store.ActionCreate, Content: "{}", Actor: "seed"})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
 }
 
 // BenchmarkApply1000 applies a file of 1,000 new rules into an empty

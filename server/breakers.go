@@ -38,8 +38,8 @@ type breakerHandler struct {
 	engine *engine.Engine
 }
 
-func bindBreakers(api fiber.Router, h *breakerHandler) {
-	api.Get("/breakers", h.list)
+func bindBreakers(api apiRoutes, h *breakerHandler) {
+	api.get("/breakers", viewers, h.list)
 }
 
 // list answers the state of every enabled circuit breaker rule.

@@ -33,7 +33,9 @@ type CheckResult struct {
 	// EntryID, when a concurrency rule counts the resource's calls in
 	// flight or a half-open circuit breaker lets the calls through as its
 	// probe, names the allowed calls: send it back with complete to end
-	// them, or they end as errors when their lease runs out.
+	// them, or they end as errors when their lease runs out. A probe's
+	// complete may leave it out: the first outcome reported for the
+	// resource is the probe's.
 	EntryID string `json:"entryId,omitempty" example:"9f3c2a1b7d4e-1k"`
 }
 
@@ -61,7 +63,9 @@ type CompleteRequest struct {
 	// Error says whether the calls failed: they count as complete and as
 	// errors.
 	Error bool `json:"error" example:"false"`
-	// EntryID is the entryId the check answered, if it answered one.
+	// EntryID is the entryId the check answered. Required when a
+	// concurrency rule counted the calls; a breaker's probe may leave it
+	// out.
 	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
 }
 
@@ -71,16 +75,16 @@ type checkHandler struct {
 	names   nameCache
 }
 
-func bindCheck(api fiber.Router, h *checkHandler) {
-	api.Post("/check", h.check)
-	api.Post("/check/batch", h.batch)
-	api.Post("/complete", h.complete)
+func bindCheck(api apiRoutes, h *checkHandler) {
+	api.post("/check", editors, h.check)
+	api.post("/check/batch", editors, h.batch)
+	api.post("/complete", editors, h.complete)
 }
 
 // check decides one check.
 //
 //	@Summary		Check whether calls may go ahead
-//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back.
+//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.
 //	@Tags			check
 //	@Accept			json
 //	@Produce		json
@@ -179,16 +183,16 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 // complete records how allowed calls ended.
 //
 //	@Summary		Report how allowed calls ended
-//	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error).
+//	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error). Without entryId: 422 naming entryId while entries of the resource that a concurrency rule counted are held (the check answered ids that are owed back, even if the rule was removed since); otherwise, when the check held half-open circuit breakers' probes of the resource, the outcome is the oldest one's and ends it (its own entryId then answers 409), so that a client that ignores ids still closes or re-opens the breaker.
 //	@Tags			check
 //	@Accept			json
 //	@Param			outcome	body	CompleteRequest	true	"how the calls ended"
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
-//	@Failure		409	{object}	ErrorResponse	"the entry was completed already, or its lease ran out"
+//	@Failure		409	{object}	ErrorResponse	"the entry was completed already, its lease ran out, or a complete without entryId ended it as a probe"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
-//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details; entryId left out where a concurrency rule's entries are held"
 //	@Security		BearerAuth
 //	@Router			/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
@@ -197,7 +201,15 @@ func (h *checkHandler) complete(c *fiber.Ctx) error {
 		return err
 	}
 	if q.entryID == "" {
-		h.engine.Resource(q.resource).RecordComplete(q.count, q.rtMs, q.failed)
+		probe, ok, err := h.entries.claim(q.resource)
+		switch {
+		case err != nil:
+			return err
+		case ok:
+			probe.entry.Exit(append(q.exitOptions(), engine.WithCompleteCount(q.count))...)
+		default:
+			h.engine.Resource(q.resource).RecordComplete(q.count, q.rtMs, q.failed)
+		}
 		return c.SendStatus(http.StatusNoContent)
 	}
 	held, err := h.entries.take(q.entryID, func(held heldEntry) error {
@@ -216,13 +228,18 @@ func (h *checkHandler) complete(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	opts := make([]engine.ExitOption, 0, 2)
+	held.entry.Exit(q.exitOptions()...)
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// exitOptions are the options that end an entry with q's outcome.
+func (q completeQuery) exitOptions() []engine.ExitOption {
+	opts := make([]engine.ExitOption, 0, 3)
 	if q.failed {
 		opts = append(opts, engine.WithError(errCallFailed))
 	}
 	if q.hasRt {
 		opts = append(opts, engine.WithRtMs(q.rtMs))
 	}
-	held.entry.Exit(opts...)
-	return c.SendStatus(http.StatusNoContent)
+	return opts
 }

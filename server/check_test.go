@@ -164,17 +164,6 @@ func TestCheck(t *testing.T) {
 			live: map[string]engine.LiveStats{"reports": {PassQps: 2, BlockQps: 1, CompleteQps: 2, ErrorQps: 1, AvgRtMs: 30}},
 		},
 		{
-			name:  "an entry is completed once",
-			rules: []string{slotsRule},
-			exchanges: []exchange{
-				{checkPath, `{"resource": "reports"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
-				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 204, ""},
-				{completePath, `{"entryId": "{id}", "rtMs": 5}`, 409, ""},
-				{completePath, `{"entryId": "no-such-entry", "rtMs": 5}`, 404, ""},
-			},
-			live: map[string]engine.LiveStats{"reports": {PassQps: 1, CompleteQps: 1, AvgRtMs: 5}},
-		},
-		{
 			name:  "a complete that does not match its entry leaves it held",
 			rules: []string{slotsRule},
 			exchanges: []exchange{
@@ -418,23 +407,270 @@ func TestUnguardedAPIIsNotCounted(t *testing.T) {
 	}
 }
 
+// checkEntry checks one call to resource, which must be allowed, and
+// returns the entryId answered, "" if none.
+func (ts *testServer) checkEntry(t *testing.T, resource string) string {
+	t.Helper()
+	resp, body := ts.call(t, http.MethodPost, checkPath, fmt.Sprintf(`{"resource": %q}`, resource), nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	r := decodeStrict[CheckResult](t, body)
+	if !r.Allowed {
+		t.Fatalf("check of %s: %s, want allowed", resource, body)
+	}
+	return r.EntryID
+}
+
+// completeError sends a complete that must fail with status and returns
+// its error.
+func (ts *testServer) completeError(t *testing.T, body string, status int) ErrorBody {
+	t.Helper()
+	resp, got := ts.call(t, http.MethodPost, completePath, body, nil)
+	mustStatus(t, resp, got, status)
+	return decodeEnvelope(t, resp, got)
+}
+
+// wantLive fails unless resource's figures over the last second are want.
+func (ts *testServer) wantLive(t *testing.T, resource string, want engine.LiveStats) {
+	t.Helper()
+	if got := ts.engine.Resource(resource).Live(); got != want {
+		t.Errorf("%s: %+v, want %+v", resource, got, want)
+	}
+}
+
+// wantEntryIDRequired fails unless a complete of resource without entryId
+// answers 422 naming entryId alone.
+func (ts *testServer) wantEntryIDRequired(t *testing.T, resource string) {
+	t.Helper()
+	e := ts.completeError(t, fmt.Sprintf(`{"resource": %q, "rtMs": 5}`, resource), http.StatusUnprocessableEntity)
+	if e.Code != "validation_failed" || len(e.Details) != 1 || e.Details[0].Field != "entryId" ||
+		!strings.Contains(e.Details[0].Message, resource) {
+		t.Errorf("complete without entryId: %+v, want validation_failed naming entryId and %s", e, resource)
+	}
+}
+
+func TestCompleteWithoutEntryID(t *testing.T) {
+	createSlots := func(t *testing.T, ts *testServer) int64 {
+		t.Helper()
+		resp, body := ts.call(t, http.MethodPost, rulesPath, slotsRule, nil)
+		mustStatus(t, resp, body, http.StatusCreated)
+		var rule struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(body, &rule); err != nil {
+			t.Fatal(err)
+		}
+		return rule.ID
+	}
+	t.Run("is 422 while a concurrency rule's entry is held", func(t *testing.T) {
+		ts, _ := newCheckServer(t, slotsRule)
+		id := ts.checkEntry(t, "reports")
+		if id == "" {
+			t.Fatal("a concurrency rule's check answered no entryId")
+		}
+
+		ts.wantEntryIDRequired(t, "reports")
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, Concurrency: 1}) // nothing recorded, the slot still taken
+
+		resp, body := ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+	})
+	t.Run("is 422 when the rule was removed after the check", func(t *testing.T) {
+		ts, _ := newCheckServer(t)
+		ruleID := createSlots(t, ts)
+		id := ts.checkEntry(t, "reports")
+		resp, body := ts.call(t, http.MethodDelete, fmt.Sprintf("%s/%d", rulesPath, ruleID), nil, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		if later := ts.checkEntry(t, "reports"); later != "" {
+			t.Fatalf("a check without a concurrency rule answered entryId %q", later)
+		}
+
+		// The first check was answered an id, and its entry is held:
+		// still owed back, or it would end again as an error at its lease.
+		ts.wantEntryIDRequired(t, "reports")
+
+		resp, body = ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		resp, body = ts.call(t, http.MethodPost, completePath, `{"resource": "reports", "rtMs": 15}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 2, CompleteQps: 2, AvgRtMs: 10})
+		ts.wantNothingHeld(t, "reports")
+	})
+	t.Run("is accepted when the rule was added after the check", func(t *testing.T) {
+		ts, _ := newCheckServer(t)
+		if id := ts.checkEntry(t, "reports"); id != "" {
+			t.Fatalf("a check without rules answered entryId %q", id)
+		}
+		createSlots(t, ts)
+
+		resp, body := ts.call(t, http.MethodPost, completePath, `{"resource": "reports", "rtMs": 5}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+
+		// Once a check is answered an id, the calls cannot be told apart.
+		if id := ts.checkEntry(t, "reports"); id == "" {
+			t.Fatal("a concurrency rule's check answered no entryId")
+		}
+		ts.wantEntryIDRequired(t, "reports")
+	})
+	t.Run("of another resource is accepted", func(t *testing.T) {
+		ts, _ := newCheckServer(t, slotsRule)
+		ts.checkEntry(t, "reports")
+		resp, body := ts.call(t, http.MethodPost, completePath, `{"resource": "orders", "rtMs": 5}`, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.wantLive(t, "orders", engine.LiveStats{CompleteQps: 1, AvgRtMs: 5})
+	})
+}
+
+func TestCompleteEntryIDErrors(t *testing.T) {
+	ts, _ := newCheckServer(t, slotsRule)
+	id := ts.checkEntry(t, "reports")
+	resp, body := ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
+	mustStatus(t, resp, body, http.StatusNoContent)
+
+	if e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), http.StatusConflict); e.Code != "conflict" ||
+		!strings.Contains(e.Message, "completed already") {
+		t.Errorf("completed twice: %+v, want conflict, completed already", e)
+	}
+	if e := ts.completeError(t, `{"entryId": "no-such-entry", "rtMs": 5}`, http.StatusNotFound); e.Code != "not_found" ||
+		!strings.Contains(e.Message, "no-such-entry") {
+		t.Errorf("unknown id: %+v, want not_found naming the id", e)
+	}
+	ts.wantLive(t, "reports", engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 5})
+}
+
 func TestBreakerProbeOverHTTP(t *testing.T) {
-	ts, clock := newCheckServer(t, `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
-		"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000}`)
-	blocked := `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
-	ts.run(t, []exchange{
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
-		{completePath, `{"resource": "pay", "rtMs": 10, "error": true}`, 204, ""},
-		{checkPath, `{"resource": "pay"}`, 200, blocked},
+	const payBlocked = `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
+	breakerRule := func(probeNum int) string {
+		return fmt.Sprintf(`{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
+			"threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 5000, "probeNum": %d}`, probeNum)
+	}
+	// halfOpen opens the breaker with an errored call, waits out its retry
+	// timeout and checks once: the probe, whose entryId it returns.
+	halfOpen := func(t *testing.T, rules ...string) (*testServer, *engine.ManualClock, string) {
+		t.Helper()
+		ts, clock := newCheckServer(t, rules...)
+		outcome := `{"resource": "pay", "rtMs": 10, "error": true}`
+		if id := ts.checkEntry(t, "pay"); id != "" {
+			outcome = fmt.Sprintf(`{"entryId": %q, "rtMs": 10, "error": true}`, id)
+		}
+		resp, body := ts.call(t, http.MethodPost, completePath, outcome, nil)
+		mustStatus(t, resp, body, http.StatusNoContent)
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+		clock.Advance(5000)
+		probe := ts.checkEntry(t, "pay")
+		if probe == "" {
+			t.Fatal("the probe was answered no entryId")
+		}
+		ts.wantState(t, engine.BreakerHalfOpen)
+		return ts, clock, probe
+	}
+	complete := func(t *testing.T, ts *testServer, body string) {
+		t.Helper()
+		resp, got := ts.call(t, http.MethodPost, completePath, body, nil)
+		mustStatus(t, resp, got, http.StatusNoContent)
+	}
+	t.Run("its entryId closes it", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1))
+		ts.run(t, []exchange{
+			{checkPath, `{"resource": "pay"}`, 200, payBlocked}, // the one probe is in flight
+			{completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe), 204, ""},
+			{checkPath, `{"resource": "pay"}`, 200, allowed},
+		})
+		ts.wantState(t, engine.BreakerClosed)
 	})
-	clock.Advance(5000)
-	ts.run(t, []exchange{
-		// Half-open: the one probe is held until its outcome comes back.
-		{checkPath, `{"resource": "pay"}`, 200, `{"allowed":true,"waitMs":0,"entryId":"{id}"}`},
-		{checkPath, `{"resource": "pay"}`, 200, blocked},
-		{completePath, `{"entryId": "{id}", "rtMs": 12}`, 204, ""},
-		// The probe succeeded: closed again.
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
-		{checkPath, `{"resource": "pay"}`, 200, allowed},
+	t.Run("a complete without entryId closes it", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1))
+		complete(t, ts, `{"resource": "pay", "count": 2, "rtMs": 12}`)
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 2, AvgRtMs: 12})
+
+		// The probe's own id comes too late: its entry was ended, and this
+		// outcome is not recorded twice.
+		e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 30, "error": true}`, probe), http.StatusConflict)
+		if e.Code != "conflict" || !strings.Contains(e.Message, "without entryId") {
+			t.Errorf("the probe's id after its outcome: %+v, want conflict naming the complete without entryId", e)
+		}
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 2, AvgRtMs: 12})
+		ts.wantState(t, engine.BreakerClosed)
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, allowed}})
 	})
+	t.Run("an errored complete without entryId re-opens it", func(t *testing.T) {
+		ts, clock, _ := halfOpen(t, breakerRule(1))
+		complete(t, ts, `{"resource": "pay", "rtMs": 12, "error": true}`)
+		ts.wantState(t, engine.BreakerOpen)
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 1, CompleteQps: 1, ErrorQps: 1, AvgRtMs: 12})
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+
+		clock.Advance(5000)
+		if probe := ts.checkEntry(t, "pay"); probe == "" {
+			t.Fatal("the next probe was answered no entryId")
+		}
+		complete(t, ts, `{"resource": "pay", "rtMs": 12}`)
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+	})
+	t.Run("each complete without entryId ends one probe, the oldest", func(t *testing.T) {
+		ts, _, first := halfOpen(t, breakerRule(3))
+		second, third := ts.checkEntry(t, "pay"), ts.checkEntry(t, "pay")
+		ts.run(t, []exchange{{checkPath, `{"resource": "pay"}`, 200, payBlocked}})
+
+		complete(t, ts, fmt.Sprintf(`{"entryId": %q, "rtMs": 10}`, second))
+		complete(t, ts, `{"resource": "pay", "rtMs": 20}`) // the first's outcome
+		ts.wantState(t, engine.BreakerHalfOpen)            // two of three probes reported
+		complete(t, ts, `{"resource": "pay", "rtMs": 30}`) // the third's
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+		for _, id := range []string{first, third} {
+			ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, id), http.StatusConflict)
+		}
+		ts.wantLive(t, "pay", engine.LiveStats{PassQps: 3, BlockQps: 1, CompleteQps: 3, AvgRtMs: 20})
+	})
+	t.Run("an unreported probe's lease re-opens it", func(t *testing.T) {
+		ts, clock, probe := halfOpen(t, breakerRule(1))
+		clock.Advance(testLease.Milliseconds())
+		ts.entries.expire() // or the table's own sweep, whichever comes first
+		pollUntil(t, "the probe's lease to end", 5*time.Second, func() bool {
+			return ts.engine.Breakers()[0].State == engine.BreakerOpen
+		})
+		ts.wantLive(t, "pay", engine.LiveStats{CompleteQps: 1, ErrorQps: 1, AvgRtMs: float64(testLease.Milliseconds())})
+		ts.wantNothingHeld(t, "pay")
+		e := ts.completeError(t, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe), http.StatusConflict)
+		if !strings.Contains(e.Message, "lease") {
+			t.Errorf("the probe's id after its lease: %+v, want conflict naming the lease", e)
+		}
+	})
+	t.Run("a concurrency rule's probe needs its entryId", func(t *testing.T) {
+		ts, _, probe := halfOpen(t, breakerRule(1),
+			`{"name": "pay-slots", "kind": "flow", "resource": "pay", "metric": "concurrency", "threshold": 5}`)
+		ts.wantEntryIDRequired(t, "pay")
+		ts.wantState(t, engine.BreakerHalfOpen)
+		complete(t, ts, fmt.Sprintf(`{"entryId": %q, "rtMs": 12}`, probe))
+		ts.wantState(t, engine.BreakerClosed)
+		ts.wantNothingHeld(t, "pay")
+	})
+}
+
+// wantState fails unless the server's only breaker is in state want.
+func (ts *testServer) wantState(t *testing.T, want engine.BreakerState) {
+	t.Helper()
+	if got := ts.engine.Breakers()[0].State; got != want {
+		t.Errorf("breaker %s, want %s", got, want)
+	}
+}
+
+// wantNothingHeld fails unless the check API holds no entry, for any
+// resource, and resource has no call in flight.
+func (ts *testServer) wantNothingHeld(t *testing.T, resource string) {
+	t.Helper()
+	ts.entries.mu.Lock()
+	held, indexed := len(ts.entries.held), len(ts.entries.byResource)
+	ts.entries.mu.Unlock()
+	if held != 0 || indexed != 0 {
+		t.Errorf("%d entries held, %d resources indexed; want none", held, indexed)
+	}
+	if c := ts.engine.Resource(resource).Live().Concurrency; c != 0 {
+		t.Errorf("%s: %d calls in flight, want 0", resource, c)
+	}
 }

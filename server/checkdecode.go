@@ -49,7 +49,7 @@ func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
 // decodeCheckFields is decodeCheck by the full decoder.
 func decodeCheckFields(body []byte) (checkQuery, error) {
 	var errs []FieldError
-	o, err := parseObject(body, "", &errs)
+	o, err := parseBody(body, &errs)
 	if err != nil {
 		return checkQuery{}, errNotJSONObject(err)
 	}
@@ -83,7 +83,7 @@ func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
 // decodeBatchFields is decodeBatch by the full decoder.
 func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	var errs []FieldError
-	o, err := parseObject(body, "", &errs)
+	o, err := parseBody(body, &errs)
 	if err != nil {
 		return nil, errNotJSONObject(err)
 	}
@@ -384,7 +384,7 @@ var errCallFailed = errors.New("the client reported the call as failed")
 // decodeComplete decodes the body of POST /complete.
 func decodeComplete(body []byte) (completeQuery, error) {
 	var errs []FieldError
-	o, err := parseObject(body, "", &errs)
+	o, err := parseBody(body, &errs)
 	if err != nil {
 		return completeQuery{}, errNotJSONObject(err)
 	}

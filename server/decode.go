@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // object decodes one JSON object field by field, so that every field gets
@@ -166,5 +167,111 @@ func (o *object) rest(other func(name string) string) {
 		} else {
 			o.fail(name, "is not a known field")
 		}
+	}
+}
+
+// parseBody reads a request body as one JSON object, like parseObject,
+// after refusing one that has a key twice in any of its objects: which of
+// the two a decoder keeps is an accident, and a typo in CI must not pass
+// silently.
+func parseBody(data []byte, errs *[]FieldError) (*object, error) {
+	if err := refuseDuplicateKeys(data); err != nil {
+		return nil, err
+	}
+	return parseObject(data, "", errs)
+}
+
+// refuseDuplicateKeys answers 400 naming the first key that appears twice
+// in one object of the JSON in data. JSON it cannot read is left to the
+// decoder that follows, which says what is wrong with it.
+func refuseDuplicateKeys(data []byte) error {
+	if path, ok := duplicateKey(data); ok {
+		return BadRequest(fmt.Sprintf("the key %s appears twice in one object", path), FieldError{path, "appears twice in one object"})
+	}
+	return nil
+}
+
+// jsonFrame is an object or array being read by duplicateKey.
+type jsonFrame struct {
+	object  bool
+	keys    map[string]bool
+	key     string // the object's current key
+	index   int    // the array's current index
+	wantKey bool
+}
+
+// duplicateKey finds the first key that appears twice in one object of
+// the JSON value in data, and returns its path ("rules[3].threshold").
+func duplicateKey(data []byte) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var stack []*jsonFrame
+	path := func(last string) string {
+		var b strings.Builder
+		for _, f := range stack[:len(stack)-1] {
+			if f.object {
+				if b.Len() > 0 {
+					b.WriteByte('.')
+				}
+				b.WriteString(f.key)
+			} else {
+				fmt.Fprintf(&b, "[%d]", f.index)
+			}
+		}
+		if b.Len() > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(last)
+		return b.String()
+	}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		var top *jsonFrame
+		if len(stack) > 0 {
+			top = stack[len(stack)-1]
+		}
+		if top != nil && top.object && top.wantKey {
+			key, ok := tok.(string)
+			if !ok { // the object's closing brace
+				stack = stack[:len(stack)-1]
+				valueDone(stack)
+				continue
+			}
+			if top.keys[key] {
+				return path(key), true
+			}
+			top.keys[key] = true
+			top.key, top.wantKey = key, false
+			continue
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &jsonFrame{object: true, keys: map[string]bool{}, wantKey: true})
+			continue
+		case json.Delim('['):
+			stack = append(stack, &jsonFrame{})
+			continue
+		case json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+		if len(stack) == 0 {
+			return "", false
+		}
+		valueDone(stack)
+	}
+}
+
+// valueDone moves the innermost frame past the value just read.
+func valueDone(stack []*jsonFrame) {
+	if len(stack) == 0 {
+		return
+	}
+	if top := stack[len(stack)-1]; top.object {
+		top.wantKey = true
+	} else {
+		top.index++
 	}
 }

@@ -51,12 +51,8 @@ func (s *Server) seedDemo(ctx context.Context) (int, error) {
 	}
 	created := 0
 	err = s.rules.write(ctx, false, func(tx *ruleTx) error {
-		taken := map[string]bool{}
-		for _, r := range tx.stored {
-			taken[r.Name] = true
-		}
 		for i := range rules {
-			if taken[rules[i].Name] {
+			if _, taken := tx.named(rules[i].Name); taken {
 				continue
 			}
 			if err := createRule(tx, &rules[i], actor{name: "demo", reason: "seeded by sluice --demo"}); err != nil {

@@ -11,8 +11,10 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// healthPingTimeout bounds the database check, so that a health probe
-// answers 503 instead of hanging behind a stuck database.
+// healthPingTimeout bounds the wait for the database connection, so that a
+// health probe answers 503 instead of hanging behind a stuck database. A
+// write lock that another process holds is waited for as a write would
+// wait: SQLite's busy timeout (5 s), which the context cannot cut short.
 const healthPingTimeout = 2 * time.Second
 
 // HealthResponse tells whether the server and its database are up.
@@ -21,7 +23,8 @@ type HealthResponse struct {
 	Status string `json:"status" example:"ok" enums:"ok,unavailable"`
 	// Version is the server's build version.
 	Version string `json:"version" example:"1.4.0"`
-	// DB is "ok" when the database answered, else "unreachable".
+	// DB is "ok" when the database answered and would take a write, else
+	// "unreachable".
 	DB string `json:"db" example:"ok" enums:"ok,unreachable"`
 }
 
@@ -36,11 +39,13 @@ func bindHealth(api fiber.Router, st *store.Store, version string, logger *slog.
 	api.Get("/health", h.get)
 }
 
-// get answers 200 when the database answers a ping, else 503 with the same
-// shape, so that probes and people read one body.
+// get answers 200 when the database answers and would take a write (the
+// store's Ping), else 503 with the same shape, so that probes and people
+// read one body: a read-only or locked database fails every login and rule
+// write, so the server cannot serve.
 //
 //	@Summary		Health of the server and its database
-//	@Description	Public (no credentials). 503, with the same body, when the database does not answer.
+//	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).
 //	@Tags			health
 //	@Produce		json
 //	@Success		200	{object}	HealthResponse
@@ -54,7 +59,7 @@ func (h *healthHandler) get(c *fiber.Ctx) error {
 	answer := HealthResponse{Status: "ok", Version: h.version, DB: "ok"}
 	status := http.StatusOK
 	if err := h.store.Ping(ctx); err != nil {
-		h.logger.WarnContext(ctx, "health: database unreachable", "error", err)
+		h.logger.WarnContext(ctx, "health: the database does not answer or would not take a write", "error", err)
 		answer.Status, answer.DB = "unavailable", "unreachable"
 		status = http.StatusServiceUnavailable
 	}

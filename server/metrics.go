@@ -60,9 +60,9 @@ type metricsHandler struct {
 	stream  *streamHub
 }
 
-func bindMetrics(api fiber.Router, h *metricsHandler) {
-	api.Get("/metrics/top", h.top)
-	api.Get("/metrics/stream", h.streamStats)
+func bindMetrics(api apiRoutes, h *metricsHandler) {
+	api.get("/metrics/top", viewers, h.top)
+	api.get("/metrics/stream", viewers, h.streamStats)
 }
 
 // top ranks the resources by their traffic over a range, as stored by the

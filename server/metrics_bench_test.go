@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,15 +17,67 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
-// The metric benchmarks read the data set that cmd/sluice-seed writes
-// (1,000 resources x 7 days: about 10 M minute rows); building it takes
-// minutes, so they skip unless SLUICE_BENCH_DB names it (make bench-metrics
-// does both).
+// The metric benchmarks read the data set that cmd/sluice-seed writes when
+// SLUICE_BENCH_DB names it (1,000 resources x 7 days: about 10 M minute
+// rows, minutes to build; make bench-metrics does both): that is the scale
+// of their figures. Without it they seed a small database of their own, so
+// that the test command runs them and they cannot rot unseen.
 const benchDBEnv = "SLUICE_BENCH_DB"
+
+// The small data set: a few resources with a few days of minutes each, a
+// second or so to write.
+const (
+	smallSeedResources = 6
+	smallSeedDays      = 2
+)
+
+// benchDB returns the path of the database the metric benchmarks read:
+// SLUICE_BENCH_DB's, else the small data set seeded in b's temporary
+// directory.
+func benchDB(b *testing.B) string {
+	b.Helper()
+	if path := os.Getenv(benchDBEnv); path != "" {
+		if _, err := os.Stat(path); err != nil {
+			b.Fatal(err)
+		}
+		return path
+	}
+	path := filepath.Join(b.TempDir(), "metrics.db")
+	st, err := store.Open(b.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	endMs := time.Now().Truncate(time.Minute).UnixMilli()
+	startMs := endMs - smallSeedDays*24*store.HourMs
+	for i := range smallSeedResources {
+		name := fmt.Sprintf("GET:/api/bench-%02d", i)
+		for dayMs := startMs; dayMs < endMs; dayMs += 24 * store.HourMs {
+			day := make([]store.MinuteDelta, 0, 24*60)
+			for m := dayMs; m < dayMs+24*store.HourMs; m += store.MinuteMs {
+				pass := int64(100 + i)
+				day = append(day, store.MinuteDelta{Resource: name, StartMs: m, MetricCounts: store.MetricCounts{
+					Pass: pass, Block: int64(i + 1), Complete: pass, Error: int64(i % 2),
+					RtSumMs: 5 * pass, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 2,
+				}})
+			}
+			if err := st.AddMetrics(b.Context(), day); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	// Closing checkpoints the WAL into the file, so that its size is the
+	// whole database.
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
 
 // seededNode is a server on the seeded database.
 type seededNode struct {
@@ -34,23 +87,21 @@ type seededNode struct {
 }
 
 // startSeeded serves the seeded database, with a retention long enough
-// that an old data set is not pruned.
+// that an old data set is not pruned, and the bootstrap admin token that
+// measure sends.
 func startSeeded(b *testing.B) *seededNode {
 	b.Helper()
-	path := os.Getenv(benchDBEnv)
-	if path == "" {
-		b.Skipf("%s is not set: seed a database with go run ./cmd/sluice-seed and point it there", benchDBEnv)
-	}
-	if _, err := os.Stat(path); err != nil {
-		b.Fatal(err)
-	}
+	path := benchDB(b)
 	logger := slog.New(slog.DiscardHandler)
 	st, err := store.Open(b.Context(), path, logger)
 	if err != nil {
 		b.Fatal(err)
 	}
 	eng := engine.New(engine.Options{})
-	srv, err := New(b.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsRetention: 100 * 365 * 24 * time.Hour})
+	srv, err := New(b.Context(), Config{
+		Engine: eng, Store: st, Logger: logger, MetricsRetention: 100 * 365 * 24 * time.Hour,
+		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
+	})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -84,28 +135,62 @@ func startSeeded(b *testing.B) *seededNode {
 	return s
 }
 
-// measure runs get once per iteration and reports the median and 90th
-// percentile latency.
-func measure(b *testing.B, get func(i int) string, base string) {
+// measure GETs base+get(i) once per iteration as the bootstrap admin and
+// reports the median and 90th percentile latency. Any answer but a 200
+// whose body holdsData accepts fails the benchmark: an error or an empty
+// answer is fast, and must not pass for a figure.
+func measure(b *testing.B, base string, get func(i int) string, holdsData func(body []byte) error) {
 	b.Helper()
 	var latencies []time.Duration
 	i := 0
 	for b.Loop() {
 		path := get(i)
 		i++
-		start := time.Now()
-		resp, err := client.Get(base + path)
+		req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, base+path, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		_, err = io.Copy(io.Discard, resp.Body)
+		req.Header.Set("Authorization", "Bearer "+adminToken)
+		start := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		latencies = append(latencies, time.Since(start))
 		if err != nil || resp.StatusCode != http.StatusOK {
-			b.Fatalf("GET %s: %d %v", path, resp.StatusCode, err)
+			b.Fatalf("GET %s: %d %v: %s", path, resp.StatusCode, err, body)
+		}
+		if err := holdsData(body); err != nil {
+			b.Fatalf("GET %s: %v: %s", path, err, body)
 		}
 	}
 	reportLatencies(b, latencies)
+}
+
+// historyHoldsData accepts a MetricHistory with at least one point.
+func historyHoldsData(body []byte) error {
+	var h MetricHistory
+	if err := json.Unmarshal(body, &h); err != nil {
+		return err
+	}
+	if len(h.Points) == 0 {
+		return errors.New("no points")
+	}
+	return nil
+}
+
+// topHoldsBlocks accepts a TopList whose first resource has blocks.
+func topHoldsBlocks(body []byte) error {
+	var top TopList
+	if err := json.Unmarshal(body, &top); err != nil {
+		return err
+	}
+	if len(top.Items) == 0 || top.Items[0].Block == 0 {
+		return errors.New("no resource with blocks")
+	}
+	return nil
 }
 
 func reportLatencies(b *testing.B, latencies []time.Duration) {
@@ -120,43 +205,40 @@ func reportLatencies(b *testing.B, latencies []time.Duration) {
 // (1,440 points) over HTTP.
 func BenchmarkMetricsHistory24h1m(b *testing.B) {
 	s := startSeeded(b)
-	measure(b, func(i int) string {
+	measure(b, s.baseURL, func(i int) string {
 		return fmt.Sprintf("/api/v1/resources/%s/metrics?from=%d&to=%d&step=1m",
 			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-24*store.HourMs, s.endMs)
-	}, s.baseURL)
+	}, historyHoldsData)
 }
 
 // BenchmarkMetricsHistory30d1h reads one resource's last 30 days at 1h.
 func BenchmarkMetricsHistory30d1h(b *testing.B) {
 	s := startSeeded(b)
-	measure(b, func(i int) string {
+	measure(b, s.baseURL, func(i int) string {
 		return fmt.Sprintf("/api/v1/resources/%s/metrics?from=%d&to=%d&step=1h",
 			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-30*24*store.HourMs, s.endMs)
-	}, s.baseURL)
+	}, historyHoldsData)
 }
 
 // BenchmarkMetricsTop10Block24h ranks every resource by blocks over the
 // last 24 hours, ending mid-hour so that both ends read minute rows.
 func BenchmarkMetricsTop10Block24h(b *testing.B) {
 	s := startSeeded(b)
-	measure(b, func(i int) string {
+	measure(b, s.baseURL, func(i int) string {
 		to := s.endMs - int64(i%60)*store.MinuteMs
 		return fmt.Sprintf("/api/v1/metrics/top?from=%d&to=%d&by=block&limit=10", to-24*store.HourMs, to)
-	}, s.baseURL)
+	}, topHoldsBlocks)
 }
 
 // BenchmarkMetricsDBSize reports the seeded file's size per million minute
 // rows, the hourly rollup and the resources included.
 func BenchmarkMetricsDBSize(b *testing.B) {
-	path := os.Getenv(benchDBEnv)
-	if path == "" {
-		b.Skipf("%s is not set", benchDBEnv)
-	}
+	path := benchDB(b)
 	info, err := os.Stat(path)
 	if err != nil {
 		b.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", "file:"+path+"?mode=ro")
+	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -166,6 +248,9 @@ func BenchmarkMetricsDBSize(b *testing.B) {
 		if err := db.QueryRowContext(b.Context(), "SELECT count(*) FROM metric_minutes").Scan(&rows); err != nil {
 			b.Fatal(err)
 		}
+	}
+	if rows == 0 {
+		b.Fatalf("%s holds no minute rows", path)
 	}
 	b.ReportMetric(float64(rows)/1e6, "Mrows")
 	b.ReportMetric(float64(info.Size())/(1<<20)/(float64(rows)/1e6), "MiB/Mrows")
@@ -218,7 +303,10 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		for _, r := range resources {
-			e, _ := r.Entry()
+			e, blk := r.Entry()
+			if blk != nil {
+				b.Fatal(blk)
+			}
 			e.Exit(engine.WithRtMs(5))
 		}
 		b.StartTimer()

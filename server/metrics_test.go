@@ -95,9 +95,19 @@ func (n *metricsNode) kill(t *testing.T) {
 	n.down = true
 	n.metricJobs.stop()
 	n.stream.close()
+	// As Shutdown does: a Serve that has not reached Fiber yet returns at
+	// once, and one that has is stopped by closing its listener.
+	n.mu.Lock()
+	n.stopped = true
+	listeners := n.listeners
+	n.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := errors.Join(n.app.ShutdownWithContext(ctx), <-n.served, n.store.Close()); err != nil {
+	err := n.app.ShutdownWithContext(ctx)
+	for _, ln := range listeners {
+		_ = ln.Close()
+	}
+	if err := errors.Join(err, <-n.served, n.store.Close()); err != nil {
 		t.Error(err)
 	}
 }

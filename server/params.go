@@ -1,6 +1,7 @@
 package server
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -121,5 +122,8 @@ func changeActor(c *fiber.Ctx) (actor, error) {
 
 // errNotJSONObject is the 400 for a body that is not a JSON object.
 func errNotJSONObject(err error) error {
+	if apiErr, ok := errors.AsType[*Error](err); ok {
+		return apiErr
+	}
 	return BadRequest("the body must be a JSON object: " + err.Error())
 }

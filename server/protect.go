@@ -10,16 +10,16 @@ import (
 	"github.com/sluicehq/sluice/engine/middleware"
 )
 
-// protect returns api with every route registered through it guarded by the
-// engine, like any service that uses Sluice's Fiber middleware: each route
-// is a resource named by its method and pattern ("GET
-// /api/v1/rules/:id"), so a new server shows its own traffic from the first
-// request, and rules can cap its API. Config.UnguardedAPI turns it off.
-func (s *Server) protect(api fiber.Router) fiber.Router {
+// guard returns the engine's guard for the API's routes, as any service
+// that uses Sluice's Fiber middleware has: each route is a resource named
+// by its method and pattern ("GET /api/v1/rules/:id"), so a new server
+// shows its own traffic from the first request, and rules can cap its API.
+// It is nil with Config.UnguardedAPI.
+func (s *Server) guard() fiber.Handler {
 	if s.unguardedAPI {
-		return api
+		return nil
 	}
-	return middleware.FiberRouter(api, middleware.Fiber(s.engine, middleware.WithFiberBlocked(apiBlocked)))
+	return middleware.Fiber(s.engine, middleware.WithFiberBlocked(apiBlocked))
 }
 
 // apiBlocked answers a blocked API request 429, in the error envelope;

@@ -100,9 +100,9 @@ type resourceHandler struct {
 	flusher *metricsFlusher
 }
 
-func bindResources(api fiber.Router, h *resourceHandler) {
-	api.Get("/resources", h.list)
-	api.Get("/resources/:name/metrics", h.metrics)
+func bindResources(api apiRoutes, h *resourceHandler) {
+	api.get("/resources", viewers, h.list)
+	api.get("/resources/:name/metrics", viewers, h.metrics)
 }
 
 // list answers one page of every resource the engine has seen, a rule names

@@ -45,18 +45,18 @@ type ruleHandler struct {
 	sync  *ruleSync
 }
 
-func bindRules(api fiber.Router, h *ruleHandler) {
-	api.Get("/rules", h.list)
-	api.Post("/rules", h.create)
-	api.Get("/rules/export", h.export)
-	api.Post("/rules/apply", h.apply)
-	api.Post("/rules/import", h.importRules)
-	api.Get("/rules/:id", h.get)
-	api.Put("/rules/:id", h.replace)
-	api.Patch("/rules/:id", h.patch)
-	api.Delete("/rules/:id", h.delete)
-	api.Get("/rules/:id/revisions", h.revisions)
-	api.Post("/rules/:id/rollback", h.rollback)
+func bindRules(api apiRoutes, h *ruleHandler) {
+	api.get("/rules", viewers, h.list)
+	api.post("/rules", editors, h.create)
+	api.get("/rules/export", viewers, h.export)
+	api.post("/rules/apply", editorsOrPlans, readBody(maxRuleFileBytes), h.apply)
+	api.post("/rules/import", editorsOrPlans, readBody(maxRuleFileBytes), h.importRules)
+	api.get("/rules/:id", viewers, h.get)
+	api.put("/rules/:id", editors, h.replace)
+	api.patch("/rules/:id", editors, h.patch)
+	api.delete("/rules/:id", editors, h.delete)
+	api.get("/rules/:id/revisions", viewers, h.revisions)
+	api.post("/rules/:id/rollback", editors, h.rollback)
 }
 
 // list answers one page of the rules the filters select, by id.
@@ -151,7 +151,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 		return err
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -249,7 +249,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
 		return err
 	}
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

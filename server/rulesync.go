@@ -13,27 +13,42 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// ruleSync is the only writer of rules. Every write runs in one store
-// transaction that ends by checking, with the engine's own validation, the
-// complete set of enabled rules it leaves; after the commit the engine gets
-// that set. Writes are serialised, so the engine always holds the set of the
-// last commit: the database and the engine never disagree.
+// ruleSync is the only writer of rules, and the only loader of the
+// engine's rules. Every write runs in one store transaction that ends by
+// checking, with the engine's own validation, the rules it leaves on the
+// resources it touches, against the rules the engine holds for every other
+// resource; after the commit the engine gets those resources' rules, each
+// resource switching at once. Writes are serialised, so the engine always
+// holds the rules of the last commit: the database and the engine never
+// disagree.
 //
-// It keeps every stored rule in memory, as of the last commit, so a write
-// learns the new set from what it changed instead of reading every rule back.
+// It keeps every stored rule in memory, as of the last commit, indexed by
+// name and by resource, so a write costs what the rules of the resources it
+// touches cost, however many rules are stored.
 type ruleSync struct {
 	store  *store.Store
 	engine *engine.Engine
 	mu     sync.Mutex
-	rules  map[int64]rule // guarded by mu
+	// Guarded by mu: every stored rule, and the rules' IDs by name and by
+	// resource (ascending).
+	rules      map[int64]rule
+	named      map[string]int64
+	onResource map[string][]int64
 }
 
 // ruleTx is a rule write in progress: the store transaction, the rules as
 // of the last commit, and what the write changes.
 type ruleTx struct {
 	*store.Tx
-	stored  map[int64]rule
-	changed map[int64]*rule // nil: deleted
+	stored      map[int64]rule
+	storedNames map[string]int64
+	changed     map[int64]*rule // nil: deleted
+}
+
+// named returns the rule called name as of the last commit.
+func (tx *ruleTx) named(name string) (rule, bool) {
+	id, ok := tx.storedNames[name]
+	return tx.stored[id], ok
 }
 
 // saved records that r was written as it is now.
@@ -48,8 +63,8 @@ func (tx *ruleTx) deleted(id int64) { tx.changed[id] = nil }
 // errDryRun rolls back a write that was only rehearsed.
 var errDryRun = errors.New("dry run")
 
-// load reads every rule and loads the enabled ones into the engine; it runs
-// at start-up, before the listener opens.
+// load reads every rule and loads the enabled ones into the engine, in
+// place of any it held; it runs at start-up, before the listener opens.
 func (s *ruleSync) load(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -57,45 +72,37 @@ func (s *ruleSync) load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rules := make(map[int64]rule, len(rows))
+	s.rules = make(map[int64]rule, len(rows))
+	s.named = make(map[string]int64, len(rows))
+	s.onResource = map[string][]int64{}
+	stored := make(map[int64]*rule, len(rows))
 	for _, row := range rows {
 		r, err := ruleFromStore(row)
 		if err != nil {
 			return err
 		}
-		rules[r.ID] = r
+		stored[r.ID] = &r
 	}
-	if err := enabledRules(rules).load(s.engine); err != nil {
-		return err
-	}
-	s.rules = rules
-	return nil
+	s.record(stored)
+	return enabledRules(s.rules).load(s.engine)
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
-// not a set the engine accepts, nothing is written. With dryRun the
+// not rules the engine accepts, nothing is written. With dryRun the
 // transaction is always rolled back and the engine left alone.
 func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var next map[int64]rule
-	var set engineRules
+	var tx *ruleTx
+	var touched engine.ResourceRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
-		tx := &ruleTx{Tx: stx, stored: s.rules, changed: map[int64]*rule{}}
+		tx = &ruleTx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*rule{}}
 		if err := fn(tx); err != nil {
 			return err
 		}
-		next = maps.Clone(s.rules)
-		for id, r := range tx.changed {
-			if r == nil {
-				delete(next, id)
-			} else {
-				next[id] = *r
-			}
-		}
-		set = enabledRules(next)
-		if err := set.validate(); err != nil {
-			return fmt.Errorf("the rule set the write leaves is not valid: %w", err)
+		touched = s.touchedRules(tx.changed)
+		if err := s.engine.ValidateResourceRules(touched); err != nil {
+			return fmt.Errorf("the rules the write leaves are not valid: %w", err)
 		}
 		if dryRun {
 			return errDryRun
@@ -108,12 +115,90 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 	if err != nil {
 		return err
 	}
-	// Validated above, so loading cannot fail on the rules themselves.
-	if err := set.load(s.engine); err != nil {
-		return err
+	s.record(tx.changed)
+	// Validated in the transaction against the rules the engine holds, which
+	// only s loads, under mu: loading them cannot fail.
+	return s.engine.LoadResourceRules(touched)
+}
+
+// touchedRules returns the enabled rules, as they are once changed is
+// written, of every resource that a changed rule is on or was on: the
+// resources in the order of the lowest changed rule ID on each, each
+// one's rules by ID.
+func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
+	var set engine.ResourceRules
+	ids := map[string][]int64{} // by touched resource, its rules once written
+	touch := func(resource string) {
+		if _, seen := ids[resource]; !seen {
+			set.Resources = append(set.Resources, resource)
+			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
+				_, ok := changed[id]
+				return ok
+			})
+		}
 	}
-	s.rules = next
-	return nil
+	changedIDs := slices.Sorted(maps.Keys(changed))
+	for _, id := range changedIDs {
+		if old, ok := s.rules[id]; ok {
+			touch(old.Resource)
+		}
+		if r := changed[id]; r != nil {
+			touch(r.Resource)
+		}
+	}
+	for _, id := range changedIDs {
+		if r := changed[id]; r != nil {
+			ids[r.Resource] = append(ids[r.Resource], id)
+		}
+	}
+	for _, resource := range set.Resources {
+		onResource := ids[resource]
+		slices.Sort(onResource)
+		for _, id := range onResource {
+			r, ok := changed[id]
+			if !ok {
+				stored := s.rules[id]
+				r = &stored
+			}
+			r.enforce(&set.Flow, &set.CircuitBreakers)
+		}
+	}
+	return set
+}
+
+// record updates the stored rules and their indexes with changed, which
+// has been written. Each resource's IDs are sorted once, so a write of
+// many rules on one resource costs what they cost, not their square.
+func (s *ruleSync) record(changed map[int64]*rule) {
+	touched := map[string]bool{}
+	for id := range changed {
+		if old, ok := s.rules[id]; ok {
+			delete(s.rules, id)
+			delete(s.named, old.Name)
+			touched[old.Resource] = true
+		}
+	}
+	for resource := range touched {
+		s.onResource[resource] = slices.DeleteFunc(s.onResource[resource], func(id int64) bool {
+			_, ok := changed[id]
+			return ok
+		})
+	}
+	for id, r := range changed {
+		if r != nil {
+			s.rules[id] = *r
+			s.named[r.Name] = id
+			s.onResource[r.Resource] = append(s.onResource[r.Resource], id)
+			touched[r.Resource] = true
+		}
+	}
+	for resource := range touched {
+		if ids := s.onResource[resource]; len(ids) == 0 {
+			delete(s.onResource, resource)
+		} else {
+			slices.Sort(ids)
+		}
+	}
 }
 
 // engineRules is what the engine enforces: the enabled rules of each kind.
@@ -127,22 +212,23 @@ func enabledRules(rules map[int64]rule) engineRules {
 	var set engineRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
 		r := rules[id]
-		switch {
-		case !r.Enabled:
-		case r.Kind == kindFlow:
-			set.flow = append(set.flow, r.engineFlow())
-		case r.Kind == kindBreaker:
-			set.breakers = append(set.breakers, r.engineBreaker())
-		}
+		r.enforce(&set.flow, &set.breakers)
 	}
 	return set
 }
 
-func (set engineRules) validate() error {
-	return errors.Join(engine.ValidateFlowRules(set.flow), engine.ValidateCircuitBreakerRules(set.breakers))
+// enforce adds r to the rules the engine enforces, unless it is disabled.
+func (r *rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreakerRule) {
+	switch {
+	case !r.Enabled:
+	case r.Kind == kindFlow:
+		*flow = append(*flow, r.engineFlow())
+	case r.Kind == kindBreaker:
+		*breakers = append(*breakers, r.engineBreaker())
+	}
 }
 
-// load hands both kinds to the engine; each kind switches atomically.
+// load hands both kinds to the engine, each as a full replacement.
 func (set engineRules) load(e *engine.Engine) error {
 	return errors.Join(e.LoadFlowRules(set.flow), e.LoadCircuitBreakerRules(set.breakers))
 }

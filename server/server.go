@@ -29,14 +29,6 @@ import (
 )
 
 const (
-	// maxBodyBytes is the largest request body accepted (API.md: 1 MiB).
-	maxBodyBytes = 1 << 20
-	// readBodyBytes is the largest body read before it is refused. Bodies
-	// between the two are read whole and answered 413 on a connection that
-	// stays open: a server that refuses from Content-Length alone and
-	// hangs up makes most clients, still sending, see a reset instead of
-	// the 413.
-	readBodyBytes = 8 << 20
 	// readTimeout bounds reading one request, headers and body.
 	readTimeout = 30 * time.Second
 	// idleTimeout closes keep-alive connections left unused this long.
@@ -183,16 +175,25 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s.app = fiber.New(fiber.Config{
-		AppName:               "sluice",
-		ErrorHandler:          s.handleError,
-		BodyLimit:             readBodyBytes,
-		ReadTimeout:           readTimeout,
-		IdleTimeout:           idleTimeout,
-		DisableStartupMessage: true,
+		AppName:      "sluice",
+		ErrorHandler: s.handleError,
+		BodyLimit:    maxRuleFileBytes,
+		// Bodies are read by limitBody and readBody, route by route,
+		// once the caller is known; fasthttp would otherwise read them
+		// whole before any handler runs.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ReadTimeout:                  readTimeout,
+		IdleTimeout:                  idleTimeout,
+		DisableStartupMessage:        true,
 		// Request strings reach the engine and goroutines that outlive
 		// the handler, and Fiber recycles its buffers after it returns.
 		Immutable:   true,
 		JSONEncoder: marshalJSON,
+		// A path has one spelling (API.md): /api/v1/Tokens or
+		// /api/v1/tokens/ reach no route, rather than the /tokens one.
+		CaseSensitive: true,
+		StrictRouting: true,
 	})
 	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
 	s.stream = newStreamHub(cfg.Engine, streamInterval)
@@ -220,11 +221,15 @@ func (s *Server) routes() {
 		StackTraceHandler: s.logPanic,
 	}))
 
-	api := s.app.Group("/api/v1", s.auth.middleware)
-	bindHealth(api, s.store, s.version, s.logger)
-	// Every API route below is guarded by the engine; health stays cheap.
-	api = s.protect(api)
-	bindAccount(api, &accountHandler{auth: s.auth})
+	group := s.app.Group("/api/v1", s.auth.middleware)
+	// Health and logging in and out are never guarded by the engine:
+	// health stays cheap, and no rule can lock anyone out of logging in.
+	bindHealth(group, s.store, s.version, s.logger)
+	account := &accountHandler{auth: s.auth}
+	bindLogin(group, account)
+	// Every other API route is guarded by the engine.
+	api := apiRoutes{router: group, guard: s.guard()}
+	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
@@ -297,14 +302,6 @@ func marshalJSON(v any) ([]byte, error) {
 func isTrafficRoute(c *fiber.Ctx) bool {
 	p := c.Path()
 	return p == "/api/v1/check" || p == "/api/v1/check/batch" || p == "/api/v1/complete"
-}
-
-// limitBody refuses bodies over maxBodyBytes.
-func limitBody(c *fiber.Ctx) error {
-	if len(c.Request().Body()) > maxBodyBytes {
-		return fiber.ErrRequestEntityTooLarge
-	}
-	return c.Next()
 }
 
 // logPanic logs a recovered panic with its stack; the error handler then

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -145,10 +146,11 @@ func (ts *testServer) doWith(t *testing.T, method, path string, body io.Reader, 
 	return resp, got
 }
 
-// doRaw writes head, a request without its body, on a new connection and
-// reads the answer. The server refuses an oversized body from its
-// Content-Length alone and then closes the connection, so a client still
-// sending the body would see a reset instead of the answer.
+// doRaw writes head, a request with the first part of its body at most,
+// on a new connection and reads the answer. The server refuses an oversized
+// body from its Content-Length and the part of it fasthttp reads ahead
+// (8 KiB), then closes the connection, so a client still sending the body
+// would see a reset instead of the answer.
 func (ts *testServer) doRaw(t *testing.T, head string) (*http.Response, []byte) {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.baseURL, "http://"), 5*time.Second)
@@ -208,8 +210,10 @@ func decodeEnvelope(t *testing.T, resp *http.Response, body []byte) ErrorBody {
 
 func TestHealth(t *testing.T) {
 	tests := []struct {
-		name       string
-		closeStore bool
+		name string
+		// spoil does to the running server's database at path what the
+		// case is about.
+		spoil      func(t *testing.T, n *node, path string)
 		wantStatus int
 		want       HealthResponse
 	}{
@@ -219,22 +223,33 @@ func TestHealth(t *testing.T) {
 			want:       HealthResponse{Status: "ok", Version: testVersion, DB: "ok"},
 		},
 		{
-			name:       "database closed",
-			closeStore: true,
+			name: "database closed",
+			spoil: func(t *testing.T, n *node, _ string) {
+				if err := n.store.Close(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			wantStatus: http.StatusServiceUnavailable,
+			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
+		},
+		{
+			// A ping that only reads would answer ok; health waits the
+			// busy timeout (5 s) for the write lock, as a write would.
+			name:       "another process holds the write lock",
+			spoil:      func(t *testing.T, _ *node, path string) { holdWriteLock(t, path) },
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
-			if tt.closeStore {
-				if err := ts.store.Close(); err != nil {
-					t.Fatal(err)
-				}
+			path := filepath.Join(t.TempDir(), "sluice.db")
+			n := startNodeWith(t, path, func(cfg *Config) { cfg.Version = testVersion })
+			if tt.spoil != nil {
+				tt.spoil(t, n, path)
 			}
 
-			resp, body := ts.do(t, http.MethodGet, "/api/v1/health", nil)
+			resp, body := n.do(t, http.MethodGet, "/api/v1/health", nil)
 
 			if resp.StatusCode != tt.wantStatus {
 				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
@@ -253,6 +268,30 @@ func TestHealth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// holdWriteLock takes the write lock of the SQLite file at path from a
+// connection of its own, as another process would, until the test ends.
+func holdWriteLock(t *testing.T, path string) {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+			t.Error(err)
+		}
+		_ = conn.Close()
+		_ = db.Close()
+	})
 }
 
 func TestFiberErrorsUseTheEnvelope(t *testing.T) {
@@ -300,7 +339,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 			name: "body too large to read",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
 				return ts.doRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
-					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n", readBodyBytes+1))
+					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", drainBodyBytes+1, strings.Repeat(" ", 8<<10)))
 			},
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantCode:   "payload_too_large",

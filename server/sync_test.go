@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -210,4 +212,164 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 			t.Fatalf("%d rows stored, want 2", len(rows))
 		}
 	})
+}
+
+// TestIncrementalWritesMatchAFullLoad makes random writes of every kind
+// (create, update, move to another resource, rename, disable, delete,
+// rollback, apply with and without prune, dry runs) and checks after each
+// that the engine holds, resource by resource, what a start-up on the same
+// file would load, and that the write path's indexes match the store.
+func TestIncrementalWritesMatchAFullLoad(t *testing.T) {
+	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	resource := func() string { return pick("r0", "r1", "r2", "r3") }
+	name := func() string { return pick("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7") }
+	ruleBody := func(name string) string {
+		switch rng.IntN(4) {
+		case 0:
+			return fmt.Sprintf(`{"kind":"circuitBreaker","name":%q,"resource":%q,"strategy":"errorCount","threshold":%d,"retryTimeoutMs":1000}`,
+				name, resource(), 1+rng.IntN(3))
+		case 1:
+			return fmt.Sprintf(`{"kind":"flow","name":%q,"resource":%q,"threshold":%d,"statIntervalMs":2000,"relationStrategy":"associated","refResource":%q}`,
+				name, resource(), rng.IntN(3), resource())
+		}
+		return fmt.Sprintf(`{"kind":"flow","name":%q,"resource":%q,"threshold":%d,"enabled":%t}`, name, resource(), rng.IntN(3), rng.IntN(4) > 0)
+	}
+	succeeded := 0
+	for step := range 200 {
+		var list RuleList
+		n.send(t, http.MethodGet, "/api/v1/rules?pageSize=500", "", &list)
+		var method, path, body string
+		switch op := rng.IntN(10); {
+		case op < 3 || len(list.Items) == 0:
+			method, path, body = http.MethodPost, "/api/v1/rules", ruleBody(name())
+		case op < 8:
+			r := list.Items[rng.IntN(len(list.Items))]
+			path = fmt.Sprintf("/api/v1/rules/%d", r.ID)
+			switch rng.IntN(6) {
+			case 0:
+				method = http.MethodDelete
+			case 1:
+				method, path = http.MethodPost, fmt.Sprintf("%s/rollback?toVersion=%d", path, 1+rng.IntN(int(r.Version)))
+			default:
+				method = http.MethodPatch
+				body = pick(
+					fmt.Sprintf(`{"resource":%q}`, resource()),
+					fmt.Sprintf(`{"threshold":%d}`, 1+rng.IntN(2)),
+					fmt.Sprintf(`{"enabled":%t}`, rng.IntN(2) == 0),
+					fmt.Sprintf(`{"name":%q}`, name()),
+				)
+			}
+		default:
+			var rules []string
+			for _, wanted := range rng.Perm(8)[:rng.IntN(4)] {
+				rules = append(rules, ruleBody(fmt.Sprintf("n%d", wanted)))
+			}
+			method, body = http.MethodPost, `{"rules":[`+strings.Join(rules, ",")+`]}`
+			path = fmt.Sprintf("/api/v1/rules/apply?prune=%t&dryRun=%t", rng.IntN(3) == 0, rng.IntN(4) == 0)
+		}
+		status := n.send(t, method, path, body, nil)
+		if status/100 == 2 {
+			succeeded++
+		} else if status != http.StatusConflict && status != http.StatusNotFound && status != http.StatusUnprocessableEntity {
+			t.Fatalf("step %d: %s %s %s: status %d", step, method, path, body, status)
+		}
+
+		fresh := &ruleSync{store: n.store, engine: engine.New(engine.Options{Clock: engine.NewManualClock(0)})}
+		if err := fresh.load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"flow", "breakers"} {
+			got, want := loadedByResource(n.engine, kind), loadedByResource(fresh.engine, kind)
+			if !maps.EqualFunc(got, want, slices.Equal) {
+				t.Fatalf("step %d: after %s %s %s (%d) the engine's %s rules are %v, a full load's %v", step, method, path, body, status, kind, got, want)
+			}
+		}
+		n.rules.mu.Lock()
+		indexed := maps.Equal(n.rules.named, fresh.named) && maps.EqualFunc(n.rules.onResource, fresh.onResource, slices.Equal) &&
+			len(n.rules.rules) == len(fresh.rules)
+		n.rules.mu.Unlock()
+		if !indexed {
+			t.Fatalf("step %d: after %s %s %s (%d) the write path's indexes differ from the store's", step, method, path, body, status)
+		}
+	}
+	if succeeded < 100 {
+		t.Fatalf("only %d of 200 random writes succeeded", succeeded)
+	}
+}
+
+// loadedByResource lists the names of an engine's flow or circuit breaker
+// rules (kind "flow" or "breakers") by resource, in the order they apply.
+func loadedByResource(e *engine.Engine, kind string) map[string][]string {
+	out := map[string][]string{}
+	if kind == "flow" {
+		for _, r := range e.FlowRules() {
+			out[r.Resource] = append(out[r.Resource], fmt.Sprintf("%s=%g>%s", r.Name, r.Threshold, r.RefResource))
+		}
+		return out
+	}
+	for _, r := range e.CircuitBreakerRules() {
+		out[r.Resource] = append(out[r.Resource], fmt.Sprintf("%s=%g", r.Name, r.Threshold))
+	}
+	return out
+}
+
+// TestWriteLeavesOtherResourcesAlone: writes on other resources, one by one
+// or in an apply, keep an open circuit breaker open and a rule's counted
+// passes counted.
+func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
+	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorCount","threshold":1,"minRequestAmount":1,"retryTimeoutMs":3600000}`, nil)
+	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"ship-qps","resource":"ship","threshold":2,"statIntervalMs":600000}`, nil)
+	pay, ship := n.engine.Resource("pay"), n.engine.Resource("ship")
+	if e, blk := pay.Entry(); blk == nil {
+		e.Exit(engine.WithError(errors.New("boom")))
+	}
+	for range 2 {
+		if e, blk := ship.Entry(); blk == nil {
+			e.Exit()
+		}
+	}
+	var orders Rule
+	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"orders-qps","resource":"orders","threshold":5}`, &orders)
+	n.send(t, http.MethodPatch, fmt.Sprintf("/api/v1/rules/%d", orders.ID), `{"resource":"orders-v2"}`, nil)
+	n.send(t, http.MethodPost, "/api/v1/rules/apply?prune=false", `{"rules":[{"name":"orders-qps","kind":"flow","resource":"orders","threshold":6},{"name":"new","kind":"flow","resource":"new","threshold":1}]}`, nil)
+	n.send(t, http.MethodDelete, fmt.Sprintf("/api/v1/rules/%d", orders.ID), "", nil)
+	if _, blk := pay.Entry(); blk == nil || blk.Reason() != engine.ReasonCircuitBreaker {
+		t.Fatalf("pay after writes elsewhere: %v, want its breaker still open", blk)
+	}
+	if _, blk := ship.Entry(); blk == nil || blk.Rule() != "ship-qps" {
+		t.Fatalf("ship after writes elsewhere: %v, want its 2 passes in 10 minutes still counted", blk)
+	}
+}
+
+// TestEngineRefusalRollsBackTheWrite: a write the engine refuses on the
+// rules that stay (a 65th circuit breaker on one resource) is 422 and
+// leaves the store and the engine as they were.
+func TestEngineRefusalRollsBackTheWrite(t *testing.T) {
+	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	breaker := func(name, resource string) string {
+		return fmt.Sprintf(`{"name":%q,"kind":"circuitBreaker","resource":%q,"strategy":"errorCount","threshold":1,"retryTimeoutMs":1000}`, name, resource)
+	}
+	var rules []string
+	for i := range 64 {
+		rules = append(rules, breaker(fmt.Sprintf("pay-%d", i), "pay"))
+	}
+	if status := n.send(t, http.MethodPost, "/api/v1/rules/apply", `{"rules":[`+strings.Join(rules, ",")+`]}`, nil); status != http.StatusOK {
+		t.Fatalf("apply 64 breakers: %d", status)
+	}
+	resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(breaker("pay-64", "pay")))
+	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "has more than 64 circuit breakers") {
+		t.Fatalf("65th breaker: %d %s, want 422 naming the limit", resp.StatusCode, body)
+	}
+	if rows, _ := n.store.AllRules(t.Context()); len(rows) != 64 {
+		t.Fatalf("%d rules stored, want 64", len(rows))
+	}
+	if got := n.engine.CircuitBreakerRules(); len(got) != 64 {
+		t.Fatalf("%d breakers loaded, want 64", len(got))
+	}
+	if status := n.send(t, http.MethodPost, "/api/v1/rules", breaker("ship-0", "ship"), nil); status != http.StatusCreated {
+		t.Fatalf("a breaker on another resource: %d", status)
+	}
 }

@@ -60,10 +60,10 @@ type tokenHandler struct {
 	auth *auth
 }
 
-func bindTokens(api fiber.Router, h *tokenHandler) {
-	api.Get("/tokens", h.list)
-	api.Post("/tokens", h.create)
-	api.Delete("/tokens/:id", h.delete)
+func bindTokens(api apiRoutes, h *tokenHandler) {
+	api.get("/tokens", admins, h.list)
+	api.post("/tokens", admins, h.create)
+	api.delete("/tokens/:id", admins, h.delete)
 }
 
 // list answers the API tokens, without their secrets.
@@ -112,7 +112,7 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Router		/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

@@ -35,12 +35,12 @@ type userHandler struct {
 	auth *auth
 }
 
-func bindUsers(api fiber.Router, h *userHandler) {
-	api.Get("/users", h.list)
-	api.Post("/users", h.create)
-	api.Get("/users/:id", h.get)
-	api.Patch("/users/:id", h.update)
-	api.Delete("/users/:id", h.delete)
+func bindUsers(api apiRoutes, h *userHandler) {
+	api.get("/users", admins, h.list)
+	api.post("/users", admins, h.create)
+	api.get("/users/:id", admins, h.get)
+	api.patch("/users/:id", admins, h.update)
+	api.delete("/users/:id", admins, h.delete)
 }
 
 // list answers one page of users.
@@ -229,7 +229,7 @@ func (h *userHandler) delete(c *fiber.Ctx) error {
 
 func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
 	var errs []FieldError
-	o, err := parseObject(c.Body(), "", &errs)
+	o, err := parseBody(c.Body(), &errs)
 	if err != nil {
 		return UserRequest{}, nil, errNotJSONObject(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"fmt"
 	"net/url"
+	"strings"
 
 	// The mattn driver (cgo) registers "sqlite3" with database/sql.
 	_ "github.com/mattn/go-sqlite3"
@@ -26,13 +27,14 @@ type backend struct {
 	migrations goose.Dialect
 }
 
-// openSQLite opens the SQLite file at path, creating it if needed, with a
-// single connection: SQLite has one writer at a time, and one connection
-// makes writers queue in Go instead of failing on SQLITE_BUSY.
-func openSQLite(path string) (*backend, error) {
-	sqlDB, err := sql.Open("sqlite3", sqliteDSN(path))
+// openSQLite opens the SQLite database at db (a file path or a URI
+// filename), creating the file if needed, with a single connection: SQLite
+// has one writer at a time, and one connection makes writers queue in Go
+// instead of failing on SQLITE_BUSY.
+func openSQLite(db string) (*backend, error) {
+	sqlDB, err := sql.Open("sqlite3", sqliteDSN(db))
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+		return nil, fmt.Errorf("open sqlite %s: %w", db, err)
 	}
 	sqlDB.SetMaxOpenConns(1)
 	sqlDB.SetMaxIdleConns(1)
@@ -47,7 +49,18 @@ func openSQLite(path string) (*backend, error) {
 
 // sqliteDSN turns a file path into a URI filename carrying sqliteParams;
 // the path is escaped so that a '?' or '#' in it is not read as the start of
-// the parameters.
-func sqliteDSN(path string) string {
-	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + sqliteParams
+// the parameters. A db that is already a URI filename ("file:…", with
+// SQLite's own parameters such as mode=ro or vfs) is kept as written, with
+// sqliteParams put first: the driver and SQLite read the first of repeated
+// keys, so the settings the store relies on cannot be overridden.
+func sqliteDSN(db string) string {
+	if uri, ok := strings.CutPrefix(db, "file:"); ok {
+		path, query, _ := strings.Cut(uri, "?")
+		dsn := "file:" + path + "?" + sqliteParams
+		if query != "" {
+			dsn += "&" + query
+		}
+		return dsn
+	}
+	return "file:" + (&url.URL{Path: db}).EscapedPath() + "?" + sqliteParams
 }

@@ -37,9 +37,13 @@ func WithNowFunc(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
 
-// Open opens (creating if needed) the SQLite database at path and applies
+// Open opens (creating if needed) the SQLite database at path, a file path
+// or a URI filename ("file:/var/lib/sluice.db?vfs=unix-excl"), and applies
 // every pending migration before it returns. Opening the same file again,
-// as on a restart, applies nothing new. The caller closes the Store.
+// as on a restart, applies nothing new. It refuses a database that it
+// cannot write, or whose schema is newer than the migrations built into
+// this binary, rather than serve it and fail later. The caller closes the
+// Store.
 func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option) (*Store, error) {
 	o := options{now: time.Now}
 	for _, opt := range opts {
@@ -62,18 +66,32 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.sqlDB.Close())
 	}
 	s := &Store{db: db, logger: logger}
-	if err := s.migrate(ctx, b); err != nil {
+	if err := s.Ping(ctx); err != nil {
+		return nil, errors.Join(fmt.Errorf("the database %s cannot be written: %w", path, err), b.sqlDB.Close())
+	}
+	if err := s.migrate(ctx, b, path); err != nil {
 		return nil, errors.Join(err, b.sqlDB.Close())
 	}
 	return s, nil
 }
 
-// migrate applies the embedded migrations that the database has not seen.
-func (s *Store) migrate(ctx context.Context, b *backend) error {
+// migrate applies the embedded migrations that the database has not seen,
+// unless it has seen one this binary does not have: the newer binary that
+// wrote it may have changed the schema in ways this one cannot read, and
+// goose alone would apply nothing and report no error.
+func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 	provider, err := goose.NewProvider(b.migrations, b.sqlDB, migrations.FS,
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
+	}
+	dbVersion, binaryVersion, err := provider.GetVersions(ctx)
+	if err != nil {
+		return fmt.Errorf("read the schema version of %s: %w", path, err)
+	}
+	if dbVersion > binaryVersion {
+		return fmt.Errorf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice",
+			path, dbVersion, binaryVersion)
 	}
 	results, err := provider.Up(ctx)
 	if err != nil {
@@ -85,13 +103,26 @@ func (s *Store) migrate(ctx context.Context, b *backend) error {
 	return nil
 }
 
-// Ping checks that the database answers.
+// Ping checks that the database answers and takes a write: in a
+// transaction, which takes SQLite's write lock (the connections begin
+// IMMEDIATE), it sets the header's user_version, which Sluice does not use,
+// and rolls back, so nothing reaches the disk. Taking the lock alone is not
+// enough: SQLite grants it on a database opened read-only. Ping fails on a
+// database opened read-only (by its file's or directory's permissions, a
+// read-only mount, mode=ro or _query_only), on a closed store, and when
+// another process holds the write lock past the busy timeout; a full disk
+// only shows on a write that commits.
 func (s *Store) Ping(ctx context.Context) error {
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err
 	}
-	return sqlDB.PingContext(ctx)
+	tx, err := sqlDB.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "PRAGMA user_version = 0")
+	return errors.Join(err, tx.Rollback())
 }
 
 // Close closes the database. The Store must not be used afterwards.

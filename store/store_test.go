@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,168 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	}
 	if got := schema(t, s); got != want {
 		t.Errorf("schema after down and up differs:\ngot:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// binaryVersion is the version of the newest migration built into the
+// binary.
+func binaryVersion(t *testing.T, db *sql.DB) int64 {
+	t.Helper()
+	provider, err := goose.NewProvider(goose.DialectSQLite3, db, migrations.FS,
+		goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := provider.ListSources()
+	return sources[len(sources)-1].Version
+}
+
+// gooseVersions lists the versions goose_db_version records, in order.
+func gooseVersions(t *testing.T, db *sql.DB) []int64 {
+	t.Helper()
+	rows, err := db.QueryContext(t.Context(), `SELECT version_id FROM goose_db_version ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var versions []int64
+	for rows.Next() {
+		var v int64
+		if err := rows.Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		versions = append(versions, v)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return versions
+}
+
+func TestOpenRefusesANewerSchema(t *testing.T) {
+	s, path := openTestStore(t)
+	db := sqlDB(t, s)
+	binary := binaryVersion(t, db)
+	newer := binary + 4
+	// What a newer binary leaves behind: its own migration recorded.
+	if _, err := db.ExecContext(t.Context(),
+		`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, newer); err != nil {
+		t.Fatal(err)
+	}
+	want := gooseVersions(t, db)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	again, err := Open(t.Context(), path, discard)
+
+	if err == nil {
+		_ = again.Close()
+		t.Fatalf("Open(%s) at schema version %d succeeded, want it refused", path, newer)
+	}
+	wantMsg := fmt.Sprintf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice", path, newer, binary)
+	if err.Error() != wantMsg {
+		t.Errorf("Open error = %q, want %q", err, wantMsg)
+	}
+	raw, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	if got := gooseVersions(t, raw); !slices.Equal(got, want) {
+		t.Errorf("goose_db_version after the refused Open = %v, want it untouched: %v", got, want)
+	}
+}
+
+func TestOpenRefusesADatabaseItCannotWrite(t *testing.T) {
+	tests := []struct {
+		name string
+		// db turns the path of a migrated database into what Open is
+		// given, after making it unwritable.
+		db          func(t *testing.T, path string) string
+		holdsAsRoot bool // root, whom permissions do not stop, cannot write either
+	}{
+		{
+			name:        "URI with mode=ro",
+			db:          func(t *testing.T, path string) string { return "file:" + path + "?mode=ro" },
+			holdsAsRoot: true,
+		},
+		{
+			name:        "URI with _query_only",
+			db:          func(t *testing.T, path string) string { return "file:" + path + "?_query_only=1" },
+			holdsAsRoot: true,
+		},
+		{
+			name: "read-only file",
+			db: func(t *testing.T, path string) string {
+				chmod(t, path, 0o444)
+				return path
+			},
+		},
+		{
+			name: "read-only directory",
+			db: func(t *testing.T, path string) string {
+				chmod(t, filepath.Dir(path), 0o555)
+				return path
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if !tt.holdsAsRoot && os.Geteuid() == 0 {
+				t.Skip("root writes whatever the permissions say")
+			}
+			s, path := openTestStore(t)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db := tt.db(t, path)
+
+			s, err := Open(t.Context(), db, discard)
+
+			if err == nil {
+				_ = s.Close()
+				t.Fatalf("Open(%s) succeeded on a database it cannot write, want an error", db)
+			}
+			// SQLite's words for SQLITE_READONLY, wherever Open meets it.
+			if !strings.Contains(err.Error(), db) || !strings.Contains(err.Error(), "attempt to write a readonly database") {
+				t.Errorf("Open(%s) error = %q, want it to name the database and say it is read-only", db, err)
+			}
+		})
+	}
+}
+
+// chmod changes name's mode and puts it back when the test ends, so that
+// t.TempDir can remove it.
+func chmod(t *testing.T, name string, mode os.FileMode) {
+	t.Helper()
+	info, err := os.Stat(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(name, mode); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.Chmod(name, info.Mode().Perm()) })
+}
+
+func TestOpenURIKeepsTheStoreSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	s, err := Open(t.Context(), "file:"+path+"?_busy_timeout=1&_foreign_keys=off&cache=private", discard)
+	if err != nil {
+		t.Fatalf("Open of a URI filename: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database file not created at %q: %v", path, err)
+	}
+	for pragma, want := range map[string]string{"busy_timeout": "5000", "foreign_keys": "1", "journal_mode": "wal"} {
+		var got string
+		if err := sqlDB(t, s).QueryRowContext(t.Context(), "PRAGMA "+pragma).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("PRAGMA %s = %q, want the store's %q over the URI's", pragma, got, want)
+		}
 	}
 }

@@ -83,7 +83,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
-	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing (env SLUICE_DB)")
+	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, or URI filename (file:path?param=value) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	retention := retentionFlag(server.DefaultMetricsRetention)
 	fs.Var(&retention, "metrics-retention", "how long metric history is kept: days (30d) or a Go duration (env SLUICE_METRICS_RETENTION)")

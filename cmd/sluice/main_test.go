@@ -3,15 +3,36 @@ package main
 import (
 	"bytes"
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/store"
 )
+
+// runMainEnv, set to 1, makes the test binary run the program (main, on
+// the arguments it was started with) instead of the tests, so that a test
+// can run sluice as a real process and read its exit code.
+const runMainEnv = "SLUICE_TEST_RUN_MAIN"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
 
 // syncBuffer collects what run writes while the test reads it.
 type syncBuffer struct {
@@ -98,6 +119,27 @@ func (r *runningSluice) stop(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("run did not return after cancel")
 	}
+}
+
+// runProcess runs sluice as a process of its own on args, waits for it to
+// exit and returns its standard error and exit code.
+func runProcess(t *testing.T, args ...string) (string, int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], args...)
+	cmd.Env = append(os.Environ(), runMainEnv+"=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) {
+		t.Fatalf("sluice %s: %v", strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("sluice %s still ran after 20s, want it to exit\n%s", strings.Join(args, " "), stderr.String())
+	}
+	return stderr.String(), cmd.ProcessState.ExitCode()
 }
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -198,4 +240,74 @@ func listenBusy(t *testing.T) string {
 	}
 	t.Cleanup(func() { _ = ln.Close() })
 	return ln.Addr().String()
+}
+
+func TestServeRefusesADatabaseItCannotServe(t *testing.T) {
+	tests := []struct {
+		name string
+		// prepare spoils the migrated database at path and returns the
+		// --db value and the line sluice must print.
+		prepare func(t *testing.T, path string) (db, wantLine string)
+	}{
+		{
+			name: "schema newer than the binary",
+			prepare: func(t *testing.T, path string) (string, string) {
+				raw := openRaw(t, path)
+				var binary int64
+				if err := raw.QueryRowContext(t.Context(), `SELECT max(version_id) FROM goose_db_version`).Scan(&binary); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := raw.ExecContext(t.Context(),
+					`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, binary+4); err != nil {
+					t.Fatal(err)
+				}
+				return path, fmt.Sprintf("sluice: the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice\n",
+					path, binary+4, binary)
+			},
+		},
+		{
+			name: "opened read-only",
+			prepare: func(t *testing.T, path string) (string, string) {
+				db := "file:" + path + "?mode=ro"
+				return db, "sluice: the database " + db + " cannot be written: attempt to write a readonly database\n"
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "sluice.db")
+			st, err := store.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+			db, wantLine := tt.prepare(t, path)
+
+			stderr, code := runProcess(t, "serve", "--addr", "127.0.0.1:0", "--db", db)
+
+			if code != 1 {
+				t.Errorf("exit code = %d, want 1\n%s", code, stderr)
+			}
+			if !strings.HasSuffix(stderr, wantLine) {
+				t.Errorf("standard error ends with\n%s\nwant\n%s", stderr, wantLine)
+			}
+			if strings.Contains(stderr, "msg=listening") {
+				t.Errorf("sluice listened before it refused the database:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// openRaw opens the SQLite file at path without the store, closed when the
+// test ends.
+func openRaw(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	return db
 }

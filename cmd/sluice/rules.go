@@ -32,8 +32,10 @@ func (e *exitError) Error() string { return e.msg }
 // pipeline can gate on it.
 var errDrift = &exitError{code: 2}
 
-// requestTimeout bounds one API call of the rules commands.
-const requestTimeout = 60 * time.Second
+// defaultRequestTimeout bounds one API call of the rules commands: an
+// apply of 100,000 rules takes seconds, a server that hangs must not hold
+// a pipeline for ever.
+const defaultRequestTimeout = 5 * time.Minute
 
 // rules runs "sluice rules apply|export".
 func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -52,13 +54,15 @@ func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 // apiFlags are the flags every API command shares.
 type apiFlags struct {
-	server string
-	token  string
+	server  string
+	token   string
+	timeout time.Duration
 }
 
 func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.server, "server", "http://localhost:8080", "the Sluice server's URL (env SLUICE_SERVER)")
 	fs.StringVar(&a.token, "token", "", "API token, sent as a bearer token (env SLUICE_TOKEN)")
+	fs.DurationVar(&a.timeout, "timeout", defaultRequestTimeout, "give up on the server after this long (env SLUICE_TIMEOUT)")
 }
 
 func parseFlags(fs *flag.FlagSet, args []string) error {
@@ -167,7 +171,7 @@ func rulesExport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 // *bytes.Buffer takes it raw); any other answer becomes an error carrying
 // the server's message and field details.
 func (a *apiFlags) call(ctx context.Context, method, path string, header http.Header, body []byte, into any) error {
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, a.timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(a.server, "/")+path, bytes.NewReader(body))
 	if err != nil {

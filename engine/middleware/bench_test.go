@@ -39,9 +39,9 @@ func BenchmarkHTTP(b *testing.B) {
 			w.status = 0
 			req.Pattern = "" // the mux sets it; a new request has none
 			h.ServeHTTP(w, req)
-		}
-		if w.status != http.StatusOK {
-			b.Fatalf("status %d", w.status)
+			if w.status != http.StatusOK {
+				b.Fatalf("status %d", w.status)
+			}
 		}
 	}
 	b.Run("bare", func(b *testing.B) { run(b, bare) })
@@ -91,10 +91,10 @@ func BenchmarkFiber(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			h(&ctx)
+			if ctx.Response.StatusCode() != http.StatusOK {
+				b.Fatalf("status %d", ctx.Response.StatusCode())
+			}
 			ctx.Response.Reset()
-		}
-		if ctx.Response.StatusCode() != http.StatusOK {
-			b.Fatalf("status %d", ctx.Response.StatusCode())
 		}
 	}
 	bare := fiber.New()

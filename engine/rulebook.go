@@ -1,0 +1,338 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"iter"
+	"slices"
+)
+
+// ruleBook is the loaded rules by resource, so that a load rebuilds and
+// republishes only the resources it touches: loading the rules of a few
+// resources costs the same whether the engine holds ten rules or a million.
+// Engine.loadMu guards it.
+type ruleBook struct {
+	// entries holds every resource with rules of its own or measured by an
+	// associated flow rule of another resource, and no other.
+	entries map[*Resource]bookEntry
+	// withBreakers holds the resources of entries that have circuit
+	// breakers, so that listing the breakers costs what they cost.
+	withBreakers map[*Resource]struct{}
+	// measuredBy lists the associated flow rules that measure a resource
+	// other than their own, by the resource they measure.
+	measuredBy map[*Resource][]*flowChecker
+	// names gives, by kind, the resource of each named rule.
+	names   [kinds]map[string]*Resource
+	nextSeq int64
+}
+
+type bookEntry struct {
+	seq   int64    // when the resource entered the book; listings follow it
+	rules *ruleSet // as published
+}
+
+// ruleChange is a load: the new rules of each resource it replaces.
+type ruleChange struct {
+	order     []string // the resources, in the order they came
+	resources map[string]*resourceChange
+}
+
+// resourceChange is the new rules of one resource, of the kinds replaced.
+type resourceChange struct {
+	flow     []FlowRule
+	breakers []CircuitBreakerRule
+	replaced [kinds]bool
+}
+
+// ruleKind is a kind of rule, an index of the arrays kept by kind.
+type ruleKind int
+
+const (
+	flowKind ruleKind = iota
+	breakerKind
+	kinds
+)
+
+// newRuleChange returns an empty change, room made for about resources
+// resources.
+func newRuleChange(resources int) *ruleChange {
+	return &ruleChange{resources: make(map[string]*resourceChange, resources)}
+}
+
+// of returns the change of the named resource, adding it if need be.
+func (c *ruleChange) of(name string) *resourceChange {
+	rc := c.resources[name]
+	if rc == nil {
+		rc = &resourceChange{}
+		c.resources[name] = rc
+		c.order = append(c.order, name)
+	}
+	return rc
+}
+
+// replaces reports whether c replaces the rules of kind of r.
+func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
+	rc := c.resources[r.name]
+	return rc != nil && rc.replaced[kind]
+}
+
+// checkNames adds an error to errs for every rule of flow and breakers
+// whose name is taken by a loaded rule of its kind that c leaves in place.
+func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, errs *fieldErrors) {
+	taken := func(kind ruleKind, field string, i int, name string) {
+		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
+			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
+		}
+	}
+	for i, rule := range flow {
+		taken(flowKind, "flow", i, rule.Name)
+	}
+	for i, rule := range breakers {
+		taken(breakerKind, "circuitBreakers", i, rule.Name)
+	}
+}
+
+// commit loads c, which is valid. Each resource it replaces gets its new
+// rules, keeping the checker or breaker (and so the state) of every rule it
+// loads again unchanged; then each resource whose rules, or whose measuring
+// by other resources' rules, changed switches to its new rule set with one
+// atomic store. The caller holds loadMu.
+func (e *Engine) commit(c *ruleChange) {
+	b := &e.book
+	if b.entries == nil {
+		b.entries = map[*Resource]bookEntry{}
+		b.withBreakers = map[*Resource]struct{}{}
+		b.measuredBy = map[*Resource][]*flowChecker{}
+		b.names = [kinds]map[string]*Resource{{}, {}}
+	}
+	st := &staging{e: e, now: e.clock.NowMs(), sets: make(map[*Resource]*ruleSet, len(c.order)),
+		unlinked: map[*flowChecker]bool{}, linked: map[*Resource][]*flowChecker{}}
+	for _, name := range c.order {
+		rc := c.resources[name]
+		var r *Resource
+		if len(rc.flow) > 0 || len(rc.breakers) > 0 {
+			r = e.resourceFor(name)
+		} else if r = e.Lookup(name); r == nil || !b.has(r) {
+			continue // it had no rules and gets none
+		}
+		if rc.replaced[flowKind] {
+			st.replaceFlow(r, rc.flow)
+		}
+		if rc.replaced[breakerKind] {
+			st.replaceBreakers(r, rc.breakers)
+		}
+	}
+	st.publish()
+}
+
+// staging is a commit in progress: the resources to publish, with their own
+// rules as they will be, and the associated rules that stop or start
+// measuring other resources.
+type staging struct {
+	e        *Engine
+	now      int64
+	sets     map[*Resource]*ruleSet
+	order    []*Resource // the keys of sets, in the order they came
+	unlinked map[*flowChecker]bool
+	linked   map[*Resource][]*flowChecker
+}
+
+// stage returns r's rule set to publish, its own rules as loaded so far.
+func (st *staging) stage(r *Resource) *ruleSet {
+	s := st.sets[r]
+	if s == nil {
+		s = &ruleSet{}
+		if entry, ok := st.e.book.entries[r]; ok {
+			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
+		}
+		st.sets[r] = s
+		st.order = append(st.order, r)
+	}
+	return s
+}
+
+// replaceFlow gives r the flow rules rules.
+func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
+	names := st.e.book.names[flowKind]
+	s := st.stage(r)
+	for _, old := range s.flow {
+		if old.stat != r {
+			st.unlinked[old] = true
+			st.stage(old.stat)
+		}
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	s.flow = st.e.flowCheckersOf(r, s.flow, rules, st.now)
+	for _, added := range s.flow {
+		if added.stat != r {
+			st.linked[added.stat] = append(st.linked[added.stat], added)
+			st.stage(added.stat)
+		}
+		if added.rule.Name != "" {
+			names[added.rule.Name] = r
+		}
+	}
+}
+
+// replaceBreakers gives r the circuit breaker rules rules.
+func (st *staging) replaceBreakers(r *Resource, rules []CircuitBreakerRule) {
+	names := st.e.book.names[breakerKind]
+	s := st.stage(r)
+	for _, old := range s.breakers {
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	s.breakers = st.e.breakersOf(r, s.breakers, rules, st.now)
+	for _, added := range s.breakers {
+		if added.rule.Name != "" {
+			names[added.rule.Name] = r
+		}
+	}
+}
+
+// publish books and stores the rule set of every staged resource.
+func (st *staging) publish() {
+	b := &st.e.book
+	for _, r := range st.order {
+		measuredBy := b.measuredBy[r]
+		if len(st.unlinked) > 0 {
+			measuredBy = slices.DeleteFunc(measuredBy, func(c *flowChecker) bool { return st.unlinked[c] })
+		}
+		measuredBy = append(measuredBy, st.linked[r]...)
+		if len(measuredBy) == 0 {
+			delete(b.measuredBy, r)
+		} else {
+			b.measuredBy[r] = measuredBy
+		}
+		b.publish(r, st.sets[r], measuredBy)
+	}
+}
+
+// has reports whether r is in the book.
+func (b *ruleBook) has(r *Resource) bool {
+	_, ok := b.entries[r]
+	return ok
+}
+
+// publish completes s, r's own rules, with what the rules of r and of
+// measuredBy need of r's calls, stores it in r and books it.
+func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
+	for _, c := range s.flow {
+		if c.stat == r {
+			s.measure(c, true)
+		}
+	}
+	for _, c := range measuredBy {
+		s.measure(c, false)
+	}
+	if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
+		s = noRules
+	}
+	if len(s.flow) == 0 && len(s.breakers) == 0 && len(measuredBy) == 0 {
+		delete(b.entries, r)
+	} else {
+		entry, ok := b.entries[r]
+		if !ok {
+			entry.seq = b.nextSeq
+			b.nextSeq++
+		}
+		entry.rules = s
+		b.entries[r] = entry
+	}
+	if len(s.breakers) > 0 {
+		b.withBreakers[r] = struct{}{}
+	} else {
+		delete(b.withBreakers, r)
+	}
+	r.rules.Store(s)
+}
+
+// measure adds to s what flow rule c needs of the calls of the resource it
+// measures: their count in flight (a concurrency rule; the caller itself
+// counted first when it is a rule of the same resource, own) or their
+// passes fed to the rule's own window.
+func (s *ruleSet) measure(c *flowChecker, own bool) {
+	if c.concurrency {
+		s.inFlightMatters = true
+		s.reserveConcurrency = s.reserveConcurrency || own
+	}
+	if c.ownWindow {
+		s.feeds = append(s.feeds, c.win)
+	}
+}
+
+// flowCheckersOf returns the checkers of r's new flow rules, reusing those
+// of loaded that check an equal rule.
+func (e *Engine) flowCheckersOf(r *Resource, loaded []*flowChecker, rules []FlowRule, now int64) []*flowChecker {
+	return reuse(loaded, func(c *flowChecker) FlowRule { return c.rule }, rules, func(rule FlowRule) *flowChecker {
+		stat := r
+		if rule.RelationStrategy == RelationAssociated {
+			stat = e.resourceFor(rule.RefResource)
+		}
+		return newFlowChecker(rule, r, stat, now)
+	})
+}
+
+// breakersOf returns the breakers of r's new circuit breaker rules, reusing
+// those of loaded with an equal rule.
+func (e *Engine) breakersOf(r *Resource, loaded []*breaker, rules []CircuitBreakerRule, now int64) []*breaker {
+	return reuse(loaded, func(b *breaker) CircuitBreakerRule { return b.rule }, rules, func(rule CircuitBreakerRule) *breaker {
+		return newBreaker(rule, r, now, e.onBreakerChange)
+	})
+}
+
+// reuseScanMax is the most loaded rules reuse looks through one by one;
+// past it, it indexes them first.
+const reuseScanMax = 8
+
+// reuse returns what serves each of rules: a C of loaded whose rule is
+// equal, each taken at most once, so that a load keeps the state of every
+// rule it loads again unchanged; build makes the others.
+func reuse[R comparable, C any](loaded []C, ruleOf func(C) R, rules []R, build func(R) C) []C {
+	out := make([]C, len(rules))
+	if len(loaded) > reuseScanMax {
+		pool := make(map[R][]C, len(loaded))
+		for _, c := range loaded {
+			pool[ruleOf(c)] = append(pool[ruleOf(c)], c)
+		}
+		for i, rule := range rules {
+			if list := pool[rule]; len(list) > 0 {
+				out[i], pool[rule] = list[0], list[1:]
+			} else {
+				out[i] = build(rule)
+			}
+		}
+		return out
+	}
+	var taken [reuseScanMax]bool
+	for i, rule := range rules {
+		j := 0
+		for j < len(loaded) && (taken[j] || ruleOf(loaded[j]) != rule) {
+			j++
+		}
+		if j < len(loaded) {
+			out[i], taken[j] = loaded[j], true
+		} else {
+			out[i] = build(rule)
+		}
+	}
+	return out
+}
+
+// inOrder returns the rule sets of resources, which are in the book, in
+// the order the resources entered it.
+func (b *ruleBook) inOrder(resources iter.Seq[*Resource]) []*ruleSet {
+	var entries []bookEntry
+	for r := range resources {
+		entries = append(entries, b.entries[r])
+	}
+	slices.SortFunc(entries, func(x, y bookEntry) int { return cmp.Compare(x.seq, y.seq) })
+	sets := make([]*ruleSet, len(entries))
+	for i, entry := range entries {
+		sets[i] = entry.rules
+	}
+	return sets
+}

@@ -1,0 +1,367 @@
+package server
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// routePolicy is API.md's authorisation, route by route: the least role
+// each needs, "" for the public ones. It is written out here, not read from
+// the server, so that the test checks the server against the contract; a
+// route missing from it fails the walks below.
+var routePolicy = map[string]string{
+	"GET /api/v1/health":                  "",
+	"POST /api/v1/auth/login":             "",
+	"POST /api/v1/auth/logout":            roleViewer,
+	"GET /api/v1/me":                      roleViewer,
+	"PATCH /api/v1/me/password":           roleViewer,
+	"GET /api/v1/users":                   roleAdmin,
+	"POST /api/v1/users":                  roleAdmin,
+	"GET /api/v1/users/:id":               roleAdmin,
+	"PATCH /api/v1/users/:id":             roleAdmin,
+	"DELETE /api/v1/users/:id":            roleAdmin,
+	"GET /api/v1/tokens":                  roleAdmin,
+	"POST /api/v1/tokens":                 roleAdmin,
+	"DELETE /api/v1/tokens/:id":           roleAdmin,
+	"POST /api/v1/check":                  roleEditor,
+	"POST /api/v1/check/batch":            roleEditor,
+	"POST /api/v1/complete":               roleEditor,
+	"GET /api/v1/rules":                   roleViewer,
+	"POST /api/v1/rules":                  roleEditor,
+	"GET /api/v1/rules/export":            roleViewer,
+	"POST /api/v1/rules/apply":            roleEditor,
+	"POST /api/v1/rules/import":           roleEditor,
+	"GET /api/v1/rules/:id":               roleViewer,
+	"PUT /api/v1/rules/:id":               roleEditor,
+	"PATCH /api/v1/rules/:id":             roleEditor,
+	"DELETE /api/v1/rules/:id":            roleEditor,
+	"GET /api/v1/rules/:id/revisions":     roleViewer,
+	"POST /api/v1/rules/:id/rollback":     roleEditor,
+	"GET /api/v1/breakers":                roleViewer,
+	"GET /api/v1/resources":               roleViewer,
+	"GET /api/v1/resources/:name/metrics": roleViewer,
+	"GET /api/v1/metrics/top":             roleViewer,
+	"GET /api/v1/metrics/stream":          roleViewer,
+}
+
+// walkPassword is the password of the users the walk logs in as.
+const walkPassword = "walk-password-0123"
+
+// walkRequest is a request that the route's own role would see succeed:
+// the walk sends it under every other spelling of its path, and as every
+// role, and fails on any 2xx the route's rule does not allow.
+type walkRequest struct {
+	path, query, body string
+	// session sends it as a fresh console session of a new user of the
+	// route's role instead of a token: the routes about one's own
+	// account answer a token 4xx whatever its role.
+	session bool
+}
+
+// walkFixtures make, for each route, a request that succeeds: each makes
+// its own rule, user or token, so that no route's success spoils another's.
+func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
+	t.Helper()
+	newRule := func() int64 {
+		resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(`{"kind":"flow","resource":"walk","threshold":1000}`))
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create a rule: %d %s", resp.StatusCode, body)
+		}
+		var r Rule
+		if err := json.Unmarshal(body, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r.ID
+	}
+	newUser := func() int64 {
+		id, _ := n.newUser(t, roleViewer)
+		return id
+	}
+	newToken := func() int64 {
+		_, id := n.newToken(t, fmt.Sprintf("walk-%d", time.Now().UnixNano()), roleViewer, "")
+		return id
+	}
+	fixed := func(path, query, body string) func() walkRequest {
+		return func() walkRequest { return walkRequest{path: path, query: query, body: body} }
+	}
+	ruleRoute := func(suffix, query, body string) func() walkRequest {
+		return func() walkRequest {
+			return walkRequest{path: fmt.Sprintf("/api/v1/rules/%d%s", newRule(), suffix), query: query, body: body}
+		}
+	}
+	// The resource the check fixtures touch is known from here on.
+	if resp, body := n.do(t, http.MethodPost, "/api/v1/check", strings.NewReader(`{"resource":"walk"}`)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("check: %d %s", resp.StatusCode, body)
+	}
+	return map[string]func() walkRequest{
+		"GET /api/v1/health":      fixed("/api/v1/health", "", ""),
+		"POST /api/v1/auth/login": fixed("/api/v1/auth/login", "", fmt.Sprintf(`{"username":"admin","password":%q}`, adminPassword)),
+		"POST /api/v1/auth/logout": func() walkRequest {
+			return walkRequest{path: "/api/v1/auth/logout", session: true}
+		},
+		"GET /api/v1/me": fixed("/api/v1/me", "", ""),
+		"PATCH /api/v1/me/password": func() walkRequest {
+			return walkRequest{path: "/api/v1/me/password", session: true,
+				body: fmt.Sprintf(`{"currentPassword":%q,"newPassword":%q}`, walkPassword, walkPassword+"-new")}
+		},
+		"GET /api/v1/users": fixed("/api/v1/users", "", ""),
+		"POST /api/v1/users": func() walkRequest {
+			return walkRequest{path: "/api/v1/users",
+				body: fmt.Sprintf(`{"username":"walk-made-%d","role":"admin","password":%q}`, time.Now().UnixNano(), walkPassword)}
+		},
+		"GET /api/v1/users/:id": func() walkRequest { return walkRequest{path: fmt.Sprintf("/api/v1/users/%d", newUser())} },
+		"PATCH /api/v1/users/:id": func() walkRequest {
+			return walkRequest{path: fmt.Sprintf("/api/v1/users/%d", newUser()), body: `{"role":"admin"}`}
+		},
+		"DELETE /api/v1/users/:id": func() walkRequest { return walkRequest{path: fmt.Sprintf("/api/v1/users/%d", newUser())} },
+		"GET /api/v1/tokens":       fixed("/api/v1/tokens", "", ""),
+		"POST /api/v1/tokens": func() walkRequest {
+			return walkRequest{path: "/api/v1/tokens", body: fmt.Sprintf(`{"name":"walk-made-%d","role":"admin"}`, time.Now().UnixNano())}
+		},
+		"DELETE /api/v1/tokens/:id":           func() walkRequest { return walkRequest{path: fmt.Sprintf("/api/v1/tokens/%d", newToken())} },
+		"POST /api/v1/check":                  fixed("/api/v1/check", "", `{"resource":"walk"}`),
+		"POST /api/v1/check/batch":            fixed("/api/v1/check/batch", "", `{"checks":[{"resource":"walk"}]}`),
+		"POST /api/v1/complete":               fixed("/api/v1/complete", "", `{"resource":"walk","rtMs":3}`),
+		"GET /api/v1/rules":                   fixed("/api/v1/rules", "", ""),
+		"POST /api/v1/rules":                  fixed("/api/v1/rules", "", `{"kind":"flow","resource":"walk","threshold":1000}`),
+		"GET /api/v1/rules/export":            fixed("/api/v1/rules/export", "", ""),
+		"POST /api/v1/rules/apply":            fixed("/api/v1/rules/apply", "", `{"rules":[{"name":"walk-applied","kind":"flow","resource":"walk","threshold":7}]}`),
+		"POST /api/v1/rules/import":           fixed("/api/v1/rules/import", "format=sentinel", `[{"resource":"walk-imported","threshold":7}]`),
+		"GET /api/v1/rules/:id":               ruleRoute("", "", ""),
+		"PUT /api/v1/rules/:id":               ruleRoute("", "", `{"kind":"flow","resource":"walk","threshold":5}`),
+		"PATCH /api/v1/rules/:id":             ruleRoute("", "", `{"threshold":6}`),
+		"DELETE /api/v1/rules/:id":            ruleRoute("", "", ""),
+		"GET /api/v1/rules/:id/revisions":     ruleRoute("/revisions", "", ""),
+		"POST /api/v1/rules/:id/rollback":     ruleRoute("/rollback", "toVersion=1", ""),
+		"GET /api/v1/breakers":                fixed("/api/v1/breakers", "", ""),
+		"GET /api/v1/resources":               fixed("/api/v1/resources", "", ""),
+		"GET /api/v1/resources/:name/metrics": fixed("/api/v1/resources/walk/metrics", "", ""),
+		"GET /api/v1/metrics/top":             fixed("/api/v1/metrics/top", "", ""),
+		"GET /api/v1/metrics/stream":          fixed("/api/v1/metrics/stream", "", ""),
+	}
+}
+
+// newUser makes a user with role and the walk's password as the admin.
+func (n *authNode) newUser(t *testing.T, role string) (int64, string) {
+	t.Helper()
+	name := fmt.Sprintf("walk-%s-%d", role, time.Now().UnixNano())
+	status, data := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/users",
+		fmt.Sprintf(`{"username":%q,"role":%q,"password":%q}`, name, role, walkPassword))
+	if status != http.StatusCreated {
+		t.Fatalf("create user: %d %s", status, data)
+	}
+	var u struct {
+		ID int64 `json:"id"`
+	}
+	if err := json.Unmarshal(data, &u); err != nil {
+		t.Fatal(err)
+	}
+	return u.ID, name
+}
+
+// spellings are the other ways to write path (without its query), a
+// request to the route pattern, that an attacker would try: another case,
+// doubled, encoded or dotted slashes and segments, a trailing slash. None
+// may reach the route. A parameter's value is not the path's spelling (a
+// resource name travels URL-escaped), so its encoding is left alone.
+func spellings(pattern, path string) []string {
+	params := strings.Split(strings.TrimPrefix(pattern, "/"), "/")
+	segments := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	join := func(parts []string) string { return "/" + strings.Join(parts, "/") }
+	out := []string{strings.ToUpper(path), path + "/", path + "/.", "/" + path, path + "%2F"}
+	for i, seg := range segments {
+		with := func(s string) string {
+			parts := append([]string(nil), segments...)
+			parts[i] = s
+			return join(parts)
+		}
+		if !strings.HasPrefix(params[i], ":") {
+			out = append(out,
+				with(strings.ToUpper(seg[:1])+seg[1:]),
+				with(fmt.Sprintf("%%%02X", seg[0])+seg[1:]),
+				with(fmt.Sprintf("%%%02x", seg[0])+seg[1:]),
+			)
+		}
+		out = append(out,
+			with("/"+seg),
+			with("./"+seg),
+			with("x/../"+seg),
+			with("%2E/"+seg),
+			with("x/%2E%2E/"+seg),
+		)
+		if i > 0 {
+			out = append(out, join(segments[:i])+"%2F"+strings.Join(segments[i:], "/"))
+		}
+	}
+	return out
+}
+
+// rawRequest sends method and target exactly as written, on a connection
+// of its own, and answers the status; it reads no body, so an event stream
+// does not hold it.
+func rawRequest(t *testing.T, baseURL, method, target string, header http.Header, body string) int {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(baseURL, "http://"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: sluice.test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", method, target, len(body))
+	for k, vs := range header {
+		for _, v := range vs {
+			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
+		}
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	if _, err := conn.Write([]byte(b.String())); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, target, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestNoSpellingGivesARoleMore walks every registered /api/v1 route with
+// every spelling of its path, as every role, by token and by session: no
+// spelling but the route's own reaches it (never a 2xx, never a 5xx), the
+// route's own answers 403 to the roles below its rule, and the request
+// used succeeds for the role it needs, so the walk's requests are ones a
+// route would have taken.
+func TestNoSpellingGivesARoleMore(t *testing.T) {
+	n := startAuthNode(t)
+	tokens := map[string]string{roleAdmin: adminToken}
+	sessions := map[string]http.Header{}
+	for _, role := range []string{roleViewer, roleEditor, roleAdmin} {
+		if role != roleAdmin {
+			tokens[role], _ = n.newToken(t, "walk-"+role, role, "")
+		}
+		_, name := n.newUser(t, role)
+		cookie, csrf := n.login(t, name, walkPassword)
+		sessions[role] = withCookie(cookie, csrf)
+	}
+	fixtures := walkFixtures(t, n)
+
+	seen := map[string]bool{}
+	for _, route := range n.app.GetRoutes(true) {
+		key := route.Method + " " + route.Path
+		if !strings.HasPrefix(route.Path, "/api/v1") || route.Method == http.MethodHead || seen[key] {
+			continue
+		}
+		seen[key] = true
+		need, known := routePolicy[key]
+		fixture := fixtures[key]
+		if !known || fixture == nil {
+			t.Errorf("%s: not in routePolicy or walkFixtures: add the rule API.md gives it", key)
+			continue
+		}
+		t.Run(key, func(t *testing.T) {
+			req := fixture()
+			target := func(path string) string {
+				if req.query != "" {
+					return path + "?" + req.query
+				}
+				return path
+			}
+			var creds []http.Header
+			for _, role := range []string{roleViewer, roleEditor, roleAdmin} {
+				creds = append(creds, bearer(tokens[role]), sessions[role])
+			}
+			for _, path := range spellings(route.Path, req.path) {
+				for _, h := range append(creds, nil) {
+					status := rawRequest(t, n.baseURL, route.Method, target(path), h, req.body)
+					if status >= 200 && status < 300 || status >= 500 {
+						t.Errorf("%s %s (%s): %d, want it to reach no route", route.Method, path, describe(h), status)
+					}
+				}
+			}
+			for _, role := range []string{roleViewer, roleEditor} {
+				if need == "" || roleRank[role] >= roleRank[need] {
+					continue
+				}
+				for _, h := range []http.Header{bearer(tokens[role]), sessions[role]} {
+					if status := rawRequest(t, n.baseURL, route.Method, target(req.path), h, req.body); status != http.StatusForbidden {
+						t.Errorf("%s (%s): %d, want 403", req.path, describe(h), status)
+					}
+				}
+			}
+			h := bearer(tokens[need])
+			switch {
+			case need == "":
+				h = nil
+			case req.session:
+				_, name := n.newUser(t, need)
+				cookie, csrf := n.login(t, name, walkPassword)
+				h = withCookie(cookie, csrf)
+			}
+			if status := rawRequest(t, n.baseURL, route.Method, target(req.path), h, req.body); status < 200 || status >= 300 {
+				t.Errorf("%s as %q: %d, want 2xx: the walk's request must be one the route takes", req.path, need, status)
+			}
+		})
+	}
+	for key := range routePolicy {
+		if !seen[key] {
+			t.Errorf("%s is in routePolicy but not registered", key)
+		}
+	}
+}
+
+// describe names the credentials of a walk request.
+func describe(h http.Header) string {
+	switch {
+	case h == nil:
+		return "no credentials"
+	case h.Get("Authorization") != "":
+		return "token"
+	}
+	return "session"
+}
+
+// TestPlansAreReads: asking apply or import for a plan changes nothing, so
+// a viewer may; applying needs an editor.
+func TestPlansAreReads(t *testing.T) {
+	n := startAuthNode(t)
+	viewer, _ := n.newToken(t, "viewer", roleViewer, "")
+	for _, tt := range []struct{ path, body string }{
+		{"/api/v1/rules/apply", `{"rules":[{"name":"plan","kind":"flow","resource":"plan","threshold":7}]}`},
+		{"/api/v1/rules/import?format=sentinel", `[{"resource":"plan","threshold":7}]`},
+	} {
+		sep := "?"
+		if strings.Contains(tt.path, "?") {
+			sep = "&"
+		}
+		for _, q := range []string{"", "dryRun=false", "dryRun=nope"} {
+			path := tt.path
+			if q != "" {
+				path += sep + q
+			}
+			if status, body := n.as(t, bearer(viewer), http.MethodPost, path, tt.body); status != http.StatusForbidden {
+				t.Errorf("viewer POST %s: %d %s, want 403", path, status, body)
+			}
+		}
+		path := tt.path + sep + "dryRun=true"
+		status, body := n.as(t, bearer(viewer), http.MethodPost, path, tt.body)
+		if status != http.StatusOK {
+			t.Fatalf("viewer POST %s: %d %s, want 200", path, status, body)
+		}
+		if plan := decodePlan(t, body); !plan.DryRun || len(plan.Created) != 1 {
+			t.Errorf("viewer's plan = %+v, want a dry run creating one rule", plan)
+		}
+	}
+	if resp, body := n.do(t, http.MethodGet, "/api/v1/rules", nil); !strings.Contains(string(body), `"total":0`) {
+		t.Errorf("after the viewer's plans: %d %s, want no rule", resp.StatusCode, body)
+	}
+}

@@ -1,0 +1,130 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+)
+
+// Request body bounds (API.md, "Bodies"). The server streams bodies
+// (fiber.Config.StreamRequestBody) and reads each itself, so it never
+// holds more of one than the route it reaches allows.
+const (
+	// maxBodyBytes is the largest body of every route but the rule file
+	// routes.
+	maxBodyBytes = 1 << 20
+	// maxRuleFileBytes is the largest body of apply and import, so that
+	// an export of 100,000 rules applies back. Only a caller the route
+	// authorises gets to send that much.
+	maxRuleFileBytes = 64 << 20
+	// drainBodyBytes is how much of a refused body is read and thrown
+	// away so that the client, still sending, sees the answer rather
+	// than a reset; past it the connection is closed instead.
+	drainBodyBytes = 8 << 20
+)
+
+// ruleFileRoutes are the routes whose body readBody(maxRuleFileBytes)
+// reads, after their access check. They are matched on the exact path,
+// as the router matches them: another spelling reaches no route, and its
+// body is bounded at maxBodyBytes like any other.
+var ruleFileRoutes = map[string]bool{
+	http.MethodPost + " /api/v1/rules/apply":  true,
+	http.MethodPost + " /api/v1/rules/import": true,
+}
+
+// limitBody reads every request's body before routing, at most
+// maxBodyBytes of it, except on the rule file routes: there the route
+// reads it once the caller is known to be allowed (readBody), so that an
+// unauthenticated or unauthorised request never makes the server hold
+// more than maxBodyBytes. Compressed bodies are refused: a 1 MiB gzip
+// body can inflate to gigabytes.
+func limitBody(c *fiber.Ctx) error {
+	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
+		discardBody(c)
+		return NewError(http.StatusUnsupportedMediaType, "compressed request bodies are not accepted: send the body without Content-Encoding")
+	}
+	if !ruleFileRoutes[c.Method()+" "+c.Path()] {
+		if err := readBodyUpTo(c, maxBodyBytes); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+	err := c.Next()
+	// Refused before the route read it (401, 403, 429, 404).
+	discardBody(c)
+	return err
+}
+
+// readBody returns a handler that reads the request's body, at most
+// limit bytes of it (413 beyond), for the handlers after it.
+func readBody(limit int) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		if err := readBodyUpTo(c, limit); err != nil {
+			return err
+		}
+		return c.Next()
+	}
+}
+
+// readBodyUpTo reads the body stream into the request's body, or answers
+// 413 if it is over limit. A body already read is left as it is.
+func readBodyUpTo(c *fiber.Ctx, limit int) error {
+	req := c.Request()
+	stream := req.BodyStream()
+	if stream == nil {
+		if len(req.Body()) > limit {
+			return errBodyTooLarge(limit)
+		}
+		return nil
+	}
+	size := req.Header.ContentLength()
+	if size > limit {
+		discardBody(c)
+		return errBodyTooLarge(limit)
+	}
+	var buf bytes.Buffer
+	if size > 0 {
+		buf.Grow(size)
+	}
+	n, err := buf.ReadFrom(io.LimitReader(stream, int64(limit)+1))
+	if err != nil {
+		c.Context().SetConnectionClose()
+		return BadRequest("the body could not be read: " + err.Error())
+	}
+	if n > int64(limit) {
+		discardBody(c)
+		return errBodyTooLarge(limit)
+	}
+	req.SetBodyRaw(buf.Bytes())
+	return nil
+}
+
+// discardBody throws away what is left of the body stream, up to
+// drainBodyBytes; a longer body closes the connection after the answer,
+// since its rest would be read as the next request.
+func discardBody(c *fiber.Ctx) {
+	req := c.Request()
+	stream := req.BodyStream()
+	if stream == nil {
+		return
+	}
+	if req.Header.ContentLength() > drainBodyBytes {
+		c.Context().SetConnectionClose()
+		req.ResetBody()
+		return
+	}
+	n, err := io.CopyN(io.Discard, stream, drainBodyBytes+1)
+	if n > drainBodyBytes || err != nil && !errors.Is(err, io.EOF) {
+		c.Context().SetConnectionClose()
+	}
+	req.ResetBody()
+}
+
+func errBodyTooLarge(limit int) error {
+	return NewError(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is over the %d MiB this route takes", limit>>20))
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// laughs is a YAML rule file of nine levels of ten aliases each, padded
+// to about 300 KB: it expands to 10⁹ strings.
+func laughs() string {
+	var b strings.Builder
+	b.WriteString("l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
+	for i := 1; i <= 9; i++ {
+		fmt.Fprintf(&b, "l%d: &l%d [", i, i)
+		for j := range 10 {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(&b, "*l%d", i-1)
+		}
+		b.WriteString("]\n")
+	}
+	b.WriteString("rules: []\n")
+	for b.Len() < 300<<10 {
+		b.WriteString("# padding, so that the body is as large as the one reported\n")
+	}
+	return b.String()
+}
+
+func TestYAMLAliasesAreBounded(t *testing.T) {
+	body := []byte(laughs())
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := yamlToJSON(body)
+	runtime.ReadMemStats(&after)
+	if e, ok := err.(*Error); !ok || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, "aliases expand") {
+		t.Fatalf("yamlToJSON of a billion laughs: %v, want a 400 about aliases", err)
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 50<<20 {
+		t.Errorf("refusing a %d-byte alias bomb allocated %d bytes, want under 50 MiB", len(body), allocated)
+	}
+
+	ts := newTestServer(t, nil)
+	for _, path := range []string{applyPath, applyPath + "?dryRun=true"} {
+		resp, got := ts.call(t, http.MethodPost, path, string(body), reqHeader{"Content-Type": "application/yaml"})
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("POST %s: %d %s, want 400", path, resp.StatusCode, got)
+		}
+	}
+	// Aliases well within the bound are fine.
+	small := "base: &base {kind: flow, resource: x, threshold: 5}\n"
+	if _, err := yamlToJSON([]byte(small + "rules: [*base, *base]\n")); err != nil {
+		t.Errorf("two aliases: %v", err)
+	}
+}
+
+func TestYAMLBodies(t *testing.T) {
+	ts := newTestServer(t, nil)
+	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
+	tests := []struct {
+		name, body string
+		wantStatus int
+		wantField  string
+		wantNames  []string
+	}{
+		{"a key twice", "rules:\n  - name: a\n    kind: flow\n    resource: x\n    threshold: 1\n    threshold: 2\n", 400, "rules[0].threshold", nil},
+		{"rules twice", "rules: []\nrules: []\n", 400, "rules", nil},
+		{"a second document", "rules: []\n---\nrules: []\n", 400, "", nil},
+		{"empty", "", 400, "", nil},
+		{"an alias of its own anchor", "rules: &r [*r]\n", 400, "", nil},
+		{"merge keys", "rules:\n  - &base {name: a, kind: flow, resource: x, threshold: 5}\n  - {<<: *base, name: b, threshold: 7}\n", 200, "", []string{"a", "b"}},
+		{"YAML 1.1 booleans are strings", "rules:\n  - {name: on, kind: flow, resource: yes, threshold: 5}\n", 200, "", []string{"on"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", tt.body, yamlHeader)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d: %s", resp.StatusCode, tt.wantStatus, got)
+			}
+			if tt.wantStatus != http.StatusOK {
+				e := decodeEnvelope(t, resp, got)
+				if tt.wantField != "" && (len(e.Details) != 1 || e.Details[0].Field != tt.wantField) {
+					t.Errorf("details = %+v, want the field %s", e.Details, tt.wantField)
+				}
+				return
+			}
+			var names []string
+			for _, c := range decodePlan(t, got).Created {
+				names = append(names, c.Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tt.wantNames) {
+				t.Errorf("created %v, want %v", names, tt.wantNames)
+			}
+		})
+	}
+}
+
+func TestJSONDuplicateKeys(t *testing.T) {
+	ts := newTestServer(t, nil)
+	tests := []struct{ path, body, wantField string }{
+		{applyPath + "?dryRun=true", `{"rules":[{"name":"a","kind":"flow","resource":"x","threshold":1,"threshold":2}]}`, "rules[0].threshold"},
+		{applyPath + "?dryRun=true", `{"rules":[],"rules":[]}`, "rules"},
+		{"/api/v1/rules", `{"kind":"flow","resource":"x","threshold":1,"resource":"y"}`, "resource"},
+		{"/api/v1/check", `{"resource":"a","resource":"b"}`, "resource"},
+		{"/api/v1/check/batch", `{"checks":[{"resource":"a"},{"resource":"a","count":1,"count":2}]}`, "checks[1].count"},
+		{"/api/v1/rules/import?format=sentinel&dryRun=true", `[{"resource":"a","threshold":1,"threshold":2}]`, "[0].threshold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+tt.wantField, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodPost, tt.path, tt.body, nil)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status = %d, want 400: %s", resp.StatusCode, got)
+			}
+			if e := decodeEnvelope(t, resp, got); len(e.Details) != 1 || e.Details[0].Field != tt.wantField {
+				t.Errorf("details = %+v, want the field %s", e.Details, tt.wantField)
+			}
+		})
+	}
+	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`} {
+		if path, dup := duplicateKey([]byte(ok)); dup {
+			t.Errorf("duplicateKey(%s) = %s, want none", ok, path)
+		}
+	}
+}
