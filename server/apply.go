@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -84,12 +85,15 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	body := c.Body()
 	if isYAML(c.Get(fiber.HeaderContentType)) {
-		if body, err = yamlToJSON(body); err != nil {
-			return err
-		}
+		body, err = yamlToJSON(body) // which refuses duplicate keys itself
+	} else {
+		err = refuseDuplicateKeys(body)
+	}
+	if err != nil {
+		return err
 	}
 	var errs []FieldError
-	o, err := parseBody(body, &errs)
+	o, err := parseObject(body, "", &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -186,14 +190,13 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, who actor) (ApplyPlan, error) {
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
 	err := s.write(ctx, dryRun, func(tx *ruleTx) error {
+		var creates []*rule
 		for i := range want {
 			r := &want[i]
 			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
 			old, exists := tx.named(r.Name)
 			if !exists {
-				if err := createRule(tx, r, who); err != nil {
-					return err
-				}
+				creates = append(creates, r)
 				plan.Created = append(plan.Created, item)
 				continue
 			}
@@ -214,6 +217,9 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 				return err
 			}
 			plan.Updated = append(plan.Updated, PlanUpdate{PlanItem: item, Changes: changes})
+		}
+		if err := createRules(tx, creates, who); err != nil {
+			return err
 		}
 		if !prune {
 			return nil
@@ -243,12 +249,19 @@ func (s *ruleSync) apply(ctx context.Context, want []rule, dryRun, prune bool, w
 // contentChanges lists the fields in which two rules differ, by field
 // name, the name itself aside (rules are matched by it).
 func contentChanges(from, to RuleContent) ([]FieldChange, error) {
-	fromFields, err := jsonFields(from)
+	fromJSON, err := json.Marshal(from)
 	if err != nil {
 		return nil, err
 	}
-	toFields, err := jsonFields(to)
+	toJSON, err := json.Marshal(to)
 	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(fromJSON, toJSON) {
+		return nil, nil
+	}
+	var fromFields, toFields map[string]json.RawMessage
+	if err := errors.Join(json.Unmarshal(fromJSON, &fromFields), json.Unmarshal(toJSON, &toFields)); err != nil {
 		return nil, err
 	}
 	names := slices.Sorted(maps.Keys(fromFields))
@@ -267,15 +280,6 @@ func contentChanges(from, to RuleContent) ([]FieldChange, error) {
 		changes = append(changes, FieldChange{Field: name, From: orNull(a), To: orNull(b)})
 	}
 	return changes, nil
-}
-
-func jsonFields(v any) (map[string]json.RawMessage, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]json.RawMessage
-	return fields, json.Unmarshal(data, &fields)
 }
 
 func orNull(v json.RawMessage) json.RawMessage {

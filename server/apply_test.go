@@ -573,22 +573,6 @@ func TestApplyIsAllOrNothing(t *testing.T) {
 	}
 }
 
-func TestApplyTakesTheMostRules(t *testing.T) {
-	ts := newTestServer(t, nil)
-	rules := make([]string, maxApplyRules)
-	for i := range rules {
-		rules[i] = fmt.Sprintf(`"name":"r%d","kind":"flow","resource":"x","threshold":1`, i)
-	}
-
-	resp, body := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", applyRules(rules...), nil)
-
-	mustStatus(t, resp, body, http.StatusOK)
-	if plan := decodePlan(t, body); len(plan.Created) != maxApplyRules || !plan.DryRun {
-		t.Errorf("plan creates %d rules (dryRun %v), want %d in a dry run", len(plan.Created), plan.DryRun, maxApplyRules)
-	}
-	ts.wantNoRules(t)
-}
-
 // exportFixture holds rules with every kind of field, and strings that a
 // careless YAML writer turns into other types.
 var exportFixture = []string{

@@ -191,87 +191,178 @@ func refuseDuplicateKeys(data []byte) error {
 	return nil
 }
 
-// jsonFrame is an object or array being read by duplicateKey.
-type jsonFrame struct {
-	object  bool
-	keys    map[string]bool
-	key     string // the object's current key
-	index   int    // the array's current index
-	wantKey bool
+// duplicateKey finds the first key that appears twice in one object of
+// the JSON value in data, and returns its path ("rules[3].threshold"). It
+// reads the bytes itself, without a token per value: rule files reach
+// 64 MiB. It may report nothing for JSON that is not valid.
+func duplicateKey(data []byte) (string, bool) {
+	d := dupScanner{data: data}
+	d.value()
+	return d.path, d.found
 }
 
-// duplicateKey finds the first key that appears twice in one object of
-// the JSON value in data, and returns its path ("rules[3].threshold").
-func duplicateKey(data []byte) (string, bool) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var stack []*jsonFrame
-	path := func(last string) string {
-		var b strings.Builder
-		for _, f := range stack[:len(stack)-1] {
-			if f.object {
-				if b.Len() > 0 {
-					b.WriteByte('.')
-				}
-				b.WriteString(f.key)
-			} else {
-				fmt.Fprintf(&b, "[%d]", f.index)
-			}
+// dupScanner walks JSON for duplicateKey.
+type dupScanner struct {
+	data  []byte
+	i     int
+	found bool
+	path  string
+	// trail is the path to the value being read, innermost last: object
+	// keys, and array indexes as "[3]".
+	trail []string
+}
+
+func (d *dupScanner) skipSpace() {
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ' ', '\t', '\n', '\r':
+			d.i++
+		default:
+			return
 		}
-		if b.Len() > 0 {
+	}
+}
+
+// value reads one value; it stops early, leaving found set, at a
+// duplicate, and at the first byte that cannot start or continue one.
+func (d *dupScanner) value() bool {
+	d.skipSpace()
+	if d.i >= len(d.data) {
+		return false
+	}
+	switch d.data[d.i] {
+	case '{':
+		return d.object()
+	case '[':
+		return d.array()
+	case '"':
+		_, ok := d.str()
+		return ok
+	}
+	for d.i < len(d.data) {
+		switch d.data[d.i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return true
+		}
+		d.i++
+	}
+	return true
+}
+
+func (d *dupScanner) object() bool {
+	d.i++ // {
+	var keys map[string]bool
+	for {
+		d.skipSpace()
+		if d.i < len(d.data) && d.data[d.i] == '}' {
+			d.i++
+			return true
+		}
+		key, ok := d.str()
+		if !ok {
+			return false
+		}
+		if keys == nil {
+			keys = map[string]bool{}
+		}
+		if keys[key] {
+			d.found, d.path = true, joinTrail(append(d.trail, key))
+			return false
+		}
+		keys[key] = true
+		d.skipSpace()
+		if d.i >= len(d.data) || d.data[d.i] != ':' {
+			return false
+		}
+		d.i++
+		d.trail = append(d.trail, key)
+		ok = d.value()
+		d.trail = d.trail[:len(d.trail)-1]
+		if !ok {
+			return false
+		}
+		d.skipSpace()
+		if d.i >= len(d.data) {
+			return false
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case '}':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+func (d *dupScanner) array() bool {
+	d.i++ // [
+	for index := 0; ; index++ {
+		d.skipSpace()
+		if d.i < len(d.data) && d.data[d.i] == ']' {
+			d.i++
+			return true
+		}
+		d.trail = append(d.trail, "["+strconv.Itoa(index)+"]")
+		ok := d.value()
+		d.trail = d.trail[:len(d.trail)-1]
+		if !ok {
+			return false
+		}
+		d.skipSpace()
+		if d.i >= len(d.data) {
+			return false
+		}
+		switch d.data[d.i] {
+		case ',':
+			d.i++
+		case ']':
+			d.i++
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// str reads a string and returns it unescaped ("\u0061" and "a" are one
+// key).
+func (d *dupScanner) str() (string, bool) {
+	if d.i >= len(d.data) || d.data[d.i] != '"' {
+		return "", false
+	}
+	start, escaped := d.i, false
+	for d.i++; d.i < len(d.data); d.i++ {
+		switch d.data[d.i] {
+		case '\\':
+			escaped = true
+			d.i++
+		case '"':
+			d.i++
+			raw := d.data[start:d.i]
+			if !escaped {
+				return string(raw[1 : len(raw)-1]), true
+			}
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return "", false
+			}
+			return s, true
+		}
+	}
+	return "", false
+}
+
+// joinTrail writes a trail as a field path: rules[3].threshold.
+func joinTrail(trail []string) string {
+	var b strings.Builder
+	for i, part := range trail {
+		if i > 0 && !strings.HasPrefix(part, "[") {
 			b.WriteByte('.')
 		}
-		b.WriteString(last)
-		return b.String()
+		b.WriteString(part)
 	}
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return "", false
-		}
-		var top *jsonFrame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if top != nil && top.object && top.wantKey {
-			key, ok := tok.(string)
-			if !ok { // the object's closing brace
-				stack = stack[:len(stack)-1]
-				valueDone(stack)
-				continue
-			}
-			if top.keys[key] {
-				return path(key), true
-			}
-			top.keys[key] = true
-			top.key, top.wantKey = key, false
-			continue
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &jsonFrame{object: true, keys: map[string]bool{}, wantKey: true})
-			continue
-		case json.Delim('['):
-			stack = append(stack, &jsonFrame{})
-			continue
-		case json.Delim(']'):
-			stack = stack[:len(stack)-1]
-		}
-		if len(stack) == 0 {
-			return "", false
-		}
-		valueDone(stack)
-	}
-}
-
-// valueDone moves the innermost frame past the value just read.
-func valueDone(stack []*jsonFrame) {
-	if len(stack) == 0 {
-		return
-	}
-	if top := stack[len(stack)-1]; top.object {
-		top.wantKey = true
-	} else {
-		top.index++
-	}
+	return b.String()
 }

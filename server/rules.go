@@ -197,6 +197,38 @@ func createRule(tx *ruleTx, r *rule, who actor) error {
 	return revise(tx, r, store.ActionCreate, who)
 }
 
+// createRules creates named rules, as createRule does each, in batches:
+// an apply of 100,000 rules is two hundred statements, not two hundred
+// thousand.
+func createRules(tx *ruleTx, rules []*rule, who actor) error {
+	if len(rules) == 0 {
+		return nil
+	}
+	rows := make([]store.Rule, len(rules))
+	for i, r := range rules {
+		row, err := r.toStore()
+		if err != nil {
+			return err
+		}
+		rows[i] = row
+	}
+	if err := tx.CreateRules(rows); err != nil {
+		return err
+	}
+	revs := make([]store.RuleRevision, len(rules))
+	for i, r := range rules {
+		row := rows[i]
+		r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
+		tx.saved(r)
+		rev, err := revision(r, store.ActionCreate, who)
+		if err != nil {
+			return err
+		}
+		revs[i] = rev
+	}
+	return tx.AddRevisions(revs)
+}
+
 // replace overwrites a rule with the body, whole.
 //
 //	@Summary		Replace a rule

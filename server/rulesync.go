@@ -235,14 +235,23 @@ func (set engineRules) load(e *engine.Engine) error {
 
 // revise records r, as it is after the write, as a revision.
 func revise(tx *ruleTx, r *rule, action string, who actor) error {
-	content, err := json.Marshal(r.api())
+	rev, err := revision(r, action, who)
 	if err != nil {
 		return err
 	}
-	return tx.AddRevision(&store.RuleRevision{
+	return tx.AddRevision(&rev)
+}
+
+// revision is the history row of r as it is now.
+func revision(r *rule, action string, who actor) (store.RuleRevision, error) {
+	content, err := json.Marshal(r.api())
+	if err != nil {
+		return store.RuleRevision{}, err
+	}
+	return store.RuleRevision{
 		RuleID: r.ID, Version: r.Version, Action: action, Content: string(content),
 		Actor: who.name, Reason: who.reason,
-	})
+	}, nil
 }
 
 // actor is who writes, and why.

@@ -163,6 +163,19 @@ func (t *Tx) CreateRule(r *Rule) error {
 	return translate(t.db.Create(r).Error)
 }
 
+// createBatchSize is how many rows one INSERT of a batch carries: a
+// statement's bound values stay far below SQLite's limit of 32,766.
+const createBatchSize = 500
+
+// CreateRules inserts rules at version 1, a batch of rows per statement,
+// and sets their IDs and times; ErrConflict if a name is taken.
+func (t *Tx) CreateRules(rules []Rule) error {
+	for i := range rules {
+		rules[i].ID, rules[i].Version = 0, 1
+	}
+	return translate(t.db.CreateInBatches(rules, createBatchSize).Error)
+}
+
 // UpdateRule writes r over the stored row if that is still at r.Version,
 // then sets r.Version to the next version and r.UpdatedAt. ErrStale if the
 // row has moved on, ErrNotFound if it is gone, ErrConflict if the name is
@@ -208,6 +221,14 @@ func (t *Tx) DeleteRule(id, version int64) error {
 func (t *Tx) AddRevision(rev *RuleRevision) error {
 	rev.ID = 0
 	return translate(t.db.Create(rev).Error)
+}
+
+// AddRevisions records versions of rules, a batch of rows per statement.
+func (t *Tx) AddRevisions(revs []RuleRevision) error {
+	for i := range revs {
+		revs[i].ID = 0
+	}
+	return translate(t.db.CreateInBatches(revs, createBatchSize).Error)
 }
 
 // GetRevision returns version of the rule with ruleID, or ErrNotFound.

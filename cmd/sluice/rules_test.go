@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -154,5 +155,33 @@ func TestRulesApplyErrors(t *testing.T) {
 				t.Fatalf("exit %d, want 1 with %q in:\n%s", code, tt.want, out)
 			}
 		})
+	}
+}
+
+// TestRulesApplyAHundredThousandRules: a file of 100,000 rules (a few MiB,
+// over the 1 MiB of other bodies) applies through the CLI, and its export
+// applies back as a no-op.
+func TestRulesApplyAHundredThousandRules(t *testing.T) {
+	const count = 100_000
+	url := startServer(t)
+	t.Setenv("SLUICE_TOKEN", cliToken)
+	var b strings.Builder
+	b.WriteString("rules:\n")
+	for i := range count {
+		fmt.Fprintf(&b, "  - {name: r%d, kind: flow, resource: res-%d, threshold: %d}\n", i, i%1000, i%500+1)
+	}
+	file := writeFile(t, "rules.yaml", b.String())
+
+	out, code := runCLI(t, "rules", "apply", "-f", file, "--server", url)
+	if code != 0 || !strings.HasSuffix(out, fmt.Sprintf("Applied: %d create, 0 update, 0 delete, 0 unchanged.\n", count)) {
+		t.Fatalf("apply: exit %d, output ends %q", code, out[max(0, len(out)-200):])
+	}
+	exported := filepath.Join(t.TempDir(), "exported.json")
+	if out, code := runCLI(t, "rules", "export", "--server", url, "--format", "json", "-o", exported); code != 0 {
+		t.Fatalf("export: exit %d: %s", code, out)
+	}
+	out, code = runCLI(t, "rules", "apply", "-f", exported, "--server", url, "--prune", "--dry-run")
+	if code != 0 || !strings.HasSuffix(out, fmt.Sprintf("Nothing to do: 0 to create, 0 to update, 0 to delete, %d unchanged.\n", count)) {
+		t.Fatalf("the export applied back: exit %d, output ends %q", code, out[max(0, len(out)-200):])
 	}
 }
