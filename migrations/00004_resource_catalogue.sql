@@ -17,7 +17,9 @@ INSERT INTO resources_catalogue (id, name, first_seen_ms, last_seen_ms)
   SELECT id, name, first_seen_ms, last_seen_ms FROM resources;
 DROP TABLE resources;
 ALTER TABLE resources_catalogue RENAME TO resources;
-CREATE INDEX resources_last_seen ON resources(last_seen_ms);
+-- Retention looks up rows by their last traffic: those without have no
+-- place in the index, so a rule write adds none.
+CREATE INDEX resources_last_seen ON resources(last_seen_ms) WHERE last_seen_ms IS NOT NULL;
 INSERT INTO resources (name, rule_count)
   SELECT resource, count(*) FROM rules WHERE resource <> '' GROUP BY resource
   ON CONFLICT (name) DO UPDATE SET rule_count = excluded.rule_count;
