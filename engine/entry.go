@@ -90,8 +90,10 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if r == nil {
 		return Entry{}, nil
 	}
-	if r.evicted.Load() {
+	rs := r.rules.Load()
+	if rs == evictedRules {
 		r = r.current()
+		rs = r.rules.Load()
 	}
 	count, noWait := int64(1), false
 	for _, o := range opts {
@@ -101,7 +103,6 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		noWait = noWait || o.noWait
 	}
 	now := r.now()
-	rs := r.rules.Load()
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)

@@ -102,7 +102,7 @@ func (e *Engine) EvictIdle() int {
 	// looks the name up again cannot find the evicted resource.
 	e.resources.remove(idle)
 	for _, r := range idle {
-		r.evicted.Store(true)
+		r.rules.Store(evictedRules)
 	}
 
 	e.collectMu.Lock()

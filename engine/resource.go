@@ -27,13 +27,11 @@ const (
 // never hands out, lets every call pass uncounted.
 type Resource struct {
 	name        string
-	eng         *Engine
 	clock       Clock
 	realClock   *RealClock // the clock again when it is the cached real one, read without an interface call
 	firstSeenMs int64
 
-	rules       atomic.Pointer[ruleSet]
-	evicted     atomic.Bool
+	rules       atomic.Pointer[ruleSet] // evictedRules once the engine forgot the resource
 	concurrency atomic.Int64
 
 	second window.LeapArray
@@ -42,6 +40,10 @@ type Resource struct {
 	// collected is the part of each minute bucket already handed out by
 	// Engine.CollectMinutes; only the collector touches it.
 	collected [minuteSamples + 1]collectMark // one per minute slot
+
+	// eng looks the name up again for calls through an evicted handle; it
+	// comes last, away from the hot fields.
+	eng *Engine
 }
 
 type collectMark struct {
@@ -65,6 +67,10 @@ type ruleSet struct {
 }
 
 var noRules = &ruleSet{}
+
+// evictedRules marks a resource the engine evicted: Entry, which loads the
+// rules first anyway, tells it from the others without another load.
+var evictedRules = &ruleSet{}
 
 func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
@@ -100,12 +106,12 @@ func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
 // named by no rule. Calls through the handle still count, each under a
 // fresh lookup of the name; callers that keep handles should ask
 // Engine.Resource again.
-func (r *Resource) Evicted() bool { return r.evicted.Load() }
+func (r *Resource) Evicted() bool { return r.rules.Load() == evictedRules }
 
 // current is the resource that counts the handle's calls now: r itself, or
 // once r is evicted, what the engine tracks under its name.
 func (r *Resource) current() *Resource {
-	for r.evicted.Load() {
+	for r.Evicted() {
 		r = r.eng.Resource(r.name)
 	}
 	return r
