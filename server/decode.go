@@ -275,24 +275,8 @@ func (d *dupScanner) object() bool {
 			return false
 		}
 		d.i++
-		d.trail = append(d.trail, key)
-		ok = d.value()
-		d.trail = d.trail[:len(d.trail)-1]
-		if !ok {
-			return false
-		}
-		d.skipSpace()
-		if d.i >= len(d.data) {
-			return false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case '}':
-			d.i++
-			return true
-		default:
-			return false
+		if more, ok := d.member(key, '}'); !more {
+			return ok
 		}
 	}
 }
@@ -305,26 +289,35 @@ func (d *dupScanner) array() bool {
 			d.i++
 			return true
 		}
-		d.trail = append(d.trail, "["+strconv.Itoa(index)+"]")
-		ok := d.value()
-		d.trail = d.trail[:len(d.trail)-1]
-		if !ok {
-			return false
-		}
-		d.skipSpace()
-		if d.i >= len(d.data) {
-			return false
-		}
-		switch d.data[d.i] {
-		case ',':
-			d.i++
-		case ']':
-			d.i++
-			return true
-		default:
-			return false
+		if more, ok := d.member("["+strconv.Itoa(index)+"]", ']'); !more {
+			return ok
 		}
 	}
+}
+
+// member reads the value of an object's key or an array's element, named
+// by step in paths, and what follows it: more is true after a ',', ok
+// false on a duplicate or bad JSON.
+func (d *dupScanner) member(step string, closing byte) (more, ok bool) {
+	d.trail = append(d.trail, step)
+	ok = d.value()
+	d.trail = d.trail[:len(d.trail)-1]
+	if !ok {
+		return false, false
+	}
+	d.skipSpace()
+	if d.i >= len(d.data) {
+		return false, false
+	}
+	switch d.data[d.i] {
+	case ',':
+		d.i++
+		return true, true
+	case closing:
+		d.i++
+		return false, true
+	}
+	return false, false
 }
 
 // str reads a string and returns it unescaped ("\u0061" and "a" are one

@@ -120,6 +120,15 @@ func TestJSONDuplicateKeys(t *testing.T) {
 			}
 		})
 	}
+	for data, want := range map[string]string{
+		`{"a":1,"\u0061":2}`:               "a",
+		`{"x":[{"y":{"z":1,"z":2}}]}`:      "x[0].y.z",
+		` [ 1 , { "k" : "v\"" , "k":0 } ]`: "[1].k",
+	} {
+		if path, dup := duplicateKey([]byte(data)); !dup || path != want {
+			t.Errorf("duplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
+		}
+	}
 	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`} {
 		if path, dup := duplicateKey([]byte(ok)); dup {
 			t.Errorf("duplicateKey(%s) = %s, want none", ok, path)
