@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/store"
@@ -64,8 +62,11 @@ func dispatch(ctx context.Context, command string, args []string, stdout, stderr
 		return serve(ctx, append([]string{"--demo"}, args...), stdout, stderr)
 	case "rules":
 		return rules(ctx, args, stdout, stderr)
+	case "help":
+		return help(ctx, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown command %q; commands: serve, demo, rules", command)
+		fmt.Fprint(stderr, programUsage)
+		return fmt.Errorf("unknown command %q", command)
 	}
 }
 
@@ -77,11 +78,13 @@ func splitCommand(args []string) (string, []string) {
 	return "serve", args
 }
 
+// serveUsage is the program's usage: serve is the default command.
+const serveUsage = programUsage + "\nFlags of serve and demo:\n"
+
 // serve runs the server until ctx is done, then closes the server, the
 // engine and the store, in that order.
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
 	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, or URI filename (file:path?param=value) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
@@ -98,14 +101,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
+	if err := parseFlags(fs, args, serveUsage, stdout, stderr); err != nil {
 		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	if *showVersion {
 		_, err := fmt.Fprintln(stdout, version)

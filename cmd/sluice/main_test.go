@@ -122,24 +122,24 @@ func (r *runningSluice) stop(t *testing.T) {
 }
 
 // runProcess runs sluice as a process of its own on args, waits for it to
-// exit and returns its standard error and exit code.
-func runProcess(t *testing.T, args ...string) (string, int) {
+// exit and returns its standard output, standard error and exit code.
+func runProcess(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], args...)
 	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	var outBuf, errBuf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &outBuf, &errBuf
 	err := cmd.Run()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) {
 		t.Fatalf("sluice %s: %v", strings.Join(args, " "), err)
 	}
 	if ctx.Err() != nil {
-		t.Fatalf("sluice %s still ran after 20s, want it to exit\n%s", strings.Join(args, " "), stderr.String())
+		t.Fatalf("sluice %s still ran after 20s, want it to exit\n%s", strings.Join(args, " "), errBuf.String())
 	}
-	return stderr.String(), cmd.ProcessState.ExitCode()
+	return outBuf.String(), errBuf.String(), cmd.ProcessState.ExitCode()
 }
 
 func TestRunServesUntilCancelled(t *testing.T) {
@@ -285,7 +285,7 @@ func TestServeRefusesADatabaseItCannotServe(t *testing.T) {
 			}
 			db, wantLine := tt.prepare(t, path)
 
-			stderr, code := runProcess(t, "serve", "--addr", "127.0.0.1:0", "--db", db)
+			_, stderr, code := runProcess(t, "serve", "--addr", "127.0.0.1:0", "--db", db)
 
 			if code != 1 {
 				t.Errorf("exit code = %d, want 1\n%s", code, stderr)

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/peterbourgon/ff/v3"
-
 	"github.com/sluicehq/sluice/server"
 )
 
@@ -37,6 +35,16 @@ var errDrift = &exitError{code: 2}
 // a pipeline for ever.
 const defaultRequestTimeout = 5 * time.Minute
 
+// rulesUsage is what "sluice rules" prints about itself.
+const rulesUsage = `Usage:
+  sluice rules apply -f FILE [flags]  make a server's rules those of FILE; --dry-run only shows the plan
+  sluice rules export [flags]         write a server's rules as a file that rules apply takes
+
+Run "sluice help rules apply" or "sluice help rules export" for a command's own flags.
+
+Flags of both:
+`
+
 // rules runs "sluice rules apply|export".
 func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command, args := "", args
@@ -49,7 +57,18 @@ func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	case "export":
 		return rulesExport(ctx, args, stdout, stderr)
 	}
-	return fmt.Errorf("sluice rules: want a command, apply or export; got %q", command)
+	fs := flag.NewFlagSet("sluice rules", flag.ContinueOnError)
+	var api apiFlags
+	api.register(fs)
+	if isHelpFlag(command) {
+		printUsage(stdout, rulesUsage, fs)
+		return flag.ErrHelp
+	}
+	printUsage(stderr, rulesUsage, fs)
+	if command == "" {
+		return errors.New("rules: want a command, apply or export")
+	}
+	return fmt.Errorf("rules: unknown command %q, want apply or export", command)
 }
 
 // apiFlags are the flags every API command shares.
@@ -65,26 +84,28 @@ func (a *apiFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&a.timeout, "timeout", defaultRequestTimeout, "give up on the server after this long (env SLUICE_TIMEOUT)")
 }
 
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := ff.Parse(fs, args, ff.WithEnvVarPrefix("SLUICE")); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
-	}
-	return nil
-}
+// rulesApplyUsage is what "sluice rules apply" prints about itself.
+const rulesApplyUsage = `Usage: sluice rules apply -f FILE [flags]
+
+Makes the server's rules those of FILE (YAML or JSON), matched by name: it
+creates, updates and, with --prune, deletes them in one transaction, and
+prints the plan. A dry run changes nothing, so a viewer token may ask for it.
+
+Exit codes: 0 applied or nothing to do, 2 a dry run found changes to make,
+1 an error (the server's message and each bad field are printed).
+
+Flags:
+`
 
 func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sluice rules apply", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var api apiFlags
 	api.register(fs)
 	file := fs.String("f", "", "rule file, YAML or JSON ({\"rules\": [...]}); - reads standard input")
 	dryRun := fs.Bool("dry-run", false, "only show the plan; exit 2 if it changes anything")
 	prune := fs.Bool("prune", false, "delete the rules the file does not name")
 	reason := fs.String("reason", "", "why, kept in each changed rule's history")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, rulesApplyUsage, stdout, stderr); err != nil {
 		return err
 	}
 	if *file == "" {
@@ -146,14 +167,22 @@ func printPlan(w io.Writer, plan server.ApplyPlan) int {
 	return changes
 }
 
+// rulesExportUsage is what "sluice rules export" prints about itself.
+const rulesExportUsage = `Usage: sluice rules export [flags]
+
+Writes the server's rules as a file that rules apply takes: applying it
+back changes nothing.
+
+Flags:
+`
+
 func rulesExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sluice rules export", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var api apiFlags
 	api.register(fs)
 	format := fs.String("format", "yaml", "yaml or json")
 	out := fs.String("o", "-", "file to write; - is standard output")
-	if err := parseFlags(fs, args); err != nil {
+	if err := parseFlags(fs, args, rulesExportUsage, stdout, stderr); err != nil {
 		return err
 	}
 	var body bytes.Buffer

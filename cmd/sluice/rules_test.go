@@ -145,7 +145,7 @@ func TestRulesApplyErrors(t *testing.T) {
 		{"no file flag", []string{"rules", "apply", "--server", url}, "-f is required"},
 		{"missing file", []string{"rules", "apply", "-f", "/no/such/file", "--server", url}, "no such file"},
 		{"server down", []string{"rules", "apply", "-f", bad, "--server", "http://127.0.0.1:1"}, "connect"},
-		{"unknown rules command", []string{"rules", "delete"}, "want a command"},
+		{"unknown rules command", []string{"rules", "delete"}, `unknown command "delete", want apply or export`},
 		{"wrong token", []string{"rules", "export", "--server", url, "--token", "nope"}, "401 unauthorized"},
 	}
 	for _, tt := range tests {
