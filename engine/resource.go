@@ -71,6 +71,7 @@ func newResource(name string, clock Clock, nowMs int64) *Resource {
 	split := window.Slots(secondSamples)
 	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:split])
 	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[split:])
+	r.minute.KeepExtremes()
 	r.rules.Store(noRules)
 	return r
 }
@@ -110,10 +111,9 @@ func (r *Resource) slackMs() int64 {
 func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.LeapArray) {
 	b := r.second.Current(nowMs)
 	b.AddPass(nowMs, count)
-	b.ObserveConcurrency(concurrency)
-	m := r.minute.Current(nowMs)
+	m, mx := r.minute.CurrentExtremes(nowMs)
 	m.Add(window.Pass, count)
-	m.ObserveConcurrency(concurrency)
+	mx.ObserveConcurrency(concurrency)
 	if shadowBlocked {
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
@@ -131,5 +131,7 @@ func (r *Resource) recordBlock(nowMs, count int64) {
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
 	r.second.Current(nowMs).AddComplete(count, rtMs, errors)
-	r.minute.Current(nowMs).AddComplete(count, rtMs, errors)
+	m, mx := r.minute.CurrentExtremes(nowMs)
+	m.AddComplete(count, rtMs, errors)
+	mx.ObserveRt(rtMs)
 }

@@ -74,7 +74,7 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 			if start < 0 {
 				continue
 			}
-			snap := b.Snapshot()
+			snap := r.minute.Snapshot(i)
 			if snap.StartMs != start || b.StartMs() != start {
 				continue // reset for a new minute meanwhile; collected next time
 			}

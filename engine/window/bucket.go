@@ -25,23 +25,29 @@ const (
 const noRt = math.MaxInt64
 
 // Bucket is one slot of the ring: the counters of the events that happened in
-// [Start, Start+bucket length), the extremes of response time and
-// concurrency, and the time of the last pass, which keeps decisions exact at
-// bucket edges (see LeapArray.DecisionPasses).
+// [Start, Start+bucket length), and the time of the last pass, which keeps
+// decisions exact at bucket edges (see LeapArray.DecisionPasses).
 type Bucket struct {
-	start          atomic.Int64
-	lastPass       atomic.Int64
-	counters       [NumEvents]atomic.Int64
+	start    atomic.Int64
+	lastPass atomic.Int64
+	counters [NumEvents]atomic.Int64
+}
+
+// Extremes are the extremes of response time and concurrency over a
+// bucket's span, kept beside the buckets of the windows that ask for them
+// (see LeapArray.KeepExtremes): the minute windows history is made of, not
+// the second windows decisions read, which need the memory less.
+type Extremes struct {
 	minRt          atomic.Int64
 	maxRt          atomic.Int64
 	maxConcurrency atomic.Int64
 }
 
-// Snapshot is a plain copy of a bucket's values.
+// Snapshot is a plain copy of a bucket's values and of its extremes.
 type Snapshot struct {
 	StartMs        int64
 	Counts         [NumEvents]int64
-	MinRtMs        int64 // 0 when no call completed
+	MinRtMs        int64 // 0 when no call completed or the window keeps no extremes
 	MaxRtMs        int64
 	MaxConcurrency int64
 }
@@ -70,28 +76,16 @@ func (b *Bucket) AddComplete(n, rtMs, errors int64) {
 	if errors > 0 {
 		b.counters[Error].Add(errors)
 	}
-	storeMin(&b.minRt, rtMs)
-	storeMax(&b.maxRt, rtMs)
+}
+
+// ObserveRt records a completed call that took rtMs.
+func (x *Extremes) ObserveRt(rtMs int64) {
+	storeMin(&x.minRt, rtMs)
+	storeMax(&x.maxRt, rtMs)
 }
 
 // ObserveConcurrency records c calls in flight.
-func (b *Bucket) ObserveConcurrency(c int64) { storeMax(&b.maxConcurrency, c) }
-
-// Snapshot copies the bucket's values. Counters are read one by one, so a
-// snapshot taken while writers run is a consistent lower bound of each
-// counter, not of their ratios.
-func (b *Bucket) Snapshot() Snapshot {
-	s := Snapshot{StartMs: b.start.Load()}
-	for i := range s.Counts {
-		s.Counts[i] = b.counters[i].Load()
-	}
-	if minRt := b.minRt.Load(); minRt != noRt {
-		s.MinRtMs = minRt
-	}
-	s.MaxRtMs = b.maxRt.Load()
-	s.MaxConcurrency = b.maxConcurrency.Load()
-	return s
-}
+func (x *Extremes) ObserveConcurrency(c int64) { storeMax(&x.maxConcurrency, c) }
 
 // reset zeroes the counters. The caller owns the bucket (see LeapArray.Current).
 func (b *Bucket) reset() {
@@ -99,9 +93,13 @@ func (b *Bucket) reset() {
 		b.counters[i].Store(0)
 	}
 	b.lastPass.Store(never)
-	b.minRt.Store(noRt)
-	b.maxRt.Store(0)
-	b.maxConcurrency.Store(0)
+}
+
+// reset forgets the extremes. The caller owns their bucket.
+func (x *Extremes) reset() {
+	x.minRt.Store(noRt)
+	x.maxRt.Store(0)
+	x.maxConcurrency.Store(0)
 }
 
 func storeMax(a *atomic.Int64, v int64) {

@@ -29,16 +29,18 @@ const (
 //	                    pass + 1000 ms, not just until 2000
 //
 // A slot is reused when its start falls out of the ring: the first writer
-// that sees the stale start claims it with a CAS, zeroes it and publishes the
-// new start; readers skip a bucket being reset, and other writers yield until
-// it is published (a few stores).
+// that sees the stale start claims it with a CAS, zeroes it (and its
+// extremes, if the window keeps them) and publishes the new start; readers
+// skip a bucket being reset, and other writers yield until it is published
+// (a few stores).
 type LeapArray struct {
 	bucketLenMs int64
 	intervalMs  int64
 	buckets     []Bucket
-	// current is the bucket Current returned last: checking that it still
-	// spans the time is cheaper than the two divisions that find the slot.
-	current atomic.Pointer[Bucket]
+	extremes    []Extremes // beside buckets, or nil (KeepExtremes)
+	// current is the slot Current returned last: checking that its bucket
+	// still spans the time is cheaper than the two divisions that find it.
+	current atomic.Int64
 }
 
 // Slots returns the number of buckets a LeapArray of sampleCount samples
@@ -78,6 +80,15 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 	return nil
 }
 
+// KeepExtremes makes the window keep the extremes of response time and
+// concurrency beside each bucket. Call it after Init, before any other use.
+func (la *LeapArray) KeepExtremes() {
+	la.extremes = make([]Extremes, len(la.buckets))
+	for i := range la.extremes {
+		la.extremes[i].reset()
+	}
+}
+
 // IntervalMs returns the length of the window.
 func (la *LeapArray) IntervalMs() int64 { return la.intervalMs }
 
@@ -88,31 +99,49 @@ func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
 // it still holds an older span. If the clock went back, the slot may hold a
 // newer span; that bucket is returned as it is, so nothing recorded is lost.
 func (la *LeapArray) Current(nowMs int64) *Bucket {
-	if b := la.current.Load(); b != nil {
-		if s := b.start.Load(); s <= nowMs && nowMs-s < la.bucketLenMs {
-			return b
-		}
-	}
-	b := la.locate(nowMs)
-	la.current.Store(b)
-	return b
+	return &la.buckets[la.slot(nowMs)]
 }
 
-func (la *LeapArray) locate(nowMs int64) *Bucket {
-	slot := nowMs / la.bucketLenMs
-	start := slot * la.bucketLenMs
-	b := &la.buckets[slot%int64(len(la.buckets))]
+// CurrentExtremes is Current with the extremes kept beside the bucket, nil
+// if the window keeps none.
+func (la *LeapArray) CurrentExtremes(nowMs int64) (*Bucket, *Extremes) {
+	i := la.slot(nowMs)
+	if la.extremes == nil {
+		return &la.buckets[i], nil
+	}
+	return &la.buckets[i], &la.extremes[i]
+}
+
+// slot returns the slot of Current's bucket.
+func (la *LeapArray) slot(nowMs int64) int64 {
+	i := la.current.Load()
+	if s := la.buckets[i].start.Load(); s <= nowMs && nowMs-s < la.bucketLenMs {
+		return i
+	}
+	i = la.locate(nowMs)
+	la.current.Store(i)
+	return i
+}
+
+func (la *LeapArray) locate(nowMs int64) int64 {
+	span := nowMs / la.bucketLenMs
+	start := span * la.bucketLenMs
+	i := span % int64(len(la.buckets))
+	b := &la.buckets[i]
 	for {
 		s := b.start.Load()
 		switch {
 		case s >= start:
-			return b
+			return i
 		case s == resetting:
 			runtime.Gosched()
 		case b.start.CompareAndSwap(s, resetting):
 			b.reset()
+			if la.extremes != nil {
+				la.extremes[i].reset()
+			}
 			b.start.Store(start)
-			return b
+			return i
 		}
 	}
 }
@@ -167,6 +196,26 @@ func (la *LeapArray) Len() int { return len(la.buckets) }
 // At returns the bucket in slot i, 0 <= i < Len. Its StartMs is negative
 // while it is unused or being reset.
 func (la *LeapArray) At(i int) *Bucket { return &la.buckets[i] }
+
+// Snapshot copies the values of the bucket in slot i and of its extremes.
+// Values are read one by one, so a snapshot taken while writers run is a
+// consistent lower bound of each counter, not of their ratios.
+func (la *LeapArray) Snapshot(i int) Snapshot {
+	b := &la.buckets[i]
+	s := Snapshot{StartMs: b.start.Load()}
+	for ev := range s.Counts {
+		s.Counts[ev] = b.counters[ev].Load()
+	}
+	if la.extremes != nil {
+		x := &la.extremes[i]
+		if minRt := x.minRt.Load(); minRt != noRt {
+			s.MinRtMs = minRt
+		}
+		s.MaxRtMs = x.maxRt.Load()
+		s.MaxConcurrency = x.maxConcurrency.Load()
+	}
+	return s
+}
 
 // SumRange returns the count of ev over the buckets that start in
 // [fromMs, toMs).

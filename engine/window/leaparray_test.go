@@ -168,22 +168,30 @@ func TestSumRange(t *testing.T) {
 
 func TestCompleteRecordsExtremes(t *testing.T) {
 	la := newWindow(t, 1, 60_000)
-	b := la.Current(10)
-	if s := b.Snapshot(); s.MinRtMs != 0 || s.MaxRtMs != 0 {
+	la.KeepExtremes()
+	b, x := la.CurrentExtremes(10)
+	if s := la.Snapshot(0); s.MinRtMs != 0 || s.MaxRtMs != 0 {
 		t.Fatalf("empty bucket extremes = %d/%d, want 0/0", s.MinRtMs, s.MaxRtMs)
 	}
-	b.AddComplete(2, 30, 1)
-	b.AddComplete(1, 5, 0)
-	b.AddComplete(3, 70, 0)
-	b.ObserveConcurrency(4)
-	b.ObserveConcurrency(2)
-	s := b.Snapshot()
+	for _, c := range []struct{ n, rtMs, errors int64 }{{2, 30, 1}, {1, 5, 0}, {3, 70, 0}} {
+		b.AddComplete(c.n, c.rtMs, c.errors)
+		x.ObserveRt(c.rtMs)
+	}
+	x.ObserveConcurrency(4)
+	x.ObserveConcurrency(2)
 	want := Snapshot{StartMs: 0, MinRtMs: 5, MaxRtMs: 70, MaxConcurrency: 4}
 	want.Counts[Complete] = 6
 	want.Counts[Error] = 1
 	want.Counts[RtSum] = 2*30 + 5 + 3*70
-	if s != want {
+	if s := la.Snapshot(0); s != want {
 		t.Fatalf("snapshot = %+v, want %+v", s, want)
+	}
+	// The slot's next span starts with its extremes forgotten.
+	if b, x = la.CurrentExtremes(120_000); b.StartMs() != 120_000 || x.maxRt.Load() != 0 || x.minRt.Load() != noRt {
+		t.Fatalf("reused slot: start %d, extremes %d/%d; want 120000 and none", b.StartMs(), x.minRt.Load(), x.maxRt.Load())
+	}
+	if _, x := newWindow(t, 10, 1000).CurrentExtremes(0); x != nil {
+		t.Fatal("a window that keeps no extremes returned some")
 	}
 }
 
