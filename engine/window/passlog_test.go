@@ -1,0 +1,192 @@
+package window
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+)
+
+// exactWindow is what a PassLog stands for: every pass's time, in the
+// order recorded (times never go back).
+type exactWindow []int64
+
+// admits reports whether n more passes leave at most capacity passes
+// after sinceMs.
+func (w exactWindow) admits(n, capacity, sinceMs int64) bool {
+	out, _ := slices.BinarySearch(w, sinceMs+1)
+	return int64(len(w)-out)+n <= capacity
+}
+
+func (w *exactWindow) record(nowMs, n int64) {
+	for range n {
+		*w = append(*w, nowMs)
+	}
+}
+
+// TestPassLogAgainstEveryPass records random traffic and checks each
+// decision, at a capacity between the log's least and most, against one
+// made from every pass's time: the same below 100, where every pass is
+// marked; above it, never more permissive, and at most perMark-1 passes
+// less.
+func TestPassLogAgainstEveryPass(t *testing.T) {
+	for _, tt := range []struct{ least, most int64 }{
+		{1, 1}, {7, 7}, {99, 99}, {100, 100}, {250, 250}, {1_000, 1_000}, {33, 100}, {400, 1_200},
+	} {
+		rng := rand.New(rand.NewPCG(1, uint64(tt.most)))
+		l := NewPassLog(tt.least, tt.most)
+		var all exactWindow
+		const intervalMs = 1000
+		now := int64(0)
+		for range 20_000 {
+			now += rng.Int64N(3 * intervalMs / tt.least)
+			n := 1 + rng.Int64N(3)
+			capacity := tt.least + rng.Int64N(tt.most-tt.least+1)
+			since := now - intervalMs
+			got, want := l.Admits(n, capacity, since), all.admits(n, capacity, since)
+			switch {
+			case tt.least < groupsPerCapacity && got != want:
+				t.Fatalf("%+v at %d ms, %d more under %d: log says %v, every pass says %v", tt, now, n, capacity, got, want)
+			case got && !want:
+				t.Fatalf("%+v at %d ms: log admits %d more under %d, every pass says no", tt, now, n, capacity)
+			case !got && all.admits(n+l.perMark-1, capacity, since):
+				t.Fatalf("%+v at %d ms: log refuses %d more under %d with room for %d", tt, now, n, capacity, n+l.perMark-1)
+			}
+			if got {
+				l.Record(now, n)
+				all.record(now, n)
+			}
+		}
+		if l.Total() != int64(len(all)) {
+			t.Fatalf("%+v: total %d, want %d", tt, l.Total(), len(all))
+		}
+	}
+}
+
+// TestPassLogSize: what a log keeps for the capacities it decides on.
+func TestPassLogSize(t *testing.T) {
+	for _, tt := range []struct{ least, most, perMark, marks int64 }{
+		{0, 0, 1, 0},
+		{1, 1, 1, 3},
+		{99, 99, 1, 101},
+		{100, 100, 2, 52},
+		{10_000, 10_000, 101, 101},
+		{1e12, 1e12, 1e10 + 1, 101},
+		{33, 100, 1, 102},           // a warm-up from 100/3 to 100
+		{1_000, 100_000, 98, 1_022}, // a cold factor of 100: the ring's bound
+	} {
+		l := NewPassLog(tt.least, tt.most)
+		if l.perMark != tt.perMark || int64(len(l.marks)) != tt.marks {
+			t.Errorf("NewPassLog(%d, %d): a mark every %d passes, %d marks; want %d and %d",
+				tt.least, tt.most, l.perMark, len(l.marks), tt.perMark, tt.marks)
+		}
+	}
+}
+
+// TestPassLogHoldsEachPassAnInterval: with every pass marked, each pass
+// frees its room exactly an interval after it, at a bucket's end or not.
+func TestPassLogHoldsEachPassAnInterval(t *testing.T) {
+	l := NewPassLog(3, 3)
+	l.Record(99, 1)
+	l.Record(150, 2)
+	for _, tt := range []struct {
+		nowMs int64
+		room  int64
+	}{{1098, 0}, {1099, 1}, {1149, 1}, {1150, 3}} {
+		since := tt.nowMs - 1000
+		if l.Admits(tt.room+1, 3, since) || tt.room > 0 && !l.Admits(tt.room, 3, since) {
+			t.Errorf("at %d ms: want room for %d", tt.nowMs, tt.room)
+		}
+	}
+}
+
+// TestPassLogBatchOverTheRing: a batch larger than the ring marks its last
+// groups, and a batch over the capacity never fits.
+func TestPassLogBatchOverTheRing(t *testing.T) {
+	l := NewPassLog(1000, 1000) // 11 passes a group, 92 marks
+	l.Record(0, 990)
+	l.Record(5, 4950)
+	if l.Admits(1, 1000, 4) {
+		t.Fatal("admitted with 4,950 passes at 5 ms in the window")
+	}
+	if !l.Admits(1000, 1000, 5) {
+		t.Fatal("refused 1,000 passes once every pass is out")
+	}
+	if l.Admits(1001, 1000, 5) {
+		t.Fatal("admitted a batch over the capacity")
+	}
+	counter := NewPassLog(0, 0)
+	counter.Record(0, 3)
+	if counter.Admits(1, 0, 0) || counter.Total() != 3 {
+		t.Fatalf("a log of capacity 0: admits %v, total %d; want no and 3", counter.Admits(1, 0, 0), counter.Total())
+	}
+}
+
+// TestPassLogAcrossLongGaps: marks keep 32 bits of time, yet passes
+// 2^32 ms apart (give or take a few ms), or spread over several such spans,
+// are told apart from recent ones.
+func TestPassLogAcrossLongGaps(t *testing.T) {
+	const span = int64(1) << 32
+	for _, gapMs := range []int64{span - 300, span, span + 300, span / 3, 20 * 86_400_000} {
+		l := NewPassLog(4, 4)
+		var all exactWindow
+		now := int64(1_700_000_000_000)
+		for i := range 12 {
+			if i%3 == 0 {
+				now += gapMs
+			} else {
+				now += 200
+			}
+			since := now - 1000
+			if got, want := l.Admits(1, 4, since), all.admits(1, 4, since); got != want {
+				t.Fatalf("gap %d ms, call %d: log says %v, every pass says %v", gapMs, i, got, want)
+			}
+			l.Record(now, 1)
+			all.record(now, 1)
+		}
+	}
+}
+
+// TestPassLogClockBack: passes recorded at a later time than a decision's
+// count against it.
+func TestPassLogClockBack(t *testing.T) {
+	l := NewPassLog(5, 5)
+	l.Record(5000, 4)
+	l.Record(3900, 1)
+	if l.Admits(1, 5, 3900-1000) {
+		t.Fatal("admitted a 6th pass when the clock went back")
+	}
+	if !l.Admits(5, 5, 5000) {
+		t.Fatal("refused once every pass is out")
+	}
+}
+
+// TestPassLogConcurrentRecords: writers racing across group boundaries,
+// millisecond after millisecond, lose no pass and leave every mark written.
+func TestPassLogConcurrentRecords(t *testing.T) {
+	l := NewPassLog(500, 500) // 6 passes a group
+	const writers, callsPerMs, lastMs = 8, 100, 9
+	var want int64
+	for ms := range int64(lastMs + 1) {
+		var wg sync.WaitGroup
+		for w := range writers {
+			n := 1 + int64(w%3)
+			want += n * callsPerMs
+			wg.Go(func() {
+				for range callsPerMs {
+					l.Record(ms, n)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	if l.Total() != want {
+		t.Fatalf("total %d, want %d", l.Total(), want)
+	}
+	if l.Admits(1, 500, lastMs-1) {
+		t.Fatal("admitted with the last millisecond's 1,600 passes in the window")
+	}
+	if !l.Admits(500, 500, lastMs) {
+		t.Fatal("refused once every pass is out")
+	}
+}
