@@ -1,66 +1,90 @@
 package engine
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// flowChecker is a loaded flow rule: its decision state (throttling slot,
-// warm-up tokens, its own window) survives reloads that keep the rule equal.
+// flowChecker is a loaded flow rule: its decision state (pass log,
+// throttling slot, warm-up tokens) survives reloads that keep the rule equal.
 type flowChecker struct {
-	rule    FlowRule
-	blocked *BlockError
-	shadow  bool
-
-	// owner is the rule's resource; stat is the resource whose traffic it
-	// measures: the owner or, for associated rules, refResource.
-	owner *Resource
-	stat  *Resource
-	// win counts stat's passes over the rule's interval: stat's second
-	// window, or a window of the rule's own fed by stat (ownWindow).
-	win       *window.LeapArray
-	ownWindow bool
-
+	rule        FlowRule
+	blocked     *BlockError
+	shadow      bool
 	concurrency bool
-	throttle    *throttler
-	warmUp      *warmUp
+
+	// stat is the resource whose traffic the rule measures: its own or, for
+	// associated rules, refResource.
+	stat *Resource
+	// passes logs stat's passes for the rule (they are fed to it, see
+	// ruleSet.feeds); nil for rules that count calls in flight or only
+	// space passes (throttling without warm-up).
+	passes *window.PassLog
+
+	throttle *throttler
+	warmUp   *warmUp
 }
 
-func newFlowChecker(rule FlowRule, owner, stat *Resource, nowMs int64) *flowChecker {
+func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	c := &flowChecker{
 		rule:        rule,
-		owner:       owner,
 		shadow:      rule.Mode == ModeShadow,
-		stat:        stat,
-		win:         &stat.second,
 		concurrency: rule.Metric == MetricConcurrency,
+		stat:        stat,
 	}
 	reason := ReasonFlow
 	if c.concurrency {
 		reason = ReasonConcurrency
 	}
 	c.blocked = &BlockError{reason: reason, rule: rule.Name}
-	if !c.concurrency && rule.StatIntervalMs != secondIntervalMs {
-		c.win, c.ownWindow = &window.LeapArray{}, true
-		mustInit(c.win, sampleCountFor(rule.StatIntervalMs), rule.StatIntervalMs, nil)
+	if c.concurrency {
+		return c
 	}
-	if rule.ControlBehavior == BehaviorThrottling {
+	warm := rule.TokenCalculateStrategy == StrategyWarmUp
+	switch {
+	case rule.ControlBehavior == BehaviorThrottling:
 		c.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
+		if warm {
+			c.passes = window.NewPassLog(0, 0) // counted for the warm-up only
+		}
+	case warm: // decides on capacities from the cold rate up
+		c.passes = window.NewPassLog(int64(rule.Threshold/float64(rule.WarmUpColdFactor)), int64(rule.Threshold))
+	default:
+		c.passes = window.NewPassLog(int64(rule.Threshold), int64(rule.Threshold))
 	}
-	if rule.TokenCalculateStrategy == StrategyWarmUp {
-		c.warmUp = newWarmUp(rule, nowMs)
+	if c.passes != nil {
+		seed(c.passes, stat, rule.StatIntervalMs, nowMs)
+	}
+	if warm {
+		c.warmUp = newWarmUp(rule, nowMs, c.passes)
 	}
 	return c
 }
 
-// sampleCountFor picks the most buckets, up to 10, that divide intervalMs
-// evenly; decisions stay exact with fewer buckets, only less generous.
-func sampleCountFor(intervalMs int64) int {
-	for n := int64(secondSamples); n > 1; n-- {
-		if intervalMs%n == 0 {
-			return int(n)
+// seed records in a new rule's log the passes of stat's second window that
+// may still be in the rule's interval, each at the end of its bucket (the
+// latest it can have been), so that a rule loaded on a busy resource, or
+// loaded again with a new threshold, does not start from zero. Passes
+// older than the second window are not known; a longer interval starts
+// with the last second's.
+func seed(log *window.PassLog, stat *Resource, intervalMs, nowMs int64) {
+	type span struct{ endMs, passes int64 }
+	var spans []span
+	win := &stat.second
+	bucketMs := win.BucketLenMs()
+	for i := range win.Len() {
+		b := win.At(i)
+		start, passes := b.StartMs(), b.Get(window.Pass)
+		if passes > 0 && start > nowMs-intervalMs-bucketMs && start <= nowMs {
+			spans = append(spans, span{min(start+bucketMs-1, nowMs), passes})
 		}
 	}
-	return 1
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.endMs, b.endMs) })
+	for _, s := range spans {
+		log.Record(s.endMs, s.passes)
+	}
 }
 
 // check decides whether count calls to self may pass at nowMs. inFlight is
@@ -75,13 +99,19 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 		return float64(inFlight) <= threshold, 0
 	}
 	if c.warmUp != nil {
-		threshold = c.warmUp.allowed(nowMs, c.win)
+		threshold = c.warmUp.allowed(nowMs)
 	}
 	if c.throttle != nil {
 		return c.throttle.check(nowMs, count, threshold)
 	}
 	// A pass is recorded at the clock's reading, which may lag its real
-	// time by the clock's slack: hold every pass that much longer, so that
-	// no real window of the interval sees more than the threshold.
-	return float64(c.win.DecisionPasses(nowMs-self.slackMs())+count) <= threshold, 0
+	// time by the clock's slack: a rule on its own resource's passes holds
+	// each that much longer, so that no real window of the interval sees
+	// more than the threshold. An associated rule limits calls that its
+	// window does not count: it reads the passes as they were recorded.
+	sinceMs := nowMs - c.rule.StatIntervalMs
+	if c.stat == self {
+		sinceMs -= self.slackMs()
+	}
+	return c.passes.Admits(count, int64(threshold), sinceMs), 0
 }

@@ -117,19 +117,19 @@ func TestOwnStatInterval(t *testing.T) {
 			passed++
 		}
 	}
-	// per-1s lets 8 through (0..70 ms), then 2 more a second after the
-	// last of them (1070, 1080); per-2s then holds the total at 10 until
-	// the first 8 are 2 s old.
+	// per-1s lets 8 through (0..70 ms), then one more as each of them is a
+	// second old (1000, 1010), until per-2s holds the total at 10, which it
+	// does until the first of them is 2 s old.
 	if passed != 10 {
 		t.Fatalf("%d passes in 2 s, want 10", passed)
 	}
-	clock.Set(2069)
+	clock.Set(1999)
 	if _, blk := r.Entry(); blk == nil || blk.Rule() != "per-2s" {
-		t.Fatalf("at 2069 ms: block %v, want per-2s", blk)
+		t.Fatalf("at 1999 ms: block %v, want per-2s", blk)
 	}
-	clock.Set(2070)
+	clock.Set(2000)
 	if !tryPass(r) {
-		t.Fatal("blocked at 2070 ms, when the first 8 passes are 2 s old")
+		t.Fatal("blocked at 2000 ms, when the first pass is 2 s old")
 	}
 }
 

@@ -9,14 +9,14 @@ import (
 
 // Window shapes every resource keeps.
 const (
-	// secondIntervalMs and secondSamples shape the window decisions and the
-	// live view read: ten buckets of 100 ms.
+	// secondIntervalMs and secondSamples shape the window the live view
+	// reads: ten buckets of 100 ms.
 	secondIntervalMs = 1000
 	secondSamples    = 10
-	// minuteSamples: one one-minute bucket, plus the spare slot of the ring
-	// that keeps the minute before it, so a finished minute can be
-	// collected for a whole minute after it ends.
-	minuteSamples = 1
+	// minuteSamples: the ring of one-minute buckets keeps the current
+	// minute and the one before it, so a finished minute can be collected
+	// for a whole minute after it ends.
+	minuteSamples = 2
 	minuteMs      = 60_000
 )
 
@@ -37,7 +37,7 @@ type Resource struct {
 
 	// collected is the part of each minute bucket already handed out by
 	// Engine.CollectMinutes; only the collector touches it.
-	collected [minuteSamples + 1]collectMark // one per minute slot
+	collected [minuteSamples]collectMark // one per minute slot
 }
 
 type collectMark struct {
@@ -49,9 +49,9 @@ type collectMark struct {
 type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
-	// feeds are the windows of rules (of this or other resources) that
-	// measure this resource's passes over their own interval.
-	feeds []*window.LeapArray
+	// feeds are the pass logs of the rules (of this or other resources)
+	// that count this resource's passes.
+	feeds []*window.PassLog
 	// reserveConcurrency: a concurrency rule of this resource counts the
 	// caller itself, so the in-flight count is raised before the checks.
 	reserveConcurrency bool
@@ -66,11 +66,10 @@ func newResource(name string, clock Clock, nowMs int64) *Resource {
 	r := &Resource{name: strings.Clone(name), clock: clock, firstSeenMs: nowMs}
 	r.realClock, _ = clock.(*RealClock)
 	// One allocation for both rings keeps a resource's hot buckets together
-	// and, being larger than 1 KiB, 64-byte aligned in its own cache lines.
-	buf := make([]window.Bucket, window.Slots(secondSamples)+window.Slots(minuteSamples))
-	split := window.Slots(secondSamples)
-	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:split])
-	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[split:])
+	// and, its size class a multiple of 64 bytes, aligned on cache lines.
+	buf := make([]window.Bucket, secondSamples+minuteSamples)
+	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:secondSamples])
+	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[secondSamples:])
 	r.minute.KeepExtremes()
 	r.rules.Store(noRules)
 	return r
@@ -108,9 +107,9 @@ func (r *Resource) slackMs() int64 {
 	return 0
 }
 
-func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.LeapArray) {
+func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	b := r.second.Current(nowMs)
-	b.AddPass(nowMs, count)
+	b.Add(window.Pass, count)
 	m, mx := r.minute.CurrentExtremes(nowMs)
 	m.Add(window.Pass, count)
 	mx.ObserveConcurrency(concurrency)
@@ -118,8 +117,8 @@ func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked boo
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
 	}
-	for _, w := range feeds {
-		w.Current(nowMs).AddPass(nowMs, count)
+	for _, log := range feeds {
+		log.Record(nowMs, count)
 	}
 }
 

@@ -18,7 +18,7 @@ func warmUpRule() FlowRule {
 // formula at a few points of the token bucket.
 func TestWarmUpFormula(t *testing.T) {
 	rule := warmUpRule().WithDefaults()
-	w := newWarmUp(rule, 0)
+	w := newWarmUp(rule, 0, window.NewPassLog(0, 0))
 	// threshold 100/s, cold factor 3, 10 s: warning = 10*100/2 = 500,
 	// max = 500 + 2*10*100/4 = 1000, slope = 2/100/500.
 	if w.warningToken != 500 || w.maxToken != 1000 || math.Abs(w.slope-0.00004) > 1e-12 {
@@ -33,13 +33,9 @@ func TestWarmUpFormula(t *testing.T) {
 		{500, 100},                         // at the warning line: threshold
 		{100, 100},                         // below it: threshold
 	}
-	win, err := window.New(10, 1000, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range tests {
 		w.storedTokens.Store(tt.tokens)
-		got := w.allowed(0, win) // time 0: no refill, the tokens stay as set
+		got := w.allowed(0) // time 0: no refill, the tokens stay as set
 		if math.Abs(got-tt.want) > 1e-9 {
 			t.Errorf("tokens %d: allowed %.6f, want %.6f", tt.tokens, got, tt.want)
 		}

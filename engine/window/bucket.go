@@ -25,11 +25,9 @@ const (
 const noRt = math.MaxInt64
 
 // Bucket is one slot of the ring: the counters of the events that happened in
-// [Start, Start+bucket length), and the time of the last pass, which keeps
-// decisions exact at bucket edges (see LeapArray.DecisionPasses).
+// [Start, Start+bucket length).
 type Bucket struct {
 	start    atomic.Int64
-	lastPass atomic.Int64
 	counters [NumEvents]atomic.Int64
 }
 
@@ -61,14 +59,6 @@ func (b *Bucket) Add(ev Event, n int64) { b.counters[ev].Add(n) }
 // Get returns the count of ev.
 func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
 
-// AddPass counts n passes at nowMs.
-// The time is stored before the count so that a concurrent decision never
-// sees the count without the time that keeps it in the window.
-func (b *Bucket) AddPass(nowMs, n int64) {
-	storeMax(&b.lastPass, nowMs)
-	b.counters[Pass].Add(n)
-}
-
 // AddComplete counts n completed calls that took rtMs each, errors of them.
 func (b *Bucket) AddComplete(n, rtMs, errors int64) {
 	b.counters[Complete].Add(n)
@@ -92,7 +82,6 @@ func (b *Bucket) reset() {
 	for i := range b.counters {
 		b.counters[i].Store(0)
 	}
-	b.lastPass.Store(never)
 }
 
 // reset forgets the extremes. The caller owns their bucket.

@@ -9,7 +9,7 @@ import (
 
 const (
 	// never is the start of a bucket that has not been used yet and the
-	// last-pass time of a bucket without passes: far enough in the past
+	// time of a log's newest mark before its first: far enough in the past
 	// that adding an interval cannot overflow.
 	never = math.MinInt64 / 4
 	// resetting marks a bucket whose counters one writer is zeroing.
@@ -17,16 +17,19 @@ const (
 )
 
 // LeapArray is a sliding window of sampleCount buckets of bucketLenMs each,
-// covering intervalMs = sampleCount × bucketLenMs. The ring has one slot more
-// than the window, so the bucket that just left the window is kept until the
-// passes it holds are a whole interval old:
+// covering intervalMs = sampleCount × bucketLenMs, in a ring of as many
+// slots:
 //
-//	interval = 1000 ms, 10 buckets of 100 ms, ring of 11 slots
+//	interval = 1000 ms, 10 buckets of 100 ms
 //
-//	time  ... | 900 | 1000 | 1100 | 1200 | ... | 1900 | 2000 |
-//	slot        9     10     0      1             8      9
-//	                  ^ start 1000: counted for decisions until its last
-//	                    pass + 1000 ms, not just until 2000
+//	time  ... | 900 | 1000 | 1100 | ... | 1800 | 1900 | 2000 |
+//	slot        9     0      1            8      9      0
+//	                  ^ start 1000, reused for 2000 once it is out
+//
+// Sums cover the buckets that start in the last interval, the current one
+// included: between 901 and 1000 ms of traffic, depending on where in its
+// bucket the time is. Flow decisions, which must hold a threshold in any
+// real window, read a PassLog instead.
 //
 // A slot is reused when its start falls out of the ring: the first writer
 // that sees the stale start claims it with a CAS, zeroes it (and its
@@ -43,10 +46,6 @@ type LeapArray struct {
 	current atomic.Int64
 }
 
-// Slots returns the number of buckets a LeapArray of sampleCount samples
-// keeps, for callers that allocate the buckets themselves.
-func Slots(sampleCount int) int { return sampleCount + 1 }
-
 // New returns a window of sampleCount buckets over intervalMs; see Init.
 func New(sampleCount int, intervalMs int64, buf []Bucket) (*LeapArray, error) {
 	la := &LeapArray{}
@@ -58,8 +57,8 @@ func New(sampleCount int, intervalMs int64, buf []Bucket) (*LeapArray, error) {
 
 // Init makes la a window of sampleCount buckets over intervalMs, which must
 // be a positive multiple of sampleCount. buf, when not nil, must hold exactly
-// Slots(sampleCount) buckets and becomes the ring; otherwise the ring is
-// allocated. A LeapArray must not be copied after Init.
+// sampleCount buckets and becomes the ring; otherwise the ring is allocated.
+// A LeapArray must not be copied after Init.
 func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error {
 	if sampleCount <= 0 {
 		return fmt.Errorf("window: sample count %d must be positive", sampleCount)
@@ -68,9 +67,9 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 		return fmt.Errorf("window: interval %d ms is not a positive multiple of %d buckets", intervalMs, sampleCount)
 	}
 	if buf == nil {
-		buf = make([]Bucket, Slots(sampleCount))
-	} else if len(buf) != Slots(sampleCount) {
-		return fmt.Errorf("window: %d buckets given, %d needed", len(buf), Slots(sampleCount))
+		buf = make([]Bucket, sampleCount)
+	} else if len(buf) != sampleCount {
+		return fmt.Errorf("window: %d buckets given, %d needed", len(buf), sampleCount)
 	}
 	for i := range buf {
 		buf[i].start.Store(never)
@@ -174,22 +173,6 @@ func (la *LeapArray) SumAll(nowMs int64) [NumEvents]int64 {
 	return sums
 }
 
-// DecisionPasses returns the passes a rule must count at nowMs so that no
-// real window of intervalMs ever holds more passes than it allows: every
-// bucket whose last pass is less than an interval old is counted whole.
-// Forgetting a bucket when its start leaves the window, as Sentinel does,
-// forgets passes that landed at its end up to a bucket length early.
-func (la *LeapArray) DecisionPasses(nowMs int64) int64 {
-	var sum int64
-	for i := range la.buckets {
-		b := &la.buckets[i]
-		if b.lastPass.Load() > nowMs-la.intervalMs {
-			sum += b.counters[Pass].Load()
-		}
-	}
-	return sum
-}
-
 // Len returns the number of slots in the ring.
 func (la *LeapArray) Len() int { return len(la.buckets) }
 
@@ -215,17 +198,4 @@ func (la *LeapArray) Snapshot(i int) Snapshot {
 		s.MaxConcurrency = x.maxConcurrency.Load()
 	}
 	return s
-}
-
-// SumRange returns the count of ev over the buckets that start in
-// [fromMs, toMs).
-func (la *LeapArray) SumRange(fromMs, toMs int64, ev Event) int64 {
-	var sum int64
-	for i := range la.buckets {
-		b := &la.buckets[i]
-		if s := b.start.Load(); s >= fromMs && s < toMs {
-			sum += b.counters[ev].Load()
-		}
-	}
-	return sum
 }
