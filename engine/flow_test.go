@@ -316,6 +316,64 @@ func TestAssociated(t *testing.T) {
 	}
 }
 
+// TestAssociatedReadsTheReferencedPasses: an associated rule blocks a call
+// iff the referenced resource's passes in the window, and the call, are
+// over the threshold: checked against the passes themselves while read
+// runs evenly paced, unevenly paced, under and over the threshold.
+func TestAssociatedReadsTheReferencedPasses(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		readsAt func(i int64) int64 // the time of read's i-th call
+	}{
+		{"4 per second", func(i int64) int64 { return i * 250 }},
+		{"4 per second, late by 0-3 ms", func(i int64) int64 { return i*250 + []int64{0, 3, 1, 2}[i%4] }},
+		{"4.9 per second", func(i int64) int64 { return i * 1000 / 49 * 10 }},
+		{"5 per second", func(i int64) int64 { return i * 200 }},
+		{"pairs 90 ms apart, twice a second", func(i int64) int64 { return i/2*500 + i%2*90 }},
+		{"bursts of 3 every 700 ms", func(i int64) int64 { return i / 3 * 700 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newTestEngine(t, 0, FlowRule{
+				Name: "writes-yield", Resource: "write", Threshold: 5,
+				RelationStrategy: RelationAssociated, RefResource: "read",
+			})
+			write, read := e.Resource("write"), e.Resource("read")
+			var reads []int64
+			next := int64(0)
+			blocked := 0
+			for ms := int64(0); ms < 10_000; ms++ {
+				clock.Set(ms)
+				for tt.readsAt(next) == ms {
+					if !tryPass(read) {
+						t.Fatal("read blocked: the rule limits write")
+					}
+					reads = append(reads, ms)
+					next++
+				}
+				if ms%7 != 0 {
+					continue
+				}
+				inWindow := 0
+				for _, at := range reads {
+					if at > ms-1000 {
+						inWindow++
+					}
+				}
+				en, blk := write.Entry()
+				if blk == nil {
+					en.Exit()
+				} else {
+					blocked++
+				}
+				if want := inWindow+1 > 5; (blk != nil) != want {
+					t.Fatalf("at %d ms, with %d reads in the last second: blocked %v, want %v", ms, inWindow, blk != nil, want)
+				}
+			}
+			t.Logf("write blocked %d times in %d checks", blocked, 10_000/7+1)
+		})
+	}
+}
+
 func TestAssociatedConcurrency(t *testing.T) {
 	e, _ := newTestEngine(t, 0, FlowRule{
 		Resource: "write", Metric: MetricConcurrency, Threshold: 1,

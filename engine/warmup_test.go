@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"fmt"
 	"math"
 	"testing"
 
@@ -82,6 +83,51 @@ func TestWarmUpCurve(t *testing.T) {
 	again := hammer(100_000, 1)
 	if again[0] != 33 {
 		t.Errorf("after a long idle: %d passes, want 33", again[0])
+	}
+}
+
+// guavaCurve is the passes per second of a warm-up rule of threshold 100,
+// cold factor 3 and a 10 s warm-up that is always offered more than it
+// allows: Guava's and Sentinel's formula, second after second.
+var guavaCurve = []int{33, 34, 36, 38, 41, 44, 47, 52, 58, 68, 83, 100, 100, 100}
+
+// TestWarmUpCurveUnderAnyOverload: hammered or evenly paced, from just over
+// the threshold to ten times it, a cold warm-up rule passes what the
+// formula allows each second, never less than its cold rate.
+func TestWarmUpCurveUnderAnyOverload(t *testing.T) {
+	for _, perSecond := range []int64{105, 150, 200, 1000, 0} {
+		name := fmt.Sprintf("paced %d per second", perSecond)
+		if perSecond == 0 {
+			name = "hammered"
+		}
+		t.Run(name, func(t *testing.T) {
+			e, clock := newTestEngine(t, 0, warmUpRule())
+			r := e.Resource("orders")
+			curve := make([]int, len(guavaCurve))
+			call := func(ms int64) {
+				clock.Set(ms)
+				if tryPass(r) {
+					curve[ms/1000]++
+				}
+			}
+			end := int64(len(curve)) * 1000
+			if perSecond == 0 {
+				for ms := range end {
+					call(ms)
+					call(ms)
+				}
+			} else {
+				for j := int64(0); j*1000/perSecond < end; j++ {
+					call(j * 1000 / perSecond)
+				}
+			}
+			t.Logf("passes per second: %v", curve)
+			for i, want := range guavaCurve {
+				if d := curve[i] - want; curve[i] < 33 || float64(max(d, -d)) > 0.05*float64(want) {
+					t.Errorf("second %d: %d passes, want %d (within 5%%, at least the cold rate 33)", i, curve[i], want)
+				}
+			}
+		})
 	}
 }
 
