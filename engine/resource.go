@@ -34,15 +34,6 @@ type Resource struct {
 
 	second window.LeapArray
 	minute window.LeapArray
-
-	// collected is the part of each minute bucket already handed out by
-	// Engine.CollectMinutes; only the collector touches it.
-	collected [minuteSamples]collectMark // one per minute slot
-}
-
-type collectMark struct {
-	startMs int64
-	counts  [window.NumEvents]int64
 }
 
 // ruleSet is everything Entry needs for one resource, swapped whole on load.

@@ -180,14 +180,15 @@ func (la *LeapArray) Len() int { return len(la.buckets) }
 // while it is unused or being reset.
 func (la *LeapArray) At(i int) *Bucket { return &la.buckets[i] }
 
-// Snapshot copies the values of the bucket in slot i and of its extremes.
-// Values are read one by one, so a snapshot taken while writers run is a
-// consistent lower bound of each counter, not of their ratios.
-func (la *LeapArray) Snapshot(i int) Snapshot {
+// Take returns what the bucket in slot i counted since the last Take and
+// zeroes its counters: each counter is swapped with zero, so an event
+// counted meanwhile is taken now or next time, never twice. The extremes
+// are copied, not zeroed: they are those of the whole span so far.
+func (la *LeapArray) Take(i int) Snapshot {
 	b := &la.buckets[i]
 	s := Snapshot{StartMs: b.start.Load()}
 	for ev := range s.Counts {
-		s.Counts[ev] = b.counters[ev].Load()
+		s.Counts[ev] = b.counters[ev].Swap(0)
 	}
 	if la.extremes != nil {
 		x := &la.extremes[i]

@@ -124,7 +124,7 @@ func TestCompleteRecordsExtremes(t *testing.T) {
 	la := newWindow(t, 1, 60_000)
 	la.KeepExtremes()
 	b, x := la.CurrentExtremes(10)
-	if s := la.Snapshot(0); s.MinRtMs != 0 || s.MaxRtMs != 0 {
+	if s := la.Take(0); s.MinRtMs != 0 || s.MaxRtMs != 0 {
 		t.Fatalf("empty bucket extremes = %d/%d, want 0/0", s.MinRtMs, s.MaxRtMs)
 	}
 	for _, c := range []struct{ n, rtMs, errors int64 }{{2, 30, 1}, {1, 5, 0}, {3, 70, 0}} {
@@ -137,8 +137,16 @@ func TestCompleteRecordsExtremes(t *testing.T) {
 	want.Counts[Complete] = 6
 	want.Counts[Error] = 1
 	want.Counts[RtSum] = 2*30 + 5 + 3*70
-	if s := la.Snapshot(0); s != want {
-		t.Fatalf("snapshot = %+v, want %+v", s, want)
+	if s := la.Take(0); s != want {
+		t.Fatalf("first take = %+v, want %+v", s, want)
+	}
+	// A second take has no counts left; the extremes are the span's.
+	b.AddComplete(1, 1, 0)
+	x.ObserveRt(1)
+	want.Counts = [NumEvents]int64{Complete: 1, RtSum: 1}
+	want.MinRtMs = 1
+	if s := la.Take(0); s != want {
+		t.Fatalf("second take = %+v, want %+v", s, want)
 	}
 	// The slot's next span starts with its extremes forgotten.
 	if b, x = la.CurrentExtremes(120_000); b.StartMs() != 120_000 || x.maxRt.Load() != 0 || x.minRt.Load() != noRt {
