@@ -18,9 +18,8 @@ type flowChecker struct {
 	// stat is the resource whose traffic the rule measures: its own or, for
 	// associated rules, refResource.
 	stat *Resource
-	// passes logs stat's passes for the rule (they are fed to it, see
-	// ruleSet.feeds); nil for rules that count calls in flight or only
-	// space passes (throttling without warm-up).
+	// passes logs when stat's passes happened, for the rule (they are fed
+	// to it, see ruleSet.feeds); nil but for reject rules.
 	passes *window.PassLog
 
 	throttle *throttler
@@ -46,32 +45,27 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	switch {
 	case rule.ControlBehavior == BehaviorThrottling:
 		c.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
-		if warm {
-			c.passes = window.NewPassLog(0, 0) // counted for the warm-up only
-		}
 	case warm: // decides on capacities from the cold rate up
-		c.passes = window.NewPassLog(int64(rule.Threshold/float64(rule.WarmUpColdFactor)), int64(rule.Threshold))
+		c.passes = newPassLog(stat, int64(rule.Threshold/float64(rule.WarmUpColdFactor)), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	default:
-		c.passes = window.NewPassLog(int64(rule.Threshold), int64(rule.Threshold))
-	}
-	if c.passes != nil {
-		seed(c.passes, stat, rule.StatIntervalMs, nowMs)
+		c.passes = newPassLog(stat, int64(rule.Threshold), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	}
 	if warm {
-		c.warmUp = newWarmUp(rule, nowMs, c.passes)
+		c.warmUp = newWarmUp(rule, nowMs, &stat.passes)
 	}
 	return c
 }
 
-// seed records in a new rule's log the passes of stat's second window that
-// may still be in the rule's interval, each at the end of its bucket (the
-// latest it can have been), so that a rule loaded on a busy resource, or
-// loaded again with a new threshold, does not start from zero. Passes
-// older than the second window are not known; a longer interval starts
-// with the last second's.
-func seed(log *window.PassLog, stat *Resource, intervalMs, nowMs int64) {
+// newPassLog returns a pass log of stat for capacities least to most that
+// knows when the passes of stat's second window that may still be in the
+// interval happened: at the end of their bucket at the latest. So a rule
+// loaded on a busy resource, or loaded again with a new threshold, does
+// not start from zero. Older passes are not known: a longer interval
+// starts with the last second's.
+func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.PassLog {
 	type span struct{ endMs, passes int64 }
 	var spans []span
+	var recent int64
 	win := &stat.second
 	bucketMs := win.BucketLenMs()
 	for i := range win.Len() {
@@ -79,12 +73,18 @@ func seed(log *window.PassLog, stat *Resource, intervalMs, nowMs int64) {
 		start, passes := b.StartMs(), b.Get(window.Pass)
 		if passes > 0 && start > nowMs-intervalMs-bucketMs && start <= nowMs {
 			spans = append(spans, span{min(start+bucketMs-1, nowMs), passes})
+			recent += passes
 		}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.endMs, b.endMs) })
+	total := stat.passes.Load()
+	first := max(total-recent, 0) // the number of the passes before them
+	log := window.NewPassLog(least, most, first)
 	for _, s := range spans {
-		log.Record(s.endMs, s.passes)
+		first += s.passes
+		log.Mark(s.endMs, min(first, total))
 	}
+	return log
 }
 
 // check decides whether count calls to self may pass at nowMs. inFlight is
@@ -113,5 +113,5 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 	if c.stat == self {
 		sinceMs -= self.slackMs()
 	}
-	return c.passes.Admits(count, int64(threshold), sinceMs), 0
+	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
 }

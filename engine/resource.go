@@ -31,6 +31,9 @@ type Resource struct {
 
 	rules       atomic.Pointer[ruleSet]
 	concurrency atomic.Int64
+	// passes counts every pass: the numbers the pass logs of the rules
+	// that measure the resource go by.
+	passes atomic.Int64
 
 	second window.LeapArray
 	minute window.LeapArray
@@ -41,7 +44,7 @@ type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
 	// feeds are the pass logs of the rules (of this or other resources)
-	// that count this resource's passes.
+	// that measure this resource's passes.
 	feeds []*window.PassLog
 	// reserveConcurrency: a concurrency rule of this resource counts the
 	// caller itself, so the in-flight count is raised before the checks.
@@ -108,8 +111,9 @@ func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked boo
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
 	}
+	total := r.passes.Add(count)
 	for _, log := range feeds {
-		log.Record(nowMs, count)
+		log.Mark(nowMs, total)
 	}
 }
 

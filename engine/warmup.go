@@ -3,8 +3,6 @@ package engine
 import (
 	"math"
 	"sync/atomic"
-
-	"github.com/sluicehq/sluice/engine/window"
 )
 
 // warmUp is Guava's SmoothWarmingUp as Sentinel applies it, in units of the
@@ -20,7 +18,7 @@ type warmUp struct {
 	warningToken int64
 	maxToken     int64
 	slope        float64
-	passes       *window.PassLog // the rule's: what drains the tokens
+	passes       *atomic.Int64 // the measured resource's: what drains the tokens
 
 	storedTokens atomic.Int64
 	lastFilledMs atomic.Int64
@@ -28,7 +26,7 @@ type warmUp struct {
 	passesAtFill atomic.Int64
 }
 
-func newWarmUp(rule FlowRule, nowMs int64, passes *window.PassLog) *warmUp {
+func newWarmUp(rule FlowRule, nowMs int64, passes *atomic.Int64) *warmUp {
 	periods := float64(rule.WarmUpPeriodSec*1000) / float64(rule.StatIntervalMs)
 	cold := float64(rule.WarmUpColdFactor)
 	w := &warmUp{threshold: rule.Threshold, coldFactor: cold, intervalMs: rule.StatIntervalMs, passes: passes}
@@ -42,7 +40,7 @@ func newWarmUp(rule FlowRule, nowMs int64, passes *window.PassLog) *warmUp {
 	// A new rule starts cold, as after a long idle.
 	w.storedTokens.Store(w.maxToken)
 	w.lastFilledMs.Store(nowMs - nowMs%w.intervalMs)
-	w.passesAtFill.Store(passes.Total())
+	w.passesAtFill.Store(passes.Load())
 	return w
 }
 
@@ -73,7 +71,7 @@ func (w *warmUp) sync(nowMs int64) {
 	if current <= last || !w.lastFilledMs.CompareAndSwap(last, current) {
 		return
 	}
-	total := w.passes.Total()
+	total := w.passes.Load()
 	passed := total - w.passesAtFill.Swap(total)
 	if current-last > w.intervalMs {
 		passed = 0

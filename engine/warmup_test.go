@@ -3,9 +3,8 @@ package engine
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"testing"
-
-	"github.com/sluicehq/sluice/engine/window"
 )
 
 func warmUpRule() FlowRule {
@@ -19,7 +18,7 @@ func warmUpRule() FlowRule {
 // formula at a few points of the token bucket.
 func TestWarmUpFormula(t *testing.T) {
 	rule := warmUpRule().WithDefaults()
-	w := newWarmUp(rule, 0, window.NewPassLog(0, 0))
+	w := newWarmUp(rule, 0, &atomic.Int64{})
 	// threshold 100/s, cold factor 3, 10 s: warning = 10*100/2 = 500,
 	// max = 500 + 2*10*100/4 = 1000, slope = 2/100/500.
 	if w.warningToken != 500 || w.maxToken != 1000 || math.Abs(w.slope-0.00004) > 1e-12 {

@@ -1,7 +1,6 @@
 package window
 
 import (
-	"math"
 	"sync/atomic"
 )
 
@@ -21,10 +20,11 @@ const (
 	ancientMs = 1 << 30
 )
 
-// PassLog is what an exact flow decision reads: how many passes a resource
-// has had and, in a ring, when the latest of them happened. Passes are
-// numbered 1, 2, 3, … in the order they are recorded and counted in groups
-// of q; a group's mark is the time of its last pass:
+// PassLog is what an exact flow decision reads: when the latest passes of a
+// resource happened. The resource numbers its passes 1, 2, 3, … with one
+// counter, whose value it gives to Mark and decisions to Admits; the log
+// counts them in groups of q and keeps, in a ring, each group's mark: the
+// time of its last pass.
 //
 //	capacity 100: q = 2, a ring of 52 marks
 //
@@ -41,20 +41,17 @@ const (
 // last one left, up to a bucket length late for its first: under paced
 // traffic a tenth of the threshold.)
 //
-// A mark keeps the low 32 bits of a time in milliseconds, decoded back from
-// the newest mark's full time; marks that grow ancientMs older than a new
-// one are forgotten (floor) before they could be misread.
-//
-// Record writes the marks of the groups its passes complete before it
-// claims the passes with a CAS on the total, so a count is never seen
-// without the marks that keep it in the window, and upkeep (floor) reads
-// written marks only. A writer whose CAS fails has written marks that
-// others are claiming at about the same time: off by no more than two
-// racing calls' clock readings.
+// Marks are written after the passes are counted, behind a fence: nextMark
+// is raised once the marks below it are written, and a decision trusts only
+// those; a writer marks every group from the fence up to its passes, its
+// own and any others not yet marked (recorded no later than it), and marks
+// are only ever raised, so a writer running late never lowers a newer
+// group's mark. A mark keeps the low 32 bits of a time in milliseconds,
+// decoded back from the newest mark's full time; marks that grow ancientMs
+// older than a new one are forgotten (floor) before they could be misread.
 type PassLog struct {
-	total atomic.Int64 // passes recorded
-	// nextMark is the number of the next pass to complete a group, or
-	// less: Record looks for marks to write only when its passes reach it.
+	// nextMark is the number of the pass that completes the first group
+	// not marked yet: the fence.
 	nextMark atomic.Int64
 	// newest is the latest time a mark was written, in full; floor is the
 	// latest group forgotten: it and every group before it are out of any
@@ -65,54 +62,35 @@ type PassLog struct {
 	marks   []atomic.Uint32 // marks[g % len(marks)]: group g's mark, low 32 bits
 }
 
-// NewPassLog returns a log for decisions on capacities from least to most;
-// one for most 0 only counts passes (Total).
-func NewPassLog(least, most int64) *PassLog {
+// NewPassLog returns a log for decisions on capacities from least to most
+// (none when most is 0) of a resource that has had passes passes so far:
+// those count as out of the window unless Mark is told when they were.
+func NewPassLog(least, most, passes int64) *PassLog {
 	l := &PassLog{perMark: 1}
 	l.newest.Store(never)
-	l.nextMark.Store(math.MaxInt64)
 	if most > 0 {
 		l.perMark = max(1+least/groupsPerCapacity, 1+most/(maxMarks-2))
 		// The groups of passes total-most+1 … total, and one more that a
-		// batch may be completing.
+		// writer may be completing.
 		l.marks = make([]atomic.Uint32, most/l.perMark+2)
-		l.nextMark.Store(l.perMark)
 	}
+	forgotten := passes / l.perMark
+	l.floor.Store(forgotten)
+	l.nextMark.Store((forgotten + 1) * l.perMark)
 	return l
 }
 
-// Total returns the passes recorded.
-func (l *PassLog) Total() int64 { return l.total.Load() }
-
-// Record counts n passes at nowMs.
-func (l *PassLog) Record(nowMs, n int64) {
-	if l.marks == nil {
-		l.total.Add(n)
+// Mark tells the log that the resource's passes up to number total were
+// all recorded by nowMs.
+func (l *PassLog) Mark(nowMs, total int64) {
+	fence := l.nextMark.Load()
+	if total < fence || l.marks == nil {
 		return
 	}
-	for {
-		old := l.total.Load()
-		next := old + n
-		marking := next >= l.nextMark.Load()
-		if marking {
-			l.mark(nowMs, old, next)
-		}
-		if l.total.CompareAndSwap(old, next) {
-			if marking {
-				storeMax(&l.nextMark, (next/l.perMark+1)*l.perMark)
-			}
-			return
-		}
-	}
-}
-
-// mark writes nowMs as the mark of every group that passes old+1 … next
-// complete, after forgetting the marks that grew ancient.
-func (l *PassLog) mark(nowMs, old, next int64) {
 	ring := int64(len(l.marks))
-	marked := old / l.perMark
+	first, last := fence/l.perMark, total/l.perMark // the groups to mark
 	newest := l.newest.Load()
-	for g := max(l.floor.Load()+1, marked-ring+1); g <= marked; g++ {
+	for g := max(l.floor.Load()+1, first-ring+1); g < first; g++ {
 		if decode(newest, l.marks[g%ring].Load()) > nowMs-ancientMs {
 			break
 		}
@@ -121,26 +99,32 @@ func (l *PassLog) mark(nowMs, old, next int64) {
 	// newest before the marks: a decision that reads a mark then reads a
 	// newest at least as late, so it never decodes a mark from after it.
 	storeMax(&l.newest, nowMs)
-	last := next / l.perMark
-	for g := max(marked+1, last-ring+1); g <= last; g++ {
-		l.marks[g%ring].Store(uint32(nowMs))
+	newest = l.newest.Load()
+	for g := max(first, last-ring+1); g <= last; g++ {
+		slot := &l.marks[g%ring]
+		for {
+			mark := slot.Load()
+			if decode(newest, mark) >= nowMs || slot.CompareAndSwap(mark, uint32(nowMs)) {
+				break
+			}
+		}
 	}
+	storeMax(&l.nextMark, (last+1)*l.perMark)
 }
 
 // Admits reports whether n more passes leave at most capacity (no more than
-// the log's most) of its passes after sinceMs.
-func (l *PassLog) Admits(n, capacity, sinceMs int64) bool {
-	total := l.total.Load()
+// the log's most) of the resource's total passes after sinceMs.
+func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
 	k := total + n - capacity // it and every pass before it must be out
 	if k <= 0 {
 		return true
 	}
 	g := (k + l.perMark - 1) / l.perMark
-	if l.marks == nil || g*l.perMark > total { // not marked: n > capacity
-		return false
-	}
-	if g <= l.floor.Load() {
+	switch {
+	case g <= l.floor.Load():
 		return true
+	case g*l.perMark >= l.nextMark.Load(): // not marked: recorded just now, or n > capacity
+		return false
 	}
 	mark := l.marks[g%int64(len(l.marks))].Load()
 	return decode(l.newest.Load(), mark) <= sinceMs

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -24,6 +25,21 @@ func (w *exactWindow) record(nowMs, n int64) {
 	}
 }
 
+// counted is a pass log fed as a resource feeds one: its passes numbered
+// by a counter of their own.
+type counted struct {
+	log    *PassLog
+	passes atomic.Int64
+}
+
+func newCounted(least, most int64) *counted { return &counted{log: NewPassLog(least, most, 0)} }
+
+func (c *counted) record(nowMs, n int64) { c.log.Mark(nowMs, c.passes.Add(n)) }
+
+func (c *counted) admits(n, capacity, sinceMs int64) bool {
+	return c.log.Admits(c.passes.Load(), n, capacity, sinceMs)
+}
+
 // TestPassLogAgainstEveryPass records random traffic and checks each
 // decision, at a capacity between the log's least and most, against one
 // made from every pass's time: the same below 100, where every pass is
@@ -34,7 +50,7 @@ func TestPassLogAgainstEveryPass(t *testing.T) {
 		{1, 1}, {7, 7}, {99, 99}, {100, 100}, {250, 250}, {1_000, 1_000}, {33, 100}, {400, 1_200},
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(tt.most)))
-		l := NewPassLog(tt.least, tt.most)
+		l := newCounted(tt.least, tt.most)
 		var all exactWindow
 		const intervalMs = 1000
 		now := int64(0)
@@ -43,22 +59,19 @@ func TestPassLogAgainstEveryPass(t *testing.T) {
 			n := 1 + rng.Int64N(3)
 			capacity := tt.least + rng.Int64N(tt.most-tt.least+1)
 			since := now - intervalMs
-			got, want := l.Admits(n, capacity, since), all.admits(n, capacity, since)
+			got, want := l.admits(n, capacity, since), all.admits(n, capacity, since)
 			switch {
 			case tt.least < groupsPerCapacity && got != want:
 				t.Fatalf("%+v at %d ms, %d more under %d: log says %v, every pass says %v", tt, now, n, capacity, got, want)
 			case got && !want:
 				t.Fatalf("%+v at %d ms: log admits %d more under %d, every pass says no", tt, now, n, capacity)
-			case !got && all.admits(n+l.perMark-1, capacity, since):
-				t.Fatalf("%+v at %d ms: log refuses %d more under %d with room for %d", tt, now, n, capacity, n+l.perMark-1)
+			case !got && all.admits(n+l.log.perMark-1, capacity, since):
+				t.Fatalf("%+v at %d ms: log refuses %d more under %d with room for %d", tt, now, n, capacity, n+l.log.perMark-1)
 			}
 			if got {
-				l.Record(now, n)
+				l.record(now, n)
 				all.record(now, n)
 			}
-		}
-		if l.Total() != int64(len(all)) {
-			t.Fatalf("%+v: total %d, want %d", tt, l.Total(), len(all))
 		}
 	}
 }
@@ -75,7 +88,7 @@ func TestPassLogSize(t *testing.T) {
 		{33, 100, 1, 102},           // a warm-up from 100/3 to 100
 		{1_000, 100_000, 98, 1_022}, // a cold factor of 100: the ring's bound
 	} {
-		l := NewPassLog(tt.least, tt.most)
+		l := NewPassLog(tt.least, tt.most, 0)
 		if l.perMark != tt.perMark || int64(len(l.marks)) != tt.marks {
 			t.Errorf("NewPassLog(%d, %d): a mark every %d passes, %d marks; want %d and %d",
 				tt.least, tt.most, l.perMark, len(l.marks), tt.perMark, tt.marks)
@@ -101,11 +114,11 @@ func TestPassLogPacedLongRun(t *testing.T) {
 		return float64(settled) / (intervals / 2) / float64(capacity)
 	}
 	for _, capacity := range []int64{100, 101, 150, 814, 10_000} {
-		l := NewPassLog(capacity, capacity)
+		l := newCounted(capacity, capacity)
 		got := settledRate(capacity, func(now int64) bool {
-			ok := l.Admits(1, capacity, now-intervalMs)
+			ok := l.admits(1, capacity, now-intervalMs)
 			if ok {
-				l.Record(now, 1)
+				l.record(now, 1)
 			}
 			return ok
 		})
@@ -127,15 +140,15 @@ func TestPassLogPacedLongRun(t *testing.T) {
 // TestPassLogHoldsEachPassAnInterval: with every pass marked, each pass
 // frees its room exactly an interval after it, at a bucket's end or not.
 func TestPassLogHoldsEachPassAnInterval(t *testing.T) {
-	l := NewPassLog(3, 3)
-	l.Record(99, 1)
-	l.Record(150, 2)
+	l := newCounted(3, 3)
+	l.record(99, 1)
+	l.record(150, 2)
 	for _, tt := range []struct {
 		nowMs int64
 		room  int64
 	}{{1098, 0}, {1099, 1}, {1149, 1}, {1150, 3}} {
 		since := tt.nowMs - 1000
-		if l.Admits(tt.room+1, 3, since) || tt.room > 0 && !l.Admits(tt.room, 3, since) {
+		if l.admits(tt.room+1, 3, since) || tt.room > 0 && !l.admits(tt.room, 3, since) {
 			t.Errorf("at %d ms: want room for %d", tt.nowMs, tt.room)
 		}
 	}
@@ -144,22 +157,46 @@ func TestPassLogHoldsEachPassAnInterval(t *testing.T) {
 // TestPassLogBatchOverTheRing: a batch larger than the ring marks its last
 // groups, and a batch over the capacity never fits.
 func TestPassLogBatchOverTheRing(t *testing.T) {
-	l := NewPassLog(1000, 1000) // 11 passes a group, 92 marks
-	l.Record(0, 990)
-	l.Record(5, 4950)
-	if l.Admits(1, 1000, 4) {
+	l := newCounted(1000, 1000) // 11 passes a group, 92 marks
+	l.record(0, 990)
+	l.record(5, 4950)
+	if l.admits(1, 1000, 4) {
 		t.Fatal("admitted with 4,950 passes at 5 ms in the window")
 	}
-	if !l.Admits(1000, 1000, 5) {
+	if !l.admits(1000, 1000, 5) {
 		t.Fatal("refused 1,000 passes once every pass is out")
 	}
-	if l.Admits(1001, 1000, 5) {
+	if l.admits(1001, 1000, 5) {
 		t.Fatal("admitted a batch over the capacity")
 	}
-	counter := NewPassLog(0, 0)
-	counter.Record(0, 3)
-	if counter.Admits(1, 0, 0) || counter.Total() != 3 {
-		t.Fatalf("a log of capacity 0: admits %v, total %d; want no and 3", counter.Admits(1, 0, 0), counter.Total())
+	closed := newCounted(0, 0)
+	closed.record(0, 3)
+	if closed.admits(1, 0, 0) {
+		t.Fatal("a log of capacity 0 admitted a pass")
+	}
+}
+
+// TestPassLogHistory: a log made for a resource that has had passes counts
+// them out, unless told when they were; passes counted but not yet marked
+// count as in.
+func TestPassLogHistory(t *testing.T) {
+	l := NewPassLog(5, 5, 100) // passes 1 … 100 are older than the log
+	if !l.Admits(100, 5, 5, 0) {
+		t.Fatal("passes from before the log were counted")
+	}
+	l = NewPassLog(5, 5, 97) // passes 98 … 100 were at 1000 ms
+	l.Mark(1000, 100)
+	if l.Admits(100, 3, 5, 999) || !l.Admits(100, 2, 5, 999) || !l.Admits(100, 5, 5, 1000) {
+		t.Fatal("the three passes at 1000 ms were not counted for a second")
+	}
+	// Passes 101 and 102, counted, not marked yet: a batch that needs them
+	// out does not fit; one that needs only pass 100 out does.
+	if l.Admits(102, 5, 5, 5000) || !l.Admits(102, 3, 5, 5000) {
+		t.Fatal("passes counted but not marked were taken for out")
+	}
+	l.Mark(1500, 102) // then marked late, with a later time
+	if !l.Admits(102, 5, 5, 2500) {
+		t.Fatal("passes 101 and 102 still counted a second after their mark")
 	}
 }
 
@@ -169,7 +206,7 @@ func TestPassLogBatchOverTheRing(t *testing.T) {
 func TestPassLogAcrossLongGaps(t *testing.T) {
 	const span = int64(1) << 32
 	for _, gapMs := range []int64{span - 300, span, span + 300, span / 3, 20 * 86_400_000} {
-		l := NewPassLog(4, 4)
+		l := newCounted(4, 4)
 		var all exactWindow
 		now := int64(1_700_000_000_000)
 		for i := range 12 {
@@ -179,10 +216,10 @@ func TestPassLogAcrossLongGaps(t *testing.T) {
 				now += 200
 			}
 			since := now - 1000
-			if got, want := l.Admits(1, 4, since), all.admits(1, 4, since); got != want {
+			if got, want := l.admits(1, 4, since), all.admits(1, 4, since); got != want {
 				t.Fatalf("gap %d ms, call %d: log says %v, every pass says %v", gapMs, i, got, want)
 			}
-			l.Record(now, 1)
+			l.record(now, 1)
 			all.record(now, 1)
 		}
 	}
@@ -191,43 +228,46 @@ func TestPassLogAcrossLongGaps(t *testing.T) {
 // TestPassLogClockBack: passes recorded at a later time than a decision's
 // count against it.
 func TestPassLogClockBack(t *testing.T) {
-	l := NewPassLog(5, 5)
-	l.Record(5000, 4)
-	l.Record(3900, 1)
-	if l.Admits(1, 5, 3900-1000) {
+	l := newCounted(5, 5)
+	l.record(5000, 4)
+	l.record(3900, 1)
+	if l.admits(1, 5, 3900-1000) {
 		t.Fatal("admitted a 6th pass when the clock went back")
 	}
-	if !l.Admits(5, 5, 5000) {
+	if !l.admits(5, 5, 5000) {
 		t.Fatal("refused once every pass is out")
 	}
 }
 
 // TestPassLogConcurrentRecords: writers racing across group boundaries,
-// millisecond after millisecond, lose no pass and leave every mark written.
+// millisecond after millisecond, leave every group marked, and a writer
+// running late never lowers a later group's mark.
 func TestPassLogConcurrentRecords(t *testing.T) {
-	l := NewPassLog(500, 500) // 6 passes a group
+	l := newCounted(500, 500) // 6 passes a group
 	const writers, callsPerMs, lastMs = 8, 100, 9
-	var want int64
 	for ms := range int64(lastMs + 1) {
 		var wg sync.WaitGroup
 		for w := range writers {
-			n := 1 + int64(w%3)
-			want += n * callsPerMs
 			wg.Go(func() {
 				for range callsPerMs {
-					l.Record(ms, n)
+					l.record(ms, 1+int64(w%3))
 				}
 			})
 		}
 		wg.Wait()
 	}
-	if l.Total() != want {
-		t.Fatalf("total %d, want %d", l.Total(), want)
-	}
-	if l.Admits(1, 500, lastMs-1) {
+	if l.admits(1, 500, lastMs-1) {
 		t.Fatal("admitted with the last millisecond's 1,600 passes in the window")
 	}
-	if !l.Admits(500, 500, lastMs) {
+	if !l.admits(500, 500, lastMs) {
 		t.Fatal("refused once every pass is out")
+	}
+	// A writer of the first millisecond that read the fence then and marks
+	// only now.
+	fence := l.log.nextMark.Load()
+	l.log.nextMark.Store(l.log.perMark)
+	l.log.Mark(0, l.passes.Load())
+	if l.admits(1, 500, lastMs-1) || l.log.nextMark.Load() != fence {
+		t.Fatal("a late writer lowered the marks of the last millisecond")
 	}
 }
