@@ -19,7 +19,8 @@ type flowChecker struct {
 	// associated rules, refResource.
 	stat *Resource
 	// passes logs when stat's passes happened, for the rule (they are fed
-	// to it, see ruleSet.feeds); nil but for reject rules.
+	// to it, see ruleSet.feeds, and counted meanwhile); nil but for reject
+	// rules and warm-ups.
 	passes *window.PassLog
 
 	throttle *throttler
@@ -45,6 +46,9 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	switch {
 	case rule.ControlBehavior == BehaviorThrottling:
 		c.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
+		if warm { // no decision to log, but stat must count its passes
+			c.passes = window.NewPassLog(0, 0, 0, 0)
+		}
 	case warm: // decides on capacities from the cold rate up
 		c.passes = newPassLog(stat, int64(rule.Threshold/float64(rule.WarmUpColdFactor)), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	default:
@@ -61,7 +65,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 // interval happened: at the end of their bucket at the latest. So a rule
 // loaded on a busy resource, or loaded again with a new threshold, does
 // not start from zero. Older passes are not known: a longer interval
-// starts with the last second's.
+// starts with the last second's. The caller holds the engine's loadMu.
 func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.PassLog {
 	type span struct{ endMs, passes int64 }
 	var spans []span
@@ -77,12 +81,17 @@ func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.Pa
 		}
 	}
 	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.endMs, b.endMs) })
-	total := stat.passes.Load()
-	first := max(total-recent, 0) // the number of the passes before them
-	log := window.NewPassLog(least, most, first)
+	// stat counts its passes only while a log reads them (recordPass): if
+	// none does, the recent passes are missing from its count.
+	total, missed := stat.passes.Load(), int64(0)
+	if len(stat.rules.Load().feeds) == 0 {
+		missed = recent
+	}
+	numbered := max(total+missed-recent, 0) // the passes before the recent ones
+	log := window.NewPassLog(least, most, numbered, missed)
 	for _, s := range spans {
-		first += s.passes
-		log.Mark(s.endMs, min(first, total))
+		numbered = min(numbered+s.passes, total+missed)
+		log.Mark(s.endMs, numbered-missed)
 	}
 	return log
 }

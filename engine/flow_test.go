@@ -133,6 +133,45 @@ func TestOwnStatInterval(t *testing.T) {
 	}
 }
 
+// TestRulesLoadedOnABusyResource: rules loaded on a resource that has been
+// passing calls without one count its last second's passes, each at the
+// end of its bucket at the latest, and count them once when they come
+// together.
+func TestRulesLoadedOnABusyResource(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	r := e.Resource("orders")
+	for range 8 {
+		tryPass(r)
+	}
+	clock.Set(150)
+	tryPass(r)
+	tryPass(r)
+	clock.Set(500)
+	err := e.LoadFlowRules([]FlowRule{
+		{Name: "twelve", Resource: "orders", Threshold: 12},
+		{Name: "ten", Resource: "orders", Threshold: 10},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, blk := r.Entry(); blk == nil || blk.Rule() != "ten" {
+		t.Fatalf("at 500 ms, with 10 passes in the last second: block %v, want ten's", blk)
+	}
+	clock.Set(1098)
+	if tryPass(r) {
+		t.Fatal("passed at 1098 ms: the 8 passes of the bucket at 0 may have been at 99 ms")
+	}
+	clock.Set(1099)
+	for i := range 8 {
+		if !tryPass(r) {
+			t.Fatalf("call %d at 1099 ms blocked", i)
+		}
+	}
+	if tryPass(r) {
+		t.Fatal("a 9th call passed at 1099 ms, with the passes at 150 ms in the window")
+	}
+}
+
 func TestThrottlingSpacing(t *testing.T) {
 	e, clock := newTestEngine(t, 0, FlowRule{
 		Name: "paced", Resource: "orders", Threshold: 100,

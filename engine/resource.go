@@ -31,8 +31,8 @@ type Resource struct {
 
 	rules       atomic.Pointer[ruleSet]
 	concurrency atomic.Int64
-	// passes counts every pass: the numbers the pass logs of the rules
-	// that measure the resource go by.
+	// passes counts the passes while the pass log of a rule reads them:
+	// the numbers the logs go by.
 	passes atomic.Int64
 
 	second window.LeapArray
@@ -111,9 +111,11 @@ func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked boo
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
 	}
-	total := r.passes.Add(count)
-	for _, log := range feeds {
-		log.Mark(nowMs, total)
+	if len(feeds) > 0 {
+		total := r.passes.Add(count)
+		for _, log := range feeds {
+			log.Mark(nowMs, total)
+		}
 	}
 }
 

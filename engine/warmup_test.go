@@ -155,6 +155,38 @@ func TestWarmUpWithThrottling(t *testing.T) {
 	}
 }
 
+// TestWarmUpWithThrottlingWarms: a throttled warm-up hammered for its
+// warm-up period warms up: its passes drain its tokens, and it spaces them
+// at a rate that rises from cold to its threshold.
+func TestWarmUpWithThrottlingWarms(t *testing.T) {
+	rule := warmUpRule()
+	rule.ControlBehavior = BehaviorThrottling
+	e, clock := newTestEngine(t, 0, rule)
+	r := e.Resource("orders")
+	curve := make([]int, 14)
+	for ms := range int64(len(curve)) * 1000 {
+		clock.Set(ms)
+		if en, blk := r.Entry(WithNoWait()); blk == nil {
+			curve[ms/1000]++
+			en.Exit()
+		}
+	}
+	t.Logf("passes per second: %v", curve)
+	if curve[0] > 34 {
+		t.Errorf("first second: %d passes, want 100/3", curve[0])
+	}
+	for i := 1; i < 11; i++ {
+		if curve[i] < curve[i-1] {
+			t.Errorf("second %d: %d passes, fewer than the %d before", i, curve[i], curve[i-1])
+		}
+	}
+	for i := 11; i < len(curve); i++ {
+		if curve[i] != 100 {
+			t.Errorf("second %d (after the 10 s warm-up): %d passes, want 100", i, curve[i])
+		}
+	}
+}
+
 func TestWarmUpThresholdZero(t *testing.T) {
 	rule := warmUpRule()
 	rule.Threshold = 0

@@ -22,9 +22,9 @@ const (
 
 // PassLog is what an exact flow decision reads: when the latest passes of a
 // resource happened. The resource numbers its passes 1, 2, 3, … with one
-// counter, whose value it gives to Mark and decisions to Admits; the log
-// counts them in groups of q and keeps, in a ring, each group's mark: the
-// time of its last pass.
+// counter, whose value it gives to Mark and decisions to Admits (the log
+// adds to it the passes the counter missed); the log counts them in groups
+// of q and keeps, in a ring, each group's mark: the time of its last pass.
 //
 //	capacity 100: q = 2, a ring of 52 marks
 //
@@ -59,14 +59,17 @@ type PassLog struct {
 	newest  atomic.Int64
 	floor   atomic.Int64
 	perMark int64
+	missed  int64           // passes the resource's counter did not count
 	marks   []atomic.Uint32 // marks[g % len(marks)]: group g's mark, low 32 bits
 }
 
 // NewPassLog returns a log for decisions on capacities from least to most
-// (none when most is 0) of a resource that has had passes passes so far:
-// those count as out of the window unless Mark is told when they were.
-func NewPassLog(least, most, passes int64) *PassLog {
-	l := &PassLog{perMark: 1}
+// (none when most is 0) of a resource whose counter missed missed passes:
+// the log numbers passes as the counter does, plus missed. The first
+// passes of them, so numbered, count as out of the window unless Mark is
+// told when they were.
+func NewPassLog(least, most, passes, missed int64) *PassLog {
+	l := &PassLog{perMark: 1, missed: missed}
 	l.newest.Store(never)
 	if most > 0 {
 		l.perMark = max(1+least/groupsPerCapacity, 1+most/(maxMarks-2))
@@ -80,9 +83,10 @@ func NewPassLog(least, most, passes int64) *PassLog {
 	return l
 }
 
-// Mark tells the log that the resource's passes up to number total were
-// all recorded by nowMs.
+// Mark tells the log that the resource's passes up to its counter's total
+// were all recorded by nowMs.
 func (l *PassLog) Mark(nowMs, total int64) {
+	total += l.missed
 	fence := l.nextMark.Load()
 	if total < fence || l.marks == nil {
 		return
@@ -113,9 +117,10 @@ func (l *PassLog) Mark(nowMs, total int64) {
 }
 
 // Admits reports whether n more passes leave at most capacity (no more than
-// the log's most) of the resource's total passes after sinceMs.
+// the log's most) of the resource's passes after sinceMs, the resource's
+// counter at total.
 func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
-	k := total + n - capacity // it and every pass before it must be out
+	k := total + l.missed + n - capacity // it and every pass before it must be out
 	if k <= 0 {
 		return true
 	}

@@ -32,7 +32,7 @@ type counted struct {
 	passes atomic.Int64
 }
 
-func newCounted(least, most int64) *counted { return &counted{log: NewPassLog(least, most, 0)} }
+func newCounted(least, most int64) *counted { return &counted{log: NewPassLog(least, most, 0, 0)} }
 
 func (c *counted) record(nowMs, n int64) { c.log.Mark(nowMs, c.passes.Add(n)) }
 
@@ -88,7 +88,7 @@ func TestPassLogSize(t *testing.T) {
 		{33, 100, 1, 102},           // a warm-up from 100/3 to 100
 		{1_000, 100_000, 98, 1_022}, // a cold factor of 100: the ring's bound
 	} {
-		l := NewPassLog(tt.least, tt.most, 0)
+		l := NewPassLog(tt.least, tt.most, 0, 0)
 		if l.perMark != tt.perMark || int64(len(l.marks)) != tt.marks {
 			t.Errorf("NewPassLog(%d, %d): a mark every %d passes, %d marks; want %d and %d",
 				tt.least, tt.most, l.perMark, len(l.marks), tt.perMark, tt.marks)
@@ -178,13 +178,14 @@ func TestPassLogBatchOverTheRing(t *testing.T) {
 
 // TestPassLogHistory: a log made for a resource that has had passes counts
 // them out, unless told when they were; passes counted but not yet marked
-// count as in.
+// count as in; passes the resource's counter missed are numbered by the
+// log.
 func TestPassLogHistory(t *testing.T) {
-	l := NewPassLog(5, 5, 100) // passes 1 … 100 are older than the log
+	l := NewPassLog(5, 5, 100, 0) // passes 1 … 100 are older than the log
 	if !l.Admits(100, 5, 5, 0) {
 		t.Fatal("passes from before the log were counted")
 	}
-	l = NewPassLog(5, 5, 97) // passes 98 … 100 were at 1000 ms
+	l = NewPassLog(5, 5, 97, 0) // passes 98 … 100 were at 1000 ms
 	l.Mark(1000, 100)
 	if l.Admits(100, 3, 5, 999) || !l.Admits(100, 2, 5, 999) || !l.Admits(100, 5, 5, 1000) {
 		t.Fatal("the three passes at 1000 ms were not counted for a second")
@@ -197,6 +198,17 @@ func TestPassLogHistory(t *testing.T) {
 	l.Mark(1500, 102) // then marked late, with a later time
 	if !l.Admits(102, 5, 5, 2500) {
 		t.Fatal("passes 101 and 102 still counted a second after their mark")
+	}
+	// A counter at 7 that missed the 3 passes at 1000 ms: the log numbers
+	// them 8 … 10.
+	l = NewPassLog(5, 5, 7, 3)
+	l.Mark(1000, 7)
+	if l.Admits(7, 3, 5, 999) || !l.Admits(7, 2, 5, 999) {
+		t.Fatal("the passes the counter missed were not counted")
+	}
+	l.Mark(1200, 8) // the counter's 8th pass is the log's 11th
+	if l.Admits(8, 2, 5, 999) || !l.Admits(8, 2, 5, 1000) {
+		t.Fatal("the pass after the missed ones was not counted")
 	}
 }
 
