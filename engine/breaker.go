@@ -108,6 +108,17 @@ func (b *breaker) newWindow() *window.LeapArray {
 	return la
 }
 
+// sampleCountFor picks the most buckets, up to 10, that divide intervalMs
+// evenly.
+func sampleCountFor(intervalMs int64) int {
+	for n := int64(secondSamples); n > 1; n-- {
+		if intervalMs%n == 0 {
+			return int(n)
+		}
+	}
+	return 1
+}
+
 // tryPass says whether a call may pass at nowMs, and whether it does so as
 // one of half-open's probes.
 func (b *breaker) tryPass(nowMs int64) (ok, probe bool) {

@@ -1,66 +1,99 @@
 package engine
 
 import (
+	"cmp"
+	"slices"
+
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// flowChecker is a loaded flow rule: its decision state (throttling slot,
-// warm-up tokens, its own window) survives reloads that keep the rule equal.
+// flowChecker is a loaded flow rule: its decision state (pass log,
+// throttling slot, warm-up tokens) survives reloads that keep the rule equal.
 type flowChecker struct {
-	rule    FlowRule
-	blocked *BlockError
-	shadow  bool
-
-	// owner is the rule's resource; stat is the resource whose traffic it
-	// measures: the owner or, for associated rules, refResource.
-	owner *Resource
-	stat  *Resource
-	// win counts stat's passes over the rule's interval: stat's second
-	// window, or a window of the rule's own fed by stat (ownWindow).
-	win       *window.LeapArray
-	ownWindow bool
-
+	rule        FlowRule
+	blocked     *BlockError
+	shadow      bool
 	concurrency bool
-	throttle    *throttler
-	warmUp      *warmUp
+
+	// stat is the resource whose traffic the rule measures: its own or, for
+	// associated rules, refResource.
+	stat *Resource
+	// passes logs when stat's passes happened, for the rule (they are fed
+	// to it, see ruleSet.feeds, and counted meanwhile); nil but for reject
+	// rules and warm-ups.
+	passes *window.PassLog
+
+	throttle *throttler
+	warmUp   *warmUp
 }
 
-func newFlowChecker(rule FlowRule, owner, stat *Resource, nowMs int64) *flowChecker {
+func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	c := &flowChecker{
 		rule:        rule,
-		owner:       owner,
 		shadow:      rule.Mode == ModeShadow,
-		stat:        stat,
-		win:         &stat.second,
 		concurrency: rule.Metric == MetricConcurrency,
+		stat:        stat,
 	}
 	reason := ReasonFlow
 	if c.concurrency {
 		reason = ReasonConcurrency
 	}
 	c.blocked = &BlockError{reason: reason, rule: rule.Name}
-	if !c.concurrency && rule.StatIntervalMs != secondIntervalMs {
-		c.win, c.ownWindow = &window.LeapArray{}, true
-		mustInit(c.win, sampleCountFor(rule.StatIntervalMs), rule.StatIntervalMs, nil)
+	if c.concurrency {
+		return c
 	}
-	if rule.ControlBehavior == BehaviorThrottling {
+	warm := rule.TokenCalculateStrategy == StrategyWarmUp
+	switch {
+	case rule.ControlBehavior == BehaviorThrottling:
 		c.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
+		if warm { // no decision to log, but stat must count its passes
+			c.passes = window.NewPassLog(0, 0, 0, 0)
+		}
+	case warm: // decides on capacities from the cold rate up
+		c.passes = newPassLog(stat, int64(rule.Threshold/float64(rule.WarmUpColdFactor)), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
+	default:
+		c.passes = newPassLog(stat, int64(rule.Threshold), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	}
-	if rule.TokenCalculateStrategy == StrategyWarmUp {
-		c.warmUp = newWarmUp(rule, nowMs)
+	if warm {
+		c.warmUp = newWarmUp(rule, nowMs, &stat.passes)
 	}
 	return c
 }
 
-// sampleCountFor picks the most buckets, up to 10, that divide intervalMs
-// evenly; decisions stay exact with fewer buckets, only less generous.
-func sampleCountFor(intervalMs int64) int {
-	for n := int64(secondSamples); n > 1; n-- {
-		if intervalMs%n == 0 {
-			return int(n)
+// newPassLog returns a pass log of stat for capacities least to most that
+// knows when the passes of stat's second window that may still be in the
+// interval happened: at the end of their bucket at the latest. So a rule
+// loaded on a busy resource, or loaded again with a new threshold, does
+// not start from zero. Older passes are not known: a longer interval
+// starts with the last second's. The caller holds the engine's loadMu.
+func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.PassLog {
+	type span struct{ endMs, passes int64 }
+	var spans []span
+	var recent int64
+	win := &stat.second
+	bucketMs := win.BucketLenMs()
+	for i := range win.Len() {
+		b := win.At(i)
+		start, passes := b.StartMs(), b.Get(window.Pass)
+		if passes > 0 && start > nowMs-intervalMs-bucketMs && start <= nowMs {
+			spans = append(spans, span{min(start+bucketMs-1, nowMs), passes})
+			recent += passes
 		}
 	}
-	return 1
+	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.endMs, b.endMs) })
+	// stat counts its passes only while a log reads them (recordPass): if
+	// none does, the recent passes are missing from its count.
+	total, missed := stat.passes.Load(), int64(0)
+	if len(stat.rules.Load().feeds) == 0 {
+		missed = recent
+	}
+	numbered := max(total+missed-recent, 0) // the passes before the recent ones
+	log := window.NewPassLog(least, most, numbered, missed)
+	for _, s := range spans {
+		numbered = min(numbered+s.passes, total+missed)
+		log.Mark(s.endMs, numbered-missed)
+	}
+	return log
 }
 
 // check decides whether count calls to self may pass at nowMs. inFlight is
@@ -75,13 +108,19 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 		return float64(inFlight) <= threshold, 0
 	}
 	if c.warmUp != nil {
-		threshold = c.warmUp.allowed(nowMs, c.win)
+		threshold = c.warmUp.allowed(nowMs)
 	}
 	if c.throttle != nil {
 		return c.throttle.check(nowMs, count, threshold)
 	}
 	// A pass is recorded at the clock's reading, which may lag its real
-	// time by the clock's slack: hold every pass that much longer, so that
-	// no real window of the interval sees more than the threshold.
-	return float64(c.win.DecisionPasses(nowMs-self.slackMs())+count) <= threshold, 0
+	// time by the clock's slack: a rule on its own resource's passes holds
+	// each that much longer, so that no real window of the interval sees
+	// more than the threshold. An associated rule limits calls that its
+	// window does not count: it reads the passes as they were recorded.
+	sinceMs := nowMs - c.rule.StatIntervalMs
+	if c.stat == self {
+		sinceMs -= self.slackMs()
+	}
+	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
 }

@@ -117,19 +117,58 @@ func TestOwnStatInterval(t *testing.T) {
 			passed++
 		}
 	}
-	// per-1s lets 8 through (0..70 ms), then 2 more a second after the
-	// last of them (1070, 1080); per-2s then holds the total at 10 until
-	// the first 8 are 2 s old.
+	// per-1s lets 8 through (0..70 ms), then one more as each of them is a
+	// second old (1000, 1010), until per-2s holds the total at 10, which it
+	// does until the first of them is 2 s old.
 	if passed != 10 {
 		t.Fatalf("%d passes in 2 s, want 10", passed)
 	}
-	clock.Set(2069)
+	clock.Set(1999)
 	if _, blk := r.Entry(); blk == nil || blk.Rule() != "per-2s" {
-		t.Fatalf("at 2069 ms: block %v, want per-2s", blk)
+		t.Fatalf("at 1999 ms: block %v, want per-2s", blk)
 	}
-	clock.Set(2070)
+	clock.Set(2000)
 	if !tryPass(r) {
-		t.Fatal("blocked at 2070 ms, when the first 8 passes are 2 s old")
+		t.Fatal("blocked at 2000 ms, when the first pass is 2 s old")
+	}
+}
+
+// TestRulesLoadedOnABusyResource: rules loaded on a resource that has been
+// passing calls without one count its last second's passes, each at the
+// end of its bucket at the latest, and count them once when they come
+// together.
+func TestRulesLoadedOnABusyResource(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	r := e.Resource("orders")
+	for range 8 {
+		tryPass(r)
+	}
+	clock.Set(150)
+	tryPass(r)
+	tryPass(r)
+	clock.Set(500)
+	err := e.LoadFlowRules([]FlowRule{
+		{Name: "twelve", Resource: "orders", Threshold: 12},
+		{Name: "ten", Resource: "orders", Threshold: 10},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, blk := r.Entry(); blk == nil || blk.Rule() != "ten" {
+		t.Fatalf("at 500 ms, with 10 passes in the last second: block %v, want ten's", blk)
+	}
+	clock.Set(1098)
+	if tryPass(r) {
+		t.Fatal("passed at 1098 ms: the 8 passes of the bucket at 0 may have been at 99 ms")
+	}
+	clock.Set(1099)
+	for i := range 8 {
+		if !tryPass(r) {
+			t.Fatalf("call %d at 1099 ms blocked", i)
+		}
+	}
+	if tryPass(r) {
+		t.Fatal("a 9th call passed at 1099 ms, with the passes at 150 ms in the window")
 	}
 }
 
@@ -313,6 +352,64 @@ func TestAssociated(t *testing.T) {
 	clock.Set(1000)
 	if !tryPass(write) {
 		t.Fatal("write blocked a second after read went idle")
+	}
+}
+
+// TestAssociatedReadsTheReferencedPasses: an associated rule blocks a call
+// iff the referenced resource's passes in the window, and the call, are
+// over the threshold: checked against the passes themselves while read
+// runs evenly paced, unevenly paced, under and over the threshold.
+func TestAssociatedReadsTheReferencedPasses(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		readsAt func(i int64) int64 // the time of read's i-th call
+	}{
+		{"4 per second", func(i int64) int64 { return i * 250 }},
+		{"4 per second, late by 0-3 ms", func(i int64) int64 { return i*250 + []int64{0, 3, 1, 2}[i%4] }},
+		{"4.9 per second", func(i int64) int64 { return i * 1000 / 49 * 10 }},
+		{"5 per second", func(i int64) int64 { return i * 200 }},
+		{"pairs 90 ms apart, twice a second", func(i int64) int64 { return i/2*500 + i%2*90 }},
+		{"bursts of 3 every 700 ms", func(i int64) int64 { return i / 3 * 700 }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newTestEngine(t, 0, FlowRule{
+				Name: "writes-yield", Resource: "write", Threshold: 5,
+				RelationStrategy: RelationAssociated, RefResource: "read",
+			})
+			write, read := e.Resource("write"), e.Resource("read")
+			var reads []int64
+			next := int64(0)
+			blocked := 0
+			for ms := int64(0); ms < 10_000; ms++ {
+				clock.Set(ms)
+				for tt.readsAt(next) == ms {
+					if !tryPass(read) {
+						t.Fatal("read blocked: the rule limits write")
+					}
+					reads = append(reads, ms)
+					next++
+				}
+				if ms%7 != 0 {
+					continue
+				}
+				inWindow := 0
+				for _, at := range reads {
+					if at > ms-1000 {
+						inWindow++
+					}
+				}
+				en, blk := write.Entry()
+				if blk == nil {
+					en.Exit()
+				} else {
+					blocked++
+				}
+				if want := inWindow+1 > 5; (blk != nil) != want {
+					t.Fatalf("at %d ms, with %d reads in the last second: blocked %v, want %v", ms, inWindow, blk != nil, want)
+				}
+			}
+			t.Logf("write blocked %d times in %d checks", blocked, 10_000/7+1)
+		})
 	}
 }
 

@@ -250,8 +250,8 @@ func TestLoadResourceRulesSwitchesBothKindsAtOnce(t *testing.T) {
 }
 
 // TestAssociatedRuleSurvivesLoadsOfTheResourceItMeasures: an associated
-// rule with its own window keeps being fed by the resource it measures when
-// that resource's own rules are loaded, and stops when it is removed.
+// rule's pass log keeps being fed by the resource it measures when that
+// resource's own rules are loaded, and stops when the rule is removed.
 func TestAssociatedRuleSurvivesLoadsOfTheResourceItMeasures(t *testing.T) {
 	e, _ := newTestEngine(t, 0, FlowRule{
 		Name: "writes-yield", Resource: "write", Threshold: 5, StatIntervalMs: 2000,
@@ -275,7 +275,7 @@ func TestAssociatedRuleSurvivesLoadsOfTheResourceItMeasures(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s := read.rules.Load(); len(s.feeds) != 1 {
-		t.Fatalf("read feeds %d windows once its own rules are gone, want the associated rule's", len(s.feeds))
+		t.Fatalf("read feeds %d logs once its own rules are gone, want the associated rule's", len(s.feeds))
 	}
 	if err := e.LoadResourceRules(ResourceRules{Resources: []string{"write"}}); err != nil {
 		t.Fatal(err)
@@ -411,7 +411,7 @@ func TestIncrementalLoadsMatchTheirRules(t *testing.T) {
 	}
 }
 
-// describeRuleSet summarises a rule set: its rules, the windows it feeds
+// describeRuleSet summarises a rule set: its rules, the pass logs it feeds
 // and its concurrency flags.
 func describeRuleSet(s *ruleSet) string {
 	var flow, breakers []string
@@ -448,8 +448,8 @@ func expectedRuleSet(name string, flow map[string][]FlowRule, breakers map[strin
 			if r.Metric == MetricConcurrency {
 				inFlight = true
 				reserve = reserve || r.Resource == name
-			} else if r.StatIntervalMs != secondIntervalMs {
-				feeds++
+			} else if r.ControlBehavior != BehaviorThrottling || r.TokenCalculateStrategy == StrategyWarmUp {
+				feeds++ // the rule's pass log
 			}
 		}
 	}

@@ -9,14 +9,14 @@ import (
 
 // Window shapes every resource keeps.
 const (
-	// secondIntervalMs and secondSamples shape the window decisions and the
-	// live view read: ten buckets of 100 ms.
+	// secondIntervalMs and secondSamples shape the window the live view
+	// reads: ten buckets of 100 ms.
 	secondIntervalMs = 1000
 	secondSamples    = 10
-	// minuteSamples: one one-minute bucket, plus the spare slot of the ring
-	// that keeps the minute before it, so a finished minute can be
-	// collected for a whole minute after it ends.
-	minuteSamples = 1
+	// minuteSamples: the ring of one-minute buckets keeps the current
+	// minute and the one before it, so a finished minute can be collected
+	// for a whole minute after it ends.
+	minuteSamples = 2
 	minuteMs      = 60_000
 )
 
@@ -33,31 +33,25 @@ type Resource struct {
 
 	rules       atomic.Pointer[ruleSet] // evictedRules once the engine forgot the resource
 	concurrency atomic.Int64
+	// passes counts the passes while the pass log of a rule reads them:
+	// the numbers the logs go by.
+	passes atomic.Int64
 
 	second window.LeapArray
 	minute window.LeapArray
-
-	// collected is the part of each minute bucket already handed out by
-	// Engine.CollectMinutes; only the collector touches it.
-	collected [minuteSamples + 1]collectMark // one per minute slot
 
 	// eng looks the name up again for calls through an evicted handle; it
 	// comes last, away from the hot fields.
 	eng *Engine
 }
 
-type collectMark struct {
-	startMs int64
-	counts  [window.NumEvents]int64
-}
-
 // ruleSet is everything Entry needs for one resource, swapped whole on load.
 type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
-	// feeds are the windows of rules (of this or other resources) that
-	// measure this resource's passes over their own interval.
-	feeds []*window.LeapArray
+	// feeds are the pass logs of the rules (of this or other resources)
+	// that measure this resource's passes.
+	feeds []*window.PassLog
 	// reserveConcurrency: a concurrency rule of this resource counts the
 	// caller itself, so the in-flight count is raised before the checks.
 	reserveConcurrency bool
@@ -77,11 +71,11 @@ func (e *Engine) newResource(name string) *Resource {
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
 	// One allocation for both rings keeps a resource's hot buckets together
-	// and, being larger than 1 KiB, 64-byte aligned in its own cache lines.
-	buf := make([]window.Bucket, window.Slots(secondSamples)+window.Slots(minuteSamples))
-	split := window.Slots(secondSamples)
-	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:split])
-	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[split:])
+	// and, its size class a multiple of 64 bytes, aligned on cache lines.
+	buf := make([]window.Bucket, secondSamples+minuteSamples)
+	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:secondSamples])
+	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[secondSamples:])
+	r.minute.KeepExtremes()
 	r.rules.Store(noRules)
 	return r
 }
@@ -133,19 +127,21 @@ func (r *Resource) slackMs() int64 {
 	return 0
 }
 
-func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.LeapArray) {
+func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	b := r.second.Current(nowMs)
-	b.AddPass(nowMs, count)
-	b.ObserveConcurrency(concurrency)
-	m := r.minute.Current(nowMs)
+	b.Add(window.Pass, count)
+	m, mx := r.minute.CurrentExtremes(nowMs)
 	m.Add(window.Pass, count)
-	m.ObserveConcurrency(concurrency)
+	mx.ObserveConcurrency(concurrency)
 	if shadowBlocked {
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
 	}
-	for _, w := range feeds {
-		w.Current(nowMs).AddPass(nowMs, count)
+	if len(feeds) > 0 {
+		total := r.passes.Add(count)
+		for _, log := range feeds {
+			log.Mark(nowMs, total)
+		}
 	}
 }
 
@@ -157,5 +153,7 @@ func (r *Resource) recordBlock(nowMs, count int64) {
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
 	r.second.Current(nowMs).AddComplete(count, rtMs, errors)
-	r.minute.Current(nowMs).AddComplete(count, rtMs, errors)
+	m, mx := r.minute.CurrentExtremes(nowMs)
+	m.AddComplete(count, rtMs, errors)
+	mx.ObserveRt(rtMs)
 }

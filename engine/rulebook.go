@@ -253,14 +253,14 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 // measure adds to s what flow rule c needs of the calls of the resource it
 // measures: their count in flight (a concurrency rule; the caller itself
 // counted first when it is a rule of the same resource, own) or their
-// passes fed to the rule's own window.
+// passes fed to the rule's log.
 func (s *ruleSet) measure(c *flowChecker, own bool) {
 	if c.concurrency {
 		s.inFlightMatters = true
 		s.reserveConcurrency = s.reserveConcurrency || own
 	}
-	if c.ownWindow {
-		s.feeds = append(s.feeds, c.win)
+	if c.passes != nil {
+		s.feeds = append(s.feeds, c.passes)
 	}
 }
 
@@ -272,7 +272,7 @@ func (e *Engine) flowCheckersOf(r *Resource, loaded []*flowChecker, rules []Flow
 		if rule.RelationStrategy == RelationAssociated {
 			stat = e.resourceFor(rule.RefResource)
 		}
-		return newFlowChecker(rule, r, stat, now)
+		return newFlowChecker(rule, stat, now)
 	})
 }
 

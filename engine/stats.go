@@ -81,7 +81,8 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 }
 
 // collectMinutes appends to out what the resource recorded since it was
-// last collected. The caller holds the engine's collectMu.
+// last collected, taking it out of its minute buckets. The caller holds
+// the engine's collectMu.
 func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 	for i := range r.minute.Len() {
 		b := r.minute.At(i)
@@ -89,37 +90,31 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 		if start < 0 {
 			continue
 		}
-		snap := b.Snapshot()
-		if snap.StartMs != start || b.StartMs() != start {
-			continue // reset for a new minute meanwhile; collected next time
-		}
-		mark := &r.collected[i]
-		if mark.startMs != start {
-			*mark = collectMark{startMs: start}
-		}
-		var delta [window.NumEvents]int64
-		changed := false
-		for ev := range delta {
-			delta[ev] = snap.Counts[ev] - mark.counts[ev]
-			changed = changed || delta[ev] != 0
-		}
-		if !changed {
+		taken := r.minute.Take(i)
+		if taken.StartMs != start || b.StartMs() != start {
+			// Reset for a new minute meanwhile: what was taken may be
+			// the new minute's, so it goes back to be collected with it.
+			for ev, n := range taken.Counts {
+				b.Add(window.Event(ev), n)
+			}
 			continue
 		}
-		mark.counts = snap.Counts
+		if taken.Counts == ([window.NumEvents]int64{}) {
+			continue
+		}
 		out = append(out, MinuteStat{
 			Resource:       r.name,
 			StartMs:        start,
 			Finished:       start+minuteMs <= now,
-			Pass:           delta[window.Pass],
-			Block:          delta[window.Block],
-			ShadowBlock:    delta[window.ShadowBlock],
-			Complete:       delta[window.Complete],
-			Error:          delta[window.Error],
-			RtSumMs:        delta[window.RtSum],
-			MinRtMs:        snap.MinRtMs,
-			MaxRtMs:        snap.MaxRtMs,
-			MaxConcurrency: snap.MaxConcurrency,
+			Pass:           taken.Counts[window.Pass],
+			Block:          taken.Counts[window.Block],
+			ShadowBlock:    taken.Counts[window.ShadowBlock],
+			Complete:       taken.Counts[window.Complete],
+			Error:          taken.Counts[window.Error],
+			RtSumMs:        taken.Counts[window.RtSum],
+			MinRtMs:        taken.MinRtMs,
+			MaxRtMs:        taken.MaxRtMs,
+			MaxConcurrency: taken.MaxConcurrency,
 		})
 	}
 	return out

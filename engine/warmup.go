@@ -3,8 +3,6 @@ package engine
 import (
 	"math"
 	"sync/atomic"
-
-	"github.com/sluicehq/sluice/engine/window"
 )
 
 // warmUp is Guava's SmoothWarmingUp as Sentinel applies it, in units of the
@@ -20,15 +18,18 @@ type warmUp struct {
 	warningToken int64
 	maxToken     int64
 	slope        float64
+	passes       *atomic.Int64 // the measured resource's: what drains the tokens
 
 	storedTokens atomic.Int64
 	lastFilledMs atomic.Int64
+	// passesAtFill is passes' total when the tokens were last filled.
+	passesAtFill atomic.Int64
 }
 
-func newWarmUp(rule FlowRule, nowMs int64) *warmUp {
+func newWarmUp(rule FlowRule, nowMs int64, passes *atomic.Int64) *warmUp {
 	periods := float64(rule.WarmUpPeriodSec*1000) / float64(rule.StatIntervalMs)
 	cold := float64(rule.WarmUpColdFactor)
-	w := &warmUp{threshold: rule.Threshold, coldFactor: cold, intervalMs: rule.StatIntervalMs}
+	w := &warmUp{threshold: rule.Threshold, coldFactor: cold, intervalMs: rule.StatIntervalMs, passes: passes}
 	warning := periods * rule.Threshold / (cold - 1)
 	maxToken := warning + 2*periods*rule.Threshold/(1+cold)
 	w.warningToken = int64(warning)
@@ -39,15 +40,16 @@ func newWarmUp(rule FlowRule, nowMs int64) *warmUp {
 	// A new rule starts cold, as after a long idle.
 	w.storedTokens.Store(w.maxToken)
 	w.lastFilledMs.Store(nowMs - nowMs%w.intervalMs)
+	w.passesAtFill.Store(passes.Load())
 	return w
 }
 
 // allowed returns the number of passes allowed per interval at nowMs.
-func (w *warmUp) allowed(nowMs int64, win *window.LeapArray) float64 {
+func (w *warmUp) allowed(nowMs int64) float64 {
 	if w.threshold <= 0 {
 		return 0
 	}
-	w.sync(nowMs, win)
+	w.sync(nowMs)
 	rest := w.storedTokens.Load()
 	if rest < w.warningToken {
 		return w.threshold
@@ -58,14 +60,22 @@ func (w *warmUp) allowed(nowMs int64, win *window.LeapArray) float64 {
 
 // sync refills the tokens for the intervals elapsed since the last refill
 // and takes out those the last whole interval's passes used; the first
-// caller of an interval does it.
-func (w *warmUp) sync(nowMs int64, win *window.LeapArray) {
+// caller of an interval does it. The passes since the last refill are the
+// last interval's when that refill was at its start, and there were none
+// when a whole interval went by without a call through the rule, since a
+// pass comes after its check (an associated rule's referenced resource may
+// have had some, which Sentinel would count).
+func (w *warmUp) sync(nowMs int64) {
 	current := nowMs - nowMs%w.intervalMs
 	last := w.lastFilledMs.Load()
 	if current <= last || !w.lastFilledMs.CompareAndSwap(last, current) {
 		return
 	}
-	passed := win.SumRange(current-w.intervalMs, current, window.Pass)
+	total := w.passes.Load()
+	passed := total - w.passesAtFill.Swap(total)
+	if current-last > w.intervalMs {
+		passed = 0
+	}
 	for {
 		old := w.storedTokens.Load()
 		tokens := old

@@ -25,23 +25,27 @@ const (
 const noRt = math.MaxInt64
 
 // Bucket is one slot of the ring: the counters of the events that happened in
-// [Start, Start+bucket length), the extremes of response time and
-// concurrency, and the time of the last pass, which keeps decisions exact at
-// bucket edges (see LeapArray.DecisionPasses).
+// [Start, Start+bucket length).
 type Bucket struct {
-	start          atomic.Int64
-	lastPass       atomic.Int64
-	counters       [NumEvents]atomic.Int64
+	start    atomic.Int64
+	counters [NumEvents]atomic.Int64
+}
+
+// Extremes are the extremes of response time and concurrency over a
+// bucket's span, kept beside the buckets of the windows that ask for them
+// (see LeapArray.KeepExtremes): the minute windows history is made of, not
+// the second windows decisions read, which need the memory less.
+type Extremes struct {
 	minRt          atomic.Int64
 	maxRt          atomic.Int64
 	maxConcurrency atomic.Int64
 }
 
-// Snapshot is a plain copy of a bucket's values.
+// Snapshot is a plain copy of a bucket's values and of its extremes.
 type Snapshot struct {
 	StartMs        int64
 	Counts         [NumEvents]int64
-	MinRtMs        int64 // 0 when no call completed
+	MinRtMs        int64 // 0 when no call completed or the window keeps no extremes
 	MaxRtMs        int64
 	MaxConcurrency int64
 }
@@ -55,14 +59,6 @@ func (b *Bucket) Add(ev Event, n int64) { b.counters[ev].Add(n) }
 // Get returns the count of ev.
 func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
 
-// AddPass counts n passes at nowMs.
-// The time is stored before the count so that a concurrent decision never
-// sees the count without the time that keeps it in the window.
-func (b *Bucket) AddPass(nowMs, n int64) {
-	storeMax(&b.lastPass, nowMs)
-	b.counters[Pass].Add(n)
-}
-
 // AddComplete counts n completed calls that took rtMs each, errors of them.
 func (b *Bucket) AddComplete(n, rtMs, errors int64) {
 	b.counters[Complete].Add(n)
@@ -70,38 +66,29 @@ func (b *Bucket) AddComplete(n, rtMs, errors int64) {
 	if errors > 0 {
 		b.counters[Error].Add(errors)
 	}
-	storeMin(&b.minRt, rtMs)
-	storeMax(&b.maxRt, rtMs)
+}
+
+// ObserveRt records a completed call that took rtMs.
+func (x *Extremes) ObserveRt(rtMs int64) {
+	storeMin(&x.minRt, rtMs)
+	storeMax(&x.maxRt, rtMs)
 }
 
 // ObserveConcurrency records c calls in flight.
-func (b *Bucket) ObserveConcurrency(c int64) { storeMax(&b.maxConcurrency, c) }
-
-// Snapshot copies the bucket's values. Counters are read one by one, so a
-// snapshot taken while writers run is a consistent lower bound of each
-// counter, not of their ratios.
-func (b *Bucket) Snapshot() Snapshot {
-	s := Snapshot{StartMs: b.start.Load()}
-	for i := range s.Counts {
-		s.Counts[i] = b.counters[i].Load()
-	}
-	if minRt := b.minRt.Load(); minRt != noRt {
-		s.MinRtMs = minRt
-	}
-	s.MaxRtMs = b.maxRt.Load()
-	s.MaxConcurrency = b.maxConcurrency.Load()
-	return s
-}
+func (x *Extremes) ObserveConcurrency(c int64) { storeMax(&x.maxConcurrency, c) }
 
 // reset zeroes the counters. The caller owns the bucket (see LeapArray.Current).
 func (b *Bucket) reset() {
 	for i := range b.counters {
 		b.counters[i].Store(0)
 	}
-	b.lastPass.Store(never)
-	b.minRt.Store(noRt)
-	b.maxRt.Store(0)
-	b.maxConcurrency.Store(0)
+}
+
+// reset forgets the extremes. The caller owns their bucket.
+func (x *Extremes) reset() {
+	x.minRt.Store(noRt)
+	x.maxRt.Store(0)
+	x.maxConcurrency.Store(0)
 }
 
 func storeMax(a *atomic.Int64, v int64) {

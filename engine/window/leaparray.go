@@ -9,7 +9,7 @@ import (
 
 const (
 	// never is the start of a bucket that has not been used yet and the
-	// last-pass time of a bucket without passes: far enough in the past
+	// time of a log's newest mark before its first: far enough in the past
 	// that adding an interval cannot overflow.
 	never = math.MinInt64 / 4
 	// resetting marks a bucket whose counters one writer is zeroing.
@@ -17,33 +17,34 @@ const (
 )
 
 // LeapArray is a sliding window of sampleCount buckets of bucketLenMs each,
-// covering intervalMs = sampleCount × bucketLenMs. The ring has one slot more
-// than the window, so the bucket that just left the window is kept until the
-// passes it holds are a whole interval old:
+// covering intervalMs = sampleCount × bucketLenMs, in a ring of as many
+// slots:
 //
-//	interval = 1000 ms, 10 buckets of 100 ms, ring of 11 slots
+//	interval = 1000 ms, 10 buckets of 100 ms
 //
-//	time  ... | 900 | 1000 | 1100 | 1200 | ... | 1900 | 2000 |
-//	slot        9     10     0      1             8      9
-//	                  ^ start 1000: counted for decisions until its last
-//	                    pass + 1000 ms, not just until 2000
+//	time  ... | 900 | 1000 | 1100 | ... | 1800 | 1900 | 2000 |
+//	slot        9     0      1            8      9      0
+//	                  ^ start 1000, reused for 2000 once it is out
+//
+// Sums cover the buckets that start in the last interval, the current one
+// included: between 901 and 1000 ms of traffic, depending on where in its
+// bucket the time is. Flow decisions, which must hold a threshold in any
+// real window, read a PassLog instead.
 //
 // A slot is reused when its start falls out of the ring: the first writer
-// that sees the stale start claims it with a CAS, zeroes it and publishes the
-// new start; readers skip a bucket being reset, and other writers yield until
-// it is published (a few stores).
+// that sees the stale start claims it with a CAS, zeroes it (and its
+// extremes, if the window keeps them) and publishes the new start; readers
+// skip a bucket being reset, and other writers yield until it is published
+// (a few stores).
 type LeapArray struct {
 	bucketLenMs int64
 	intervalMs  int64
 	buckets     []Bucket
-	// current is the bucket Current returned last: checking that it still
-	// spans the time is cheaper than the two divisions that find the slot.
-	current atomic.Pointer[Bucket]
+	extremes    []Extremes // beside buckets, or nil (KeepExtremes)
+	// current is the slot Current returned last: checking that its bucket
+	// still spans the time is cheaper than the two divisions that find it.
+	current atomic.Int64
 }
-
-// Slots returns the number of buckets a LeapArray of sampleCount samples
-// keeps, for callers that allocate the buckets themselves.
-func Slots(sampleCount int) int { return sampleCount + 1 }
 
 // New returns a window of sampleCount buckets over intervalMs; see Init.
 func New(sampleCount int, intervalMs int64, buf []Bucket) (*LeapArray, error) {
@@ -56,8 +57,8 @@ func New(sampleCount int, intervalMs int64, buf []Bucket) (*LeapArray, error) {
 
 // Init makes la a window of sampleCount buckets over intervalMs, which must
 // be a positive multiple of sampleCount. buf, when not nil, must hold exactly
-// Slots(sampleCount) buckets and becomes the ring; otherwise the ring is
-// allocated. A LeapArray must not be copied after Init.
+// sampleCount buckets and becomes the ring; otherwise the ring is allocated.
+// A LeapArray must not be copied after Init.
 func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error {
 	if sampleCount <= 0 {
 		return fmt.Errorf("window: sample count %d must be positive", sampleCount)
@@ -66,9 +67,9 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 		return fmt.Errorf("window: interval %d ms is not a positive multiple of %d buckets", intervalMs, sampleCount)
 	}
 	if buf == nil {
-		buf = make([]Bucket, Slots(sampleCount))
-	} else if len(buf) != Slots(sampleCount) {
-		return fmt.Errorf("window: %d buckets given, %d needed", len(buf), Slots(sampleCount))
+		buf = make([]Bucket, sampleCount)
+	} else if len(buf) != sampleCount {
+		return fmt.Errorf("window: %d buckets given, %d needed", len(buf), sampleCount)
 	}
 	for i := range buf {
 		buf[i].start.Store(never)
@@ -76,6 +77,15 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 	}
 	*la = LeapArray{bucketLenMs: intervalMs / int64(sampleCount), intervalMs: intervalMs, buckets: buf}
 	return nil
+}
+
+// KeepExtremes makes the window keep the extremes of response time and
+// concurrency beside each bucket. Call it after Init, before any other use.
+func (la *LeapArray) KeepExtremes() {
+	la.extremes = make([]Extremes, len(la.buckets))
+	for i := range la.extremes {
+		la.extremes[i].reset()
+	}
 }
 
 // IntervalMs returns the length of the window.
@@ -88,31 +98,49 @@ func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
 // it still holds an older span. If the clock went back, the slot may hold a
 // newer span; that bucket is returned as it is, so nothing recorded is lost.
 func (la *LeapArray) Current(nowMs int64) *Bucket {
-	if b := la.current.Load(); b != nil {
-		if s := b.start.Load(); s <= nowMs && nowMs-s < la.bucketLenMs {
-			return b
-		}
-	}
-	b := la.locate(nowMs)
-	la.current.Store(b)
-	return b
+	return &la.buckets[la.slot(nowMs)]
 }
 
-func (la *LeapArray) locate(nowMs int64) *Bucket {
-	slot := nowMs / la.bucketLenMs
-	start := slot * la.bucketLenMs
-	b := &la.buckets[slot%int64(len(la.buckets))]
+// CurrentExtremes is Current with the extremes kept beside the bucket, nil
+// if the window keeps none.
+func (la *LeapArray) CurrentExtremes(nowMs int64) (*Bucket, *Extremes) {
+	i := la.slot(nowMs)
+	if la.extremes == nil {
+		return &la.buckets[i], nil
+	}
+	return &la.buckets[i], &la.extremes[i]
+}
+
+// slot returns the slot of Current's bucket.
+func (la *LeapArray) slot(nowMs int64) int64 {
+	i := la.current.Load()
+	if s := la.buckets[i].start.Load(); s <= nowMs && nowMs-s < la.bucketLenMs {
+		return i
+	}
+	i = la.locate(nowMs)
+	la.current.Store(i)
+	return i
+}
+
+func (la *LeapArray) locate(nowMs int64) int64 {
+	span := nowMs / la.bucketLenMs
+	start := span * la.bucketLenMs
+	i := span % int64(len(la.buckets))
+	b := &la.buckets[i]
 	for {
 		s := b.start.Load()
 		switch {
 		case s >= start:
-			return b
+			return i
 		case s == resetting:
 			runtime.Gosched()
 		case b.start.CompareAndSwap(s, resetting):
 			b.reset()
+			if la.extremes != nil {
+				la.extremes[i].reset()
+			}
 			b.start.Store(start)
-			return b
+			return i
 		}
 	}
 }
@@ -145,22 +173,6 @@ func (la *LeapArray) SumAll(nowMs int64) [NumEvents]int64 {
 	return sums
 }
 
-// DecisionPasses returns the passes a rule must count at nowMs so that no
-// real window of intervalMs ever holds more passes than it allows: every
-// bucket whose last pass is less than an interval old is counted whole.
-// Forgetting a bucket when its start leaves the window, as Sentinel does,
-// forgets passes that landed at its end up to a bucket length early.
-func (la *LeapArray) DecisionPasses(nowMs int64) int64 {
-	var sum int64
-	for i := range la.buckets {
-		b := &la.buckets[i]
-		if b.lastPass.Load() > nowMs-la.intervalMs {
-			sum += b.counters[Pass].Load()
-		}
-	}
-	return sum
-}
-
 // Len returns the number of slots in the ring.
 func (la *LeapArray) Len() int { return len(la.buckets) }
 
@@ -168,15 +180,23 @@ func (la *LeapArray) Len() int { return len(la.buckets) }
 // while it is unused or being reset.
 func (la *LeapArray) At(i int) *Bucket { return &la.buckets[i] }
 
-// SumRange returns the count of ev over the buckets that start in
-// [fromMs, toMs).
-func (la *LeapArray) SumRange(fromMs, toMs int64, ev Event) int64 {
-	var sum int64
-	for i := range la.buckets {
-		b := &la.buckets[i]
-		if s := b.start.Load(); s >= fromMs && s < toMs {
-			sum += b.counters[ev].Load()
-		}
+// Take returns what the bucket in slot i counted since the last Take and
+// zeroes its counters: each counter is swapped with zero, so an event
+// counted meanwhile is taken now or next time, never twice. The extremes
+// are copied, not zeroed: they are those of the whole span so far.
+func (la *LeapArray) Take(i int) Snapshot {
+	b := &la.buckets[i]
+	s := Snapshot{StartMs: b.start.Load()}
+	for ev := range s.Counts {
+		s.Counts[ev] = b.counters[ev].Swap(0)
 	}
-	return sum
+	if la.extremes != nil {
+		x := &la.extremes[i]
+		if minRt := x.minRt.Load(); minRt != noRt {
+			s.MinRtMs = minRt
+		}
+		s.MaxRtMs = x.maxRt.Load()
+		s.MaxConcurrency = x.maxConcurrency.Load()
+	}
+	return s
 }

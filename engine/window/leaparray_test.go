@@ -26,7 +26,7 @@ func TestNewRejectsBadShapes(t *testing.T) {
 		{"negative buckets", -2, 1000, nil},
 		{"zero interval", 10, 0, nil},
 		{"negative interval", 10, -1000, nil},
-		{"buffer of the wrong size", 10, 1000, make([]Bucket, 10)},
+		{"buffer of the wrong size", 10, 1000, make([]Bucket, 11)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,21 +43,17 @@ func TestFirstRequestAtTimeZero(t *testing.T) {
 		t.Fatalf("fresh window sum = %d, want 0", got)
 	}
 	b := la.Current(0)
-	b.AddPass(0, 3)
+	b.Add(Pass, 3)
 	if b.StartMs() != 0 {
 		t.Fatalf("bucket start = %d, want 0", b.StartMs())
 	}
-	if got := la.Sum(0, Pass); got != 3 {
-		t.Fatalf("sum at 0 = %d, want 3", got)
+	for _, ms := range []int64{0, 999} {
+		if got := la.Sum(ms, Pass); got != 3 {
+			t.Fatalf("sum at %d = %d, want 3", ms, got)
+		}
 	}
-	if got := la.DecisionPasses(0); got != 3 {
-		t.Fatalf("decision passes at 0 = %d, want 3", got)
-	}
-	if got := la.DecisionPasses(999); got != 3 {
-		t.Fatalf("decision passes at 999 = %d, want 3", got)
-	}
-	if got := la.DecisionPasses(1000); got != 0 {
-		t.Fatalf("decision passes at 1000 = %d, want 0 (pass at 0 is a whole interval old)", got)
+	if got := la.Sum(1000, Pass); got != 0 {
+		t.Fatalf("sum at 1000 = %d, want 0 (bucket 0 left the window)", got)
 	}
 }
 
@@ -67,7 +63,7 @@ func TestBucketRollover(t *testing.T) {
 	// window holds the last 20 in the middle of a bucket (at a bucket's
 	// first millisecond it spans 901 ms, the oldest bucket just dropped).
 	for ms := int64(0); ms < 3000; ms += 50 {
-		la.Current(ms).AddPass(ms, 1)
+		la.Current(ms).Add(Pass, 1)
 		if ms >= 1000 && ms%100 == 50 {
 			if got := la.Sum(ms, Pass); got != 20 {
 				t.Fatalf("Sum(%d) = %d, want 20", ms, got)
@@ -81,30 +77,27 @@ func TestBucketRollover(t *testing.T) {
 	if got := b.Get(Pass); got != 2 {
 		t.Fatalf("bucket 2900 holds %d passes, want 2 (2900 and 2950)", got)
 	}
-	// The slot of bucket 2900 is reused 1100 ms later, reset first.
-	b = la.Current(4000)
-	if b.StartMs() != 4000 || b.Get(Pass) != 0 {
-		t.Fatalf("reused bucket: start %d, %d passes; want 4000 and 0", b.StartMs(), b.Get(Pass))
+	// The slot of bucket 2900 is reused a second later, reset first.
+	b = la.Current(3900)
+	if b.StartMs() != 3900 || b.Get(Pass) != 0 {
+		t.Fatalf("reused bucket: start %d, %d passes; want 3900 and 0", b.StartMs(), b.Get(Pass))
 	}
 }
 
 func TestGapLongerThanRing(t *testing.T) {
 	la := newWindow(t, 10, 1000)
 	for ms := int64(0); ms < 1000; ms += 10 {
-		la.Current(ms).AddPass(ms, 1)
+		la.Current(ms).Add(Pass, 1)
 	}
 	const later = 1_000_000
 	if got := la.Sum(later, Pass); got != 0 {
 		t.Fatalf("Sum after a long gap = %d, want 0", got)
 	}
-	if got := la.DecisionPasses(later); got != 0 {
-		t.Fatalf("DecisionPasses after a long gap = %d, want 0", got)
-	}
 	b := la.Current(later)
 	if b.StartMs() != later || b.Get(Pass) != 0 {
 		t.Fatalf("bucket after gap: start %d passes %d, want %d and 0", b.StartMs(), b.Get(Pass), later)
 	}
-	b.AddPass(later, 1)
+	b.Add(Pass, 1)
 	if got := la.Sum(later, Pass); got != 1 {
 		t.Fatalf("Sum = %d, want 1", got)
 	}
@@ -112,78 +105,55 @@ func TestGapLongerThanRing(t *testing.T) {
 
 func TestClockSteppingBackLosesNothing(t *testing.T) {
 	la := newWindow(t, 10, 1000)
-	la.Current(5000).AddPass(5000, 4)
-	// Back by 1.1 s: the same slot, holding a newer span; it is kept and
+	la.Current(5000).Add(Pass, 4)
+	// Back by 1 s: the same slot, holding a newer span; it is kept and
 	// counted into, not reset.
-	b := la.Current(3900)
+	b := la.Current(4000)
 	if b.StartMs() != 5000 {
 		t.Fatalf("after stepping back got bucket %d, want the newer 5000 kept", b.StartMs())
 	}
-	b.AddPass(3900, 1)
-	if got := la.DecisionPasses(3900); got != 5 {
-		t.Fatalf("DecisionPasses after stepping back = %d, want 5", got)
-	}
+	b.Add(Pass, 1)
 	// Back within the ring: another slot, an older span; counted too.
-	la.Current(4500).AddPass(4500, 2)
-	if got := la.DecisionPasses(4500); got != 7 {
-		t.Fatalf("DecisionPasses = %d, want 7", got)
-	}
-	if got := la.DecisionPasses(6000); got != 0 {
-		t.Fatalf("DecisionPasses a full interval after the last pass = %d, want 0", got)
-	}
-}
-
-// TestDecisionPassesHoldAtBucketEnd is the case that lets Sentinel pass twice
-// the threshold: a burst in the last millisecond of a bucket must be counted
-// for a whole interval from then, not until its bucket's start leaves.
-func TestDecisionPassesHoldAtBucketEnd(t *testing.T) {
-	la := newWindow(t, 10, 1000)
-	la.Current(99).AddPass(99, 100)
-	for _, now := range []int64{1000, 1050, 1098} {
-		if got := la.DecisionPasses(now); got != 100 {
-			t.Errorf("DecisionPasses(%d) = %d, want 100", now, got)
-		}
-		if got := la.Sum(now, Pass); got != 0 {
-			t.Errorf("Sum(%d) = %d, want 0 (the bucket's start left the window)", now, got)
-		}
-	}
-	if got := la.DecisionPasses(1099); got != 0 {
-		t.Fatalf("DecisionPasses(1099) = %d, want 0", got)
-	}
-}
-
-func TestSumRange(t *testing.T) {
-	la := newWindow(t, 10, 1000)
-	for ms := int64(0); ms < 2000; ms += 100 {
-		la.Current(ms).AddPass(ms, ms/100)
-	}
-	// Buckets 1000..1900 hold 10..19.
-	if got, want := la.SumRange(1000, 2000, Pass), int64(145); got != want {
-		t.Fatalf("SumRange = %d, want %d", got, want)
-	}
-	if got, want := la.SumRange(1500, 1700, Pass), int64(15+16); got != want {
-		t.Fatalf("SumRange = %d, want %d", got, want)
+	la.Current(4500).Add(Pass, 2)
+	if got := la.Sum(5000, Pass); got != 7 {
+		t.Fatalf("Sum = %d, want 7", got)
 	}
 }
 
 func TestCompleteRecordsExtremes(t *testing.T) {
 	la := newWindow(t, 1, 60_000)
-	b := la.Current(10)
-	if s := b.Snapshot(); s.MinRtMs != 0 || s.MaxRtMs != 0 {
+	la.KeepExtremes()
+	b, x := la.CurrentExtremes(10)
+	if s := la.Take(0); s.MinRtMs != 0 || s.MaxRtMs != 0 {
 		t.Fatalf("empty bucket extremes = %d/%d, want 0/0", s.MinRtMs, s.MaxRtMs)
 	}
-	b.AddComplete(2, 30, 1)
-	b.AddComplete(1, 5, 0)
-	b.AddComplete(3, 70, 0)
-	b.ObserveConcurrency(4)
-	b.ObserveConcurrency(2)
-	s := b.Snapshot()
+	for _, c := range []struct{ n, rtMs, errors int64 }{{2, 30, 1}, {1, 5, 0}, {3, 70, 0}} {
+		b.AddComplete(c.n, c.rtMs, c.errors)
+		x.ObserveRt(c.rtMs)
+	}
+	x.ObserveConcurrency(4)
+	x.ObserveConcurrency(2)
 	want := Snapshot{StartMs: 0, MinRtMs: 5, MaxRtMs: 70, MaxConcurrency: 4}
 	want.Counts[Complete] = 6
 	want.Counts[Error] = 1
 	want.Counts[RtSum] = 2*30 + 5 + 3*70
-	if s != want {
-		t.Fatalf("snapshot = %+v, want %+v", s, want)
+	if s := la.Take(0); s != want {
+		t.Fatalf("first take = %+v, want %+v", s, want)
+	}
+	// A second take has no counts left; the extremes are the span's.
+	b.AddComplete(1, 1, 0)
+	x.ObserveRt(1)
+	want.Counts = [NumEvents]int64{Complete: 1, RtSum: 1}
+	want.MinRtMs = 1
+	if s := la.Take(0); s != want {
+		t.Fatalf("second take = %+v, want %+v", s, want)
+	}
+	// The slot's next span starts with its extremes forgotten.
+	if b, x = la.CurrentExtremes(120_000); b.StartMs() != 120_000 || x.maxRt.Load() != 0 || x.minRt.Load() != noRt {
+		t.Fatalf("reused slot: start %d, extremes %d/%d; want 120000 and none", b.StartMs(), x.minRt.Load(), x.maxRt.Load())
+	}
+	if _, x := newWindow(t, 10, 1000).CurrentExtremes(0); x != nil {
+		t.Fatal("a window that keeps no extremes returned some")
 	}
 }
 
@@ -192,7 +162,7 @@ func TestCompleteRecordsExtremes(t *testing.T) {
 // that, and no count is lost.
 func TestConcurrentRollover(t *testing.T) {
 	la := newWindow(t, 10, 1000)
-	const writers, spanMs = 8, 1100 // the ring's 11 buckets, none reused
+	const writers, spanMs = 8, 1000 // the ring's 10 buckets, none reused
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {

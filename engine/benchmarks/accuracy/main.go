@@ -2,11 +2,15 @@
 // sentinel-golang hold a rule of 100 passes per second, one engine after the
 // other in the same process. These are ENGINE.md's accuracy figures:
 //
-//   - reject: a QPS reject rule (threshold 100, statIntervalMs 1000) hammered
-//     by two goroutines. Every pass is timestamped with time.Now() to the
-//     microsecond; the report gives the most passes in any real 1-second
-//     window (sliding over the timestamps), the passes in the first second,
-//     and the mean per second.
+//   - reject: a QPS reject rule (threshold 100, statIntervalMs 1000) under
+//     traffic of several shapes: hammered by two goroutines, and evenly
+//     paced by one goroutine at 1.05, 1.2, 2 and 10 times the threshold
+//     (calls on schedule, each made at once if the loop is late). Every pass
+//     is timestamped with time.Now() to the microsecond; the report gives,
+//     per shape and engine side by side, the most passes in any real
+//     1-second window (sliding over the timestamps, the first second
+//     included), the passes in the first second, and the mean per second
+//     after the first.
 //   - throttling: a throttling rule (threshold 100, maxQueueingTimeMs 500)
 //     called by two goroutines that sleep the wait they are given (both
 //     engines sleep inside Entry); the report gives the mean spacing between
@@ -35,7 +39,7 @@ import (
 )
 
 const (
-	// callers is how many goroutines call Entry at once.
+	// callers is how many goroutines hammer Entry at once.
 	callers = 2
 	// threshold is the rules' passes per statInterval.
 	threshold = 100
@@ -47,11 +51,24 @@ const (
 	second = int64(time.Second / time.Microsecond)
 )
 
+// shape is a way of sending calls to an engine: drive calls try (one call,
+// ended at once; true if it passed) for d and returns the time of every
+// pass, in microseconds since the start, sorted.
+type shape struct {
+	name  string
+	drive func(try func() bool, d time.Duration) []int64
+}
+
+var shapes = []shape{
+	{fmt.Sprintf("hammer, %d goroutines", callers), hammer},
+	pacedAt(1.05), pacedAt(1.2), pacedAt(2), pacedAt(10),
+}
+
 func main() {
-	duration := flag.Duration("duration", 5*time.Second, "how long each engine is hammered per rule")
+	duration := flag.Duration("duration", 5*time.Second, "how long each engine is driven per rule and shape")
 	flag.Parse()
-	if *duration < time.Second {
-		fmt.Fprintln(os.Stderr, "accuracy: -duration must be at least 1s")
+	if *duration < 2*time.Second {
+		fmt.Fprintln(os.Stderr, "accuracy: -duration must be at least 2s")
 		os.Exit(2)
 	}
 	if err := run(*duration); err != nil {
@@ -60,7 +77,8 @@ func main() {
 	}
 }
 
-// run measures both engines for d on each rule and prints the two tables.
+// run measures both engines for d on each rule and shape and prints the
+// two tables.
 func run(d time.Duration) error {
 	dir, err := os.MkdirTemp("", "sluice-accuracy-sentinel-")
 	if err != nil {
@@ -71,73 +89,76 @@ func run(d time.Duration) error {
 		return fmt.Errorf("init sentinel-golang: %w", err)
 	}
 
-	fmt.Printf("%d goroutines, %v per engine and rule, GOMAXPROCS %d\n\n", callers, d, runtime.GOMAXPROCS(0))
+	fmt.Printf("%v per engine, rule and shape, GOMAXPROCS %d\n\n", d, runtime.GOMAXPROCS(0))
+	fmt.Printf("reject: threshold %d per %d ms\n", threshold, statIntervalMs)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "\tsluice\t\t\tsentinel-golang\t\t\t")
+	fmt.Fprintln(w, "shape\tmax in any 1 s\tfirst second\tmean per second after it\tmax in any 1 s\tfirst second\tmean per second after it\t")
+	for i, s := range shapes {
+		resource := fmt.Sprintf("accuracy-reject-%d", i)
+		sluice, err := sluiceRun(engine.FlowRule{
+			Name: resource, Resource: resource, Threshold: threshold,
+			StatIntervalMs: statIntervalMs, ControlBehavior: engine.BehaviorReject,
+		}, s, d)
+		if err != nil {
+			return err
+		}
+		sentinel, err := sentinelRun(&flow.Rule{
+			Resource: resource, TokenCalculateStrategy: flow.Direct, ControlBehavior: flow.Reject,
+			Threshold: threshold, StatIntervalInMs: statIntervalMs,
+		}, s, d)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "%s\t%s%s\t\n", s.name, rejectFigures(sluice, d), rejectFigures(sentinel, d))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
 
-	sluiceReject, err := sluiceRun(engine.FlowRule{
-		Name: "accuracy-reject", Resource: "accuracy-reject", Threshold: threshold,
-		StatIntervalMs: statIntervalMs, ControlBehavior: engine.BehaviorReject,
-	}, d)
-	if err != nil {
-		return err
-	}
-	sentinelReject, err := sentinelRun(&flow.Rule{
-		Resource: "accuracy-reject", TokenCalculateStrategy: flow.Direct, ControlBehavior: flow.Reject,
-		Threshold: threshold, StatIntervalInMs: statIntervalMs,
-	}, d)
-	if err != nil {
-		return err
-	}
 	sluiceThrottle, err := sluiceRun(engine.FlowRule{
 		Name: "accuracy-throttling", Resource: "accuracy-throttling", Threshold: threshold,
 		StatIntervalMs: statIntervalMs, ControlBehavior: engine.BehaviorThrottling, MaxQueueingTimeMs: maxQueueingTimeMs,
-	}, d)
+	}, shapes[0], d)
 	if err != nil {
 		return err
 	}
 	sentinelThrottle, err := sentinelRun(&flow.Rule{
 		Resource: "accuracy-throttling", TokenCalculateStrategy: flow.Direct, ControlBehavior: flow.Throttling,
 		Threshold: threshold, StatIntervalInMs: statIntervalMs, MaxQueueingTimeMs: maxQueueingTimeMs,
-	}, d)
+	}, shapes[0], d)
 	if err != nil {
 		return err
 	}
-
-	fmt.Printf("reject: threshold %d per %d ms\n", threshold, statIntervalMs)
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(w, "engine\tpasses\tmax in any 1 s\tfirst second\tmean per second\t")
-	for _, r := range []struct {
-		name   string
-		passes []int64
-	}{{"sluice", sluiceReject}, {"sentinel", sentinelReject}} {
-		fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.1f\t\n", r.name, len(r.passes), maxInWindow(r.passes, second),
-			countBefore(r.passes, second), float64(len(r.passes))/d.Seconds())
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-
-	fmt.Printf("\nthrottling: threshold %d per %d ms, maxQueueingTimeMs %d\n", threshold, statIntervalMs, maxQueueingTimeMs)
+	fmt.Printf("\nthrottling: threshold %d per %d ms, maxQueueingTimeMs %d, %s\n", threshold, statIntervalMs, maxQueueingTimeMs, shapes[0].name)
 	w = tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "engine\tpasses\tmean spacing\tsmallest spacing\t")
 	for _, r := range []struct {
 		name   string
 		passes []int64
-	}{{"sluice", sluiceThrottle}, {"sentinel", sentinelThrottle}} {
+	}{{"sluice", sluiceThrottle}, {"sentinel-golang", sentinelThrottle}} {
 		mean, smallest := spacing(r.passes)
 		fmt.Fprintf(w, "%s\t%d\t%.3f ms\t%.3f ms\t\n", r.name, len(r.passes), mean, smallest)
 	}
 	return w.Flush()
 }
 
-// sluiceRun loads rule into a new Sluice engine and hammers Entry by name
-// on its resource for d; it returns the passes' times (see hammer).
-func sluiceRun(rule engine.FlowRule, d time.Duration) ([]int64, error) {
+// rejectFigures formats one engine's columns of the reject table.
+func rejectFigures(passes []int64, d time.Duration) string {
+	first := countBefore(passes, second)
+	mean := float64(len(passes)-first) / (d.Seconds() - 1)
+	return fmt.Sprintf("%d\t%d\t%.1f\t", maxInWindow(passes, second), first, mean)
+}
+
+// sluiceRun loads rule into a new Sluice engine and drives Entry by name on
+// its resource with s for d.
+func sluiceRun(rule engine.FlowRule, s shape, d time.Duration) ([]int64, error) {
 	eng := engine.New(engine.Options{})
 	defer eng.Close()
 	if err := eng.LoadFlowRules([]engine.FlowRule{rule}); err != nil {
 		return nil, err
 	}
-	return hammer(func() bool {
+	return s.drive(func() bool {
 		en, blk := eng.Entry(rule.Resource)
 		if blk != nil {
 			return false
@@ -147,15 +168,14 @@ func sluiceRun(rule engine.FlowRule, d time.Duration) ([]int64, error) {
 	}, d), nil
 }
 
-// sentinelRun makes rule sentinel-golang's only flow rule and hammers
-// api.Entry on its resource, as inbound traffic, for d; it returns the
-// passes' times (see hammer).
-func sentinelRun(rule *flow.Rule, d time.Duration) ([]int64, error) {
+// sentinelRun makes rule sentinel-golang's only flow rule and drives
+// api.Entry on its resource, as inbound traffic, with s for d.
+func sentinelRun(rule *flow.Rule, s shape, d time.Duration) ([]int64, error) {
 	if _, err := flow.LoadRules([]*flow.Rule{rule}); err != nil {
 		return nil, err
 	}
 	inbound := api.WithTrafficType(base.Inbound)
-	return hammer(func() bool {
+	return s.drive(func() bool {
 		en, blk := api.Entry(rule.Resource, inbound)
 		if blk != nil {
 			return false
@@ -165,9 +185,7 @@ func sentinelRun(rule *flow.Rule, d time.Duration) ([]int64, error) {
 	}, d), nil
 }
 
-// hammer calls try (one call to an engine, ended at once; true if it
-// passed) from callers goroutines without pause for d and returns the time
-// of every pass, in microseconds since the start, sorted.
+// hammer calls try from callers goroutines without pause for d.
 func hammer(try func() bool, d time.Duration) []int64 {
 	start := time.Now()
 	var (
@@ -191,6 +209,32 @@ func hammer(try func() bool, d time.Duration) []int64 {
 	wg.Wait()
 	slices.Sort(passes)
 	return passes
+}
+
+// pacedAt is one goroutine calling at times the threshold per second,
+// evenly spaced: call j is due j/(times·threshold) s after the start, made
+// at once if the loop is late, never skipped.
+func pacedAt(times float64) shape {
+	perSecond := times * threshold
+	return shape{
+		name: fmt.Sprintf("paced %g/s (×%g)", perSecond, times),
+		drive: func(try func() bool, d time.Duration) []int64 {
+			start := time.Now()
+			var passes []int64
+			for j := 0; ; j++ {
+				due := time.Duration(float64(j) * float64(time.Second) / perSecond)
+				if due >= d {
+					return passes
+				}
+				if wait := due - time.Since(start); wait > 0 {
+					time.Sleep(wait)
+				}
+				if try() {
+					passes = append(passes, time.Since(start).Microseconds())
+				}
+			}
+		},
+	}
 }
 
 // maxInWindow returns the most timestamps of sorted that fit in any

@@ -1,0 +1,143 @@
+package window
+
+import (
+	"sync/atomic"
+)
+
+const (
+	// groupsPerCapacity bounds what a log holds back and what it costs: a
+	// log for capacities c and up marks every q-th pass, q = 1 +
+	// (c-1)/groupsPerCapacity, so it holds at most q-1 passes (under
+	// 1/groupsPerCapacity of c) longer than they need, none up to capacity
+	// 100, and keeps at most groupsPerCapacity+2 marks for a single
+	// capacity.
+	groupsPerCapacity = 100
+	// maxMarks bounds the ring of a log for capacities far apart (a warm-up
+	// with a large cold factor): it holds back more instead.
+	maxMarks = 1024
+	// ancientMs is an age past which a pass is out of every window
+	// (intervals are minutes at most): marks are forgotten at that age, so
+	// the 32 bits they keep are always decoded exactly.
+	ancientMs = 1 << 30
+)
+
+// PassLog is what an exact flow decision reads: when the latest passes of a
+// resource happened. The resource numbers its passes 1, 2, 3, … with one
+// counter, whose value it gives to Mark and decisions to Admits (the log
+// adds to it the passes the counter missed); the log counts them in groups
+// of q and keeps, in a ring, each group's mark: the time of its last pass.
+//
+//	capacity 200: q = 2, a ring of 102 marks
+//
+//	pass   …  97   98 |  99  100 | 101  102 | …
+//	group  …     49   |    50    |    51    |
+//	mark   …   t(98)  |  t(100)  |  t(102)  |
+//
+// n more passes leave at most c passes in the window (since, now] iff pass
+// total+n-c is at or before since: it and every pass before it are out. A
+// group's mark is no earlier than any of its passes, so the log counts each
+// pass until the last of its group leaves the window: never too few, at
+// most q-1 too many, and none up to capacity 100, where every pass is a
+// group. (A bucket of a LeapArray counted every pass until the bucket's
+// last one left, up to a bucket length late for its first: under paced
+// traffic a tenth of the threshold.)
+//
+// Marks are written after the passes are counted, behind a fence: nextMark
+// is raised once the marks below it are written, and a decision trusts only
+// those; a writer marks every group from the fence up to its passes, its
+// own and any others not yet marked (recorded no later than it), and marks
+// are only ever raised, so a writer running late never lowers a newer
+// group's mark. A mark keeps the low 32 bits of a time in milliseconds,
+// decoded back from the newest mark's full time; marks that grow ancientMs
+// older than a new one are forgotten (floor) before they could be misread.
+type PassLog struct {
+	// nextMark is the number of the pass that completes the first group
+	// not marked yet: the fence.
+	nextMark atomic.Int64
+	// newest is the latest time a mark was written, in full; floor is the
+	// latest group forgotten: it and every group before it are out of any
+	// window.
+	newest  atomic.Int64
+	floor   atomic.Int64
+	perMark int64
+	missed  int64           // passes the resource's counter did not count
+	marks   []atomic.Uint32 // marks[g % len(marks)]: group g's mark, low 32 bits
+}
+
+// NewPassLog returns a log for decisions on capacities from least to most
+// (none when most is 0) of a resource whose counter missed missed passes:
+// the log numbers passes as the counter does, plus missed. The first
+// passes of them, so numbered, count as out of the window unless Mark is
+// told when they were.
+func NewPassLog(least, most, passes, missed int64) *PassLog {
+	l := &PassLog{perMark: 1, missed: missed}
+	l.newest.Store(never)
+	if most > 0 {
+		l.perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
+		// The groups of passes total-most+1 … total, and one more that a
+		// writer may be completing.
+		l.marks = make([]atomic.Uint32, most/l.perMark+2)
+	}
+	forgotten := passes / l.perMark
+	l.floor.Store(forgotten)
+	l.nextMark.Store((forgotten + 1) * l.perMark)
+	return l
+}
+
+// Mark tells the log that the resource's passes up to its counter's total
+// were all recorded by nowMs.
+func (l *PassLog) Mark(nowMs, total int64) {
+	total += l.missed
+	fence := l.nextMark.Load()
+	if total < fence || l.marks == nil {
+		return
+	}
+	ring := int64(len(l.marks))
+	first, last := fence/l.perMark, total/l.perMark // the groups to mark
+	newest := l.newest.Load()
+	for g := max(l.floor.Load()+1, first-ring+1); g < first; g++ {
+		if decode(newest, l.marks[g%ring].Load()) > nowMs-ancientMs {
+			break
+		}
+		storeMax(&l.floor, g)
+	}
+	// newest before the marks: a decision that reads a mark then reads a
+	// newest at least as late, so it never decodes a mark from after it.
+	storeMax(&l.newest, nowMs)
+	newest = l.newest.Load()
+	for g := max(first, last-ring+1); g <= last; g++ {
+		slot := &l.marks[g%ring]
+		for {
+			mark := slot.Load()
+			if decode(newest, mark) >= nowMs || slot.CompareAndSwap(mark, uint32(nowMs)) {
+				break
+			}
+		}
+	}
+	storeMax(&l.nextMark, (last+1)*l.perMark)
+}
+
+// Admits reports whether n more passes leave at most capacity (no more than
+// the log's most) of the resource's passes after sinceMs, the resource's
+// counter at total.
+func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
+	k := total + l.missed + n - capacity // it and every pass before it must be out
+	if k <= 0 {
+		return true
+	}
+	g := (k + l.perMark - 1) / l.perMark
+	switch {
+	case g <= l.floor.Load():
+		return true
+	case g*l.perMark >= l.nextMark.Load(): // not marked: recorded just now, or n > capacity
+		return false
+	}
+	mark := l.marks[g%int64(len(l.marks))].Load()
+	return decode(l.newest.Load(), mark) <= sinceMs
+}
+
+// decode returns the latest time at or before newestMs whose low 32 bits are
+// mark.
+func decode(newestMs int64, mark uint32) int64 {
+	return newestMs - int64(uint32(newestMs)-mark)
+}
