@@ -38,9 +38,9 @@ const (
 // group's mark is no earlier than any of its passes, so the log counts each
 // pass until the last of its group leaves the window: never too few, at
 // most q-1 too many, and none up to capacity 100, where every pass is a
-// group. (A bucket of a LeapArray counted every pass until the bucket's
-// last one left, up to a bucket length late for its first: under paced
-// traffic a tenth of the threshold.)
+// group. (Buckets of a LeapArray, counted until their last pass leaves,
+// would hold a bucket's first pass up to a bucket length too long: under
+// paced traffic, a tenth of the threshold and more.)
 //
 // Marks are written after the passes are counted, behind a fence: nextMark
 // is raised once the marks below it are written, and a decision trusts only
@@ -66,9 +66,9 @@ type PassLog struct {
 
 // NewPassLog returns a log for decisions on capacities from least to most
 // (none when most is 0) of a resource whose counter missed missed passes:
-// the log numbers passes as the counter does, plus missed. The first
-// passes of them, so numbered, count as out of the window unless Mark is
-// told when they were.
+// the log numbers passes as the counter does, plus missed. The passes
+// numbered up to passes count as out of the window unless Mark is told when
+// they were.
 func NewPassLog(least, most, passes, missed int64) *PassLog {
 	l := &PassLog{perMark: 1, missed: missed}
 	l.newest.Store(never)
