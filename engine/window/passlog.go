@@ -7,9 +7,10 @@ import (
 const (
 	// groupsPerCapacity bounds what a log holds back and what it costs: a
 	// log for capacities c and up marks every q-th pass, q = 1 +
-	// c/groupsPerCapacity, so it holds at most q-1 passes (under
-	// 1/groupsPerCapacity of c) longer than they need, none below capacity
-	// 100, and keeps about groupsPerCapacity marks for a single capacity.
+	// (c-1)/groupsPerCapacity, so it holds at most q-1 passes (under
+	// 1/groupsPerCapacity of c) longer than they need, none up to capacity
+	// 100, and keeps at most groupsPerCapacity+2 marks for a single
+	// capacity.
 	groupsPerCapacity = 100
 	// maxMarks bounds the ring of a log for capacities far apart (a warm-up
 	// with a large cold factor): it holds back more instead.
@@ -26,7 +27,7 @@ const (
 // adds to it the passes the counter missed); the log counts them in groups
 // of q and keeps, in a ring, each group's mark: the time of its last pass.
 //
-//	capacity 100: q = 2, a ring of 52 marks
+//	capacity 200: q = 2, a ring of 102 marks
 //
 //	pass   …  97   98 |  99  100 | 101  102 | …
 //	group  …     49   |    50    |    51    |
@@ -36,10 +37,10 @@ const (
 // total+n-c is at or before since: it and every pass before it are out. A
 // group's mark is no earlier than any of its passes, so the log counts each
 // pass until the last of its group leaves the window: never too few, at
-// most q-1 too many, and none below capacity 100, where every pass is a
-// group. (A bucket of a LeapArray counted every pass until the bucket's
-// last one left, up to a bucket length late for its first: under paced
-// traffic a tenth of the threshold.)
+// most q-1 too many, and none up to capacity 100, where every pass is a
+// group. (Buckets of a LeapArray, counted until their last pass leaves,
+// would hold a bucket's first pass up to a bucket length too long: under
+// paced traffic, a tenth of the threshold and more.)
 //
 // Marks are written after the passes are counted, behind a fence: nextMark
 // is raised once the marks below it are written, and a decision trusts only
@@ -65,14 +66,14 @@ type PassLog struct {
 
 // NewPassLog returns a log for decisions on capacities from least to most
 // (none when most is 0) of a resource whose counter missed missed passes:
-// the log numbers passes as the counter does, plus missed. The first
-// passes of them, so numbered, count as out of the window unless Mark is
-// told when they were.
+// the log numbers passes as the counter does, plus missed. The passes
+// numbered up to passes count as out of the window unless Mark is told when
+// they were.
 func NewPassLog(least, most, passes, missed int64) *PassLog {
 	l := &PassLog{perMark: 1, missed: missed}
 	l.newest.Store(never)
 	if most > 0 {
-		l.perMark = max(1+least/groupsPerCapacity, 1+most/(maxMarks-2))
+		l.perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
 		// The groups of passes total-most+1 … total, and one more that a
 		// writer may be completing.
 		l.marks = make([]atomic.Uint32, most/l.perMark+2)
