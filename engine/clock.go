@@ -27,6 +27,7 @@ type RealClock struct {
 	slackMs  atomic.Int64
 	base     time.Time
 	stop     chan struct{}
+	stopped  chan struct{} // closed when the ticker goroutine has returned
 	stopOnce sync.Once
 
 	// Owned by the ticker goroutine.
@@ -41,7 +42,7 @@ const slackDecayTicks = 1000
 
 // NewRealClock starts a cached clock; Stop ends its ticker.
 func NewRealClock() *RealClock {
-	c := &RealClock{base: time.Now(), stop: make(chan struct{})}
+	c := &RealClock{base: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.slackMs.Store(1)
 	c.refresh()
 	go c.run()
@@ -64,6 +65,7 @@ func (c *RealClock) refresh() {
 }
 
 func (c *RealClock) run() {
+	defer close(c.stopped)
 	t := time.NewTicker(time.Millisecond)
 	defer t.Stop()
 	for {
@@ -86,9 +88,12 @@ func (c *RealClock) NowMs() int64 { return c.nowMs.Load() }
 // Sleep waits for d of real time.
 func (c *RealClock) Sleep(d time.Duration) { time.Sleep(d) }
 
-// Stop ends the ticker; NowMs keeps answering the last value. Safe to call
-// more than once.
-func (c *RealClock) Stop() { c.stopOnce.Do(func() { close(c.stop) }) }
+// Stop ends the ticker and waits until its last refresh is done; NowMs
+// keeps answering the last value. Safe to call more than once.
+func (c *RealClock) Stop() {
+	c.stopOnce.Do(func() { close(c.stop) })
+	<-c.stopped
+}
 
 // ManualClock is a clock that moves only when told to, for deterministic
 // tests. Sleep advances it.
