@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 )
@@ -41,6 +42,36 @@ func editorsOrPlans(c *fiber.Ctx) string {
 type apiRoutes struct {
 	router fiber.Router
 	guard  fiber.Handler // nil: not guarded by the engine
+	// fixed, when set, collects the methods of each path without
+	// parameters (fixedPaths).
+	fixed fixedPaths
+}
+
+// fixedPaths are the methods of each /api/v1 path without parameters, so
+// that such a path asked with another method is 405 with its own Allow,
+// not a parameter of the route beside it: GET /rules/apply is not the
+// rule "apply", and POST /rules/export is not allowed what /rules/{id} is.
+type fixedPaths map[string][]string
+
+// allow answers the methods of path, a request's whole path, if it is a
+// fixed one.
+func (f fixedPaths) allow(path string) (string, bool) {
+	rel, ok := strings.CutPrefix(path, apiPrefix)
+	if !ok {
+		return "", false
+	}
+	methods, ok := f[rel]
+	return strings.Join(methods, ", "), ok
+}
+
+// notFixed is the first handler of a route with parameters: a fixed path
+// it matched is 405.
+func (f fixedPaths) notFixed(c *fiber.Ctx) error {
+	if allow, ok := f.allow(c.Path()); ok {
+		c.Set(fiber.HeaderAllow, allow)
+		return fiber.ErrMethodNotAllowed
+	}
+	return c.Next()
 }
 
 func (r apiRoutes) add(method, path string, need access, handlers ...fiber.Handler) {
@@ -57,6 +88,13 @@ func (r apiRoutes) add(method, path string, need access, handlers ...fiber.Handl
 		return c.Next()
 	}
 	chain := []fiber.Handler{check}
+	switch {
+	case r.fixed == nil:
+	case strings.Contains(path, ":"):
+		chain = []fiber.Handler{r.fixed.notFixed, check}
+	default:
+		r.fixed[path] = append(r.fixed[path], method)
+	}
 	if r.guard != nil {
 		chain = append(chain, r.guard)
 	}

@@ -365,3 +365,41 @@ func TestPlansAreReads(t *testing.T) {
 		t.Errorf("after the viewer's plans: %d %s, want no rule", resp.StatusCode, body)
 	}
 }
+
+// TestWrongMethodIs405 asks every /api/v1 path with each method it has no
+// route for: 405, with an Allow that lists exactly the path's own methods,
+// never a parameter route's beside it (GET /rules/apply is not rule
+// "apply").
+func TestWrongMethodIs405(t *testing.T) {
+	n := startAuthNode(t)
+	methods := map[string]map[string]bool{} // by path, with "1" for parameters
+	for _, route := range n.app.GetRoutes(true) {
+		if !strings.HasPrefix(route.Path, "/api/v1") {
+			continue
+		}
+		path := routeParam.ReplaceAllString(route.Path, "1")
+		if methods[path] == nil {
+			methods[path] = map[string]bool{}
+		}
+		methods[path][route.Method] = true
+	}
+	for path, own := range methods {
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if own[method] {
+				continue
+			}
+			resp, body := n.doWith(t, method, path, strings.NewReader("{}"), bearer(adminToken))
+			if resp.StatusCode != http.StatusMethodNotAllowed {
+				t.Errorf("%s %s: %d %s, want 405", method, path, resp.StatusCode, body)
+				continue
+			}
+			allowed := map[string]bool{}
+			for _, m := range strings.Split(resp.Header.Get("Allow"), ",") {
+				allowed[strings.TrimSpace(m)] = true
+			}
+			if fmt.Sprint(allowed) != fmt.Sprint(own) {
+				t.Errorf("%s %s: Allow %q, want the path's own methods %v", method, path, resp.Header.Get("Allow"), own)
+			}
+		}
+	}
+}

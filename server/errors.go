@@ -154,7 +154,7 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	}
 	var fiberErr *fiber.Error
 	if errors.As(err, &fiberErr) && fiberErr.Code < http.StatusInternalServerError {
-		return NewError(fiberErr.Code, fiberMessage(c, fiberErr))
+		return NewError(fiberErr.Code, s.fiberMessage(c, fiberErr))
 	}
 	s.logger.ErrorContext(c.UserContext(), "internal error",
 		"method", c.Method(), "path", c.Path(), "error", err)
@@ -174,11 +174,16 @@ func storeMessage(err, sentinel error, fallback string) string {
 
 // fiberMessage rewrites Fiber's terse messages for the statuses it raises
 // itself into sentences that tell the client what to change.
-func fiberMessage(c *fiber.Ctx, err *fiber.Error) string {
+func (s *Server) fiberMessage(c *fiber.Ctx, err *fiber.Error) string {
 	switch err.Code {
 	case http.StatusNotFound:
 		return fmt.Sprintf("no route for %s %s", c.Method(), c.Path())
 	case http.StatusMethodNotAllowed:
+		// Fiber's Allow lists every method some route of the path's
+		// shape has; a fixed path's own methods are the right ones.
+		if allow, ok := s.fixedPaths.allow(c.Path()); ok {
+			c.Set(fiber.HeaderAllow, allow)
+		}
 		return fmt.Sprintf("%s is not allowed on %s; allowed: %s",
 			c.Method(), c.Path(), c.GetRespHeader(fiber.HeaderAllow))
 	case http.StatusRequestEntityTooLarge:

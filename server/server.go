@@ -29,6 +29,8 @@ import (
 )
 
 const (
+	// apiPrefix is where the REST API's routes live.
+	apiPrefix = "/api/v1"
 	// readTimeout bounds reading one request, headers and body.
 	readTimeout = 30 * time.Second
 	// idleTimeout closes keep-alive connections left unused this long.
@@ -116,6 +118,7 @@ type Server struct {
 	publicMetrics bool
 
 	entries      *entryTable // the check API's held entries
+	fixedPaths   fixedPaths  // the methods of each API path without parameters
 	unguardedAPI bool
 	demo         *demoTraffic // nil without Config.Demo
 
@@ -203,6 +206,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.publicMetrics = cfg.PublicMetrics
 	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
+	s.fixedPaths = fixedPaths{}
 	s.routes()
 	s.metricJobs = startMetricJobs(s.flusher,
 		cmp.Or(cfg.MetricsFlushInterval, DefaultMetricsFlushInterval),
@@ -221,14 +225,14 @@ func (s *Server) routes() {
 		StackTraceHandler: s.logPanic,
 	}))
 
-	group := s.app.Group("/api/v1", s.auth.middleware)
+	group := s.app.Group(apiPrefix, s.auth.middleware)
 	// Health and logging in and out are never guarded by the engine:
 	// health stays cheap, and no rule can lock anyone out of logging in.
 	bindHealth(group, s.store, s.version, s.logger)
 	account := &accountHandler{auth: s.auth}
 	bindLogin(group, account)
 	// Every other API route is guarded by the engine.
-	api := apiRoutes{router: group, guard: s.guard()}
+	api := apiRoutes{router: group, guard: s.guard(), fixed: s.fixedPaths}
 	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
