@@ -45,6 +45,8 @@ type apiRoutes struct {
 	// fixed, when set, collects the methods of each path without
 	// parameters (fixedPaths).
 	fixed fixedPaths
+	// ruleFiles collects the routes postRuleFile binds.
+	ruleFiles ruleFileRoutes
 }
 
 // fixedPaths are the methods of each /api/v1 path without parameters, so
@@ -108,6 +110,14 @@ func (r apiRoutes) get(path string, need access, h ...fiber.Handler) {
 
 func (r apiRoutes) post(path string, need access, h ...fiber.Handler) {
 	r.add(http.MethodPost, path, need, h...)
+}
+
+// postRuleFile binds a POST route that takes a rule file: its body, up to
+// maxRuleFileBytes, is read only once the access check has let the caller
+// through.
+func (r apiRoutes) postRuleFile(path string, need access, h fiber.Handler) {
+	r.ruleFiles[http.MethodPost+" "+apiPrefix+path] = true
+	r.add(http.MethodPost, path, need, readBody(maxRuleFileBytes), h)
 }
 
 func (r apiRoutes) put(path string, need access, h ...fiber.Handler) {

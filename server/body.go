@@ -28,14 +28,12 @@ const (
 	drainBodyBytes = 8 << 20
 )
 
-// ruleFileRoutes are the routes whose body readBody(maxRuleFileBytes)
-// reads, after their access check. They are matched on the exact path,
-// as the router matches them: another spelling reaches no route, and its
-// body is bounded at maxBodyBytes like any other.
-var ruleFileRoutes = map[string]bool{
-	http.MethodPost + " /api/v1/rules/apply":  true,
-	http.MethodPost + " /api/v1/rules/import": true,
-}
+// ruleFileRoutes are the routes ("POST /api/v1/rules/apply") that read
+// their body themselves, up to maxRuleFileBytes, after their access check
+// (apiRoutes.postRuleFile). limitBody matches them on the exact path, as
+// the router does: another spelling reaches no route, and its body is
+// bounded at maxBodyBytes like any other.
+type ruleFileRoutes map[string]bool
 
 // limitBody reads every request's body before routing, at most
 // maxBodyBytes of it, except on the rule file routes: there the route
@@ -43,12 +41,12 @@ var ruleFileRoutes = map[string]bool{
 // unauthenticated or unauthorised request never makes the server hold
 // more than maxBodyBytes. Compressed bodies are refused: a 1 MiB gzip
 // body can inflate to gigabytes.
-func limitBody(c *fiber.Ctx) error {
+func (s *Server) limitBody(c *fiber.Ctx) error {
 	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
 		discardBody(c)
 		return NewError(http.StatusUnsupportedMediaType, "compressed request bodies are not accepted: send the body without Content-Encoding")
 	}
-	if !ruleFileRoutes[c.Method()+" "+c.Path()] {
+	if !s.ruleFileRoutes[c.Method()+" "+c.Path()] {
 		if err := readBodyUpTo(c, maxBodyBytes); err != nil {
 			return err
 		}

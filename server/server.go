@@ -117,10 +117,11 @@ type Server struct {
 	stream        *streamHub
 	publicMetrics bool
 
-	entries      *entryTable // the check API's held entries
-	fixedPaths   fixedPaths  // the methods of each API path without parameters
-	unguardedAPI bool
-	demo         *demoTraffic // nil without Config.Demo
+	entries        *entryTable    // the check API's held entries
+	fixedPaths     fixedPaths     // the methods of each API path without parameters
+	ruleFileRoutes ruleFileRoutes // the routes that read large bodies themselves
+	unguardedAPI   bool
+	demo           *demoTraffic // nil without Config.Demo
 
 	mu        sync.Mutex
 	listeners []net.Listener
@@ -206,7 +207,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.publicMetrics = cfg.PublicMetrics
 	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
-	s.fixedPaths = fixedPaths{}
+	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
 	s.metricJobs = startMetricJobs(s.flusher,
 		cmp.Or(cfg.MetricsFlushInterval, DefaultMetricsFlushInterval),
@@ -219,7 +220,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 func (s *Server) routes() {
 	s.app.Use(s.logRequests)
 	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec, Next: isTrafficRoute}))
-	s.app.Use(limitBody)
+	s.app.Use(s.limitBody)
 	s.app.Use(recover.New(recover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: s.logPanic,
@@ -232,7 +233,7 @@ func (s *Server) routes() {
 	account := &accountHandler{auth: s.auth}
 	bindLogin(group, account)
 	// Every other API route is guarded by the engine.
-	api := apiRoutes{router: group, guard: s.guard(), fixed: s.fixedPaths}
+	api := apiRoutes{router: group, guard: s.guard(), fixed: s.fixedPaths, ruleFiles: s.ruleFileRoutes}
 	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
