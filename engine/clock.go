@@ -21,47 +21,76 @@ type Clock interface {
 //
 // A cached reading lags real time: by up to a millisecond always, and by
 // more when the ticker is not scheduled on time (busy cores, GC). SlackMs
-// says by how much recently, so that decisions can allow for it.
+// says by how much, over the span a decision looks back on, so that the
+// decision can allow for it without paying for a stall long after it.
 type RealClock struct {
-	nowMs    atomic.Int64
-	slackMs  atomic.Int64
-	base     time.Time
-	stop     chan struct{}
-	stopped  chan struct{} // closed when the ticker goroutine has returned
-	stopOnce sync.Once
+	nowMs atomic.Int64
+	// slackWithin[k] is the largest lag of a refresh in the second in
+	// progress and the k seconds before it; it grows with k.
+	slackWithin [slackSeconds]atomic.Int64
+	base        time.Time
+	stop        chan struct{}
+	stopped     chan struct{} // closed when the ticker goroutine has returned
+	stopOnce    sync.Once
 
 	// Owned by the ticker goroutine.
 	lastRefresh time.Duration
-	ticks       int64
+	second      int64               // the second of lastRefresh, counted from base
+	gaps        [slackSeconds]int64 // the largest lag of each second, a ring indexed by second
 }
 
-// slackDecayTicks is how many ticks it takes the slack to shrink by one
-// millisecond after a late tick: a stall of n ms is allowed for over n
-// seconds, longer than the one-second windows it matters most to.
-const slackDecayTicks = 1000
+// slackSeconds is how many seconds of refresh lags the clock remembers: the
+// longest interval a rule may count over, the second in progress and one
+// more for an interval that does not start on a second.
+const slackSeconds = MaxStatIntervalMs/1000 + 2
 
 // NewRealClock starts a cached clock; Stop ends its ticker.
 func NewRealClock() *RealClock {
-	c := &RealClock{base: time.Now(), stop: make(chan struct{}), stopped: make(chan struct{})}
-	c.slackMs.Store(1)
-	c.refresh()
+	// The first reading is taken as if a refresh came a tick before: it is
+	// stale by up to the tick to come and the millisecond it rounds off.
+	c := &RealClock{base: time.Now(), lastRefresh: -time.Millisecond, stop: make(chan struct{}), stopped: make(chan struct{})}
+	c.refreshAt(0)
 	go c.run()
 	return c
 }
 
-func (c *RealClock) refresh() {
-	elapsed := time.Since(c.base)
+func (c *RealClock) refresh() { c.refreshAt(time.Since(c.base)) }
+
+// refreshAt sets the clock to elapsed since base and notes how stale a
+// reading taken just before could have been: the gap since the previous
+// refresh, plus the millisecond the value rounds off.
+func (c *RealClock) refreshAt(elapsed time.Duration) {
 	c.nowMs.Store(c.base.UnixMilli() + elapsed.Milliseconds())
-	// A reading taken just before this refresh was stale by up to the gap
-	// since the previous one, plus the millisecond the value rounds off.
 	gapMs := int64((elapsed-c.lastRefresh+time.Millisecond-1)/time.Millisecond) + 1
 	c.lastRefresh = elapsed
-	c.ticks++
-	slack := c.slackMs.Load()
-	if c.ticks%slackDecayTicks == 0 && slack > 1 {
-		slack--
+	second := int64(elapsed / time.Second)
+	if second != c.second {
+		// Seconds the ticker slept through lagged by this gap as well.
+		for s := c.second + 1; s <= second && s <= c.second+slackSeconds; s++ {
+			c.gaps[s%slackSeconds] = gapMs
+		}
+		c.second = second
+		c.publishSlack()
+		return
 	}
-	c.slackMs.Store(max(slack, gapMs))
+	if i := second % slackSeconds; gapMs > c.gaps[i] {
+		c.gaps[i] = gapMs
+		for k := range c.slackWithin {
+			if c.slackWithin[k].Load() >= gapMs {
+				break // and so is every longer span
+			}
+			c.slackWithin[k].Store(gapMs)
+		}
+	}
+}
+
+// publishSlack recomputes every span's slack from the ring, once a second.
+func (c *RealClock) publishSlack() {
+	var most int64
+	for k := range c.slackWithin {
+		most = max(most, c.gaps[(c.second-int64(k)+slackSeconds)%slackSeconds])
+		c.slackWithin[k].Store(most)
+	}
 }
 
 func (c *RealClock) run() {
@@ -79,8 +108,15 @@ func (c *RealClock) run() {
 }
 
 // SlackMs returns how far behind real time a reading of the clock may have
-// been recently: 2 ms when the ticker keeps time, more after it was late.
-func (c *RealClock) SlackMs() int64 { return c.slackMs.Load() }
+// been within the last withinMs: 2 ms when the ticker kept time, more when
+// it was late. A reading taken just before a late refresh is stale by the
+// whole delay, which is known once that refresh comes; so a pass recorded
+// at a reading that may still matter to a window of withinMs ended its
+// stale spell within the last withinMs, and the spans cover that.
+func (c *RealClock) SlackMs(withinMs int64) int64 {
+	k := min((max(withinMs, 0)+999)/1000, slackSeconds-1)
+	return c.slackWithin[k].Load()
+}
 
 // NowMs returns Unix milliseconds as of the last tick.
 func (c *RealClock) NowMs() int64 { return c.nowMs.Load() }

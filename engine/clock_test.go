@@ -56,24 +56,53 @@ func TestEngineOwnsItsClock(t *testing.T) {
 	New(Options{Clock: manual}).Close() // must not touch a clock it was given
 }
 
+// TestRealClockSlackFollowsLateTicks drives a clock's refreshes by hand: a
+// late tick raises the slack of every span that reaches back to it, and
+// only of those, so a stall is not paid for after it stops mattering.
 func TestRealClockSlackFollowsLateTicks(t *testing.T) {
-	c := NewRealClock()
-	c.Stop()
-	<-c.stop
-	if got := c.SlackMs(); got < 2 {
-		t.Fatalf("slack of a fresh clock = %d ms, want >= 2 (a reading rounds down and waits for the next tick)", got)
+	c := &RealClock{base: time.Now(), lastRefresh: -time.Millisecond}
+	c.refreshAt(0)
+	tickUntil := func(from, to time.Duration) {
+		for at := from; at <= to; at += time.Millisecond {
+			c.refreshAt(at)
+		}
 	}
+	want := func(withinMs, slack int64) {
+		t.Helper()
+		if got := c.SlackMs(withinMs); got != slack {
+			t.Fatalf("at %v, slack within %d ms = %d ms, want %d", c.lastRefresh, withinMs, got, slack)
+		}
+	}
+	// A reading rounds down and waits for the next tick.
+	want(1000, 2)
+	tickUntil(time.Millisecond, 1500*time.Millisecond)
+	want(1000, 2)
+	want(MaxStatIntervalMs, 2)
 	// The ticker ran 50 ms late: readings were stale that long.
-	c.lastRefresh = time.Since(c.base) - 50*time.Millisecond
-	c.refresh()
-	late := c.SlackMs()
-	if late < 51 {
-		t.Fatalf("slack after a tick 50 ms late = %d ms, want >= 51", late)
+	tickUntil(1550*time.Millisecond, 1550*time.Millisecond)
+	for _, within := range []int64{0, 100, 1000, 60_000, MaxStatIntervalMs} {
+		want(within, 51)
 	}
-	for range slackDecayTicks {
-		c.refresh()
-	}
-	if got := c.SlackMs(); got != late-1 {
-		t.Fatalf("slack after %d on-time ticks = %d ms, want %d", slackDecayTicks, got, late-1)
-	}
+	tickUntil(1551*time.Millisecond, 2999*time.Millisecond)
+	want(1000, 51)
+	// From second 3 on, a one-second window no longer reaches second 1.
+	tickUntil(3000*time.Millisecond, 3000*time.Millisecond)
+	want(100, 2)
+	want(1000, 2)
+	want(2000, 51)
+	tickUntil(3001*time.Millisecond, 61_999*time.Millisecond)
+	want(1000, 2)
+	want(60_000, 51)
+	tickUntil(62*time.Second, 62*time.Second)
+	want(60_000, 2)
+	want(MaxStatIntervalMs, 51)
+	// A stall of 2.5 s spans the seconds it slept through.
+	tickUntil(62*time.Second+time.Millisecond, 70*time.Second)
+	tickUntil(72500*time.Millisecond, 72500*time.Millisecond)
+	want(1000, 2501)
+	tickUntil(72501*time.Millisecond, 73999*time.Millisecond)
+	want(1000, 2501)
+	tickUntil(74*time.Second, 74*time.Second)
+	want(1000, 2)
+	want(2000, 2501)
 }

@@ -120,7 +120,7 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 	// window does not count: it reads the passes as they were recorded.
 	sinceMs := nowMs - c.rule.StatIntervalMs
 	if c.stat == self {
-		sinceMs -= self.slackMs()
+		sinceMs -= self.slackMs(c.rule.StatIntervalMs)
 	}
 	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
 }

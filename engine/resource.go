@@ -118,11 +118,11 @@ func (r *Resource) now() int64 {
 	return r.clock.NowMs()
 }
 
-// slackMs is how far behind real time the clock's readings may be; a
-// manual clock is exact.
-func (r *Resource) slackMs() int64 {
+// slackMs is how far behind real time the clock's readings within the
+// last withinMs may have been; a manual clock is exact.
+func (r *Resource) slackMs(withinMs int64) int64 {
 	if r.realClock != nil {
-		return r.realClock.SlackMs()
+		return r.realClock.SlackMs(withinMs)
 	}
 	return 0
 }
