@@ -71,11 +71,17 @@ func topDir(rel string) string {
 	return top
 }
 
+// fiberMiddleware is the one engine package that may import a module
+// outside the standard library: Fiber, to guard Fiber routes. The net/http
+// middleware and what the two share are held to the engine's rule, so that
+// a net/http service that guards its handlers links no Fiber.
+const fiberMiddleware = "engine/middleware/fiber"
+
 // engineCore reports whether rel is the engine or one of its sub-packages
-// other than the middleware, which alone may reach for net/http and Fiber.
-// (A nested module such as engine/benchmarks is not listed by ./... at all.)
+// other than the Fiber middleware. (A nested module such as
+// engine/benchmarks is not listed by ./... at all.)
 func engineCore(rel string) bool {
-	return topDir(rel) == "engine" && rel != "engine/middleware" && !strings.HasPrefix(rel, "engine/middleware/")
+	return topDir(rel) == "engine" && rel != fiberMiddleware && !strings.HasPrefix(rel, fiberMiddleware+"/")
 }
 
 // violations lists every import in pkgs that breaks the layering.
@@ -135,9 +141,13 @@ func TestImportBoundaryRules(t *testing.T) {
 		{name: "engine sub-package uses the engine", pkg: pkg(module+"/engine/flow", module+"/engine", module+"/engine/window")},
 		{name: "engine uses a third-party module", pkg: pkg(module+"/engine", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "engine sub-package uses a third-party module", pkg: pkg(module+"/engine/window", "golang.org/x/sync/errgroup"), wantBad: true},
-		{name: "engine uses its middleware", pkg: pkg(module+"/engine", module+"/engine/middleware"), wantBad: true},
+		{name: "engine uses its Fiber middleware", pkg: pkg(module+"/engine", module+"/engine/middleware/fiber"), wantBad: true},
 		{name: "engine uses the store", pkg: pkg(module+"/engine", module+"/store"), wantBad: true},
-		{name: "middleware uses Fiber and the engine", pkg: pkg(module+"/engine/middleware", "github.com/gofiber/fiber/v2", module+"/engine")},
+		{name: "Fiber middleware uses Fiber, the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/fiber", "github.com/gofiber/fiber/v2", module+"/engine", module+"/engine/middleware/internal/guard")},
+		{name: "net/http middleware uses the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/nethttp", "net/http", module+"/engine", module+"/engine/middleware")},
+		{name: "net/http middleware uses Fiber", pkg: pkg(module+"/engine/middleware/nethttp", "github.com/gofiber/fiber/v2"), wantBad: true},
+		{name: "net/http middleware uses the Fiber middleware", pkg: pkg(module+"/engine/middleware/nethttp", module+"/engine/middleware/fiber"), wantBad: true},
+		{name: "shared middleware uses Fiber", pkg: pkg(module+"/engine/middleware", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "store uses the engine and migrations", pkg: pkg(module+"/store", module+"/engine", module+"/migrations", "gorm.io/gorm")},
 		{name: "store uses the server", pkg: pkg(module+"/store", module+"/server"), wantBad: true},
 		{name: "server uses cmd", pkg: pkg(module+"/server", module+"/cmd/sluice"), wantBad: true},
@@ -147,7 +157,7 @@ func TestImportBoundaryRules(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			pkgs := map[string]goPackage{tt.pkg.importPath: tt.pkg}
-			for _, s := range []string{"sync", "time"} {
+			for _, s := range []string{"sync", "time", "net/http"} {
 				pkgs[s] = std(s)
 			}
 			got := violations(pkgs)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/middleware"
+	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
 )
 
 // guard returns the engine's guard for the API's routes, as any service
@@ -19,7 +20,7 @@ func (s *Server) guard() fiber.Handler {
 	if s.unguardedAPI {
 		return nil
 	}
-	return middleware.Fiber(s.engine, middleware.WithFiberBlocked(apiBlocked))
+	return fibermw.Guard(s.engine, fibermw.WithBlocked(apiBlocked))
 }
 
 // apiBlocked answers a blocked API request 429, in the error envelope;

@@ -1,7 +1,13 @@
-// Package middleware puts the Sluice engine in front of HTTP handlers: HTTP
-// wraps a net/http handler, Fiber guards Fiber routes. Each request is an
-// entry to a resource named after its method and route pattern
-// ("GET /orders/{id}", not the raw path), so one rule covers a route
+// Package middleware is what Sluice's HTTP middleware share: the
+// Retry-After and message of the answer to a blocked request, for services
+// that answer blocks their own way. The middleware itself lives in one
+// package per framework, so that a service links only its own: import
+// engine/middleware/nethttp to guard a net/http handler, and
+// engine/middleware/fiber (package fibermw) to guard Fiber routes. Neither
+// this package nor nethttp depends on Fiber.
+//
+// Each request is an entry to a resource named after its method and route
+// pattern ("GET /orders/{id}", not the raw path), so one rule covers a route
 // whatever its parameters. A blocked request is answered 429 with
 // Retry-After; a passed one records its response time, and counts as an
 // error when it answers 5xx or panics.

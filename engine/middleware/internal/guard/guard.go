@@ -1,4 +1,4 @@
-package middleware
+package guard
 
 import (
 	"errors"
@@ -9,40 +9,27 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
 )
 
-// RetryAfterSeconds is the Retry-After the default block answers send: the
-// engine does not say when a blocked call would pass, and one second is the
-// window of a default rule.
-const RetryAfterSeconds = 1
-
-var retryAfter = strconv.Itoa(RetryAfterSeconds)
+// RetryAfter is the Retry-After header of the default block answers.
+var RetryAfter = strconv.Itoa(middleware.RetryAfterSeconds)
 
 // Errors recorded for calls that failed; the engine counts them, nobody
 // returns them.
 var (
-	// errPanicked is recorded for a handler that panicked.
-	errPanicked = errors.New("middleware: the handler panicked")
-	// errServerError is recorded for a handler that answered 5xx.
-	errServerError = errors.New("middleware: the handler answered 5xx")
+	// ErrPanicked is recorded for a handler that panicked.
+	ErrPanicked = errors.New("middleware: the handler panicked")
+	// ErrServerError is recorded for a handler that answered 5xx.
+	ErrServerError = errors.New("middleware: the handler answered 5xx")
 )
 
-// BlockedMessage is the message of the default block answer, such as
-// "too many requests: blocked by flow rule orders-qps".
-func BlockedMessage(blk *engine.BlockError) string {
-	msg := "too many requests: blocked by " + string(blk.Reason()) + " rule"
-	if blk.Rule() == "" {
-		return msg
-	}
-	return msg + " " + blk.Rule()
-}
-
-// blockedBody is the JSON of the default block answer, in the error
+// BlockedBody is the JSON of the default block answer, in the error
 // envelope of Sluice's own API.
-func blockedBody(blk *engine.BlockError) []byte {
+func BlockedBody(blk *engine.BlockError) []byte {
 	b := make([]byte, 0, 128)
 	b = append(b, `{"error":{"code":"too_many_requests","message":`...)
-	b = appendJSONString(b, BlockedMessage(blk))
+	b = appendJSONString(b, middleware.BlockedMessage(blk))
 	return append(b, `,"details":[]}}`...)
 }
 
@@ -76,26 +63,27 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// resourceCache keeps the engine's handle of each route, so that the hot
+// ResourceCache keeps the engine's handle of each route, so that the hot
 // path does one map read and builds no name. Keys are routes, a bounded set;
 // the map is copied on write.
-type resourceCache[K comparable] struct {
+type ResourceCache[K comparable] struct {
 	eng  *engine.Engine
 	read atomic.Pointer[map[K]*engine.Resource]
 	mu   sync.Mutex
 }
 
-func newResourceCache[K comparable](eng *engine.Engine) *resourceCache[K] {
-	c := &resourceCache[K]{eng: eng}
+// NewResourceCache returns an empty cache of eng's resources.
+func NewResourceCache[K comparable](eng *engine.Engine) *ResourceCache[K] {
+	c := &ResourceCache[K]{eng: eng}
 	c.read.Store(&map[K]*engine.Resource{})
 	return c
 }
 
-// get returns the resource of key, named by name on first use, and again
+// Get returns the resource of key, named by name on first use, and again
 // once the engine evicted it. The engine's overflow resource, answered when
 // it is full, is not kept, so a later request may find the route's own
 // resource once there is room or a rule created it.
-func (c *resourceCache[K]) get(key K, name func(K) string) *engine.Resource {
+func (c *ResourceCache[K]) Get(key K, name func(K) string) *engine.Resource {
 	if r, ok := (*c.read.Load())[key]; ok && !r.Evicted() {
 		return r
 	}

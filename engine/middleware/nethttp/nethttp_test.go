@@ -1,4 +1,4 @@
-package middleware_test
+package nethttp_test
 
 import (
 	"errors"
@@ -8,10 +8,11 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/engine/middleware"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guardtest"
+	"github.com/sluicehq/sluice/engine/middleware/nethttp"
 )
 
-func TestHTTP(t *testing.T) {
+func TestGuard(t *testing.T) {
 	type request struct {
 		method, path string
 		wantStatus   int
@@ -21,10 +22,10 @@ func TestHTTP(t *testing.T) {
 		rules []engine.FlowRule
 		// wrapHandlers guards the handlers on the mux instead of the mux.
 		wrapHandlers bool
-		opts         []middleware.HTTPOption
+		opts         []nethttp.Option
 		requests     []request
 		// want is each resource's figures after the requests.
-		want        map[string]stats
+		want        map[string]guardtest.Stats
 		wantMessage string // of the last request's block answer
 		wantClockMs int64  // how far the clock moved
 	}{
@@ -33,9 +34,9 @@ func TestHTTP(t *testing.T) {
 			requests: []request{
 				{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}, {"HEAD", "/orders/3", 200},
 			},
-			want: map[string]stats{
-				"GET /orders/{id}":  {pass: 2, complete: 2},
-				"HEAD /orders/{id}": {pass: 1, complete: 1},
+			want: map[string]guardtest.Stats{
+				"GET /orders/{id}":  {Pass: 2, Complete: 2},
+				"HEAD /orders/{id}": {Pass: 1, Complete: 1},
 				"GET /orders/1":     {},
 			},
 		},
@@ -43,13 +44,13 @@ func TestHTTP(t *testing.T) {
 			name:         "guarding the handlers names them alike",
 			wrapHandlers: true,
 			requests:     []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}},
-			want:         map[string]stats{"GET /orders/{id}": {pass: 2, complete: 2}},
+			want:         map[string]guardtest.Stats{"GET /orders/{id}": {Pass: 2, Complete: 2}},
 		},
 		{
 			name:        "a blocked request is answered 429",
 			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /orders/{id}", Threshold: 1}},
 			requests:    []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 429}},
-			want:        map[string]stats{"GET /orders/{id}": {pass: 1, block: 1, complete: 1}},
+			want:        map[string]guardtest.Stats{"GET /orders/{id}": {Pass: 1, Block: 1, Complete: 1}},
 			wantMessage: "too many requests: blocked by flow rule orders-qps",
 		},
 		{
@@ -57,18 +58,18 @@ func TestHTTP(t *testing.T) {
 			wrapHandlers: true,
 			rules:        []engine.FlowRule{{Resource: "POST /orders", Threshold: 0}},
 			requests:     []request{{"POST", "/orders", 429}},
-			want:         map[string]stats{"POST /orders": {block: 1}},
+			want:         map[string]guardtest.Stats{"POST /orders": {Block: 1}},
 			wantMessage:  "too many requests: blocked by flow rule",
 		},
 		{
 			name:     "5xx answers count as errors, 4xx do not",
 			requests: []request{{"GET", "/fail/503", 503}, {"GET", "/fail/500", 500}, {"GET", "/fail/404", 404}},
-			want:     map[string]stats{"GET /fail/{status}": {pass: 3, complete: 3, errors: 2}},
+			want:     map[string]guardtest.Stats{"GET /fail/{status}": {Pass: 3, Complete: 3, Errors: 2}},
 		},
 		{
 			name:        "the response time is recorded",
 			requests:    []request{{"GET", "/slow/40", 200}, {"GET", "/slow/20", 200}},
-			want:        map[string]stats{"GET /slow/{ms}": {pass: 2, complete: 2, avgRtMs: 30}},
+			want:        map[string]guardtest.Stats{"GET /slow/{ms}": {Pass: 2, Complete: 2, AvgRtMs: 30}},
 			wantClockMs: 60,
 		},
 		{
@@ -78,40 +79,40 @@ func TestHTTP(t *testing.T) {
 				ControlBehavior: engine.BehaviorThrottling, MaxQueueingTimeMs: 500,
 			}},
 			requests:    []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 200}, {"GET", "/orders/3", 200}},
-			want:        map[string]stats{"GET /orders/{id}": {pass: 3, complete: 3}},
+			want:        map[string]guardtest.Stats{"GET /orders/{id}": {Pass: 3, Complete: 3}},
 			wantClockMs: 200,
 		},
 		{
 			name:     "a path no pattern matches is not guarded",
 			requests: []request{{"GET", "/nowhere", 404}, {"DELETE", "/orders/1", 405}},
-			want:     map[string]stats{"GET /nowhere": {}, "GET ": {}, "DELETE /orders/{id}": {}},
+			want:     map[string]guardtest.Stats{"GET /nowhere": {}, "GET ": {}, "DELETE /orders/{id}": {}},
 		},
 		{
 			name: "a resource function names the resource",
-			opts: []middleware.HTTPOption{middleware.WithHTTPResource(func(r *http.Request) string {
+			opts: []nethttp.Option{nethttp.WithResource(func(r *http.Request) string {
 				if strings.HasPrefix(r.URL.Path, "/orders/") {
 					return "orders"
 				}
 				return ""
 			})},
 			requests: []request{{"GET", "/orders/1", 200}, {"GET", "/slow/0", 200}},
-			want:     map[string]stats{"orders": {pass: 1, complete: 1}, "GET /slow/{ms}": {}},
+			want:     map[string]guardtest.Stats{"orders": {Pass: 1, Complete: 1}, "GET /slow/{ms}": {}},
 		},
 		{
 			name:  "a block answer of one's own",
 			rules: []engine.FlowRule{{Resource: "GET /orders/{id}", Threshold: 0}},
-			opts: []middleware.HTTPOption{middleware.WithHTTPBlocked(func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
+			opts: []nethttp.Option{nethttp.WithBlocked(func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
 				http.Error(w, string(blk.Reason()), http.StatusServiceUnavailable)
 			})},
 			requests: []request{{"GET", "/orders/1", 503}},
-			want:     map[string]stats{"GET /orders/{id}": {block: 1}},
+			want:     map[string]guardtest.Stats{"GET /orders/{id}": {Block: 1}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng, clock := newEngine(t, tt.rules...)
+			eng, clock := guardtest.NewEngine(t, tt.rules...)
 			start := clock.NowMs()
-			guard := middleware.HTTP(eng, tt.opts...)
+			guard := nethttp.Guard(eng, tt.opts...)
 			mux := http.NewServeMux()
 			handle := func(pattern string, h http.HandlerFunc) {
 				if tt.wrapHandlers {
@@ -154,19 +155,19 @@ func TestHTTP(t *testing.T) {
 			var resp *http.Response
 			var body string
 			for _, r := range tt.requests {
-				resp, body = get(t, r.method, srv.URL+r.path)
+				resp, body = guardtest.Get(t, r.method, srv.URL+r.path)
 				if resp.StatusCode != r.wantStatus {
 					t.Fatalf("%s %s: status = %d, want %d (%s)", r.method, r.path, resp.StatusCode, r.wantStatus, body)
 				}
 			}
 			if tt.wantMessage != "" {
-				checkBlocked(t, resp, body, tt.wantMessage)
+				guardtest.CheckBlocked(t, resp, body, tt.wantMessage)
 			}
 			for name, want := range tt.want {
-				if got := statsOf(eng, name); got != want {
+				if got := guardtest.StatsOf(eng, name); got != want {
 					t.Errorf("%q: %+v, want %+v", name, got, want)
 				}
-				if want == (stats{}) && resourceNames(eng)[name] {
+				if want == (guardtest.Stats{}) && guardtest.ResourceNames(eng)[name] {
 					t.Errorf("the engine knows a resource %q", name)
 				}
 			}
@@ -177,11 +178,11 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-func TestHTTPPanicIsRecordedAndRaisedAgain(t *testing.T) {
-	eng, _ := newEngine(t)
+func TestGuardPanicIsRecordedAndRaisedAgain(t *testing.T) {
+	eng, _ := guardtest.NewEngine(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /boom", func(http.ResponseWriter, *http.Request) { panic("boom") })
-	guarded := middleware.HTTP(eng)(mux)
+	guarded := nethttp.Guard(eng)(mux)
 	raised := make(chan any, 1)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() {
@@ -195,7 +196,7 @@ func TestHTTPPanicIsRecordedAndRaisedAgain(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 
-	resp, body := get(t, "GET", srv.URL+"/boom")
+	resp, body := guardtest.Get(t, "GET", srv.URL+"/boom")
 
 	if p := <-raised; p != "boom" {
 		t.Errorf("the panic seen outside is %v, want boom", p)
@@ -203,24 +204,24 @@ func TestHTTPPanicIsRecordedAndRaisedAgain(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("status = %d, want 500 (%s)", resp.StatusCode, body)
 	}
-	if got, want := statsOf(eng, "GET /boom"), (stats{pass: 1, complete: 1, errors: 1}); got != want {
+	if got, want := guardtest.StatsOf(eng, "GET /boom"), (guardtest.Stats{Pass: 1, Complete: 1, Errors: 1}); got != want {
 		t.Errorf("GET /boom: %+v, want %+v", got, want)
 	}
 }
 
-func TestHTTPConcurrencyRule(t *testing.T) {
-	eng, _ := newEngine(t, engine.FlowRule{
+func TestGuardConcurrencyRule(t *testing.T) {
+	eng, _ := guardtest.NewEngine(t, engine.FlowRule{
 		Name: "report-slots", Resource: "GET /report", Metric: engine.MetricConcurrency, Threshold: 1,
 	})
 	release := make(chan struct{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /report", func(http.ResponseWriter, *http.Request) { <-release })
-	srv := httptest.NewServer(middleware.HTTP(eng)(mux))
+	srv := httptest.NewServer(nethttp.Guard(eng)(mux))
 	t.Cleanup(srv.Close)
 
 	first := make(chan int, 1)
 	go func() {
-		resp, err := client.Get(srv.URL + "/report")
+		resp, err := guardtest.Client.Get(srv.URL + "/report")
 		if err != nil {
 			first <- 0
 			return
@@ -229,10 +230,10 @@ func TestHTTPConcurrencyRule(t *testing.T) {
 		first <- resp.StatusCode
 	}()
 	report := eng.Resource("GET /report")
-	waitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
+	guardtest.WaitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
 
-	resp, body := get(t, "GET", srv.URL+"/report")
-	checkBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
+	resp, body := guardtest.Get(t, "GET", srv.URL+"/report")
+	guardtest.CheckBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
 
 	close(release)
 	if status := <-first; status != http.StatusOK {
@@ -243,8 +244,8 @@ func TestHTTPConcurrencyRule(t *testing.T) {
 	}
 }
 
-func TestHTTPKeepsTheWriterReachable(t *testing.T) {
-	eng, _ := newEngine(t)
+func TestGuardKeepsTheWriterReachable(t *testing.T) {
+	eng, _ := guardtest.NewEngine(t)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /stream", func(w http.ResponseWriter, _ *http.Request) {
 		if _, ok := w.(http.Flusher); !ok {
@@ -258,10 +259,10 @@ func TestHTTPKeepsTheWriterReachable(t *testing.T) {
 		_, _ = w.Write([]byte("chunk"))
 		w.(http.Flusher).Flush()
 	})
-	srv := httptest.NewServer(middleware.HTTP(eng)(mux))
+	srv := httptest.NewServer(nethttp.Guard(eng)(mux))
 	t.Cleanup(srv.Close)
 
-	resp, body := get(t, "GET", srv.URL+"/stream")
+	resp, body := guardtest.Get(t, "GET", srv.URL+"/stream")
 	if resp.StatusCode != http.StatusOK || body != "chunk" {
 		t.Errorf("status %d, body %q; want 200 and chunk", resp.StatusCode, body)
 	}

@@ -1,4 +1,4 @@
-package middleware
+package nethttp
 
 import (
 	"net/http"
@@ -6,45 +6,46 @@ import (
 	"sync"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guard"
 )
 
-// HTTPOption adjusts the net/http middleware.
-type HTTPOption func(*httpConfig)
+// Option adjusts the middleware.
+type Option func(*config)
 
-type httpConfig struct {
+type config struct {
 	resource func(*http.Request) string
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
 }
 
-// WithHTTPResource names the resource of each request; "" lets the request
+// WithResource names the resource of each request; "" lets the request
 // through unguarded and uncounted. The default is the method and the
 // ServeMux pattern that matched, "GET /orders/{id}" (the pattern's own
 // method, if any, replaced by the request's), and "" when no pattern
 // matched.
-func WithHTTPResource(name func(r *http.Request) string) HTTPOption {
-	return func(c *httpConfig) { c.resource = name }
+func WithResource(name func(r *http.Request) string) Option {
+	return func(c *config) { c.resource = name }
 }
 
-// WithHTTPBlocked answers blocked requests. The default answers 429 with
+// WithBlocked answers blocked requests. The default answers 429 with
 // Retry-After and the JSON error envelope of Sluice's API.
-func WithHTTPBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) HTTPOption {
-	return func(c *httpConfig) { c.blocked = answer }
+func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) Option {
+	return func(c *config) { c.blocked = answer }
 }
 
-// HTTP returns net/http middleware that asks eng before each request. Wrap
+// Guard returns net/http middleware that asks eng before each request. Wrap
 // a whole *http.ServeMux, or the handlers registered on one: either way the
 // default resource name is the route's pattern. A ServeMux tells the
 // pattern only to the handler it calls, so a guard in front of one matches
 // each request's route a second time (a few hundred nanoseconds); guarding
 // the handlers saves that. A throttled request waits its turn (up to the
 // rule's maxQueueingTimeMs) before the handler runs.
-func HTTP(eng *engine.Engine, opts ...HTTPOption) func(http.Handler) http.Handler {
-	cfg := httpConfig{blocked: writeBlocked}
+func Guard(eng *engine.Engine, opts ...Option) func(http.Handler) http.Handler {
+	cfg := config{blocked: writeBlocked}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	return func(next http.Handler) http.Handler {
-		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: newResourceCache[httpRoute](eng)}
+		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: guard.NewResourceCache[httpRoute](eng)}
 		g.mux, _ = next.(*http.ServeMux)
 		return g
 	}
@@ -54,8 +55,8 @@ type httpGuard struct {
 	eng    *engine.Engine
 	next   http.Handler
 	mux    *http.ServeMux // next, when it is one: it tells the pattern before routing
-	cfg    httpConfig
-	routes *resourceCache[httpRoute]
+	cfg    config
+	routes *guard.ResourceCache[httpRoute]
 }
 
 // httpRoute is a method and a ServeMux pattern.
@@ -80,14 +81,14 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	returned := false
 	defer func() {
 		if !returned {
-			e.Exit(engine.WithError(errPanicked))
+			e.Exit(engine.WithError(guard.ErrPanicked))
 		}
 	}()
 	g.next.ServeHTTP(rec, r)
 	returned = true
 	var failed error
 	if rec.status >= http.StatusInternalServerError {
-		failed = errServerError
+		failed = guard.ErrServerError
 	}
 	rec.ResponseWriter = nil
 	recorders.Put(rec)
@@ -116,7 +117,7 @@ func (g *httpGuard) resource(r *http.Request) (*engine.Resource, bool) {
 		// they invent would let them create resources without end.
 		return g.eng.Resource(routeName(key)), true
 	}
-	return g.routes.get(key, routeName), true
+	return g.routes.Get(key, routeName), true
 }
 
 // routeName is "METHOD /path/{param}": the pattern with the request's
@@ -141,10 +142,10 @@ func standardMethod(m string) bool {
 // writeBlocked is the default block answer.
 func writeBlocked(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
 	h := w.Header()
-	h.Set("Retry-After", retryAfter)
+	h.Set("Retry-After", guard.RetryAfter)
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(blockedBody(blk))
+	_, _ = w.Write(guard.BlockedBody(blk))
 }
 
 // statusRecorder remembers the status a handler answers. Unwrap lets

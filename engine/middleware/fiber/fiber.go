@@ -1,61 +1,62 @@
-package middleware
+package fibermw
 
 import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guard"
 )
 
-// FiberOption adjusts the Fiber middleware.
-type FiberOption func(*fiberConfig)
+// Option adjusts the middleware.
+type Option func(*config)
 
-type fiberConfig struct {
+type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
 }
 
-// WithFiberResource names the resource of each request; "" lets the request
+// WithResource names the resource of each request; "" lets the request
 // through unguarded and uncounted. The default is the method and the
 // route's pattern, "GET /orders/:id".
-func WithFiberResource(name func(c *fiber.Ctx) string) FiberOption {
-	return func(cfg *fiberConfig) { cfg.resource = name }
+func WithResource(name func(c *fiber.Ctx) string) Option {
+	return func(cfg *config) { cfg.resource = name }
 }
 
-// WithFiberBlocked answers blocked requests; an error it returns goes to
+// WithBlocked answers blocked requests; an error it returns goes to
 // the app's error handler. The default answers 429 with Retry-After and the
 // JSON error envelope of Sluice's API.
-func WithFiberBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) FiberOption {
-	return func(cfg *fiberConfig) { cfg.blocked = answer }
+func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option {
+	return func(cfg *config) { cfg.blocked = answer }
 }
 
-// Fiber returns a Fiber handler that asks eng before the rest of the route's
+// Guard returns a Fiber handler that asks eng before the rest of the route's
 // handlers run. Put it first in a route's handlers
 // (app.Get("/orders/:id", guard, getOrder)), or protect every route of a
-// router with FiberRouter.
+// router with Router.
 //
 // Fiber picks a request's route only when it reaches the route's own
 // handlers: mounted with app.Use, the guard would see the Use's prefix
 // instead of the route, so the default name would be "GET /" for every
-// path. Use FiberRouter for app-wide protection, or WithFiberResource.
+// path. Use Router for app-wide protection, or WithResource.
 //
 // An error of the handlers is handed to the app's error handler here, so
 // that the status it chooses decides whether the call failed; the guard
 // then returns nil, as Fiber's logger middleware does. A throttled request
 // waits its turn (up to the rule's maxQueueingTimeMs) before the handlers
 // run.
-func Fiber(eng *engine.Engine, opts ...FiberOption) fiber.Handler {
-	cfg := fiberConfig{blocked: fiberBlocked}
+func Guard(eng *engine.Engine, opts ...Option) fiber.Handler {
+	cfg := config{blocked: fiberBlocked}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	g := &fiberGuard{eng: eng, cfg: cfg, routes: newResourceCache[*fiber.Route](eng)}
+	g := &fiberGuard{eng: eng, cfg: cfg, routes: guard.NewResourceCache[*fiber.Route](eng)}
 	return g.handle
 }
 
 type fiberGuard struct {
 	eng    *engine.Engine
-	cfg    fiberConfig
-	routes *resourceCache[*fiber.Route]
+	cfg    config
+	routes *guard.ResourceCache[*fiber.Route]
 }
 
 func (g *fiberGuard) handle(c *fiber.Ctx) error {
@@ -73,7 +74,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 			// there is no pattern to name.
 			return c.Next()
 		}
-		res = g.routes.get(route, fiberRouteName)
+		res = g.routes.Get(route, fiberRouteName)
 	}
 	e, blk := res.Entry()
 	if blk != nil {
@@ -82,7 +83,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	returned := false
 	defer func() {
 		if !returned {
-			e.Exit(engine.WithError(errPanicked))
+			e.Exit(engine.WithError(guard.ErrPanicked))
 		}
 	}()
 	if err := c.Next(); err != nil {
@@ -93,7 +94,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	returned = true
 	var failed error
 	if c.Response().StatusCode() >= fiber.StatusInternalServerError {
-		failed = errServerError
+		failed = guard.ErrServerError
 	}
 	e.Exit(engine.WithError(failed))
 	return nil
@@ -103,19 +104,19 @@ func fiberRouteName(r *fiber.Route) string { return r.Method + " " + r.Path }
 
 // fiberBlocked is the default block answer.
 func fiberBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
-	c.Set(fiber.HeaderRetryAfter, retryAfter)
+	c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Status(fiber.StatusTooManyRequests).Send(blockedBody(blk))
+	return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk))
 }
 
-// FiberRouter returns a router that registers routes on r with guard as
+// Router returns a router that registers routes on r with guard as
 // their first handler, so that the guard sees each route's pattern. Use
 // handlers, static files and mounted apps it registers stay unguarded, and
 // so do routes registered on r directly.
 //
-//	api := middleware.FiberRouter(app.Group("/api"), middleware.Fiber(eng))
+//	api := fibermw.Router(app.Group("/api"), fibermw.Guard(eng))
 //	api.Get("/orders/:id", getOrder) // resource "GET /api/orders/:id"
-func FiberRouter(r fiber.Router, guard fiber.Handler) fiber.Router {
+func Router(r fiber.Router, guard fiber.Handler) fiber.Router {
 	return &guardedRouter{Router: r, guard: guard}
 }
 

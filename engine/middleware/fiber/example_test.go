@@ -1,4 +1,4 @@
-package middleware_test
+package fibermw_test
 
 import (
 	"fmt"
@@ -10,44 +10,12 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/engine/middleware"
+	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
 )
-
-// A net/http service guards its whole ServeMux: each route is a resource
-// named by its pattern, so one rule covers /orders/1 and /orders/2 alike.
-func ExampleHTTP() {
-	eng := engine.New(engine.Options{})
-	defer eng.Close()
-	err := eng.LoadFlowRules([]engine.FlowRule{
-		{Name: "orders-qps", Resource: "GET /orders/{id}", Threshold: 2},
-	})
-	if err != nil {
-		panic(err)
-	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintln(w, "order", r.PathValue("id"))
-	})
-	srv := httptest.NewServer(middleware.HTTP(eng)(mux)) // http.ListenAndServe(":8080", middleware.HTTP(eng)(mux))
-	defer srv.Close()
-
-	for _, id := range []string{"1", "2", "3"} {
-		resp, err := http.Get(srv.URL + "/orders/" + id)
-		if err != nil {
-			panic(err)
-		}
-		resp.Body.Close()
-		fmt.Printf("/orders/%s %d %q\n", id, resp.StatusCode, resp.Header.Get("Retry-After"))
-	}
-	// Output:
-	// /orders/1 200 ""
-	// /orders/2 200 ""
-	// /orders/3 429 "1"
-}
 
 // A Fiber service guards a route by putting the guard first among its
 // handlers.
-func ExampleFiber() {
+func ExampleGuard() {
 	eng := engine.New(engine.Options{})
 	defer eng.Close()
 	err := eng.LoadFlowRules([]engine.FlowRule{
@@ -57,7 +25,7 @@ func ExampleFiber() {
 		panic(err)
 	}
 	app := fiber.New()
-	app.Get("/orders/:id", middleware.Fiber(eng), func(c *fiber.Ctx) error {
+	app.Get("/orders/:id", fibermw.Guard(eng), func(c *fiber.Ctx) error {
 		return c.SendString("order " + c.Params("id"))
 	})
 
@@ -74,15 +42,15 @@ func ExampleFiber() {
 	// /orders/2 429
 }
 
-// FiberRouter guards every route registered through it, each under its own
+// Router guards every route registered through it, each under its own
 // pattern; routes registered on the app directly, like a health check, stay
 // unguarded.
-func ExampleFiberRouter() {
+func ExampleRouter() {
 	eng := engine.New(engine.Options{})
 	defer eng.Close()
 	app := fiber.New()
 	app.Get("/health", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	api := middleware.FiberRouter(app.Group("/api"), middleware.Fiber(eng))
+	api := fibermw.Router(app.Group("/api"), fibermw.Guard(eng))
 	api.Get("/orders/:id", func(c *fiber.Ctx) error { return c.SendString("order") })
 	api.Post("/orders", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusCreated) })
 

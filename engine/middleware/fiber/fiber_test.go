@@ -1,4 +1,4 @@
-package middleware_test
+package fibermw_test
 
 import (
 	"errors"
@@ -10,7 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/engine/middleware"
+	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guardtest"
 )
 
 // serveFiber serves app on a loopback listener until the test ends and
@@ -34,7 +35,7 @@ func serveFiber(t *testing.T, app *fiber.App) string {
 	return "http://" + ln.Addr().String()
 }
 
-func TestFiber(t *testing.T) {
+func TestGuard(t *testing.T) {
 	type request struct {
 		method, path string
 		wantStatus   int
@@ -42,21 +43,21 @@ func TestFiber(t *testing.T) {
 	tests := []struct {
 		name  string
 		rules []engine.FlowRule
-		opts  []middleware.FiberOption
-		// router guards the /api routes with FiberRouter instead of
+		opts  []fibermw.Option
+		// router guards the /api routes with Router instead of
 		// route by route.
 		router      bool
 		requests    []request
-		want        map[string]stats
+		want        map[string]guardtest.Stats
 		wantMessage string
 		wantClockMs int64
 	}{
 		{
 			name:     "the route pattern names the resource",
 			requests: []request{{"GET", "/api/orders/1", 200}, {"GET", "/api/orders/2", 200}, {"HEAD", "/api/orders/3", 200}},
-			want: map[string]stats{
-				"GET /api/orders/:id":  {pass: 2, complete: 2},
-				"HEAD /api/orders/:id": {pass: 1, complete: 1},
+			want: map[string]guardtest.Stats{
+				"GET /api/orders/:id":  {Pass: 2, Complete: 2},
+				"HEAD /api/orders/:id": {Pass: 1, Complete: 1},
 				"GET /api/orders/1":    {},
 			},
 		},
@@ -67,10 +68,10 @@ func TestFiber(t *testing.T) {
 				{"GET", "/api/orders/1", 200}, {"GET", "/api/orders/2", 200},
 				{"POST", "/api/orders", 201}, {"GET", "/api/v2/items/7", 200}, {"GET", "/api/health", 200},
 			},
-			want: map[string]stats{
-				"GET /api/orders/:id":   {pass: 2, complete: 2},
-				"POST /api/orders":      {pass: 1, complete: 1},
-				"GET /api/v2/items/:id": {pass: 1, complete: 1},
+			want: map[string]guardtest.Stats{
+				"GET /api/orders/:id":   {Pass: 2, Complete: 2},
+				"POST /api/orders":      {Pass: 1, Complete: 1},
+				"GET /api/v2/items/:id": {Pass: 1, Complete: 1},
 				"GET /api/health":       {},
 				"GET /api":              {},
 			},
@@ -80,7 +81,7 @@ func TestFiber(t *testing.T) {
 			router:      true,
 			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /api/orders/:id", Threshold: 1}},
 			requests:    []request{{"GET", "/api/orders/1", 200}, {"GET", "/api/orders/2", 429}},
-			want:        map[string]stats{"GET /api/orders/:id": {pass: 1, block: 1, complete: 1}},
+			want:        map[string]guardtest.Stats{"GET /api/orders/:id": {Pass: 1, Block: 1, Complete: 1}},
 			wantMessage: "too many requests: blocked by flow rule orders-qps",
 		},
 		{
@@ -89,12 +90,12 @@ func TestFiber(t *testing.T) {
 				{"GET", "/api/fail/503", 503}, {"GET", "/api/fail/500", 500}, {"GET", "/api/fail/plain", 500},
 				{"GET", "/api/fail/404", 404}, {"GET", "/api/fail/400", 400},
 			},
-			want: map[string]stats{"GET /api/fail/:how": {pass: 5, complete: 5, errors: 3}},
+			want: map[string]guardtest.Stats{"GET /api/fail/:how": {Pass: 5, Complete: 5, Errors: 3}},
 		},
 		{
 			name:        "the response time is recorded",
 			requests:    []request{{"GET", "/api/slow/40", 200}, {"GET", "/api/slow/20", 200}},
-			want:        map[string]stats{"GET /api/slow/:ms": {pass: 2, complete: 2, avgRtMs: 30}},
+			want:        map[string]guardtest.Stats{"GET /api/slow/:ms": {Pass: 2, Complete: 2, AvgRtMs: 30}},
 			wantClockMs: 60,
 		},
 		{
@@ -104,42 +105,42 @@ func TestFiber(t *testing.T) {
 				ControlBehavior: engine.BehaviorThrottling, MaxQueueingTimeMs: 500,
 			}},
 			requests:    []request{{"GET", "/api/orders/1", 200}, {"GET", "/api/orders/2", 200}, {"GET", "/api/orders/3", 200}},
-			want:        map[string]stats{"GET /api/orders/:id": {pass: 3, complete: 3}},
+			want:        map[string]guardtest.Stats{"GET /api/orders/:id": {Pass: 3, Complete: 3}},
 			wantClockMs: 200,
 		},
 		{
 			name: "a resource function names the resource",
-			opts: []middleware.FiberOption{middleware.WithFiberResource(func(c *fiber.Ctx) string {
+			opts: []fibermw.Option{fibermw.WithResource(func(c *fiber.Ctx) string {
 				if c.Params("id") != "" {
 					return "orders"
 				}
 				return ""
 			})},
 			requests: []request{{"GET", "/api/orders/1", 200}, {"GET", "/api/slow/0", 200}},
-			want:     map[string]stats{"orders": {pass: 1, complete: 1}, "GET /api/slow/:ms": {}},
+			want:     map[string]guardtest.Stats{"orders": {Pass: 1, Complete: 1}, "GET /api/slow/:ms": {}},
 		},
 		{
 			name:  "a block answer of one's own",
 			rules: []engine.FlowRule{{Resource: "GET /api/orders/:id", Threshold: 0}},
-			opts: []middleware.FiberOption{middleware.WithFiberBlocked(func(_ *fiber.Ctx, blk *engine.BlockError) error {
+			opts: []fibermw.Option{fibermw.WithBlocked(func(_ *fiber.Ctx, blk *engine.BlockError) error {
 				return fiber.NewError(fiber.StatusServiceUnavailable, string(blk.Reason()))
 			})},
 			requests: []request{{"GET", "/api/orders/1", 503}},
-			want:     map[string]stats{"GET /api/orders/:id": {block: 1}},
+			want:     map[string]guardtest.Stats{"GET /api/orders/:id": {Block: 1}},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			eng, clock := newEngine(t, tt.rules...)
+			eng, clock := guardtest.NewEngine(t, tt.rules...)
 			start := clock.NowMs()
-			guard := middleware.Fiber(eng, tt.opts...)
+			guard := fibermw.Guard(eng, tt.opts...)
 			app := fiber.New(fiber.Config{DisableStartupMessage: true})
 			api := app.Group("/api")
 			api.Get("/health", func(c *fiber.Ctx) error { return c.SendString("ok") })
 			var guarded fiber.Router = api
 			with := func(h fiber.Handler) []fiber.Handler { return []fiber.Handler{guard, h} }
 			if tt.router {
-				guarded = middleware.FiberRouter(api, guard)
+				guarded = fibermw.Router(api, guard)
 				with = func(h fiber.Handler) []fiber.Handler { return []fiber.Handler{h} }
 			}
 			guarded.Get("/orders/:id", with(func(c *fiber.Ctx) error { return c.SendString("order " + c.Params("id")) })...)
@@ -174,19 +175,19 @@ func TestFiber(t *testing.T) {
 			var resp *http.Response
 			var body string
 			for _, r := range tt.requests {
-				resp, body = get(t, r.method, url+r.path)
+				resp, body = guardtest.Get(t, r.method, url+r.path)
 				if resp.StatusCode != r.wantStatus {
 					t.Fatalf("%s %s: status = %d, want %d (%s)", r.method, r.path, resp.StatusCode, r.wantStatus, body)
 				}
 			}
 			if tt.wantMessage != "" {
-				checkBlocked(t, resp, body, tt.wantMessage)
+				guardtest.CheckBlocked(t, resp, body, tt.wantMessage)
 			}
 			for name, want := range tt.want {
-				if got := statsOf(eng, name); got != want {
+				if got := guardtest.StatsOf(eng, name); got != want {
 					t.Errorf("%q: %+v, want %+v", name, got, want)
 				}
-				if want == (stats{}) && resourceNames(eng)[name] {
+				if want == (guardtest.Stats{}) && guardtest.ResourceNames(eng)[name] {
 					t.Errorf("the engine knows a resource %q", name)
 				}
 			}
@@ -197,18 +198,18 @@ func TestFiber(t *testing.T) {
 	}
 }
 
-func TestFiberPanicIsRecordedAndRaisedAgain(t *testing.T) {
-	eng, _ := newEngine(t)
+func TestGuardPanicIsRecordedAndRaisedAgain(t *testing.T) {
+	eng, _ := guardtest.NewEngine(t)
 	raised := make(chan any, 1)
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Use(recover.New(recover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: func(_ *fiber.Ctx, p any) { raised <- p },
 	}))
-	app.Get("/boom", middleware.Fiber(eng), func(*fiber.Ctx) error { panic("boom") })
+	app.Get("/boom", fibermw.Guard(eng), func(*fiber.Ctx) error { panic("boom") })
 	url := serveFiber(t, app)
 
-	resp, body := get(t, "GET", url+"/boom")
+	resp, body := guardtest.Get(t, "GET", url+"/boom")
 
 	if p := <-raised; p != "boom" {
 		t.Errorf("the panic seen outside is %v, want boom", p)
@@ -216,18 +217,18 @@ func TestFiberPanicIsRecordedAndRaisedAgain(t *testing.T) {
 	if resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("status = %d, want 500 (%s)", resp.StatusCode, body)
 	}
-	if got, want := statsOf(eng, "GET /boom"), (stats{pass: 1, complete: 1, errors: 1}); got != want {
+	if got, want := guardtest.StatsOf(eng, "GET /boom"), (guardtest.Stats{Pass: 1, Complete: 1, Errors: 1}); got != want {
 		t.Errorf("GET /boom: %+v, want %+v", got, want)
 	}
 }
 
-func TestFiberConcurrencyRule(t *testing.T) {
-	eng, _ := newEngine(t, engine.FlowRule{
+func TestGuardConcurrencyRule(t *testing.T) {
+	eng, _ := guardtest.NewEngine(t, engine.FlowRule{
 		Name: "report-slots", Resource: "GET /report", Metric: engine.MetricConcurrency, Threshold: 1,
 	})
 	release := make(chan struct{})
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/report", middleware.Fiber(eng), func(*fiber.Ctx) error {
+	app.Get("/report", fibermw.Guard(eng), func(*fiber.Ctx) error {
 		<-release
 		return nil
 	})
@@ -235,7 +236,7 @@ func TestFiberConcurrencyRule(t *testing.T) {
 
 	first := make(chan int, 1)
 	go func() {
-		resp, err := client.Get(url + "/report")
+		resp, err := guardtest.Client.Get(url + "/report")
 		if err != nil {
 			first <- 0
 			return
@@ -244,10 +245,10 @@ func TestFiberConcurrencyRule(t *testing.T) {
 		first <- resp.StatusCode
 	}()
 	report := eng.Resource("GET /report")
-	waitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
+	guardtest.WaitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
 
-	resp, body := get(t, "GET", url+"/report")
-	checkBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
+	resp, body := guardtest.Get(t, "GET", url+"/report")
+	guardtest.CheckBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
 
 	close(release)
 	if status := <-first; status != http.StatusOK {

@@ -1,4 +1,4 @@
-package middleware_test
+package guardtest
 
 import (
 	"bytes"
@@ -11,8 +11,8 @@ import (
 	"github.com/sluicehq/sluice/engine"
 )
 
-// newEngine returns an engine on a manual clock with rules loaded.
-func newEngine(t *testing.T, rules ...engine.FlowRule) (*engine.Engine, *engine.ManualClock) {
+// NewEngine returns an engine on a manual clock with rules loaded.
+func NewEngine(t *testing.T, rules ...engine.FlowRule) (*engine.Engine, *engine.ManualClock) {
 	t.Helper()
 	clock := engine.NewManualClock(1_700_000_000_000)
 	eng := engine.New(engine.Options{Clock: clock})
@@ -23,16 +23,18 @@ func newEngine(t *testing.T, rules ...engine.FlowRule) (*engine.Engine, *engine.
 	return eng, clock
 }
 
-var client = &http.Client{Timeout: 10 * time.Second}
+// Client is the client the tests send requests with: it gives up on a
+// server that hangs instead of hanging the test.
+var Client = &http.Client{Timeout: 10 * time.Second}
 
-// get sends a request to url and returns the answer with its body read.
-func get(t *testing.T, method, url string) (*http.Response, string) {
+// Get sends a request to url and returns the answer with its body read.
+func Get(t *testing.T, method, url string) (*http.Response, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	resp, err := client.Do(req)
+	resp, err := Client.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, url, err)
 	}
@@ -44,9 +46,9 @@ func get(t *testing.T, method, url string) (*http.Response, string) {
 	return resp, string(body)
 }
 
-// checkBlocked checks a block answer: 429, Retry-After and the error
+// CheckBlocked checks a block answer: 429, Retry-After and the error
 // envelope naming the rule.
-func checkBlocked(t *testing.T, resp *http.Response, body, wantMessage string) {
+func CheckBlocked(t *testing.T, resp *http.Response, body, wantMessage string) {
 	t.Helper()
 	if resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("status = %d, want 429 (%s)", resp.StatusCode, body)
@@ -74,26 +76,26 @@ func checkBlocked(t *testing.T, resp *http.Response, body, wantMessage string) {
 	}
 }
 
-// stats is what a test reads of a resource.
-type stats struct {
-	pass, block, complete, errors int
-	avgRtMs                       float64
+// Stats is what a test reads of a resource.
+type Stats struct {
+	Pass, Block, Complete, Errors int
+	AvgRtMs                       float64
 }
 
-// statsOf reads the named resource's last second; the zero stats if the
+// StatsOf reads the named resource's last second; the zero Stats if the
 // engine does not know it.
-func statsOf(eng *engine.Engine, name string) stats {
+func StatsOf(eng *engine.Engine, name string) Stats {
 	for _, r := range eng.Resources() {
 		if r.Name() == name {
 			l := r.Live()
-			return stats{pass: int(l.PassQps), block: int(l.BlockQps), complete: int(l.CompleteQps), errors: int(l.ErrorQps), avgRtMs: l.AvgRtMs}
+			return Stats{Pass: int(l.PassQps), Block: int(l.BlockQps), Complete: int(l.CompleteQps), Errors: int(l.ErrorQps), AvgRtMs: l.AvgRtMs}
 		}
 	}
-	return stats{}
+	return Stats{}
 }
 
-// resourceNames lists the resources the engine knows.
-func resourceNames(eng *engine.Engine) map[string]bool {
+// ResourceNames lists the resources the engine knows.
+func ResourceNames(eng *engine.Engine) map[string]bool {
 	names := map[string]bool{}
 	for _, r := range eng.Resources() {
 		names[r.Name()] = true
@@ -101,8 +103,8 @@ func resourceNames(eng *engine.Engine) map[string]bool {
 	return names
 }
 
-// waitFor polls check until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, check func() bool) {
+// WaitFor polls check until it holds or a deadline passes.
+func WaitFor(t *testing.T, what string, check func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	tick := time.NewTicker(time.Millisecond)

@@ -1,0 +1,15 @@
+// Package fibermw puts the Sluice engine in front of Fiber routes: Guard is
+// a handler to put first among a route's handlers, and Router guards every
+// route registered through it. It is named fibermw, not fiber, so that a
+// file imports it beside github.com/gofiber/fiber/v2 without renaming
+// either (goimports writes the name out, since the directory is fiber). A
+// net/http service imports engine/middleware/nethttp instead and links no
+// Fiber.
+//
+// Each request is an entry to a resource named after its method and
+// route's pattern ("GET /orders/:id", not the raw path), so one rule covers
+// a route whatever its parameters. A blocked request is answered 429 with
+// Retry-After; a passed one records its response time, and counts as an
+// error when it answers 5xx, returns an error the app's error handler turns
+// into one, or panics.
+package fibermw

@@ -1,0 +1,11 @@
+// Package nethttp puts the Sluice engine in front of net/http handlers:
+// Guard wraps a ServeMux, or the handlers registered on one. It depends on
+// the standard library and the engine only, so a net/http service links no
+// other framework; Fiber services import engine/middleware/fiber instead.
+//
+// Each request is an entry to a resource named after its method and
+// ServeMux pattern ("GET /orders/{id}", not the raw path), so one rule
+// covers a route whatever its parameters. A blocked request is answered 429
+// with Retry-After; a passed one records its response time, and counts as
+// an error when it answers 5xx or panics.
+package nethttp
