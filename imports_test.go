@@ -75,7 +75,7 @@ func topDir(rel string) string {
 // outside the standard library: Fiber, to guard Fiber routes. The net/http
 // middleware and what the two share are held to the engine's rule, so that
 // a net/http service that guards its handlers links no Fiber.
-const fiberMiddleware = "engine/middleware/fiber"
+const fiberMiddleware = "engine/middleware/fibermw"
 
 // engineCore reports whether rel is the engine or one of its sub-packages
 // other than the Fiber middleware. (A nested module such as
@@ -141,12 +141,12 @@ func TestImportBoundaryRules(t *testing.T) {
 		{name: "engine sub-package uses the engine", pkg: pkg(module+"/engine/flow", module+"/engine", module+"/engine/window")},
 		{name: "engine uses a third-party module", pkg: pkg(module+"/engine", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "engine sub-package uses a third-party module", pkg: pkg(module+"/engine/window", "golang.org/x/sync/errgroup"), wantBad: true},
-		{name: "engine uses its Fiber middleware", pkg: pkg(module+"/engine", module+"/engine/middleware/fiber"), wantBad: true},
+		{name: "engine uses its Fiber middleware", pkg: pkg(module+"/engine", module+"/engine/middleware/fibermw"), wantBad: true},
 		{name: "engine uses the store", pkg: pkg(module+"/engine", module+"/store"), wantBad: true},
-		{name: "Fiber middleware uses Fiber, the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/fiber", "github.com/gofiber/fiber/v2", module+"/engine", module+"/engine/middleware/internal/guard")},
+		{name: "Fiber middleware uses Fiber, the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/fibermw", "github.com/gofiber/fiber/v2", module+"/engine", module+"/engine/middleware/internal/guard")},
 		{name: "net/http middleware uses the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/nethttp", "net/http", module+"/engine", module+"/engine/middleware")},
 		{name: "net/http middleware uses Fiber", pkg: pkg(module+"/engine/middleware/nethttp", "github.com/gofiber/fiber/v2"), wantBad: true},
-		{name: "net/http middleware uses the Fiber middleware", pkg: pkg(module+"/engine/middleware/nethttp", module+"/engine/middleware/fiber"), wantBad: true},
+		{name: "net/http middleware uses the Fiber middleware", pkg: pkg(module+"/engine/middleware/nethttp", module+"/engine/middleware/fibermw"), wantBad: true},
 		{name: "shared middleware uses Fiber", pkg: pkg(module+"/engine/middleware", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "store uses the engine and migrations", pkg: pkg(module+"/store", module+"/engine", module+"/migrations", "gorm.io/gorm")},
 		{name: "store uses the server", pkg: pkg(module+"/store", module+"/server"), wantBad: true},

@@ -8,7 +8,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/middleware"
-	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
+	"github.com/sluicehq/sluice/engine/middleware/fibermw"
 )
 
 // guard returns the engine's guard for the API's routes, as any service

@@ -3,8 +3,8 @@
 // that answer blocks their own way. The middleware itself lives in one
 // package per framework, so that a service links only its own: import
 // engine/middleware/nethttp to guard a net/http handler, and
-// engine/middleware/fiber (package fibermw) to guard Fiber routes. Neither
-// this package nor nethttp depends on Fiber.
+// engine/middleware/fibermw to guard Fiber routes. Neither this package nor
+// nethttp depends on Fiber.
 //
 // Each request is an entry to a resource named after its method and route
 // pattern ("GET /orders/{id}", not the raw path), so one rule covers a route

@@ -1,7 +1,7 @@
 // Package nethttp puts the Sluice engine in front of net/http handlers:
 // Guard wraps a ServeMux, or the handlers registered on one. It depends on
 // the standard library and the engine only, so a net/http service links no
-// other framework; Fiber services import engine/middleware/fiber instead.
+// other framework; Fiber services import engine/middleware/fibermw instead.
 //
 // Each request is an entry to a resource named after its method and
 // ServeMux pattern ("GET /orders/{id}", not the raw path), so one rule

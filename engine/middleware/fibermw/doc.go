@@ -2,9 +2,8 @@
 // a handler to put first among a route's handlers, and Router guards every
 // route registered through it. It is named fibermw, not fiber, so that a
 // file imports it beside github.com/gofiber/fiber/v2 without renaming
-// either (goimports writes the name out, since the directory is fiber). A
-// net/http service imports engine/middleware/nethttp instead and links no
-// Fiber.
+// either. A net/http service imports engine/middleware/nethttp instead and
+// links no Fiber.
 //
 // Each request is an entry to a resource named after its method and
 // route's pattern ("GET /orders/:id", not the raw path), so one rule covers

@@ -10,7 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
-	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
+	"github.com/sluicehq/sluice/engine/middleware/fibermw"
 )
 
 // A Fiber service guards a route by putting the guard first among its

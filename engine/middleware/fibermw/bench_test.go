@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/engine"
-	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
+	"github.com/sluicehq/sluice/engine/middleware/fibermw"
 )
 
 // benchRules are the rules the guarded benchmarks run with: none, or one

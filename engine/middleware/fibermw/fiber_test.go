@@ -10,7 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/recover"
 
 	"github.com/sluicehq/sluice/engine"
-	fibermw "github.com/sluicehq/sluice/engine/middleware/fiber"
+	"github.com/sluicehq/sluice/engine/middleware/fibermw"
 	"github.com/sluicehq/sluice/engine/middleware/internal/guardtest"
 )
 
