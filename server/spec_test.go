@@ -5,8 +5,29 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
+
+	"github.com/gofiber/fiber/v2"
 )
+
+// specDoc is the part of the OpenAPI document the tests read.
+type specDoc struct {
+	Paths map[string]map[string]specOperation `json:"paths"`
+}
+
+type specOperation struct {
+	ID        string                 `json:"operationId"`
+	Security  *[]map[string][]string `json:"security"`
+	Responses map[string]struct {
+		Schema struct {
+			Ref string `json:"$ref"`
+		} `json:"schema"`
+	} `json:"responses"`
+}
 
 // servedSpec fetches /swagger/doc.json from ts.
 func servedSpec(t *testing.T, ts *testServer) []byte {
@@ -38,6 +59,104 @@ func TestServedSpecIsTheCommittedOne(t *testing.T) {
 	for _, key := range []string{"host", "schemes"} {
 		if _, ok := got[key]; ok {
 			t.Errorf("/swagger/doc.json has %q = %v; an empty one is invalid, and none is meant", key, got[key])
+		}
+	}
+}
+
+// fiberParam is a Fiber route parameter, written {name} in the spec.
+var fiberParam = regexp.MustCompile(`:(\w+)`)
+
+// TestSpecDocumentsEveryRefusal checks the served spec against the routes
+// the app registered: each is described, and each lists the refusals that
+// come before its handler, in the error envelope: 401 where credentials
+// are needed, 403 where the role needed is above viewer or a console write
+// needs its CSRF token, 413 and 415 where a body is taken (limitBody), and
+// 429 where the engine guards the route. The roles are routePolicy's,
+// API.md's; whether a route is guarded is read from its handlers.
+func TestSpecDocumentsEveryRefusal(t *testing.T) {
+	ts := newTestServer(t, nil)
+	var doc specDoc
+	if err := json.Unmarshal(servedSpec(t, ts), &doc); err != nil {
+		t.Fatal(err)
+	}
+	// Every guard handler is the same method value, so its code pointer
+	// tells it among a route's handlers.
+	guardCode := reflect.ValueOf(ts.guard()).Pointer()
+
+	described := map[string]bool{}
+	ids := map[string]string{}
+	for path, ops := range doc.Paths {
+		for method, op := range ops {
+			key := strings.ToUpper(method) + " " + path
+			described[key] = true
+			if op.ID == "" {
+				t.Errorf("%s: no operationId", key)
+			} else if other, dup := ids[op.ID]; dup {
+				t.Errorf("%s: operationId %q is %s's too", key, op.ID, other)
+			}
+			ids[op.ID] = key
+			for code, resp := range op.Responses {
+				status, _ := strconv.Atoi(code)
+				want := "#/definitions/server.ErrorResponse"
+				if key == "GET /api/v1/health" && status == http.StatusServiceUnavailable {
+					want = "#/definitions/server.HealthResponse"
+				}
+				if status >= 400 && resp.Schema.Ref != want {
+					t.Errorf("%s %s: schema %q, want %q", key, code, resp.Schema.Ref, want)
+				}
+			}
+		}
+	}
+
+	registered := map[string]bool{}
+	for _, route := range ts.app.GetRoutes(true) {
+		if route.Method == http.MethodHead || !strings.HasPrefix(route.Path, apiPrefix) && route.Path != "/metrics" {
+			continue
+		}
+		key := route.Method + " " + fiberParam.ReplaceAllString(route.Path, "{$1}")
+		registered[key] = true
+		op, ok := doc.Paths[fiberParam.ReplaceAllString(route.Path, "{$1}")][strings.ToLower(route.Method)]
+		if !ok {
+			t.Errorf("%s: registered but not in the spec", key)
+			continue
+		}
+		role, public := routePolicy[route.Method+" "+route.Path], false
+		switch {
+		case route.Path == "/metrics":
+			role = roleViewer // any credential, unless --public-metrics
+		case role == "":
+			public = true
+		}
+		guarded := slices.ContainsFunc(route.Handlers, func(h fiber.Handler) bool {
+			return reflect.ValueOf(h).Pointer() == guardCode
+		})
+		takesBody := route.Method == http.MethodPost || route.Method == http.MethodPut || route.Method == http.MethodPatch
+		// A console session's write needs its CSRF token (auth.middleware).
+		write := !safeMethod(route.Method)
+
+		wantSecurity := `[{"BearerAuth":[]}]`
+		if public {
+			wantSecurity = `[]`
+		}
+		if got, _ := json.Marshal(op.Security); string(got) != wantSecurity {
+			t.Errorf("%s: security %s, want %s", key, got, wantSecurity)
+		}
+		want := map[int]bool{
+			http.StatusUnauthorized:          !public,
+			http.StatusForbidden:             role == roleEditor || role == roleAdmin || !public && write,
+			http.StatusRequestEntityTooLarge: takesBody,
+			http.StatusUnsupportedMediaType:  takesBody,
+			http.StatusTooManyRequests:       guarded,
+		}
+		for status, needed := range want {
+			if _, listed := op.Responses[strconv.Itoa(status)]; needed && !listed {
+				t.Errorf("%s: the spec lacks %d", key, status)
+			}
+		}
+	}
+	for key := range described {
+		if !registered[key] {
+			t.Errorf("%s: in the spec but no such route is registered", key)
 		}
 	}
 }
