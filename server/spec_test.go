@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -158,5 +160,39 @@ func TestSpecDocumentsEveryRefusal(t *testing.T) {
 		if !registered[key] {
 			t.Errorf("%s: in the spec but no such route is registered", key)
 		}
+	}
+}
+
+// validatorsDir is where make tools installs the OpenAPI validators.
+const validatorsDir = "../.tools/node_modules/.bin"
+
+// TestServedSpecPassesValidators runs two OpenAPI validators on the
+// document a real listener serves: swagger-cli's validate (the Swagger 2.0
+// schema and its references) and Redocly's recommended rules, failing on
+// any error either reports.
+func TestServedSpecPassesValidators(t *testing.T) {
+	spec := filepath.Join(t.TempDir(), "swagger.json")
+	if err := os.WriteFile(spec, servedSpec(t, newTestServer(t, nil)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	validators := []struct {
+		name string
+		args []string
+	}{
+		{name: "swagger-cli", args: []string{"validate", spec}},
+		{name: "redocly", args: []string{"lint", "--extends", "recommended", "--format", "stylish", spec}},
+	}
+	for _, v := range validators {
+		t.Run(v.name, func(t *testing.T) {
+			bin := filepath.Join(validatorsDir, v.name)
+			if _, err := os.Stat(bin); err != nil {
+				t.Fatalf("%s is not installed (%v): run make tools", v.name, err)
+			}
+			cmd := exec.CommandContext(t.Context(), bin, v.args...)
+			cmd.Env = append(os.Environ(), "REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("%s %s: %v\n%s", v.name, strings.Join(v.args, " "), err, out)
+			}
+		})
 	}
 }
