@@ -89,8 +89,10 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	body := c.Body()
-	if isYAML(c.Get(fiber.HeaderContentType)) {
-		body, err = yamlToJSON(body) // which refuses duplicate keys itself
+	var scalars yamlScalars
+	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
+	if yamlBody {
+		body, scalars, err = yamlToJSON(body) // which refuses duplicate keys itself
 	} else {
 		err = refuseDuplicateKeys(body)
 	}
@@ -99,7 +101,10 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	var errs []FieldError
 	o, err := parseObject(body, "", &errs)
-	if err != nil {
+	switch {
+	case err != nil && yamlBody:
+		return BadRequest("the body must be a YAML mapping: a rule file is a mapping with a rules list")
+	case err != nil:
 		return errNotJSONObject(err)
 	}
 	var items []json.RawMessage
@@ -112,7 +117,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return ValidationFailed("the body is not a valid rule file; see details", errs...)
 	}
-	rules, err := decodeApplyRules(items)
+	rules, err := decodeApplyRules(items, scalars)
 	if err != nil {
 		return err
 	}
@@ -143,17 +148,19 @@ func isYAML(contentType string) bool {
 	return false
 }
 
-// decodeApplyRules decodes and validates the rules of an apply body; every
-// bad field is named rules[i].field, and its message names the rule.
-func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
+// decodeApplyRules decodes and validates the rules of an apply body, with
+// scalars if it was YAML; every bad field is named rules[i].field, and its
+// message names the rule.
+func decodeApplyRules(items []json.RawMessage, scalars yamlScalars) ([]rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
 		func(i int, o *object, errs *[]FieldError) rule {
-			var label string
-			if o.str("name", &label); label == "" {
-				label = fmt.Sprintf("#%d", i)
+			o.scalars = scalars
+			// Peeked, not read: decodeRule reads the name, and reports it
+			// once if it is bad.
+			if o.label = o.peekStr("name"); o.label == "" {
+				o.label = fmt.Sprintf("#%d", i)
 			}
-			o.label = label
 			r := decodeRule(o, rule{}, forApply)
 			if first, dup := named[r.Name]; dup && r.Name != "" {
 				*errs = append(*errs, FieldError{o.path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
