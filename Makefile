@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test bench-once chromium fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools bench-once chromium fmt-check vet docs check-docs bench bench-metrics
 
 run:
 	go run ./cmd/sluice
@@ -12,8 +12,23 @@ run:
 # (no second build), every benchmark once (-benchtime 1x), so that a broken
 # benchmark fails here instead of rotting unseen; bench-once does the same
 # for the nested module.
-test: fmt-check vet check-docs bench-once chromium
+test: tools fmt-check vet check-docs bench-once chromium
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
+
+# tools installs, when missing, the OpenAPI validators that the server's
+# tests run on the served spec (TestServedSpecPassesValidators), pinned,
+# into .tools/ (ignored by git). A change of version reinstalls them.
+SWAGGER_CLI_VERSION := 4.0.4
+REDOCLY_CLI_VERSION := 2.77.0
+TOOLS_STAMP := .tools/installed-swagger-cli-$(SWAGGER_CLI_VERSION)-redocly-$(REDOCLY_CLI_VERSION)
+
+tools: $(TOOLS_STAMP)
+
+$(TOOLS_STAMP):
+	rm -rf .tools
+	npm install --prefix .tools --no-audit --no-fund --save-exact \
+		@apidevtools/swagger-cli@$(SWAGGER_CLI_VERSION) @redocly/cli@$(REDOCLY_CLI_VERSION)
+	touch $@
 
 # bench-once vets engine/benchmarks, a module of its own that ./... does not
 # reach, and runs each of its benchmarks once. It runs without the race

@@ -15,8 +15,9 @@ const docTemplate = `{
     "host": "{{.Host}}",
     "basePath": "{{.BasePath}}",
     "paths": {
-        "/auth/login": {
+        "/api/v1/auth/login": {
             "post": {
+                "security": [],
                 "description": "Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.",
                 "consumes": [
                     "application/json"
@@ -28,6 +29,7 @@ const docTemplate = `{
                     "auth"
                 ],
                 "summary": "Log in to the console",
+                "operationId": "login",
                 "parameters": [
                     {
                         "description": "username and password",
@@ -58,6 +60,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "a missing or unknown field",
                         "schema": {
@@ -73,7 +87,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/auth/logout": {
+        "/api/v1/auth/logout": {
             "post": {
                 "security": [
                     {
@@ -85,6 +99,7 @@ const docTemplate = `{
                     "auth"
                 ],
                 "summary": "Log out",
+                "operationId": "logout",
                 "responses": {
                     "204": {
                         "description": "No Content"
@@ -100,11 +115,23 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/breakers": {
+        "/api/v1/breakers": {
             "get": {
                 "security": [
                     {
@@ -118,17 +145,30 @@ const docTemplate = `{
                     "breakers"
                 ],
                 "summary": "Circuit breaker states",
+                "operationId": "listBreakers",
                 "responses": {
                     "200": {
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.BreakerList"
                         }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/check": {
+        "/api/v1/check": {
             "post": {
                 "security": [
                     {
@@ -146,6 +186,7 @@ const docTemplate = `{
                     "check"
                 ],
                 "summary": "Check whether calls may go ahead",
+                "operationId": "check",
                 "parameters": [
                     {
                         "description": "what to check",
@@ -170,8 +211,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "413": {
                         "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -181,11 +240,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/check/batch": {
+        "/api/v1/check/batch": {
             "post": {
                 "security": [
                     {
@@ -203,6 +268,7 @@ const docTemplate = `{
                     "check"
                 ],
                 "summary": "Check many calls at once",
+                "operationId": "checkBatch",
                 "parameters": [
                     {
                         "description": "1 to 1000 checks",
@@ -227,8 +293,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "413": {
                         "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -238,11 +322,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/complete": {
+        "/api/v1/complete": {
             "post": {
                 "security": [
                     {
@@ -257,6 +347,7 @@ const docTemplate = `{
                     "check"
                 ],
                 "summary": "Report how allowed calls ended",
+                "operationId": "complete",
                 "parameters": [
                     {
                         "description": "how the calls ended",
@@ -274,6 +365,18 @@ const docTemplate = `{
                     },
                     "400": {
                         "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -296,8 +399,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details; entryId left out where a concurrency rule's entries are held",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -305,8 +420,9 @@ const docTemplate = `{
                 }
             }
         },
-        "/health": {
+        "/api/v1/health": {
             "get": {
+                "security": [],
                 "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).",
                 "produces": [
                     "application/json"
@@ -315,6 +431,7 @@ const docTemplate = `{
                     "health"
                 ],
                 "summary": "Health of the server and its database",
+                "operationId": "getHealth",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -337,7 +454,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/me": {
+        "/api/v1/me": {
             "get": {
                 "security": [
                     {
@@ -351,6 +468,7 @@ const docTemplate = `{
                     "auth"
                 ],
                 "summary": "The caller",
+                "operationId": "getMe",
                 "responses": {
                     "200": {
                         "description": "OK",
@@ -363,11 +481,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/me/password": {
+        "/api/v1/me/password": {
             "patch": {
                 "security": [
                     {
@@ -381,6 +505,7 @@ const docTemplate = `{
                     "auth"
                 ],
                 "summary": "Change one's own password",
+                "operationId": "changePassword",
                 "parameters": [
                     {
                         "description": "the current and the new password",
@@ -414,8 +539,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "the current password is wrong, or the new one too weak",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -423,7 +566,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/metrics/stream": {
+        "/api/v1/metrics/stream": {
             "get": {
                 "security": [
                     {
@@ -438,6 +581,7 @@ const docTemplate = `{
                     "metrics"
                 ],
                 "summary": "Live figures as Server-Sent Events",
+                "operationId": "streamMetrics",
                 "parameters": [
                     {
                         "type": "string",
@@ -453,6 +597,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.StreamStats"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "503": {
                         "description": "the server is shutting down",
                         "schema": {
@@ -462,7 +618,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/metrics/top": {
+        "/api/v1/metrics/top": {
             "get": {
                 "security": [
                     {
@@ -477,6 +633,7 @@ const docTemplate = `{
                     "metrics"
                 ],
                 "summary": "Top resources over a range",
+                "operationId": "listTopResources",
                 "parameters": [
                     {
                         "type": "string",
@@ -525,11 +682,23 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/resources": {
+        "/api/v1/resources": {
             "get": {
                 "security": [
                     {
@@ -544,6 +713,7 @@ const docTemplate = `{
                     "resources"
                 ],
                 "summary": "List resources",
+                "operationId": "listResources",
                 "parameters": [
                     {
                         "type": "string",
@@ -593,11 +763,23 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/resources/{name}/metrics": {
+        "/api/v1/resources/{name}/metrics": {
             "get": {
                 "security": [
                     {
@@ -612,6 +794,7 @@ const docTemplate = `{
                     "resources"
                 ],
                 "summary": "Metric history of a resource",
+                "operationId": "getResourceMetrics",
                 "parameters": [
                     {
                         "type": "string",
@@ -660,8 +843,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "the resource was never seen",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -669,7 +864,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/rules": {
+        "/api/v1/rules": {
             "get": {
                 "security": [
                     {
@@ -683,6 +878,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "List rules",
+                "operationId": "listRules",
                 "parameters": [
                     {
                         "enum": [
@@ -741,6 +937,18 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             },
@@ -761,6 +969,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Create a rule",
+                "operationId": "createRule",
                 "parameters": [
                     {
                         "description": "the rule; fields that do not apply to its kind or behaviour are rejected",
@@ -801,6 +1010,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "409": {
                         "description": "the name is taken",
                         "schema": {
@@ -813,8 +1034,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -822,7 +1055,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/rules/apply": {
+        "/api/v1/rules/apply": {
             "post": {
                 "security": [
                     {
@@ -841,6 +1074,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Apply a rule file (declarative sync for CI)",
+                "operationId": "applyRules",
                 "parameters": [
                     {
                         "type": "boolean",
@@ -885,8 +1119,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role unless dryRun=true",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "413": {
-                        "description": "the body is over 1 MiB",
+                        "description": "the body is over 64 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -896,11 +1148,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/rules/export": {
+        "/api/v1/rules/export": {
             "get": {
                 "security": [
                     {
@@ -916,6 +1174,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Export every rule",
+                "operationId": "exportRules",
                 "parameters": [
                     {
                         "enum": [
@@ -941,11 +1200,23 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/rules/import": {
+        "/api/v1/rules/import": {
             "post": {
                 "security": [
                     {
@@ -963,6 +1234,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Import sentinel-golang rules",
+                "operationId": "importRules",
                 "parameters": [
                     {
                         "enum": [
@@ -1018,8 +1290,38 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role unless dryRun=true",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 64 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad rules, each field named as rules[i].field",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1027,7 +1329,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/rules/{id}": {
+        "/api/v1/rules/{id}": {
             "get": {
                 "security": [
                     {
@@ -1041,6 +1343,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Get a rule",
+                "operationId": "getRule",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1069,8 +1372,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1094,6 +1409,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Replace a rule",
+                "operationId": "replaceRule",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1137,6 +1453,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
                         "schema": {
@@ -1155,8 +1483,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1173,6 +1519,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Delete a rule",
+                "operationId": "deleteRule",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1204,6 +1551,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
                         "schema": {
@@ -1212,6 +1571,12 @@ const docTemplate = `{
                     },
                     "412": {
                         "description": "If-Match names another version",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1235,6 +1600,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Update some fields of a rule",
+                "operationId": "patchRule",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1278,6 +1644,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
                         "schema": {
@@ -1296,8 +1674,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1305,7 +1701,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/rules/{id}/revisions": {
+        "/api/v1/rules/{id}/revisions": {
             "get": {
                 "security": [
                     {
@@ -1319,6 +1715,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "A rule's history",
+                "operationId": "listRuleRevisions",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1358,8 +1755,20 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no rule ever had this id",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1367,7 +1776,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/rules/{id}/rollback": {
+        "/api/v1/rules/{id}/rollback": {
             "post": {
                 "security": [
                     {
@@ -1381,6 +1790,7 @@ const docTemplate = `{
                     "rules"
                 ],
                 "summary": "Roll a rule back to an earlier version",
+                "operationId": "rollbackRule",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1423,6 +1833,18 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "needs the editor role",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule, or no such version",
                         "schema": {
@@ -1440,11 +1862,29 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/tokens": {
+        "/api/v1/tokens": {
             "get": {
                 "security": [
                     {
@@ -1458,6 +1898,7 @@ const docTemplate = `{
                     "tokens"
                 ],
                 "summary": "List API tokens",
+                "operationId": "listTokens",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1498,6 +1939,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             },
@@ -1517,6 +1964,7 @@ const docTemplate = `{
                     "tokens"
                 ],
                 "summary": "Create an API token",
+                "operationId": "createToken",
                 "parameters": [
                     {
                         "description": "name, role and optional expiry",
@@ -1559,8 +2007,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1568,7 +2034,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/tokens/{id}": {
+        "/api/v1/tokens/{id}": {
             "delete": {
                 "security": [
                     {
@@ -1579,6 +2045,7 @@ const docTemplate = `{
                     "tokens"
                 ],
                 "summary": "Revoke an API token",
+                "operationId": "deleteToken",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1615,11 +2082,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             }
         },
-        "/users": {
+        "/api/v1/users": {
             "get": {
                 "security": [
                     {
@@ -1633,6 +2106,7 @@ const docTemplate = `{
                     "users"
                 ],
                 "summary": "List users",
+                "operationId": "listUsers",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1673,6 +2147,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             },
@@ -1692,6 +2172,7 @@ const docTemplate = `{
                     "users"
                 ],
                 "summary": "Create a user",
+                "operationId": "createUser",
                 "parameters": [
                     {
                         "description": "username, role and password",
@@ -1734,8 +2215,26 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1743,7 +2242,7 @@ const docTemplate = `{
                 }
             }
         },
-        "/users/{id}": {
+        "/api/v1/users/{id}": {
             "get": {
                 "security": [
                     {
@@ -1757,6 +2256,7 @@ const docTemplate = `{
                     "users"
                 ],
                 "summary": "Get a user",
+                "operationId": "getUser",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1796,6 +2296,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             },
@@ -1809,6 +2315,7 @@ const docTemplate = `{
                     "users"
                 ],
                 "summary": "Delete a user",
+                "operationId": "deleteUser",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1851,6 +2358,12 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
                     }
                 }
             },
@@ -1871,6 +2384,7 @@ const docTemplate = `{
                     "users"
                 ],
                 "summary": "Update a user",
+                "operationId": "updateUser",
                 "parameters": [
                     {
                         "type": "integer",
@@ -1926,8 +2440,58 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "422": {
                         "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/metrics": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram, current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.",
+                "produces": [
+                    "text/plain"
+                ],
+                "tags": [
+                    "metrics"
+                ],
+                "summary": "Prometheus metrics",
+                "operationId": "getPrometheusMetrics",
+                "responses": {
+                    "200": {
+                        "description": "the text exposition format 0.0.4",
+                        "schema": {
+                            "type": "string"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one (without --public-metrics)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2196,6 +2760,11 @@ const docTemplate = `{
         },
         "server.ErrorBody": {
             "type": "object",
+            "required": [
+                "code",
+                "details",
+                "message"
+            ],
             "properties": {
                 "code": {
                     "description": "Code is the stable name of the error, one per status.",
@@ -2218,6 +2787,9 @@ const docTemplate = `{
         },
         "server.ErrorResponse": {
             "type": "object",
+            "required": [
+                "error"
+            ],
             "properties": {
                 "error": {
                     "description": "Error describes what went wrong.",
@@ -2246,6 +2818,10 @@ const docTemplate = `{
         },
         "server.FieldError": {
             "type": "object",
+            "required": [
+                "field",
+                "message"
+            ],
             "properties": {
                 "field": {
                     "description": "Field is the field's JSON path or the parameter's name.",
@@ -3257,7 +3833,7 @@ const docTemplate = `{
 var SwaggerInfo = &swag.Spec{
 	Version:          "1.0",
 	Host:             "",
-	BasePath:         "/api/v1",
+	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "Sluice API",
 	Description:      "Flow control (rate limiting and circuit breaking) with rules kept in a database.",

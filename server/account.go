@@ -78,6 +78,7 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 // login checks a username and password and starts a console session.
 //
 //	@Summary		Log in to the console
+//	@ID				login
 //	@Description	Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.
 //	@Tags			auth
 //	@Accept			json
@@ -86,9 +87,12 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //	@Success		200			{object}	LoginResponse
 //	@Failure		400			{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401			{object}	ErrorResponse	"wrong username or password"
+//	@Failure		413			{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415			{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422			{object}	ErrorResponse	"a missing or unknown field"
 //	@Failure		429			{object}	ErrorResponse	"too many failures; see Retry-After"
-//	@Router			/auth/login [post]
+//	@Security
+//	@Router			/api/v1/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
 	var errs []FieldError
 	o, err := parseBody(c.Body(), &errs)
@@ -138,13 +142,16 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 // logout ends the caller's console session.
 //
 //	@Summary		Log out
+//	@ID				logout
 //	@Description	Ends the session and clears its cookie. A cookie-authenticated call needs X-CSRF-Token.
 //	@Tags			auth
 //	@Success		204
 //	@Failure		401	{object}	ErrorResponse
 //	@Failure		403	{object}	ErrorResponse	"X-CSRF-Token is missing or wrong"
+//	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Security		BearerAuth
-//	@Router			/auth/logout [post]
+//	@Router			/api/v1/auth/logout [post]
 func (h *accountHandler) logout(c *fiber.Ctx) error {
 	if p := principalOf(c); p.session != nil {
 		if err := h.auth.store.DeleteSession(c.UserContext(), p.session.IDHash); err != nil {
@@ -158,12 +165,14 @@ func (h *accountHandler) logout(c *fiber.Ctx) error {
 // me answers who the caller is.
 //
 //	@Summary	The caller
+//	@ID			getMe
 //	@Tags		auth
 //	@Produce	json
 //	@Success	200	{object}	Me
 //	@Failure	401	{object}	ErrorResponse
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/me [get]
+//	@Router		/api/v1/me [get]
 func (h *accountHandler) me(c *fiber.Ctx) error {
 	p := principalOf(c)
 	me := Me{Role: p.role}
@@ -181,6 +190,7 @@ func (h *accountHandler) me(c *fiber.Ctx) error {
 // sessions, this one included.
 //
 //	@Summary	Change one's own password
+//	@ID			changePassword
 //	@Tags		auth
 //	@Accept		json
 //	@Param		change	body	PasswordChange	true	"the current and the new password"
@@ -188,9 +198,12 @@ func (h *accountHandler) me(c *fiber.Ctx) error {
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
 //	@Failure	403	{object}	ErrorResponse	"an API token has no password"
+//	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422	{object}	ErrorResponse	"the current password is wrong, or the new one too weak"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/me/password [patch]
+//	@Router		/api/v1/me/password [patch]
 func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 	p := principalOf(c)
 	if p.user == nil {

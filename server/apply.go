@@ -59,21 +59,26 @@ type ApplyPlan struct {
 // apply syncs the stored rules to the body.
 //
 //	@Summary		Apply a rule file (declarative sync for CI)
+//	@ID				applyRules
 //	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml
 //	@Produce		json
-//	@Param			dryRun			query		bool			false	"only answer the plan"	default(false)
+//	@Param			dryRun			query		bool			false	"only answer the plan"						default(false)
 //	@Param			prune			query		bool			false	"delete the rules the body does not name"	default(false)
 //	@Param			rules			body		ApplyRequest	true	"the wanted rules; each needs a name"
 //	@Param			X-Change-Reason	header		string			false	"why, kept in each changed rule's history"
 //	@Success		200				{object}	ApplyPlan
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or a bad query parameter"
-//	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
+//	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules/apply [post]
+//	@Router			/api/v1/rules/apply [post]
 func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	dryRun, prune, err := applyParams(c)
 	if err != nil {
@@ -84,8 +89,10 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	body := c.Body()
-	if isYAML(c.Get(fiber.HeaderContentType)) {
-		body, err = yamlToJSON(body) // which refuses duplicate keys itself
+	var scalars yamlScalars
+	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
+	if yamlBody {
+		body, scalars, err = yamlToJSON(body) // which refuses duplicate keys itself
 	} else {
 		err = refuseDuplicateKeys(body)
 	}
@@ -94,7 +101,10 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	var errs []FieldError
 	o, err := parseObject(body, "", &errs)
-	if err != nil {
+	switch {
+	case err != nil && yamlBody:
+		return BadRequest("the body must be a YAML mapping: a rule file is a mapping with a rules list")
+	case err != nil:
 		return errNotJSONObject(err)
 	}
 	var items []json.RawMessage
@@ -107,7 +117,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return ValidationFailed("the body is not a valid rule file; see details", errs...)
 	}
-	rules, err := decodeApplyRules(items)
+	rules, err := decodeApplyRules(items, scalars)
 	if err != nil {
 		return err
 	}
@@ -138,17 +148,19 @@ func isYAML(contentType string) bool {
 	return false
 }
 
-// decodeApplyRules decodes and validates the rules of an apply body; every
-// bad field is named rules[i].field, and its message names the rule.
-func decodeApplyRules(items []json.RawMessage) ([]rule, error) {
+// decodeApplyRules decodes and validates the rules of an apply body, with
+// scalars if it was YAML; every bad field is named rules[i].field, and its
+// message names the rule.
+func decodeApplyRules(items []json.RawMessage, scalars yamlScalars) ([]rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
 		func(i int, o *object, errs *[]FieldError) rule {
-			var label string
-			if o.str("name", &label); label == "" {
-				label = fmt.Sprintf("#%d", i)
+			o.scalars = scalars
+			// Peeked, not read: decodeRule reads the name, and reports it
+			// once if it is bad.
+			if o.label = o.peekStr("name"); o.label == "" {
+				o.label = fmt.Sprintf("#%d", i)
 			}
-			o.label = label
 			r := decodeRule(o, rule{}, forApply)
 			if first, dup := named[r.Name]; dup && r.Name != "" {
 				*errs = append(*errs, FieldError{o.path + "name", fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
@@ -297,6 +309,7 @@ type RuleFile struct {
 // export writes every rule as a file that apply takes back unchanged.
 //
 //	@Summary		Export every rule
+//	@ID				exportRules
 //	@Description	In the shape apply takes, by name, so that export then apply is a no-op.
 //	@Tags			rules
 //	@Produce		json
@@ -304,8 +317,10 @@ type RuleFile struct {
 //	@Param			format	query		string	false	"json or yaml"	Enums(json, yaml)	default(json)
 //	@Success		200		{object}	RuleFile
 //	@Failure		400		{object}	ErrorResponse	"an unknown format"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules/export [get]
+//	@Router			/api/v1/rules/export [get]
 func (h *ruleHandler) export(c *fiber.Ctx) error {
 	format := c.Query("format", "json")
 	if format != "json" && format != "yaml" {
@@ -338,19 +353,25 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 // importRules converts sentinel-golang rules and applies them.
 //
 //	@Summary		Import sentinel-golang rules
+//	@ID				importRules
 //	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
-//	@Param			format	query		string	true	"the source format"	Enums(sentinel)
-//	@Param			kind	query		string	false	"the kind of the rules in the file"	Enums(flow, circuitBreaker)	default(flow)
-//	@Param			dryRun	query		bool	false	"only answer the plan"	default(false)
+//	@Param			format	query		string				true	"the source format"					Enums(sentinel)
+//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker)	default(flow)
+//	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
 //	@Param			rules	body		[]SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)"
 //	@Success		200		{object}	ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
+//	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules/import [post]
+//	@Router			/api/v1/rules/import [post]
 func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if format := c.Query("format"); format != "sentinel" {
 		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})

@@ -45,11 +45,14 @@ func bindBreakers(api apiRoutes, h *breakerHandler) {
 // list answers the state of every enabled circuit breaker rule.
 //
 //	@Summary	Circuit breaker states
+//	@ID			listBreakers
 //	@Tags		breakers
 //	@Produce	json
 //	@Success	200	{object}	BreakerList
+//	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/breakers [get]
+//	@Router		/api/v1/breakers [get]
 func (h *breakerHandler) list(c *fiber.Ctx) error {
 	statuses := h.engine.Breakers()
 	items := make([]Breaker, len(statuses))

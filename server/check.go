@@ -84,6 +84,7 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 // check decides one check.
 //
 //	@Summary		Check whether calls may go ahead
+//	@ID				check
 //	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.
 //	@Tags			check
 //	@Accept			json
@@ -91,10 +92,14 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //	@Param			check	body		CheckRequest	true	"what to check"
 //	@Success		200		{object}	CheckResult
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/check [post]
+//	@Router			/api/v1/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
 	q, err := decodeCheck(c.Body(), &h.names)
 	if err != nil {
@@ -109,6 +114,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 // batch decides checks one after the other.
 //
 //	@Summary		Check many calls at once
+//	@ID				checkBatch
 //	@Description	Decides each check as check does, one after the other, and answers the results in the same order. Nothing is checked when any check is invalid.
 //	@Tags			check
 //	@Accept			json
@@ -116,10 +122,14 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Param			checks	body		CheckBatchRequest	true	"1 to 1000 checks"
 //	@Success		200		{object}	CheckBatchResponse
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad checks, each field named as checks[i].field, or not 1 to 1000 checks"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/check/batch [post]
+//	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
 	queries, err := decodeBatch(c.Body(), &h.names)
 	if err != nil {
@@ -183,18 +193,23 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 // complete records how allowed calls ended.
 //
 //	@Summary		Report how allowed calls ended
+//	@ID				complete
 //	@Description	Feeds the complete, error and response time figures (and circuit breakers). An errored call counts as complete and as an error. With entryId, ends the entry the check held: 404 if there is no such entry, 409 if it was completed already or its lease ran out (it was then counted as an error). Without entryId: 422 naming entryId while entries of the resource that a concurrency rule counted are held (the check answered ids that are owed back, even if the rule was removed since); otherwise, when the check held half-open circuit breakers' probes of the resource, the outcome is the oldest one's and ends it (its own entryId then answers 409), so that a client that ignores ids still closes or re-opens the breaker.
 //	@Tags			check
 //	@Accept			json
 //	@Param			outcome	body	CompleteRequest	true	"how the calls ended"
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403	{object}	ErrorResponse	"needs the editor role"
 //	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
 //	@Failure		409	{object}	ErrorResponse	"the entry was completed already, its lease ran out, or a complete without entryId ended it as a probe"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details; entryId left out where a concurrency rule's entries are held"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/complete [post]
+//	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
 	q, err := decodeComplete(c.Body())
 	if err != nil {

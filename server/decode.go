@@ -24,6 +24,10 @@ type object struct {
 	fields map[string]json.RawMessage
 	seen   map[string]bool
 	errs   *[]FieldError
+	// scalars, for an object of a YAML body (never nil then), is the text
+	// of its numbers, true and false that JSON changed; its string fields
+	// take their text (yamlScalars).
+	scalars yamlScalars
 }
 
 // parseObject reads data as one JSON object. A body that is not a JSON
@@ -65,7 +69,8 @@ func (o *object) has(name string) bool {
 }
 
 // str decodes a string field into dst if the field is present (null sets
-// ""); it reports whether it was.
+// "", in YAML too: ~ and null are not set); it reports whether it was. A
+// YAML number, true or false is taken as its text.
 func (o *object) str(name string, dst *string) bool {
 	v, present := o.value(name)
 	if v == nil {
@@ -75,9 +80,39 @@ func (o *object) str(name string, dst *string) bool {
 		return present
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
-		o.fail(name, "must be a string")
+		text, ok := o.yamlText(name, v)
+		if !ok {
+			o.fail(name, "must be a string")
+			return true
+		}
+		*dst = text
 	}
 	return true
+}
+
+// yamlText is the source text of v, the field's value, if the object is
+// of a YAML body and v a number, true or false.
+func (o *object) yamlText(name string, v json.RawMessage) (string, bool) {
+	if o.scalars == nil || !isJSONNumber(v) && string(v) != "true" && string(v) != "false" {
+		return "", false
+	}
+	if text, ok := o.scalars[o.path+name]; ok {
+		return text, true
+	}
+	return string(v), true
+}
+
+// peekStr is what str would read from the field, or "" if it is absent
+// or no string; unlike str it neither marks the field read nor reports a
+// bad value, so that a rule's name can label its errors before its fields
+// are read.
+func (o *object) peekStr(name string) string {
+	v := o.fields[name]
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		s, _ = o.yamlText(name, v)
+	}
+	return s
 }
 
 // boolean decodes true or false into dst, like str; null sets ifNull.

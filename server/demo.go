@@ -45,7 +45,7 @@ func (s *Server) seedDemo(ctx context.Context) (int, error) {
 	for i, r := range demoRules {
 		items[i] = json.RawMessage(r)
 	}
-	rules, err := decodeApplyRules(items)
+	rules, err := decodeApplyRules(items, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -10,7 +10,7 @@ package server
 //	@title						Sluice API
 //	@version					1.0
 //	@description				Flow control (rate limiting and circuit breaking) with rules kept in a database.
-//	@BasePath					/api/v1
+//	@BasePath					/
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header
 //	@name						Authorization

@@ -33,25 +33,27 @@ func (e *Error) Error() string { return e.Code + ": " + e.Message }
 // "rules[3].threshold") or query or path parameter.
 type FieldError struct {
 	// Field is the field's JSON path or the parameter's name.
-	Field string `json:"field" example:"threshold"`
+	Field string `json:"field" example:"threshold" validate:"required"`
 	// Message says what is wrong with it.
-	Message string `json:"message" example:"must be >= 0"`
+	Message string `json:"message" example:"must be >= 0" validate:"required"`
 }
 
-// ErrorResponse is the body of every error answer.
+// ErrorResponse is the body of every error answer. Its fields are always
+// present, so the validate tags mark them required for swag; nothing
+// validates them at run time.
 type ErrorResponse struct {
 	// Error describes what went wrong.
-	Error ErrorBody `json:"error"`
+	Error ErrorBody `json:"error" validate:"required"`
 }
 
 // ErrorBody is the error inside an ErrorResponse.
 type ErrorBody struct {
 	// Code is the stable name of the error, one per status.
-	Code string `json:"code" example:"validation_failed"`
+	Code string `json:"code" example:"validation_failed" validate:"required"`
 	// Message is a sentence for a person.
-	Message string `json:"message" example:"the rule is not valid"`
+	Message string `json:"message" example:"the rule is not valid" validate:"required"`
 	// Details name the fields or parameters at fault; always an array.
-	Details []FieldError `json:"details"`
+	Details []FieldError `json:"details" validate:"required"`
 }
 
 // codeByStatus is API.md's table of error codes.

@@ -45,13 +45,15 @@ func bindHealth(api fiber.Router, st *store.Store, version string, logger *slog.
 // write, so the server cannot serve.
 //
 //	@Summary		Health of the server and its database
+//	@ID				getHealth
 //	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).
 //	@Tags			health
 //	@Produce		json
 //	@Success		200	{object}	HealthResponse
 //	@Failure		503	{object}	HealthResponse
 //	@Failure		500	{object}	ErrorResponse
-//	@Router			/health [get]
+//	@Security
+//	@Router			/api/v1/health [get]
 func (h *healthHandler) get(c *fiber.Ctx) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), healthPingTimeout)
 	defer cancel()

@@ -69,17 +69,20 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 // last flush.
 //
 //	@Summary		Top resources over a range
+//	@ID				listTopResources
 //	@Description	Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; whole UTC hours are read from the hourly rollup. avgRt ranks resources without completed calls last.
 //	@Tags			metrics
 //	@Produce		json
 //	@Param			from	query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: an hour before to)"
 //	@Param			to		query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
-//	@Param			by		query		string	false	"what to rank by"					Enums(block, pass, error, avgRt)	default(block)
-//	@Param			limit	query		int		false	"how many resources, 1 to 100"	default(10)	minimum(1)	maximum(100)
+//	@Param			by		query		string	false	"what to rank by"				Enums(block, pass, error, avgRt)	default(block)
+//	@Param			limit	query		int		false	"how many resources, 1 to 100"	default(10)							minimum(1)	maximum(100)
 //	@Success		200		{object}	TopList
 //	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/metrics/top [get]
+//	@Router			/api/v1/metrics/top [get]
 func (h *metricsHandler) top(c *fiber.Ctx) error {
 	toMs, err := timeParam(c, "to", h.flusher.nowMs())
 	if err != nil {

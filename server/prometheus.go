@@ -152,6 +152,17 @@ type prometheusHandler struct {
 	gather  prometheus.Gatherer
 }
 
+// serve writes the exposition, streamed as the scraper reads it.
+//
+//	@Summary		Prometheus metrics
+//	@ID				getPrometheusMetrics
+//	@Description	The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram, current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.
+//	@Tags			metrics
+//	@Produce		plain
+//	@Success		200	{string}	string			"the text exposition format 0.0.4"
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one (without --public-metrics)"
+//	@Security		BearerAuth
+//	@Router			/metrics [get]
 func (h *prometheusHandler) serve(c *fiber.Ctx) error {
 	families, err := h.gather.Gather()
 	if err != nil {

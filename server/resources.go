@@ -109,17 +109,20 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 // or the history holds, idle ones included.
 //
 //	@Summary		List resources
+//	@ID				listResources
 //	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
 //	@Tags			resources
 //	@Produce		json
 //	@Param			q			query		string	false	"substring of the name, ASCII letters in either case"
 //	@Param			sort		query		string	false	"order: by name, or by live block or pass rate, highest first"	Enums(name, -blockQps, -passQps)	default(name)
-//	@Param			page		query		int		false	"page, from 1"						default(1)	minimum(1)
-//	@Param			pageSize	query		int		false	"resources per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
+//	@Param			page		query		int		false	"page, from 1"													default(1)							minimum(1)
+//	@Param			pageSize	query		int		false	"resources per page, 1 to 500"									default(50)							minimum(1)	maximum(500)
 //	@Success		200			{object}	ResourceList
 //	@Failure		400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/resources [get]
+//	@Router			/api/v1/resources [get]
 func (h *resourceHandler) list(c *fiber.Ctx) error {
 	page, err := pageParams(c)
 	if err != nil {
@@ -161,6 +164,7 @@ func liveFigures(l engine.LiveStats) LiveFigures {
 // metrics answers one resource's history, rolled up to the step.
 //
 //	@Summary		Metric history of a resource
+//	@ID				getResourceMetrics
 //	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
 //	@Tags			resources
 //	@Produce		json
@@ -170,9 +174,11 @@ func liveFigures(l engine.LiveStats) LiveFigures {
 //	@Param			step	query		string	false	"step"	Enums(1m, 5m, 15m, 1h, 1d)	default(1m)
 //	@Success		200		{object}	MetricHistory
 //	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		404		{object}	ErrorResponse	"the resource was never seen"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/resources/{name}/metrics [get]
+//	@Router			/api/v1/resources/{name}/metrics [get]
 func (h *resourceHandler) metrics(c *fiber.Ctx) error {
 	name, err := url.PathUnescape(c.Params("name"))
 	if err != nil {

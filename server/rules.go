@@ -62,6 +62,7 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 // list answers one page of the rules the filters select, by id.
 //
 //	@Summary	List rules
+//	@ID			listRules
 //	@Tags		rules
 //	@Produce	json
 //	@Param		kind		query		string	false	"only this kind"	Enums(flow)
@@ -72,8 +73,10 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 //	@Param		pageSize	query		int		false	"rules per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
 //	@Success	200			{object}	RuleList
 //	@Failure	400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/rules [get]
+//	@Router		/api/v1/rules [get]
 func (h *ruleHandler) list(c *fiber.Ctx) error {
 	page, err := pageParams(c)
 	if err != nil {
@@ -102,15 +105,18 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 // get answers one rule, its version as ETag.
 //
 //	@Summary	Get a rule
+//	@ID			getRule
 //	@Tags		rules
 //	@Produce	json
 //	@Param		id	path		int	true	"rule id"
 //	@Success	200	{object}	Rule
-//	@Header		200	{string}	ETag	"the rule's version, quoted"
+//	@Header		200	{string}	ETag			"the rule's version, quoted"
 //	@Failure	400	{object}	ErrorResponse	"id is not a positive whole number"
+//	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/rules/{id} [get]
+//	@Router		/api/v1/rules/{id} [get]
 func (h *ruleHandler) get(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -130,6 +136,7 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 // create stores a new rule and loads it into the engine.
 //
 //	@Summary		Create a rule
+//	@ID				createRule
 //	@Description	Without a name, one is made up: <kind>-<slug of resource>, with -2, -3, … if taken.
 //	@Tags			rules
 //	@Accept			json
@@ -137,14 +144,18 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Param			rule			body		RuleContent	true	"the rule; fields that do not apply to its kind or behaviour are rejected"
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		201				{object}	Rule
-//	@Header			201				{string}	Location	"the new rule's URL"
-//	@Header			201				{string}	ETag		"the rule's version, quoted"
+//	@Header			201				{string}	Location		"the new rule's URL"
+//	@Header			201				{string}	ETag			"the rule's version, quoted"
 //	@Failure		400				{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules [post]
+//	@Router			/api/v1/rules [post]
 func (h *ruleHandler) create(c *fiber.Ctx) error {
 	who, err := changeActor(c)
 	if err != nil {
@@ -232,6 +243,7 @@ func createRules(tx *ruleTx, rules []*rule, who actor) error {
 // replace overwrites a rule with the body, whole.
 //
 //	@Summary		Replace a rule
+//	@ID				replaceRule
 //	@Description	Takes the whole rule; absent fields take their defaults, except the name, which is kept. The read-only fields (id, version, createdAt, updatedAt) may be sent back as GET returned them; a different id or kind is rejected.
 //	@Tags			rules
 //	@Accept			json
@@ -242,17 +254,23 @@ func createRules(tx *ruleTx, rules []*rule, who actor) error {
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	Rule
 //	@Failure		400				{object}	ErrorResponse
+//	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
+//	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules/{id} [put]
+//	@Router			/api/v1/rules/{id} [put]
 func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, forReplace) }
 
 // patch changes the fields the body names.
 //
 //	@Summary		Update some fields of a rule
+//	@ID				patchRule
 //	@Description	Fields present replace the stored ones (null resets a field to its default); absent fields are kept. The result is validated as a whole.
 //	@Tags			rules
 //	@Accept			json
@@ -263,12 +281,17 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, forReplac
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	Rule
 //	@Failure		400				{object}	ErrorResponse
+//	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
+//	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/rules/{id} [patch]
+//	@Router			/api/v1/rules/{id} [patch]
 func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, forPatch) }
 
 func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
@@ -334,16 +357,20 @@ func updateRule(tx *ruleTx, r *rule, action string, who actor) error {
 // delete removes a rule; its history stays readable.
 //
 //	@Summary	Delete a rule
+//	@ID			deleteRule
 //	@Tags		rules
 //	@Param		id				path	int		true	"rule id"
 //	@Param		If-Match		header	string	false	"the version the deletion is based on, e.g. \"3\""
 //	@Param		X-Change-Reason	header	string	false	"why, kept in the rule's history"
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
+//	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"needs the editor role"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	412	{object}	ErrorResponse	"If-Match names another version"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/rules/{id} [delete]
+//	@Router		/api/v1/rules/{id} [delete]
 func (h *ruleHandler) delete(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -381,6 +408,7 @@ func deleteRule(tx *ruleTx, r *rule, who actor) error {
 // rule's history stays readable.
 //
 //	@Summary	A rule's history
+//	@ID			listRuleRevisions
 //	@Tags		rules
 //	@Produce	json
 //	@Param		id			path		int	true	"rule id"
@@ -388,9 +416,11 @@ func deleteRule(tx *ruleTx, r *rule, who actor) error {
 //	@Param		pageSize	query		int	false	"revisions per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
 //	@Success	200			{object}	RevisionList
 //	@Failure	400			{object}	ErrorResponse
+//	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure	404			{object}	ErrorResponse	"no rule ever had this id"
+//	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/rules/{id}/revisions [get]
+//	@Router		/api/v1/rules/{id}/revisions [get]
 func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -421,6 +451,7 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 // rollback restores the content of an earlier version as a new version.
 //
 //	@Summary	Roll a rule back to an earlier version
+//	@ID			rollbackRule
 //	@Tags		rules
 //	@Produce	json
 //	@Param		id				path		int		true	"rule id"
@@ -429,11 +460,16 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 //	@Param		X-Change-Reason	header		string	false	"why, kept in the rule's history"
 //	@Success	200				{object}	Rule
 //	@Failure	400				{object}	ErrorResponse	"toVersion is missing or not a positive whole number"
+//	@Failure	401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure	404				{object}	ErrorResponse	"no such rule, or no such version"
 //	@Failure	409				{object}	ErrorResponse	"the old name is taken by another rule now"
 //	@Failure	412				{object}	ErrorResponse	"If-Match names another version"
+//	@Failure	413				{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure	429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/rules/{id}/rollback [post]
+//	@Router		/api/v1/rules/{id}/rollback [post]
 func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {

@@ -21,9 +21,7 @@ import (
 	"github.com/gofiber/swagger"
 	"golang.org/x/crypto/bcrypt"
 
-	// The generated OpenAPI document registers itself with swag, which the
-	// Swagger UI handler reads.
-	_ "github.com/sluicehq/sluice/docs"
+	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
@@ -248,6 +246,7 @@ func (s *Server) routes() {
 	}
 	bindPrometheus(s.app, s.engine, s.flusher, guard)
 
+	s.app.Get("/swagger/doc.json", serveSpec)
 	s.app.Get("/swagger/*", swagger.New())
 	bindConsole(s.app)
 }
@@ -282,6 +281,13 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 		"ip", c.IP(),
 	)
 	return nil
+}
+
+// serveSpec answers the OpenAPI document committed in docs/, the one the
+// Swagger UI (swagger/index.html) loads.
+func serveSpec(c *fiber.Ctx) error {
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	return c.Send(docs.JSON)
 }
 
 // writeJSON answers v as JSON with status.

@@ -505,11 +505,13 @@ func TestSwaggerDocDescribesHealth(t *testing.T) {
 	if err := json.Unmarshal(body, &doc); err != nil {
 		t.Fatalf("doc.json: %v", err)
 	}
-	if doc.BasePath != "/api/v1" {
-		t.Errorf("basePath = %q, want /api/v1", doc.BasePath)
+	// The base is the root, so that /metrics, outside /api/v1, is
+	// described beside the API.
+	if doc.BasePath != "/" {
+		t.Errorf("basePath = %q, want /", doc.BasePath)
 	}
-	if _, ok := doc.Paths["/health"]; !ok {
-		t.Errorf("paths lack /health: %v", doc.Paths)
+	if _, ok := doc.Paths["/api/v1/health"]; !ok {
+		t.Errorf("paths lack /api/v1/health: %v", doc.Paths)
 	}
 	if got := doc.Security["BearerAuth"]; got.Type != "apiKey" || got.In != "header" || got.Name != "Authorization" {
 		t.Errorf("securityDefinitions.BearerAuth = %+v, want an apiKey in the Authorization header", got)

@@ -256,14 +256,17 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 // streamStats streams the live figures as Server-Sent Events.
 //
 //	@Summary		Live figures as Server-Sent Events
+//	@ID				streamMetrics
 //	@Description	Once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
 //	@Tags			metrics
 //	@Produce		text/event-stream
-//	@Param			resource	query		string	false	"only this resource (exact name)"
-//	@Success		200			{object}	StreamStats	"a stream of events: stats"
+//	@Param			resource	query		string			false	"only this resource (exact name)"
+//	@Success		200			{object}	StreamStats		"a stream of events: stats"
+//	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Failure		503			{object}	ErrorResponse	"the server is shutting down"
 //	@Security		BearerAuth
-//	@Router			/metrics/stream [get]
+//	@Router			/api/v1/metrics/stream [get]
 func (h *metricsHandler) streamStats(c *fiber.Ctx) error {
 	sub, ok := h.stream.subscribe(c.Query("resource"))
 	if !ok {

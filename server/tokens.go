@@ -69,6 +69,7 @@ func bindTokens(api apiRoutes, h *tokenHandler) {
 // list answers the API tokens, without their secrets.
 //
 //	@Summary	List API tokens
+//	@ID			listTokens
 //	@Tags		tokens
 //	@Produce	json
 //	@Param		page		query		int	false	"page, from 1"				default(1)
@@ -77,8 +78,9 @@ func bindTokens(api apiRoutes, h *tokenHandler) {
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse
 //	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/tokens [get]
+//	@Router		/api/v1/tokens [get]
 func (h *tokenHandler) list(c *fiber.Ctx) error {
 	page, err := pageParams(c)
 	if err != nil {
@@ -98,6 +100,7 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 // create makes an API token and answers its secret, this once.
 //
 //	@Summary	Create an API token
+//	@ID			createToken
 //	@Tags		tokens
 //	@Accept		json
 //	@Produce	json
@@ -107,9 +110,12 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Failure	401		{object}	ErrorResponse
 //	@Failure	403		{object}	ErrorResponse	"admins only"
 //	@Failure	409		{object}	ErrorResponse	"the name is taken"
+//	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/tokens [post]
+//	@Router		/api/v1/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
 	var errs []FieldError
 	o, err := parseBody(c.Body(), &errs)
@@ -160,6 +166,7 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 // delete revokes an API token: the next request with it is refused.
 //
 //	@Summary	Revoke an API token
+//	@ID			deleteToken
 //	@Tags		tokens
 //	@Param		id	path	int	true	"token id"
 //	@Success	204
@@ -167,8 +174,9 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 //	@Failure	401	{object}	ErrorResponse
 //	@Failure	403	{object}	ErrorResponse	"admins only"
 //	@Failure	404	{object}	ErrorResponse	"no such token"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/tokens/{id} [delete]
+//	@Router		/api/v1/tokens/{id} [delete]
 func (h *tokenHandler) delete(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {

@@ -46,6 +46,7 @@ func bindUsers(api apiRoutes, h *userHandler) {
 // list answers one page of users.
 //
 //	@Summary	List users
+//	@ID			listUsers
 //	@Tags		users
 //	@Produce	json
 //	@Param		page		query		int	false	"page, from 1"				default(1)
@@ -54,8 +55,9 @@ func bindUsers(api apiRoutes, h *userHandler) {
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse
 //	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/users [get]
+//	@Router		/api/v1/users [get]
 func (h *userHandler) list(c *fiber.Ctx) error {
 	page, err := pageParams(c)
 	if err != nil {
@@ -75,6 +77,7 @@ func (h *userHandler) list(c *fiber.Ctx) error {
 // get answers one user.
 //
 //	@Summary	Get a user
+//	@ID			getUser
 //	@Tags		users
 //	@Produce	json
 //	@Param		id	path		int	true	"user id"
@@ -83,8 +86,9 @@ func (h *userHandler) list(c *fiber.Ctx) error {
 //	@Failure	401	{object}	ErrorResponse
 //	@Failure	403	{object}	ErrorResponse	"admins only"
 //	@Failure	404	{object}	ErrorResponse	"no such user"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/users/{id} [get]
+//	@Router		/api/v1/users/{id} [get]
 func (h *userHandler) get(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -100,6 +104,7 @@ func (h *userHandler) get(c *fiber.Ctx) error {
 // create adds a user.
 //
 //	@Summary	Create a user
+//	@ID			createUser
 //	@Tags		users
 //	@Accept		json
 //	@Produce	json
@@ -109,9 +114,12 @@ func (h *userHandler) get(c *fiber.Ctx) error {
 //	@Failure	401		{object}	ErrorResponse
 //	@Failure	403		{object}	ErrorResponse	"admins only"
 //	@Failure	409		{object}	ErrorResponse	"the username is taken"
+//	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/users [post]
+//	@Router		/api/v1/users [post]
 func (h *userHandler) create(c *fiber.Ctx) error {
 	req, present, err := decodeUserRequest(c)
 	if err != nil {
@@ -146,6 +154,7 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 // update changes a user's role or password.
 //
 //	@Summary		Update a user
+//	@ID				updateUser
 //	@Description	Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted.
 //	@Tags			users
 //	@Accept			json
@@ -158,9 +167,12 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 //	@Failure		403		{object}	ErrorResponse	"admins only"
 //	@Failure		404		{object}	ErrorResponse	"no such user"
 //	@Failure		409		{object}	ErrorResponse	"it would leave no admin"
+//	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
-//	@Router			/users/{id} [patch]
+//	@Router			/api/v1/users/{id} [patch]
 func (h *userHandler) update(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -206,6 +218,7 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 // delete removes a user and ends their sessions.
 //
 //	@Summary	Delete a user
+//	@ID			deleteUser
 //	@Tags		users
 //	@Param		id	path	int	true	"user id"
 //	@Success	204
@@ -214,8 +227,9 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 //	@Failure	403	{object}	ErrorResponse	"admins only"
 //	@Failure	404	{object}	ErrorResponse	"no such user"
 //	@Failure	409	{object}	ErrorResponse	"the last admin cannot be deleted"
+//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
-//	@Router		/users/{id} [delete]
+//	@Router		/api/v1/users/{id} [delete]
 func (h *userHandler) delete(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {

@@ -21,37 +21,49 @@ const maxYAMLExpansion = 4
 // its aliases must expand to at most maxYAMLExpansion times the body's
 // size; that is decided on the parsed tree, in which an alias is one node,
 // before anything is expanded. Scalars follow YAML 1.2's core schema, so
-// "on", "yes" and "y" are strings. Merge keys ("<<: *defaults") are
-// merged; the mapping's own keys win.
-func yamlToJSON(body []byte) ([]byte, error) {
+// "on", "yes" and "y" are strings; the source text of those that are
+// numbers, true or false is returned beside the JSON, for the fields that
+// take a string. Merge keys ("<<: *defaults") are merged; the mapping's own
+// keys win.
+func yamlToJSON(body []byte) ([]byte, yamlScalars, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, BadRequest("the body is empty: a rule file is a YAML mapping with a rules list")
+			return nil, nil, BadRequest("the body is empty: a rule file is a YAML mapping with a rules list")
 		}
-		return nil, BadRequest("the body is not YAML: " + err.Error())
+		return nil, nil, BadRequest("the body is not YAML: " + err.Error())
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
+		return nil, nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
 	}
-	c := yamlConverter{sizes: map[*yaml.Node]int{}}
+	c := yamlConverter{sizes: map[*yaml.Node]int{}, scalars: yamlScalars{}}
 	budget := maxYAMLExpansion * len(body)
 	size, err := c.size(&doc, budget)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if size > budget {
-		return nil, BadRequest(fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", maxYAMLExpansion))
+		return nil, nil, BadRequest(fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", maxYAMLExpansion))
 	}
 	var buf bytes.Buffer
 	buf.Grow(size)
 	if err := c.write(&buf, &doc, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return buf.Bytes(), nil
+	return buf.Bytes(), c.scalars, nil
 }
+
+// yamlScalars is the source text of the scalars of a YAML body that its
+// JSON holds as a number, true or false written otherwise (1.0 as 1, 0755
+// as 755, True as true), by the value's field path ("rules[3].name"). A
+// field that takes a string takes the text as written: a name 1.0 is
+// "1.0", not "1", and a resource 0755 is "0755". The converter cannot do
+// it alone, for it does not know which fields take strings; it records
+// only the texts that JSON changed, so that a 64 MiB rule file of
+// thresholds does not double its size here.
+type yamlScalars map[string]string
 
 // yamlConverter writes a YAML node tree as JSON.
 type yamlConverter struct {
@@ -59,6 +71,9 @@ type yamlConverter struct {
 	// sizing many aliases of one anchor costs one walk of it; -1 marks an
 	// anchor being sized, so that an alias inside its own anchor is found.
 	sizes map[*yaml.Node]int
+	// scalars collects the text of the values written as numbers, true or
+	// false, where the JSON differs from it.
+	scalars yamlScalars
 }
 
 // size is about the number of bytes n expands to as JSON, aliases
@@ -135,7 +150,7 @@ func (c *yamlConverter) write(buf *bytes.Buffer, n *yaml.Node, path string) erro
 		buf.WriteByte('}')
 		return nil
 	}
-	return writeScalar(buf, n, path)
+	return c.writeScalar(buf, n, path)
 }
 
 type yamlPair struct {
@@ -213,8 +228,10 @@ func (c *yamlConverter) merged(v *yaml.Node, path string) ([]yamlPair, error) {
 	return nil, BadRequest("a YAML merge key (<<) must name a mapping or a list of mappings", FieldError{joinPath(path, "<<"), "must be a mapping or a list of mappings"})
 }
 
-// writeScalar writes a scalar by its YAML 1.2 core schema type.
-func writeScalar(buf *bytes.Buffer, n *yaml.Node, path string) error {
+// writeScalar writes a scalar by its YAML 1.2 core schema type. An
+// infinite number or NaN is written as its text, a string: a string field
+// takes it as written, and a number field refuses it, as any string.
+func (c *yamlConverter) writeScalar(buf *bytes.Buffer, n *yaml.Node, path string) error {
 	switch n.ShortTag() {
 	case "!!null":
 		buf.WriteString("null")
@@ -225,13 +242,16 @@ func writeScalar(buf *bytes.Buffer, n *yaml.Node, path string) error {
 			return BadRequest("the body is not YAML: "+err.Error(), FieldError{orRoot(path), err.Error()})
 		}
 		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
-			return BadRequest("a number must be finite", FieldError{orRoot(path), "must be a finite number"})
+			break
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
 			return BadRequest("the value cannot be written as JSON", FieldError{orRoot(path), err.Error()})
 		}
 		buf.Write(data)
+		if string(data) != n.Value {
+			c.scalars[path] = n.Value
+		}
 		return nil
 	}
 	writeJSONString(buf, n.Value)
