@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -105,4 +106,76 @@ func TestRealClockSlackFollowsLateTicks(t *testing.T) {
 	tickUntil(74*time.Second, 74*time.Second)
 	want(1000, 2)
 	want(2000, 2501)
+}
+
+// TestRealClockParksWhenUnread: a clock nobody reads stops ticking; the
+// next read takes the exact time and starts the ticker again, without
+// counting the parked spell as a late tick.
+func TestRealClockParksWhenUnread(t *testing.T) {
+	c := NewRealClock()
+	t.Cleanup(c.Stop)
+	deadline := time.Now().Add(10 * time.Second)
+	for c.nowMs.Load() != 0 { // not NowMs: that would be a read
+		if time.Now().After(deadline) {
+			t.Fatal("the ticker did not park within 10 s without a read")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	before := time.Now().UnixMilli()
+	got := c.NowMs()
+	after := time.Now().UnixMilli()
+	// Readings count whole milliseconds since the clock's start, which
+	// need not fall on a wall-clock millisecond: one off at most.
+	if got < before-1 || got > after {
+		t.Fatalf("a read of a parked clock = %d, want the time itself, in [%d, %d]", got, before-1, after)
+	}
+	for c.nowMs.Load() < got+3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ticker did not tick again after a read woke it")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if slack := c.SlackMs(1000); slack > 50 {
+		t.Fatalf("slack after waking = %d ms: the parked spell counted as a late tick", slack)
+	}
+}
+
+// TestRealClockReadersRaceAWake: readers that find the clock parked all
+// see it move forward, never back.
+func TestRealClockReadersRaceAWake(t *testing.T) {
+	c := NewRealClock()
+	t.Cleanup(c.Stop)
+	for range 20 {
+		for c.nowMs.Load() != 0 {
+			time.Sleep(time.Millisecond)
+		}
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Go(func() {
+				last := int64(0)
+				for range 1000 {
+					now := c.NowMs()
+					if now < last {
+						t.Errorf("the clock went back from %d to %d", last, now)
+						return
+					}
+					last = now
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
+
+func TestRealClockStopsWhileParked(t *testing.T) {
+	c := NewRealClock()
+	for c.nowMs.Load() != 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := time.Now().UnixMilli()
+	c.Stop()
+	if got := c.NowMs(); got < before-1 || got > time.Now().UnixMilli() {
+		t.Fatalf("a clock stopped while parked reads %d, want the time it stopped at (%d or just after)", got, before-1)
+	}
 }
