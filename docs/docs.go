@@ -2501,6 +2501,41 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "engine.LiveStats": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
+                },
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
+                }
+            }
+        },
         "server.APIToken": {
             "type": "object",
             "properties": {
@@ -2863,41 +2898,6 @@ const docTemplate = `{
                 }
             }
         },
-        "server.LiveFigures": {
-            "type": "object",
-            "properties": {
-                "avgRtMs": {
-                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
-                    "type": "number",
-                    "example": 12.5
-                },
-                "blockQps": {
-                    "type": "number",
-                    "example": 3
-                },
-                "completeQps": {
-                    "type": "number",
-                    "example": 119
-                },
-                "concurrency": {
-                    "description": "Concurrency is the calls in flight.",
-                    "type": "integer",
-                    "example": 4
-                },
-                "errorQps": {
-                    "type": "number",
-                    "example": 1
-                },
-                "passQps": {
-                    "type": "number",
-                    "example": 120
-                },
-                "shadowBlockQps": {
-                    "type": "number",
-                    "example": 0
-                }
-            }
-        },
         "server.LoginRequest": {
             "type": "object",
             "properties": {
@@ -3159,7 +3159,7 @@ const docTemplate = `{
                     "x-nullable": true
                 },
                 "live": {
-                    "$ref": "#/definitions/server.LiveFigures"
+                    "$ref": "#/definitions/engine.LiveStats"
                 },
                 "name": {
                     "type": "string",
@@ -3712,19 +3712,19 @@ const docTemplate = `{
                 },
                 "block": {
                     "type": "integer",
-                    "example": 4410
+                    "example": 180
                 },
                 "complete": {
                     "type": "integer",
-                    "example": 118190
+                    "example": 7190
                 },
                 "error": {
                     "type": "integer",
-                    "example": 12
+                    "example": 40
                 },
                 "pass": {
                     "type": "integer",
-                    "example": 118200
+                    "example": 7200
                 },
                 "resource": {
                     "type": "string",

@@ -64,7 +64,7 @@ type minuteKey struct {
 // the server started, or since the engine last evicted it: a tally is
 // dropped once its resource has left the engine and all of it is stored.
 type resourceTally struct {
-	totals      store.MetricCounts
+	totals      engine.Counts
 	firstSeenMs int64
 	lastSeenMs  int64
 }
@@ -91,11 +91,7 @@ func (f *metricsFlusher) collect() {
 	nowMs := f.nowMs()
 	f.collectedMs, f.collectedCreated = nowMs, f.engine.ResourcesCreated()
 	for _, st := range f.engine.CollectMinutes() {
-		counts := store.MetricCounts{
-			Pass: st.Pass, Block: st.Block, ShadowBlock: st.ShadowBlock,
-			Complete: st.Complete, Error: st.Error, RtSumMs: st.RtSumMs,
-			MinRtMs: st.MinRtMs, MaxRtMs: st.MaxRtMs, MaxConcurrency: st.MaxConcurrency,
-		}
+		counts := st.Counts
 		// Seen up to now, or to the end of a minute collected late.
 		last := max(st.StartMs, min(nowMs, st.StartMs+store.MinuteMs-1))
 		tally, known := f.resources[st.Resource]
@@ -115,7 +111,7 @@ func (f *metricsFlusher) collect() {
 		// Nothing in this minute came before the resource existed.
 		first := min(max(st.StartMs, tally.firstSeenMs), last)
 
-		d := &store.MinuteDelta{Resource: st.Resource, StartMs: st.StartMs, MetricCounts: counts, FirstSeenMs: first, LastSeenMs: last}
+		d := &store.MinuteDelta{Resource: st.Resource, StartMs: st.StartMs, Counts: counts, FirstSeenMs: first, LastSeenMs: last}
 		mergePending(f.pending, d)
 	}
 }
@@ -128,7 +124,7 @@ func mergePending(batch map[minuteKey]*store.MinuteDelta, d *store.MinuteDelta) 
 		batch[k] = d
 		return
 	}
-	p.Merge(d.MetricCounts)
+	p.Merge(d.Counts)
 	p.FirstSeenMs = min(p.FirstSeenMs, d.FirstSeenMs)
 	p.LastSeenMs = max(p.LastSeenMs, d.LastSeenMs)
 }
@@ -239,7 +235,7 @@ func (f *metricsFlusher) seen(names []string) map[string]resourceTally {
 // minuteFigures returns the named resources' figures for the minute that
 // starts at startMs: what is stored plus what is not flushed yet. Call it
 // within readStore.
-func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names []string) (map[string]store.MetricCounts, error) {
+func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names []string) (map[string]engine.Counts, error) {
 	figures, err := f.store.MinuteMetrics(ctx, startMs, names)
 	if err != nil {
 		return nil, err
@@ -249,7 +245,7 @@ func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names
 	for _, name := range names {
 		if d, ok := f.pending[minuteKey{resource: name, startMs: startMs}]; ok {
 			c := figures[name]
-			c.Merge(d.MetricCounts)
+			c.Merge(d.Counts)
 			figures[name] = c
 		}
 	}
@@ -259,11 +255,11 @@ func (f *metricsFlusher) minuteFigures(ctx context.Context, startMs int64, names
 // totals collects, then returns what was collected for each of resources
 // since the server started or the resource came back after an eviction:
 // zero for one never collected.
-func (f *metricsFlusher) totals(resources []*engine.Resource) []store.MetricCounts {
+func (f *metricsFlusher) totals(resources []*engine.Resource) []engine.Counts {
 	f.collect()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	out := make([]store.MetricCounts, len(resources))
+	out := make([]engine.Counts, len(resources))
 	for i, r := range resources {
 		if t, ok := f.resources[r.Name()]; ok {
 			out[i] = t.totals

@@ -9,6 +9,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -44,12 +45,8 @@ type TopList struct {
 
 // TopItem is one resource's traffic summed over the range.
 type TopItem struct {
-	Resource    string `json:"resource" example:"GET:/api/orders"`
-	Pass        int64  `json:"pass" example:"118200"`
-	Block       int64  `json:"block" example:"4410"`
-	ShadowBlock int64  `json:"shadowBlock" example:"0"`
-	Complete    int64  `json:"complete" example:"118190"`
-	Error       int64  `json:"error" example:"12"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
@@ -116,10 +113,7 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 	}
 	items := make([]TopItem, len(rows))
 	for i, r := range rows {
-		items[i] = TopItem{
-			Resource: r.Resource, Pass: r.Pass, Block: r.Block, ShadowBlock: r.ShadowBlock,
-			Complete: r.Complete, Error: r.Error, AvgRtMs: r.AvgRtMs(),
-		}
+		items[i] = TopItem{Resource: r.Resource, Calls: r.Calls, AvgRtMs: r.AvgRtMs()}
 	}
 	return writeJSON(c, http.StatusOK, TopList{Items: items})
 }

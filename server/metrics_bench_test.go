@@ -61,10 +61,7 @@ func benchDB(b *testing.B) string {
 			day := make([]store.MinuteDelta, 0, 24*60)
 			for m := dayMs; m < dayMs+24*store.HourMs; m += store.MinuteMs {
 				pass := int64(100 + i)
-				day = append(day, store.MinuteDelta{Resource: name, StartMs: m, MetricCounts: store.MetricCounts{
-					Pass: pass, Block: int64(i + 1), Complete: pass, Error: int64(i % 2),
-					RtSumMs: 5 * pass, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 2,
-				}})
+				day = append(day, store.MinuteDelta{Resource: name, StartMs: m, Counts: engine.Counts{Calls: engine.Calls{Pass: pass, Block: int64(i + 1), Complete: pass, Error: int64(i % 2)}, RtSumMs: 5 * pass, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 2}})
 			}
 			if err := st.AddMetrics(b.Context(), day); err != nil {
 				b.Fatal(err)
@@ -285,7 +282,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 		for _, name := range batch {
 			for m := range int64(historyMinutes) {
 				history = append(history, store.MinuteDelta{Resource: name, StartMs: startMs - (historyMinutes-m)*store.MinuteMs,
-					MetricCounts: store.MetricCounts{Pass: 1, Complete: 1, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}})
+					Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}})
 			}
 		}
 		if err := st.AddMetrics(b.Context(), history); err != nil {

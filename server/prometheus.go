@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/store"
 )
 
 // engineCollector exposes, at every scrape, the breakers' states and the
@@ -64,7 +63,7 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 // its calls in flight.
 type resourceRow struct {
 	name        string
-	totals      store.MetricCounts
+	totals      engine.Counts
 	concurrency int64
 }
 

@@ -224,12 +224,9 @@ func (h *resourceHandler) describe(ctx context.Context, names []string, live map
 		if r := h.engine.Lookup(name); !ok && r != nil {
 			l = r.Live()
 		}
-		it.Live = liveFigures(l)
+		it.Live = l
 		m := figures[name]
-		it.LastMinute = MinuteFigures{
-			Pass: m.Pass, Block: m.Block, ShadowBlock: m.ShadowBlock,
-			Complete: m.Complete, Error: m.Error, AvgRtMs: m.AvgRtMs(),
-		}
+		it.LastMinute = MinuteFigures{Calls: m.Calls, AvgRtMs: m.AvgRtMs()}
 		items[i] = it
 	}
 	return items, nil

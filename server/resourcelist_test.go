@@ -41,7 +41,7 @@ func TestMergedNames(t *testing.T) {
 	}
 	var deltas []store.MinuteDelta
 	for _, name := range stored {
-		deltas = append(deltas, store.MinuteDelta{Resource: name, StartMs: metricsT0, MetricCounts: store.MetricCounts{Pass: 1}})
+		deltas = append(deltas, store.MinuteDelta{Resource: name, StartMs: metricsT0, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
 	if err := st.AddMetrics(t.Context(), deltas); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func TestResourcesPaging(t *testing.T) {
 	var old []store.MinuteDelta
 	for i := range 23 {
 		name := []string{"GET /Orders/%02d", "get /users/%02d", "pay_%02d"}[i%3]
-		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, MetricCounts: store.MetricCounts{Pass: 1}})
+		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
 	if err := n.store.AddMetrics(t.Context(), old); err != nil {
 		t.Fatal(err)
@@ -238,7 +238,7 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 	mustStatus(t, resp, body, http.StatusOK)
 	list := decodeStrict[ResourceList](t, body)
 	at := time.UnixMilli(metricsT0).UTC()
-	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (LiveFigures{}) {
+	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (engine.LiveStats{}) {
 		t.Fatalf("list %+v, want gone, first seen at %v, without live traffic", list, at)
 	}
 	got := n.history(t, "gone", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))

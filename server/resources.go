@@ -28,32 +28,15 @@ type ResourceItem struct {
 	Rules int `json:"rules" example:"2"`
 	// FirstSeen and LastSeen bound the resource's traffic; null while it
 	// had none.
-	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
-	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
-	Live       LiveFigures   `json:"live"`
-	LastMinute MinuteFigures `json:"lastMinute"`
-}
-
-// LiveFigures is a resource's traffic over the last second.
-type LiveFigures struct {
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
-	// Concurrency is the calls in flight.
-	Concurrency int64 `json:"concurrency" example:"4"`
+	FirstSeen  *time.Time       `json:"firstSeen" extensions:"x-nullable"`
+	LastSeen   *time.Time       `json:"lastSeen" extensions:"x-nullable"`
+	Live       engine.LiveStats `json:"live"`
+	LastMinute MinuteFigures    `json:"lastMinute"`
 }
 
 // MinuteFigures is a resource's traffic in the last finished UTC minute.
 type MinuteFigures struct {
-	Pass        int64 `json:"pass" example:"7200"`
-	Block       int64 `json:"block" example:"180"`
-	ShadowBlock int64 `json:"shadowBlock" example:"0"`
-	Complete    int64 `json:"complete" example:"7190"`
-	Error       int64 `json:"error" example:"40"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
@@ -71,12 +54,8 @@ type MetricHistory struct {
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
 type MetricPoint struct {
-	Time        time.Time `json:"time"`
-	Pass        int64     `json:"pass" example:"7200"`
-	Block       int64     `json:"block" example:"180"`
-	ShadowBlock int64     `json:"shadowBlock" example:"0"`
-	Complete    int64     `json:"complete" example:"7190"`
-	Error       int64     `json:"error" example:"40"`
+	Time time.Time `json:"time"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
@@ -154,13 +133,6 @@ func seen(it *ResourceItem, firstMs, lastMs int64) {
 	}
 }
 
-func liveFigures(l engine.LiveStats) LiveFigures {
-	return LiveFigures{
-		PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
-		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
-	}
-}
-
 // metrics answers one resource's history, rolled up to the step.
 //
 //	@Summary		Metric history of a resource
@@ -220,8 +192,7 @@ func (h *resourceHandler) metrics(c *fiber.Ctx) error {
 	points := make([]MetricPoint, len(rows))
 	for i, p := range rows {
 		points[i] = MetricPoint{
-			Time: time.UnixMilli(p.StartMs).UTC(), Pass: p.Pass, Block: p.Block, ShadowBlock: p.ShadowBlock,
-			Complete: p.Complete, Error: p.Error, AvgRtMs: p.AvgRtMs(),
+			Time: time.UnixMilli(p.StartMs).UTC(), Calls: p.Calls, AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
 		}
 	}

@@ -96,7 +96,7 @@ func BenchmarkResourcesList(b *testing.B) {
 		deltas := make([]store.MinuteDelta, 0, 10_000)
 		for i := from; i < min(from+10_000, count); i++ {
 			deltas = append(deltas, store.MinuteDelta{Resource: benchName(i), StartMs: startMs,
-				MetricCounts: store.MetricCounts{Pass: int64(i % 100), Complete: int64(i % 100)}})
+				Counts: engine.Counts{Calls: engine.Calls{Pass: int64(i % 100), Complete: int64(i % 100)}}})
 		}
 		if err := n.store.AddMetrics(b.Context(), deltas); err != nil {
 			b.Fatal(err)

@@ -25,7 +25,7 @@ type StreamStats struct {
 // StreamResource is one resource's traffic over the last second.
 type StreamResource struct {
 	Name string `json:"name" example:"GET:/api/orders"`
-	LiveFigures
+	engine.LiveStats
 }
 
 // streamHub reads every resource's live figures once an interval, while
@@ -228,7 +228,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 }
 
 func streamResource(name string, l engine.LiveStats) StreamResource {
-	return StreamResource{Name: name, LiveFigures: liveFigures(l)}
+	return StreamResource{Name: name, LiveStats: l}
 }
 
 // data is the frame's JSON for sub.
