@@ -10,33 +10,17 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
 // Bounds of the metric queries (API.md).
 const (
-	maxMetricPoints = 10_000
 	defaultTopLimit = 10
 	maxTopLimit     = 100
-	// defaultTopRangeMs is the range of a top query that names no from.
-	defaultTopRangeMs = store.HourMs
-	// defaultHistorySteps is how many steps a history query that names no
-	// from covers.
-	defaultHistorySteps = 60
 	// maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
 	maxTimeMs = 253_402_300_799_999
 )
-
-// metricSteps are the steps of the history, UTC-aligned.
-var metricSteps = map[string]int64{
-	"1m":  store.MinuteMs,
-	"5m":  5 * store.MinuteMs,
-	"15m": 15 * store.MinuteMs,
-	"1h":  store.HourMs,
-	"1d":  24 * store.HourMs,
-}
-
-const stepNames = "1m, 5m, 15m, 1h, 1d"
 
 // TopList ranks resources by their traffic over a range.
 type TopList struct {
@@ -52,8 +36,7 @@ type TopItem struct {
 }
 
 type metricsHandler struct {
-	store   *store.Store
-	flusher *metricsFlusher
+	metrics *metrics.Pipeline
 	stream  *streamHub
 }
 
@@ -81,11 +64,11 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/top [get]
 func (h *metricsHandler) top(c *fiber.Ctx) error {
-	toMs, err := timeParam(c, "to", h.flusher.nowMs())
+	toMs, err := timeParam(c, "to", h.metrics.NowMs())
 	if err != nil {
 		return err
 	}
-	fromMs, err := timeParam(c, "from", max(0, toMs-defaultTopRangeMs))
+	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultTopRangeMs))
 	if err != nil {
 		return err
 	}
@@ -107,7 +90,7 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 		}
 		limit = n
 	}
-	rows, err := h.store.TopResources(c.UserContext(), fromMs, toMs, by, limit)
+	rows, err := h.metrics.Top(c.UserContext(), fromMs, toMs, by, limit)
 	if err != nil {
 		return err
 	}

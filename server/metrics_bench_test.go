@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -291,7 +292,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 	}
 	clock := engine.NewManualClock(startMs)
 	eng := engine.New(engine.Options{Clock: clock})
-	f := newMetricsFlusher(eng, st, logger)
+	pipeline := metrics.New(metrics.Options{Engine: eng, Store: st, Logger: logger})
 	resources := make([]*engine.Resource, resourceCount)
 	for i, name := range names {
 		resources[i] = eng.Resource(name)
@@ -308,7 +309,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if err := f.flush(b.Context()); err != nil {
+		if err := pipeline.Flush(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		latencies = append(latencies, time.Since(start))

@@ -93,7 +93,7 @@ func (n *metricsNode) stop(t *testing.T) {
 func (n *metricsNode) kill(t *testing.T) {
 	t.Helper()
 	n.down = true
-	n.metricJobs.stop()
+	n.metrics.Stop()
 	n.stream.close()
 	// As Shutdown does: a Serve that has not reached Fiber yet returns at
 	// once, and one that has is stopped by closing its listener.
@@ -114,7 +114,7 @@ func (n *metricsNode) kill(t *testing.T) {
 
 func (n *metricsNode) flush(t *testing.T) {
 	t.Helper()
-	if err := n.flusher.flush(t.Context()); err != nil {
+	if err := n.metrics.Flush(t.Context()); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
 }
@@ -315,7 +315,7 @@ func TestHistoryOfAKnownPattern(t *testing.T) {
 	})
 	t.Run("across a retention cut", func(t *testing.T) {
 		// 11:20 less 20 minutes, cut at the whole hour: 11:00.
-		if err := n.flusher.prune(t.Context(), 20*time.Minute); err != nil {
+		if err := n.metrics.Prune(t.Context(), 20*time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		check(t, metricsT0+store.HourMs)

@@ -136,7 +136,7 @@ func BenchmarkResourcesList(b *testing.B) {
 
 // liveNode is a server whose engine tracks SLUICE_BENCH_RESOURCES
 // resources (1,000 by default), each with traffic in the last second and
-// collected by the flusher, as they are at a scrape or a stream tick.
+// collected by the pipeline, as they are at a scrape or a stream tick.
 func liveNode(b *testing.B) *node {
 	b.Helper()
 	count := benchResourceCount(b)
@@ -149,7 +149,7 @@ func liveNode(b *testing.B) *node {
 	if got := eng.ResourceCount(); got != count {
 		b.Fatalf("the engine tracks %d resources, want %d (raise its MaxResources)", got, count)
 	}
-	n.flusher.collect()
+	n.metrics.Collect()
 	return n
 }
 
