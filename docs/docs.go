@@ -566,6 +566,44 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/metrics/history-steps": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The steps GET /api/v1/resources/{name}/metrics takes, smallest first, with their lengths; the most points one answer may span ((to - from) / step); and the flush interval, how fresh the stored figures are. A client picks the smallest step that fits its range.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "metrics"
+                ],
+                "summary": "Steps and bounds of the history",
+                "operationId": "getHistorySteps",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.HistorySteps"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/metrics/stream": {
             "get": {
                 "security": [
@@ -2895,6 +2933,41 @@ const docTemplate = `{
                     "description": "Version is the server's build version.",
                     "type": "string",
                     "example": "1.4.0"
+                }
+            }
+        },
+        "server.HistoryStep": {
+            "type": "object",
+            "properties": {
+                "name": {
+                    "type": "string",
+                    "example": "5m"
+                },
+                "stepMs": {
+                    "type": "integer",
+                    "example": 300000
+                }
+            }
+        },
+        "server.HistorySteps": {
+            "type": "object",
+            "properties": {
+                "flushIntervalMs": {
+                    "description": "FlushIntervalMs is how often the figures are stored: a history is as\nfresh as the last flush.",
+                    "type": "integer",
+                    "example": 10000
+                },
+                "maxPoints": {
+                    "description": "MaxPoints is the most steps, (to - from) / step, one answer may span.",
+                    "type": "integer",
+                    "example": 10000
+                },
+                "steps": {
+                    "description": "Steps are the history's steps, smallest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HistoryStep"
+                    }
                 }
             }
         },

@@ -35,6 +35,26 @@ type TopItem struct {
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
 
+// HistorySteps is what a client needs to ask for a history: its steps,
+// the most points one answer may hold, and how fresh the stored figures
+// are.
+type HistorySteps struct {
+	// Steps are the history's steps, smallest first.
+	Steps []HistoryStep `json:"steps"`
+	// MaxPoints is the most steps, (to - from) / step, one answer may span.
+	MaxPoints int `json:"maxPoints" example:"10000"`
+	// FlushIntervalMs is how often the figures are stored: a history is as
+	// fresh as the last flush.
+	FlushIntervalMs int64 `json:"flushIntervalMs" example:"10000"`
+}
+
+// HistoryStep is a step of the history: its name, as the step parameter
+// takes it, and its length. Steps are UTC-aligned.
+type HistoryStep struct {
+	Name   string `json:"name" example:"5m"`
+	StepMs int64  `json:"stepMs" example:"300000"`
+}
+
 type metricsHandler struct {
 	metrics *metrics.Pipeline
 	stream  *streamHub
@@ -42,6 +62,7 @@ type metricsHandler struct {
 
 func bindMetrics(api apiRoutes, h *metricsHandler) {
 	api.get("/metrics/top", viewers, h.top)
+	api.get("/metrics/history-steps", viewers, h.historySteps)
 	api.get("/metrics/stream", viewers, h.streamStats)
 }
 
@@ -99,6 +120,28 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 		items[i] = TopItem{Resource: r.Resource, Calls: r.Calls, AvgRtMs: r.AvgRtMs()}
 	}
 	return writeJSON(c, http.StatusOK, TopList{Items: items})
+}
+
+// historySteps answers the steps and bounds of the history.
+//
+//	@Summary		Steps and bounds of the history
+//	@ID				getHistorySteps
+//	@Description	The steps GET /api/v1/resources/{name}/metrics takes, smallest first, with their lengths; the most points one answer may span ((to - from) / step); and the flush interval, how fresh the stored figures are. A client picks the smallest step that fits its range.
+//	@Tags			metrics
+//	@Produce		json
+//	@Success		200	{object}	HistorySteps
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/metrics/history-steps [get]
+func (h *metricsHandler) historySteps(c *fiber.Ctx) error {
+	steps := make([]HistoryStep, len(metrics.Steps))
+	for i, s := range metrics.Steps {
+		steps[i] = HistoryStep{Name: s.Name, StepMs: s.Ms}
+	}
+	return writeJSON(c, http.StatusOK, HistorySteps{
+		Steps: steps, MaxPoints: metrics.MaxHistoryPoints, FlushIntervalMs: h.metrics.FlushInterval().Milliseconds(),
+	})
 }
 
 // timeParam reads a time query parameter, RFC 3339 or Unix milliseconds,

@@ -572,3 +572,37 @@ func TestPrometheusExposition(t *testing.T) {
 		t.Errorf("stored history %+v disagrees with the exposition", got.Points)
 	}
 }
+
+// TestHistoryStepsDescribeTheHistory: GET /metrics/history-steps answers
+// the steps the history takes, its cap on points and the flush interval,
+// and the history holds to them: every step is accepted up to the cap and
+// refused one step past it.
+func TestHistoryStepsDescribeTheHistory(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	traffic(t, n.engine, "orders", 1, 0, 1)
+	resp, body := n.call(t, http.MethodGet, "/api/v1/metrics/history-steps", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	got := decodeStrict[HistorySteps](t, body)
+	want := HistorySteps{
+		Steps: []HistoryStep{
+			{Name: "1m", StepMs: store.MinuteMs}, {Name: "5m", StepMs: 5 * store.MinuteMs}, {Name: "15m", StepMs: 15 * store.MinuteMs},
+			{Name: "1h", StepMs: store.HourMs}, {Name: "1d", StepMs: 24 * store.HourMs},
+		},
+		MaxPoints: 10_000, FlushIntervalMs: time.Hour.Milliseconds(),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("history steps %+v, want %+v", got, want)
+	}
+	for _, step := range got.Steps {
+		path := "/api/v1/resources/orders/metrics?"
+		at := rangeQuery(0, int64(got.MaxPoints)*step.StepMs, step.Name)
+		if resp, body := n.call(t, http.MethodGet, path+at, nil, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("step %s, %d points: %d %s", step.Name, got.MaxPoints, resp.StatusCode, body)
+		}
+		past := rangeQuery(0, int64(got.MaxPoints+1)*step.StepMs, step.Name)
+		if resp, body := n.call(t, http.MethodGet, path+past, nil, nil); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("step %s, %d points: %d %s, want 400", step.Name, got.MaxPoints+1, resp.StatusCode, body)
+		}
+	}
+}
