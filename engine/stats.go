@@ -4,41 +4,6 @@ import (
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// LiveStats is a resource's traffic over the last second. The API answers
-// it as is: its JSON names and examples are the API's.
-type LiveStats struct {
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
-	// Concurrency is the calls in flight.
-	Concurrency int64 `json:"concurrency" example:"4"`
-}
-
-// Live returns the resource's figures over the last second, read in one
-// pass over its window.
-func (r *Resource) Live() LiveStats {
-	sums := r.second.SumAll(r.now())
-	perSecond := func(ev window.Event) float64 {
-		return float64(sums[ev]) * 1000 / secondIntervalMs
-	}
-	s := LiveStats{
-		PassQps:        perSecond(window.Pass),
-		BlockQps:       perSecond(window.Block),
-		ShadowBlockQps: perSecond(window.ShadowBlock),
-		CompleteQps:    perSecond(window.Complete),
-		ErrorQps:       perSecond(window.Error),
-		Concurrency:    r.concurrency.Load(),
-	}
-	if s.CompleteQps > 0 {
-		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
-	}
-	return s
-}
-
 // Calls counts what became of a resource's calls over a span of time.
 // The API answers it as is, in every figure of counted calls: its JSON
 // names and examples are the API's.
@@ -52,6 +17,8 @@ type Calls struct {
 
 // Counts is a resource's traffic over a span of time: what the engine
 // hands out per minute, a minute or hour row holds, and an answer totals.
+// Its JSON is a minute of an instance's report (API.md), so that the
+// figures an instance counted reach the pipeline in this same shape.
 type Counts struct {
 	Calls
 	RtSumMs int64 `json:"rtSumMs"`
@@ -167,4 +134,39 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 		})
 	}
 	return out
+}
+
+// LiveStats is a resource's traffic over the last second. The API answers
+// it as is: its JSON names and examples are the API's.
+type LiveStats struct {
+	PassQps        float64 `json:"passQps" example:"120"`
+	BlockQps       float64 `json:"blockQps" example:"3"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
+	CompleteQps    float64 `json:"completeQps" example:"119"`
+	ErrorQps       float64 `json:"errorQps" example:"1"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// Concurrency is the calls in flight.
+	Concurrency int64 `json:"concurrency" example:"4"`
+}
+
+// Live returns the resource's figures over the last second, read in one
+// pass over its window.
+func (r *Resource) Live() LiveStats {
+	sums := r.second.SumAll(r.now())
+	perSecond := func(ev window.Event) float64 {
+		return float64(sums[ev]) * 1000 / secondIntervalMs
+	}
+	s := LiveStats{
+		PassQps:        perSecond(window.Pass),
+		BlockQps:       perSecond(window.Block),
+		ShadowBlockQps: perSecond(window.ShadowBlock),
+		CompleteQps:    perSecond(window.Complete),
+		ErrorQps:       perSecond(window.Error),
+		Concurrency:    r.concurrency.Load(),
+	}
+	if s.CompleteQps > 0 {
+		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
+	}
+	return s
 }
