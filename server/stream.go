@@ -172,13 +172,13 @@ func (h *streamHub) tick(stop <-chan struct{}) {
 // frame reads the figures of every resource with traffic or calls in
 // flight.
 func (h *streamHub) frame() *streamFrame {
-	atMs, live := h.metrics.Live()
-	stats := StreamStats{Time: time.UnixMilli(atMs).UTC(), Resources: make([]StreamResource, len(live))}
-	for i, r := range live {
-		stats.Resources[i] = StreamResource{Name: r.Name, LiveStats: r.LiveStats}
-	}
-	// One allocation for the JSON, about 150 bytes a resource: a frame may
-	// hold 100,000.
+	// One allocation each for the figures and their JSON, about 150
+	// bytes a resource: a frame may hold 100,000.
+	resources := make([]StreamResource, 0, h.metrics.LiveCount())
+	atMs := h.metrics.Live(func(name string, l engine.LiveStats) {
+		resources = append(resources, StreamResource{Name: name, LiveStats: l})
+	})
+	stats := StreamStats{Time: time.UnixMilli(atMs).UTC(), Resources: resources}
 	all := appendStreamStats(make([]byte, 0, 64+160*len(stats.Resources)), stats)
 	return &streamFrame{stats: stats, all: all}
 }

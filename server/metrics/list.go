@@ -130,7 +130,7 @@ func (p *Pipeline) Resources(ctx context.Context, q string, order Order, page st
 
 // fresh returns, sorted, the names containing q that were collected since
 // the last flush and that the catalogue does not hold yet. Those it holds
-// already (seen before a restart) are looked up once: the flusher forgets
+// already (seen before a restart) are looked up once: the pipeline forgets
 // them.
 func (p *Pipeline) fresh(ctx context.Context, q string) ([]string, error) {
 	var names []string

@@ -4,24 +4,20 @@ import (
 	"github.com/sluicehq/sluice/engine"
 )
 
-// LiveResource is one resource's traffic over the last second.
-type LiveResource struct {
-	Name string
-	engine.LiveStats
+// Live calls fn with the last second's figures of every resource with
+// traffic or calls in flight, and returns the time on the pipeline's clock
+// they were read at. fn builds what it needs as it goes: a frame may hold
+// 100,000 resources, once a second.
+func (p *Pipeline) Live(fn func(name string, live engine.LiveStats)) (atMs int64) {
+	atMs = p.NowMs()
+	for _, r := range p.engine.Resources() {
+		if l := r.Live(); l != (engine.LiveStats{}) {
+			fn(r.Name(), l)
+		}
+	}
+	return atMs
 }
 
-// Live returns the time on the pipeline's clock and the last second's
-// figures of every resource with traffic or calls in flight.
-func (p *Pipeline) Live() (atMs int64, resources []LiveResource) {
-	tracked := p.engine.Resources()
-	// One allocation for the figures: a frame may hold 100,000.
-	resources = make([]LiveResource, 0, len(tracked))
-	for _, r := range tracked {
-		l := r.Live()
-		if l == (engine.LiveStats{}) {
-			continue
-		}
-		resources = append(resources, LiveResource{Name: r.Name(), LiveStats: l})
-	}
-	return p.NowMs(), resources
-}
+// LiveCount is how many resources the engine tracks, the most Live may
+// call fn for.
+func (p *Pipeline) LiveCount() int { return p.engine.ResourceCount() }
