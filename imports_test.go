@@ -13,17 +13,19 @@ import (
 const module = "github.com/sluicehq/sluice"
 
 // allowedImports is ARCHITECTURE.md's table: the module's packages each
-// top-level directory may import. The standard library is always allowed,
-// and so is any other module, except in engine.
+// layer (a top-level directory, or the domains under server/) may import.
+// The standard library is always allowed, and so is any other module,
+// except in engine and, for Fiber, in the domains.
 var allowedImports = map[string][]string{
-	"engine":     {"engine"},
-	"migrations": {},
-	"store":      {"engine", "migrations"},
-	"web":        {},
-	"docs":       {},
-	"server":     {"engine", "store", "web", "docs"},
-	"cmd":        {"engine", "store", "server", "migrations", "web", "docs", "cmd"},
-	"e2e":        {"engine", "store", "server", "web"},
+	"engine":      {"engine"},
+	"migrations":  {},
+	"store":       {"engine", "migrations"},
+	"web":         {},
+	"docs":        {},
+	"server":      {"engine", "store", "web", "docs", serverDomains},
+	serverDomains: {"engine", "store"},
+	"cmd":         {"engine", "store", "server", serverDomains, "migrations", "web", "docs", "cmd"},
+	"e2e":         {"engine", "store", "server", "web"},
 }
 
 type goPackage struct {
@@ -71,6 +73,18 @@ func topDir(rel string) string {
 	return top
 }
 
+// serverDomains is the layer of the packages under server/: the domains
+// behind the handlers, below the Fiber layer.
+const serverDomains = "server/*"
+
+// layer returns the row of allowedImports that rel belongs to.
+func layer(rel string) string {
+	if strings.HasPrefix(rel, "server/") {
+		return serverDomains
+	}
+	return topDir(rel)
+}
+
 // fiberMiddleware is the one engine package that may import a module
 // outside the standard library: Fiber, to guard Fiber routes. The net/http
 // middleware and what the two share are held to the engine's rule, so that
@@ -92,7 +106,7 @@ func violations(pkgs map[string]goPackage) []string {
 		if !inModule || rel == "" {
 			continue // the module root holds only this test
 		}
-		allowed, known := allowedImports[topDir(rel)]
+		allowed, known := allowedImports[layer(rel)]
 		if !known {
 			found = append(found, fmt.Sprintf("%s: top-level directory %q is not in ARCHITECTURE.md's layout", pkg.importPath, topDir(rel)))
 			continue
@@ -105,11 +119,13 @@ func violations(pkgs map[string]goPackage) []string {
 			switch {
 			case engineCore(rel) && !(impInModule && engineCore(impRel)):
 				found = append(found, fmt.Sprintf("%s imports %s: the engine imports the standard library and itself only", pkg.importPath, imp))
+			case layer(rel) == serverDomains && strings.HasPrefix(imp, "github.com/gofiber/"):
+				found = append(found, fmt.Sprintf("%s imports %s: the domains under server/ hold no Fiber types", pkg.importPath, imp))
 			case !impInModule:
 			case topDir(impRel) == "cmd" && topDir(rel) != "cmd":
 				found = append(found, fmt.Sprintf("%s imports %s: nothing imports cmd", pkg.importPath, imp))
-			case !slices.Contains(allowed, topDir(impRel)):
-				found = append(found, fmt.Sprintf("%s imports %s: %s may import only %v of this module", pkg.importPath, imp, topDir(rel), allowed))
+			case !slices.Contains(allowed, layer(impRel)):
+				found = append(found, fmt.Sprintf("%s imports %s: %s may import only %v of this module", pkg.importPath, imp, layer(rel), allowed))
 			}
 		}
 	}
@@ -152,6 +168,10 @@ func TestImportBoundaryRules(t *testing.T) {
 		{name: "store uses the server", pkg: pkg(module+"/store", module+"/server"), wantBad: true},
 		{name: "server uses cmd", pkg: pkg(module+"/server", module+"/cmd/sluice"), wantBad: true},
 		{name: "server uses the store, web and docs", pkg: pkg(module+"/server", module+"/store", module+"/web", module+"/docs")},
+		{name: "server uses a domain", pkg: pkg(module+"/server", module+"/server/metrics")},
+		{name: "a domain uses the engine and the store", pkg: pkg(module+"/server/metrics", module+"/engine", module+"/store")},
+		{name: "a domain uses the server", pkg: pkg(module+"/server/metrics", module+"/server"), wantBad: true},
+		{name: "a domain uses Fiber", pkg: pkg(module+"/server/metrics", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "unknown top-level directory", pkg: pkg(module + "/util"), wantBad: true},
 	}
 	for _, tt := range tests {

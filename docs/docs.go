@@ -566,6 +566,44 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/metrics/history-steps": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The steps GET /api/v1/resources/{name}/metrics takes, smallest first, with their lengths; the most points one answer may span ((to - from) / step); and the flush interval, how fresh the stored figures are. A client picks the smallest step that fits its range.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "metrics"
+                ],
+                "summary": "Steps and bounds of the history",
+                "operationId": "getHistorySteps",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.HistorySteps"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/metrics/stream": {
             "get": {
                 "security": [
@@ -2501,6 +2539,41 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "engine.LiveStats": {
+            "type": "object",
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
+                },
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
+                }
+            }
+        },
         "server.APIToken": {
             "type": "object",
             "properties": {
@@ -2863,38 +2936,38 @@ const docTemplate = `{
                 }
             }
         },
-        "server.LiveFigures": {
+        "server.HistoryStep": {
             "type": "object",
             "properties": {
-                "avgRtMs": {
-                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
-                    "type": "number",
-                    "example": 12.5
+                "name": {
+                    "type": "string",
+                    "example": "5m"
                 },
-                "blockQps": {
-                    "type": "number",
-                    "example": 3
-                },
-                "completeQps": {
-                    "type": "number",
-                    "example": 119
-                },
-                "concurrency": {
-                    "description": "Concurrency is the calls in flight.",
+                "stepMs": {
                     "type": "integer",
-                    "example": 4
+                    "example": 300000
+                }
+            }
+        },
+        "server.HistorySteps": {
+            "type": "object",
+            "properties": {
+                "flushIntervalMs": {
+                    "description": "FlushIntervalMs is how often the figures are stored: a history is as\nfresh as the last flush.",
+                    "type": "integer",
+                    "example": 10000
                 },
-                "errorQps": {
-                    "type": "number",
-                    "example": 1
+                "maxPoints": {
+                    "description": "MaxPoints is the most steps, (to - from) / step, one answer may span.",
+                    "type": "integer",
+                    "example": 10000
                 },
-                "passQps": {
-                    "type": "number",
-                    "example": 120
-                },
-                "shadowBlockQps": {
-                    "type": "number",
-                    "example": 0
+                "steps": {
+                    "description": "Steps are the history's steps, smallest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HistoryStep"
+                    }
                 }
             }
         },
@@ -3159,7 +3232,7 @@ const docTemplate = `{
                     "x-nullable": true
                 },
                 "live": {
-                    "$ref": "#/definitions/server.LiveFigures"
+                    "$ref": "#/definitions/engine.LiveStats"
                 },
                 "name": {
                     "type": "string",
@@ -3712,19 +3785,19 @@ const docTemplate = `{
                 },
                 "block": {
                     "type": "integer",
-                    "example": 4410
+                    "example": 180
                 },
                 "complete": {
                     "type": "integer",
-                    "example": 118190
+                    "example": 7190
                 },
                 "error": {
                     "type": "integer",
-                    "example": 12
+                    "example": 40
                 },
                 "pass": {
                     "type": "integer",
-                    "example": 118200
+                    "example": 7200
                 },
                 "resource": {
                     "type": "string",

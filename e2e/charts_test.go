@@ -137,8 +137,8 @@ func seedHistory(t *testing.T, st *store.Store, resource string, span time.Durat
 		block := int64(offered) - pass
 		rows = append(rows, store.MinuteDelta{
 			Resource: resource, StartMs: at.UnixMilli(),
-			MetricCounts: store.MetricCounts{
-				Pass: pass, Block: block, Complete: pass, Error: pass / 150,
+			Counts: engine.Counts{
+				Calls:   engine.Calls{Pass: pass, Block: block, Complete: pass, Error: pass / 150},
 				RtSumMs: pass * int64(25+15*math.Sin(2*math.Pi*day*7)), MinRtMs: 3, MaxRtMs: 240, MaxConcurrency: 12,
 			},
 		})

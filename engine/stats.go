@@ -4,59 +4,71 @@ import (
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// LiveStats is a resource's traffic over the last second.
-type LiveStats struct {
-	PassQps        float64
-	BlockQps       float64
-	ShadowBlockQps float64
-	CompleteQps    float64
-	ErrorQps       float64
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs     float64
-	Concurrency int64
+// Calls counts what became of a resource's calls over a span of time.
+// The API answers it as is, in every figure of counted calls: its JSON
+// names and examples are the API's.
+type Calls struct {
+	Pass        int64 `json:"pass" example:"7200"`
+	Block       int64 `json:"block" example:"180"`
+	ShadowBlock int64 `json:"shadowBlock" example:"0"`
+	Complete    int64 `json:"complete" example:"7190"`
+	Error       int64 `json:"error" example:"40"`
 }
 
-// Live returns the resource's figures over the last second, read in one
-// pass over its window.
-func (r *Resource) Live() LiveStats {
-	sums := r.second.SumAll(r.now())
-	perSecond := func(ev window.Event) float64 {
-		return float64(sums[ev]) * 1000 / secondIntervalMs
+// Counts is a resource's traffic over a span of time: what the engine
+// hands out per minute, a minute or hour row holds, and an answer totals.
+// Its JSON is a minute of an instance's report (API.md), so that the
+// figures an instance counted reach the pipeline in this same shape.
+type Counts struct {
+	Calls
+	RtSumMs int64 `json:"rtSumMs"`
+	// MinRtMs is the fastest completed call; it means nothing while
+	// Complete is 0.
+	MinRtMs        int64 `json:"minRtMs"`
+	MaxRtMs        int64 `json:"maxRtMs"`
+	MaxConcurrency int64 `json:"maxConcurrency"`
+}
+
+// Merge adds o to c the way deltas add up to a minute: counts add, the
+// minimum and maxima merge.
+func (c *Counts) Merge(o Counts) {
+	switch {
+	case o.Complete == 0:
+	case c.Complete == 0:
+		c.MinRtMs = o.MinRtMs
+	default:
+		c.MinRtMs = min(c.MinRtMs, o.MinRtMs)
 	}
-	s := LiveStats{
-		PassQps:        perSecond(window.Pass),
-		BlockQps:       perSecond(window.Block),
-		ShadowBlockQps: perSecond(window.ShadowBlock),
-		CompleteQps:    perSecond(window.Complete),
-		ErrorQps:       perSecond(window.Error),
-		Concurrency:    r.concurrency.Load(),
+	c.Pass += o.Pass
+	c.Block += o.Block
+	c.ShadowBlock += o.ShadowBlock
+	c.Complete += o.Complete
+	c.Error += o.Error
+	c.RtSumMs += o.RtSumMs
+	c.MaxRtMs = max(c.MaxRtMs, o.MaxRtMs)
+	c.MaxConcurrency = max(c.MaxConcurrency, o.MaxConcurrency)
+}
+
+// AvgRtMs is the mean response time of the completed calls, 0 if none.
+func (c Counts) AvgRtMs() float64 {
+	if c.Complete == 0 {
+		return 0
 	}
-	if s.CompleteQps > 0 {
-		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
-	}
-	return s
+	return float64(c.RtSumMs) / float64(c.Complete)
 }
 
 // MinuteStat is what happened to one resource in one UTC minute since the
 // previous CollectMinutes: counts are deltas to add to what was collected
 // before; the extremes are those of the whole minute so far, to merge with
-// min and max.
+// min and max (Counts.Merge).
 type MinuteStat struct {
 	Resource string
 	// StartMs is the minute's start in Unix milliseconds.
 	StartMs int64
 	// Finished is true once the minute is over: later collections bring
 	// nothing more for it.
-	Finished       bool
-	Pass           int64
-	Block          int64
-	ShadowBlock    int64
-	Complete       int64
-	Error          int64
-	RtSumMs        int64
-	MinRtMs        int64 // 0 when no call completed
-	MaxRtMs        int64
-	MaxConcurrency int64
+	Finished bool
+	Counts
 }
 
 // CollectMinutes hands out, per resource and minute, what was recorded since
@@ -103,19 +115,58 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 			continue
 		}
 		out = append(out, MinuteStat{
-			Resource:       r.name,
-			StartMs:        start,
-			Finished:       start+minuteMs <= now,
-			Pass:           taken.Counts[window.Pass],
-			Block:          taken.Counts[window.Block],
-			ShadowBlock:    taken.Counts[window.ShadowBlock],
-			Complete:       taken.Counts[window.Complete],
-			Error:          taken.Counts[window.Error],
-			RtSumMs:        taken.Counts[window.RtSum],
-			MinRtMs:        taken.MinRtMs,
-			MaxRtMs:        taken.MaxRtMs,
-			MaxConcurrency: taken.MaxConcurrency,
+			Resource: r.name,
+			StartMs:  start,
+			Finished: start+minuteMs <= now,
+			Counts: Counts{
+				Calls: Calls{
+					Pass:        taken.Counts[window.Pass],
+					Block:       taken.Counts[window.Block],
+					ShadowBlock: taken.Counts[window.ShadowBlock],
+					Complete:    taken.Counts[window.Complete],
+					Error:       taken.Counts[window.Error],
+				},
+				RtSumMs:        taken.Counts[window.RtSum],
+				MinRtMs:        taken.MinRtMs,
+				MaxRtMs:        taken.MaxRtMs,
+				MaxConcurrency: taken.MaxConcurrency,
+			},
 		})
 	}
 	return out
+}
+
+// LiveStats is a resource's traffic over the last second. The API answers
+// it as is: its JSON names and examples are the API's.
+type LiveStats struct {
+	PassQps        float64 `json:"passQps" example:"120"`
+	BlockQps       float64 `json:"blockQps" example:"3"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
+	CompleteQps    float64 `json:"completeQps" example:"119"`
+	ErrorQps       float64 `json:"errorQps" example:"1"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// Concurrency is the calls in flight.
+	Concurrency int64 `json:"concurrency" example:"4"`
+}
+
+// Live returns the resource's figures over the last second, read in one
+// pass over its window.
+func (r *Resource) Live() LiveStats {
+	sums := r.second.SumAll(r.now())
+	perSecond := func(ev window.Event) float64 {
+		return float64(sums[ev]) * 1000 / secondIntervalMs
+	}
+	s := LiveStats{
+		PassQps:        perSecond(window.Pass),
+		BlockQps:       perSecond(window.Block),
+		ShadowBlockQps: perSecond(window.ShadowBlock),
+		CompleteQps:    perSecond(window.Complete),
+		ErrorQps:       perSecond(window.Error),
+		Concurrency:    r.concurrency.Load(),
+	}
+	if s.CompleteQps > 0 {
+		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
+	}
+	return s
 }

@@ -23,10 +23,7 @@ func TestCollectMinutes(t *testing.T) {
 		call(0, nil) // 4 pass (the first call is a second old: 5 in the second), 2 blocked
 	}
 	first := e.CollectMinutes()
-	want := MinuteStat{
-		Resource: "orders", StartMs: minute0, Pass: 6, Block: 2, Complete: 6, Error: 1,
-		RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1,
-	}
+	want := MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 6, Block: 2, Complete: 6, Error: 1}, RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1}}
 	if len(first) != 1 || first[0] != want {
 		t.Fatalf("first collection = %+v, want [%+v]", first, want)
 	}
@@ -39,10 +36,7 @@ func TestCollectMinutes(t *testing.T) {
 	clock.Set(minute0 + 30_000)
 	call(50, nil)
 	delta := e.CollectMinutes()
-	want = MinuteStat{
-		Resource: "orders", StartMs: minute0, Pass: 1, Complete: 1, RtSumMs: 50,
-		MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1,
-	}
+	want = MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 1, Complete: 1}, RtSumMs: 50, MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1}}
 	if len(delta) != 1 || delta[0] != want {
 		t.Fatalf("delta = %+v, want [%+v]", delta, want)
 	}
@@ -117,5 +111,41 @@ func TestResources(t *testing.T) {
 	}
 	if len(e.Resources()) != 2 {
 		t.Fatal("Lookup created a resource")
+	}
+}
+
+func TestCountsMerge(t *testing.T) {
+	tests := []struct {
+		name      string
+		into, add Counts
+		want      Counts
+	}{
+		{
+			name: "counts add, extremes merge",
+			into: Counts{Calls: Calls{Pass: 1, Block: 2, ShadowBlock: 3, Complete: 1, Error: 1}, RtSumMs: 10, MinRtMs: 10, MaxRtMs: 10, MaxConcurrency: 4},
+			add:  Counts{Calls: Calls{Pass: 10, Block: 20, ShadowBlock: 30, Complete: 2, Error: 0}, RtSumMs: 5, MinRtMs: 2, MaxRtMs: 3, MaxConcurrency: 2},
+			want: Counts{Calls: Calls{Pass: 11, Block: 22, ShadowBlock: 33, Complete: 3, Error: 1}, RtSumMs: 15, MinRtMs: 2, MaxRtMs: 10, MaxConcurrency: 4},
+		},
+		{
+			name: "a minimum without completions is ignored",
+			into: Counts{Calls: Calls{Complete: 2}, RtSumMs: 10, MinRtMs: 4, MaxRtMs: 6},
+			add:  Counts{Calls: Calls{Pass: 1}, MinRtMs: 0},
+			want: Counts{Calls: Calls{Pass: 1, Complete: 2}, RtSumMs: 10, MinRtMs: 4, MaxRtMs: 6},
+		},
+		{
+			name: "the first minimum is taken whatever it is",
+			into: Counts{Calls: Calls{Pass: 3}},
+			add:  Counts{Calls: Calls{Complete: 1}, RtSumMs: 9, MinRtMs: 9, MaxRtMs: 9},
+			want: Counts{Calls: Calls{Pass: 3, Complete: 1}, RtSumMs: 9, MinRtMs: 9, MaxRtMs: 9},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.into
+			got.Merge(tt.add)
+			if got != tt.want {
+				t.Errorf("Merge = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }

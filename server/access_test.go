@@ -47,6 +47,7 @@ var routePolicy = map[string]string{
 	"GET /api/v1/resources":               roleViewer,
 	"GET /api/v1/resources/:name/metrics": roleViewer,
 	"GET /api/v1/metrics/top":             roleViewer,
+	"GET /api/v1/metrics/history-steps":   roleViewer,
 	"GET /api/v1/metrics/stream":          roleViewer,
 }
 
@@ -143,6 +144,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		"GET /api/v1/resources":               fixed("/api/v1/resources", "", ""),
 		"GET /api/v1/resources/:name/metrics": fixed("/api/v1/resources/walk/metrics", "", ""),
 		"GET /api/v1/metrics/top":             fixed("/api/v1/metrics/top", "", ""),
+		"GET /api/v1/metrics/history-steps":   fixed("/api/v1/metrics/history-steps", "", ""),
 		"GET /api/v1/metrics/stream":          fixed("/api/v1/metrics/stream", "", ""),
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -145,6 +146,14 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 			details[i] = FieldError(f)
 		}
 		return ValidationFailed(err.Error(), details...)
+	}
+	var badParam *metrics.ParamError
+	if errors.As(err, &badParam) {
+		return BadRequest(badParam.Error(), FieldError{badParam.Param, badParam.Message})
+	}
+	var unknown *metrics.UnknownResourceError
+	if errors.As(err, &unknown) {
+		return NotFound(unknown.Error())
 	}
 	switch {
 	case errors.Is(err, store.ErrNotFound):

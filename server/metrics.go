@@ -9,33 +9,18 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
 // Bounds of the metric queries (API.md).
 const (
-	maxMetricPoints = 10_000
 	defaultTopLimit = 10
 	maxTopLimit     = 100
-	// defaultTopRangeMs is the range of a top query that names no from.
-	defaultTopRangeMs = store.HourMs
-	// defaultHistorySteps is how many steps a history query that names no
-	// from covers.
-	defaultHistorySteps = 60
 	// maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
 	maxTimeMs = 253_402_300_799_999
 )
-
-// metricSteps are the steps of the history, UTC-aligned.
-var metricSteps = map[string]int64{
-	"1m":  store.MinuteMs,
-	"5m":  5 * store.MinuteMs,
-	"15m": 15 * store.MinuteMs,
-	"1h":  store.HourMs,
-	"1d":  24 * store.HourMs,
-}
-
-const stepNames = "1m, 5m, 15m, 1h, 1d"
 
 // TopList ranks resources by their traffic over a range.
 type TopList struct {
@@ -44,24 +29,40 @@ type TopList struct {
 
 // TopItem is one resource's traffic summed over the range.
 type TopItem struct {
-	Resource    string `json:"resource" example:"GET:/api/orders"`
-	Pass        int64  `json:"pass" example:"118200"`
-	Block       int64  `json:"block" example:"4410"`
-	ShadowBlock int64  `json:"shadowBlock" example:"0"`
-	Complete    int64  `json:"complete" example:"118190"`
-	Error       int64  `json:"error" example:"12"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
 
+// HistorySteps is what a client needs to ask for a history: its steps,
+// the most points one answer may hold, and how fresh the stored figures
+// are.
+type HistorySteps struct {
+	// Steps are the history's steps, smallest first.
+	Steps []HistoryStep `json:"steps"`
+	// MaxPoints is the most steps, (to - from) / step, one answer may span.
+	MaxPoints int `json:"maxPoints" example:"10000"`
+	// FlushIntervalMs is how often the figures are stored: a history is as
+	// fresh as the last flush.
+	FlushIntervalMs int64 `json:"flushIntervalMs" example:"10000"`
+}
+
+// HistoryStep is a step of the history: its name, as the step parameter
+// takes it, and its length. Steps are UTC-aligned.
+type HistoryStep struct {
+	Name   string `json:"name" example:"5m"`
+	StepMs int64  `json:"stepMs" example:"300000"`
+}
+
 type metricsHandler struct {
-	store   *store.Store
-	flusher *metricsFlusher
+	metrics *metrics.Pipeline
 	stream  *streamHub
 }
 
 func bindMetrics(api apiRoutes, h *metricsHandler) {
 	api.get("/metrics/top", viewers, h.top)
+	api.get("/metrics/history-steps", viewers, h.historySteps)
 	api.get("/metrics/stream", viewers, h.streamStats)
 }
 
@@ -84,11 +85,11 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/top [get]
 func (h *metricsHandler) top(c *fiber.Ctx) error {
-	toMs, err := timeParam(c, "to", h.flusher.nowMs())
+	toMs, err := timeParam(c, "to", h.metrics.NowMs())
 	if err != nil {
 		return err
 	}
-	fromMs, err := timeParam(c, "from", max(0, toMs-defaultTopRangeMs))
+	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultTopRangeMs))
 	if err != nil {
 		return err
 	}
@@ -110,18 +111,37 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 		}
 		limit = n
 	}
-	rows, err := h.store.TopResources(c.UserContext(), fromMs, toMs, by, limit)
+	rows, err := h.metrics.Top(c.UserContext(), fromMs, toMs, by, limit)
 	if err != nil {
 		return err
 	}
 	items := make([]TopItem, len(rows))
 	for i, r := range rows {
-		items[i] = TopItem{
-			Resource: r.Resource, Pass: r.Pass, Block: r.Block, ShadowBlock: r.ShadowBlock,
-			Complete: r.Complete, Error: r.Error, AvgRtMs: r.AvgRtMs(),
-		}
+		items[i] = TopItem{Resource: r.Resource, Calls: r.Calls, AvgRtMs: r.AvgRtMs()}
 	}
 	return writeJSON(c, http.StatusOK, TopList{Items: items})
+}
+
+// historySteps answers the steps and bounds of the history.
+//
+//	@Summary		Steps and bounds of the history
+//	@ID				getHistorySteps
+//	@Description	The steps GET /api/v1/resources/{name}/metrics takes, smallest first, with their lengths; the most points one answer may span ((to - from) / step); and the flush interval, how fresh the stored figures are. A client picks the smallest step that fits its range.
+//	@Tags			metrics
+//	@Produce		json
+//	@Success		200	{object}	HistorySteps
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/metrics/history-steps [get]
+func (h *metricsHandler) historySteps(c *fiber.Ctx) error {
+	steps := make([]HistoryStep, len(metrics.Steps))
+	for i, s := range metrics.Steps {
+		steps[i] = HistoryStep{Name: s.Name, StepMs: s.Ms}
+	}
+	return writeJSON(c, http.StatusOK, HistorySteps{
+		Steps: steps, MaxPoints: metrics.MaxHistoryPoints, FlushIntervalMs: h.metrics.FlushInterval().Milliseconds(),
+	})
 }
 
 // timeParam reads a time query parameter, RFC 3339 or Unix milliseconds,

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -61,10 +62,7 @@ func benchDB(b *testing.B) string {
 			day := make([]store.MinuteDelta, 0, 24*60)
 			for m := dayMs; m < dayMs+24*store.HourMs; m += store.MinuteMs {
 				pass := int64(100 + i)
-				day = append(day, store.MinuteDelta{Resource: name, StartMs: m, MetricCounts: store.MetricCounts{
-					Pass: pass, Block: int64(i + 1), Complete: pass, Error: int64(i % 2),
-					RtSumMs: 5 * pass, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 2,
-				}})
+				day = append(day, store.MinuteDelta{Resource: name, StartMs: m, Counts: engine.Counts{Calls: engine.Calls{Pass: pass, Block: int64(i + 1), Complete: pass, Error: int64(i % 2)}, RtSumMs: 5 * pass, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 2}})
 			}
 			if err := st.AddMetrics(b.Context(), day); err != nil {
 				b.Fatal(err)
@@ -285,7 +283,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 		for _, name := range batch {
 			for m := range int64(historyMinutes) {
 				history = append(history, store.MinuteDelta{Resource: name, StartMs: startMs - (historyMinutes-m)*store.MinuteMs,
-					MetricCounts: store.MetricCounts{Pass: 1, Complete: 1, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}})
+					Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}})
 			}
 		}
 		if err := st.AddMetrics(b.Context(), history); err != nil {
@@ -294,7 +292,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 	}
 	clock := engine.NewManualClock(startMs)
 	eng := engine.New(engine.Options{Clock: clock})
-	f := newMetricsFlusher(eng, st, logger)
+	pipeline := metrics.New(metrics.Options{Engine: eng, Store: st, Logger: logger})
 	resources := make([]*engine.Resource, resourceCount)
 	for i, name := range names {
 		resources[i] = eng.Resource(name)
@@ -311,7 +309,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 		}
 		b.StartTimer()
 		start := time.Now()
-		if err := f.flush(b.Context()); err != nil {
+		if err := pipeline.Flush(b.Context()); err != nil {
 			b.Fatal(err)
 		}
 		latencies = append(latencies, time.Since(start))

@@ -93,7 +93,7 @@ func (n *metricsNode) stop(t *testing.T) {
 func (n *metricsNode) kill(t *testing.T) {
 	t.Helper()
 	n.down = true
-	n.metricJobs.stop()
+	n.metrics.Stop()
 	n.stream.close()
 	// As Shutdown does: a Serve that has not reached Fiber yet returns at
 	// once, and one that has is stopped by closing its listener.
@@ -114,7 +114,7 @@ func (n *metricsNode) kill(t *testing.T) {
 
 func (n *metricsNode) flush(t *testing.T) {
 	t.Helper()
-	if err := n.flusher.flush(t.Context()); err != nil {
+	if err := n.metrics.Flush(t.Context()); err != nil {
 		t.Fatalf("flush: %v", err)
 	}
 }
@@ -190,7 +190,7 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 	clock.Advance(5_000)
 	third := startMetricsNode(t, path, clock, nil)
 	want := []MetricPoint{{
-		Time: time.UnixMilli(metricsT0).UTC(), Pass: 11, Complete: 11, Error: 3,
+		Time: time.UnixMilli(metricsT0).UTC(), Calls: engine.Calls{Pass: 11, Complete: 11, Error: 3},
 		AvgRtMs: float64(5*8+4*2+2*20) / 11, MinRtMs: 2, MaxRtMs: 20, MaxConcurrency: 1,
 	}}
 	for _, step := range []string{"1m", "5m", "15m", "1h", "1d"} {
@@ -315,7 +315,7 @@ func TestHistoryOfAKnownPattern(t *testing.T) {
 	})
 	t.Run("across a retention cut", func(t *testing.T) {
 		// 11:20 less 20 minutes, cut at the whole hour: 11:00.
-		if err := n.flusher.prune(t.Context(), 20*time.Minute); err != nil {
+		if err := n.metrics.Prune(t.Context(), 20*time.Minute); err != nil {
 			t.Fatal(err)
 		}
 		check(t, metricsT0+store.HourMs)
@@ -327,8 +327,8 @@ func TestHistoryRangeRules(t *testing.T) {
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "idle", "threshold": 1})
 	if err := n.store.AddMetrics(t.Context(), []store.MinuteDelta{
-		{Resource: "orders", StartMs: metricsT0 + 5*store.MinuteMs, MetricCounts: store.MetricCounts{Pass: 1}},
-		{Resource: "orders", StartMs: metricsT0 + 30*store.MinuteMs, MetricCounts: store.MetricCounts{Pass: 2}},
+		{Resource: "orders", StartMs: metricsT0 + 5*store.MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
+		{Resource: "orders", StartMs: metricsT0 + 30*store.MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 2}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -419,17 +419,17 @@ func TestTopResourcesHTTP(t *testing.T) {
 		want  []TopItem
 	}{
 		{query: "", want: []TopItem{
-			{Resource: "a", Pass: 1, Block: 3, Complete: 1, AvgRtMs: 30},
-			{Resource: "b", Pass: 3, Block: 2, Complete: 3, Error: 1, AvgRtMs: 10},
+			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
+			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
 		}},
-		{query: "by=pass&limit=1", want: []TopItem{{Resource: "b", Pass: 3, Block: 2, Complete: 3, Error: 1, AvgRtMs: 10}}},
+		{query: "by=pass&limit=1", want: []TopItem{{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10}}},
 		{query: "by=error", want: []TopItem{
-			{Resource: "b", Pass: 3, Block: 2, Complete: 3, Error: 1, AvgRtMs: 10},
-			{Resource: "a", Pass: 1, Block: 3, Complete: 1, AvgRtMs: 30},
+			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
+			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
 		}},
 		{query: "by=avgRt&from=2026-03-02T10:00:00Z&to=2026-03-02T10:01:00Z", want: []TopItem{
-			{Resource: "a", Pass: 1, Block: 3, Complete: 1, AvgRtMs: 30},
-			{Resource: "b", Pass: 3, Block: 2, Complete: 3, Error: 1, AvgRtMs: 10},
+			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
+			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
 		}},
 		{query: "from=2026-03-02T10:01:00Z&to=2026-03-02T11:00:00Z", want: []TopItem{}},
 	}
@@ -451,7 +451,7 @@ func TestResourcesList(t *testing.T) {
 	clock := engine.NewManualClock(metricsT0 + 30_000) // 10:00:30
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	if err := n.store.AddMetrics(t.Context(), []store.MinuteDelta{
-		{Resource: "old", StartMs: metricsT0 - store.HourMs, FirstSeenMs: metricsT0 - store.HourMs + 1_000, LastSeenMs: metricsT0 - store.HourMs + 2_000, MetricCounts: store.MetricCounts{Pass: 1}},
+		{Resource: "old", StartMs: metricsT0 - store.HourMs, FirstSeenMs: metricsT0 - store.HourMs + 1_000, LastSeenMs: metricsT0 - store.HourMs + 2_000, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -483,11 +483,11 @@ func TestResourcesList(t *testing.T) {
 	ms := func(ms int64) *time.Time { t := time.UnixMilli(ms).UTC(); return &t }
 	want := map[string]ResourceItem{
 		"GET:/api/orders": {Name: "GET:/api/orders", FirstSeen: ms(metricsT0 + store.MinuteMs + 100), LastSeen: ms(metricsT0 + store.MinuteMs + 100),
-			Live: LiveFigures{PassQps: 3, CompleteQps: 3, AvgRtMs: 1}},
+			Live: engine.LiveStats{PassQps: 3, CompleteQps: 3, AvgRtMs: 1}},
 		"old": {Name: "old", FirstSeen: ms(metricsT0 - store.HourMs + 1_000), LastSeen: ms(metricsT0 - store.HourMs + 2_000)},
 		"orders": {Name: "orders", Rules: 2, FirstSeen: ms(metricsT0 + 30_000), LastSeen: ms(metricsT0 + store.MinuteMs + 100),
-			Live:       LiveFigures{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
-			LastMinute: MinuteFigures{Pass: 2, Block: 3, Complete: 2, Error: 1, AvgRtMs: 6}},
+			Live:       engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
+			LastMinute: MinuteFigures{Calls: engine.Calls{Pass: 2, Block: 3, Complete: 2, Error: 1}, AvgRtMs: 6}},
 		"payments": {Name: "payments", Rules: 1},
 	}
 	for name, w := range want {
@@ -570,5 +570,39 @@ func TestPrometheusExposition(t *testing.T) {
 	got := n.history(t, "orders", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))
 	if len(got.Points) != 1 || got.Points[0].Pass != 5 || got.Points[0].Block != 2 || got.Points[0].Complete != 4 {
 		t.Errorf("stored history %+v disagrees with the exposition", got.Points)
+	}
+}
+
+// TestHistoryStepsDescribeTheHistory: GET /metrics/history-steps answers
+// the steps the history takes, its cap on points and the flush interval,
+// and the history holds to them: every step is accepted up to the cap and
+// refused one step past it.
+func TestHistoryStepsDescribeTheHistory(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	traffic(t, n.engine, "orders", 1, 0, 1)
+	resp, body := n.call(t, http.MethodGet, "/api/v1/metrics/history-steps", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	got := decodeStrict[HistorySteps](t, body)
+	want := HistorySteps{
+		Steps: []HistoryStep{
+			{Name: "1m", StepMs: store.MinuteMs}, {Name: "5m", StepMs: 5 * store.MinuteMs}, {Name: "15m", StepMs: 15 * store.MinuteMs},
+			{Name: "1h", StepMs: store.HourMs}, {Name: "1d", StepMs: 24 * store.HourMs},
+		},
+		MaxPoints: 10_000, FlushIntervalMs: time.Hour.Milliseconds(),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("history steps %+v, want %+v", got, want)
+	}
+	for _, step := range got.Steps {
+		path := "/api/v1/resources/orders/metrics?"
+		at := rangeQuery(0, int64(got.MaxPoints)*step.StepMs, step.Name)
+		if resp, body := n.call(t, http.MethodGet, path+at, nil, nil); resp.StatusCode != http.StatusOK {
+			t.Errorf("step %s, %d points: %d %s", step.Name, got.MaxPoints, resp.StatusCode, body)
+		}
+		past := rangeQuery(0, int64(got.MaxPoints+1)*step.StepMs, step.Name)
+		if resp, body := n.call(t, http.MethodGet, path+past, nil, nil); resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("step %s, %d points: %d %s, want 400", step.Name, got.MaxPoints+1, resp.StatusCode, body)
+		}
 	}
 }

@@ -3,9 +3,6 @@ package server
 import (
 	"cmp"
 	"fmt"
-	"log/slog"
-	"maps"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -15,72 +12,9 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
-
-// TestMergedNames: a page of the catalogue less skip, merged with extra,
-// is the slice of that list, for random sets, every offset and filter.
-func TestMergedNames(t *testing.T) {
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	var universe []string
-	for i := range 60 {
-		universe = append(universe, fmt.Sprintf("%c-r%02d", "aBcD"[i%4], i))
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	var stored, others []string
-	for _, name := range universe {
-		if rng.IntN(3) > 0 {
-			stored = append(stored, name)
-			continue
-		}
-		others = append(others, name)
-	}
-	var deltas []store.MinuteDelta
-	for _, name := range stored {
-		deltas = append(deltas, store.MinuteDelta{Resource: name, StartMs: metricsT0, MetricCounts: store.MetricCounts{Pass: 1}})
-	}
-	if err := st.AddMetrics(t.Context(), deltas); err != nil {
-		t.Fatal(err)
-	}
-	h := &resourceHandler{store: st}
-	pick := func(from []string, q string) []string {
-		var out []string
-		for _, name := range from {
-			if rng.IntN(4) == 0 && store.NameContains(name, q) {
-				out = append(out, name)
-			}
-		}
-		slices.Sort(out)
-		return out
-	}
-	for trial := range 12 {
-		q := []string{"", "b", "R1", "d-"}[trial%4]
-		skip, extra := pick(stored, q), pick(others, q)
-		var want []string
-		for _, name := range stored {
-			if _, skipped := slices.BinarySearch(skip, name); !skipped && store.NameContains(name, q) {
-				want = append(want, name)
-			}
-		}
-		want = append(want, extra...)
-		slices.Sort(want)
-		for _, limit := range []int{1, 2, 5, 50} {
-			for offset := range len(want) + 2 {
-				got, err := h.mergedNames(t.Context(), q, skip, extra, offset, limit)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if w := want[min(offset, len(want)):min(offset+limit, len(want))]; !slices.Equal(got, w) {
-					t.Fatalf("q %q, skip %q, extra %q, offset %d, limit %d:\n got %q\nwant %q", q, skip, extra, offset, limit, got, w)
-				}
-			}
-		}
-	}
-}
 
 // TestResourcesPaging walks every page of GET /resources, over HTTP on a
 // real SQLite file, for each filter and order: stored resources (some from
@@ -93,7 +27,7 @@ func TestResourcesPaging(t *testing.T) {
 	var old []store.MinuteDelta
 	for i := range 23 {
 		name := []string{"GET /Orders/%02d", "get /users/%02d", "pay_%02d"}[i%3]
-		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, MetricCounts: store.MetricCounts{Pass: 1}})
+		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
 	if err := n.store.AddMetrics(t.Context(), old); err != nil {
 		t.Fatal(err)
@@ -125,14 +59,14 @@ func TestResourcesPaging(t *testing.T) {
 		for _, name := range names {
 			switch {
 			case !store.NameContains(name, q):
-			case order == sortByPassQps && live[name].pass > 0, order == sortByBlockQps && live[name].block > 0:
+			case order == string(metrics.ByPassQps) && live[name].pass > 0, order == string(metrics.ByBlockQps) && live[name].block > 0:
 				ranked = append(ranked, name)
 			default:
 				rest = append(rest, name)
 			}
 		}
 		rate := func(name string) int {
-			if order == sortByBlockQps {
+			if order == string(metrics.ByBlockQps) {
 				return live[name].block
 			}
 			return live[name].pass
@@ -142,7 +76,7 @@ func TestResourcesPaging(t *testing.T) {
 		return append(ranked, rest...)
 	}
 	for _, q := range []string{"", "orders", "FRESH", "_", "nothing"} {
-		for _, order := range []string{sortByName, sortByPassQps, sortByBlockQps} {
+		for _, order := range []string{string(metrics.ByName), string(metrics.ByPassQps), string(metrics.ByBlockQps)} {
 			t.Run(q+order, func(t *testing.T) {
 				want := expected(q, order)
 				var got []string
@@ -217,7 +151,8 @@ func TestOverflowListedWithHistory(t *testing.T) {
 }
 
 // TestEvictedResourceStaysListed: a resource the engine forgot keeps its
-// place in the list and its history, and the flusher lets go of it.
+// place in the list and its history (that the pipeline lets go of its
+// tally is TestPipelineForgetsEvictedResources).
 func TestEvictedResourceStaysListed(t *testing.T) {
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
@@ -230,64 +165,17 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 	}
 	traffic(t, n.engine, "other", 1, 0, 1)
 	n.flush(t)
-	if tallies := n.flusher.seen([]string{"gone", "other"}); len(tallies) != 1 {
-		t.Errorf("the flusher holds tallies of %v, want only other's", slices.Collect(maps.Keys(tallies)))
-	}
 
 	resp, body := n.call(t, http.MethodGet, "/api/v1/resources?q=gone", nil, nil)
 	mustStatus(t, resp, body, http.StatusOK)
 	list := decodeStrict[ResourceList](t, body)
 	at := time.UnixMilli(metricsT0).UTC()
-	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (LiveFigures{}) {
+	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (engine.LiveStats{}) {
 		t.Fatalf("list %+v, want gone, first seen at %v, without live traffic", list, at)
 	}
 	got := n.history(t, "gone", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))
 	if len(got.Points) != 1 || got.Points[0].Pass != 3 {
 		t.Errorf("history %+v, want the 3 passes", got.Points)
-	}
-}
-
-// TestOverflowWarning: the server warns that the engine is full at most
-// once a minute, with the calls since the last warning and a name.
-func TestOverflowWarning(t *testing.T) {
-	clock := engine.NewManualClock(metricsT0)
-	eng := engine.New(engine.Options{Clock: clock, MaxResources: 1})
-	t.Cleanup(eng.Close)
-	logs := &syncBuffer{}
-	w := &overflowWatch{engine: eng, logger: slog.New(slog.NewTextHandler(logs, nil))}
-	warnings := func() []string {
-		var out []string
-		for line := range strings.Lines(logs.String()) {
-			if strings.Contains(line, "level=WARN") {
-				out = append(out, line)
-			}
-		}
-		return out
-	}
-	calls := func(names ...string) {
-		for _, name := range names {
-			if en, blk := eng.Entry(name); blk == nil {
-				en.Exit()
-			}
-		}
-	}
-
-	calls("tracked", "tracked")
-	w.check()
-	calls("x-1", "x-2", "x-3")
-	w.check()
-	clock.Advance(30_000)
-	calls("x-4", "x-5")
-	w.check()
-	if got := warnings(); len(got) != 1 || !strings.Contains(got[0], "calls=3 ") || !strings.Contains(got[0], "maxResources=1 ") || !strings.Contains(got[0], "example=x-1") {
-		t.Fatalf("warnings %q, want one for the first 3 calls", got)
-	}
-	clock.Advance(30_000)
-	w.check()
-	clock.Advance(5 * 60_000)
-	w.check()
-	if got := warnings(); len(got) != 2 || !strings.Contains(got[1], "calls=2 ") {
-		t.Fatalf("warnings %q, want a second one, a minute later, for the next 2 calls and no more", got)
 	}
 }
 

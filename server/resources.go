@@ -1,7 +1,6 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
 	"net/url"
 	"time"
@@ -9,7 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/server/metrics"
 )
 
 // ResourceList is one page of resources.
@@ -28,32 +27,15 @@ type ResourceItem struct {
 	Rules int `json:"rules" example:"2"`
 	// FirstSeen and LastSeen bound the resource's traffic; null while it
 	// had none.
-	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
-	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
-	Live       LiveFigures   `json:"live"`
-	LastMinute MinuteFigures `json:"lastMinute"`
-}
-
-// LiveFigures is a resource's traffic over the last second.
-type LiveFigures struct {
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
-	// Concurrency is the calls in flight.
-	Concurrency int64 `json:"concurrency" example:"4"`
+	FirstSeen  *time.Time       `json:"firstSeen" extensions:"x-nullable"`
+	LastSeen   *time.Time       `json:"lastSeen" extensions:"x-nullable"`
+	Live       engine.LiveStats `json:"live"`
+	LastMinute MinuteFigures    `json:"lastMinute"`
 }
 
 // MinuteFigures is a resource's traffic in the last finished UTC minute.
 type MinuteFigures struct {
-	Pass        int64 `json:"pass" example:"7200"`
-	Block       int64 `json:"block" example:"180"`
-	ShadowBlock int64 `json:"shadowBlock" example:"0"`
-	Complete    int64 `json:"complete" example:"7190"`
-	Error       int64 `json:"error" example:"40"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
@@ -71,12 +53,8 @@ type MetricHistory struct {
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
 type MetricPoint struct {
-	Time        time.Time `json:"time"`
-	Pass        int64     `json:"pass" example:"7200"`
-	Block       int64     `json:"block" example:"180"`
-	ShadowBlock int64     `json:"shadowBlock" example:"0"`
-	Complete    int64     `json:"complete" example:"7190"`
-	Error       int64     `json:"error" example:"40"`
+	Time time.Time `json:"time"`
+	engine.Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
@@ -87,22 +65,13 @@ type MetricPoint struct {
 	MaxConcurrency int64 `json:"maxConcurrency" example:"9"`
 }
 
-// Sort orders of the resource list.
-const (
-	sortByName     = "name"
-	sortByBlockQps = "-blockQps"
-	sortByPassQps  = "-passQps"
-)
-
 type resourceHandler struct {
-	store   *store.Store
-	engine  *engine.Engine
-	flusher *metricsFlusher
+	metrics *metrics.Pipeline
 }
 
 func bindResources(api apiRoutes, h *resourceHandler) {
 	api.get("/resources", viewers, h.list)
-	api.get("/resources/:name/metrics", viewers, h.metrics)
+	api.get("/resources/:name/metrics", viewers, h.history)
 }
 
 // list answers one page of every resource the engine has seen, a rule names
@@ -128,40 +97,28 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	order := c.Query("sort", sortByName)
+	order := metrics.Order(c.Query("sort", string(metrics.ByName)))
 	switch order {
-	case sortByName, sortByBlockQps, sortByPassQps:
+	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps:
 	default:
 		msg := "must be one of name, -blockQps, -passQps"
 		return BadRequest("sort "+msg, FieldError{"sort", msg})
 	}
-	items, total, err := h.listPage(c.UserContext(), c.Query("q"), order, page)
+	views, total, err := h.metrics.Resources(c.UserContext(), c.Query("q"), order, page)
 	if err != nil {
 		return err
+	}
+	items := make([]ResourceItem, len(views))
+	for i, v := range views {
+		items[i] = ResourceItem{
+			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: v.Live,
+			LastMinute: MinuteFigures{Calls: v.LastMinute.Calls, AvgRtMs: v.LastMinute.AvgRtMs()},
+		}
 	}
 	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
 
-// seen widens the item's first and last seen times to include
-// [firstMs, lastMs].
-func seen(it *ResourceItem, firstMs, lastMs int64) {
-	first, last := time.UnixMilli(firstMs).UTC(), time.UnixMilli(lastMs).UTC()
-	if it.FirstSeen == nil || first.Before(*it.FirstSeen) {
-		it.FirstSeen = &first
-	}
-	if it.LastSeen == nil || last.After(*it.LastSeen) {
-		it.LastSeen = &last
-	}
-}
-
-func liveFigures(l engine.LiveStats) LiveFigures {
-	return LiveFigures{
-		PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
-		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
-	}
-}
-
-// metrics answers one resource's history, rolled up to the step.
+// history answers one resource's history, rolled up to the step.
 //
 //	@Summary		Metric history of a resource
 //	@ID				getResourceMetrics
@@ -179,77 +136,40 @@ func liveFigures(l engine.LiveStats) LiveFigures {
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/metrics [get]
-func (h *resourceHandler) metrics(c *fiber.Ctx) error {
+func (h *resourceHandler) history(c *fiber.Ctx) error {
 	name, err := url.PathUnescape(c.Params("name"))
 	if err != nil {
 		return BadRequest("name must be a URL-escaped resource name", FieldError{"name", "must be URL-escaped"})
 	}
-	step := c.Query("step", "1m")
-	stepMs, ok := metricSteps[step]
-	if !ok {
-		msg := "must be one of " + stepNames
-		return BadRequest("step "+msg, FieldError{"step", msg})
-	}
-	toMs, err := timeParam(c, "to", h.flusher.nowMs())
+	step, err := metrics.StepNamed(c.Query("step", "1m"))
 	if err != nil {
 		return err
 	}
-	fromMs, err := timeParam(c, "from", max(0, toMs-defaultHistorySteps*stepMs))
+	toMs, err := timeParam(c, "to", h.metrics.NowMs())
+	if err != nil {
+		return err
+	}
+	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultHistorySteps*step.Ms))
 	if err != nil {
 		return err
 	}
 	if err := checkRange(fromMs, toMs); err != nil {
 		return err
 	}
-	fromMs, toMs = floorMs(fromMs, stepMs), ceilMs(toMs, stepMs)
-	if points := (toMs - fromMs) / stepMs; points > maxMetricPoints {
-		msg := fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
-			points, formatMs(fromMs), formatMs(toMs), maxMetricPoints)
-		return BadRequest("step "+msg, FieldError{"step", msg})
-	}
-	ctx := c.UserContext()
-	rows, err := h.store.ResourceMetrics(ctx, name, fromMs, toMs, stepMs)
+	history, err := h.metrics.History(c.UserContext(), name, step, fromMs, toMs)
 	if err != nil {
 		return err
 	}
-	if len(rows) == 0 {
-		if err := h.known(c, name); err != nil {
-			return err
-		}
-	}
-	points := make([]MetricPoint, len(rows))
-	for i, p := range rows {
+	points := make([]MetricPoint, len(history.Points))
+	for i, p := range history.Points {
 		points[i] = MetricPoint{
-			Time: time.UnixMilli(p.StartMs).UTC(), Pass: p.Pass, Block: p.Block, ShadowBlock: p.ShadowBlock,
-			Complete: p.Complete, Error: p.Error, AvgRtMs: p.AvgRtMs(),
+			Time: time.UnixMilli(p.StartMs).UTC(), Calls: p.Calls, AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
 		}
 	}
 	return writeJSON(c, http.StatusOK, MetricHistory{
-		Resource: name, Step: step,
-		From: time.UnixMilli(fromMs).UTC(), To: time.UnixMilli(toMs).UTC(),
+		Resource: name, Step: step.Name,
+		From: time.UnixMilli(history.FromMs).UTC(), To: time.UnixMilli(history.ToMs).UTC(),
 		Points: points,
 	})
 }
-
-// known returns a 404 unless the resource is in the catalogue (it had
-// stored traffic or a rule names it), has figures not flushed yet or is
-// tracked by the engine.
-func (h *resourceHandler) known(c *fiber.Ctx, name string) error {
-	entries, err := h.store.CatalogueEntries(c.UserContext(), []string{name})
-	if err != nil {
-		return err
-	}
-	if len(entries) > 0 || len(h.flusher.seen([]string{name})) > 0 || h.engine.Lookup(name) != nil {
-		return nil
-	}
-	return NotFound(fmt.Sprintf("no resource %q was ever seen", name))
-}
-
-// floorMs rounds ms (>= 0) down to a multiple of step.
-func floorMs(ms, step int64) int64 { return ms - ms%step }
-
-// ceilMs rounds ms (>= 0) up to a multiple of step.
-func ceilMs(ms, step int64) int64 { return floorMs(ms+step-1, step) }
-
-func formatMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }

@@ -96,7 +96,7 @@ func BenchmarkResourcesList(b *testing.B) {
 		deltas := make([]store.MinuteDelta, 0, 10_000)
 		for i := from; i < min(from+10_000, count); i++ {
 			deltas = append(deltas, store.MinuteDelta{Resource: benchName(i), StartMs: startMs,
-				MetricCounts: store.MetricCounts{Pass: int64(i % 100), Complete: int64(i % 100)}})
+				Counts: engine.Counts{Calls: engine.Calls{Pass: int64(i % 100), Complete: int64(i % 100)}}})
 		}
 		if err := n.store.AddMetrics(b.Context(), deltas); err != nil {
 			b.Fatal(err)
@@ -136,7 +136,7 @@ func BenchmarkResourcesList(b *testing.B) {
 
 // liveNode is a server whose engine tracks SLUICE_BENCH_RESOURCES
 // resources (1,000 by default), each with traffic in the last second and
-// collected by the flusher, as they are at a scrape or a stream tick.
+// collected by the pipeline, as they are at a scrape or a stream tick.
 func liveNode(b *testing.B) *node {
 	b.Helper()
 	count := benchResourceCount(b)
@@ -149,7 +149,7 @@ func liveNode(b *testing.B) *node {
 	if got := eng.ResourceCount(); got != count {
 		b.Fatalf("the engine tracks %d resources, want %d (raise its MaxResources)", got, count)
 	}
-	n.flusher.collect()
+	n.metrics.Collect()
 	return n
 }
 

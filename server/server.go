@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -53,10 +54,10 @@ type Config struct {
 	Logger *slog.Logger
 	// MetricsFlushInterval is how often the minute figures are written to
 	// the store; a crash loses at most this much. Optional. Default:
-	// DefaultMetricsFlushInterval (10s).
+	// metrics.DefaultFlushInterval (10s).
 	MetricsFlushInterval time.Duration
 	// MetricsRetention is how long metric history is kept. Optional.
-	// Default: DefaultMetricsRetention (30 days).
+	// Default: metrics.DefaultRetention (30 days).
 	MetricsRetention time.Duration
 	// PublicMetrics lets GET /metrics (Prometheus) answer without
 	// credentials; without it the auth layer asks for a bearer token
@@ -110,8 +111,7 @@ type Server struct {
 	version string
 	logger  *slog.Logger
 
-	flusher       *metricsFlusher
-	metricJobs    *metricJobs
+	metrics       *metrics.Pipeline
 	stream        *streamHub
 	publicMetrics bool
 
@@ -197,8 +197,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CaseSensitive: true,
 		StrictRouting: true,
 	})
-	s.flusher = newMetricsFlusher(cfg.Engine, cfg.Store, s.logger)
-	s.stream = newStreamHub(cfg.Engine, streamInterval)
+	s.metrics = metrics.New(metrics.Options{
+		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
+		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
+	})
+	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {
 		s.stream.relayBreakers(cfg.BreakerFeed)
 	}
@@ -207,9 +210,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
-	s.metricJobs = startMetricJobs(s.flusher,
-		cmp.Or(cfg.MetricsFlushInterval, DefaultMetricsFlushInterval),
-		cmp.Or(cfg.MetricsRetention, DefaultMetricsRetention))
+	s.metrics.Start()
 	return s, nil
 }
 
@@ -238,13 +239,13 @@ func (s *Server) routes() {
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
-	bindResources(api, &resourceHandler{store: s.store, engine: s.engine, flusher: s.flusher})
-	bindMetrics(api, &metricsHandler{store: s.store, flusher: s.flusher, stream: s.stream})
+	bindResources(api, &resourceHandler{metrics: s.metrics})
+	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {
 		guard = func(c *fiber.Ctx) error { return c.Next() }
 	}
-	bindPrometheus(s.app, s.engine, s.flusher, guard)
+	bindPrometheus(s.app, &prometheusHandler{metrics: s.metrics}, guard)
 
 	s.app.Get("/swagger/doc.json", serveSpec)
 	s.app.Get("/swagger/*", swagger.New())
@@ -388,6 +389,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.entries.close()
 	s.demo.close()
 	// The requests answered, nothing more is counted: flush it all.
-	s.metricJobs.stop()
-	return errors.Join(err, s.flusher.finalFlush(ctx))
+	s.metrics.Stop()
+	return errors.Join(err, s.metrics.FinalFlush(ctx))
 }

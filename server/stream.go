@@ -11,6 +11,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/metrics"
 )
 
 // streamInterval is how often the stream sends the last second's figures.
@@ -25,14 +26,14 @@ type StreamStats struct {
 // StreamResource is one resource's traffic over the last second.
 type StreamResource struct {
 	Name string `json:"name" example:"GET:/api/orders"`
-	LiveFigures
+	engine.LiveStats
 }
 
 // streamHub reads every resource's live figures once an interval, while
 // anyone listens, and hands them to every listener. A listener whose
 // client is gone is dropped at its next write.
 type streamHub struct {
-	engine   *engine.Engine
+	metrics  *metrics.Pipeline
 	interval time.Duration
 
 	mu       sync.Mutex
@@ -63,8 +64,8 @@ type streamFrame struct {
 	all []byte
 }
 
-func newStreamHub(eng *engine.Engine, interval time.Duration) *streamHub {
-	return &streamHub{engine: eng, interval: interval, subs: map[*streamSub]struct{}{}, done: make(chan struct{})}
+func newStreamHub(m *metrics.Pipeline, interval time.Duration) *streamHub {
+	return &streamHub{metrics: m, interval: interval, subs: map[*streamSub]struct{}{}, done: make(chan struct{})}
 }
 
 // subscribe adds a listener; false once the hub is closed.
@@ -171,17 +172,13 @@ func (h *streamHub) tick(stop <-chan struct{}) {
 // frame reads the figures of every resource with traffic or calls in
 // flight.
 func (h *streamHub) frame() *streamFrame {
-	resources := h.engine.Resources()
 	// One allocation each for the figures and their JSON, about 150
 	// bytes a resource: a frame may hold 100,000.
-	stats := StreamStats{Time: time.UnixMilli(h.engine.Clock().NowMs()).UTC(), Resources: make([]StreamResource, 0, len(resources))}
-	for _, r := range resources {
-		l := r.Live()
-		if l == (engine.LiveStats{}) {
-			continue
-		}
-		stats.Resources = append(stats.Resources, streamResource(r.Name(), l))
-	}
+	resources := make([]StreamResource, 0, h.metrics.LiveCount())
+	atMs := h.metrics.Live(func(name string, l engine.LiveStats) {
+		resources = append(resources, StreamResource{Name: name, LiveStats: l})
+	})
+	stats := StreamStats{Time: time.UnixMilli(atMs).UTC(), Resources: resources}
 	all := appendStreamStats(make([]byte, 0, 64+160*len(stats.Resources)), stats)
 	return &streamFrame{stats: stats, all: all}
 }
@@ -225,10 +222,6 @@ func appendJSONFloat(b []byte, f float64) []byte {
 		b = b[:n-1]
 	}
 	return b
-}
-
-func streamResource(name string, l engine.LiveStats) StreamResource {
-	return StreamResource{Name: name, LiveFigures: liveFigures(l)}
 }
 
 // data is the frame's JSON for sub.

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"gorm.io/gorm"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 // Lengths of the spans metric rows cover, in milliseconds.
@@ -21,51 +23,8 @@ const (
 // limit of 32,766 parameters.
 const namesPerQuery = 500
 
-// MetricCounts is a resource's traffic over a span of time.
-type MetricCounts struct {
-	Pass        int64
-	Block       int64
-	ShadowBlock int64
-	Complete    int64
-	Error       int64
-	RtSumMs     int64
-	// MinRtMs is the fastest completed call; it means nothing while
-	// Complete is 0.
-	MinRtMs        int64
-	MaxRtMs        int64
-	MaxConcurrency int64
-}
-
-// Merge adds o to c the way flushes add deltas to a row: counts add, the
-// minimum and maxima merge.
-func (c *MetricCounts) Merge(o MetricCounts) {
-	switch {
-	case o.Complete == 0:
-	case c.Complete == 0:
-		c.MinRtMs = o.MinRtMs
-	default:
-		c.MinRtMs = min(c.MinRtMs, o.MinRtMs)
-	}
-	c.Pass += o.Pass
-	c.Block += o.Block
-	c.ShadowBlock += o.ShadowBlock
-	c.Complete += o.Complete
-	c.Error += o.Error
-	c.RtSumMs += o.RtSumMs
-	c.MaxRtMs = max(c.MaxRtMs, o.MaxRtMs)
-	c.MaxConcurrency = max(c.MaxConcurrency, o.MaxConcurrency)
-}
-
-// AvgRtMs is the mean response time of the completed calls, 0 if none.
-func (c MetricCounts) AvgRtMs() float64 {
-	if c.Complete == 0 {
-		return 0
-	}
-	return float64(c.RtSumMs) / float64(c.Complete)
-}
-
-// minRt is MinRtMs as a column value: NULL while nothing completed.
-func (c MetricCounts) minRt() any {
+// minRt is c's MinRtMs as a column value: NULL while nothing completed.
+func minRt(c engine.Counts) any {
 	if c.Complete == 0 {
 		return nil
 	}
@@ -78,7 +37,7 @@ type MinuteDelta struct {
 	Resource string
 	// StartMs is the minute's start in Unix milliseconds.
 	StartMs int64
-	MetricCounts
+	engine.Counts
 	// FirstSeenMs and LastSeenMs say when in the minute the resource was
 	// seen, for its first and last seen times. Optional. Default: StartMs.
 	FirstSeenMs int64
@@ -101,13 +60,13 @@ func (MetricResource) TableName() string { return "resources" }
 // MetricPoint is a resource's traffic in the step that starts at StartMs.
 type MetricPoint struct {
 	StartMs int64
-	MetricCounts
+	engine.Counts
 }
 
 // ResourceTotals is a resource's traffic summed over a range.
 type ResourceTotals struct {
 	Resource string
-	MetricCounts
+	engine.Counts
 }
 
 // TopBy is what TopResources ranks by.
@@ -156,7 +115,7 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 // calls add up as they would in one.
 func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error {
 	seen := map[string]*MetricResource{}
-	hours := map[countKey]*MetricCounts{}
+	hours := map[countKey]*engine.Counts{}
 	var hourOrder []countKey
 	for _, d := range deltas {
 		first, last := d.FirstSeenMs, d.LastSeenMs
@@ -173,9 +132,9 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 		}
 		k := countKey{resource: d.Resource, startMs: floorTo(d.StartMs, HourMs)}
 		if h, ok := hours[k]; ok {
-			h.Merge(d.MetricCounts)
+			h.Merge(d.Counts)
 		} else {
-			c := d.MetricCounts
+			c := d.Counts
 			hours[k] = &c
 			hourOrder = append(hourOrder, k)
 		}
@@ -186,7 +145,7 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 	}
 	minuteRows := make([]countRow, len(deltas))
 	for i, d := range deltas {
-		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.MetricCounts}
+		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.Counts}
 	}
 	if err := upsertCounts(ctx, tx, "metric_minutes", minuteRows); err != nil {
 		return err
@@ -206,7 +165,7 @@ type countKey struct {
 type countRow struct {
 	resourceID int64
 	startMs    int64
-	counts     MetricCounts
+	counts     engine.Counts
 }
 
 // upsertResources records that the resources were seen and returns their
@@ -281,7 +240,7 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 	for _, r := range rows {
 		c := r.counts
 		if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, c.minRt(), c.MaxRtMs, c.MaxConcurrency); err != nil {
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency); err != nil {
 			return fmt.Errorf("add to %s: %w", table, err)
 		}
 	}
@@ -344,7 +303,7 @@ func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, 
 	points := []MetricPoint{}
 	for rows.Next() {
 		var p MetricPoint
-		if err := scanCounts(rows, &p.StartMs, &p.MetricCounts); err != nil {
+		if err := scanCounts(rows, &p.StartMs, &p.Counts); err != nil {
 			return nil, err
 		}
 		points = append(points, p)
@@ -358,7 +317,7 @@ type scanner interface {
 }
 
 // scanCounts reads key, then countColumns.
-func scanCounts(rows scanner, key any, c *MetricCounts) error {
+func scanCounts(rows scanner, key any, c *engine.Counts) error {
 	return rows.Scan(key, &c.Pass, &c.Block, &c.ShadowBlock, &c.Complete, &c.Error,
 		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency)
 }
@@ -419,7 +378,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 	top := []ResourceTotals{}
 	for rows.Next() {
 		var t ResourceTotals
-		if err := scanCounts(rows, &t.Resource, &t.MetricCounts); err != nil {
+		if err := scanCounts(rows, &t.Resource, &t.Counts); err != nil {
 			return nil, err
 		}
 		top = append(top, t)
@@ -429,8 +388,8 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 
 // MinuteMetrics returns the named resources' rows of the minute that starts
 // at startMs, by name; resources without traffic in it are absent.
-func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string) (map[string]MetricCounts, error) {
-	out := make(map[string]MetricCounts, len(names))
+func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string) (map[string]engine.Counts, error) {
+	out := make(map[string]engine.Counts, len(names))
 	for batch := range slices.Chunk(names, namesPerQuery) {
 		rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
 			FROM resources AS r CROSS JOIN metric_minutes AS m
@@ -441,7 +400,7 @@ func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string
 		}
 		for rows.Next() {
 			var name string
-			var c MetricCounts
+			var c engine.Counts
 			if err := scanCounts(rows, &name, &c); err != nil {
 				return nil, errors.Join(err, rows.Close())
 			}

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 // t0 is 2026-03-02 10:00 UTC, a Monday, in Unix milliseconds.
@@ -20,65 +22,24 @@ func addMetrics(t *testing.T, s *Store, deltas ...MinuteDelta) {
 	}
 }
 
-func TestMetricCountsMerge(t *testing.T) {
-	tests := []struct {
-		name      string
-		into, add MetricCounts
-		want      MetricCounts
-	}{
-		{
-			name: "counts add, extremes merge",
-			into: MetricCounts{Pass: 1, Block: 2, ShadowBlock: 3, Complete: 1, Error: 1, RtSumMs: 10, MinRtMs: 10, MaxRtMs: 10, MaxConcurrency: 4},
-			add:  MetricCounts{Pass: 10, Block: 20, ShadowBlock: 30, Complete: 2, Error: 0, RtSumMs: 5, MinRtMs: 2, MaxRtMs: 3, MaxConcurrency: 2},
-			want: MetricCounts{Pass: 11, Block: 22, ShadowBlock: 33, Complete: 3, Error: 1, RtSumMs: 15, MinRtMs: 2, MaxRtMs: 10, MaxConcurrency: 4},
-		},
-		{
-			name: "a minimum without completions is ignored",
-			into: MetricCounts{Complete: 2, RtSumMs: 10, MinRtMs: 4, MaxRtMs: 6},
-			add:  MetricCounts{Pass: 1, MinRtMs: 0},
-			want: MetricCounts{Pass: 1, Complete: 2, RtSumMs: 10, MinRtMs: 4, MaxRtMs: 6},
-		},
-		{
-			name: "the first minimum is taken whatever it is",
-			into: MetricCounts{Pass: 3},
-			add:  MetricCounts{Complete: 1, RtSumMs: 9, MinRtMs: 9, MaxRtMs: 9},
-			want: MetricCounts{Pass: 3, Complete: 1, RtSumMs: 9, MinRtMs: 9, MaxRtMs: 9},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := tt.into
-			got.Merge(tt.add)
-			if got != tt.want {
-				t.Errorf("Merge = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 // TestAddMetricsAddsNeverOverwrites: the parts of a minute flushed one by
 // one, as after a restart, add up in the minute and in the hour.
 func TestAddMetricsAddsNeverOverwrites(t *testing.T) {
 	s, _ := openTestStore(t)
 	addMetrics(t, s,
-		MinuteDelta{Resource: "orders", StartMs: minute(1), FirstSeenMs: minute(1) + 500, LastSeenMs: minute(1) + 9_000,
-			MetricCounts: MetricCounts{Pass: 5, Block: 1, Complete: 4, Error: 1, RtSumMs: 40, MinRtMs: 5, MaxRtMs: 20, MaxConcurrency: 3}},
-		MinuteDelta{Resource: "orders", StartMs: minute(2), MetricCounts: MetricCounts{Pass: 1}},
+		MinuteDelta{Resource: "orders", StartMs: minute(1), FirstSeenMs: minute(1) + 500, LastSeenMs: minute(1) + 9_000, Counts: engine.Counts{Calls: engine.Calls{Pass: 5, Block: 1, Complete: 4, Error: 1}, RtSumMs: 40, MinRtMs: 5, MaxRtMs: 20, MaxConcurrency: 3}},
+		MinuteDelta{Resource: "orders", StartMs: minute(2), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 	)
 	addMetrics(t, s,
-		MinuteDelta{Resource: "orders", StartMs: minute(1), FirstSeenMs: minute(1) + 10_000, LastSeenMs: minute(1) + 59_000,
-			MetricCounts: MetricCounts{Pass: 2, ShadowBlock: 7, Complete: 2, RtSumMs: 4, MinRtMs: 1, MaxRtMs: 3, MaxConcurrency: 1}},
-		MinuteDelta{Resource: "orders", StartMs: minute(2), MetricCounts: MetricCounts{Complete: 1, RtSumMs: 30, MinRtMs: 30, MaxRtMs: 30}},
+		MinuteDelta{Resource: "orders", StartMs: minute(1), FirstSeenMs: minute(1) + 10_000, LastSeenMs: minute(1) + 59_000, Counts: engine.Counts{Calls: engine.Calls{Pass: 2, ShadowBlock: 7, Complete: 2}, RtSumMs: 4, MinRtMs: 1, MaxRtMs: 3, MaxConcurrency: 1}},
+		MinuteDelta{Resource: "orders", StartMs: minute(2), Counts: engine.Counts{Calls: engine.Calls{Complete: 1}, RtSumMs: 30, MinRtMs: 30, MaxRtMs: 30}},
 	)
 
 	got, err := s.ResourceMetrics(t.Context(), "orders", minute(0), minute(60), MinuteMs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []MetricPoint{
-		{StartMs: minute(1), MetricCounts: MetricCounts{Pass: 7, Block: 1, ShadowBlock: 7, Complete: 6, Error: 1, RtSumMs: 44, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 3}},
-		{StartMs: minute(2), MetricCounts: MetricCounts{Pass: 1, Complete: 1, RtSumMs: 30, MinRtMs: 30, MaxRtMs: 30}},
-	}
+	want := []MetricPoint{{StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 7, Block: 1, ShadowBlock: 7, Complete: 6, Error: 1}, RtSumMs: 44, MinRtMs: 1, MaxRtMs: 20, MaxConcurrency: 3}}, {StartMs: minute(2), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 30, MinRtMs: 30, MaxRtMs: 30}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("minutes = %+v\nwant %+v", got, want)
 	}
@@ -86,7 +47,7 @@ func TestAddMetricsAddsNeverOverwrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantHour := []MetricPoint{{StartMs: t0, MetricCounts: MetricCounts{Pass: 8, Block: 1, ShadowBlock: 7, Complete: 7, Error: 1, RtSumMs: 74, MinRtMs: 1, MaxRtMs: 30, MaxConcurrency: 3}}}
+	wantHour := []MetricPoint{{StartMs: t0, Counts: engine.Counts{Calls: engine.Calls{Pass: 8, Block: 1, ShadowBlock: 7, Complete: 7, Error: 1}, RtSumMs: 74, MinRtMs: 1, MaxRtMs: 30, MaxConcurrency: 3}}}
 	if !reflect.DeepEqual(hours, wantHour) {
 		t.Errorf("hour = %+v\nwant %+v", hours, wantHour)
 	}
@@ -108,7 +69,7 @@ func TestAddMetricsManyResourcesInOneFlush(t *testing.T) {
 	s, _ := openTestStore(t)
 	var deltas []MinuteDelta
 	for i := range 2*namesPerQuery + 7 {
-		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%04d", i), StartMs: minute(0), MetricCounts: MetricCounts{Pass: int64(i)}})
+		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%04d", i), StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: int64(i)}}})
 	}
 	addMetrics(t, s, deltas...)
 	addMetrics(t, s, deltas...)
@@ -145,11 +106,11 @@ func seedPattern(t *testing.T, s *Store) {
 		if m >= 30 && m < 45 {
 			continue
 		}
-		c := MetricCounts{Pass: 1, MaxConcurrency: (m + 7) % 7}
+		c := engine.Counts{Calls: engine.Calls{Pass: 1}, MaxConcurrency: (m + 7) % 7}
 		if m >= 0 && m < 60 {
 			c.Complete, c.RtSumMs, c.MinRtMs, c.MaxRtMs = 1, m, m, m
 		}
-		deltas = append(deltas, MinuteDelta{Resource: "orders", StartMs: minute(m), MetricCounts: c})
+		deltas = append(deltas, MinuteDelta{Resource: "orders", StartMs: minute(m), Counts: c})
 	}
 	addMetrics(t, s, deltas...)
 }
@@ -166,49 +127,32 @@ func TestResourceMetricsSteps(t *testing.T) {
 		{
 			name: "1m, rounded out to whole minutes, empty minutes absent",
 			from: minute(28) + 59_999, to: minute(45) + 1, step: MinuteMs,
-			want: []MetricPoint{
-				{StartMs: minute(28), MetricCounts: MetricCounts{Pass: 1, Complete: 1, RtSumMs: 28, MinRtMs: 28, MaxRtMs: 28, MaxConcurrency: 0}},
-				{StartMs: minute(29), MetricCounts: MetricCounts{Pass: 1, Complete: 1, RtSumMs: 29, MinRtMs: 29, MaxRtMs: 29, MaxConcurrency: 1}},
-				{StartMs: minute(45), MetricCounts: MetricCounts{Pass: 1, Complete: 1, RtSumMs: 45, MinRtMs: 45, MaxRtMs: 45, MaxConcurrency: 3}},
-			},
+			want: []MetricPoint{{StartMs: minute(28), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 28, MinRtMs: 28, MaxRtMs: 28, MaxConcurrency: 0}}, {StartMs: minute(29), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 29, MinRtMs: 29, MaxRtMs: 29, MaxConcurrency: 1}}, {StartMs: minute(45), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 45, MinRtMs: 45, MaxRtMs: 45, MaxConcurrency: 3}}},
 		},
 		{
 			name: "to is exclusive",
 			from: minute(1), to: minute(2), step: MinuteMs,
-			want: []MetricPoint{{StartMs: minute(1), MetricCounts: MetricCounts{Pass: 1, Complete: 1, RtSumMs: 1, MinRtMs: 1, MaxRtMs: 1, MaxConcurrency: 1}}},
+			want: []MetricPoint{{StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 1, MinRtMs: 1, MaxRtMs: 1, MaxConcurrency: 1}}},
 		},
 		{
 			name: "5m",
 			from: minute(20), to: minute(40), step: 5 * MinuteMs,
-			want: []MetricPoint{
-				{StartMs: minute(20), MetricCounts: MetricCounts{Pass: 5, Complete: 5, RtSumMs: 110, MinRtMs: 20, MaxRtMs: 24, MaxConcurrency: 6}},
-				{StartMs: minute(25), MetricCounts: MetricCounts{Pass: 5, Complete: 5, RtSumMs: 135, MinRtMs: 25, MaxRtMs: 29, MaxConcurrency: 6}},
-			},
+			want: []MetricPoint{{StartMs: minute(20), Counts: engine.Counts{Calls: engine.Calls{Pass: 5, Complete: 5}, RtSumMs: 110, MinRtMs: 20, MaxRtMs: 24, MaxConcurrency: 6}}, {StartMs: minute(25), Counts: engine.Counts{Calls: engine.Calls{Pass: 5, Complete: 5}, RtSumMs: 135, MinRtMs: 25, MaxRtMs: 29, MaxConcurrency: 6}}},
 		},
 		{
 			name: "15m from the middle of a step",
 			from: minute(-1), to: minute(14), step: 15 * MinuteMs,
-			want: []MetricPoint{
-				{StartMs: minute(-15), MetricCounts: MetricCounts{Pass: 2, MaxConcurrency: 6}},
-				{StartMs: minute(0), MetricCounts: MetricCounts{Pass: 15, Complete: 15, RtSumMs: 105, MinRtMs: 0, MaxRtMs: 14, MaxConcurrency: 6}},
-			},
+			want: []MetricPoint{{StartMs: minute(-15), Counts: engine.Counts{Calls: engine.Calls{Pass: 2}, MaxConcurrency: 6}}, {StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 15, Complete: 15}, RtSumMs: 105, MinRtMs: 0, MaxRtMs: 14, MaxConcurrency: 6}}},
 		},
 		{
 			name: "1h from the hourly rollup; minutes without completions have no minimum",
 			from: minute(-60), to: minute(180), step: HourMs,
-			want: []MetricPoint{
-				{StartMs: minute(-60), MetricCounts: MetricCounts{Pass: 2, MaxConcurrency: 6}},
-				{StartMs: minute(0), MetricCounts: MetricCounts{Pass: 45, Complete: 45, RtSumMs: 1770 - 555, MinRtMs: 0, MaxRtMs: 59, MaxConcurrency: 6}},
-				{StartMs: minute(60), MetricCounts: MetricCounts{Pass: 60, MaxConcurrency: 6}},
-				{StartMs: minute(120), MetricCounts: MetricCounts{Pass: 2, MaxConcurrency: 2}},
-			},
+			want: []MetricPoint{{StartMs: minute(-60), Counts: engine.Counts{Calls: engine.Calls{Pass: 2}, MaxConcurrency: 6}}, {StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 45, Complete: 45}, RtSumMs: 1770 - 555, MinRtMs: 0, MaxRtMs: 59, MaxConcurrency: 6}}, {StartMs: minute(60), Counts: engine.Counts{Calls: engine.Calls{Pass: 60}, MaxConcurrency: 6}}, {StartMs: minute(120), Counts: engine.Counts{Calls: engine.Calls{Pass: 2}, MaxConcurrency: 2}}},
 		},
 		{
 			name: "1d, UTC midnight",
 			from: minute(0), to: minute(1), step: 24 * HourMs,
-			want: []MetricPoint{
-				{StartMs: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).UnixMilli(), MetricCounts: MetricCounts{Pass: 109, Complete: 45, RtSumMs: 1215, MinRtMs: 0, MaxRtMs: 59, MaxConcurrency: 6}},
-			},
+			want: []MetricPoint{{StartMs: time.Date(2026, 3, 2, 0, 0, 0, 0, time.UTC).UnixMilli(), Counts: engine.Counts{Calls: engine.Calls{Pass: 109, Complete: 45}, RtSumMs: 1215, MinRtMs: 0, MaxRtMs: 59, MaxConcurrency: 6}}},
 		},
 		{name: "nothing in range", from: minute(31), to: minute(44), step: MinuteMs, want: []MetricPoint{}},
 	}
@@ -237,11 +181,11 @@ func TestTopResources(t *testing.T) {
 	var deltas []MinuteDelta
 	for m := int64(-10); m < 70; m++ {
 		deltas = append(deltas,
-			MinuteDelta{Resource: "a", StartMs: minute(m), MetricCounts: MetricCounts{Pass: 3, Block: 1, Complete: 3, RtSumMs: 30, MinRtMs: 10, MaxRtMs: 10}},
-			MinuteDelta{Resource: "b", StartMs: minute(m), MetricCounts: MetricCounts{Pass: 1, Block: 2, Error: 1, Complete: 1, RtSumMs: 50, MinRtMs: 50, MaxRtMs: 50}},
+			MinuteDelta{Resource: "a", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 3, Block: 1, Complete: 3}, RtSumMs: 30, MinRtMs: 10, MaxRtMs: 10}},
+			MinuteDelta{Resource: "b", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Block: 2, Error: 1, Complete: 1}, RtSumMs: 50, MinRtMs: 50, MaxRtMs: 50}},
 		)
 		if m >= 65 {
-			deltas = append(deltas, MinuteDelta{Resource: "c", StartMs: minute(m), MetricCounts: MetricCounts{Block: 100}})
+			deltas = append(deltas, MinuteDelta{Resource: "c", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Block: 100}}})
 		}
 	}
 	addMetrics(t, s, deltas...)
@@ -286,7 +230,7 @@ func TestTopResources(t *testing.T) {
 func TestPruneMetrics(t *testing.T) {
 	s, _ := openTestStore(t)
 	seedPattern(t, s)
-	addMetrics(t, s, MinuteDelta{Resource: "gone", StartMs: minute(-2), MetricCounts: MetricCounts{Pass: 1}})
+	addMetrics(t, s, MinuteDelta{Resource: "gone", StartMs: minute(-2), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 
 	deleted, err := s.PruneMetrics(t.Context(), minute(60), 7)
 	if err != nil {
@@ -347,11 +291,11 @@ func TestAddMetricsAcrossChunks(t *testing.T) {
 	s, _ := openTestStore(t)
 	var deltas []MinuteDelta
 	for i := range addMetricsChunk - 1 {
-		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%05d", i), StartMs: minute(0), MetricCounts: MetricCounts{Pass: 1}})
+		deltas = append(deltas, MinuteDelta{Resource: fmt.Sprintf("r%05d", i), StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
 	deltas = append(deltas,
-		MinuteDelta{Resource: "zz", StartMs: minute(1), MetricCounts: MetricCounts{Pass: 2}},
-		MinuteDelta{Resource: "zz", StartMs: minute(2), MetricCounts: MetricCounts{Pass: 3}},
+		MinuteDelta{Resource: "zz", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 2}}},
+		MinuteDelta{Resource: "zz", StartMs: minute(2), Counts: engine.Counts{Calls: engine.Calls{Pass: 3}}},
 	)
 	addMetrics(t, s, deltas...)
 	hours, err := s.ResourceMetrics(t.Context(), "zz", minute(0), minute(60), HourMs)

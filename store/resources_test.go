@@ -8,6 +8,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/migrations"
 )
 
@@ -45,7 +46,7 @@ func ms(v int64) *int64 { return &v }
 // it.
 func TestCatalogueFollowsRules(t *testing.T) {
 	s, _ := openTestStore(t)
-	addMetrics(t, s, MinuteDelta{Resource: "orders", StartMs: minute(1), MetricCounts: MetricCounts{Pass: 1}})
+	addMetrics(t, s, MinuteDelta{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	ruleOn(t, s, "orders-qps", "orders")
 	ruleOn(t, s, "pay-qps", "payments")
 	pay := ruleOn(t, s, "pay-conc", "payments")
@@ -62,7 +63,7 @@ func TestCatalogueFollowsRules(t *testing.T) {
 	if err := s.InTx(t.Context(), func(tx *Tx) error { return tx.UpdateRule(&pay) }); err != nil {
 		t.Fatal(err)
 	}
-	addMetrics(t, s, MinuteDelta{Resource: "refunds", StartMs: minute(2), MetricCounts: MetricCounts{Pass: 1}})
+	addMetrics(t, s, MinuteDelta{Resource: "refunds", StartMs: minute(2), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	want["payments"] = CatalogueEntry{Name: "payments", RuleCount: 1}
 	want["refunds"] = CatalogueEntry{Name: "refunds", FirstSeenMs: ms(minute(2)), LastSeenMs: ms(minute(2)), RuleCount: 1}
 	if got := catalogue(t, s); !reflect.DeepEqual(got, want) {
@@ -98,9 +99,9 @@ func TestCatalogueFollowsRules(t *testing.T) {
 func TestCatalogueRetention(t *testing.T) {
 	s, _ := openTestStore(t)
 	addMetrics(t, s,
-		MinuteDelta{Resource: "old", StartMs: minute(1), MetricCounts: MetricCounts{Pass: 1}},
-		MinuteDelta{Resource: "old-ruled", StartMs: minute(1), MetricCounts: MetricCounts{Pass: 1}},
-		MinuteDelta{Resource: "recent", StartMs: minute(90), MetricCounts: MetricCounts{Pass: 1}},
+		MinuteDelta{Resource: "old", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
+		MinuteDelta{Resource: "old-ruled", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
+		MinuteDelta{Resource: "recent", StartMs: minute(90), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 	)
 	ruleOn(t, s, "keep", "old-ruled")
 	if _, err := s.PruneMetrics(t.Context(), minute(60), 10); err != nil {
@@ -116,7 +117,7 @@ func TestCatalogueRetention(t *testing.T) {
 	if _, err := s.GetMetricResource(t.Context(), "old-ruled"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("GetMetricResource of a resource without traffic: %v, want ErrNotFound", err)
 	}
-	addMetrics(t, s, MinuteDelta{Resource: "old-ruled", StartMs: minute(91), MetricCounts: MetricCounts{Pass: 1}})
+	addMetrics(t, s, MinuteDelta{Resource: "old-ruled", StartMs: minute(91), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	if got := catalogue(t, s)["old-ruled"]; !reflect.DeepEqual(got, CatalogueEntry{Name: "old-ruled", FirstSeenMs: ms(minute(91)), LastSeenMs: ms(minute(91)), RuleCount: 1}) {
 		t.Errorf("traffic again: %+v", got)
 	}
@@ -129,7 +130,7 @@ func TestCatalogueNames(t *testing.T) {
 	s, _ := openTestStore(t)
 	names := []string{"GET:/api/Orders", "orders", "pay_50%", "pay-50", "Édition", "édition", "a\\b", "zeta"}
 	for _, name := range names {
-		addMetrics(t, s, MinuteDelta{Resource: name, StartMs: minute(0), MetricCounts: MetricCounts{Pass: 1}})
+		addMetrics(t, s, MinuteDelta{Resource: name, StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
 	sorted := slices.Sorted(slices.Values(names))
 	for _, page := range []struct{ offset, limit int }{{0, 3}, {3, 3}, {6, 3}, {9, 3}} {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -94,7 +95,7 @@ func seed(ctx context.Context, st *store.Store, plan seedPlan) (int64, error) {
 		for dayMs := startMs; dayMs < plan.endMs; dayMs += 24 * store.HourMs {
 			batch = batch[:0]
 			for m := dayMs; m < min(dayMs+24*store.HourMs, plan.endMs); m += store.MinuteMs {
-				batch = append(batch, store.MinuteDelta{Resource: name, StartMs: m, MetricCounts: profile.minute(rng, m)})
+				batch = append(batch, store.MinuteDelta{Resource: name, StartMs: m, Counts: profile.minute(rng, m)})
 			}
 			if err := st.AddMetrics(ctx, batch); err != nil {
 				return rows, err
@@ -127,7 +128,7 @@ func newTrafficProfile(rng *rand.Rand, i int) trafficProfile {
 
 // minute draws one minute of traffic: a daily wave, peaking at 14:00 UTC,
 // with noise.
-func (p trafficProfile) minute(rng *rand.Rand, startMs int64) store.MetricCounts {
+func (p trafficProfile) minute(rng *rand.Rand, startMs int64) engine.Counts {
 	dayFraction := float64(startMs%(24*store.HourMs)) / float64(24*store.HourMs)
 	wave := 0.55 + 0.45*math.Cos(2*math.Pi*(dayFraction-14.0/24))
 	calls := p.passPerMinute * wave * (0.8 + 0.4*rng.Float64())
@@ -135,8 +136,8 @@ func (p trafficProfile) minute(rng *rand.Rand, startMs int64) store.MetricCounts
 	block := int64(calls * p.blockShare)
 	errs := int64(float64(pass) * p.errorShare)
 	avg := p.rtMs * (0.7 + 0.6*rng.Float64())
-	return store.MetricCounts{
-		Pass: pass, Block: block, Complete: pass, Error: errs,
+	return engine.Counts{
+		Calls:          engine.Calls{Pass: pass, Block: block, Complete: pass, Error: errs},
 		RtSumMs:        int64(avg * float64(pass)),
 		MinRtMs:        max(0, int64(avg/4)),
 		MaxRtMs:        int64(avg*4) + 1,

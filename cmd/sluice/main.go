@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -88,9 +89,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
 	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, or URI filename (file:path?param=value) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
-	retention := retentionFlag(server.DefaultMetricsRetention)
+	retention := retentionFlag(metrics.DefaultRetention)
 	fs.Var(&retention, "metrics-retention", "how long metric history is kept: days (30d) or a Go duration (env SLUICE_METRICS_RETENTION)")
-	flushInterval := fs.Duration("metrics-flush-interval", server.DefaultMetricsFlushInterval, "how often metrics are written to the database; a crash loses at most this much (env SLUICE_METRICS_FLUSH_INTERVAL)")
+	flushInterval := fs.Duration("metrics-flush-interval", metrics.DefaultFlushInterval, "how often metrics are written to the database; a crash loses at most this much (env SLUICE_METRICS_FLUSH_INTERVAL)")
 	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
 	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
 	maxResources := fs.Int("max-resources", engine.DefaultMaxResources, "how many resources the engine tracks at most, rules' resources aside; past it, calls on new ones are counted under (overflow) (env SLUICE_MAX_RESOURCES)")

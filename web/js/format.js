@@ -67,7 +67,17 @@ export function ms(value) {
   return value ? `${number(value)} ms` : '—';
 }
 
-/** stepLabel names a history step for people: "5 min", "1 h", "1 day". */
-export function stepLabel(step) {
-  return { '1m': '1 min', '5m': '5 min', '15m': '15 min', '1h': '1 h', '1d': '1 day' }[step] ?? step;
+/**
+ * stepLabel names a history step for people by its length, as the API
+ * answers it: "5 min", "1 h", "1 day".
+ */
+export function stepLabel(stepMs) {
+  if (stepMs % 86400e3 === 0) {
+    const days = stepMs / 86400e3;
+    return `${number(days)} ${days === 1 ? 'day' : 'days'}`;
+  }
+  if (stepMs % 3600e3 === 0) {
+    return `${number(stepMs / 3600e3)} h`;
+  }
+  return `${number(stepMs / 60e3)} min`;
 }

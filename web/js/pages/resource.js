@@ -10,12 +10,6 @@ import { feed } from '../live.js';
 import { stateKind, stateLabel, summary } from '../rulesinfo.js';
 import { badge, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
 
-/** steps of the history API, smallest first. */
-const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d', 86400e3]];
-
-/** maxPoints is the most points one history answer may hold. */
-const maxPoints = 10000;
-
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
 const breakerRefreshMs = 5000;
 
@@ -24,18 +18,31 @@ const ranges = [['1h', '1 h', 3600e3], ['6h', '6 h', 6 * 3600e3], ['24h', '24 h'
   ['7d', '7 d', 7 * 86400e3], ['30d', '30 d', 30 * 86400e3]];
 
 /**
- * chooseStep is the smallest step at which [fromMs, toMs), rounded out to
- * the step as the API does, fits in maxPoints points.
+ * historySteps answers the history's steps and bounds, asked of the API
+ * once: {steps: [{name, stepMs}], maxPoints, flushIntervalMs}.
  */
-function chooseStep(fromMs, toMs) {
-  for (const [name, stepMs] of steps) {
+let historySteps = null;
+function loadHistorySteps() {
+  historySteps ??= api('GET', '/metrics/history-steps').then(({ data }) => data, (err) => {
+    historySteps = null;
+    throw err;
+  });
+  return historySteps;
+}
+
+/**
+ * chooseStep is the smallest of bounds' steps at which [fromMs, toMs),
+ * rounded out to the step as the API does, fits in its maxPoints points.
+ */
+function chooseStep(bounds, fromMs, toMs) {
+  for (const { name, stepMs } of bounds.steps) {
     const from = Math.floor(fromMs / stepMs) * stepMs;
     const to = Math.ceil(toMs / stepMs) * stepMs;
-    if ((to - from) / stepMs <= maxPoints) {
+    if ((to - from) / stepMs <= bounds.maxPoints) {
       return { name, stepMs, from, to };
     }
   }
-  const [name, stepMs] = steps[steps.length - 1];
+  const { name, stepMs } = bounds.steps[bounds.steps.length - 1];
   return { name, stepMs, from: Math.floor(fromMs / stepMs) * stepMs, to: Math.ceil(toMs / stepMs) * stepMs };
 }
 
@@ -148,9 +155,10 @@ export function render(ctx) {
 
   async function loadHistory(fromMs, toMs) {
     const seq = ++historySeq;
-    const step = chooseStep(fromMs, toMs);
     historyNote.textContent = 'Loading…';
     try {
+      const bounds = await loadHistorySteps();
+      const step = chooseStep(bounds, fromMs, toMs);
       const { data } = await api('GET', `${resourcePath(name)}/metrics`, {
         query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name },
       });
@@ -162,7 +170,7 @@ export function render(ctx) {
         history = timeChart(historyEl, {
           height: 280,
           long: true,
-          leftLabel: `calls per ${stepLabel(step.name)}`,
+          leftLabel: `calls per ${stepLabel(step.stepMs)}`,
           rightLabel: 'avg response time (ms)',
           series: [
             { label: 'Passed', color: colors.pass, unit: 'calls' },
@@ -193,8 +201,8 @@ export function render(ctx) {
       }
       history.setData(...cols);
       historyEl.dataset.traffic = String(data.points.length);
-      historyNote.textContent = `${number(cols[0].length)} steps of ${stepLabel(step.name)}; ${number(data.points.length)} with traffic. `
-        + 'Figures are as fresh as the last flush (every 10 s by default).';
+      historyNote.textContent = `${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
+        + `Figures are as fresh as the last flush (every ${number(bounds.flushIntervalMs / 1000)} s).`;
     } catch (err) {
       if (seq === historySeq) {
         historyNote.textContent = err.status === 404 ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);

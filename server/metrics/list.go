@@ -1,10 +1,11 @@
-package server
+package metrics
 
 import (
 	"cmp"
 	"context"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
@@ -24,6 +25,32 @@ import (
 // resources, bounded by --max-resources. Every other resource follows by
 // name, paged as above with the ranked ones skipped.
 
+// Order is an order of the resource list.
+type Order string
+
+// Orders of the resource list.
+const (
+	// ByName orders by name, byte-wise.
+	ByName Order = "name"
+	// ByBlockQps and ByPassQps put first the resources with that live
+	// rate, highest first, ties by name, then every other by name.
+	ByBlockQps Order = "-blockQps"
+	ByPassQps  Order = "-passQps"
+)
+
+// ResourceView is a resource of the list: its rules, when it was seen, its
+// traffic now and in the last finished minute.
+type ResourceView struct {
+	Name string
+	// Rules counts the rules that name the resource, disabled ones too.
+	Rules int
+	// FirstSeen and LastSeen bound the resource's traffic; nil while
+	// it had none.
+	FirstSeen, LastSeen *time.Time
+	Live                engine.LiveStats
+	LastMinute          engine.Counts
+}
+
 // liveResource is a resource the engine counts traffic for now.
 type liveResource struct {
 	name string
@@ -31,8 +58,8 @@ type liveResource struct {
 }
 
 // liveRate is the figure a live sort ranks by.
-func liveRate(order string, l engine.LiveStats) float64 {
-	if order == sortByBlockQps {
+func liveRate(order Order, l engine.LiveStats) float64 {
+	if order == ByBlockQps {
 		return l.BlockQps
 	}
 	return l.PassQps
@@ -41,12 +68,12 @@ func liveRate(order string, l engine.LiveStats) float64 {
 // ranked returns the tracked resources whose name contains q and whose
 // live rate of order is above zero, highest first, ties by name; none for
 // the name order.
-func (h *resourceHandler) ranked(q, order string) []liveResource {
-	if order == sortByName {
+func (p *Pipeline) ranked(q string, order Order) []liveResource {
+	if order == ByName {
 		return nil
 	}
 	var out []liveResource
-	for _, r := range h.engine.Resources() {
+	for _, r := range p.engine.Resources() {
 		if !store.NameContains(r.Name(), q) {
 			continue
 		}
@@ -60,20 +87,21 @@ func (h *resourceHandler) ranked(q, order string) []liveResource {
 	return out
 }
 
-// listPage returns one page of the resource list and how many resources
-// the list holds.
-func (h *resourceHandler) listPage(ctx context.Context, q, order string, page store.Page) ([]ResourceItem, int64, error) {
+// Resources returns one page of the resource list, the resources whose name
+// contains q (store.NameContains) in order, and how many resources the
+// list holds.
+func (p *Pipeline) Resources(ctx context.Context, q string, order Order, page store.Page) ([]ResourceView, int64, error) {
 	// Ranked before the collection below: whatever has traffic now was
 	// recorded in its minute, so the collection gives it a tally.
-	ranked := h.ranked(q, order)
-	var items []ResourceItem
+	ranked := p.ranked(q, order)
+	var items []ResourceView
 	var total int64
-	err := h.flusher.readStore(func() error {
-		fresh, err := h.fresh(ctx, q)
+	err := p.readStore(func() error {
+		fresh, err := p.fresh(ctx, q)
 		if err != nil {
 			return err
 		}
-		count, err := h.store.CountCatalogue(ctx, q)
+		count, err := p.store.CountCatalogue(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -88,13 +116,13 @@ func (h *resourceHandler) listPage(ctx context.Context, q, order string, page st
 		}
 		if rest := page.Size - len(names); rest > 0 {
 			skip, extra := splitRanked(ranked, fresh)
-			more, err := h.mergedNames(ctx, q, skip, extra, max(0, offset-len(ranked)), rest)
+			more, err := p.mergedNames(ctx, q, skip, extra, max(0, offset-len(ranked)), rest)
 			if err != nil {
 				return err
 			}
 			names = append(names, more...)
 		}
-		items, err = h.describe(ctx, names, live)
+		items, err = p.describe(ctx, names, live)
 		return err
 	})
 	return items, total, err
@@ -102,20 +130,20 @@ func (h *resourceHandler) listPage(ctx context.Context, q, order string, page st
 
 // fresh returns, sorted, the names containing q that were collected since
 // the last flush and that the catalogue does not hold yet. Those it holds
-// already (seen before a restart) are looked up once: the flusher forgets
+// already (seen before a restart) are looked up once: the pipeline forgets
 // them.
-func (h *resourceHandler) fresh(ctx context.Context, q string) ([]string, error) {
+func (p *Pipeline) fresh(ctx context.Context, q string) ([]string, error) {
 	var names []string
-	for _, name := range h.flusher.unstoredNames() {
+	for _, name := range p.unstoredNames() {
 		if store.NameContains(name, q) {
 			names = append(names, name)
 		}
 	}
-	stored, err := h.store.CatalogueEntries(ctx, names)
+	stored, err := p.store.CatalogueEntries(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	h.flusher.catalogued(slices.Collect(maps.Keys(stored)))
+	p.catalogued(slices.Collect(maps.Keys(stored)))
 	names = slices.DeleteFunc(names, func(name string) bool { _, ok := stored[name]; return ok })
 	slices.Sort(names)
 	return names, nil
@@ -147,10 +175,10 @@ func splitRanked(ranked []liveResource, fresh []string) (skip, extra []string) {
 // and extra are sorted. One query reads the catalogue from where the page
 // may start, widened by len(skip) and len(extra), the most the two can move
 // it by.
-func (h *resourceHandler) mergedNames(ctx context.Context, q string, skip, extra []string, offset, limit int) ([]string, error) {
+func (p *Pipeline) mergedNames(ctx context.Context, q string, skip, extra []string, offset, limit int) ([]string, error) {
 	from := max(0, offset-len(extra))
 	want := limit + len(extra) + len(skip)
-	window, err := h.store.CatalogueNames(ctx, q, from, want)
+	window, err := p.store.CatalogueNames(ctx, q, from, want)
 	if err != nil {
 		return nil, err
 	}
@@ -194,23 +222,23 @@ func below(sorted []string, name string) int {
 // describe builds the items of names: their catalogue entry, their tally
 // since the last flushes, their live figures (live's, else the engine's)
 // and their last finished minute.
-func (h *resourceHandler) describe(ctx context.Context, names []string, live map[string]engine.LiveStats) ([]ResourceItem, error) {
-	items := make([]ResourceItem, len(names))
+func (p *Pipeline) describe(ctx context.Context, names []string, live map[string]engine.LiveStats) ([]ResourceView, error) {
+	items := make([]ResourceView, len(names))
 	if len(names) == 0 {
 		return items, nil
 	}
-	entries, err := h.store.CatalogueEntries(ctx, names)
+	entries, err := p.store.CatalogueEntries(ctx, names)
 	if err != nil {
 		return nil, err
 	}
-	tallies := h.flusher.seen(names)
-	lastMinuteMs := floorMs(h.flusher.nowMs(), store.MinuteMs) - store.MinuteMs
-	figures, err := h.flusher.minuteFigures(ctx, lastMinuteMs, names)
+	tallies := p.seen(names)
+	lastMinuteMs := floorMs(p.NowMs(), store.MinuteMs) - store.MinuteMs
+	figures, err := p.minuteFigures(ctx, lastMinuteMs, names)
 	if err != nil {
 		return nil, err
 	}
 	for i, name := range names {
-		it := ResourceItem{Name: name}
+		it := ResourceView{Name: name}
 		if e, ok := entries[name]; ok {
 			it.Rules = e.RuleCount
 			if e.FirstSeenMs != nil {
@@ -221,16 +249,24 @@ func (h *resourceHandler) describe(ctx context.Context, names []string, live map
 			seen(&it, t.firstSeenMs, t.lastSeenMs)
 		}
 		l, ok := live[name]
-		if r := h.engine.Lookup(name); !ok && r != nil {
+		if r := p.engine.Lookup(name); !ok && r != nil {
 			l = r.Live()
 		}
-		it.Live = liveFigures(l)
-		m := figures[name]
-		it.LastMinute = MinuteFigures{
-			Pass: m.Pass, Block: m.Block, ShadowBlock: m.ShadowBlock,
-			Complete: m.Complete, Error: m.Error, AvgRtMs: m.AvgRtMs(),
-		}
+		it.Live = l
+		it.LastMinute = figures[name]
 		items[i] = it
 	}
 	return items, nil
+}
+
+// seen widens the view's first and last seen times to include
+// [firstMs, lastMs].
+func seen(it *ResourceView, firstMs, lastMs int64) {
+	first, last := time.UnixMilli(firstMs).UTC(), time.UnixMilli(lastMs).UTC()
+	if it.FirstSeen == nil || first.Before(*it.FirstSeen) {
+		it.FirstSeen = &first
+	}
+	if it.LastSeen == nil || last.After(*it.LastSeen) {
+		it.LastSeen = &last
+	}
 }

@@ -1,4 +1,4 @@
-package server
+package metrics
 
 import (
 	"log/slog"
@@ -8,7 +8,7 @@ import (
 )
 
 const (
-	// overflowCheckInterval is how often the server looks whether the
+	// overflowCheckInterval is how often the pipeline looks whether the
 	// engine counted calls under its overflow resource.
 	overflowCheckInterval = time.Second
 	// overflowWarnEveryMs is how often, at most, it warns about it.
@@ -19,11 +19,12 @@ const (
 // counts calls on new resources under engine.OverflowResource.
 type overflowWatch struct {
 	engine *engine.Engine
+	clock  engine.Clock
 	logger *slog.Logger
 
 	// Owned by the one goroutine that calls check.
 	warnedCalls int64 // the engine's overflow count at the last warning
-	warnedMs    int64 // when that was, on the engine's clock
+	warnedMs    int64 // when that was, on the pipeline's clock
 	warned      bool
 }
 
@@ -34,7 +35,7 @@ func (w *overflowWatch) check() {
 	if o.Calls == w.warnedCalls {
 		return
 	}
-	now := w.engine.Clock().NowMs()
+	now := w.clock.NowMs()
 	if w.warned && now-w.warnedMs < overflowWarnEveryMs {
 		return
 	}

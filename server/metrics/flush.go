@@ -1,0 +1,76 @@
+package metrics
+
+import (
+	"cmp"
+	"context"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// finalFlushTimeout bounds the flush on shutdown, which gets its own time:
+// the requests in flight may have used up the caller's.
+const finalFlushTimeout = 10 * time.Second
+
+// Flush collects and writes everything pending in one transaction. If the
+// write fails, the batch stays pending for the next flush.
+func (p *Pipeline) Flush(ctx context.Context) error {
+	p.flushMu.Lock()
+	defer p.flushMu.Unlock()
+	p.Collect()
+	p.mu.Lock()
+	batch := p.pending
+	p.pending = map[minuteKey]*store.MinuteDelta{}
+	p.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	deltas := make([]store.MinuteDelta, 0, len(batch))
+	for _, k := range slices.SortedFunc(maps.Keys(batch), compareMinuteKeys) {
+		deltas = append(deltas, *batch[k])
+	}
+	if err := p.store.AddMetrics(ctx, deltas); err != nil {
+		p.mu.Lock()
+		for _, d := range batch {
+			mergePending(p.pending, d)
+		}
+		p.mu.Unlock()
+		return err
+	}
+	p.stored(batch)
+	return nil
+}
+
+// FinalFlush writes what is still pending as the server stops, with its
+// own time: ctx may be all but spent on the requests in flight.
+func (p *Pipeline) FinalFlush(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finalFlushTimeout)
+	defer cancel()
+	return p.Flush(ctx)
+}
+
+// stored notes that batch is written, and forgets the tallies of the
+// resources the engine no longer tracks whose figures are all stored, so
+// that the tallies stay as bounded as the engine.
+func (p *Pipeline) stored(batch map[minuteKey]*store.MinuteDelta) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k := range batch {
+		delete(p.unstored, k.resource)
+	}
+	pending := make(map[string]bool, len(p.pending))
+	for k := range p.pending {
+		pending[k.resource] = true
+	}
+	for name := range p.resources {
+		if _, unstored := p.unstored[name]; !unstored && !pending[name] && p.engine.Lookup(name) == nil {
+			delete(p.resources, name)
+		}
+	}
+}
+
+func compareMinuteKeys(a, b minuteKey) int {
+	return cmp.Or(cmp.Compare(a.resource, b.resource), cmp.Compare(a.startMs, b.startMs))
+}

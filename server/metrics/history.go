@@ -1,0 +1,122 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// Bounds of the history and of the ranking (API.md).
+const (
+	// MaxHistoryPoints is the most steps one history answer may span.
+	MaxHistoryPoints = 10_000
+	// DefaultHistorySteps is how many steps a history query that names
+	// no start covers.
+	DefaultHistorySteps = 60
+	// DefaultTopRangeMs is the range of a ranking that names no start.
+	DefaultTopRangeMs = store.HourMs
+)
+
+// Step is a step of the history: its name in the API and its length.
+// Steps are UTC-aligned.
+type Step struct {
+	Name string
+	Ms   int64
+}
+
+// Steps are the steps of the history, smallest first.
+var Steps = []Step{
+	{"1m", store.MinuteMs},
+	{"5m", 5 * store.MinuteMs},
+	{"15m", 15 * store.MinuteMs},
+	{"1h", store.HourMs},
+	{"1d", 24 * store.HourMs},
+}
+
+// ParamError is a query the pipeline cannot answer, because of the
+// parameter it names.
+type ParamError struct {
+	Param   string
+	Message string
+}
+
+// Error is the parameter followed by what is wrong with it.
+func (e *ParamError) Error() string { return e.Param + " " + e.Message }
+
+// UnknownResourceError is a history asked of a resource never seen.
+type UnknownResourceError struct {
+	Name string
+}
+
+// Error says which resource.
+func (e *UnknownResourceError) Error() string {
+	return fmt.Sprintf("no resource %q was ever seen", e.Name)
+}
+
+// StepNamed returns the step called name, or a ParamError for step.
+func StepNamed(name string) (Step, error) {
+	names := make([]string, len(Steps))
+	for i, s := range Steps {
+		if s.Name == name {
+			return s, nil
+		}
+		names[i] = s.Name
+	}
+	return Step{}, &ParamError{"step", "must be one of " + strings.Join(names, ", ")}
+}
+
+// History is one resource's traffic over a range, step by step.
+type History struct {
+	// FromMs and ToMs are the range answered, rounded out to the step.
+	FromMs, ToMs int64
+	// Points has one point per step with traffic, oldest first.
+	Points []store.MetricPoint
+}
+
+// History reads the resource's history from fromMs (inclusive) to toMs
+// (exclusive), both rounded out to the step. More than MaxHistoryPoints
+// steps is a ParamError for step; a resource never seen (stored, not
+// flushed yet, named by a rule or tracked by the engine) is an
+// UnknownResourceError.
+func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, toMs int64) (History, error) {
+	fromMs, toMs = floorMs(fromMs, step.Ms), ceilMs(toMs, step.Ms)
+	if points := (toMs - fromMs) / step.Ms; points > MaxHistoryPoints {
+		return History{}, &ParamError{"step", fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
+			points, formatMs(fromMs), formatMs(toMs), MaxHistoryPoints)}
+	}
+	points, err := p.store.ResourceMetrics(ctx, name, fromMs, toMs, step.Ms)
+	if err != nil {
+		return History{}, err
+	}
+	if len(points) == 0 {
+		if err := p.known(ctx, name); err != nil {
+			return History{}, err
+		}
+	}
+	return History{FromMs: fromMs, ToMs: toMs, Points: points}, nil
+}
+
+// known returns an UnknownResourceError unless the resource is in the
+// catalogue (it had stored traffic or a rule names it), has figures not
+// flushed yet or is tracked by the engine.
+func (p *Pipeline) known(ctx context.Context, name string) error {
+	entries, err := p.store.CatalogueEntries(ctx, []string{name})
+	if err != nil {
+		return err
+	}
+	if len(entries) > 0 || len(p.seen([]string{name})) > 0 || p.engine.Lookup(name) != nil {
+		return nil
+	}
+	return &UnknownResourceError{Name: name}
+}
+
+// Top ranks the resources by their stored traffic from fromMs (inclusive)
+// to toMs (exclusive), highest first, and returns the first limit.
+func (p *Pipeline) Top(ctx context.Context, fromMs, toMs int64, by store.TopBy, limit int) ([]store.ResourceTotals, error) {
+	return p.store.TopResources(ctx, fromMs, toMs, by, limit)
+}
+
+func formatMs(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC3339) }

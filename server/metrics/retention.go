@@ -1,0 +1,25 @@
+package metrics
+
+import (
+	"context"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// pruneBatchRows is how many rows one retention transaction deletes, so
+// that a flush never waits long behind it.
+const pruneBatchRows = 1000
+
+// Prune deletes the rows older than retention, cut at a whole UTC hour so
+// that every step of the history agrees on what is left: up to an hour more
+// than retention is kept.
+func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
+	cutMs := p.NowMs() - retention.Milliseconds()
+	cutMs -= ((cutMs % store.HourMs) + store.HourMs) % store.HourMs
+	deleted, err := p.store.PruneMetrics(ctx, cutMs, pruneBatchRows)
+	if deleted > 0 {
+		p.logger.Info("metrics: retention deleted old rows", "rows", deleted, "before", time.UnixMilli(cutMs).UTC())
+	}
+	return err
+}
