@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 // routePolicy is API.md's authorisation, route by route: the least role
@@ -73,7 +75,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create a rule: %d %s", resp.StatusCode, body)
 		}
-		var r Rule
+		var r rules.APIRule
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
 		}

@@ -17,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 const rulesPath = "/api/v1/rules"
@@ -198,19 +200,19 @@ func wantError(t *testing.T, resp *http.Response, body []byte, status int, code 
 }
 
 // createRule creates a rule and returns it as answered.
-func (ts *testServer) createRule(t *testing.T, body any) Rule {
+func (ts *testServer) createRule(t *testing.T, body any) rules.APIRule {
 	t.Helper()
 	resp, got := ts.call(t, http.MethodPost, rulesPath, body, nil)
 	mustStatus(t, resp, got, http.StatusCreated)
-	return decodeStrict[Rule](t, got)
+	return decodeStrict[rules.APIRule](t, got)
 }
 
 // getRule reads rule id and its ETag; it fails the test unless it is 200.
-func (ts *testServer) getRule(t *testing.T, id int64) (Rule, string) {
+func (ts *testServer) getRule(t *testing.T, id int64) (rules.APIRule, string) {
 	t.Helper()
 	resp, got := ts.call(t, http.MethodGet, ruleURL(id), nil, nil)
 	mustStatus(t, resp, got, http.StatusOK)
-	return decodeStrict[Rule](t, got), resp.Header.Get("ETag")
+	return decodeStrict[rules.APIRule](t, got), resp.Header.Get("ETag")
 }
 
 // listRules answers GET /rules?query; it fails the test unless it is 200.
@@ -238,9 +240,9 @@ func (ts *testServer) ruleIDByName(t *testing.T, name string) int64 {
 
 func ruleURL(id int64) string { return rulesPath + "/" + strconv.FormatInt(id, 10) }
 
-func ruleNames(rules []Rule) []string {
-	names := make([]string, 0, len(rules))
-	for _, r := range rules {
+func ruleNames(list []rules.APIRule) []string {
+	names := make([]string, 0, len(list))
+	for _, r := range list {
 		names = append(names, r.Name)
 	}
 	return names
@@ -350,7 +352,7 @@ func TestCreateRule(t *testing.T) {
 			mustStatus(t, resp, body, http.StatusCreated)
 			got := jsonObject(t, body)
 			wantContent(t, got, tt.want)
-			r := decodeStrict[Rule](t, body)
+			r := decodeStrict[rules.APIRule](t, body)
 			if r.ID <= 0 || r.Version != 1 {
 				t.Errorf("id = %d, version = %d; want a positive id and version 1", r.ID, r.Version)
 			}
@@ -530,7 +532,7 @@ func TestGetRule(t *testing.T) {
 		if etag := resp.Header.Get("ETag"); etag != `"1"` {
 			t.Errorf(`ETag = %q, want "1"`, etag)
 		}
-		if got := decodeStrict[Rule](t, body); !reflect.DeepEqual(got, created) {
+		if got := decodeStrict[rules.APIRule](t, body); !reflect.DeepEqual(got, created) {
 			t.Errorf("GET = %+v\nwant %+v", got, created)
 		}
 	})
@@ -695,7 +697,7 @@ func TestReplaceRule(t *testing.T) {
 
 		mustStatus(t, resp, body, http.StatusOK)
 		wantContent(t, jsonObject(t, body), flowRule(map[string]any{"name": "orders", "resource": "GET:/api/orders", "threshold": 7.0}))
-		got := decodeStrict[Rule](t, body)
+		got := decodeStrict[rules.APIRule](t, body)
 		if got.ID != r.ID || got.Version != 2 || !got.CreatedAt.Equal(r.CreatedAt) {
 			t.Errorf("id, version, createdAt = %d, %d, %v; want %d, 2, %v", got.ID, got.Version, got.CreatedAt, r.ID, r.CreatedAt)
 		}
@@ -741,7 +743,7 @@ func TestReplaceRule(t *testing.T) {
 			`"updatedAt":"2000-01-01T00:00:00Z","kind":"flow","resource":"GET:/api/orders","threshold":9}`, r.ID), nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
-		got := decodeStrict[Rule](t, body)
+		got := decodeStrict[rules.APIRule](t, body)
 		if got.Version != 3 || !got.CreatedAt.Equal(r.CreatedAt) || got.UpdatedAt.Year() == 2000 || *got.Threshold != 9 {
 			t.Errorf("version %d, createdAt %v, updatedAt %v, threshold %v; want 3, %v, now, 9",
 				got.Version, got.CreatedAt, got.UpdatedAt, *got.Threshold, r.CreatedAt)
@@ -755,7 +757,7 @@ func TestReplaceRule(t *testing.T) {
 		resp, body := ts.call(t, http.MethodPut, ruleURL(r.ID), `{"name":"orders-v2","kind":"flow","resource":"GET:/api/orders","threshold":7}`, nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
-		if got := decodeStrict[Rule](t, body); got.Name != "orders-v2" {
+		if got := decodeStrict[rules.APIRule](t, body); got.Name != "orders-v2" {
 			t.Errorf("name = %q, want orders-v2", got.Name)
 		}
 		ts.wantLoaded(t, map[string]float64{"orders-v2": 7})
@@ -769,7 +771,7 @@ func TestReplaceRule(t *testing.T) {
 			resp, got := ts.call(t, http.MethodPut, ruleURL(r.ID), body, nil)
 			mustStatus(t, resp, got, http.StatusOK)
 			want := strconv.Quote(strconv.FormatInt(v, 10))
-			if rule := decodeStrict[Rule](t, got); rule.Version != v || resp.Header.Get("ETag") != want {
+			if rule := decodeStrict[rules.APIRule](t, got); rule.Version != v || resp.Header.Get("ETag") != want {
 				t.Errorf("version %d, ETag %s; want %d, %s", rule.Version, resp.Header.Get("ETag"), v, want)
 			}
 			if _, etag := ts.getRule(t, r.ID); etag != want {
@@ -870,7 +872,7 @@ func TestPatchRule(t *testing.T) {
 				t.Errorf(`ETag = %q, want "2"`, etag)
 			}
 			stored, _ := ts.getRule(t, r.ID)
-			if got := decodeStrict[Rule](t, body); !reflect.DeepEqual(stored, got) || got.Version != 2 {
+			if got := decodeStrict[rules.APIRule](t, body); !reflect.DeepEqual(stored, got) || got.Version != 2 {
 				t.Errorf("GET = %+v\nPATCH answered %+v (want version 2)", stored, got)
 			}
 			loaded := map[string]float64{}
@@ -925,13 +927,13 @@ func TestPatchRule(t *testing.T) {
 
 // ruleAtVersion3 creates a rule with threshold 1 and patches it twice, to
 // threshold 3 at version 3.
-func (ts *testServer) ruleAtVersion3(t *testing.T, name string) Rule {
+func (ts *testServer) ruleAtVersion3(t *testing.T, name string) rules.APIRule {
 	t.Helper()
 	r := ts.createRule(t, fmt.Sprintf(`{"name":%q,"kind":"flow","resource":%q,"threshold":1}`, name, "res-"+name))
 	for _, threshold := range []int{2, 3} {
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), fmt.Sprintf(`{"threshold":%d}`, threshold), nil)
 		mustStatus(t, resp, body, http.StatusOK)
-		r = decodeStrict[Rule](t, body)
+		r = decodeStrict[rules.APIRule](t, body)
 	}
 	if r.Version != 3 {
 		t.Fatalf("version = %d after two patches, want 3", r.Version)
@@ -1003,7 +1005,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 					wantError(t, resp, body, http.StatusNotFound, "not_found")
 				} else {
 					want[name] = w.wantThreshold
-					got := decodeStrict[Rule](t, body)
+					got := decodeStrict[rules.APIRule](t, body)
 					if got.Version != 4 || resp.Header.Get("ETag") != `"4"` || *got.Threshold != w.wantThreshold {
 						t.Errorf("version %d, ETag %s, threshold %v; want 4, \"4\", %v", got.Version, resp.Header.Get("ETag"), *got.Threshold, w.wantThreshold)
 					}
@@ -1274,7 +1276,7 @@ func TestRuleRevisions(t *testing.T) {
 }
 
 func TestRollbackRule(t *testing.T) {
-	setup := func(t *testing.T) (*testServer, Rule) {
+	setup := func(t *testing.T) (*testServer, rules.APIRule) {
 		t.Helper()
 		ts := newTestServer(t, nil)
 		r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"one"}`)
@@ -1317,7 +1319,7 @@ func TestRollbackRule(t *testing.T) {
 
 			mustStatus(t, resp, body, http.StatusOK)
 			wantContent(t, jsonObject(t, body), tt.want)
-			got := decodeStrict[Rule](t, body)
+			got := decodeStrict[rules.APIRule](t, body)
 			if got.Version != 4 || resp.Header.Get("ETag") != `"4"` || got.ID != r.ID {
 				t.Errorf("id %d, version %d, ETag %s; want %d, 4, \"4\"", got.ID, got.Version, resp.Header.Get("ETag"), r.ID)
 			}

@@ -1,4 +1,4 @@
-package server
+package demo
 
 import (
 	"context"
@@ -9,19 +9,27 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
-// startDemoServer runs New with Demo on the database at path and returns
-// the server and its store; stop shuts both down.
-func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server, st *store.Store, stop func()) {
+// startDemoServer runs server.New and the demo on the database at path
+// and returns the server, the demo traffic and the store; stop shuts them
+// all down.
+func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *server.Server, d *Traffic, st *store.Store, stop func()) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := store.Open(t.Context(), path, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err = New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, Demo: true, UnguardedAPI: true})
+	srv, err = server.New(t.Context(), server.Config{Engine: eng, Store: st, Logger: logger, UnguardedAPI: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = Start(t.Context(), srv.Rules(), eng, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,6 +41,7 @@ func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server
 		stopped = true
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
+		d.Close()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Error(err)
 		}
@@ -41,7 +50,7 @@ func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server
 		}
 	}
 	t.Cleanup(stop)
-	return srv, st, stop
+	return srv, d, st, stop
 }
 
 // demoRulesIn returns the stored demo rules by name.
@@ -65,7 +74,7 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 	tests := []struct {
 		name string
 		// change edits the stored rules, and the server starts again.
-		change      func(t *testing.T, srv *Server)
+		change      func(t *testing.T, srv *server.Server)
 		wantVersion map[string]int64
 		wantEnabled map[string]bool
 	}{
@@ -73,25 +82,28 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 		{name: "a restart changes nothing"},
 		{
 			name: "a changed demo rule is kept, a deleted one comes back",
-			change: func(t *testing.T, srv *Server) {
-				err := srv.rules.write(t.Context(), false, func(tx *ruleTx) error {
-					for _, r := range tx.stored {
-						switch r.Name {
-						case "demo-orders-qps":
-							r.Enabled = false
-							if err := updateRule(tx, &r, store.ActionUpdate, actor{name: "test"}); err != nil {
-								return err
-							}
-						case "demo-search-shadow":
-							if err := deleteRule(tx, &r, actor{name: "test"}); err != nil {
-								return err
-							}
-						}
-					}
-					return nil
-				})
+			change: func(t *testing.T, srv *server.Server) {
+				svc, who := srv.Rules(), rules.Actor{Name: "test"}
+				all, err := svc.All(t.Context())
 				if err != nil {
 					t.Fatal(err)
+				}
+				for _, r := range all {
+					switch r.Name {
+					case "demo-orders-qps":
+						var errs []engine.FieldError
+						o, err := strictjson.ParseBody([]byte(`{"enabled": false}`), &errs)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if _, err := svc.Update(t.Context(), r.ID, nil, o, rules.ForPatch, who); err != nil {
+							t.Fatal(err)
+						}
+					case "demo-search-shadow":
+						if err := svc.Delete(t.Context(), r.ID, nil, who); err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
 			},
 			wantVersion: map[string]int64{"demo-orders-qps": 2},
@@ -102,11 +114,11 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := engine.New(engine.Options{})
 			t.Cleanup(eng.Close)
-			srv, st, stop := startDemoServer(t, path, eng)
+			srv, _, st, stop := startDemoServer(t, path, eng)
 			if tt.change != nil {
 				tt.change(t, srv)
 				stop()
-				_, st, _ = startDemoServer(t, path, eng)
+				_, _, st, _ = startDemoServer(t, path, eng)
 			}
 
 			found := demoRulesIn(t, st)
@@ -169,7 +181,7 @@ func TestDemoTrafficReachesEveryResource(t *testing.T) {
 func TestDemoTrafficRunsUntilShutdown(t *testing.T) {
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
-	srv, _, stop := startDemoServer(t, filepath.Join(t.TempDir(), "sluice.db"), eng)
+	_, d, _, stop := startDemoServer(t, filepath.Join(t.TempDir(), "sluice.db"), eng)
 	orders := eng.Resource("demo:GET /orders")
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -184,7 +196,7 @@ func TestDemoTrafficRunsUntilShutdown(t *testing.T) {
 	stop()
 
 	select {
-	case <-srv.demo.done:
+	case <-d.done:
 	default:
 		t.Error("the demo traffic still runs after Shutdown")
 	}

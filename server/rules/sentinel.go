@@ -1,12 +1,13 @@
-package server
+package rules
 
 import (
 	"encoding/json"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
 )
 
-// SentinelFlowRule is sentinel-golang's flow.Rule as its JSON data sources
+// SentinelFlowRule is sentinel-golang's flow.rule as its JSON data sources
 // write it; enums are numbers.
 type SentinelFlowRule struct {
 	ID       string `json:"id,omitempty"`
@@ -27,32 +28,42 @@ type SentinelFlowRule struct {
 	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
 	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
 	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
-}
+} //@name server.SentinelFlowRule
 
 // sentinelStrategies maps sentinel-golang's circuit breaker strategies.
 var sentinelStrategies = []engine.BreakerStrategy{
 	engine.StrategySlowRequestRatio, engine.StrategyErrorRatio, engine.StrategyErrorCount,
 }
 
+// ImportSentinel turns the sentinel-golang rules of kind (KindFlow or
+// KindBreaker) into rules that Apply takes, named in file order and
+// validated like a rule file.
+func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
+	if kind == KindBreaker {
+		return convertSentinelBreakerRules(items)
+	}
+	return convertSentinelFlowRules(items)
+}
+
 // convertSentinelBreakerRules turns sentinel-golang circuit breaker rules
 // into Sluice rules, named in file order, validated like an apply body.
 // The bucket count is Sluice's own choice and is dropped.
-func convertSentinelBreakerRules(items []json.RawMessage) ([]rule, error) {
-	return convertSentinel(items, kindBreaker, func(o *object, r *rule) {
+func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindBreaker, func(o *strictjson.Object, r *Rule) {
 		var id string
 		var strategy, ignored int64
 		b := &r.Breaker
-		o.str("id", &id)
-		o.integer("strategy", &strategy)
-		o.integer("retryTimeoutMs", &b.RetryTimeoutMs)
-		o.integer("minRequestAmount", &b.MinRequestAmount)
-		o.integer("statIntervalMs", &b.StatIntervalMs)
-		o.integer("statSlidingWindowBucketCount", &ignored)
-		o.integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
-		o.number("threshold", &b.Threshold)
-		o.integer("probeNum", &b.ProbeNum)
+		o.Str("id", &id)
+		o.Integer("strategy", &strategy)
+		o.Integer("retryTimeoutMs", &b.RetryTimeoutMs)
+		o.Integer("minRequestAmount", &b.MinRequestAmount)
+		o.Integer("statIntervalMs", &b.StatIntervalMs)
+		o.Integer("statSlidingWindowBucketCount", &ignored)
+		o.Integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
+		o.Number("threshold", &b.Threshold)
+		o.Integer("probeNum", &b.ProbeNum)
 		if strategy < 0 || strategy >= int64(len(sentinelStrategies)) {
-			o.fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
+			o.Fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
 		} else {
 			b.Strategy = sentinelStrategies[strategy]
 		}
@@ -66,17 +77,17 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]rule, error) {
 // convertSentinel converts sentinel-golang rules of kind with fill, which
 // reads one rule object into a rule; names are made up in file order and
 // every rule is validated like an apply body.
-func convertSentinel(items []json.RawMessage, kind string, fill func(o *object, r *rule)) ([]rule, error) {
+func convertSentinel(items []json.RawMessage, kind string, fill func(o *strictjson.Object, r *Rule)) ([]Rule, error) {
 	named := map[string]bool{}
 	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
-		func(_ int, o *object, _ *[]FieldError) rule {
-			r := rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
-			o.str("resource", &r.Resource)
+		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
+			r := Rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
+			o.Str("resource", &r.Resource)
 			r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
 			named[r.Name] = true
-			o.label = r.Name
+			o.Label = r.Name
 			fill(o, &r)
-			o.rest(func(string) string { return "" })
+			o.Rest(func(string) string { return "" })
 			return r
 		})
 }
@@ -90,29 +101,29 @@ func importedDescription(id string) string {
 
 // convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
 // rules, named in file order, validated like an apply body.
-func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
-	return convertSentinel(items, kindFlow, func(o *object, r *rule) {
+func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindFlow, func(o *strictjson.Object, r *Rule) {
 		var sr struct {
 			id, refResource, adaptiveConfig                    string
 			strategy, behavior, relation                       int64
 			threshold                                          float64
 			queueing, warmUpSec, coldFactor, interval, ignored int64
 		}
-		o.str("id", &sr.id)
-		o.integer("tokenCalculateStrategy", &sr.strategy)
-		o.integer("controlBehavior", &sr.behavior)
-		o.number("threshold", &sr.threshold)
-		o.integer("relationStrategy", &sr.relation)
-		o.str("refResource", &sr.refResource)
-		o.integer("maxQueueingTimeMs", &sr.queueing)
-		o.integer("warmUpPeriodSec", &sr.warmUpSec)
-		o.integer("warmUpColdFactor", &sr.coldFactor)
-		o.integer("statIntervalInMs", &sr.interval)
+		o.Str("id", &sr.id)
+		o.Integer("tokenCalculateStrategy", &sr.strategy)
+		o.Integer("controlBehavior", &sr.behavior)
+		o.Number("threshold", &sr.threshold)
+		o.Integer("relationStrategy", &sr.relation)
+		o.Str("refResource", &sr.refResource)
+		o.Integer("maxQueueingTimeMs", &sr.queueing)
+		o.Integer("warmUpPeriodSec", &sr.warmUpSec)
+		o.Integer("warmUpColdFactor", &sr.coldFactor)
+		o.Integer("statIntervalInMs", &sr.interval)
 		// Used by MemoryAdaptive only, which is refused below; newer
 		// sentinel-golang versions name an adaptive configuration instead.
-		o.str("adaptiveConfigName", &sr.adaptiveConfig)
+		o.Str("adaptiveConfigName", &sr.adaptiveConfig)
 		for _, name := range []string{"lowMemUsageThreshold", "highMemUsageThreshold", "memLowWaterMarkBytes", "memHighWaterMarkBytes"} {
-			o.integer(name, &sr.ignored)
+			o.Integer(name, &sr.ignored)
 		}
 
 		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
@@ -122,7 +133,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			f.TokenCalculateStrategy = engine.StrategyWarmUp
 			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
 		default:
-			o.fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
+			o.Fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
 		}
 		switch sr.behavior {
 		case 0:
@@ -130,7 +141,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			f.ControlBehavior = engine.BehaviorThrottling
 			f.MaxQueueingTimeMs = sr.queueing
 		default:
-			o.fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
+			o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
 		}
 		switch sr.relation {
 		case 0:
@@ -138,7 +149,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]rule, error) {
 			f.RelationStrategy = engine.RelationAssociated
 			f.RefResource = sr.refResource
 		default:
-			o.fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
+			o.Fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
 		}
 		r.Flow = f
 		r.Description = importedDescription(sr.id)
