@@ -2,7 +2,10 @@ package rules
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
@@ -66,27 +69,86 @@ const (
 // (id and kind are checked against the stored rule).
 var readOnlyFields = []string{"version", "createdAt", "updatedAt"}
 
-// kindFields names the fields of each kind besides the envelope, to tell
-// a field of another kind from an unknown one.
-var kindFields = map[string][]string{
-	KindFlow: {"metric", "threshold", "statIntervalMs", "controlBehavior", "maxQueueingTimeMs",
-		"tokenCalculateStrategy", "warmUpPeriodSec", "warmUpColdFactor", "relationStrategy", "refResource"},
-	KindBreaker: {"strategy", "threshold", "maxAllowedRtMs", "retryTimeoutMs", "minRequestAmount",
-		"statIntervalMs", "probeNum"},
+// kindTables are the engine's field table of each kind.
+var kindTables = map[string]engine.Fields{
+	KindFlow:    engine.FlowRuleFields,
+	KindBreaker: engine.BreakerRuleFields,
 }
 
-// fieldKinds is kindFields turned around: the kinds a field belongs to.
+// fieldKinds names the kinds each field belongs to ("flow,
+// circuitBreaker"), to tell a field of another kind from an unknown one.
 var fieldKinds = func() map[string]string {
 	kinds := map[string]string{}
 	for _, kind := range []string{KindFlow, KindBreaker} {
-		for _, name := range kindFields[kind] {
-			if kinds[name] != "" {
-				kinds[name] += ", "
+		for _, f := range kindTables[kind] {
+			if kinds[f.Name] != "" {
+				kinds[f.Name] += ", "
 			}
-			kinds[name] += kind
+			kinds[f.Name] += kind
 		}
 	}
 	return kinds
+}()
+
+// decodeFields reads the fields of table from o into spec, a pointer to
+// the kind's engine rule, whose struct fields carry the same JSON names.
+// With required, a required field that is absent is reported; a field
+// with options is not, as the engine's validation names its values then.
+func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required bool) {
+	v := reflect.ValueOf(spec).Elem()
+	index := structFields(v.Type())
+	for _, f := range table {
+		dst := v.FieldByIndex(index[f.Name])
+		// A bad value leaves the field as it was, like a typed decoder.
+		before := len(*o.Errs)
+		switch f.Type {
+		case engine.FieldString:
+			var s string
+			if o.Str(f.Name, &s) && len(*o.Errs) == before {
+				dst.SetString(s)
+			}
+		case engine.FieldNumber:
+			var n float64
+			if o.Number(f.Name, &n) && len(*o.Errs) == before {
+				dst.SetFloat(n)
+			}
+		case engine.FieldInteger:
+			var n int64
+			if o.Integer(f.Name, &n) && len(*o.Errs) == before {
+				dst.SetInt(n)
+			}
+		}
+	}
+	if !required {
+		return
+	}
+	// In reverse, so that a breaker's missing retryTimeoutMs is reported
+	// before its threshold, as it always was.
+	for _, f := range slices.Backward(table) {
+		if f.Required && f.Options == nil && !o.Has(f.Name) {
+			o.Fail(f.Name, "is required")
+		}
+	}
+}
+
+// structFields maps the JSON names of a struct's fields to their index.
+var structFields = func() func(reflect.Type) map[string][]int {
+	var mu sync.Mutex
+	byType := map[reflect.Type]map[string][]int{}
+	return func(t reflect.Type) map[string][]int {
+		mu.Lock()
+		defer mu.Unlock()
+		if index, ok := byType[t]; ok {
+			return index
+		}
+		index := map[string][]int{}
+		for _, sf := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			index[name] = sf.Index
+		}
+		byType[t] = index
+		return index
+	}
 }()
 
 // decodeRule reads the rule object o onto base: the stored rule for PUT
@@ -140,24 +202,18 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		if keep {
 			r.Flow = withoutDefaults(r.Flow)
 		}
-		decodeFlowFields(o, &r.Flow)
+		decodeFields(o, engine.FlowRuleFields, &r.Flow, !keep)
 	case KindBreaker:
 		if keep {
 			r.Breaker = breakerWithoutDefaults(r.Breaker)
 		}
-		decodeBreakerFields(o, &r.Breaker)
-		if !keep && !o.Has("retryTimeoutMs") {
-			o.Fail("retryTimeoutMs", "is required")
-		}
+		decodeFields(o, engine.BreakerRuleFields, &r.Breaker, !keep)
 	default:
 		// Without a valid kind, its fields cannot be judged; the kind's
 		// error says what to fix.
 		for name := range fieldKinds {
 			o.Value(name)
 		}
-	}
-	if r.Kind != "" && !keep && !o.Has("threshold") {
-		o.Fail("threshold", "is required")
 	}
 	o.Rest(func(name string) string {
 		if kinds := fieldKinds[name]; kinds != "" {
@@ -166,29 +222,6 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		return ""
 	})
 	return r
-}
-
-func decodeBreakerFields(o *strictjson.Object, b *engine.CircuitBreakerRule) {
-	o.Str("strategy", (*string)(&b.Strategy))
-	o.Number("threshold", &b.Threshold)
-	o.Integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
-	o.Integer("retryTimeoutMs", &b.RetryTimeoutMs)
-	o.Integer("minRequestAmount", &b.MinRequestAmount)
-	o.Integer("statIntervalMs", &b.StatIntervalMs)
-	o.Integer("probeNum", &b.ProbeNum)
-}
-
-func decodeFlowFields(o *strictjson.Object, f *engine.FlowRule) {
-	o.Str("metric", (*string)(&f.Metric))
-	o.Number("threshold", &f.Threshold)
-	o.Integer("statIntervalMs", &f.StatIntervalMs)
-	o.Str("controlBehavior", (*string)(&f.ControlBehavior))
-	o.Integer("maxQueueingTimeMs", &f.MaxQueueingTimeMs)
-	o.Str("tokenCalculateStrategy", (*string)(&f.TokenCalculateStrategy))
-	o.Integer("warmUpPeriodSec", &f.WarmUpPeriodSec)
-	o.Integer("warmUpColdFactor", &f.WarmUpColdFactor)
-	o.Str("relationStrategy", (*string)(&f.RelationStrategy))
-	o.Str("refResource", &f.RefResource)
 }
 
 // validateRule checks a decoded rule with the engine's own validation and
