@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"slices"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/strictjson"
@@ -30,9 +31,20 @@ type SentinelFlowRule struct {
 	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
 } //@name server.SentinelFlowRule
 
-// sentinelStrategies maps sentinel-golang's circuit breaker strategies.
-var sentinelStrategies = []engine.BreakerStrategy{
-	engine.StrategySlowRequestRatio, engine.StrategyErrorRatio, engine.StrategyErrorCount,
+// sentinelOption is the value sentinel-golang numbers n for the field
+// called name: the engine's table lists a field's options in its order.
+func sentinelOption(table engine.Fields, name string, n int64) (string, bool) {
+	f, _ := table.Lookup(name)
+	if n < 0 || n >= int64(len(f.Options)) {
+		return "", false
+	}
+	return f.Options[n].Value, true
+}
+
+// plainFields are the fields of table that sentinel-golang names and
+// writes as Sluice does: those without options, which it numbers.
+func plainFields(table engine.Fields) engine.Fields {
+	return slices.DeleteFunc(slices.Clone(table), func(f engine.Field) bool { return f.Options != nil })
 }
 
 // ImportSentinel turns the sentinel-golang rules of kind (KindFlow or
@@ -55,17 +67,12 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 		b := &r.Breaker
 		o.Str("id", &id)
 		o.Integer("strategy", &strategy)
-		o.Integer("retryTimeoutMs", &b.RetryTimeoutMs)
-		o.Integer("minRequestAmount", &b.MinRequestAmount)
-		o.Integer("statIntervalMs", &b.StatIntervalMs)
+		decodeFields(o, plainFields(engine.BreakerRuleFields), b, false)
 		o.Integer("statSlidingWindowBucketCount", &ignored)
-		o.Integer("maxAllowedRtMs", &b.MaxAllowedRtMs)
-		o.Number("threshold", &b.Threshold)
-		o.Integer("probeNum", &b.ProbeNum)
-		if strategy < 0 || strategy >= int64(len(sentinelStrategies)) {
-			o.Fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
+		if value, ok := sentinelOption(engine.BreakerRuleFields, "strategy", strategy); ok {
+			b.Strategy = engine.BreakerStrategy(value)
 		} else {
-			b.Strategy = sentinelStrategies[strategy]
+			o.Fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
 		}
 		if b.Strategy != engine.StrategySlowRequestRatio {
 			b.MaxAllowedRtMs = 0 // Sentinel ignores it for the other strategies
@@ -127,29 +134,21 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 		}
 
 		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
-		switch sr.strategy {
-		case 0:
-		case 1:
-			f.TokenCalculateStrategy = engine.StrategyWarmUp
-			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
-		default:
+		table := engine.FlowRuleFields
+		if value, ok := sentinelOption(table, "tokenCalculateStrategy", sr.strategy); !ok {
 			o.Fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
+		} else if f.TokenCalculateStrategy = engine.TokenCalculateStrategy(value); f.TokenCalculateStrategy == engine.StrategyWarmUp {
+			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
 		}
-		switch sr.behavior {
-		case 0:
-		case 1:
-			f.ControlBehavior = engine.BehaviorThrottling
-			f.MaxQueueingTimeMs = sr.queueing
-		default:
+		if value, ok := sentinelOption(table, "controlBehavior", sr.behavior); !ok {
 			o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
+		} else if f.ControlBehavior = engine.ControlBehavior(value); f.ControlBehavior == engine.BehaviorThrottling {
+			f.MaxQueueingTimeMs = sr.queueing
 		}
-		switch sr.relation {
-		case 0:
-		case 1:
-			f.RelationStrategy = engine.RelationAssociated
-			f.RefResource = sr.refResource
-		default:
+		if value, ok := sentinelOption(table, "relationStrategy", sr.relation); !ok {
 			o.Fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
+		} else if f.RelationStrategy = engine.RelationStrategy(value); f.RelationStrategy == engine.RelationAssociated {
+			f.RefResource = sr.refResource
 		}
 		r.Flow = f
 		r.Description = importedDescription(sr.id)
