@@ -1216,6 +1216,44 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/rules/fields": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Every rule field: the envelope's and each kind's, with its type, label, help, default, range, options and the field value it applies with. The API's decoder and validation follow the same tables.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Rule fields",
+                "operationId": "getRuleFields",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleSchema"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/rules/import": {
             "post": {
                 "security": [
@@ -2758,6 +2796,19 @@ const docTemplate = `{
                 }
             }
         },
+        "server.DemoMarks": {
+            "type": "object",
+            "properties": {
+                "descriptionPrefix": {
+                    "type": "string",
+                    "example": "Demo data (sluice --demo): "
+                },
+                "namePrefix": {
+                    "type": "string",
+                    "example": "demo-"
+                }
+            }
+        },
         "server.ErrorBody": {
             "type": "object",
             "required": [
@@ -3483,6 +3534,33 @@ const docTemplate = `{
                 }
             }
         },
+        "server.RuleKind": {
+            "type": "object",
+            "properties": {
+                "fields": {
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "help": {
+                    "type": "string",
+                    "example": "cap requests per second or calls in flight"
+                },
+                "kind": {
+                    "type": "string",
+                    "example": "flow"
+                },
+                "label": {
+                    "type": "string",
+                    "example": "Flow"
+                },
+                "title": {
+                    "type": "string",
+                    "example": "Flow rule"
+                }
+            }
+        },
         "server.RuleList": {
             "type": "object",
             "properties": {
@@ -3537,6 +3615,27 @@ const docTemplate = `{
                 "version": {
                     "type": "integer",
                     "example": 2
+                }
+            }
+        },
+        "server.RuleSchema": {
+            "type": "object",
+            "properties": {
+                "demo": {
+                    "$ref": "#/definitions/server.DemoMarks"
+                },
+                "envelope": {
+                    "description": "Envelope are the fields every rule has besides its kind.",
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "kinds": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleKind"
+                    }
                 }
             }
         },

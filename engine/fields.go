@@ -14,6 +14,7 @@ const (
 	FieldString  FieldType = "string"
 	FieldNumber  FieldType = "number"
 	FieldInteger FieldType = "integer"
+	FieldBoolean FieldType = "boolean"
 )
 
 // Field describes one field of a rule kind, once: the REST API's strict
@@ -38,6 +39,11 @@ type Field struct {
 	// Min and Max bound a number, inclusive, where the kind does.
 	Min *float64 `json:"min,omitempty"`
 	Max *float64 `json:"max,omitempty"`
+	// MaxLength bounds a string's length in characters, where the field
+	// does.
+	MaxLength int `json:"maxLength,omitempty"`
+	// Multiline strings are prose of several lines, such as a description.
+	Multiline bool `json:"multiline,omitempty"`
 	// Options are a string field's values, the default first; for the
 	// fields sentinel-golang numbers, in its order (0, 1, …).
 	Options []Option `json:"options,omitempty"`

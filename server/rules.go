@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
@@ -49,6 +50,34 @@ type ApplyRequest struct {
 	Rules []rules.Content `json:"rules"`
 }
 
+// RuleSchema is what a client needs to build rule forms, from the tables
+// the server's decoder and the engine's validation follow: the fields every
+// rule has, each kind's, and how the demo's rules are marked.
+type RuleSchema struct {
+	// Envelope are the fields every rule has besides its kind.
+	Envelope []engine.Field `json:"envelope" swaggertype:"array,object"`
+	Kinds    []RuleKind     `json:"kinds"`
+	Demo     DemoMarks      `json:"demo"`
+}
+
+// RuleKind is one rule kind and its own fields, in display order. A field
+// is {name, type, label, help, required, default, example, min, max,
+// maxLength, multiline, options: [{value, label}], appliesWhen: {field,
+// value}}.
+type RuleKind struct {
+	Kind   string         `json:"kind" example:"flow"`
+	Label  string         `json:"label" example:"Flow"`
+	Title  string         `json:"title" example:"Flow rule"`
+	Help   string         `json:"help" example:"cap requests per second or calls in flight"`
+	Fields []engine.Field `json:"fields" swaggertype:"array,object"`
+}
+
+// DemoMarks tell the rules sluice --demo seeded.
+type DemoMarks struct {
+	NamePrefix        string `json:"namePrefix" example:"demo-"`
+	DescriptionPrefix string `json:"descriptionPrefix" example:"Demo data (sluice --demo): "`
+}
+
 // ruleHandler answers the rule routes: each decodes the request, calls the
 // rule domain and encodes its answer; errors are mapped in errors.go.
 type ruleHandler struct {
@@ -59,6 +88,7 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 	api.get("/rules", viewers, h.list)
 	api.post("/rules", editors, h.create)
 	api.get("/rules/export", viewers, h.export)
+	api.get("/rules/fields", viewers, h.fields)
 	api.postRuleFile("/rules/apply", editorsOrPlans, h.apply)
 	api.postRuleFile("/rules/import", editorsOrPlans, h.importRules)
 	api.get("/rules/:id", viewers, h.get)
@@ -67,6 +97,29 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 	api.delete("/rules/:id", editors, h.delete)
 	api.get("/rules/:id/revisions", viewers, h.revisions)
 	api.post("/rules/:id/rollback", editors, h.rollback)
+}
+
+// fields answers the rule fields' tables, for forms.
+//
+//	@Summary		Rule fields
+//	@ID				getRuleFields
+//	@Description	Every rule field: the envelope's and each kind's, with its type, label, help, default, range, options and the field value it applies with. The API's decoder and validation follow the same tables.
+//	@Tags			rules
+//	@Produce		json
+//	@Success		200	{object}	RuleSchema
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/rules/fields [get]
+func (h *ruleHandler) fields(c *fiber.Ctx) error {
+	kinds := make([]RuleKind, len(rules.Kinds))
+	for i, k := range rules.Kinds {
+		kinds[i] = RuleKind{Kind: k.Kind, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields}
+	}
+	return writeJSON(c, http.StatusOK, RuleSchema{
+		Envelope: rules.EnvelopeFields, Kinds: kinds,
+		Demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
+	})
 }
 
 // list answers one page of the rules the filters select, by id.

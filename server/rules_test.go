@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/rules"
 )
 
@@ -1520,4 +1522,40 @@ func TestRulesDecideInTheEngine(t *testing.T) {
 			t.Error("Entry(x) is blocked after the rule was deleted")
 		}
 	})
+}
+
+// TestRuleFields: the fields endpoint answers the engine's tables, the
+// envelope's and each kind's, and the demo's marks, to any role.
+func TestRuleFields(t *testing.T) {
+	ts := newTestServer(t, nil)
+	resp, body := ts.do(t, http.MethodGet, "/api/v1/rules/fields", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	got := decodeStrict[RuleSchema](t, body)
+	if len(got.Kinds) != 2 || got.Kinds[0].Kind != "flow" || got.Kinds[1].Kind != "circuitBreaker" {
+		t.Fatalf("kinds %+v, want flow and circuitBreaker", got.Kinds)
+	}
+	want, err := json.Marshal(RuleSchema{
+		Envelope: rules.EnvelopeFields,
+		Kinds: []RuleKind{
+			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
+			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
+		},
+		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotValue, wantValue any
+	if err := errors.Join(json.Unmarshal(body, &gotValue), json.Unmarshal(want, &wantValue)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotValue, wantValue) {
+		t.Errorf("answer\n%s\nwant\n%s", body, want)
+	}
+	interval, _ := engine.FlowRuleFields.Lookup("maxQueueingTimeMs")
+	if interval.AppliesWhen == nil || *interval.AppliesWhen != (engine.Condition{Field: "controlBehavior", Value: "throttling"}) || *interval.Max != engine.MaxQueueingTimeMs {
+		t.Errorf("maxQueueingTimeMs: %+v", interval)
+	}
 }

@@ -23,23 +23,28 @@ import (
 // Everything the demo makes is marked: rule names start
 // with demo-, resource names with demo:, and descriptions say so.
 
-// demoDescription starts the description of every demo rule.
-const demoDescription = "Demo data (sluice --demo): "
+// The marks of the demo's rules, which the console looks for.
+const (
+	// NamePrefix starts the name of every demo rule.
+	NamePrefix = "demo-"
+	// DescriptionPrefix starts the description of every demo rule.
+	DescriptionPrefix = "Demo data (sluice --demo): "
+)
 
 // demoRules are the seeded rules, in the shape the apply API takes.
 var demoRules = []string{
 	`{"name": "demo-orders-qps", "kind": "flow", "resource": "demo:GET /orders", "threshold": 50,
-		"description": "` + demoDescription + `at most 50 order reads a second; the traffic peaks above it."}`,
+		"description": "` + DescriptionPrefix + `at most 50 order reads a second; the traffic peaks above it."}`,
 	`{"name": "demo-checkout-slots", "kind": "flow", "resource": "demo:POST /checkout", "metric": "concurrency", "threshold": 8,
-		"description": "` + demoDescription + `at most 8 checkouts in flight."}`,
+		"description": "` + DescriptionPrefix + `at most 8 checkouts in flight."}`,
 	`{"name": "demo-emails-pace", "kind": "flow", "resource": "demo:send-email", "threshold": 20,
 		"controlBehavior": "throttling", "maxQueueingTimeMs": 500,
-		"description": "` + demoDescription + `emails spaced evenly, 20 a second, queued for at most 500 ms."}`,
+		"description": "` + DescriptionPrefix + `emails spaced evenly, 20 a second, queued for at most 500 ms."}`,
 	`{"name": "demo-search-shadow", "kind": "flow", "resource": "demo:GET /search", "threshold": 30, "mode": "shadow",
-		"description": "` + demoDescription + `a cap of 30 searches a second tried in shadow mode: counted, never enforced."}`,
+		"description": "` + DescriptionPrefix + `a cap of 30 searches a second tried in shadow mode: counted, never enforced."}`,
 	`{"name": "demo-payments-breaker", "kind": "circuitBreaker", "resource": "demo:POST /payments",
 		"strategy": "errorRatio", "threshold": 0.5, "minRequestAmount": 5, "statIntervalMs": 5000, "retryTimeoutMs": 10000,
-		"description": "` + demoDescription + `stops payments for 10 s when half of them fail; they do every few minutes."}`,
+		"description": "` + DescriptionPrefix + `stops payments for 10 s when half of them fail; they do every few minutes."}`,
 }
 
 // seedDemo creates the demo rules that do not exist yet, through the rule

@@ -69,22 +69,16 @@ const (
 // (id and kind are checked against the stored rule).
 var readOnlyFields = []string{"version", "createdAt", "updatedAt"}
 
-// kindTables are the engine's field table of each kind.
-var kindTables = map[string]engine.Fields{
-	KindFlow:    engine.FlowRuleFields,
-	KindBreaker: engine.BreakerRuleFields,
-}
-
 // fieldKinds names the kinds each field belongs to ("flow,
 // circuitBreaker"), to tell a field of another kind from an unknown one.
 var fieldKinds = func() map[string]string {
 	kinds := map[string]string{}
-	for _, kind := range []string{KindFlow, KindBreaker} {
-		for _, f := range kindTables[kind] {
+	for _, kind := range Kinds {
+		for _, f := range kind.Fields {
 			if kinds[f.Name] != "" {
 				kinds[f.Name] += ", "
 			}
-			kinds[f.Name] += kind
+			kinds[f.Name] += kind.Kind
 		}
 	}
 	return kinds
@@ -224,6 +218,12 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 	return r
 }
 
+// descriptionLen is the most characters a description may have.
+func descriptionLen() int {
+	f, _ := EnvelopeFields.Lookup("description")
+	return f.MaxLength
+}
+
 // validateRule checks a decoded rule with the engine's own validation and
 // fills in its defaults. Errors are named with path ("" or "rules[3].") and,
 // when label is set, their message names the rule.
@@ -234,8 +234,8 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 		}
 		*errs = append(*errs, engine.FieldError{Field: path + field, Message: message})
 	}
-	if n := utf8.RuneCountInString(r.Description); n > maxDescriptionLen || !utf8.ValidString(r.Description) {
-		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxDescriptionLen))
+	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
+		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))
 	}
 	switch r.Kind {
 	case KindFlow:
