@@ -7,8 +7,8 @@ import { h, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
-import { stateKind, stateLabel, summary } from '../rulesinfo.js';
-import { badge, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
+import { isDemoRule, stateKind, stateLabel, summary } from '../rulesinfo.js';
+import { badge, errorBox, messageOf, page, table, toast } from '../ui.js';
 
 /** steps of the history API, smallest first. */
 const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d', 86400e3]];
