@@ -12,43 +12,6 @@ import (
 	"github.com/sluicehq/sluice/server/strictjson"
 )
 
-// withoutDefaults clears the fields of f that hold their default, so that a
-// partial update can switch f to a behaviour those defaults do not apply to
-// (a qps rule's statIntervalMs of 1000 to metric concurrency).
-func withoutDefaults(f engine.FlowRule) engine.FlowRule {
-	d := engine.FlowRule{Metric: f.Metric}.WithDefaults()
-	clear := func(v *string, def string) {
-		if *v == def {
-			*v = ""
-		}
-	}
-	clear((*string)(&f.Metric), string(d.Metric))
-	clear((*string)(&f.ControlBehavior), string(d.ControlBehavior))
-	clear((*string)(&f.TokenCalculateStrategy), string(d.TokenCalculateStrategy))
-	clear((*string)(&f.RelationStrategy), string(d.RelationStrategy))
-	if f.StatIntervalMs == engine.DefaultStatIntervalMs {
-		f.StatIntervalMs = 0
-	}
-	if f.WarmUpColdFactor == engine.DefaultWarmUpColdFactor {
-		f.WarmUpColdFactor = 0
-	}
-	return f
-}
-
-// breakerWithoutDefaults is withoutDefaults for a circuit breaker.
-func breakerWithoutDefaults(b engine.CircuitBreakerRule) engine.CircuitBreakerRule {
-	if b.MinRequestAmount == engine.DefaultMinRequestAmount {
-		b.MinRequestAmount = 0
-	}
-	if b.StatIntervalMs == engine.DefaultBreakerStatIntervalMs {
-		b.StatIntervalMs = 0
-	}
-	if b.ProbeNum == engine.DefaultProbeNum {
-		b.ProbeNum = 0
-	}
-	return b
-}
-
 // decodeMode says which write a rule body is for; each treats absent
 // fields its own way.
 type decodeMode int
@@ -194,12 +157,12 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 	switch r.Kind {
 	case KindFlow:
 		if keep {
-			r.Flow = withoutDefaults(r.Flow)
+			withoutDefaults(engine.FlowRuleFields, &r.Flow)
 		}
 		decodeFields(o, engine.FlowRuleFields, &r.Flow, !keep)
 	case KindBreaker:
 		if keep {
-			r.Breaker = breakerWithoutDefaults(r.Breaker)
+			withoutDefaults(engine.BreakerRuleFields, &r.Breaker)
 		}
 		decodeFields(o, engine.BreakerRuleFields, &r.Breaker, !keep)
 	default:

@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
@@ -140,7 +141,9 @@ func (r *Rule) toStore() (store.Rule, error) {
 	}, nil
 }
 
-// Content is the rule as apply takes it.
+// Content is the rule as apply takes it: the envelope, and the fields of
+// its kind's table that apply to it (those with options always, with their
+// value).
 func (r *Rule) Content() Content {
 	c := Content{
 		Name: r.Name, Kind: r.Kind, Resource: r.Resource, Enabled: r.Enabled,
@@ -148,53 +151,49 @@ func (r *Rule) Content() Content {
 	}
 	switch r.Kind {
 	case KindFlow:
-		f := r.Flow
-		c.Threshold = &f.Threshold
-		if f.Metric == engine.MetricQPS {
-			c.StatIntervalMs = &f.StatIntervalMs
-		}
-		c.FlowFields = flowFields(f)
+		showFields(engine.FlowRuleFields, &r.Flow, &c)
 	case KindBreaker:
-		b := r.Breaker
-		c.Threshold, c.StatIntervalMs = &b.Threshold, &b.StatIntervalMs
-		c.BreakerFields = breakerFields(b)
+		showFields(engine.BreakerRuleFields, &r.Breaker, &c)
 	}
 	return c
+}
+
+// showFields sets the fields of c that table's fields of spec, a pointer to
+// an engine rule with its defaults, show: each one that applies to it, and
+// each with options (a behaviour) even where it does not.
+func showFields(table engine.Fields, spec any, c *Content) {
+	src := reflect.ValueOf(spec).Elem()
+	from := structFields(src.Type())
+	dst := reflect.ValueOf(c).Elem()
+	to := structFields(dst.Type())
+	value := func(name string) reflect.Value { return src.FieldByIndex(from[name]) }
+	for _, f := range table {
+		if when := f.AppliesWhen; when != nil && f.Options == nil && value(when.Field).String() != when.Value {
+			continue
+		}
+		field := dst.FieldByIndex(to[f.Name])
+		shown := reflect.New(field.Type().Elem())
+		shown.Elem().Set(value(f.Name).Convert(field.Type().Elem()))
+		field.Set(shown)
+	}
+}
+
+// withoutDefaults clears the fields of table in spec, a pointer to an
+// engine rule, that hold their default, so that a partial update can
+// switch the rule to a behaviour those defaults do not apply to (a qps
+// rule's statIntervalMs of 1000 to metric concurrency).
+func withoutDefaults(table engine.Fields, spec any) {
+	v := reflect.ValueOf(spec).Elem()
+	index := structFields(v.Type())
+	for _, f := range table {
+		field := v.FieldByIndex(index[f.Name])
+		if f.Default != nil && fmt.Sprint(field.Interface()) == fmt.Sprint(f.Default) {
+			field.SetZero()
+		}
+	}
 }
 
 // API is the rule as the API shows it.
 func (r *Rule) API() APIRule {
 	return APIRule{ID: r.ID, Content: r.Content(), Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
-}
-
-// flowFields shows the fields that apply to f, which has its defaults.
-func flowFields(f engine.FlowRule) FlowFields {
-	str := func(s string) *string { return &s }
-	out := FlowFields{
-		Metric:                 str(string(f.Metric)),
-		ControlBehavior:        str(string(f.ControlBehavior)),
-		TokenCalculateStrategy: str(string(f.TokenCalculateStrategy)),
-		RelationStrategy:       str(string(f.RelationStrategy)),
-	}
-	if f.ControlBehavior == engine.BehaviorThrottling {
-		out.MaxQueueingTimeMs = &f.MaxQueueingTimeMs
-	}
-	if f.TokenCalculateStrategy == engine.StrategyWarmUp {
-		out.WarmUpPeriodSec = &f.WarmUpPeriodSec
-		out.WarmUpColdFactor = &f.WarmUpColdFactor
-	}
-	if f.RelationStrategy == engine.RelationAssociated {
-		out.RefResource = &f.RefResource
-	}
-	return out
-}
-
-// breakerFields shows the fields that apply to b, which has its defaults.
-func breakerFields(b engine.CircuitBreakerRule) BreakerFields {
-	strategy := string(b.Strategy)
-	out := BreakerFields{Strategy: &strategy, RetryTimeoutMs: &b.RetryTimeoutMs, MinRequestAmount: &b.MinRequestAmount, ProbeNum: &b.ProbeNum}
-	if b.Strategy == engine.StrategySlowRequestRatio {
-		out.MaxAllowedRtMs = &b.MaxAllowedRtMs
-	}
-	return out
 }
