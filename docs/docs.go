@@ -3359,6 +3359,14 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 5000
                 },
+                "scope": {
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "cluster"
+                    ],
+                    "example": "local"
+                },
                 "statIntervalMs": {
                     "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
                     "type": "integer",
@@ -3485,6 +3493,14 @@ const docTemplate = `{
                 "retryTimeoutMs": {
                     "type": "integer",
                     "example": 5000
+                },
+                "scope": {
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "cluster"
+                    ],
+                    "example": "local"
                 },
                 "statIntervalMs": {
                     "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",

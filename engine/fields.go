@@ -170,6 +170,12 @@ var FlowRuleFields = Fields{
 	{Name: "refResource", Type: FieldString, Label: "Associated resource", Example: "GET:/api/stock",
 		AppliesWhen: &Condition{"relationStrategy", string(RelationAssociated)},
 		Help:        "The resource whose traffic limits this one."},
+	{Name: "scope", Type: FieldString, Label: "Counted by", Default: string(ScopeLocal), Example: string(ScopeLocal),
+		Help: "Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
+		Options: []Option{
+			{string(ScopeLocal), "Each engine on its own (local)"},
+			{string(ScopeCluster), "All engines together (cluster)"},
+		}},
 }
 
 // BreakerRuleFields are the fields of a circuit breaker rule

@@ -67,6 +67,19 @@ const (
 	RelationAssociated RelationStrategy = "associated"
 )
 
+// Scope says which engines' traffic a flow rule's threshold counts.
+type Scope string
+
+// Scopes.
+const (
+	// ScopeLocal counts each engine's own traffic against the threshold.
+	ScopeLocal Scope = "local"
+	// ScopeCluster counts the traffic of every engine that shares a
+	// cluster count against one threshold; no engine has one yet, so such
+	// a rule is refused.
+	ScopeCluster Scope = "cluster"
+)
+
 // Limits and defaults of flow rule fields.
 const (
 	DefaultStatIntervalMs   = 1000
@@ -102,6 +115,7 @@ type FlowRule struct {
 	WarmUpColdFactor       int64                  `json:"warmUpColdFactor,omitempty"`
 	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
 	RefResource            string                 `json:"refResource,omitempty"`
+	Scope                  Scope                  `json:"scope,omitempty"`
 }
 
 // WithDefaults returns the rule with every unset field that applies to it set
@@ -122,6 +136,9 @@ func (r FlowRule) WithDefaults() FlowRule {
 	}
 	if r.RelationStrategy == "" {
 		r.RelationStrategy = RelationCurrent
+	}
+	if r.Scope == "" {
+		r.Scope = ScopeLocal
 	}
 	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
 		r.StatIntervalMs = DefaultStatIntervalMs
@@ -227,6 +244,14 @@ func (r FlowRule) Validate() []FieldError {
 		}
 	default:
 		errs.add("relationStrategy", fields.field("relationStrategy").mustBeOneOf())
+	}
+
+	switch r.Scope {
+	case ScopeLocal:
+	case ScopeCluster:
+		errs.add("scope", "cluster needs a count shared by every engine (sluice --redis), which this version has not")
+	default:
+		errs.add("scope", fields.field("scope").mustBeOneOf())
 	}
 	return errs
 }

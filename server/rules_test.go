@@ -141,7 +141,7 @@ func flowRule(set map[string]any, drop ...string) map[string]any {
 	m := map[string]any{
 		"kind": "flow", "enabled": true, "mode": "enforce",
 		"metric": "qps", "statIntervalMs": 1000.0, "controlBehavior": "reject",
-		"tokenCalculateStrategy": "direct", "relationStrategy": "current",
+		"tokenCalculateStrategy": "direct", "relationStrategy": "current", "scope": "local",
 	}
 	maps.Copy(m, set)
 	for _, k := range drop {
@@ -442,6 +442,9 @@ func TestCreateRuleRejects(t *testing.T) {
 		{name: "truncated JSON", body: `{"kind":"flow","resource":"r",`, wantStatus: http.StatusBadRequest},
 
 		{name: "unknown field", body: `{"kind":"flow","resource":"r","threshold":1,"colour":"red"}`, wantStatus: 422, wantFields: []string{"colour"}},
+		{name: "cluster scope without a shared count", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"cluster"}`, wantStatus: 422, wantFields: []string{"scope"}},
+		{name: "unknown scope", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"global"}`, wantStatus: 422, wantFields: []string{"scope"}},
+		{name: "scope on a circuit breaker", body: `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":1,"retryTimeoutMs":1,"scope":"local"}`, wantStatus: 422, wantFields: []string{"scope"}},
 		{name: "typo of a field", body: `{"kind":"flow","resource":"r","thresold":1}`, wantStatus: 422, wantFields: []string{"thresold", "threshold"}},
 		{name: "threshold is a string", body: `{"kind":"flow","resource":"r","threshold":"1"}`, wantStatus: 422, wantFields: []string{"threshold"}},
 		{name: "enabled is a string", body: `{"kind":"flow","resource":"r","threshold":1,"enabled":"yes"}`, wantStatus: 422, wantFields: []string{"enabled"}},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // TestSwaggerTagsFollowTheFieldTables: swag reads a field's example and
@@ -37,5 +38,29 @@ func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
 		if !tagged[f.Name] {
 			t.Errorf("the field %s of the tables is not in Content", f.Name)
 		}
+	}
+}
+
+// TestStoredSpecTakesNewFieldsDefaults: a rule stored before one of its
+// kind's fields existed (scope) reads with that field's default.
+func TestStoredSpecTakesNewFieldsDefaults(t *testing.T) {
+	s := openService(t)
+	var id int64
+	err := s.store.InTx(t.Context(), func(tx *store.Tx) error {
+		row := store.Rule{Name: "old", Kind: KindFlow, Resource: "x", Enabled: true, Mode: "enforce",
+			Spec: `{"metric":"qps","threshold":5,"statIntervalMs":1000,"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current"}`}
+		err := tx.CreateRule(&row)
+		id = row.ID
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := r.Content(); c.Scope == nil || *c.Scope != string(engine.ScopeLocal) {
+		t.Errorf("scope %v, want local", c.Scope)
 	}
 }

@@ -52,6 +52,7 @@ type FlowFields struct {
 	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
 	RelationStrategy       *string `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
 	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
+	Scope                  *string `json:"scope,omitempty" enums:"local,cluster" example:"local"`
 }
 
 // BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
@@ -125,6 +126,15 @@ func fromStore(row store.Rule) (Rule, error) {
 	}
 	if err := json.Unmarshal([]byte(row.Spec), r.spec()); err != nil {
 		return Rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
+	}
+	// A spec stored before one of its kind's fields existed holds that
+	// field's default (the envelope has the mode).
+	if r.Kind == KindFlow {
+		r.Flow = r.Flow.WithDefaults()
+		r.Flow.Mode = ""
+	} else {
+		r.Breaker = r.Breaker.WithDefaults()
+		r.Breaker.Mode = ""
 	}
 	return r, nil
 }
