@@ -1,6 +1,10 @@
 package rules
 
-import "github.com/sluicehq/sluice/engine"
+import (
+	"strings"
+
+	"github.com/sluicehq/sluice/engine"
+)
 
 // Kind is a rule kind as clients list it, with the engine's field table
 // of its own fields.
@@ -19,6 +23,15 @@ var Kinds = []Kind{
 	{Kind: KindFlow, Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
 	{Kind: KindBreaker, Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
 }
+
+// knownKinds lists the kinds a rule may have, for error messages.
+var knownKinds = func() string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = k.Kind
+	}
+	return strings.Join(names, ", ")
+}()
 
 // EnvelopeFields are the fields every rule has besides its kind, in the
 // order clients list them; the engine checks the name, resource and mode,

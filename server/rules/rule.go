@@ -16,9 +16,6 @@ const (
 	KindBreaker = "circuitBreaker"
 )
 
-// knownKinds lists the kinds a rule may have, for error messages.
-const knownKinds = "flow, circuitBreaker"
-
 // Content is a rule as apply accepts it and export writes it: the
 // envelope every kind shares, then the fields of the rule's kind. Fields that
 // do not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
