@@ -23,9 +23,9 @@ var allowedImports = map[string][]string{
 	"web":         {},
 	"docs":        {},
 	"server":      {"engine", "store", "web", "docs", serverDomains},
-	serverDomains: {"engine", "store"},
+	serverDomains: {"engine", "store", serverDomains},
 	"cmd":         {"engine", "store", "server", serverDomains, "migrations", "web", "docs", "cmd"},
-	"e2e":         {"engine", "store", "server", "web"},
+	"e2e":         {"engine", "store", "server", serverDomains, "web"},
 }
 
 type goPackage struct {
@@ -74,7 +74,9 @@ func topDir(rel string) string {
 }
 
 // serverDomains is the layer of the packages under server/: the domains
-// behind the handlers, below the Fiber layer.
+// behind the handlers, below the Fiber layer. They may use one another (the
+// demo drives the rule domain); Go refuses an import of the Fiber layer
+// above them as a cycle.
 const serverDomains = "server/*"
 
 // layer returns the row of allowedImports that rel belongs to.

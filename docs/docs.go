@@ -1254,6 +1254,44 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/rules/fields": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Every rule field: the envelope's and each kind's, with its type, label, help, default, range, options and the field value it applies with. The API's decoder and validation follow the same tables.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Rule fields",
+                "operationId": "getRuleFields",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleSchema"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/rules/import": {
             "post": {
                 "security": [
@@ -2831,6 +2869,19 @@ const docTemplate = `{
                 }
             }
         },
+        "server.DemoMarks": {
+            "type": "object",
+            "properties": {
+                "descriptionPrefix": {
+                    "type": "string",
+                    "example": "Demo data (sluice --demo): "
+                },
+                "namePrefix": {
+                    "type": "string",
+                    "example": "demo-"
+                }
+            }
+        },
         "server.ErrorBody": {
             "type": "object",
             "required": [
@@ -3381,6 +3432,14 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 5000
                 },
+                "scope": {
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "cluster"
+                    ],
+                    "example": "local"
+                },
                 "statIntervalMs": {
                     "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
                     "type": "integer",
@@ -3508,6 +3567,14 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 5000
                 },
+                "scope": {
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "cluster"
+                    ],
+                    "example": "local"
+                },
                 "statIntervalMs": {
                     "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
                     "type": "integer",
@@ -3553,6 +3620,33 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/server.RuleContent"
                     }
+                }
+            }
+        },
+        "server.RuleKind": {
+            "type": "object",
+            "properties": {
+                "fields": {
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "help": {
+                    "type": "string",
+                    "example": "cap requests per second or calls in flight"
+                },
+                "kind": {
+                    "type": "string",
+                    "example": "flow"
+                },
+                "label": {
+                    "type": "string",
+                    "example": "Flow"
+                },
+                "title": {
+                    "type": "string",
+                    "example": "Flow rule"
                 }
             }
         },
@@ -3610,6 +3704,27 @@ const docTemplate = `{
                 "version": {
                     "type": "integer",
                     "example": 2
+                }
+            }
+        },
+        "server.RuleSchema": {
+            "type": "object",
+            "properties": {
+                "demo": {
+                    "$ref": "#/definitions/server.DemoMarks"
+                },
+                "envelope": {
+                    "description": "Envelope are the fields every rule has besides its kind.",
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "kinds": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleKind"
+                    }
                 }
             }
         },

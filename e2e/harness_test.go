@@ -21,6 +21,8 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/demo"
+	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -45,7 +47,7 @@ type node struct {
 
 // nodeConfig changes how a node starts.
 type nodeConfig struct {
-	// demo runs the server with Config.Demo.
+	// demo runs the server with the demo (package demo).
 	demo bool
 	// seed writes to the store before the server opens it.
 	seed func(t *testing.T, st *store.Store)
@@ -66,11 +68,17 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 	eng := engine.New(engine.Options{OnBreakerStateChange: feed.Notify})
 	t.Cleanup(eng.Close)
 	srv, err := server.New(context.Background(), server.Config{
-		Engine: eng, Store: st, Logger: logger, BreakerFeed: feed, Demo: cfg.demo,
+		Engine: eng, Store: st, Logger: logger, BreakerFeed: feed,
 		AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
+	}
+	var traffic *demo.Traffic // nil without cfg.demo
+	if cfg.demo {
+		if traffic, err = demo.Start(context.Background(), srv.Rules(), eng, logger); err != nil {
+			t.Fatalf("demo.Start: %v", err)
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -81,6 +89,7 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
+		traffic.Close()
 		if err := srv.Shutdown(ctx); err != nil {
 			t.Errorf("Shutdown: %v", err)
 		}
@@ -128,13 +137,13 @@ func (n *node) call(t *testing.T, method, path string, body any) (int, []byte) {
 }
 
 // rule reads one rule through the API.
-func (n *node) rule(t *testing.T, id int64) server.Rule {
+func (n *node) rule(t *testing.T, id int64) rules.APIRule {
 	t.Helper()
 	status, body := n.call(t, http.MethodGet, fmt.Sprintf("/rules/%d", id), nil)
 	if status != http.StatusOK {
 		t.Fatalf("GET rule %d: %d %s", id, status, body)
 	}
-	var r server.Rule
+	var r rules.APIRule
 	if err := json.Unmarshal(body, &r); err != nil {
 		t.Fatal(err)
 	}

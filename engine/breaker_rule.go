@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"fmt"
 	"math"
+	"strings"
 )
 
 // BreakerStrategy is what a circuit breaker counts as a failure.
@@ -77,12 +77,14 @@ func (r CircuitBreakerRule) Validate() []FieldError {
 	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode}
 	errs = append(errs, envelope.Validate()...)
 
+	fields := BreakerRuleFields
+	strategy := fields.field("strategy")
 	ratio := r.Strategy == StrategySlowRequestRatio || r.Strategy == StrategyErrorRatio
 	switch {
 	case r.Strategy == "":
-		errs.add("strategy", "is required: one of slowRequestRatio, errorRatio, errorCount")
+		errs.add("strategy", "is required: one of "+strings.Join(strategy.OptionValues(), ", "))
 	case !ratio && r.Strategy != StrategyErrorCount:
-		errs.add("strategy", "must be one of slowRequestRatio, errorRatio, errorCount")
+		errs.add("strategy", strategy.mustBeOneOf())
 	}
 	switch {
 	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
@@ -96,19 +98,18 @@ func (r CircuitBreakerRule) Validate() []FieldError {
 	case r.Strategy == StrategySlowRequestRatio && r.MaxAllowedRtMs <= 0:
 		errs.add("maxAllowedRtMs", "is required with slowRequestRatio and must be > 0")
 	case r.Strategy != StrategySlowRequestRatio && r.MaxAllowedRtMs != 0:
-		errs.add("maxAllowedRtMs", "applies only to strategy slowRequestRatio")
+		errs.add("maxAllowedRtMs", fields.field("maxAllowedRtMs").appliesOnly())
 	}
-	if r.RetryTimeoutMs <= 0 || r.RetryTimeoutMs > MaxRetryTimeoutMs {
-		errs.add("retryTimeoutMs", fmt.Sprintf("is required and must be between 1 and %d", MaxRetryTimeoutMs))
+	if retry := fields.field("retryTimeoutMs"); retry.outside(float64(r.RetryTimeoutMs)) {
+		errs.add("retryTimeoutMs", "is required and "+retry.between())
 	}
-	if r.MinRequestAmount < 1 || r.MinRequestAmount > maxBreakerCount {
-		errs.add("minRequestAmount", fmt.Sprintf("must be between 1 and %d", maxBreakerCount))
-	}
-	if r.StatIntervalMs < MinBreakerStatIntervalMs || r.StatIntervalMs > MaxStatIntervalMs {
-		errs.add("statIntervalMs", fmt.Sprintf("must be between %d and %d", MinBreakerStatIntervalMs, MaxStatIntervalMs))
-	}
-	if r.ProbeNum < 1 || r.ProbeNum > maxBreakerCount {
-		errs.add("probeNum", fmt.Sprintf("must be between 1 and %d", maxBreakerCount))
+	for _, f := range []struct {
+		name  string
+		value int64
+	}{{"minRequestAmount", r.MinRequestAmount}, {"statIntervalMs", r.StatIntervalMs}, {"probeNum", r.ProbeNum}} {
+		if field := fields.field(f.name); field.outside(float64(f.value)) {
+			errs.add(f.name, field.between())
+		}
 	}
 	return errs
 }

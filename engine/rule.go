@@ -67,6 +67,19 @@ const (
 	RelationAssociated RelationStrategy = "associated"
 )
 
+// Scope says which engines' traffic a flow rule's threshold counts.
+type Scope string
+
+// Scopes.
+const (
+	// ScopeLocal counts each engine's own traffic against the threshold.
+	ScopeLocal Scope = "local"
+	// ScopeCluster counts the traffic of every engine that shares a
+	// cluster count against one threshold; no engine has one yet, so such
+	// a rule is refused.
+	ScopeCluster Scope = "cluster"
+)
+
 // Limits and defaults of flow rule fields.
 const (
 	DefaultStatIntervalMs   = 1000
@@ -102,6 +115,7 @@ type FlowRule struct {
 	WarmUpColdFactor       int64                  `json:"warmUpColdFactor,omitempty"`
 	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
 	RefResource            string                 `json:"refResource,omitempty"`
+	Scope                  Scope                  `json:"scope,omitempty"`
 }
 
 // WithDefaults returns the rule with every unset field that applies to it set
@@ -122,6 +136,9 @@ func (r FlowRule) WithDefaults() FlowRule {
 	}
 	if r.RelationStrategy == "" {
 		r.RelationStrategy = RelationCurrent
+	}
+	if r.Scope == "" {
+		r.Scope = ScopeLocal
 	}
 	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
 		r.StatIntervalMs = DefaultStatIntervalMs
@@ -148,67 +165,76 @@ func (r FlowRule) Validate() []FieldError {
 		errs.add("mode", "must be one of enforce, shadow")
 	}
 
+	fields := FlowRuleFields
 	qps := r.Metric == MetricQPS
 	switch r.Metric {
 	case MetricQPS, MetricConcurrency:
 	default:
-		errs.add("metric", "must be one of qps, concurrency")
+		errs.add("metric", fields.field("metric").mustBeOneOf())
 	}
+	threshold := fields.field("threshold")
 	switch {
 	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
 		errs.add("threshold", "must be a finite number")
-	case r.Threshold < 0:
-		errs.add("threshold", "must be >= 0")
-	case r.Threshold > MaxThreshold:
-		errs.add("threshold", "must be at most 1e12")
+	case r.Threshold < *threshold.Min:
+		errs.add("threshold", "must be >= "+formatBound(*threshold.Min))
+	case r.Threshold > *threshold.Max:
+		errs.add("threshold", "must be at most "+strings.Replace(fmt.Sprintf("%g", *threshold.Max), "e+", "e", 1))
 	case r.Metric == MetricConcurrency && r.Threshold != math.Trunc(r.Threshold):
 		errs.add("threshold", "must be a whole number for metric concurrency")
 	}
+	interval := fields.field("statIntervalMs")
 	switch {
 	case !qps && r.StatIntervalMs != 0:
-		errs.add("statIntervalMs", "applies only to metric qps")
-	case qps && (r.StatIntervalMs < MinStatIntervalMs || r.StatIntervalMs > MaxStatIntervalMs):
-		errs.add("statIntervalMs", fmt.Sprintf("must be between %d and %d", MinStatIntervalMs, MaxStatIntervalMs))
+		errs.add("statIntervalMs", interval.appliesOnly())
+	case qps && interval.outside(float64(r.StatIntervalMs)):
+		errs.add("statIntervalMs", interval.between())
 	}
 
+	behavior := fields.field("controlBehavior")
 	throttling := r.ControlBehavior == BehaviorThrottling
 	switch {
 	case r.ControlBehavior != BehaviorReject && !throttling:
-		errs.add("controlBehavior", "must be one of reject, throttling")
+		errs.add("controlBehavior", behavior.mustBeOneOf())
 	case throttling && !qps:
-		errs.add("controlBehavior", "throttling applies only to metric qps")
+		errs.add("controlBehavior", string(BehaviorThrottling)+" "+behavior.appliesOnly())
 	}
+	queueing := fields.field("maxQueueingTimeMs")
 	switch {
 	case !throttling && r.MaxQueueingTimeMs != 0:
-		errs.add("maxQueueingTimeMs", "applies only to controlBehavior throttling")
-	case r.MaxQueueingTimeMs < 0 || r.MaxQueueingTimeMs > MaxQueueingTimeMs:
-		errs.add("maxQueueingTimeMs", fmt.Sprintf("must be between 0 and %d", MaxQueueingTimeMs))
+		errs.add("maxQueueingTimeMs", queueing.appliesOnly())
+	case queueing.outside(float64(r.MaxQueueingTimeMs)):
+		errs.add("maxQueueingTimeMs", queueing.between())
 	}
 
+	strategy := fields.field("tokenCalculateStrategy")
 	warmUp := r.TokenCalculateStrategy == StrategyWarmUp
 	switch {
 	case r.TokenCalculateStrategy != StrategyDirect && !warmUp:
-		errs.add("tokenCalculateStrategy", "must be one of direct, warmUp")
+		errs.add("tokenCalculateStrategy", strategy.mustBeOneOf())
 	case warmUp && !qps:
-		errs.add("tokenCalculateStrategy", "warmUp applies only to metric qps")
+		errs.add("tokenCalculateStrategy", string(StrategyWarmUp)+" "+strategy.appliesOnly())
 	}
+	period := fields.field("warmUpPeriodSec")
 	switch {
 	case !warmUp && r.WarmUpPeriodSec != 0:
-		errs.add("warmUpPeriodSec", "applies only to tokenCalculateStrategy warmUp")
-	case warmUp && (r.WarmUpPeriodSec <= 0 || r.WarmUpPeriodSec > MaxWarmUpPeriodSec):
-		errs.add("warmUpPeriodSec", fmt.Sprintf("is required with warmUp and must be between 1 and %d", MaxWarmUpPeriodSec))
+		errs.add("warmUpPeriodSec", period.appliesOnly())
+	case warmUp && period.outside(float64(r.WarmUpPeriodSec)):
+		errs.add("warmUpPeriodSec", "is required with warmUp and "+period.between())
 	}
+	coldFactor := fields.field("warmUpColdFactor")
 	switch {
 	case !warmUp && r.WarmUpColdFactor != 0:
-		errs.add("warmUpColdFactor", "applies only to tokenCalculateStrategy warmUp")
-	case warmUp && r.WarmUpColdFactor <= 1:
-		errs.add("warmUpColdFactor", "must be > 1")
+		errs.add("warmUpColdFactor", coldFactor.appliesOnly())
+	case warmUp && coldFactor.outside(float64(r.WarmUpColdFactor)):
+		errs.add("warmUpColdFactor", "must be > "+formatBound(*coldFactor.Min-1))
 	}
 
+	ref := fields.field("refResource")
 	switch r.RelationStrategy {
 	case RelationCurrent:
 		if r.RefResource != "" {
-			errs.add("refResource", "applies only to relationStrategy associated")
+			errs.add("refResource", ref.appliesOnly())
 		}
 	case RelationAssociated:
 		if r.RefResource == "" {
@@ -217,7 +243,15 @@ func (r FlowRule) Validate() []FieldError {
 			errs.check("refResource", validateResourceName(r.RefResource))
 		}
 	default:
-		errs.add("relationStrategy", "must be one of current, associated")
+		errs.add("relationStrategy", fields.field("relationStrategy").mustBeOneOf())
+	}
+
+	switch r.Scope {
+	case ScopeLocal:
+	case ScopeCluster:
+		errs.add("scope", "cluster needs a count shared by every engine (sluice --redis), which this version has not")
+	default:
+		errs.add("scope", fields.field("scope").mustBeOneOf())
 	}
 	return errs
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 // routePolicy is API.md's authorisation, route by route: the least role
@@ -35,6 +37,7 @@ var routePolicy = map[string]string{
 	"GET /api/v1/rules":                   roleViewer,
 	"POST /api/v1/rules":                  roleEditor,
 	"GET /api/v1/rules/export":            roleViewer,
+	"GET /api/v1/rules/fields":            roleViewer,
 	"POST /api/v1/rules/apply":            roleEditor,
 	"POST /api/v1/rules/import":           roleEditor,
 	"GET /api/v1/rules/:id":               roleViewer,
@@ -74,7 +77,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create a rule: %d %s", resp.StatusCode, body)
 		}
-		var r Rule
+		var r rules.APIRule
 		if err := json.Unmarshal(body, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -132,6 +135,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		"GET /api/v1/rules":                   fixed("/api/v1/rules", "", ""),
 		"POST /api/v1/rules":                  fixed("/api/v1/rules", "", `{"kind":"flow","resource":"walk","threshold":1000}`),
 		"GET /api/v1/rules/export":            fixed("/api/v1/rules/export", "", ""),
+		"GET /api/v1/rules/fields":            fixed("/api/v1/rules/fields", "", ""),
 		"POST /api/v1/rules/apply":            fixed("/api/v1/rules/apply", "", `{"rules":[{"name":"walk-applied","kind":"flow","resource":"walk","threshold":7}]}`),
 		"POST /api/v1/rules/import":           fixed("/api/v1/rules/import", "format=sentinel", `[{"resource":"walk-imported","threshold":7}]`),
 		"GET /api/v1/rules/:id":               ruleRoute("", "", ""),

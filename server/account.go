@@ -10,6 +10,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -94,15 +96,16 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //	@Security
 //	@Router			/api/v1/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var bodyErrs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
 	var req LoginRequest
-	o.str("username", &req.Username)
-	o.str("password", &req.Password)
-	o.rest(func(string) string { return "" })
+	o.Str("username", &req.Username)
+	o.Str("password", &req.Password)
+	o.Rest(func(string) string { return "" })
+	errs := fieldErrors(bodyErrs)
 	if req.Username == "" {
 		errs = append(errs, FieldError{"username", "is required"})
 	}
@@ -209,15 +212,16 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 	if p.user == nil {
 		return NewError(http.StatusForbidden, "an API token has no password")
 	}
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var bodyErrs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
 	var req PasswordChange
-	o.str("currentPassword", &req.CurrentPassword)
-	o.str("newPassword", &req.NewPassword)
-	o.rest(func(string) string { return "" })
+	o.Str("currentPassword", &req.CurrentPassword)
+	o.Str("newPassword", &req.NewPassword)
+	o.Rest(func(string) string { return "" })
+	errs := fieldErrors(bodyErrs)
 	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
 		errs = append(errs, FieldError{"currentPassword", "is wrong"})
 	}

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 const (
@@ -24,7 +26,7 @@ var yamlHeader = reqHeader{"Content-Type": "application/yaml"}
 
 // decodePlan checks the shape of a plan (dryRun and the four lists, each
 // an array even when empty, and nothing else) and decodes it.
-func decodePlan(t *testing.T, body []byte) ApplyPlan {
+func decodePlan(t *testing.T, body []byte) rules.ApplyPlan {
 	t.Helper()
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(body, &raw); err != nil {
@@ -38,7 +40,7 @@ func decodePlan(t *testing.T, body []byte) ApplyPlan {
 			t.Errorf("%s = %s, want an array", list, raw[list])
 		}
 	}
-	return decodeStrict[ApplyPlan](t, body)
+	return decodeStrict[rules.ApplyPlan](t, body)
 }
 
 // planSummary is a plan as sorted name lists.
@@ -47,8 +49,8 @@ type planSummary struct {
 	created, updated, deleted, unchanged []string
 }
 
-func summarise(p ApplyPlan) planSummary {
-	names := func(items []PlanItem) []string {
+func summarise(p rules.ApplyPlan) planSummary {
+	names := func(items []rules.PlanItem) []string {
 		out := []string{}
 		for _, it := range items {
 			out = append(out, it.Name)
@@ -56,7 +58,7 @@ func summarise(p ApplyPlan) planSummary {
 		slices.Sort(out)
 		return out
 	}
-	updated := make([]PlanItem, 0, len(p.Updated))
+	updated := make([]rules.PlanItem, 0, len(p.Updated))
 	for _, u := range p.Updated {
 		updated = append(updated, u.PlanItem)
 	}
@@ -67,7 +69,7 @@ func (s planSummary) String() string {
 	return fmt.Sprintf("dryRun %v, created %q, updated %q, deleted %q, unchanged %q", s.dryRun, s.created, s.updated, s.deleted, s.unchanged)
 }
 
-func wantPlan(t *testing.T, p ApplyPlan, want planSummary) {
+func wantPlan(t *testing.T, p rules.ApplyPlan, want planSummary) {
 	t.Helper()
 	for _, l := range []*[]string{&want.created, &want.updated, &want.deleted, &want.unchanged} {
 		*l = slices.Sorted(slices.Values(*l))
@@ -80,7 +82,7 @@ func wantPlan(t *testing.T, p ApplyPlan, want planSummary) {
 }
 
 // changes is an update's changes as field → [from, to], compact JSON.
-func changes(t *testing.T, u PlanUpdate) map[string][2]string {
+func changes(t *testing.T, u rules.PlanUpdate) map[string][2]string {
 	t.Helper()
 	out := map[string][2]string{}
 	compact := func(raw json.RawMessage) string {
@@ -111,9 +113,9 @@ func (ts *testServer) storedThresholds(t *testing.T) map[string]float64 {
 }
 
 // snapshot is every stored rule as the API shows it, by name.
-func (ts *testServer) snapshot(t *testing.T) map[string]Rule {
+func (ts *testServer) snapshot(t *testing.T) map[string]rules.APIRule {
 	t.Helper()
-	out := map[string]Rule{}
+	out := map[string]rules.APIRule{}
 	for _, r := range ts.listRules(t, "pageSize=500").Items {
 		out[r.Name] = r
 	}
@@ -122,7 +124,7 @@ func (ts *testServer) snapshot(t *testing.T) map[string]Rule {
 
 // wantUnchanged checks that the stored rules are still before and that
 // the engine still holds loaded.
-func (ts *testServer) wantUnchanged(t *testing.T, before map[string]Rule, loaded map[string]float64) {
+func (ts *testServer) wantUnchanged(t *testing.T, before map[string]rules.APIRule, loaded map[string]float64) {
 	t.Helper()
 	if after := ts.snapshot(t); !reflect.DeepEqual(after, before) {
 		t.Errorf("stored rules changed:\n%+v\nwant\n%+v", after, before)
@@ -432,7 +434,7 @@ func applyRules(rules ...string) string {
 }
 
 func TestApplyRejects(t *testing.T) {
-	many := make([]string, maxApplyRules+1)
+	many := make([]string, rules.MaxApplyRules+1)
 	for i := range many {
 		many[i] = fmt.Sprintf(`"name":"r%d","kind":"flow","resource":"x","threshold":1`, i)
 	}
@@ -608,7 +610,7 @@ func TestExportThenApplyIsANoOp(t *testing.T) {
 				t.Errorf("Content-Type = %q, want %s", ct, tt.wantContentType)
 			}
 			if tt.format == "json" {
-				if file := decodeStrict[RuleFile](t, exported); len(file.Rules) != len(exportFixture) {
+				if file := decodeStrict[rules.RuleFile](t, exported); len(file.Rules) != len(exportFixture) {
 					t.Errorf("exported %d rules, want %d", len(file.Rules), len(exportFixture))
 				}
 			}

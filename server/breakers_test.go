@@ -9,11 +9,12 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 func TestCircuitBreakerRules(t *testing.T) {
 	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
-	var created Rule
+	var created rules.APIRule
 	status := n.send(t, http.MethodPost, "/api/v1/rules",
 		`{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":5000}`, &created)
 	if status != http.StatusCreated {
@@ -96,7 +97,7 @@ func TestImportSentinelCircuitBreakers(t *testing.T) {
 		{"resource": "POST:/pay", "strategy": 0, "retryTimeoutMs": 3000, "maxAllowedRtMs": 50, "threshold": 0.5, "probeNum": 2},
 		{"resource": "GET:/stock", "strategy": 2, "retryTimeoutMs": 1000, "maxAllowedRtMs": 99, "threshold": 3}
 	]`
-	var plan ApplyPlan
+	var plan rules.ApplyPlan
 	if status := n.send(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", file, &plan); status != http.StatusOK {
 		t.Fatalf("import: %d", status)
 	}

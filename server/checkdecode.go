@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
 )
 
 // Limits of the check API's bodies.
@@ -48,14 +49,14 @@ func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
 
 // decodeCheckFields is decodeCheck by the full decoder.
 func decodeCheckFields(body []byte) (checkQuery, error) {
-	var errs []FieldError
-	o, err := parseBody(body, &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(body, &errs)
 	if err != nil {
 		return checkQuery{}, errNotJSONObject(err)
 	}
 	q := decodeCheckObject(o)
 	if len(errs) > 0 {
-		return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
+		return checkQuery{}, ValidationFailed("the check is not valid; see details", fieldErrors(errs)...)
 	}
 	return q, nil
 }
@@ -82,20 +83,20 @@ func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
 
 // decodeBatchFields is decodeBatch by the full decoder.
 func decodeBatchFields(body []byte) ([]checkQuery, error) {
-	var errs []FieldError
-	o, err := parseBody(body, &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(body, &errs)
 	if err != nil {
 		return nil, errNotJSONObject(err)
 	}
 	var items []json.RawMessage
-	if v, _ := o.value("checks"); v == nil {
-		errs = append(errs, FieldError{"checks", "is required: a list of checks"})
+	if v, _ := o.Value("checks"); v == nil {
+		o.Fail("checks", "is required: a list of checks")
 	} else if err := json.Unmarshal(v, &items); err != nil {
-		errs = append(errs, FieldError{"checks", "must be a list of checks"})
+		o.Fail("checks", "must be a list of checks")
 	}
-	o.rest(func(string) string { return "" })
+	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; see details", errs...)
+		return nil, ValidationFailed("the batch is not valid; see details", fieldErrors(errs)...)
 	}
 	if len(items) == 0 || len(items) > maxBatch {
 		return nil, batchSizeError(len(items))
@@ -103,15 +104,15 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	queries := make([]checkQuery, len(items))
 	for i, item := range items {
 		path := fmt.Sprintf("checks[%d].", i)
-		o, err := parseObject(item, path, &errs)
+		o, err := strictjson.Parse(item, path, &errs)
 		if err != nil {
-			errs = append(errs, FieldError{fmt.Sprintf("checks[%d]", i), "must be a check object"})
+			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("checks[%d]", i), Message: "must be a check object"})
 			continue
 		}
 		queries[i] = decodeCheckObject(o)
 	}
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", errs...)
+		return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", fieldErrors(errs)...)
 	}
 	return queries, nil
 }
@@ -123,24 +124,24 @@ func batchSizeError(n int) error {
 
 // decodeCheckObject reads a check field by field, adding every bad field
 // to o's errors.
-func decodeCheckObject(o *object) checkQuery {
+func decodeCheckObject(o *strictjson.Object) checkQuery {
 	q := checkQuery{count: 1}
-	before := len(*o.errs)
-	o.str("resource", &q.resource)
-	if len(*o.errs) == before {
+	before := len(*o.Errs)
+	o.Str("resource", &q.resource)
+	if len(*o.Errs) == before {
 		if msg := engine.ValidateResourceName(q.resource); msg != "" {
-			o.fail("resource", msg)
+			o.Fail("resource", msg)
 		}
 	}
 	var count int64
-	before = len(*o.errs)
-	if o.integer("count", &count) && o.has("count") && len(*o.errs) == before {
+	before = len(*o.Errs)
+	if o.Integer("count", &count) && o.Has("count") && len(*o.Errs) == before {
 		q.count = count
 		if msg := countProblem(count); msg != "" {
-			o.fail("count", msg)
+			o.Fail("count", msg)
 		}
 	}
-	o.rest(func(string) string { return "" })
+	o.Rest(func(string) string { return "" })
 	return q
 }
 
@@ -383,48 +384,48 @@ var errCallFailed = errors.New("the client reported the call as failed")
 
 // decodeComplete decodes the body of POST /complete.
 func decodeComplete(body []byte) (completeQuery, error) {
-	var errs []FieldError
-	o, err := parseBody(body, &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(body, &errs)
 	if err != nil {
 		return completeQuery{}, errNotJSONObject(err)
 	}
 	q := completeQuery{count: 1}
 	valid := func(field string, decode func() bool) bool {
 		before := len(errs)
-		return decode() && o.has(field) && len(errs) == before
+		return decode() && o.Has(field) && len(errs) == before
 	}
-	hasEntry := valid("entryId", func() bool { return o.str("entryId", &q.entryID) })
+	hasEntry := valid("entryId", func() bool { return o.Str("entryId", &q.entryID) })
 	if hasEntry && q.entryID == "" {
-		o.fail("entryId", "must not be empty")
+		o.Fail("entryId", "must not be empty")
 	}
 	switch {
-	case valid("resource", func() bool { return o.str("resource", &q.resource) }):
+	case valid("resource", func() bool { return o.Str("resource", &q.resource) }):
 		if msg := engine.ValidateResourceName(q.resource); msg != "" {
-			o.fail("resource", msg)
+			o.Fail("resource", msg)
 		}
-	case !hasEntry && !o.has("resource"):
-		o.fail("resource", "is required without entryId")
+	case !hasEntry && !o.Has("resource"):
+		o.Fail("resource", "is required without entryId")
 	}
-	if valid("count", func() bool { return o.integer("count", &q.count) }) {
+	if valid("count", func() bool { return o.Integer("count", &q.count) }) {
 		q.hasCount = true
 		if msg := countProblem(q.count); msg != "" {
-			o.fail("count", msg)
+			o.Fail("count", msg)
 		}
 	} else {
 		q.count = 1
 	}
-	if valid("rtMs", func() bool { return o.integer("rtMs", &q.rtMs) }) {
+	if valid("rtMs", func() bool { return o.Integer("rtMs", &q.rtMs) }) {
 		q.hasRt = true
 		if q.rtMs < 0 || q.rtMs > maxRtMs {
-			o.fail("rtMs", fmt.Sprintf("must be between 0 and %d", maxRtMs))
+			o.Fail("rtMs", fmt.Sprintf("must be between 0 and %d", maxRtMs))
 		}
-	} else if !hasEntry && !o.has("rtMs") {
-		o.fail("rtMs", "is required without entryId: the server cannot time the calls")
+	} else if !hasEntry && !o.Has("rtMs") {
+		o.Fail("rtMs", "is required without entryId: the server cannot time the calls")
 	}
-	o.boolean("error", &q.failed, false)
-	o.rest(func(string) string { return "" })
+	o.Bool("error", &q.failed, false)
+	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", errs...)
+		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", fieldErrors(errs)...)
 	}
 	return q, nil
 }

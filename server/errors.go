@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -139,13 +140,11 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
-	var invalid *engine.ValidationError
-	if errors.As(err, &invalid) {
-		details := make([]FieldError, len(invalid.Fields))
-		for i, f := range invalid.Fields {
-			details[i] = FieldError(f)
-		}
-		return ValidationFailed(err.Error(), details...)
+	if invalid, ok := errors.AsType[*rules.ValidationError](err); ok {
+		return ValidationFailed(invalid.Message, fieldErrors(invalid.Fields)...)
+	}
+	if invalid, ok := errors.AsType[*engine.ValidationError](err); ok {
+		return ValidationFailed(err.Error(), fieldErrors(invalid.Fields)...)
 	}
 	var badParam *metrics.ParamError
 	if errors.As(err, &badParam) {
@@ -156,6 +155,12 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 		return NotFound(unknown.Error())
 	}
 	switch {
+	case errors.Is(err, rules.ErrNotFound):
+		return NotFound(storeMessage(err, rules.ErrNotFound, "not found"))
+	case errors.Is(err, rules.ErrConflict):
+		return Conflict(storeMessage(err, rules.ErrConflict, "the name is taken"))
+	case errors.Is(err, rules.ErrStale):
+		return PreconditionFailed(storeMessage(err, rules.ErrStale, "the version does not match If-Match"))
 	case errors.Is(err, store.ErrNotFound):
 		return NotFound(storeMessage(err, store.ErrNotFound, "not found"))
 	case errors.Is(err, store.ErrConflict):
@@ -172,9 +177,18 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	return NewError(http.StatusInternalServerError, "the server failed to answer; the error is logged")
 }
 
-// storeMessage is the message a handler wrapped around a store error
-// ("no rule has id 7: store: not found" gives "no rule has id 7"), or
-// fallback if it was not wrapped.
+// fieldErrors are the engine's and the decoders' field errors as details.
+func fieldErrors(fields []engine.FieldError) []FieldError {
+	details := make([]FieldError, len(fields))
+	for i, f := range fields {
+		details[i] = FieldError(f)
+	}
+	return details
+}
+
+// storeMessage is the message a handler or the rule domain wrapped around
+// a sentinel error ("no rule has id 7: rules: not found" gives "no rule has
+// id 7"), or fallback if it was not wrapped.
 func storeMessage(err, sentinel error, fallback string) string {
 	msg, wrapped := strings.CutSuffix(err.Error(), ": "+sentinel.Error())
 	if !wrapped || msg == "" {

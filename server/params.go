@@ -3,12 +3,15 @@ package server
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -90,19 +93,13 @@ func ifMatchHeader(c *fiber.Ctx) ifMatch {
 	return m
 }
 
-// check returns store.ErrStale, wrapped with a message, unless the header
-// is absent or names version.
-func (m ifMatch) check(what string, version int64) error {
+// allows reports whether a write based on the header may change a rule
+// now at version: with no header or "*", any version.
+func (m ifMatch) allows(version int64) bool {
 	if !m.present || m.any {
-		return nil
+		return true
 	}
-	current := strconv.FormatInt(version, 10)
-	for _, v := range m.versions {
-		if v == current {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s is at version %d, not the one If-Match names: %w", what, version, store.ErrStale)
+	return slices.Contains(m.versions, strconv.FormatInt(version, 10))
 }
 
 // setETag sets the ETag of a resource at version.
@@ -111,19 +108,29 @@ func setETag(c *fiber.Ctx, version int64) {
 }
 
 // changeActor is who makes a write and why (X-Change-Reason).
-func changeActor(c *fiber.Ctx) (actor, error) {
+func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 	reason := c.Get("X-Change-Reason")
 	if utf8.RuneCountInString(reason) > maxReasonLen || !utf8.ValidString(reason) {
 		msg := fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen)
-		return actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
+		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
 	}
-	return actor{name: principalOf(c).actorName(), reason: reason}, nil
+	return rules.Actor{Name: principalOf(c).actorName(), Reason: reason}, nil
 }
 
 // errNotJSONObject is the 400 for a body that is not a JSON object.
 func errNotJSONObject(err error) error {
-	if apiErr, ok := errors.AsType[*Error](err); ok {
-		return apiErr
+	if dup, ok := errors.AsType[*strictjson.DuplicateKeyError](err); ok {
+		return BadRequest(dup.Error(), FieldError{dup.Path, "appears twice in one object"})
 	}
 	return BadRequest("the body must be a JSON object: " + err.Error())
+}
+
+// refuseDuplicateKeys answers 400 naming the first key that appears twice
+// in one object of the JSON in data. JSON it cannot read is left to the
+// decoder that follows, which says what is wrong with it.
+func refuseDuplicateKeys(data []byte) error {
+	if path, ok := strictjson.DuplicateKey(data); ok {
+		return errNotJSONObject(&strictjson.DuplicateKeyError{Path: path})
+	}
+	return nil
 }

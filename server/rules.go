@@ -2,34 +2,39 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"sigs.k8s.io/yaml"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/demo"
+	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
 // RuleList is one page of rules.
 type RuleList struct {
-	Items    []Rule `json:"items"`
-	Total    int64  `json:"total" example:"1"`
-	Page     int    `json:"page" example:"1"`
-	PageSize int    `json:"pageSize" example:"50"`
+	Items    []rules.APIRule `json:"items"`
+	Total    int64           `json:"total" example:"1"`
+	Page     int             `json:"page" example:"1"`
+	PageSize int             `json:"pageSize" example:"50"`
 }
 
 // RuleRevision is one version of a rule as it was written.
 type RuleRevision struct {
 	Version int64 `json:"version" example:"2"`
 	// Action is what made this version.
-	Action    string    `json:"action" enums:"create,update,delete,rollback" example:"update"`
-	Rule      Rule      `json:"rule"`
-	Actor     string    `json:"actor" example:"ci-deploy"`
-	Reason    string    `json:"reason" example:"raise the cap for the sale"`
-	CreatedAt time.Time `json:"createdAt"`
+	Action    string        `json:"action" enums:"create,update,delete,rollback" example:"update"`
+	Rule      rules.APIRule `json:"rule"`
+	Actor     string        `json:"actor" example:"ci-deploy"`
+	Reason    string        `json:"reason" example:"raise the cap for the sale"`
+	CreatedAt time.Time     `json:"createdAt"`
 }
 
 // RevisionList is one page of a rule's revisions, newest first.
@@ -40,15 +45,50 @@ type RevisionList struct {
 	PageSize int            `json:"pageSize" example:"50"`
 }
 
+// ApplyRequest is the body of apply: the wanted rules, matched by name.
+type ApplyRequest struct {
+	Rules []rules.Content `json:"rules"`
+}
+
+// RuleSchema is what a client needs to build rule forms, from the tables
+// the server's decoder and the engine's validation follow: the fields every
+// rule has, each kind's, and how the demo's rules are marked.
+type RuleSchema struct {
+	// Envelope are the fields every rule has besides its kind.
+	Envelope []engine.Field `json:"envelope" swaggertype:"array,object"`
+	Kinds    []RuleKind     `json:"kinds"`
+	Demo     DemoMarks      `json:"demo"`
+}
+
+// RuleKind is one rule kind and its own fields, in display order. A field
+// is {name, type, label, help, required, default, example, min, max,
+// maxLength, multiline, options: [{value, label}], appliesWhen: {field,
+// value}}.
+type RuleKind struct {
+	Kind   string         `json:"kind" example:"flow"`
+	Label  string         `json:"label" example:"Flow"`
+	Title  string         `json:"title" example:"Flow rule"`
+	Help   string         `json:"help" example:"cap requests per second or calls in flight"`
+	Fields []engine.Field `json:"fields" swaggertype:"array,object"`
+}
+
+// DemoMarks tell the rules sluice --demo seeded.
+type DemoMarks struct {
+	NamePrefix        string `json:"namePrefix" example:"demo-"`
+	DescriptionPrefix string `json:"descriptionPrefix" example:"Demo data (sluice --demo): "`
+}
+
+// ruleHandler answers the rule routes: each decodes the request, calls the
+// rule domain and encodes its answer; errors are mapped in errors.go.
 type ruleHandler struct {
-	store *store.Store
-	sync  *ruleSync
+	rules *rules.Service
 }
 
 func bindRules(api apiRoutes, h *ruleHandler) {
 	api.get("/rules", viewers, h.list)
 	api.post("/rules", editors, h.create)
 	api.get("/rules/export", viewers, h.export)
+	api.get("/rules/fields", viewers, h.fields)
 	api.postRuleFile("/rules/apply", editorsOrPlans, h.apply)
 	api.postRuleFile("/rules/import", editorsOrPlans, h.importRules)
 	api.get("/rules/:id", viewers, h.get)
@@ -57,6 +97,29 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 	api.delete("/rules/:id", editors, h.delete)
 	api.get("/rules/:id/revisions", viewers, h.revisions)
 	api.post("/rules/:id/rollback", editors, h.rollback)
+}
+
+// fields answers the rule fields' tables, for forms.
+//
+//	@Summary		Rule fields
+//	@ID				getRuleFields
+//	@Description	Every rule field: the envelope's and each kind's, with its type, label, help, default, range, options and the field value it applies with. The API's decoder and validation follow the same tables.
+//	@Tags			rules
+//	@Produce		json
+//	@Success		200	{object}	RuleSchema
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/rules/fields [get]
+func (h *ruleHandler) fields(c *fiber.Ctx) error {
+	kinds := make([]RuleKind, len(rules.Kinds))
+	for i, k := range rules.Kinds {
+		kinds[i] = RuleKind{Kind: k.Kind, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields}
+	}
+	return writeJSON(c, http.StatusOK, RuleSchema{
+		Envelope: rules.EnvelopeFields, Kinds: kinds,
+		Demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
+	})
 }
 
 // list answers one page of the rules the filters select, by id.
@@ -87,17 +150,13 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 		return err
 	}
 	filter := store.RuleFilter{Kind: c.Query("kind"), Resource: c.Query("resource"), Enabled: enabled, Query: c.Query("q")}
-	rows, total, err := h.store.ListRules(c.UserContext(), filter, page)
+	found, total, err := h.rules.List(c.UserContext(), filter, page)
 	if err != nil {
 		return err
 	}
-	items := make([]Rule, 0, len(rows))
-	for _, row := range rows {
-		r, err := ruleFromStore(row)
-		if err != nil {
-			return err
-		}
-		items = append(items, r.api())
+	items := make([]rules.APIRule, len(found))
+	for i := range found {
+		items[i] = found[i].API()
 	}
 	return writeJSON(c, http.StatusOK, RuleList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
@@ -109,7 +168,7 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 //	@Tags		rules
 //	@Produce	json
 //	@Param		id	path		int	true	"rule id"
-//	@Success	200	{object}	Rule
+//	@Success	200	{object}	rules.APIRule
 //	@Header		200	{string}	ETag			"the rule's version, quoted"
 //	@Failure	400	{object}	ErrorResponse	"id is not a positive whole number"
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
@@ -122,11 +181,7 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	row, err := h.store.GetRule(c.UserContext(), id)
-	if err != nil {
-		return ruleMissing(id, err)
-	}
-	r, err := ruleFromStore(row)
+	r, err := h.rules.Get(c.UserContext(), id)
 	if err != nil {
 		return err
 	}
@@ -141,9 +196,9 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
-//	@Param			rule			body		RuleContent	true	"the rule; fields that do not apply to its kind or behaviour are rejected"
+//	@Param			rule			body		rules.Content	true	"the rule; fields that do not apply to its kind or behaviour are rejected"
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
-//	@Success		201				{object}	Rule
+//	@Success		201				{object}	rules.APIRule
 //	@Header			201				{string}	Location		"the new rule's URL"
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
 //	@Failure		400				{object}	ErrorResponse	"the body is not a JSON object"
@@ -161,83 +216,17 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
-	r := decodeRule(o, rule{}, forCreate)
-	validateRule(&r, "", "", &errs)
-	if len(errs) > 0 {
-		return invalidRule(errs)
-	}
-	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
-		return createRule(tx, &r, who)
-	})
+	r, err := h.rules.Create(c.UserContext(), o, who)
 	if err != nil {
 		return err
 	}
 	c.Location(fmt.Sprintf("%s/%d", c.Path(), r.ID))
 	return answerRule(c, http.StatusCreated, &r)
-}
-
-// createRule stores r, naming it first if it has no name.
-func createRule(tx *ruleTx, r *rule, who actor) error {
-	if r.Name == "" {
-		name, err := uniqueName(r.Kind, r.Resource, func(name string) (bool, error) {
-			_, err := tx.RuleByName(name)
-			if errors.Is(err, store.ErrNotFound) {
-				return false, nil
-			}
-			return err == nil, err
-		})
-		if err != nil {
-			return err
-		}
-		r.Name = name
-	}
-	row, err := r.toStore()
-	if err != nil {
-		return err
-	}
-	if err := tx.CreateRule(&row); err != nil {
-		return nameTaken(r.Name, err)
-	}
-	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
-	tx.saved(r)
-	return revise(tx, r, store.ActionCreate, who)
-}
-
-// createRules creates named rules, as createRule does each, in batches:
-// an apply of 100,000 rules is two hundred statements, not two hundred
-// thousand.
-func createRules(tx *ruleTx, rules []*rule, who actor) error {
-	if len(rules) == 0 {
-		return nil
-	}
-	rows := make([]store.Rule, len(rules))
-	for i, r := range rules {
-		row, err := r.toStore()
-		if err != nil {
-			return err
-		}
-		rows[i] = row
-	}
-	if err := tx.CreateRules(rows); err != nil {
-		return err
-	}
-	revs := make([]store.RuleRevision, len(rules))
-	for i, r := range rules {
-		row := rows[i]
-		r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
-		tx.saved(r)
-		rev, err := revision(r, store.ActionCreate, who)
-		if err != nil {
-			return err
-		}
-		revs[i] = rev
-	}
-	return tx.AddRevisions(revs)
 }
 
 // replace overwrites a rule with the body, whole.
@@ -249,10 +238,10 @@ func createRules(tx *ruleTx, rules []*rule, who actor) error {
 //	@Accept			json
 //	@Produce		json
 //	@Param			id				path		int			true	"rule id"
-//	@Param			rule			body		RuleContent	true	"the whole rule"
+//	@Param			rule			body		rules.Content	true	"the whole rule"
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
-//	@Success		200				{object}	Rule
+//	@Success		200				{object}	rules.APIRule
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role"
@@ -265,7 +254,7 @@ func createRules(tx *ruleTx, rules []*rule, who actor) error {
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
-func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, forReplace) }
+func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.ForReplace) }
 
 // patch changes the fields the body names.
 //
@@ -276,10 +265,10 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, forReplac
 //	@Accept			json
 //	@Produce		json
 //	@Param			id				path		int			true	"rule id"
-//	@Param			rule			body		RuleContent	true	"the fields to change, e.g. {\"enabled\": false}"
+//	@Param			rule			body		rules.Content	true	"the fields to change, e.g. {\"enabled\": false}"
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
-//	@Success		200				{object}	Rule
+//	@Success		200				{object}	rules.APIRule
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role"
@@ -292,9 +281,9 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, forReplac
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
-func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, forPatch) }
+func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, rules.ForPatch) }
 
-func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
+func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
 	id, err := idParam(c, "id")
 	if err != nil {
 		return err
@@ -303,55 +292,16 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode decodeMode) error {
 	if err != nil {
 		return err
 	}
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
-	match := ifMatchHeader(c)
-	var r rule
-	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
-		current, err := currentRule(tx, id, match)
-		if err != nil {
-			return err
-		}
-		r = decodeRule(o, current, mode)
-		validateRule(&r, "", "", &errs)
-		if len(errs) > 0 {
-			return invalidRule(errs)
-		}
-		return updateRule(tx, &r, store.ActionUpdate, who)
-	})
+	r, err := h.rules.Update(c.UserContext(), id, ifMatchHeader(c).allows, o, mode, who)
 	if err != nil {
 		return err
 	}
 	return answerRule(c, http.StatusOK, &r)
-}
-
-// currentRule reads rule id for a write based on the version match names.
-func currentRule(tx *ruleTx, id int64, match ifMatch) (rule, error) {
-	row, err := tx.GetRule(id)
-	if err != nil {
-		return rule{}, ruleMissing(id, err)
-	}
-	if err := match.check(fmt.Sprintf("rule %d", id), row.Version); err != nil {
-		return rule{}, err
-	}
-	return ruleFromStore(row)
-}
-
-// updateRule writes r, read at r.Version, as the next version.
-func updateRule(tx *ruleTx, r *rule, action string, who actor) error {
-	row, err := r.toStore()
-	if err != nil {
-		return err
-	}
-	if err := tx.UpdateRule(&row); err != nil {
-		return nameTaken(r.Name, err)
-	}
-	r.Version, r.UpdatedAt = row.Version, row.UpdatedAt
-	tx.saved(r)
-	return revise(tx, r, action, who)
 }
 
 // delete removes a rule; its history stays readable.
@@ -380,28 +330,10 @@ func (h *ruleHandler) delete(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	match := ifMatchHeader(c)
-	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
-		r, err := currentRule(tx, id, match)
-		if err != nil {
-			return err
-		}
-		return deleteRule(tx, &r, who)
-	})
-	if err != nil {
+	if err := h.rules.Delete(c.UserContext(), id, ifMatchHeader(c).allows, who); err != nil {
 		return err
 	}
 	return c.SendStatus(http.StatusNoContent)
-}
-
-// deleteRule removes r and records its last content as a delete revision.
-func deleteRule(tx *ruleTx, r *rule, who actor) error {
-	if err := tx.DeleteRule(r.ID, r.Version); err != nil {
-		return err
-	}
-	tx.deleted(r.ID)
-	r.Version++
-	return revise(tx, r, store.ActionDelete, who)
 }
 
 // revisions answers one page of a rule's history, newest first; a deleted
@@ -430,20 +362,16 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	revs, total, err := h.store.ListRevisions(c.UserContext(), id, page)
+	revs, total, err := h.rules.Revisions(c.UserContext(), id, page)
 	if err != nil {
-		return ruleMissing(id, err)
+		return err
 	}
-	items := make([]RuleRevision, 0, len(revs))
-	for _, rev := range revs {
-		item := RuleRevision{
-			Version: rev.Version, Action: rev.Action, Actor: rev.Actor, Reason: rev.Reason,
-			CreatedAt: rev.CreatedAt.UTC(),
+	items := make([]RuleRevision, len(revs))
+	for i, rev := range revs {
+		items[i] = RuleRevision{
+			Version: rev.Version, Action: rev.Action, Rule: rev.Rule.API(), Actor: rev.Actor, Reason: rev.Reason,
+			CreatedAt: rev.CreatedAt,
 		}
-		if err := json.Unmarshal([]byte(rev.Content), &item.Rule); err != nil {
-			return fmt.Errorf("rule %d revision %d: %w", id, rev.Version, err)
-		}
-		items = append(items, item)
 	}
 	return writeJSON(c, http.StatusOK, RevisionList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
@@ -458,7 +386,7 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 //	@Param		toVersion		query		int		true	"the version whose content to restore"	minimum(1)
 //	@Param		If-Match		header		string	false	"the version the rollback is based on, e.g. \"3\""
 //	@Param		X-Change-Reason	header		string	false	"why, kept in the rule's history"
-//	@Success	200				{object}	Rule
+//	@Success	200				{object}	rules.APIRule
 //	@Failure	400				{object}	ErrorResponse	"toVersion is missing or not a positive whole number"
 //	@Failure	401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure	403				{object}	ErrorResponse	"needs the editor role"
@@ -483,56 +411,201 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	match := ifMatchHeader(c)
-	var r rule
-	err = h.sync.write(c.UserContext(), false, func(tx *ruleTx) error {
-		current, err := currentRule(tx, id, match)
-		if err != nil {
-			return err
-		}
-		rev, err := tx.GetRevision(id, to)
-		if err != nil {
-			return fmt.Errorf("rule %d has no version %d: %w", id, to, err)
-		}
-		var errs []FieldError
-		o, err := parseObject([]byte(rev.Content), "", &errs)
-		if err != nil {
-			return fmt.Errorf("rule %d version %d: %w", id, to, err)
-		}
-		r = decodeRule(o, current, forReplace)
-		validateRule(&r, "", "", &errs)
-		if len(errs) > 0 {
-			return ValidationFailed(fmt.Sprintf("version %d is not a valid rule any more", to), errs...)
-		}
-		return updateRule(tx, &r, store.ActionRollback, who)
-	})
+	r, err := h.rules.Rollback(c.UserContext(), id, to, ifMatchHeader(c).allows, who)
 	if err != nil {
 		return err
 	}
 	return answerRule(c, http.StatusOK, &r)
 }
 
-func answerRule(c *fiber.Ctx, status int, r *rule) error {
+// apply syncs the stored rules to the body.
+//
+//	@Summary		Apply a rule file (declarative sync for CI)
+//	@ID				applyRules
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Tags			rules
+//	@Accept			json
+//	@Accept			application/yaml
+//	@Produce		json
+//	@Param			dryRun			query		bool			false	"only answer the plan"						default(false)
+//	@Param			prune			query		bool			false	"delete the rules the body does not name"	default(false)
+//	@Param			rules			body		ApplyRequest	true	"the wanted rules; each needs a name"
+//	@Param			X-Change-Reason	header		string			false	"why, kept in each changed rule's history"
+//	@Success		200				{object}	rules.ApplyPlan
+//	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or a bad query parameter"
+//	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
+//	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/rules/apply [post]
+func (h *ruleHandler) apply(c *fiber.Ctx) error {
+	dryRun, prune, err := applyParams(c)
+	if err != nil {
+		return err
+	}
+	who, err := changeActor(c)
+	if err != nil {
+		return err
+	}
+	body := c.Body()
+	var scalars strictjson.Scalars
+	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
+	if yamlBody {
+		body, scalars, err = yamlToJSON(body) // which refuses duplicate keys itself
+	} else {
+		err = refuseDuplicateKeys(body)
+	}
+	if err != nil {
+		return err
+	}
+	var errs []engine.FieldError
+	o, err := strictjson.Parse(body, "", &errs)
+	switch {
+	case err != nil && yamlBody:
+		return BadRequest("the body must be a YAML mapping: a rule file is a mapping with a rules list")
+	case err != nil:
+		return errNotJSONObject(err)
+	}
+	var items []json.RawMessage
+	if v, _ := o.Value("rules"); v == nil {
+		o.Fail("rules", "is required: a list of rules")
+	} else if err := json.Unmarshal(v, &items); err != nil {
+		o.Fail("rules", "must be a list of rules")
+	}
+	o.Rest(func(string) string { return "" })
+	if len(errs) > 0 {
+		return ValidationFailed("the body is not a valid rule file; see details", fieldErrors(errs)...)
+	}
+	want, err := rules.DecodeFile(items, scalars)
+	if err != nil {
+		return err
+	}
+	plan, err := h.rules.Apply(c.UserContext(), want, dryRun, prune, who)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, plan)
+}
+
+func applyParams(c *fiber.Ctx) (dryRun, prune bool, err error) {
+	for name, dst := range map[string]*bool{"dryRun": &dryRun, "prune": &prune} {
+		v, err := boolParam(c, name)
+		if err != nil {
+			return false, false, err
+		}
+		*dst = v != nil && *v
+	}
+	return dryRun, prune, nil
+}
+
+func isYAML(contentType string) bool {
+	mediaType, _, _ := strings.Cut(contentType, ";")
+	switch strings.TrimSpace(strings.ToLower(mediaType)) {
+	case "application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml":
+		return true
+	}
+	return false
+}
+
+// export writes every rule as a file that apply takes back unchanged.
+//
+//	@Summary		Export every rule
+//	@ID				exportRules
+//	@Description	In the shape apply takes, by name, so that export then apply is a no-op.
+//	@Tags			rules
+//	@Produce		json
+//	@Produce		application/yaml
+//	@Param			format	query		string	false	"json or yaml"	Enums(json, yaml)	default(json)
+//	@Success		200		{object}	rules.RuleFile
+//	@Failure		400		{object}	ErrorResponse	"an unknown format"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/rules/export [get]
+func (h *ruleHandler) export(c *fiber.Ctx) error {
+	format := c.Query("format", "json")
+	if format != "json" && format != "yaml" {
+		return BadRequest("format must be json or yaml", FieldError{"format", "must be json or yaml"})
+	}
+	all, err := h.rules.All(c.UserContext())
+	if err != nil {
+		return err
+	}
+	file := rules.RuleFile{Rules: make([]rules.Content, len(all))}
+	for i := range all {
+		file.Rules[i] = all[i].Content()
+	}
+	if format == "json" {
+		return writeJSON(c, http.StatusOK, file)
+	}
+	data, err := yaml.Marshal(file)
+	if err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
+	return c.Status(http.StatusOK).Send(data)
+}
+
+// importRules converts sentinel-golang rules and applies them.
+//
+//	@Summary		Import sentinel-golang rules
+//	@ID				importRules
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
+//	@Tags			rules
+//	@Accept			json
+//	@Produce		json
+//	@Param			format	query		string				true	"the source format"					Enums(sentinel)
+//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker)	default(flow)
+//	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
+//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)"
+//	@Success		200		{object}	rules.ApplyPlan
+//	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
+//	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
+//	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/rules/import [post]
+func (h *ruleHandler) importRules(c *fiber.Ctx) error {
+	if format := c.Query("format"); format != "sentinel" {
+		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})
+	}
+	kind := c.Query("kind", rules.KindFlow)
+	if kind != rules.KindFlow && kind != rules.KindBreaker {
+		return BadRequest("kind must be flow or circuitBreaker", FieldError{"kind", "must be flow or circuitBreaker"})
+	}
+	dryRun, err := boolParam(c, "dryRun")
+	if err != nil {
+		return err
+	}
+	who, err := changeActor(c)
+	if err != nil {
+		return err
+	}
+	var items []json.RawMessage
+	if err := refuseDuplicateKeys(c.Body()); err != nil {
+		return err
+	}
+	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
+		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
+	}
+	want, err := rules.ImportSentinel(kind, items)
+	if err != nil {
+		return err
+	}
+	plan, err := h.rules.Apply(c.UserContext(), want, dryRun != nil && *dryRun, false, who)
+	if err != nil {
+		return err
+	}
+	return writeJSON(c, http.StatusOK, plan)
+}
+
+func answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
 	setETag(c, r.Version)
-	return writeJSON(c, status, r.api())
-}
-
-func invalidRule(errs []FieldError) error {
-	return ValidationFailed("the rule is not valid; see details", errs...)
-}
-
-// ruleMissing words a store.ErrNotFound for rule id.
-func ruleMissing(id int64, err error) error {
-	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no rule has id %d: %w", id, err)
-	}
-	return err
-}
-
-// nameTaken words a store.ErrConflict for a rule name.
-func nameTaken(name string, err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("a rule named %q exists already: %w", name, err)
-	}
-	return err
+	return writeJSON(c, status, r.API())
 }

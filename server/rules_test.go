@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -17,6 +18,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 const rulesPath = "/api/v1/rules"
@@ -137,7 +141,7 @@ func flowRule(set map[string]any, drop ...string) map[string]any {
 	m := map[string]any{
 		"kind": "flow", "enabled": true, "mode": "enforce",
 		"metric": "qps", "statIntervalMs": 1000.0, "controlBehavior": "reject",
-		"tokenCalculateStrategy": "direct", "relationStrategy": "current",
+		"tokenCalculateStrategy": "direct", "relationStrategy": "current", "scope": "local",
 	}
 	maps.Copy(m, set)
 	for _, k := range drop {
@@ -198,19 +202,19 @@ func wantError(t *testing.T, resp *http.Response, body []byte, status int, code 
 }
 
 // createRule creates a rule and returns it as answered.
-func (ts *testServer) createRule(t *testing.T, body any) Rule {
+func (ts *testServer) createRule(t *testing.T, body any) rules.APIRule {
 	t.Helper()
 	resp, got := ts.call(t, http.MethodPost, rulesPath, body, nil)
 	mustStatus(t, resp, got, http.StatusCreated)
-	return decodeStrict[Rule](t, got)
+	return decodeStrict[rules.APIRule](t, got)
 }
 
 // getRule reads rule id and its ETag; it fails the test unless it is 200.
-func (ts *testServer) getRule(t *testing.T, id int64) (Rule, string) {
+func (ts *testServer) getRule(t *testing.T, id int64) (rules.APIRule, string) {
 	t.Helper()
 	resp, got := ts.call(t, http.MethodGet, ruleURL(id), nil, nil)
 	mustStatus(t, resp, got, http.StatusOK)
-	return decodeStrict[Rule](t, got), resp.Header.Get("ETag")
+	return decodeStrict[rules.APIRule](t, got), resp.Header.Get("ETag")
 }
 
 // listRules answers GET /rules?query; it fails the test unless it is 200.
@@ -238,9 +242,9 @@ func (ts *testServer) ruleIDByName(t *testing.T, name string) int64 {
 
 func ruleURL(id int64) string { return rulesPath + "/" + strconv.FormatInt(id, 10) }
 
-func ruleNames(rules []Rule) []string {
-	names := make([]string, 0, len(rules))
-	for _, r := range rules {
+func ruleNames(list []rules.APIRule) []string {
+	names := make([]string, 0, len(list))
+	for _, r := range list {
 		names = append(names, r.Name)
 	}
 	return names
@@ -350,7 +354,7 @@ func TestCreateRule(t *testing.T) {
 			mustStatus(t, resp, body, http.StatusCreated)
 			got := jsonObject(t, body)
 			wantContent(t, got, tt.want)
-			r := decodeStrict[Rule](t, body)
+			r := decodeStrict[rules.APIRule](t, body)
 			if r.ID <= 0 || r.Version != 1 {
 				t.Errorf("id = %d, version = %d; want a positive id and version 1", r.ID, r.Version)
 			}
@@ -438,6 +442,9 @@ func TestCreateRuleRejects(t *testing.T) {
 		{name: "truncated JSON", body: `{"kind":"flow","resource":"r",`, wantStatus: http.StatusBadRequest},
 
 		{name: "unknown field", body: `{"kind":"flow","resource":"r","threshold":1,"colour":"red"}`, wantStatus: 422, wantFields: []string{"colour"}},
+		{name: "cluster scope without a shared count", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"cluster"}`, wantStatus: 422, wantFields: []string{"scope"}},
+		{name: "unknown scope", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"global"}`, wantStatus: 422, wantFields: []string{"scope"}},
+		{name: "scope on a circuit breaker", body: `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":1,"retryTimeoutMs":1,"scope":"local"}`, wantStatus: 422, wantFields: []string{"scope"}},
 		{name: "typo of a field", body: `{"kind":"flow","resource":"r","thresold":1}`, wantStatus: 422, wantFields: []string{"thresold", "threshold"}},
 		{name: "threshold is a string", body: `{"kind":"flow","resource":"r","threshold":"1"}`, wantStatus: 422, wantFields: []string{"threshold"}},
 		{name: "enabled is a string", body: `{"kind":"flow","resource":"r","threshold":1,"enabled":"yes"}`, wantStatus: 422, wantFields: []string{"enabled"}},
@@ -530,7 +537,7 @@ func TestGetRule(t *testing.T) {
 		if etag := resp.Header.Get("ETag"); etag != `"1"` {
 			t.Errorf(`ETag = %q, want "1"`, etag)
 		}
-		if got := decodeStrict[Rule](t, body); !reflect.DeepEqual(got, created) {
+		if got := decodeStrict[rules.APIRule](t, body); !reflect.DeepEqual(got, created) {
 			t.Errorf("GET = %+v\nwant %+v", got, created)
 		}
 	})
@@ -695,7 +702,7 @@ func TestReplaceRule(t *testing.T) {
 
 		mustStatus(t, resp, body, http.StatusOK)
 		wantContent(t, jsonObject(t, body), flowRule(map[string]any{"name": "orders", "resource": "GET:/api/orders", "threshold": 7.0}))
-		got := decodeStrict[Rule](t, body)
+		got := decodeStrict[rules.APIRule](t, body)
 		if got.ID != r.ID || got.Version != 2 || !got.CreatedAt.Equal(r.CreatedAt) {
 			t.Errorf("id, version, createdAt = %d, %d, %v; want %d, 2, %v", got.ID, got.Version, got.CreatedAt, r.ID, r.CreatedAt)
 		}
@@ -741,7 +748,7 @@ func TestReplaceRule(t *testing.T) {
 			`"updatedAt":"2000-01-01T00:00:00Z","kind":"flow","resource":"GET:/api/orders","threshold":9}`, r.ID), nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
-		got := decodeStrict[Rule](t, body)
+		got := decodeStrict[rules.APIRule](t, body)
 		if got.Version != 3 || !got.CreatedAt.Equal(r.CreatedAt) || got.UpdatedAt.Year() == 2000 || *got.Threshold != 9 {
 			t.Errorf("version %d, createdAt %v, updatedAt %v, threshold %v; want 3, %v, now, 9",
 				got.Version, got.CreatedAt, got.UpdatedAt, *got.Threshold, r.CreatedAt)
@@ -755,7 +762,7 @@ func TestReplaceRule(t *testing.T) {
 		resp, body := ts.call(t, http.MethodPut, ruleURL(r.ID), `{"name":"orders-v2","kind":"flow","resource":"GET:/api/orders","threshold":7}`, nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
-		if got := decodeStrict[Rule](t, body); got.Name != "orders-v2" {
+		if got := decodeStrict[rules.APIRule](t, body); got.Name != "orders-v2" {
 			t.Errorf("name = %q, want orders-v2", got.Name)
 		}
 		ts.wantLoaded(t, map[string]float64{"orders-v2": 7})
@@ -769,7 +776,7 @@ func TestReplaceRule(t *testing.T) {
 			resp, got := ts.call(t, http.MethodPut, ruleURL(r.ID), body, nil)
 			mustStatus(t, resp, got, http.StatusOK)
 			want := strconv.Quote(strconv.FormatInt(v, 10))
-			if rule := decodeStrict[Rule](t, got); rule.Version != v || resp.Header.Get("ETag") != want {
+			if rule := decodeStrict[rules.APIRule](t, got); rule.Version != v || resp.Header.Get("ETag") != want {
 				t.Errorf("version %d, ETag %s; want %d, %s", rule.Version, resp.Header.Get("ETag"), v, want)
 			}
 			if _, etag := ts.getRule(t, r.ID); etag != want {
@@ -870,7 +877,7 @@ func TestPatchRule(t *testing.T) {
 				t.Errorf(`ETag = %q, want "2"`, etag)
 			}
 			stored, _ := ts.getRule(t, r.ID)
-			if got := decodeStrict[Rule](t, body); !reflect.DeepEqual(stored, got) || got.Version != 2 {
+			if got := decodeStrict[rules.APIRule](t, body); !reflect.DeepEqual(stored, got) || got.Version != 2 {
 				t.Errorf("GET = %+v\nPATCH answered %+v (want version 2)", stored, got)
 			}
 			loaded := map[string]float64{}
@@ -925,13 +932,13 @@ func TestPatchRule(t *testing.T) {
 
 // ruleAtVersion3 creates a rule with threshold 1 and patches it twice, to
 // threshold 3 at version 3.
-func (ts *testServer) ruleAtVersion3(t *testing.T, name string) Rule {
+func (ts *testServer) ruleAtVersion3(t *testing.T, name string) rules.APIRule {
 	t.Helper()
 	r := ts.createRule(t, fmt.Sprintf(`{"name":%q,"kind":"flow","resource":%q,"threshold":1}`, name, "res-"+name))
 	for _, threshold := range []int{2, 3} {
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), fmt.Sprintf(`{"threshold":%d}`, threshold), nil)
 		mustStatus(t, resp, body, http.StatusOK)
-		r = decodeStrict[Rule](t, body)
+		r = decodeStrict[rules.APIRule](t, body)
 	}
 	if r.Version != 3 {
 		t.Fatalf("version = %d after two patches, want 3", r.Version)
@@ -1003,7 +1010,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 					wantError(t, resp, body, http.StatusNotFound, "not_found")
 				} else {
 					want[name] = w.wantThreshold
-					got := decodeStrict[Rule](t, body)
+					got := decodeStrict[rules.APIRule](t, body)
 					if got.Version != 4 || resp.Header.Get("ETag") != `"4"` || *got.Threshold != w.wantThreshold {
 						t.Errorf("version %d, ETag %s, threshold %v; want 4, \"4\", %v", got.Version, resp.Header.Get("ETag"), *got.Threshold, w.wantThreshold)
 					}
@@ -1274,7 +1281,7 @@ func TestRuleRevisions(t *testing.T) {
 }
 
 func TestRollbackRule(t *testing.T) {
-	setup := func(t *testing.T) (*testServer, Rule) {
+	setup := func(t *testing.T) (*testServer, rules.APIRule) {
 		t.Helper()
 		ts := newTestServer(t, nil)
 		r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"one"}`)
@@ -1317,7 +1324,7 @@ func TestRollbackRule(t *testing.T) {
 
 			mustStatus(t, resp, body, http.StatusOK)
 			wantContent(t, jsonObject(t, body), tt.want)
-			got := decodeStrict[Rule](t, body)
+			got := decodeStrict[rules.APIRule](t, body)
 			if got.Version != 4 || resp.Header.Get("ETag") != `"4"` || got.ID != r.ID {
 				t.Errorf("id %d, version %d, ETag %s; want %d, 4, \"4\"", got.ID, got.Version, resp.Header.Get("ETag"), r.ID)
 			}
@@ -1518,4 +1525,40 @@ func TestRulesDecideInTheEngine(t *testing.T) {
 			t.Error("Entry(x) is blocked after the rule was deleted")
 		}
 	})
+}
+
+// TestRuleFields: the fields endpoint answers the engine's tables, the
+// envelope's and each kind's, and the demo's marks, to any role.
+func TestRuleFields(t *testing.T) {
+	ts := newTestServer(t, nil)
+	resp, body := ts.do(t, http.MethodGet, "/api/v1/rules/fields", nil)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %s", resp.StatusCode, body)
+	}
+	got := decodeStrict[RuleSchema](t, body)
+	if len(got.Kinds) != 2 || got.Kinds[0].Kind != "flow" || got.Kinds[1].Kind != "circuitBreaker" {
+		t.Fatalf("kinds %+v, want flow and circuitBreaker", got.Kinds)
+	}
+	want, err := json.Marshal(RuleSchema{
+		Envelope: rules.EnvelopeFields,
+		Kinds: []RuleKind{
+			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
+			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
+		},
+		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gotValue, wantValue any
+	if err := errors.Join(json.Unmarshal(body, &gotValue), json.Unmarshal(want, &wantValue)); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(gotValue, wantValue) {
+		t.Errorf("answer\n%s\nwant\n%s", body, want)
+	}
+	interval, _ := engine.FlowRuleFields.Lookup("maxQueueingTimeMs")
+	if interval.AppliesWhen == nil || *interval.AppliesWhen != (engine.Condition{Field: "controlBehavior", Value: "throttling"}) || *interval.Max != engine.MaxQueueingTimeMs {
+		t.Errorf("maxQueueingTimeMs: %+v", interval)
+	}
 }

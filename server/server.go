@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -75,9 +76,6 @@ type Config struct {
 	// the API's own traffic is not counted as resources. Optional.
 	// Default: false: every route but health is a guarded resource.
 	UnguardedAPI bool
-	// Demo seeds the demo rules (named demo-…) and drives synthetic
-	// traffic through the engine until Shutdown. Optional. Default: false.
-	Demo bool
 	// BootstrapToken, when set, is registered at start-up as an admin API
 	// token named "bootstrap" (again at every start: idempotent).
 	// Optional.
@@ -106,7 +104,7 @@ type Server struct {
 	app     *fiber.App
 	engine  *engine.Engine
 	store   *store.Store
-	rules   *ruleSync
+	rules   *rules.Service
 	auth    *auth
 	version string
 	logger  *slog.Logger
@@ -119,12 +117,15 @@ type Server struct {
 	fixedPaths     fixedPaths     // the methods of each API path without parameters
 	ruleFileRoutes ruleFileRoutes // the routes that read large bodies themselves
 	unguardedAPI   bool
-	demo           *demoTraffic // nil without Config.Demo
 
 	mu        sync.Mutex
 	listeners []net.Listener
 	stopped   bool
 }
+
+// Rules is the rule domain the server writes through, for programs that
+// seed rules of their own (sluice --demo) the way the API writes them.
+func (s *Server) Rules() *rules.Service { return s.rules }
 
 // New builds the application and its routes and loads the stored rules into
 // the engine; it does not listen yet.
@@ -147,8 +148,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
-	s.rules = &ruleSync{store: cfg.Store, engine: cfg.Engine}
-	if err := s.rules.load(ctx); err != nil {
+	s.rules = rules.New(cfg.Store, cfg.Engine)
+	if err := s.rules.Load(ctx); err != nil {
 		return nil, fmt.Errorf("server: load the stored rules into the engine: %w", err)
 	}
 	authCfg := authConfig{
@@ -170,11 +171,6 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.auth = newAuth(cfg.Store, s.logger, authCfg)
 	if err := s.auth.start(ctx, cfg.AdminPassword, cfg.BootstrapToken); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
-	}
-	if cfg.Demo {
-		if err := s.startDemo(ctx); err != nil {
-			return nil, err
-		}
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:      "sluice",
@@ -237,7 +233,7 @@ func (s *Server) routes() {
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
-	bindRules(api, &ruleHandler{store: s.store, sync: s.rules})
+	bindRules(api, &ruleHandler{rules: s.rules})
 	bindBreakers(api, &breakerHandler{engine: s.engine})
 	bindResources(api, &resourceHandler{metrics: s.metrics})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
@@ -387,7 +383,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.close()
-	s.demo.close()
 	// The requests answered, nothing more is counted: flush it all.
 	s.metrics.Stop()
 	return errors.Join(err, s.metrics.FinalFlush(ctx))

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -125,7 +126,7 @@ func assertAgree(t *testing.T, n *node, want []string) {
 func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	first := startNode(t, path)
-	var a, b, c Rule
+	var a, b, c rules.APIRule
 	first.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"a","resource":"orders","threshold":10}`, &a)
 	first.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"b","resource":"pay","threshold":20}`, &b)
 	first.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"c","resource":"ship","threshold":30}`, &c)
@@ -143,7 +144,7 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 
 	second := startNode(t, path)
 	assertAgree(t, second, []string{"a=11"})
-	var got Rule
+	var got rules.APIRule
 	second.send(t, http.MethodGet, fmt.Sprintf("/api/v1/rules/%d", a.ID), "", &got)
 	if got.Version != 2 || *got.Threshold != 11 || !got.CreatedAt.Equal(a.CreatedAt) {
 		t.Fatalf("rule a after restart = %+v, want version 2, threshold 11, same createdAt", got)
@@ -153,7 +154,7 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 	if revs.Total != 2 || revs.Items[0].Action != "delete" || revs.Items[1].Action != "create" {
 		t.Fatalf("deleted rule's history after restart = %+v", revs)
 	}
-	var d Rule
+	var d rules.APIRule
 	second.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"d","resource":"x","threshold":1}`, &d)
 	if d.ID <= c.ID {
 		t.Fatalf("new rule got id %d; the deleted rule had %d: ids must never be reused", d.ID, c.ID)
@@ -166,7 +167,7 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 // database and the engine as they were.
 func TestFailedWritesChangeNothing(t *testing.T) {
 	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
-	var a Rule
+	var a rules.APIRule
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"a","resource":"orders","threshold":10}`, &a)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"b","resource":"pay","threshold":20}`, nil)
 	want := []string{"a=10", "b=20"}
@@ -190,35 +191,13 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 			assertAgree(t, n, want)
 		})
 	}
-
-	t.Run("engine refuses the set", func(t *testing.T) {
-		// A row the API would never write: the transaction's final check
-		// with the engine must roll it back.
-		err := n.rules.write(t.Context(), false, func(tx *ruleTx) error {
-			row := store.Rule{Name: "bad", Kind: kindFlow, Resource: "x", Enabled: true, Mode: "enforce", Spec: `{"threshold":-5}`}
-			if err := tx.CreateRule(&row); err != nil {
-				return err
-			}
-			r, err := ruleFromStore(row)
-			tx.saved(&r)
-			return err
-		})
-		var invalid *engine.ValidationError
-		if !errors.As(err, &invalid) {
-			t.Fatalf("write = %v, want the engine's validation error", err)
-		}
-		assertAgree(t, n, want)
-		if rows, _ := n.store.AllRules(t.Context()); len(rows) != 2 {
-			t.Fatalf("%d rows stored, want 2", len(rows))
-		}
-	})
 }
 
 // TestIncrementalWritesMatchAFullLoad makes random writes of every kind
 // (create, update, move to another resource, rename, disable, delete,
 // rollback, apply with and without prune, dry runs) and checks after each
 // that the engine holds, resource by resource, what a start-up on the same
-// file would load, and that the write path's indexes match the store.
+// file would load. The rule domain's tests check its indexes the same way.
 func TestIncrementalWritesMatchAFullLoad(t *testing.T) {
 	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -276,22 +255,15 @@ func TestIncrementalWritesMatchAFullLoad(t *testing.T) {
 			t.Fatalf("step %d: %s %s %s: status %d", step, method, path, body, status)
 		}
 
-		fresh := &ruleSync{store: n.store, engine: engine.New(engine.Options{Clock: engine.NewManualClock(0)})}
-		if err := fresh.load(t.Context()); err != nil {
+		freshEngine := engine.New(engine.Options{Clock: engine.NewManualClock(0)})
+		if err := rules.New(n.store, freshEngine).Load(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 		for _, kind := range []string{"flow", "breakers"} {
-			got, want := loadedByResource(n.engine, kind), loadedByResource(fresh.engine, kind)
+			got, want := loadedByResource(n.engine, kind), loadedByResource(freshEngine, kind)
 			if !maps.EqualFunc(got, want, slices.Equal) {
 				t.Fatalf("step %d: after %s %s %s (%d) the engine's %s rules are %v, a full load's %v", step, method, path, body, status, kind, got, want)
 			}
-		}
-		n.rules.mu.Lock()
-		indexed := maps.Equal(n.rules.named, fresh.named) && maps.EqualFunc(n.rules.onResource, fresh.onResource, slices.Equal) &&
-			len(n.rules.rules) == len(fresh.rules)
-		n.rules.mu.Unlock()
-		if !indexed {
-			t.Fatalf("step %d: after %s %s %s (%d) the write path's indexes differ from the store's", step, method, path, body, status)
 		}
 	}
 	if succeeded < 100 {
@@ -331,7 +303,7 @@ func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
 			e.Exit()
 		}
 	}
-	var orders Rule
+	var orders rules.APIRule
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"orders-qps","resource":"orders","threshold":5}`, &orders)
 	n.send(t, http.MethodPatch, fmt.Sprintf("/api/v1/rules/%d", orders.ID), `{"resource":"orders-v2"}`, nil)
 	n.send(t, http.MethodPost, "/api/v1/rules/apply?prune=false", `{"rules":[{"name":"orders-qps","kind":"flow","resource":"orders","threshold":6},{"name":"new","kind":"flow","resource":"new","threshold":1}]}`, nil)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -117,16 +119,17 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Security	BearerAuth
 //	@Router		/api/v1/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var bodyErrs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
 	var name, role, expires string
-	o.str("name", &name)
-	o.str("role", &role)
-	o.str("expiresAt", &expires)
-	o.rest(func(string) string { return "" })
+	o.Str("name", &name)
+	o.Str("role", &role)
+	o.Str("expiresAt", &expires)
+	o.Rest(func(string) string { return "" })
+	errs := fieldErrors(bodyErrs)
 	if n := utf8.RuneCountInString(name); n < 1 || n > 128 {
 		errs = append(errs, FieldError{"name", "is required, at most 128 characters"})
 	}

@@ -9,6 +9,8 @@ import (
 	"github.com/gofiber/fiber/v2"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -242,20 +244,20 @@ func (h *userHandler) delete(c *fiber.Ctx) error {
 }
 
 func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
-	var errs []FieldError
-	o, err := parseBody(c.Body(), &errs)
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return UserRequest{}, nil, errNotJSONObject(err)
 	}
 	var req UserRequest
 	present := map[string]bool{
-		"username": o.str("username", &req.Username),
-		"role":     o.str("role", &req.Role),
-		"password": o.str("password", &req.Password),
+		"username": o.Str("username", &req.Username),
+		"role":     o.Str("role", &req.Role),
+		"password": o.Str("password", &req.Password),
 	}
-	o.rest(func(string) string { return "" })
+	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return UserRequest{}, nil, ValidationFailed("the user is not valid; see details", errs...)
+		return UserRequest{}, nil, ValidationFailed("the user is not valid; see details", fieldErrors(errs)...)
 	}
 	return req, present, nil
 }

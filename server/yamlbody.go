@@ -9,6 +9,8 @@ import (
 	"math"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sluicehq/sluice/server/strictjson"
 )
 
 // maxYAMLExpansion bounds what a YAML body's anchors and aliases may
@@ -25,7 +27,7 @@ const maxYAMLExpansion = 4
 // numbers, true or false is returned beside the JSON, for the fields that
 // take a string. Merge keys ("<<: *defaults") are merged; the mapping's own
 // keys win.
-func yamlToJSON(body []byte) ([]byte, yamlScalars, error) {
+func yamlToJSON(body []byte) ([]byte, strictjson.Scalars, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
@@ -38,7 +40,7 @@ func yamlToJSON(body []byte) ([]byte, yamlScalars, error) {
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
 		return nil, nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
 	}
-	c := yamlConverter{sizes: map[*yaml.Node]int{}, scalars: yamlScalars{}}
+	c := yamlConverter{sizes: map[*yaml.Node]int{}, scalars: strictjson.Scalars{}}
 	budget := maxYAMLExpansion * len(body)
 	size, err := c.size(&doc, budget)
 	if err != nil {
@@ -55,16 +57,6 @@ func yamlToJSON(body []byte) ([]byte, yamlScalars, error) {
 	return buf.Bytes(), c.scalars, nil
 }
 
-// yamlScalars is the source text of the scalars of a YAML body that its
-// JSON holds as a number, true or false written otherwise (1.0 as 1, 0755
-// as 755, True as true), by the value's field path ("rules[3].name"). A
-// field that takes a string takes the text as written: a name 1.0 is
-// "1.0", not "1", and a resource 0755 is "0755". The converter cannot do
-// it alone, for it does not know which fields take strings; it records
-// only the texts that JSON changed, so that a 64 MiB rule file of
-// thresholds does not double its size here.
-type yamlScalars map[string]string
-
 // yamlConverter writes a YAML node tree as JSON.
 type yamlConverter struct {
 	// sizes remembers the expanded size of each anchored node, so that
@@ -73,7 +65,7 @@ type yamlConverter struct {
 	sizes map[*yaml.Node]int
 	// scalars collects the text of the values written as numbers, true or
 	// false, where the JSON differs from it.
-	scalars yamlScalars
+	scalars strictjson.Scalars
 }
 
 // size is about the number of bytes n expands to as JSON, aliases

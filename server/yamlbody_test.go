@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/sluicehq/sluice/server/strictjson"
 )
 
 // laughs is a YAML rule file of nine levels of ten aliases each, padded
@@ -193,13 +195,13 @@ func TestJSONDuplicateKeys(t *testing.T) {
 		`{"x":[{"y":{"z":1,"z":2}}]}`:      "x[0].y.z",
 		` [ 1 , { "k" : "v\"" , "k":0 } ]`: "[1].k",
 	} {
-		if path, dup := duplicateKey([]byte(data)); !dup || path != want {
-			t.Errorf("duplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
+		if path, dup := strictjson.DuplicateKey([]byte(data)); !dup || path != want {
+			t.Errorf("strictjson.DuplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
 		}
 	}
 	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`} {
-		if path, dup := duplicateKey([]byte(ok)); dup {
-			t.Errorf("duplicateKey(%s) = %s, want none", ok, path)
+		if path, dup := strictjson.DuplicateKey([]byte(ok)); dup {
+			t.Errorf("strictjson.DuplicateKey(%s) = %s, want none", ok, path)
 		}
 	}
 }

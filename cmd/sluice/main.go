@@ -16,6 +16,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -62,7 +63,7 @@ func dispatch(ctx context.Context, command string, args []string, stdout, stderr
 	case "demo":
 		return serve(ctx, append([]string{"--demo"}, args...), stdout, stderr)
 	case "rules":
-		return rules(ctx, args, stdout, stderr)
+		return rulesCommand(ctx, args, stdout, stderr)
 	case "help":
 		return help(ctx, args, stdout, stderr)
 	default:
@@ -96,7 +97,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
 	maxResources := fs.Int("max-resources", engine.DefaultMaxResources, "how many resources the engine tracks at most, rules' resources aside; past it, calls on new ones are counted under (overflow) (env SLUICE_MAX_RESOURCES)")
 	idleTTL := fs.Duration("resource-idle-ttl", engine.DefaultResourceIdleTTL, "how long a resource no rule names may go without traffic before the engine forgets it; its history stays (env SLUICE_RESOURCE_IDLE_TTL)")
-	demo := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
+	demoFlag := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
 	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
 	adminPassword := fs.String("admin-password", "", "password of the first admin on an empty database; random and logged once if unset (env SLUICE_ADMIN_PASSWORD)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
@@ -145,11 +146,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
-		EntryLease: *entryLease, Demo: *demo, BreakerFeed: breakers,
+		EntryLease: *entryLease, BreakerFeed: breakers,
 		BootstrapToken: *bootstrapToken, AdminPassword: *adminPassword, TLS: useTLS,
 	})
 	if err != nil {
 		return err
+	}
+	var demoRun *demo.Traffic // nil without --demo
+	if *demoFlag {
+		if demoRun, err = demo.Start(ctx, srv.Rules(), eng, logger); err != nil {
+			return errors.Join(err, srv.Shutdown(ctx))
+		}
+		defer demoRun.Close()
 	}
 	served := make(chan error, 1)
 	go func() {
@@ -172,6 +180,8 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	logger.Info("shutting down", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
+	// The demo's calls stop before the final flush counts them all.
+	demoRun.Close()
 	err = srv.Shutdown(shutdownCtx)
 	return errors.Join(err, <-served)
 }

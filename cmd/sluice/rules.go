@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 // exitError ends the program with its code (and, if set, its message).
@@ -45,8 +46,8 @@ Run "sluice help rules apply" or "sluice help rules export" for a command's own 
 Flags of both:
 `
 
-// rules runs "sluice rules apply|export".
-func rules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// rulesCommand runs "sluice rules apply|export".
+func rulesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command, args := "", args
 	if len(args) > 0 {
 		command, args = args[0], args[1:]
@@ -127,7 +128,7 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *reason != "" {
 		header.Set("X-Change-Reason", *reason)
 	}
-	var plan server.ApplyPlan
+	var plan rules.ApplyPlan
 	if err := api.call(ctx, http.MethodPost, "/api/v1/rules/apply?"+query.Encode(), header, body, &plan); err != nil {
 		return err
 	}
@@ -140,7 +141,7 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 // printPlan writes the plan as a readable diff and returns how many rules
 // it changes.
-func printPlan(w io.Writer, plan server.ApplyPlan) int {
+func printPlan(w io.Writer, plan rules.ApplyPlan) int {
 	for _, r := range plan.Created {
 		fmt.Fprintf(w, "+ create %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
 	}

@@ -6,6 +6,7 @@
 import { api, onUnauthorized, setCsrf } from './api.js';
 import { replace } from './dom.js';
 import { feed } from './live.js';
+import { loadRuleSchema } from './rulesinfo.js';
 import { toast } from './ui.js';
 import * as account from './pages/account.js';
 import * as apply from './pages/apply.js';
@@ -143,11 +144,12 @@ function markNav(navPath) {
 
 /**
  * checkDemo shows the demo banner while the demo's rules exist: rules the
- * demo seeded are named demo-… and described as demo data.
+ * demo seeded carry its marks (GET /rules/fields).
  */
 async function checkDemo() {
   try {
-    const { data } = await api('GET', '/rules', { query: { q: 'Demo data (sluice --demo)', pageSize: 1 } });
+    const { demo } = await loadRuleSchema();
+    const { data } = await api('GET', '/rules', { query: { q: demo.descriptionPrefix, pageSize: 1 } });
     document.getElementById('demo-banner').hidden = !(session.me && data.total > 0);
   } catch {
     // The banner is a hint; the pages report errors themselves.
@@ -169,6 +171,13 @@ async function route() {
         go('/login', path === '/' ? undefined : { next: path });
       }
       return;
+    }
+  }
+  if (session.me) {
+    try {
+      await loadRuleSchema();
+    } catch {
+      // The pages that show rules report the API's error themselves.
     }
   }
   if (seq !== renders) {

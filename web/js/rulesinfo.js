@@ -1,22 +1,49 @@
-// What the console knows about rule fields: their labels and units, the
-// order they are listed in, and a one-line summary of a rule.
+// What the console knows about rule fields: the server's field tables
+// (GET /rules/fields: labels, help, defaults, ranges, options, when each
+// field applies, and the demo's marks), the order fields are listed in, and
+// a one-line summary of a rule.
 
+import { api } from './api.js';
 import { number } from './format.js';
 
-/** envelopeFields are the fields every rule has, in display order. */
-export const envelopeFields = ['name', 'kind', 'resource', 'enabled', 'mode', 'description'];
+let schema = null;
+let loading = null;
 
-/** kindFields are each kind's own fields, in display order. */
-export const kindFields = {
-  flow: ['metric', 'threshold', 'statIntervalMs', 'controlBehavior', 'maxQueueingTimeMs',
-    'tokenCalculateStrategy', 'warmUpPeriodSec', 'warmUpColdFactor', 'relationStrategy', 'refResource'],
-  circuitBreaker: ['strategy', 'threshold', 'maxAllowedRtMs', 'retryTimeoutMs', 'minRequestAmount',
-    'statIntervalMs', 'probeNum'],
-};
+/**
+ * loadRuleSchema fetches the rule field tables once; pages that render
+ * rules run after it (app.js waits for it once signed in).
+ */
+export async function loadRuleSchema() {
+  if (schema) {
+    return schema;
+  }
+  loading ??= api('GET', '/rules/fields').then(({ data }) => {
+    schema = data;
+    return data;
+  }).finally(() => {
+    loading = null;
+  });
+  return loading;
+}
+
+/** ruleSchema is the loaded field tables: {envelope, kinds, demo}. */
+export function ruleSchema() {
+  return schema ?? { envelope: [], kinds: [], demo: { namePrefix: null, descriptionPrefix: null } };
+}
+
+/** kindOf is a kind's entry in the tables: {kind, label, title, help, fields}. */
+export function kindOf(kind) {
+  return ruleSchema().kinds.find((k) => k.kind === kind);
+}
 
 /** kindLabel names a kind for people. */
 export function kindLabel(kind) {
-  return { flow: 'Flow', circuitBreaker: 'Circuit breaker' }[kind] ?? kind;
+  return kindOf(kind)?.label ?? kind;
+}
+
+/** fieldDefault is the default of a kind's field, if it has one. */
+function fieldDefault(kind, name) {
+  return kindOf(kind)?.fields.find((f) => f.name === name)?.default;
 }
 
 /** serverFields are kept by the server and never compared. */
@@ -25,7 +52,8 @@ export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt'])
 /** orderedFields lists the fields of the given rules in display order. */
 export function orderedFields(...rules) {
   const present = new Set(rules.filter(Boolean).flatMap((r) => Object.keys(r)));
-  const order = [...envelopeFields, ...kindFields.flow, ...kindFields.circuitBreaker];
+  const { envelope, kinds } = ruleSchema();
+  const order = [...envelope.map((f) => f.name).toSpliced(1, 0, 'kind'), ...kinds.flatMap((k) => k.fields.map((f) => f.name))];
   const known = [...new Set(order)].filter((f) => present.has(f));
   const rest = [...present].filter((f) => !order.includes(f) && !serverFields.has(f)).sort();
   return [...known, ...rest];
@@ -48,9 +76,9 @@ export function summary(rule) {
     if (rule.metric === 'concurrency') {
       return `≤ ${number(rule.threshold)} in flight`;
     }
-    let s = `≤ ${number(rule.threshold)} per ${number(rule.statIntervalMs ?? 1000)} ms`;
+    let s = `≤ ${number(rule.threshold)} per ${number(rule.statIntervalMs ?? fieldDefault('flow', 'statIntervalMs'))} ms`;
     if (rule.controlBehavior === 'throttling') {
-      s += `, spaced evenly (wait ≤ ${number(rule.maxQueueingTimeMs ?? 0)} ms)`;
+      s += `, spaced evenly (wait ≤ ${number(rule.maxQueueingTimeMs ?? fieldDefault('flow', 'maxQueueingTimeMs'))} ms)`;
     }
     if (rule.tokenCalculateStrategy === 'warmUp') {
       s += `, warm-up ${number(rule.warmUpPeriodSec)} s`;
@@ -79,4 +107,10 @@ export function stateLabel(state) {
 /** stateKind is the badge colour of a breaker state. */
 export function stateKind(state) {
   return { closed: 'ok', open: 'bad', halfOpen: 'warn' }[state] ?? 'muted';
+}
+
+/** isDemoRule tells a rule seeded by sluice --demo, by the demo's marks. */
+export function isDemoRule(rule) {
+  const { namePrefix, descriptionPrefix } = ruleSchema().demo;
+  return namePrefix !== null && rule.name.startsWith(namePrefix) && (rule.description ?? '').startsWith(descriptionPrefix);
 }

@@ -172,7 +172,3 @@ export function table(caption, headers, body) {
       body));
 }
 
-/** isDemoRule tells a rule seeded by sluice --demo. */
-export function isDemoRule(rule) {
-  return rule.name.startsWith('demo-') && (rule.description ?? '').startsWith('Demo data');
-}

@@ -7,8 +7,8 @@ import { h, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
-import { stateKind, stateLabel, summary } from '../rulesinfo.js';
-import { badge, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
+import { isDemoRule, stateKind, stateLabel, summary } from '../rulesinfo.js';
+import { badge, errorBox, messageOf, page, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
 const breakerRefreshMs = 5000;

@@ -7,50 +7,48 @@
 import { api, etagVersion, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { show } from '../rulesinfo.js';
-import { badge, errorBox, field, isDemoRule, messageOf, page, toast } from '../ui.js';
+import { isDemoRule, ruleSchema, show } from '../rulesinfo.js';
+import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
 
-const qps = (v) => v.metric !== 'concurrency';
+/** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
+const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
 
 /**
- * specs are the form's fields: the envelope, then each kind's. when(v)
- * tells, from the form's current values, whether a field applies.
+ * formSpec turns a field of the server's tables into the form's spec:
+ * its input type, options, hint and placeholder (its default), and
+ * when(v), which tells from the form's current values whether the field
+ * applies: when the field it depends on applies and holds the value.
  */
-const specs = {
-  envelope: [
-    { name: 'name', label: 'Name', type: 'text', hint: 'Lower-case letters, digits, ".", "_" and "-". Left empty on create, one is made up from the kind and the resource.' },
-    { name: 'resource', label: 'Resource', type: 'text', hint: 'The name the traffic is counted under, e.g. GET:/api/orders.' },
-    { name: 'description', label: 'Description', type: 'textarea', hint: 'Optional; at most 1024 characters.' },
-    { name: 'enabled', label: 'Enabled (a disabled rule is kept but not enforced)', type: 'checkbox' },
-    { name: 'mode', label: 'Mode', type: 'select', options: [['enforce', 'Enforce: block over the limit'], ['shadow', 'Shadow: only count what would be blocked']] },
-  ],
-  flow: [
-    { name: 'metric', label: 'Metric', type: 'select', options: [['qps', 'Requests per interval (qps)'], ['concurrency', 'Calls in flight (concurrency)']] },
-    { name: 'threshold', label: 'Threshold', type: 'number', hint: 'Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.' },
-    { name: 'statIntervalMs', label: 'Stat interval (ms)', type: 'number', placeholder: '1000', hint: '100 to 600000; default 1000.', when: qps },
-    { name: 'controlBehavior', label: 'Over the threshold', type: 'select', options: [['reject', 'Reject at once'], ['throttling', 'Throttle: space passes evenly']], when: qps },
-    { name: 'maxQueueingTimeMs', label: 'Longest wait (ms)', type: 'number', placeholder: '0', hint: '0 to 60000: how long a caller may be asked to wait.', when: (v) => qps(v) && v.controlBehavior === 'throttling' },
-    { name: 'tokenCalculateStrategy', label: 'Threshold from cold', type: 'select', options: [['direct', 'Direct: the whole threshold at once'], ['warmUp', 'Warm up: ramp up after an idle spell']], when: qps },
-    { name: 'warmUpPeriodSec', label: 'Warm-up period (s)', type: 'number', hint: 'Required with warm-up; 1 to 86400.', when: (v) => qps(v) && v.tokenCalculateStrategy === 'warmUp' },
-    { name: 'warmUpColdFactor', label: 'Cold factor', type: 'number', placeholder: '3', hint: 'Starts at threshold / cold factor; > 1, default 3.', when: (v) => qps(v) && v.tokenCalculateStrategy === 'warmUp' },
-    { name: 'relationStrategy', label: 'Traffic counted', type: 'select', options: [['current', 'This resource\'s own'], ['associated', 'Another resource\'s (associated)']] },
-    { name: 'refResource', label: 'Associated resource', type: 'text', hint: 'The resource whose traffic limits this one.', when: (v) => v.relationStrategy === 'associated' },
-  ],
-  circuitBreaker: [
-    { name: 'strategy', label: 'Opens on', type: 'select', options: [['errorRatio', 'Error ratio'], ['errorCount', 'Error count'], ['slowRequestRatio', 'Slow request ratio']] },
-    { name: 'threshold', label: 'Threshold', type: 'number', hint: 'A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it).' },
-    { name: 'maxAllowedRtMs', label: 'Slow above (ms)', type: 'number', hint: 'Calls slower than this count as slow. Required, > 0.', when: (v) => v.strategy === 'slowRequestRatio' },
-    { name: 'retryTimeoutMs', label: 'Open for (ms)', type: 'number', hint: 'How long the breaker stays open before letting probes through. Required, > 0.' },
-    { name: 'minRequestAmount', label: 'Fewest calls to judge', type: 'number', placeholder: '5', hint: '≥ 1, default 5: fewer calls in the window never open the breaker.' },
-    { name: 'statIntervalMs', label: 'Window (ms)', type: 'number', placeholder: '1000', hint: '1000 to 600000; default 1000.' },
-    { name: 'probeNum', label: 'Probes when half-open', type: 'number', placeholder: '1', hint: '≥ 1, default 1.' },
-  ],
-};
+function formSpec(f, fields) {
+  let type = 'text';
+  if (f.options) {
+    type = 'select';
+  } else if (f.type === 'boolean') {
+    type = 'checkbox';
+  } else if (f.multiline) {
+    type = 'textarea';
+  } else if (f.type === 'number' || f.type === 'integer') {
+    type = 'number';
+  }
+  const spec = {
+    name: f.name, label: f.label, type, hint: f.help, maxLength: f.maxLength,
+    options: f.options?.map((o) => [o.value, o.label]),
+    initial: f.default ?? f.example,
+    placeholder: type === 'number' && f.default !== undefined ? String(f.default) : undefined,
+  };
+  const cond = f.appliesWhen;
+  if (cond) {
+    const on = fields.find((other) => other.name === cond.field);
+    const onSpec = on ? formSpec(on, fields) : null;
+    spec.when = (v) => (!onSpec?.when || onSpec.when(v)) && v[cond.field] === cond.value;
+  }
+  return spec;
+}
 
 function makeInput(spec) {
   switch (spec.type) {
     case 'textarea':
-      return h('textarea', { name: spec.name, rows: 2, maxlength: 1024 });
+      return h('textarea', { name: spec.name, rows: 2, maxlength: spec.maxLength });
     case 'checkbox':
       return h('input', { type: 'checkbox', name: spec.name, checked: true });
     case 'select':
@@ -82,7 +80,7 @@ function writeValue(spec, input, value) {
   if (spec.type === 'checkbox') {
     input.checked = value ?? true;
   } else if (spec.type === 'select') {
-    input.value = value ?? spec.options[0][0];
+    input.value = value ?? spec.initial ?? spec.options[0][0];
   } else {
     input.value = value === undefined || value === null ? '' : String(value);
   }
@@ -98,17 +96,21 @@ export function render(ctx) {
   let version = null;
   let loaded = null;
 
+  const schema = ruleSchema();
+  const specs = { envelope: schema.envelope.map((f) => formSpec(f, schema.envelope)) };
+  for (const k of schema.kinds) {
+    specs[k.kind] = k.fields.map((f) => formSpec(f, k.fields));
+  }
   const kindInput = h('select', { name: 'kind', disabled: editing },
-    option('flow', 'Flow: cap requests per second or calls in flight'),
-    option('circuitBreaker', 'Circuit breaker: stop calls to a failing resource'));
+    schema.kinds.map((k) => option(k.kind, `${k.label}: ${k.help}`)));
   const kindField = field({ label: 'Kind', id: 'rule-kind', input: kindInput, hint: editing ? 'A rule\'s kind cannot change.' : null });
-  if (!editing && ctx.params.get('kind') === 'circuitBreaker') {
-    kindInput.value = 'circuitBreaker';
+  if (!editing && schema.kinds.some((k) => k.kind === ctx.params.get('kind'))) {
+    kindInput.value = ctx.params.get('kind');
   }
 
   const groups = {};
   for (const [group, list] of Object.entries(specs)) {
-    const prefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' }[group];
+    const prefix = idPrefix[group] ?? `rule-${group}`;
     groups[group] = list.map((spec) => {
       const f = field({ label: spec.label, hint: spec.hint, id: `${prefix}-${spec.name}`, input: makeInput(spec) });
       writeValue(spec, f.input, undefined);
@@ -119,10 +121,8 @@ export function render(ctx) {
     groups.envelope.find((f) => f.spec.name === 'resource').input.value = ctx.params.get('resource');
   }
 
-  const kindSets = {
-    flow: h('fieldset', { class: 'kind-fields', dataset: { kind: 'flow' } }, h('legend', {}, 'Flow rule'), groups.flow.map((f) => f.row)),
-    circuitBreaker: h('fieldset', { class: 'kind-fields', dataset: { kind: 'circuitBreaker' } }, h('legend', {}, 'Circuit breaker'), groups.circuitBreaker.map((f) => f.row)),
-  };
+  const kindSets = Object.fromEntries(schema.kinds.map((k) => [k.kind,
+    h('fieldset', { class: 'kind-fields', dataset: { kind: k.kind } }, h('legend', {}, k.title), groups[k.kind].map((f) => f.row))]));
 
   function values(group) {
     const v = {};
@@ -209,7 +209,7 @@ export function render(ctx) {
   const form = h('form', { class: 'card rule-form', id: 'rule-form', novalidate: true },
     conflict, errors.el,
     h('fieldset', {}, h('legend', {}, 'Rule'), kindField.row, groups.envelope.map((f) => f.row)),
-    kindSets.flow, kindSets.circuitBreaker,
+    Object.values(kindSets),
     reason.row,
     h('div', { class: 'actions' }, save, h('a', { href: '#/rules', class: 'button' }, 'Cancel')));
   form.addEventListener('change', visible);

@@ -4,8 +4,8 @@
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { kindLabel, summary } from '../rulesinfo.js';
-import { badge, confirmThen, errorBox, field, isDemoRule, page, pager, table, toast } from '../ui.js';
+import { isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
+import { badge, confirmThen, errorBox, field, page, pager, table, toast } from '../ui.js';
 
 const pageSize = 50;
 
@@ -15,8 +15,8 @@ export function render(ctx) {
   const errors = errorBox();
   const kind = field({
     label: 'Kind', id: 'filter-kind',
-    input: h('select', {}, option('', 'Any kind'), option('flow', 'Flow', params.get('kind') === 'flow'),
-      option('circuitBreaker', 'Circuit breaker', params.get('kind') === 'circuitBreaker')),
+    input: h('select', {}, option('', 'Any kind'),
+      ruleSchema().kinds.map((k) => option(k.kind, k.label, params.get('kind') === k.kind))),
   });
   const resource = field({
     label: 'Resource (exact name)', id: 'filter-resource',

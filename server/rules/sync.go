@@ -1,8 +1,7 @@
-package server
+package rules
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -13,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// ruleSync is the only writer of rules, and the only loader of the
+// Service is the only writer of rules, and the only loader of the
 // engine's rules. Every write runs in one store transaction that ends by
 // checking, with the engine's own validation, the rules it leaves on the
 // resources it touches, against the rules the engine holds for every other
@@ -25,59 +24,64 @@ import (
 // It keeps every stored rule in memory, as of the last commit, indexed by
 // name and by resource, so a write costs what the rules of the resources it
 // touches cost, however many rules are stored.
-type ruleSync struct {
+type Service struct {
 	store  *store.Store
 	engine *engine.Engine
 	mu     sync.Mutex
 	// Guarded by mu: every stored rule, and the rules' IDs by name and by
 	// resource (ascending).
-	rules      map[int64]rule
+	rules      map[int64]Rule
 	named      map[string]int64
 	onResource map[string][]int64
 }
 
-// ruleTx is a rule write in progress: the store transaction, the rules as
+// Tx is a rule write in progress: the store transaction, the rules as
 // of the last commit, and what the write changes.
-type ruleTx struct {
+type Tx struct {
 	*store.Tx
-	stored      map[int64]rule
+	stored      map[int64]Rule
 	storedNames map[string]int64
-	changed     map[int64]*rule // nil: deleted
+	changed     map[int64]*Rule // nil: deleted
 }
 
 // named returns the rule called name as of the last commit.
-func (tx *ruleTx) named(name string) (rule, bool) {
+func (tx *Tx) named(name string) (Rule, bool) {
 	id, ok := tx.storedNames[name]
 	return tx.stored[id], ok
 }
 
 // saved records that r was written as it is now.
-func (tx *ruleTx) saved(r *rule) {
+func (tx *Tx) saved(r *Rule) {
 	copied := *r
 	tx.changed[r.ID] = &copied
 }
 
 // deleted records that rule id was deleted.
-func (tx *ruleTx) deleted(id int64) { tx.changed[id] = nil }
+func (tx *Tx) deleted(id int64) { tx.changed[id] = nil }
 
 // errDryRun rolls back a write that was only rehearsed.
 var errDryRun = errors.New("dry run")
 
-// load reads every rule and loads the enabled ones into the engine, in
+// New returns the rule service of st and eng; Load fills it.
+func New(st *store.Store, eng *engine.Engine) *Service {
+	return &Service{store: st, engine: eng}
+}
+
+// Load reads every rule and loads the enabled ones into the engine, in
 // place of any it held; it runs at start-up, before the listener opens.
-func (s *ruleSync) load(ctx context.Context) error {
+func (s *Service) Load(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rows, err := s.store.AllRules(ctx)
 	if err != nil {
 		return err
 	}
-	s.rules = make(map[int64]rule, len(rows))
+	s.rules = make(map[int64]Rule, len(rows))
 	s.named = make(map[string]int64, len(rows))
 	s.onResource = map[string][]int64{}
-	stored := make(map[int64]*rule, len(rows))
+	stored := make(map[int64]*Rule, len(rows))
 	for _, row := range rows {
-		r, err := ruleFromStore(row)
+		r, err := fromStore(row)
 		if err != nil {
 			return err
 		}
@@ -89,14 +93,15 @@ func (s *ruleSync) load(ctx context.Context) error {
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
 // not rules the engine accepts, nothing is written. With dryRun the
-// transaction is always rolled back and the engine left alone.
-func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) error) error {
+// transaction is always rolled back and the engine left alone. Its errors
+// are the domain's (domainError).
+func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var tx *ruleTx
+	var tx *Tx
 	var touched engine.ResourceRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
-		tx = &ruleTx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*rule{}}
+		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}}
 		if err := fn(tx); err != nil {
 			return err
 		}
@@ -113,7 +118,7 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 		return nil
 	}
 	if err != nil {
-		return err
+		return domainError(err)
 	}
 	s.record(tx.changed)
 	// Validated in the transaction against the rules the engine holds, which
@@ -125,7 +130,7 @@ func (s *ruleSync) write(ctx context.Context, dryRun bool, fn func(tx *ruleTx) e
 // written, of every resource that a changed rule is on or was on: the
 // resources in the order of the lowest changed rule ID on each, each
 // one's rules by ID.
-func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
+func (s *Service) touchedRules(changed map[int64]*Rule) engine.ResourceRules {
 	var set engine.ResourceRules
 	ids := map[string][]int64{} // by touched resource, its rules once written
 	touch := func(resource string) {
@@ -169,7 +174,7 @@ func (s *ruleSync) touchedRules(changed map[int64]*rule) engine.ResourceRules {
 // record updates the stored rules and their indexes with changed, which
 // has been written. Each resource's IDs are sorted once, so a write of
 // many rules on one resource costs what they cost, not their square.
-func (s *ruleSync) record(changed map[int64]*rule) {
+func (s *Service) record(changed map[int64]*Rule) {
 	touched := map[string]bool{}
 	for id := range changed {
 		if old, ok := s.rules[id]; ok {
@@ -208,7 +213,7 @@ type engineRules struct {
 }
 
 // enabledRules returns the engine rules of the enabled rules, by ID.
-func enabledRules(rules map[int64]rule) engineRules {
+func enabledRules(rules map[int64]Rule) engineRules {
 	var set engineRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
 		r := rules[id]
@@ -218,12 +223,12 @@ func enabledRules(rules map[int64]rule) engineRules {
 }
 
 // enforce adds r to the rules the engine enforces, unless it is disabled.
-func (r *rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreakerRule) {
+func (r *Rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreakerRule) {
 	switch {
 	case !r.Enabled:
-	case r.Kind == kindFlow:
+	case r.Kind == KindFlow:
 		*flow = append(*flow, r.engineFlow())
-	case r.Kind == kindBreaker:
+	case r.Kind == KindBreaker:
 		*breakers = append(*breakers, r.engineBreaker())
 	}
 }
@@ -231,31 +236,4 @@ func (r *rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreake
 // load hands both kinds to the engine, each as a full replacement.
 func (set engineRules) load(e *engine.Engine) error {
 	return errors.Join(e.LoadFlowRules(set.flow), e.LoadCircuitBreakerRules(set.breakers))
-}
-
-// revise records r, as it is after the write, as a revision.
-func revise(tx *ruleTx, r *rule, action string, who actor) error {
-	rev, err := revision(r, action, who)
-	if err != nil {
-		return err
-	}
-	return tx.AddRevision(&rev)
-}
-
-// revision is the history row of r as it is now.
-func revision(r *rule, action string, who actor) (store.RuleRevision, error) {
-	content, err := json.Marshal(r.api())
-	if err != nil {
-		return store.RuleRevision{}, err
-	}
-	return store.RuleRevision{
-		RuleID: r.ID, Version: r.Version, Action: action, Content: string(content),
-		Actor: who.name, Reason: who.reason,
-	}, nil
-}
-
-// actor is who writes, and why.
-type actor struct {
-	name   string
-	reason string
 }

@@ -1,4 +1,4 @@
-package server
+package strictjson
 
 import (
 	"bytes"
@@ -10,29 +10,33 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 // object decodes one JSON object field by field, so that every field gets
 // its own error: unknown fields, wrong JSON types and fractional whole
 // numbers are all reported, named by their path, instead of stopping at the
 // first. A null value means "not set", like an absent field.
-type object struct {
-	path string // prefix for field names, e.g. "rules[3]."
-	// label, when set, names the object in messages: apply's errors say
+type Object struct {
+	// Path prefixes field names, e.g. "rules[3].".
+	Path string
+	// Label, when set, names the object in messages: apply's errors say
 	// which rule they are about.
-	label  string
-	fields map[string]json.RawMessage
-	seen   map[string]bool
-	errs   *[]FieldError
-	// scalars, for an object of a YAML body (never nil then), is the text
+	Label string
+	// Errs collects every bad field.
+	Errs *[]engine.FieldError
+	// Scalars, for an object of a YAML body (never nil then), is the text
 	// of its numbers, true and false that JSON changed; its string fields
-	// take their text (yamlScalars).
-	scalars yamlScalars
+	// take their text.
+	Scalars Scalars
+	fields  map[string]json.RawMessage
+	seen    map[string]bool
 }
 
-// parseObject reads data as one JSON object. A body that is not a JSON
+// Parse reads data as one JSON object. A body that is not a JSON
 // object at all is an error of the whole body.
-func parseObject(data []byte, path string, errs *[]FieldError) (*object, error) {
+func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&fields); err != nil || fields == nil {
@@ -41,19 +45,20 @@ func parseObject(data []byte, path string, errs *[]FieldError) (*object, error) 
 	if dec.More() {
 		return nil, errors.New("more than one JSON value")
 	}
-	return &object{path: path, fields: fields, seen: map[string]bool{}, errs: errs}, nil
+	return &Object{Path: path, fields: fields, seen: map[string]bool{}, Errs: errs}, nil
 }
 
-func (o *object) fail(name, message string) {
-	if o.label != "" {
-		message = fmt.Sprintf("rule %q: %s", o.label, message)
+// Fail adds an error for the field name, labelled with the object's Label.
+func (o *Object) Fail(name, message string) {
+	if o.Label != "" {
+		message = fmt.Sprintf("rule %q: %s", o.Label, message)
 	}
-	*o.errs = append(*o.errs, FieldError{Field: o.path + name, Message: message})
+	*o.Errs = append(*o.Errs, engine.FieldError{Field: o.Path + name, Message: message})
 }
 
-// value returns the field's value (nil when absent or null) and whether
+// Value returns the field's value (nil when absent or null) and whether
 // it is present, and marks it as known.
-func (o *object) value(name string) (json.RawMessage, bool) {
+func (o *Object) Value(name string) (json.RawMessage, bool) {
 	o.seen[name] = true
 	v, ok := o.fields[name]
 	if !ok || string(v) == "null" {
@@ -62,17 +67,17 @@ func (o *object) value(name string) (json.RawMessage, bool) {
 	return v, true
 }
 
-// has reports whether the field is present and not null.
-func (o *object) has(name string) bool {
+// Has reports whether the field is present and not null.
+func (o *Object) Has(name string) bool {
 	v, ok := o.fields[name]
 	return ok && string(v) != "null"
 }
 
-// str decodes a string field into dst if the field is present (null sets
+// Str decodes a string field into dst if the field is present (null sets
 // "", in YAML too: ~ and null are not set); it reports whether it was. A
 // YAML number, true or false is taken as its text.
-func (o *object) str(name string, dst *string) bool {
-	v, present := o.value(name)
+func (o *Object) Str(name string, dst *string) bool {
+	v, present := o.Value(name)
 	if v == nil {
 		if present {
 			*dst = ""
@@ -82,7 +87,7 @@ func (o *object) str(name string, dst *string) bool {
 	if err := json.Unmarshal(v, dst); err != nil {
 		text, ok := o.yamlText(name, v)
 		if !ok {
-			o.fail(name, "must be a string")
+			o.Fail(name, "must be a string")
 			return true
 		}
 		*dst = text
@@ -92,21 +97,21 @@ func (o *object) str(name string, dst *string) bool {
 
 // yamlText is the source text of v, the field's value, if the object is
 // of a YAML body and v a number, true or false.
-func (o *object) yamlText(name string, v json.RawMessage) (string, bool) {
-	if o.scalars == nil || !isJSONNumber(v) && string(v) != "true" && string(v) != "false" {
+func (o *Object) yamlText(name string, v json.RawMessage) (string, bool) {
+	if o.Scalars == nil || !isJSONNumber(v) && string(v) != "true" && string(v) != "false" {
 		return "", false
 	}
-	if text, ok := o.scalars[o.path+name]; ok {
+	if text, ok := o.Scalars[o.Path+name]; ok {
 		return text, true
 	}
 	return string(v), true
 }
 
-// peekStr is what str would read from the field, or "" if it is absent
+// PeekStr is what Str would read from the field, or "" if it is absent
 // or no string; unlike str it neither marks the field read nor reports a
 // bad value, so that a rule's name can label its errors before its fields
 // are read.
-func (o *object) peekStr(name string) string {
+func (o *Object) PeekStr(name string) string {
 	v := o.fields[name]
 	var s string
 	if json.Unmarshal(v, &s) != nil {
@@ -115,9 +120,9 @@ func (o *object) peekStr(name string) string {
 	return s
 }
 
-// boolean decodes true or false into dst, like str; null sets ifNull.
-func (o *object) boolean(name string, dst *bool, ifNull bool) bool {
-	v, present := o.value(name)
+// Bool decodes true or false into dst, like str; null sets ifNull.
+func (o *Object) Bool(name string, dst *bool, ifNull bool) bool {
+	v, present := o.Value(name)
 	if v == nil {
 		if present {
 			*dst = ifNull
@@ -125,14 +130,14 @@ func (o *object) boolean(name string, dst *bool, ifNull bool) bool {
 		return present
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
-		o.fail(name, "must be true or false")
+		o.Fail(name, "must be true or false")
 	}
 	return true
 }
 
-// number decodes a finite number into dst, like str; null sets 0.
-func (o *object) number(name string, dst *float64) bool {
-	v, present := o.value(name)
+// Number decodes a finite number into dst, like str; null sets 0.
+func (o *Object) Number(name string, dst *float64) bool {
+	v, present := o.Value(name)
 	if v == nil {
 		if present {
 			*dst = 0
@@ -141,22 +146,22 @@ func (o *object) number(name string, dst *float64) bool {
 	}
 	var n json.Number
 	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
-		o.fail(name, "must be a number")
+		o.Fail(name, "must be a number")
 		return true
 	}
 	f, err := n.Float64()
 	if err != nil || math.IsInf(f, 0) {
-		o.fail(name, "is out of range")
+		o.Fail(name, "is out of range")
 		return true
 	}
 	*dst = f
 	return true
 }
 
-// integer decodes a whole number (1e3 and 2.0 included) into dst, like
+// Integer decodes a whole number (1e3 and 2.0 included) into dst, like
 // str; null sets 0.
-func (o *object) integer(name string, dst *int64) bool {
-	v, present := o.value(name)
+func (o *Object) Integer(name string, dst *int64) bool {
+	v, present := o.Value(name)
 	if v == nil {
 		if present {
 			*dst = 0
@@ -165,7 +170,7 @@ func (o *object) integer(name string, dst *int64) bool {
 	}
 	var n json.Number
 	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
-		o.fail(name, "must be a whole number")
+		o.Fail(name, "must be a whole number")
 		return true
 	}
 	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
@@ -175,9 +180,9 @@ func (o *object) integer(name string, dst *int64) bool {
 	f, err := n.Float64()
 	switch {
 	case err != nil || f != math.Trunc(f):
-		o.fail(name, "must be a whole number")
+		o.Fail(name, "must be a whole number")
 	case f > math.MaxInt64/2 || f < math.MinInt64/2:
-		o.fail(name, "is out of range")
+		o.Fail(name, "is out of range")
 	default:
 		*dst = int64(f)
 	}
@@ -190,53 +195,52 @@ func isJSONNumber(v json.RawMessage) bool {
 	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
 
-// rest reports every field not read so far: as belonging to another kind
+// Rest reports every field not read so far: as belonging to another kind
 // when other says so, else as unknown.
-func (o *object) rest(other func(name string) string) {
+func (o *Object) Rest(other func(name string) string) {
 	for _, name := range slices.Sorted(maps.Keys(o.fields)) {
 		if o.seen[name] {
 			continue
 		}
 		if msg := other(name); msg != "" {
-			o.fail(name, msg)
+			o.Fail(name, msg)
 		} else {
-			o.fail(name, "is not a known field")
+			o.Fail(name, "is not a known field")
 		}
 	}
 }
 
-// parseBody reads a request body as one JSON object, like parseObject,
+// ParseBody reads a request body as one JSON object, like Parse,
 // after refusing one that has a key twice in any of its objects: which of
 // the two a decoder keeps is an accident, and a typo in CI must not pass
 // silently.
-func parseBody(data []byte, errs *[]FieldError) (*object, error) {
-	if err := refuseDuplicateKeys(data); err != nil {
-		return nil, err
+func ParseBody(data []byte, errs *[]engine.FieldError) (*Object, error) {
+	if path, ok := DuplicateKey(data); ok {
+		return nil, &DuplicateKeyError{Path: path}
 	}
-	return parseObject(data, "", errs)
+	return Parse(data, "", errs)
 }
 
-// refuseDuplicateKeys answers 400 naming the first key that appears twice
-// in one object of the JSON in data. JSON it cannot read is left to the
-// decoder that follows, which says what is wrong with it.
-func refuseDuplicateKeys(data []byte) error {
-	if path, ok := duplicateKey(data); ok {
-		return BadRequest(fmt.Sprintf("the key %s appears twice in one object", path), FieldError{path, "appears twice in one object"})
-	}
-	return nil
+// DuplicateKeyError is a body with a key twice in one object, at Path.
+type DuplicateKeyError struct {
+	Path string
 }
 
-// duplicateKey finds the first key that appears twice in one object of
+func (e *DuplicateKeyError) Error() string {
+	return fmt.Sprintf("the key %s appears twice in one object", e.Path)
+}
+
+// DuplicateKey finds the first key that appears twice in one object of
 // the JSON value in data, and returns its path ("rules[3].threshold"). It
 // reads the bytes itself, without a token per value: rule files reach
 // 64 MiB. It may report nothing for JSON that is not valid.
-func duplicateKey(data []byte) (string, bool) {
+func DuplicateKey(data []byte) (string, bool) {
 	d := dupScanner{data: data}
 	d.value()
 	return d.path, d.found
 }
 
-// dupScanner walks JSON for duplicateKey.
+// dupScanner walks JSON for DuplicateKey.
 type dupScanner struct {
 	data  []byte
 	i     int
@@ -394,3 +398,13 @@ func joinTrail(trail []string) string {
 	}
 	return b.String()
 }
+
+// Scalars is the source text of the scalars of a YAML body that its
+// JSON holds as a number, true or false written otherwise (1.0 as 1, 0755
+// as 755, True as true), by the value's field path ("rules[3].name"). A
+// field that takes a string takes the text as written: a name 1.0 is
+// "1.0", not "1", and a resource 0755 is "0755". The YAML converter cannot do
+// it alone, for it does not know which fields take strings; it records
+// only the texts that JSON changed, so that a 64 MiB rule file of
+// thresholds does not double its size here.
+type Scalars map[string]string

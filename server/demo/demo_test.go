@@ -1,7 +1,6 @@
-package server
+package demo
 
 import (
-	"context"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -9,19 +8,26 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
-// startDemoServer runs New with Demo on the database at path and returns
-// the server and its store; stop shuts both down.
-func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server, st *store.Store, stop func()) {
+// startDemo runs the rule domain and the demo on the database at path and
+// returns the rule service, the demo traffic and the store; stop shuts
+// them all down.
+func startDemo(t *testing.T, path string, eng *engine.Engine) (svc *rules.Service, d *Traffic, st *store.Store, stop func()) {
 	t.Helper()
 	logger := slog.New(slog.DiscardHandler)
 	st, err := store.Open(t.Context(), path, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err = New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, Demo: true, UnguardedAPI: true})
+	svc = rules.New(st, eng)
+	if err := svc.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	d, err = Start(t.Context(), svc, eng, logger)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,17 +37,13 @@ func startDemoServer(t *testing.T, path string, eng *engine.Engine) (srv *Server
 			return
 		}
 		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Error(err)
-		}
+		d.Close()
 		if err := st.Close(); err != nil {
 			t.Error(err)
 		}
 	}
 	t.Cleanup(stop)
-	return srv, st, stop
+	return svc, d, st, stop
 }
 
 // demoRulesIn returns the stored demo rules by name.
@@ -53,7 +55,7 @@ func demoRulesIn(t *testing.T, st *store.Store) map[string]store.Rule {
 	}
 	found := map[string]store.Rule{}
 	for _, r := range rows {
-		if strings.HasPrefix(r.Name, "demo-") {
+		if strings.HasPrefix(r.Name, NamePrefix) {
 			found[r.Name] = r
 		}
 	}
@@ -65,7 +67,7 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 	tests := []struct {
 		name string
 		// change edits the stored rules, and the server starts again.
-		change      func(t *testing.T, srv *Server)
+		change      func(t *testing.T, svc *rules.Service)
 		wantVersion map[string]int64
 		wantEnabled map[string]bool
 	}{
@@ -73,25 +75,28 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 		{name: "a restart changes nothing"},
 		{
 			name: "a changed demo rule is kept, a deleted one comes back",
-			change: func(t *testing.T, srv *Server) {
-				err := srv.rules.write(t.Context(), false, func(tx *ruleTx) error {
-					for _, r := range tx.stored {
-						switch r.Name {
-						case "demo-orders-qps":
-							r.Enabled = false
-							if err := updateRule(tx, &r, store.ActionUpdate, actor{name: "test"}); err != nil {
-								return err
-							}
-						case "demo-search-shadow":
-							if err := deleteRule(tx, &r, actor{name: "test"}); err != nil {
-								return err
-							}
-						}
-					}
-					return nil
-				})
+			change: func(t *testing.T, svc *rules.Service) {
+				who := rules.Actor{Name: "test"}
+				all, err := svc.All(t.Context())
 				if err != nil {
 					t.Fatal(err)
+				}
+				for _, r := range all {
+					switch r.Name {
+					case "demo-orders-qps":
+						var errs []engine.FieldError
+						o, err := strictjson.ParseBody([]byte(`{"enabled": false}`), &errs)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if _, err := svc.Update(t.Context(), r.ID, nil, o, rules.ForPatch, who); err != nil {
+							t.Fatal(err)
+						}
+					case "demo-search-shadow":
+						if err := svc.Delete(t.Context(), r.ID, nil, who); err != nil {
+							t.Fatal(err)
+						}
+					}
 				}
 			},
 			wantVersion: map[string]int64{"demo-orders-qps": 2},
@@ -102,11 +107,11 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			eng := engine.New(engine.Options{})
 			t.Cleanup(eng.Close)
-			srv, st, stop := startDemoServer(t, path, eng)
+			svc, _, st, stop := startDemo(t, path, eng)
 			if tt.change != nil {
-				tt.change(t, srv)
+				tt.change(t, svc)
 				stop()
-				_, st, _ = startDemoServer(t, path, eng)
+				_, _, st, _ = startDemo(t, path, eng)
 			}
 
 			found := demoRulesIn(t, st)
@@ -114,7 +119,7 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 				t.Fatalf("%d demo rules stored, want %d: %v", len(found), len(demoRules), found)
 			}
 			for name, r := range found {
-				if !strings.HasPrefix(r.Description, demoDescription) || !strings.HasPrefix(r.Resource, "demo:") {
+				if !strings.HasPrefix(r.Description, DescriptionPrefix) || !strings.HasPrefix(r.Resource, "demo:") {
 					t.Errorf("%s is not marked as demo data: resource %q, description %q", name, r.Resource, r.Description)
 				}
 				if want := max(tt.wantVersion[name], 1); r.Version != want {
@@ -127,7 +132,7 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 			}
 			loaded := 0
 			for _, r := range eng.FlowRules() {
-				if strings.HasPrefix(r.Name, "demo-") {
+				if strings.HasPrefix(r.Name, NamePrefix) {
 					loaded++
 				}
 			}
@@ -169,7 +174,7 @@ func TestDemoTrafficReachesEveryResource(t *testing.T) {
 func TestDemoTrafficRunsUntilShutdown(t *testing.T) {
 	eng := engine.New(engine.Options{})
 	t.Cleanup(eng.Close)
-	srv, _, stop := startDemoServer(t, filepath.Join(t.TempDir(), "sluice.db"), eng)
+	_, d, _, stop := startDemo(t, filepath.Join(t.TempDir(), "sluice.db"), eng)
 	orders := eng.Resource("demo:GET /orders")
 	deadline := time.Now().Add(10 * time.Second)
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -184,7 +189,7 @@ func TestDemoTrafficRunsUntilShutdown(t *testing.T) {
 	stop()
 
 	select {
-	case <-srv.demo.done:
+	case <-d.done:
 	default:
 		t.Error("the demo traffic still runs after Shutdown")
 	}

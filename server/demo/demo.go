@@ -1,4 +1,8 @@
-package server
+// Package demo is sluice --demo: it seeds a few rules through the rule
+// domain's public API and drives synthetic traffic through the engine, so
+// that a first look at the console shows resources, blocks and moving
+// charts.
+package demo
 
 import (
 	"context"
@@ -10,70 +14,64 @@ import (
 	"sync"
 	"time"
 
+	"log/slog"
+
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/rules"
 )
 
-// The demo (sluice --demo) seeds a few rules and drives synthetic traffic
-// through the engine, so that a first look at the console shows resources,
-// blocks and moving charts. Everything it makes is marked: rule names start
+// Everything the demo makes is marked: rule names start
 // with demo-, resource names with demo:, and descriptions say so.
 
-// demoDescription starts the description of every demo rule.
-const demoDescription = "Demo data (sluice --demo): "
+// The marks of the demo's rules, which the console looks for.
+const (
+	// NamePrefix starts the name of every demo rule.
+	NamePrefix = "demo-"
+	// DescriptionPrefix starts the description of every demo rule.
+	DescriptionPrefix = "Demo data (sluice --demo): "
+)
 
 // demoRules are the seeded rules, in the shape the apply API takes.
 var demoRules = []string{
 	`{"name": "demo-orders-qps", "kind": "flow", "resource": "demo:GET /orders", "threshold": 50,
-		"description": "` + demoDescription + `at most 50 order reads a second; the traffic peaks above it."}`,
+		"description": "` + DescriptionPrefix + `at most 50 order reads a second; the traffic peaks above it."}`,
 	`{"name": "demo-checkout-slots", "kind": "flow", "resource": "demo:POST /checkout", "metric": "concurrency", "threshold": 8,
-		"description": "` + demoDescription + `at most 8 checkouts in flight."}`,
+		"description": "` + DescriptionPrefix + `at most 8 checkouts in flight."}`,
 	`{"name": "demo-emails-pace", "kind": "flow", "resource": "demo:send-email", "threshold": 20,
 		"controlBehavior": "throttling", "maxQueueingTimeMs": 500,
-		"description": "` + demoDescription + `emails spaced evenly, 20 a second, queued for at most 500 ms."}`,
+		"description": "` + DescriptionPrefix + `emails spaced evenly, 20 a second, queued for at most 500 ms."}`,
 	`{"name": "demo-search-shadow", "kind": "flow", "resource": "demo:GET /search", "threshold": 30, "mode": "shadow",
-		"description": "` + demoDescription + `a cap of 30 searches a second tried in shadow mode: counted, never enforced."}`,
+		"description": "` + DescriptionPrefix + `a cap of 30 searches a second tried in shadow mode: counted, never enforced."}`,
 	`{"name": "demo-payments-breaker", "kind": "circuitBreaker", "resource": "demo:POST /payments",
 		"strategy": "errorRatio", "threshold": 0.5, "minRequestAmount": 5, "statIntervalMs": 5000, "retryTimeoutMs": 10000,
-		"description": "` + demoDescription + `stops payments for 10 s when half of them fail; they do every few minutes."}`,
+		"description": "` + DescriptionPrefix + `stops payments for 10 s when half of them fail; they do every few minutes."}`,
 }
 
-// seedDemo creates the demo rules that do not exist yet, through the rules'
-// own write path, so the engine and the store agree. A demo rule that was
-// changed is left as it is; one that was deleted comes back.
-func (s *Server) seedDemo(ctx context.Context) (int, error) {
+// seedDemo creates the demo rules that do not exist yet, through the rule
+// domain's own write path, so the engine and the store agree. A demo rule
+// that was changed is left as it is; one that was deleted comes back.
+func seedDemo(ctx context.Context, svc *rules.Service) (int, error) {
 	items := make([]json.RawMessage, len(demoRules))
 	for i, r := range demoRules {
 		items[i] = json.RawMessage(r)
 	}
-	rules, err := decodeApplyRules(items, nil)
+	want, err := rules.DecodeFile(items, nil)
 	if err != nil {
 		return 0, err
 	}
-	created := 0
-	err = s.rules.write(ctx, false, func(tx *ruleTx) error {
-		for i := range rules {
-			if _, taken := tx.named(rules[i].Name); taken {
-				continue
-			}
-			if err := createRule(tx, &rules[i], actor{name: "demo", reason: "seeded by sluice --demo"}); err != nil {
-				return err
-			}
-			created++
-		}
-		return nil
-	})
-	return created, err
+	return svc.Seed(ctx, want, rules.Actor{Name: "demo", Reason: "seeded by sluice --demo"})
 }
 
-// startDemo seeds the demo rules and starts their traffic.
-func (s *Server) startDemo(ctx context.Context) error {
-	created, err := s.seedDemo(ctx)
+// Start seeds the demo rules and starts their traffic through eng; Close
+// the answer to stop it.
+func Start(ctx context.Context, svc *rules.Service, eng *engine.Engine, logger *slog.Logger) (*Traffic, error) {
+	created, err := seedDemo(ctx, svc)
 	if err != nil {
-		return fmt.Errorf("server: seed the demo rules: %w", err)
+		return nil, fmt.Errorf("seed the demo rules: %w", err)
 	}
-	s.demo = startDemoTraffic(s.engine, demoTick)
-	s.logger.Info("demo: driving synthetic traffic through the demo: resources", "rulesCreated", created)
-	return nil
+	d := startDemoTraffic(eng, demoTick)
+	logger.Info("demo: driving synthetic traffic through the demo: resources", "rulesCreated", created)
+	return d, nil
 }
 
 // demoTick is how often the demo traffic is sent.
@@ -119,8 +117,8 @@ var demoStreams = []demoStream{
 	}},
 }
 
-// demoTraffic sends the demo streams through the engine until close.
-type demoTraffic struct {
+// Traffic sends the demo streams through the engine until Close.
+type Traffic struct {
 	eng     *engine.Engine
 	rng     *rand.Rand
 	startMs int64
@@ -141,8 +139,8 @@ type heldCall struct {
 	failed bool
 }
 
-func newDemoTraffic(eng *engine.Engine) *demoTraffic {
-	d := &demoTraffic{
+func newDemoTraffic(eng *engine.Engine) *Traffic {
+	d := &Traffic{
 		eng:     eng,
 		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		startMs: eng.Clock().NowMs(),
@@ -157,13 +155,13 @@ func newDemoTraffic(eng *engine.Engine) *demoTraffic {
 	return d
 }
 
-func startDemoTraffic(eng *engine.Engine, tick time.Duration) *demoTraffic {
+func startDemoTraffic(eng *engine.Engine, tick time.Duration) *Traffic {
 	d := newDemoTraffic(eng)
 	go d.run(tick)
 	return d
 }
 
-func (d *demoTraffic) run(tick time.Duration) {
+func (d *Traffic) run(tick time.Duration) {
 	defer close(d.done)
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
@@ -182,7 +180,7 @@ func (d *demoTraffic) run(tick time.Duration) {
 
 // send makes one tick's calls: each stream's rate times the tick, and ends
 // the held calls that are due.
-func (d *demoTraffic) send(tick time.Duration) {
+func (d *Traffic) send(tick time.Duration) {
 	now := d.eng.Clock().NowMs()
 	t := float64(now-d.startMs) / 1000
 	for i, s := range d.streams {
@@ -219,9 +217,9 @@ func demoOutcome(failed bool) engine.ExitOption {
 	return engine.WithError(nil)
 }
 
-// close stops the traffic and waits for it; nil-safe, and safe to call
+// Close stops the traffic and waits for it; nil-safe, and safe to call
 // more than once.
-func (d *demoTraffic) close() {
+func (d *Traffic) Close() {
 	if d == nil {
 		return
 	}

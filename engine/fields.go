@@ -1,0 +1,211 @@
+package engine
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// FieldType is the JSON type of a rule field's value.
+type FieldType string
+
+// Field types.
+const (
+	FieldString  FieldType = "string"
+	FieldNumber  FieldType = "number"
+	FieldInteger FieldType = "integer"
+	FieldBoolean FieldType = "boolean"
+)
+
+// Field describes one field of a rule kind, once: the REST API's strict
+// decoder, the engine's validation ranges, the Swagger examples and the
+// console's rule form all read it, so that a new field is one entry here
+// (and its struct field and validation).
+type Field struct {
+	// Name is the field's JSON name, in the rule struct and the API.
+	Name string `json:"name"`
+	// Type is its JSON type; a field with Options is a string.
+	Type FieldType `json:"type"`
+	// Label names the field for people, in the console's form.
+	Label string `json:"label"`
+	// Help says in a sentence what the field does and takes.
+	Help string `json:"help,omitempty"`
+	// Required fields must be given; the others take Default.
+	Required bool `json:"required,omitempty"`
+	// Default is the value an unset field takes, if any.
+	Default any `json:"default,omitempty"`
+	// Example is a typical value, shown in the API's reference.
+	Example any `json:"example,omitempty"`
+	// Min and Max bound a number, inclusive, where the kind does.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// MaxLength bounds a string's length in characters, where the field
+	// does.
+	MaxLength int `json:"maxLength,omitempty"`
+	// Multiline strings are prose of several lines, such as a description.
+	Multiline bool `json:"multiline,omitempty"`
+	// Options are a string field's values, the default first; for the
+	// fields sentinel-golang numbers, in its order (0, 1, …).
+	Options []Option `json:"options,omitempty"`
+	// AppliesWhen, if set, is when the field applies: another field of
+	// the kind (itself applying) holds a value. Otherwise it is refused
+	// when it carries a non-zero, non-empty value.
+	AppliesWhen *Condition `json:"appliesWhen,omitempty"`
+}
+
+// Option is one value of a field with a fixed set of values.
+type Option struct {
+	Value string `json:"value"`
+	// Label says what the value means, for people.
+	Label string `json:"label"`
+}
+
+// Condition is a field's value, e.g. controlBehavior throttling.
+type Condition struct {
+	Field string `json:"field"`
+	Value string `json:"value"`
+}
+
+// Fields is a rule kind's field table.
+type Fields []Field
+
+// Lookup returns the field called name.
+func (fs Fields) Lookup(name string) (Field, bool) {
+	for _, f := range fs {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// field is Lookup for the engine's own tables, whose names it knows.
+func (fs Fields) field(name string) Field {
+	f, ok := fs.Lookup(name)
+	if !ok {
+		panic("engine: no rule field " + name)
+	}
+	return f
+}
+
+// OptionValues lists the values of f's options, in order.
+func (f Field) OptionValues() []string {
+	values := make([]string, len(f.Options))
+	for i, o := range f.Options {
+		values[i] = o.Value
+	}
+	return values
+}
+
+// mustBeOneOf is the message for a value that is none of f's options.
+func (f Field) mustBeOneOf() string {
+	return "must be one of " + strings.Join(f.OptionValues(), ", ")
+}
+
+// appliesOnly is the message for f set where it does not apply.
+func (f Field) appliesOnly() string {
+	return fmt.Sprintf("applies only to %s %s", f.AppliesWhen.Field, f.AppliesWhen.Value)
+}
+
+// between is the message for a value of f out of its range.
+func (f Field) between() string {
+	return fmt.Sprintf("must be between %s and %s", formatBound(*f.Min), formatBound(*f.Max))
+}
+
+// formatBound writes a bound as a plain number: 86400000, not 8.64e+07.
+func formatBound(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// outside reports whether v is out of f's range.
+func (f Field) outside(v float64) bool {
+	return f.Min != nil && v < *f.Min || f.Max != nil && v > *f.Max
+}
+
+func bound(v float64) *float64 { return &v }
+
+// FlowRuleFields are the fields of a flow rule (FlowRule) besides the
+// name, resource and mode every rule has, in the order the console lists
+// them.
+var FlowRuleFields = Fields{
+	{Name: "metric", Type: FieldString, Label: "Metric", Default: string(MetricQPS), Example: string(MetricQPS),
+		Help: "What the threshold limits: passes per stat interval, or calls in flight (which needs Exit).",
+		Options: []Option{
+			{string(MetricQPS), "Requests per interval (qps)"},
+			{string(MetricConcurrency), "Calls in flight (concurrency)"},
+		}},
+	{Name: "threshold", Type: FieldNumber, Label: "Threshold", Required: true, Example: 100,
+		Min: bound(0), Max: bound(MaxThreshold),
+		Help: "Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0."},
+	{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
+		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help: "100 to 600000; default 1000."},
+	{Name: "controlBehavior", Type: FieldString, Label: "Over the threshold", Default: string(BehaviorReject), Example: string(BehaviorReject),
+		AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help:        "What happens to calls over the threshold.",
+		Options: []Option{
+			{string(BehaviorReject), "Reject at once"},
+			{string(BehaviorThrottling), "Throttle: space passes evenly"},
+		}},
+	{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
+		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
+		Help: "0 to 60000: how long a caller may be asked to wait."},
+	{Name: "tokenCalculateStrategy", Type: FieldString, Label: "Threshold from cold", Default: string(StrategyDirect), Example: string(StrategyDirect),
+		AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help:        "Warm-up ramps the threshold from threshold / cold factor up to threshold after an idle spell.",
+		Options: []Option{
+			{string(StrategyDirect), "Direct: the whole threshold at once"},
+			{string(StrategyWarmUp), "Warm up: ramp up after an idle spell"},
+		}},
+	{Name: "warmUpPeriodSec", Type: FieldInteger, Label: "Warm-up period (s)", Example: 10,
+		Min: bound(1), Max: bound(MaxWarmUpPeriodSec), AppliesWhen: &Condition{"tokenCalculateStrategy", string(StrategyWarmUp)},
+		Help: "Required with warm-up; 1 to 86400."},
+	{Name: "warmUpColdFactor", Type: FieldInteger, Label: "Cold factor", Default: DefaultWarmUpColdFactor, Example: DefaultWarmUpColdFactor,
+		Min: bound(2), AppliesWhen: &Condition{"tokenCalculateStrategy", string(StrategyWarmUp)},
+		Help: "Starts at threshold / cold factor; > 1, default 3."},
+	{Name: "relationStrategy", Type: FieldString, Label: "Traffic counted", Default: string(RelationCurrent), Example: string(RelationCurrent),
+		Help: "Whose traffic the threshold counts.",
+		Options: []Option{
+			{string(RelationCurrent), "This resource's own"},
+			{string(RelationAssociated), "Another resource's (associated)"},
+		}},
+	{Name: "refResource", Type: FieldString, Label: "Associated resource", Example: "GET:/api/stock",
+		AppliesWhen: &Condition{"relationStrategy", string(RelationAssociated)},
+		Help:        "The resource whose traffic limits this one."},
+	{Name: "scope", Type: FieldString, Label: "Counted by", Default: string(ScopeLocal), Example: string(ScopeLocal),
+		Help: "Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
+		Options: []Option{
+			{string(ScopeLocal), "Each engine on its own (local)"},
+			{string(ScopeCluster), "All engines together (cluster)"},
+		}},
+}
+
+// BreakerRuleFields are the fields of a circuit breaker rule
+// (CircuitBreakerRule) besides the name, resource and mode every rule
+// has, in the order the console lists them.
+var BreakerRuleFields = Fields{
+	{Name: "strategy", Type: FieldString, Label: "Opens on", Required: true, Example: string(StrategyErrorRatio),
+		Help: "What counts as failing.",
+		// In sentinel-golang's order, which its rule files number.
+		Options: []Option{
+			{string(StrategySlowRequestRatio), "Slow request ratio"},
+			{string(StrategyErrorRatio), "Error ratio"},
+			{string(StrategyErrorCount), "Error count"},
+		}},
+	{Name: "threshold", Type: FieldNumber, Label: "Threshold", Required: true, Example: 0.5,
+		Min: bound(0), Max: bound(maxBreakerCount),
+		Help: "A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it)."},
+	{Name: "maxAllowedRtMs", Type: FieldInteger, Label: "Slow above (ms)", Example: 200,
+		Min: bound(1), AppliesWhen: &Condition{"strategy", string(StrategySlowRequestRatio)},
+		Help: "Calls slower than this count as slow. Required, > 0."},
+	{Name: "retryTimeoutMs", Type: FieldInteger, Label: "Open for (ms)", Required: true, Example: 5000,
+		Min: bound(1), Max: bound(MaxRetryTimeoutMs),
+		Help: "How long the breaker stays open before letting probes through. Required, > 0."},
+	{Name: "minRequestAmount", Type: FieldInteger, Label: "Fewest calls to judge", Default: DefaultMinRequestAmount, Example: DefaultMinRequestAmount,
+		Min: bound(1), Max: bound(maxBreakerCount),
+		Help: "≥ 1, default 5: fewer calls in the window never open the breaker."},
+	{Name: "statIntervalMs", Type: FieldInteger, Label: "Window (ms)", Default: DefaultBreakerStatIntervalMs, Example: DefaultBreakerStatIntervalMs,
+		Min: bound(MinBreakerStatIntervalMs), Max: bound(MaxStatIntervalMs),
+		Help: "1000 to 600000; default 1000."},
+	{Name: "probeNum", Type: FieldInteger, Label: "Probes when half-open", Default: DefaultProbeNum, Example: DefaultProbeNum,
+		Min: bound(1), Max: bound(maxBreakerCount),
+		Help: "≥ 1, default 1."},
+}

@@ -1,0 +1,210 @@
+package rules
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/store"
+)
+
+// MaxApplyRules bounds the rules of one apply or import.
+const MaxApplyRules = 100_000
+
+// PlanItem names a rule a plan touches.
+type PlanItem struct {
+	Name     string `json:"name" example:"orders-qps"`
+	Kind     string `json:"kind" example:"flow"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+} //@name server.PlanItem
+
+// FieldChange is one field an update changes, with its JSON values before
+// and after (null when the field is absent on that side).
+type FieldChange struct {
+	Field string          `json:"field" example:"threshold"`
+	From  json.RawMessage `json:"from" swaggertype:"object"`
+	To    json.RawMessage `json:"to" swaggertype:"object"`
+} //@name server.FieldChange
+
+// PlanUpdate is a rule an apply changes, field by field.
+type PlanUpdate struct {
+	PlanItem
+	Changes []FieldChange `json:"changes"`
+} //@name server.PlanUpdate
+
+// ApplyPlan is what an apply does (dryRun false) or would do (dryRun true).
+type ApplyPlan struct {
+	DryRun  bool         `json:"dryRun"`
+	Created []PlanItem   `json:"created"`
+	Updated []PlanUpdate `json:"updated"`
+	Deleted []PlanItem   `json:"deleted"`
+	// Unchanged lists the rules of the body that are already as asked.
+	Unchanged []PlanItem `json:"unchanged"`
+} //@name server.ApplyPlan
+
+// DecodeFile decodes and validates the rules of a rule file (apply's body),
+// with scalars if it was YAML; every bad field is named rules[i].field, and
+// its message names the rule.
+func DecodeFile(items []json.RawMessage, scalars strictjson.Scalars) ([]Rule, error) {
+	named := map[string]int{}
+	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
+		func(i int, o *strictjson.Object, errs *[]engine.FieldError) Rule {
+			o.Scalars = scalars
+			// Peeked, not read: decodeRule reads the name, and reports it
+			// once if it is bad.
+			if o.Label = o.PeekStr("name"); o.Label == "" {
+				o.Label = fmt.Sprintf("#%d", i)
+			}
+			r := decodeRule(o, Rule{}, forApply)
+			if first, dup := named[r.Name]; dup && r.Name != "" {
+				*errs = append(*errs, engine.FieldError{Field: o.Path + "name", Message: fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
+			}
+			named[r.Name] = i
+			return r
+		})
+}
+
+// decodeRuleList decodes the rule objects of an apply or import body with
+// decode, which reads one object (its o.Label names the rule in messages),
+// and validates each: every bad field is named rules[i].field. failed is
+// the message when any is bad.
+func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *strictjson.Object, errs *[]engine.FieldError) Rule) ([]Rule, error) {
+	if len(items) > MaxApplyRules {
+		msg := fmt.Sprintf("holds %d rules, more than the %d one request takes", len(items), MaxApplyRules)
+		return nil, invalid("too many rules: "+msg, engine.FieldError{Field: "rules", Message: msg})
+	}
+	var errs []engine.FieldError
+	rules := make([]Rule, 0, len(items))
+	for i, item := range items {
+		o, err := strictjson.Parse(item, fmt.Sprintf("rules[%d].", i), &errs)
+		if err != nil {
+			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
+			continue
+		}
+		r := decode(i, o, &errs)
+		validateRule(&r, o.Path, o.Label, &errs)
+		rules = append(rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, invalid(failed, errs...)
+	}
+	return rules, nil
+}
+
+// Apply syncs the stored rules to want, decoded by DecodeFile or
+// ImportSentinel, in one transaction: it creates the new, updates the
+// changed, and with prune deletes the stored rules want does not name. With
+// dryRun nothing is written. It returns the plan, done or to do.
+func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, who Actor) (ApplyPlan, error) {
+	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
+	err := s.write(ctx, dryRun, func(tx *Tx) error {
+		var creates []*Rule
+		for i := range want {
+			r := &want[i]
+			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
+			old, exists := tx.named(r.Name)
+			if !exists {
+				creates = append(creates, r)
+				plan.Created = append(plan.Created, item)
+				continue
+			}
+			if old.Kind != r.Kind {
+				msg := fmt.Sprintf("rule %q is of kind %s; a rule's kind cannot change (delete it, or use another name)", r.Name, old.Kind)
+				return invalid(msg, engine.FieldError{Field: fmt.Sprintf("rules[%d].kind", i), Message: msg})
+			}
+			changes, err := contentChanges(old.Content(), r.Content())
+			if err != nil {
+				return err
+			}
+			if len(changes) == 0 {
+				plan.Unchanged = append(plan.Unchanged, item)
+				continue
+			}
+			r.ID, r.Version, r.CreatedAt = old.ID, old.Version, old.CreatedAt
+			if err := updateRule(tx, r, store.ActionUpdate, who); err != nil {
+				return err
+			}
+			plan.Updated = append(plan.Updated, PlanUpdate{PlanItem: item, Changes: changes})
+		}
+		if err := createRules(tx, creates, who); err != nil {
+			return err
+		}
+		if !prune {
+			return nil
+		}
+		wanted := make(map[string]bool, len(want))
+		for _, r := range want {
+			wanted[r.Name] = true
+		}
+		var unwanted []Rule
+		for _, r := range tx.stored {
+			if !wanted[r.Name] {
+				unwanted = append(unwanted, r)
+			}
+		}
+		slices.SortFunc(unwanted, func(a, b Rule) int { return strings.Compare(a.Name, b.Name) })
+		for _, old := range unwanted {
+			if err := deleteRule(tx, &old, who); err != nil {
+				return err
+			}
+			plan.Deleted = append(plan.Deleted, PlanItem{Name: old.Name, Kind: old.Kind, Resource: old.Resource})
+		}
+		return nil
+	})
+	return plan, err
+}
+
+// contentChanges lists the fields in which two rules differ, by field
+// name, the name itself aside (rules are matched by it).
+func contentChanges(from, to Content) ([]FieldChange, error) {
+	fromJSON, err := json.Marshal(from)
+	if err != nil {
+		return nil, err
+	}
+	toJSON, err := json.Marshal(to)
+	if err != nil {
+		return nil, err
+	}
+	if bytes.Equal(fromJSON, toJSON) {
+		return nil, nil
+	}
+	var fromFields, toFields map[string]json.RawMessage
+	if err := errors.Join(json.Unmarshal(fromJSON, &fromFields), json.Unmarshal(toJSON, &toFields)); err != nil {
+		return nil, err
+	}
+	names := slices.Sorted(maps.Keys(fromFields))
+	for name := range toFields {
+		if _, ok := fromFields[name]; !ok {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	var changes []FieldChange
+	for _, name := range names {
+		a, b := fromFields[name], toFields[name]
+		if name == "name" || bytes.Equal(a, b) {
+			continue
+		}
+		changes = append(changes, FieldChange{Field: name, From: orNull(a), To: orNull(b)})
+	}
+	return changes, nil
+}
+
+func orNull(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return json.RawMessage("null")
+	}
+	return v
+}
+
+// RuleFile is what export writes: every rule, in the shape apply takes.
+type RuleFile struct {
+	Rules []Content `json:"rules"`
+} //@name server.RuleFile

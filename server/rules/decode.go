@@ -1,0 +1,272 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
+)
+
+// decodeMode says which write a rule body is for; each treats absent
+// fields its own way.
+type decodeMode int
+
+const (
+	// forCreate: POST /rules. Absent fields take defaults; a name is made
+	// up if none is given.
+	forCreate decodeMode = iota
+	// forReplace: PUT. Absent fields take defaults, but the name is kept.
+	forReplace
+	// forPatch: PATCH. Absent fields keep their value.
+	forPatch
+	// forApply: apply and import. Like create, but the name is required.
+	forApply
+)
+
+// readOnlyFields may be sent back as GET returned them; they are ignored
+// (id and kind are checked against the stored rule).
+var readOnlyFields = []string{"version", "createdAt", "updatedAt"}
+
+// fieldKinds names the kinds each field belongs to ("flow,
+// circuitBreaker"), to tell a field of another kind from an unknown one.
+var fieldKinds = func() map[string]string {
+	kinds := map[string]string{}
+	for _, kind := range Kinds {
+		for _, f := range kind.Fields {
+			if kinds[f.Name] != "" {
+				kinds[f.Name] += ", "
+			}
+			kinds[f.Name] += kind.Kind
+		}
+	}
+	return kinds
+}()
+
+// decodeFields reads the fields of table from o into spec, a pointer to
+// the kind's engine rule, whose struct fields carry the same JSON names.
+// With required, a required field that is absent is reported; a field
+// with options is not, as the engine's validation names its values then.
+func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required bool) {
+	v := reflect.ValueOf(spec).Elem()
+	index := structFields(v.Type())
+	for _, f := range table {
+		dst := v.FieldByIndex(index[f.Name])
+		// A bad value leaves the field as it was, like a typed decoder.
+		before := len(*o.Errs)
+		switch f.Type {
+		case engine.FieldString:
+			var s string
+			if o.Str(f.Name, &s) && len(*o.Errs) == before {
+				dst.SetString(s)
+			}
+		case engine.FieldNumber:
+			var n float64
+			if o.Number(f.Name, &n) && len(*o.Errs) == before {
+				dst.SetFloat(n)
+			}
+		case engine.FieldInteger:
+			var n int64
+			if o.Integer(f.Name, &n) && len(*o.Errs) == before {
+				dst.SetInt(n)
+			}
+		}
+	}
+	if !required {
+		return
+	}
+	// In reverse, so that a breaker's missing retryTimeoutMs is reported
+	// before its threshold, as it always was.
+	for _, f := range slices.Backward(table) {
+		if f.Required && f.Options == nil && !o.Has(f.Name) {
+			o.Fail(f.Name, "is required")
+		}
+	}
+}
+
+// structFields maps the JSON names of a struct's fields to their index.
+var structFields = func() func(reflect.Type) map[string][]int {
+	var mu sync.Mutex
+	byType := map[reflect.Type]map[string][]int{}
+	return func(t reflect.Type) map[string][]int {
+		mu.Lock()
+		defer mu.Unlock()
+		if index, ok := byType[t]; ok {
+			return index
+		}
+		index := map[string][]int{}
+		for _, sf := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			index[name] = sf.Index
+		}
+		byType[t] = index
+		return index
+	}
+}()
+
+// decodeRule reads the rule object o onto base: the stored rule for PUT
+// and PATCH (its ID and kind fixed), zero otherwise. Bad fields are added to
+// o's errors; the rule is not validated yet (see validateRule).
+func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
+	keep := mode == forPatch
+	r := base
+	if !keep {
+		r = Rule{ID: base.ID, Kind: base.Kind, Version: base.Version, CreatedAt: base.CreatedAt, Enabled: true}
+	}
+	var id int64
+	if o.Integer("id", &id) && (mode == forReplace || mode == forPatch) && id != base.ID {
+		o.Fail("id", fmt.Sprintf("is %d in the path; a rule's id cannot change", base.ID))
+	}
+	for _, name := range readOnlyFields {
+		o.Value(name)
+	}
+	var kind string
+	o.Str("kind", &kind)
+	switch {
+	case base.Kind != "":
+		if kind != "" && kind != base.Kind {
+			o.Fail("kind", fmt.Sprintf("is %s; a rule's kind cannot change", base.Kind))
+		}
+	case kind == "":
+		o.Fail("kind", "is required; one of "+knownKinds)
+	case kind != KindFlow && kind != KindBreaker:
+		o.Fail("kind", "must be one of "+knownKinds)
+	default:
+		r.Kind = kind
+	}
+
+	o.Str("name", &r.Name)
+	if r.Name == "" && (mode == forReplace || mode == forPatch) {
+		r.Name = base.Name
+	}
+	if mode == forApply && r.Name == "" {
+		o.Fail("name", "is required: apply matches rules by name")
+	}
+	o.Str("resource", &r.Resource)
+	o.Bool("enabled", &r.Enabled, true)
+	o.Str("mode", &r.Mode)
+	if r.Mode == "" {
+		r.Mode = string(engine.ModeEnforce)
+	}
+	o.Str("description", &r.Description)
+
+	switch r.Kind {
+	case KindFlow:
+		if keep {
+			withoutDefaults(engine.FlowRuleFields, &r.Flow)
+		}
+		decodeFields(o, engine.FlowRuleFields, &r.Flow, !keep)
+	case KindBreaker:
+		if keep {
+			withoutDefaults(engine.BreakerRuleFields, &r.Breaker)
+		}
+		decodeFields(o, engine.BreakerRuleFields, &r.Breaker, !keep)
+	default:
+		// Without a valid kind, its fields cannot be judged; the kind's
+		// error says what to fix.
+		for name := range fieldKinds {
+			o.Value(name)
+		}
+	}
+	o.Rest(func(name string) string {
+		if kinds := fieldKinds[name]; kinds != "" {
+			return fmt.Sprintf("does not apply to kind %s (it is a field of %s)", r.Kind, kinds)
+		}
+		return ""
+	})
+	return r
+}
+
+// descriptionLen is the most characters a description may have.
+func descriptionLen() int {
+	f, _ := EnvelopeFields.Lookup("description")
+	return f.MaxLength
+}
+
+// validateRule checks a decoded rule with the engine's own validation and
+// fills in its defaults. Errors are named with path ("" or "rules[3].") and,
+// when label is set, their message names the rule.
+func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
+	add := func(field, message string) {
+		if label != "" {
+			message = fmt.Sprintf("rule %q: %s", label, message)
+		}
+		*errs = append(*errs, engine.FieldError{Field: path + field, Message: message})
+	}
+	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
+		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))
+	}
+	switch r.Kind {
+	case KindFlow:
+		for _, fe := range r.engineFlow().Validate() {
+			add(fe.Field, fe.Message)
+		}
+		r.Flow = r.Flow.WithDefaults()
+		r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
+	case KindBreaker:
+		for _, fe := range r.engineBreaker().Validate() {
+			add(fe.Field, fe.Message)
+		}
+		r.Breaker = r.Breaker.WithDefaults()
+		r.Breaker.Name, r.Breaker.Resource, r.Breaker.Mode = "", "", ""
+	default:
+		// The kind is missing or unknown (and reported): check the
+		// envelope fields still, with a flow rule whose own fields are
+		// all defaults.
+		envelope := engine.FlowRule{Name: r.Name, Resource: r.Resource, Mode: engine.Mode(r.Mode)}
+		for _, fe := range envelope.Validate() {
+			add(fe.Field, fe.Message)
+		}
+	}
+}
+
+// slugName is the name given to a rule created without one:
+// <kind>-<slug of resource>, lower case, every run of characters other than
+// a-z and 0-9 turned into one '-', cut to leave room for suffix ("-2" when
+// the plain name is taken).
+func slugName(kind, resource, suffix string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(resource) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	slug := b.String()
+	if slug == "" {
+		slug = "rule"
+	}
+	prefix := strings.ToLower(kind) + "-"
+	if room := maxRuleNameLen - len(prefix) - len(suffix); len(slug) > room {
+		slug = strings.TrimRight(slug[:room], "-")
+	}
+	return prefix + slug + suffix
+}
+
+const maxRuleNameLen = 128
+
+// uniqueName returns the first of slugName's names, plain then -2, -3, …,
+// for which taken is false.
+func uniqueName(kind, resource string, taken func(string) (bool, error)) (string, error) {
+	for n := 1; ; n++ {
+		suffix := ""
+		if n > 1 {
+			suffix = fmt.Sprintf("-%d", n)
+		}
+		name := slugName(kind, resource, suffix)
+		t, err := taken(name)
+		if err != nil || !t {
+			return name, err
+		}
+	}
+}

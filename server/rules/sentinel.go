@@ -1,0 +1,156 @@
+package rules
+
+import (
+	"encoding/json"
+	"slices"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
+)
+
+// SentinelFlowRule is sentinel-golang's flow.rule as its JSON data sources
+// write it; enums are numbers.
+type SentinelFlowRule struct {
+	ID       string `json:"id,omitempty"`
+	Resource string `json:"resource" example:"GET:/api/orders"`
+	// TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).
+	TokenCalculateStrategy int32 `json:"tokenCalculateStrategy" enums:"0,1"`
+	// ControlBehavior: 0 Reject, 1 Throttling.
+	ControlBehavior int32   `json:"controlBehavior" enums:"0,1"`
+	Threshold       float64 `json:"threshold" example:"100"`
+	// RelationStrategy: 0 CurrentResource, 1 AssociatedResource.
+	RelationStrategy      int32  `json:"relationStrategy" enums:"0,1"`
+	RefResource           string `json:"refResource"`
+	MaxQueueingTimeMs     uint32 `json:"maxQueueingTimeMs"`
+	WarmUpPeriodSec       uint32 `json:"warmUpPeriodSec"`
+	WarmUpColdFactor      uint32 `json:"warmUpColdFactor"`
+	StatIntervalInMs      uint32 `json:"statIntervalInMs"`
+	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold"`
+	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
+	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
+	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
+} //@name server.SentinelFlowRule
+
+// sentinelOption is the value sentinel-golang numbers n for the field
+// called name: the engine's table lists a field's options in its order.
+func sentinelOption(table engine.Fields, name string, n int64) (string, bool) {
+	f, _ := table.Lookup(name)
+	if n < 0 || n >= int64(len(f.Options)) {
+		return "", false
+	}
+	return f.Options[n].Value, true
+}
+
+// plainFields are the fields of table that sentinel-golang names and
+// writes as Sluice does: those without options, which it numbers.
+func plainFields(table engine.Fields) engine.Fields {
+	return slices.DeleteFunc(slices.Clone(table), func(f engine.Field) bool { return f.Options != nil })
+}
+
+// ImportSentinel turns the sentinel-golang rules of kind (KindFlow or
+// KindBreaker) into rules that Apply takes, named in file order and
+// validated like a rule file.
+func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
+	if kind == KindBreaker {
+		return convertSentinelBreakerRules(items)
+	}
+	return convertSentinelFlowRules(items)
+}
+
+// convertSentinelBreakerRules turns sentinel-golang circuit breaker rules
+// into Sluice rules, named in file order, validated like an apply body.
+// The bucket count is Sluice's own choice and is dropped.
+func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindBreaker, func(o *strictjson.Object, r *Rule) {
+		var id string
+		var strategy, ignored int64
+		b := &r.Breaker
+		o.Str("id", &id)
+		o.Integer("strategy", &strategy)
+		decodeFields(o, plainFields(engine.BreakerRuleFields), b, false)
+		o.Integer("statSlidingWindowBucketCount", &ignored)
+		if value, ok := sentinelOption(engine.BreakerRuleFields, "strategy", strategy); ok {
+			b.Strategy = engine.BreakerStrategy(value)
+		} else {
+			o.Fail("strategy", "must be 0 (SlowRequestRatio), 1 (ErrorRatio) or 2 (ErrorCount)")
+		}
+		if b.Strategy != engine.StrategySlowRequestRatio {
+			b.MaxAllowedRtMs = 0 // Sentinel ignores it for the other strategies
+		}
+		r.Description = importedDescription(id)
+	})
+}
+
+// convertSentinel converts sentinel-golang rules of kind with fill, which
+// reads one rule object into a rule; names are made up in file order and
+// every rule is validated like an apply body.
+func convertSentinel(items []json.RawMessage, kind string, fill func(o *strictjson.Object, r *Rule)) ([]Rule, error) {
+	named := map[string]bool{}
+	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
+		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
+			r := Rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
+			o.Str("resource", &r.Resource)
+			r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
+			named[r.Name] = true
+			o.Label = r.Name
+			fill(o, &r)
+			o.Rest(func(string) string { return "" })
+			return r
+		})
+}
+
+func importedDescription(id string) string {
+	if id == "" {
+		return "Imported from sentinel-golang"
+	}
+	return "Imported from sentinel-golang rule " + id
+}
+
+// convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
+// rules, named in file order, validated like an apply body.
+func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindFlow, func(o *strictjson.Object, r *Rule) {
+		var sr struct {
+			id, refResource, adaptiveConfig                    string
+			strategy, behavior, relation                       int64
+			threshold                                          float64
+			queueing, warmUpSec, coldFactor, interval, ignored int64
+		}
+		o.Str("id", &sr.id)
+		o.Integer("tokenCalculateStrategy", &sr.strategy)
+		o.Integer("controlBehavior", &sr.behavior)
+		o.Number("threshold", &sr.threshold)
+		o.Integer("relationStrategy", &sr.relation)
+		o.Str("refResource", &sr.refResource)
+		o.Integer("maxQueueingTimeMs", &sr.queueing)
+		o.Integer("warmUpPeriodSec", &sr.warmUpSec)
+		o.Integer("warmUpColdFactor", &sr.coldFactor)
+		o.Integer("statIntervalInMs", &sr.interval)
+		// Used by MemoryAdaptive only, which is refused below; newer
+		// sentinel-golang versions name an adaptive configuration instead.
+		o.Str("adaptiveConfigName", &sr.adaptiveConfig)
+		for _, name := range []string{"lowMemUsageThreshold", "highMemUsageThreshold", "memLowWaterMarkBytes", "memHighWaterMarkBytes"} {
+			o.Integer(name, &sr.ignored)
+		}
+
+		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
+		table := engine.FlowRuleFields
+		if value, ok := sentinelOption(table, "tokenCalculateStrategy", sr.strategy); !ok {
+			o.Fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
+		} else if f.TokenCalculateStrategy = engine.TokenCalculateStrategy(value); f.TokenCalculateStrategy == engine.StrategyWarmUp {
+			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
+		}
+		if value, ok := sentinelOption(table, "controlBehavior", sr.behavior); !ok {
+			o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
+		} else if f.ControlBehavior = engine.ControlBehavior(value); f.ControlBehavior == engine.BehaviorThrottling {
+			f.MaxQueueingTimeMs = sr.queueing
+		}
+		if value, ok := sentinelOption(table, "relationStrategy", sr.relation); !ok {
+			o.Fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
+		} else if f.RelationStrategy = engine.RelationStrategy(value); f.RelationStrategy == engine.RelationAssociated {
+			f.RefResource = sr.refResource
+		}
+		r.Flow = f
+		r.Description = importedDescription(sr.id)
+	})
+}

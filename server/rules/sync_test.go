@@ -1,0 +1,144 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/store"
+)
+
+// openService runs the rule domain on a fresh SQLite file.
+func openService(t *testing.T) *Service {
+	t.Helper()
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	s := New(st, engine.New(engine.Options{Clock: engine.NewManualClock(0)}))
+	if err := s.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// object parses body for a write.
+func object(t *testing.T, body string) *strictjson.Object {
+	t.Helper()
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody([]byte(body), &errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// TestEngineRefusalRollsTheWriteBack: a row the decoder would never let
+// through, refused by the engine's check at the end of the transaction,
+// is neither stored nor loaded, and the refusal is a ValidationError.
+func TestEngineRefusalRollsTheWriteBack(t *testing.T) {
+	s := openService(t)
+	if _, err := s.Create(t.Context(), object(t, `{"kind":"flow","name":"a","resource":"orders","threshold":10}`), Actor{Name: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	err := s.write(t.Context(), false, func(tx *Tx) error {
+		row := store.Rule{Name: "bad", Kind: KindFlow, Resource: "x", Enabled: true, Mode: "enforce", Spec: `{"threshold":-5}`}
+		if err := tx.CreateRule(&row); err != nil {
+			return err
+		}
+		r, err := fromStore(row)
+		tx.saved(&r)
+		return err
+	})
+	if _, ok := errors.AsType[*ValidationError](err); !ok {
+		t.Fatalf("write = %v, want a ValidationError", err)
+	}
+	if rows, _ := s.store.AllRules(t.Context()); len(rows) != 1 {
+		t.Fatalf("%d rows stored, want 1", len(rows))
+	}
+	if got := s.engine.FlowRules(); len(got) != 1 || got[0].Name != "a" {
+		t.Fatalf("engine holds %v, want rule a only", got)
+	}
+}
+
+// TestIndexesMatchAFullLoad makes random writes of every kind through the
+// domain and checks after each that its indexes are those a fresh Load of
+// the same file builds.
+func TestIndexesMatchAFullLoad(t *testing.T) {
+	s := openService(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
+	resource := func() string { return pick("r0", "r1", "r2", "r3") }
+	name := func() string { return pick("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7") }
+	ruleBody := func(name string) string {
+		if rng.IntN(4) == 0 {
+			return fmt.Sprintf(`{"kind":"circuitBreaker","name":%q,"resource":%q,"strategy":"errorCount","threshold":%d,"retryTimeoutMs":1000}`,
+				name, resource(), 1+rng.IntN(3))
+		}
+		return fmt.Sprintf(`{"kind":"flow","name":%q,"resource":%q,"threshold":%d,"enabled":%t}`, name, resource(), rng.IntN(3), rng.IntN(4) > 0)
+	}
+	who := Actor{Name: "test"}
+	succeeded := 0
+	for step := range 150 {
+		all, err := s.All(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch op := rng.IntN(10); {
+		case op < 3 || len(all) == 0:
+			_, err = s.Create(t.Context(), object(t, ruleBody(name())), who)
+		case op < 8:
+			r := all[rng.IntN(len(all))]
+			switch rng.IntN(4) {
+			case 0:
+				err = s.Delete(t.Context(), r.ID, nil, who)
+			case 1:
+				_, err = s.Rollback(t.Context(), r.ID, 1+rng.Int64N(r.Version), nil, who)
+			default:
+				_, err = s.Update(t.Context(), r.ID, nil, object(t, pick(
+					fmt.Sprintf(`{"resource":%q}`, resource()),
+					fmt.Sprintf(`{"name":%q}`, name()),
+					fmt.Sprintf(`{"enabled":%t}`, rng.IntN(2) == 0),
+				)), ForPatch, who)
+			}
+		default:
+			var items []json.RawMessage
+			for _, wanted := range rng.Perm(8)[:rng.IntN(4)] {
+				items = append(items, json.RawMessage(ruleBody(fmt.Sprintf("n%d", wanted))))
+			}
+			var want []Rule
+			if want, err = DecodeFile(items, nil); err == nil {
+				_, err = s.Apply(t.Context(), want, rng.IntN(4) == 0, rng.IntN(3) == 0, who)
+			}
+		}
+		if err == nil {
+			succeeded++
+		} else if !errors.Is(err, ErrConflict) && !errors.Is(err, ErrNotFound) {
+			if _, invalid := errors.AsType[*ValidationError](err); !invalid {
+				t.Fatalf("step %d: %v", step, err)
+			}
+		}
+		fresh := New(s.store, engine.New(engine.Options{Clock: engine.NewManualClock(0)}))
+		if err := fresh.Load(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		s.mu.Lock()
+		indexed := maps.Equal(s.named, fresh.named) && maps.EqualFunc(s.onResource, fresh.onResource, slices.Equal) &&
+			len(s.rules) == len(fresh.rules)
+		s.mu.Unlock()
+		if !indexed {
+			t.Fatalf("step %d: the write path's indexes differ from a full load's", step)
+		}
+	}
+	if succeeded < 75 {
+		t.Fatalf("only %d of 150 random writes succeeded", succeeded)
+	}
+}
