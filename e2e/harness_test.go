@@ -141,6 +141,20 @@ func (n *node) rule(t *testing.T, id int64) server.Rule {
 	return r
 }
 
+// revisions reads a rule's history through the API, newest first.
+func (n *node) revisions(t *testing.T, id int64) []server.RuleRevision {
+	t.Helper()
+	status, body := n.call(t, http.MethodGet, fmt.Sprintf("/rules/%d/revisions", id), nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET revisions of rule %d: %d %s", id, status, body)
+	}
+	var list server.RevisionList
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
+}
+
 // tab is one browser tab of a test.
 type tab struct {
 	t    *testing.T

@@ -109,40 +109,82 @@ export function pager(onPage) {
   };
 }
 
+/** focusable finds the controls a keyboard can reach inside el. */
+function focusable(el) {
+  return [...el.querySelectorAll('button, input, select, textarea, a[href]')].filter((c) => !c.disabled && !c.hidden);
+}
+
 /**
- * confirmDialog asks a yes/no question in a modal dialog and resolves to
- * true when the person confirms.
+ * confirmDialog asks a question in a modal dialog and resolves to null
+ * when the person cancels (the Cancel button or Escape), else to
+ * {reason}. With askReason it offers an optional reason for the change,
+ * which the caller sends as X-Change-Reason so that the rule's history
+ * says why; reason then starts as the given default.
  */
-export function confirmDialog({ title, message, confirmLabel }) {
+export function confirmDialog({ title, message, confirmLabel, askReason, reason: defaultReason, danger = true }) {
   return new Promise((resolve) => {
     const titleId = uid('dialog-title');
-    const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': titleId },
+    const messageId = uid('dialog-message');
+    const reasonInput = askReason
+      ? h('input', { type: 'text', id: uid('dialog-reason'), maxlength: 1024, autocomplete: 'off', value: defaultReason ?? '', dataset: { role: 'reason' } })
+      : null;
+    const cancel = h('button', { type: 'button', 'data-action': 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel');
+    const confirm = h('button', { type: 'submit', class: danger ? 'danger' : 'primary', 'data-action': 'confirm', value: 'confirm' }, confirmLabel);
+    // A form of method dialog closes the dialog on submit, so Enter in the
+    // reason field confirms as the button does.
+    const form = h('form', { method: 'dialog' },
       h('h2', { id: titleId }, title),
-      h('p', {}, message));
-    const cancel = h('button', { type: 'button', onclick: () => dialog.close('cancel') }, 'Cancel');
-    const confirm = h('button', { type: 'button', class: 'danger', 'data-action': 'confirm', onclick: () => dialog.close('confirm') }, confirmLabel);
-    dialog.append(h('div', { class: 'actions' }, cancel, confirm));
+      h('p', { id: messageId }, message),
+      reasonInput ? h('div', { class: 'field' },
+        h('label', { for: reasonInput.id }, 'Reason (optional; kept in the rule\'s history)'), reasonInput) : null,
+      h('div', { class: 'actions' }, cancel, confirm));
+    const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': titleId, 'aria-describedby': messageId }, form);
+    // A modal dialog makes the page behind it inert, but Tab would still
+    // leave it for the browser's own controls: it cycles inside instead.
+    dialog.addEventListener('keydown', (e) => {
+      if (e.key !== 'Tab') {
+        return;
+      }
+      const controls = focusable(dialog);
+      const first = controls[0];
+      const last = controls[controls.length - 1];
+      if (e.shiftKey && document.activeElement === first) {
+        e.preventDefault();
+        last.focus();
+      } else if (!e.shiftKey && document.activeElement === last) {
+        e.preventDefault();
+        first.focus();
+      }
+    });
+    const opener = document.activeElement;
     dialog.addEventListener('close', () => {
       dialog.remove();
-      resolve(dialog.returnValue === 'confirm');
+      opener?.focus?.({ preventScroll: true });
+      resolve(dialog.returnValue === 'confirm' ? { reason: reasonInput?.value.trim() ?? '' } : null);
     });
     document.body.append(dialog);
     dialog.showModal();
-    cancel.focus();
+    (reasonInput ?? cancel).focus();
   });
+}
+
+/** reasonHeaders is the X-Change-Reason header for a reason, if any. */
+export function reasonHeaders(reason) {
+  return reason ? { 'X-Change-Reason': reason } : {};
 }
 
 /**
  * confirmThen asks with confirmDialog and, when the person confirms, runs
- * act, handing an error it throws to onError. It resolves to whether the
- * person confirmed.
+ * act with the reason given (empty unless question.askReason), handing an
+ * error it throws to onError. It resolves to whether the person confirmed.
  */
 export async function confirmThen(question, act, onError) {
-  if (!(await confirmDialog(question))) {
+  const answer = await confirmDialog(question);
+  if (!answer) {
     return false;
   }
   try {
-    await act();
+    await act(answer.reason);
   } catch (err) {
     onError(err);
   }

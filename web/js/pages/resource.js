@@ -8,7 +8,7 @@ import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { stateKind, stateLabel, summary } from '../rulesinfo.js';
-import { badge, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
 
 /** steps of the history API, smallest first. */
 const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d', 86400e3]];
@@ -235,9 +235,24 @@ export function render(ctx) {
     ctx.session.canWrite ? h('p', {}, h('a', { class: 'button', href: `#/rules/new?${new URLSearchParams({ resource: name })}` }, 'New rule for this resource')) : null);
 
   async function toggle(rule, input) {
+    const enabling = input.checked;
+    // The box stays as it was until the change is confirmed and made.
+    input.checked = rule.enabled;
+    const answer = await confirmDialog({
+      title: `${enabling ? 'Enable' : 'Disable'} ${rule.name}?`,
+      message: enabling
+        ? `The rule starts limiting ${name} at once.`
+        : `The rule stops limiting ${name} at once; its traffic is then counted, never limited by it.`,
+      confirmLabel: enabling ? 'Enable the rule' : 'Disable the rule',
+      askReason: true,
+    });
+    if (!answer) {
+      return;
+    }
     input.disabled = true;
     try {
-      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: input.checked }, headers: ifMatch(rule.version) });
+      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: enabling }, headers: ifMatch(rule.version, answer.reason) });
+      input.checked = data.enabled;
       Object.assign(rule, data);
       toast(`${rule.name} is now ${rule.enabled ? 'enabled' : 'disabled'} (version ${rule.version}).`);
     } catch (err) {

@@ -47,8 +47,9 @@ export function render(ctx) {
       title: `Delete ${rule.name}?`,
       message: `The rule stops applying to ${rule.resource} at once. Its history stays readable, and it can be created again from there.`,
       confirmLabel: 'Delete the rule',
-    }, async () => {
-      await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version) });
+      askReason: true,
+    }, async (reason) => {
+      await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version, reason) });
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();
     }, (err) => {
