@@ -44,7 +44,6 @@ func TestConfirmWithReason(t *testing.T) {
 	// Confirmed with a reason, the rule is disabled and says why.
 	tb.click(box)
 	tb.fill(`dialog[open] input[data-role="reason"]`, "incident 42: the limit blocks checkout")
-	tb.screenshot("confirm-reason")
 	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitFor("the switch off", `!document.querySelector('`+box+`').checked && !document.querySelector('dialog')`)
 	if r := n.rule(t, 1); r.Enabled || r.Version != 2 {

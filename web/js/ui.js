@@ -2,7 +2,7 @@
 // error text, error boxes, badges, a pager, a confirmation dialog and the
 // status line for short messages.
 
-import { ApiError } from './api.js';
+import { ApiError, ConnectionError } from './api.js';
 import { h, replace, uid } from './dom.js';
 
 /** page is a page's frame: its heading (focused on arrival) and body. */
@@ -16,7 +16,43 @@ export function messageOf(err) {
   if (err instanceof ApiError) {
     return err.message;
   }
-  return `Could not reach the server (${err?.message ?? err}).`;
+  if (err instanceof ConnectionError) {
+    return `Could not reach the server: ${err.message}.`;
+  }
+  return `Something went wrong in the console: ${err?.message ?? err}.`;
+}
+
+/**
+ * reveal brings an error that has just appeared into view and moves focus to
+ * it when it is out of sight: a failed save at the foot of a long form
+ * would otherwise write its error where nobody is looking.
+ */
+function reveal(el) {
+  const box = el.getBoundingClientRect();
+  if (box.top >= 0 && box.bottom <= window.innerHeight) {
+    return;
+  }
+  el.setAttribute('tabindex', '-1');
+  el.scrollIntoView({ block: 'center' });
+  el.focus({ preventScroll: true });
+}
+
+/**
+ * loadError is the row of a table whose rows could not be loaded: the
+ * reason and a button that asks again (retry). The page also loads again
+ * by itself when the server answers after an outage.
+ */
+export function loadError(colspan, err, retry) {
+  return stateRow(colspan, 'error', h('span', { role: 'alert' }, messageOf(err)), ' ',
+    h('button', { type: 'button', class: 'link', onclick: retry }, 'Try again'));
+}
+
+/**
+ * stateRow is a table's only row while it has no rows to show, saying
+ * which of loading, empty or error it is (kind), across colspan columns.
+ */
+export function stateRow(colspan, kind, ...children) {
+  return h('tr', { class: `state-row ${kind}` }, h('td', { colspan, class: kind === 'empty' ? 'empty' : kind }, ...children));
 }
 
 /**
@@ -28,14 +64,22 @@ export function errorBox() {
   return {
     el,
     show(err, details) {
+      const appearing = el.hidden;
       const list = (details ?? (err instanceof ApiError ? err.details : [])).map((d) =>
         h('li', {}, h('code', {}, d.field), ': ', d.message));
       replace(el, h('p', {}, messageOf(err)), list.length ? h('ul', {}, list) : null);
       el.hidden = false;
+      if (appearing) {
+        reveal(el);
+      }
     },
     text(message) {
+      const appearing = el.hidden;
       replace(el, h('p', {}, message));
       el.hidden = false;
+      if (appearing) {
+        reveal(el);
+      }
     },
     clear() {
       el.replaceChildren();

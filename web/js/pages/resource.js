@@ -2,13 +2,13 @@
 // chart of the last five minutes from the metric stream, its history with a
 // range picker, and its rules with a quick enable/disable.
 
-import { api, ifMatch, resourcePath } from '../api.js';
+import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { stateKind, stateLabel, summary } from '../rulesinfo.js';
-import { badge, confirmDialog, errorBox, isDemoRule, messageOf, page, table, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, isDemoRule, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** steps of the history API, smallest first. */
 const steps = [['1m', 60e3], ['5m', 300e3], ['15m', 900e3], ['1h', 3600e3], ['1d', 86400e3]];
@@ -99,7 +99,11 @@ export function render(ctx) {
       breakers = data.items.filter((b) => b.resource === name);
       drawBreakers();
     } catch (err) {
-      errors.show(err);
+      // A refresh that failed for want of a server is the connection
+      // banner's news; the page reloads when the server is back.
+      if (!(err instanceof ConnectionError)) {
+        errors.show(err);
+      }
     }
   }
   cleanups.push(feed.subscribeBreakers((e) => {
@@ -230,7 +234,7 @@ export function render(ctx) {
   });
 
   // Rules of the resource, with a quick enable/disable.
-  const rulesBody = h('tbody');
+  const rulesBody = h('tbody', {}, stateRow(5, 'loading', 'Loading the rules…'));
   const rulesSection = section('Rules', table('Rules of the resource', ['Rule', 'Kind', 'Mode', 'What it does', 'Enabled'], rulesBody),
     ctx.session.canWrite ? h('p', {}, h('a', { class: 'button', href: `#/rules/new?${new URLSearchParams({ resource: name })}` }, 'New rule for this resource')) : null);
 
@@ -280,10 +284,10 @@ export function render(ctx) {
           h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
           h('td', {}, summary(r)),
           h('td', {}, check));
-      }) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No rule names this resource: its traffic is counted, never limited.')));
+      }) : stateRow(5, 'empty', 'No rule names this resource: its traffic is counted, never limited.'));
       facts.textContent = `${data.total} rule${data.total === 1 ? '' : 's'}.`;
     } catch (err) {
-      errors.show(err);
+      replace(rulesBody, loadError(5, err, loadRules));
     }
   }
 
