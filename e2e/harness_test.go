@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -480,4 +482,16 @@ func (tb *tab) screenshot(name string) {
 		tb.t.Fatal(err)
 	}
 	tb.t.Logf("wrote %s", path)
+}
+
+// colorScheme makes the tab's prefers-color-scheme light or dark, as the
+// person's system setting would.
+func (tb *tab) colorScheme(scheme string) {
+	tb.t.Helper()
+	tb.do("prefer the "+scheme+" colour scheme", chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	}))
 }
