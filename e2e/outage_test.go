@@ -34,6 +34,10 @@ func TestOutage(t *testing.T) {
 	tb.waitText("main tbody td.error", "Could not reach the server")
 	tb.waitText("#connection-banner", "Server unreachable since")
 	tb.waitFor("the header not live", `document.querySelector('#live-status').textContent !== 'live'`)
+	for _, scheme := range []string{"dark", "light"} {
+		tb.colorScheme(scheme)
+		tb.checkAccessibility("the outage banner and error row (" + scheme + ")")
+	}
 
 	// Back on the same address: the banner goes and the page loads by
 	// itself, nobody clicking.
