@@ -54,7 +54,7 @@ func TestOutage(t *testing.T) {
 	tb.waitText("main tbody td.loading", "Loading the rules")
 	tb.waitFor("the banner", bannerShown)
 	tb.waitFor("the header not live", `document.querySelector('#live-status').textContent !== 'live'`)
-	tb.waitText("main tbody td.error", "did not answer within 10 s")
+	tb.waitText("main tbody td.error", "it did not answer within 10 s")
 	n.gate.release()
 	tb.waitFor("the banner gone", `document.querySelector('#connection-banner').hidden`)
 	tb.waitText("main tbody", "orders-qps")

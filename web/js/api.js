@@ -35,8 +35,8 @@ export class ConnectionError extends Error {
   constructor(cause) {
     const timedOut = cause?.name === 'TimeoutError';
     super(timedOut
-      ? `the server did not answer within ${requestTimeoutMs / 1000} s`
-      : 'the server could not be reached');
+      ? `it did not answer within ${requestTimeoutMs / 1000} s`
+      : 'the connection was refused or cut');
     this.timedOut = timedOut;
     this.cause = cause;
   }
@@ -54,7 +54,12 @@ async function send(url, init) {
     connection.failed('api');
     throw new ConnectionError(err);
   }
-  connection.ok('api');
+  // A proxy in front answers 502 or 504 for a server it cannot reach.
+  if (resp.status === 502 || resp.status === 504) {
+    connection.failed('api');
+  } else {
+    connection.ok('api');
+  }
   return resp;
 }
 
