@@ -163,17 +163,17 @@ function focusable(el) {
  * when the person cancels (the Cancel button or Escape), else to
  * {reason}. With askReason it offers an optional reason for the change,
  * which the caller sends as X-Change-Reason so that the rule's history
- * says why; reason then starts as the given default.
+ * says why.
  */
-export function confirmDialog({ title, message, confirmLabel, askReason, reason: defaultReason, danger = true }) {
+export function confirmDialog({ title, message, confirmLabel, askReason }) {
   return new Promise((resolve) => {
     const titleId = uid('dialog-title');
     const messageId = uid('dialog-message');
     const reasonInput = askReason
-      ? h('input', { type: 'text', id: uid('dialog-reason'), maxlength: 1024, autocomplete: 'off', value: defaultReason ?? '', dataset: { role: 'reason' } })
+      ? h('input', { type: 'text', id: uid('dialog-reason'), maxlength: 1024, autocomplete: 'off', dataset: { role: 'reason' } })
       : null;
     const cancel = h('button', { type: 'button', 'data-action': 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel');
-    const confirm = h('button', { type: 'submit', class: danger ? 'danger' : 'primary', 'data-action': 'confirm', value: 'confirm' }, confirmLabel);
+    const confirm = h('button', { type: 'submit', class: 'danger', 'data-action': 'confirm', value: 'confirm' }, confirmLabel);
     // A form of method dialog closes the dialog on submit, so Enter in the
     // reason field confirms as the button does.
     const form = h('form', { method: 'dialog' },
