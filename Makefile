@@ -5,8 +5,10 @@ SWAG_FILES := docs.go swagger.json swagger.yaml
 
 .PHONY: run test tools bench-once chromium fmt-check vet docs check-docs bench bench-metrics
 
+# run starts sluice from the sources; ARGS are its flags, as in
+# make run ARGS="--demo --addr 127.0.0.1:8080".
 run:
-	go run ./cmd/sluice
+	go run ./cmd/sluice $(ARGS)
 
 # test runs every test under the race detector and, in the same binaries
 # (no second build), every benchmark once (-benchtime 1x), so that a broken

@@ -34,7 +34,6 @@ func TestApplyRuleFile(t *testing.T) {
 	tb.visit("/apply", "Apply a rule file")
 	tb.waitFor("Apply disabled before a preview", `document.querySelector('#apply-apply').disabled`)
 	tb.fill("#apply-text", ruleFile)
-	tb.fill("#apply-reason", "from the e2e test")
 	tb.click("#apply-dry-run")
 	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
 	tb.waitText("#plan-created", "pay-errors")
@@ -45,7 +44,13 @@ func TestApplyRuleFile(t *testing.T) {
 	}
 
 	tb.click("#apply-apply")
+	tb.waitText("dialog[open]", "As previewed: 1 created, 1 updated.")
+	tb.fill(`dialog[open] input[data-role="reason"]`, "from the e2e test")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitText("#plan-headline", "Applied: 2 rules changed")
+	if got := n.revisions(t, 2)[0].Reason; got != "from the e2e test" {
+		t.Errorf("pay-errors' newest revision has the reason %q, want the one given in the dialog", got)
+	}
 	if r := n.rule(t, 1); *r.Threshold != 100 {
 		t.Errorf("orders-qps threshold = %v after apply, want 100", *r.Threshold)
 	}

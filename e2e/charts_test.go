@@ -71,8 +71,9 @@ func TestLiveChartAndBreaker(t *testing.T) {
 	tb.waitText(`tr[data-rule="live-breaker"]`, "open")
 	tb.waitText("main", "Rules")
 
-	// The quick switch disables a rule with one click.
+	// The quick switch disables a rule once confirmed.
 	tb.click(`input[data-rule="live-qps"]`)
+	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitText("#toast", "live-qps is now disabled")
 	if r := n.rule(t, 1); r.Enabled {
 		t.Errorf("live-qps is still enabled after the switch")

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -38,11 +40,22 @@ const (
 )
 
 // node is a Sluice server for one test: a real listener on 127.0.0.1 and a
-// real SQLite file in the test's temporary directory.
+// real SQLite file in the test's temporary directory. It can be stopped and
+// started again on the same address, and made to hang.
 type node struct {
+	t      *testing.T
 	url    string
+	addr   string
 	engine *engine.Engine
 	store  *store.Store
+	config server.Config
+	gate   *gate
+	srv    *server.Server
+	served chan error
+	// demo drives demo traffic while the node serves (traffic, nil
+	// otherwise); a restart seeds and drives it anew, as a new process would.
+	demo    bool
+	traffic *demo.Traffic
 }
 
 // nodeConfig changes how a node starts.
@@ -67,37 +80,127 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 	feed := server.NewBreakerFeed()
 	eng := engine.New(engine.Options{OnBreakerStateChange: feed.Notify})
 	t.Cleanup(eng.Close)
-	srv, err := server.New(context.Background(), server.Config{
-		Engine: eng, Store: st, Logger: logger, BreakerFeed: feed,
-		AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
-	})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
+	n := &node{
+		t: t, engine: eng, store: st, gate: newGate(), addr: "127.0.0.1:0", demo: cfg.demo,
+		config: server.Config{
+			Engine: eng, Store: st, Logger: logger, BreakerFeed: feed,
+			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
+		},
 	}
-	var traffic *demo.Traffic // nil without cfg.demo
-	if cfg.demo {
-		if traffic, err = demo.Start(context.Background(), srv.Rules(), eng, logger); err != nil {
-			t.Fatalf("demo.Start: %v", err)
-		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	n.start()
+	n.url = "http://" + n.addr
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		traffic.Close()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
+		n.gate.release()
+		if n.srv != nil {
+			n.stop()
 		}
 	})
-	return &node{url: "http://" + ln.Addr().String(), engine: eng, store: st}
+	return n
+}
+
+// start serves on the node's address: a new one the first time, the same
+// one after stop, as a restarted process would.
+func (n *node) start() {
+	n.t.Helper()
+	srv, err := server.New(context.Background(), n.config)
+	if err != nil {
+		n.t.Fatalf("server.New: %v", err)
+	}
+	ln, err := net.Listen("tcp", n.addr)
+	if err != nil {
+		n.t.Fatal(err)
+	}
+	n.addr = ln.Addr().String()
+	n.srv = srv
+	if n.demo {
+		if n.traffic, err = demo.Start(context.Background(), srv.Rules(), n.engine, n.config.Logger); err != nil {
+			n.t.Fatalf("demo.Start: %v", err)
+		}
+	}
+	n.served = make(chan error, 1)
+	go func() { n.served <- srv.Serve(gatedListener{Listener: ln, gate: n.gate}) }()
+}
+
+// stop shuts the server down: its address refuses connections until start.
+func (n *node) stop() {
+	n.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n.traffic.Close() // before the final flush, so that its calls are counted
+	n.traffic = nil
+	if err := n.srv.Shutdown(ctx); err != nil {
+		n.t.Errorf("Shutdown: %v", err)
+	}
+	if err := <-n.served; err != nil {
+		n.t.Errorf("Serve: %v", err)
+	}
+	n.srv = nil
+}
+
+// gate holds the writes of every connection of a node while it is held:
+// the server then looks hung to the browser, as under SIGSTOP — its
+// connections open, its requests read and never answered.
+type gate struct {
+	mu   sync.Mutex
+	open chan struct{} // closed while writes pass
+}
+
+func newGate() *gate {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	return g
+}
+
+// hold stops every write until release.
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+		g.open = make(chan struct{})
+	default: // already held
+	}
+}
+
+// release lets the writes go on.
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.open:
+	default:
+		close(g.open)
+	}
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	open := g.open
+	g.mu.Unlock()
+	<-open
+}
+
+type gatedListener struct {
+	net.Listener
+	gate *gate
+}
+
+func (l gatedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return gatedConn{Conn: c, gate: l.gate}, nil
+}
+
+type gatedConn struct {
+	net.Conn
+	gate *gate
+}
+
+func (c gatedConn) Write(p []byte) (int, error) {
+	c.gate.wait()
+	return c.Conn.Write(p)
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}
@@ -148,6 +251,20 @@ func (n *node) rule(t *testing.T, id int64) rules.APIRule {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// revisions reads a rule's history through the API, newest first.
+func (n *node) revisions(t *testing.T, id int64) []server.RuleRevision {
+	t.Helper()
+	status, body := n.call(t, http.MethodGet, fmt.Sprintf("/rules/%d/revisions", id), nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET revisions of rule %d: %d %s", id, status, body)
+	}
+	var list server.RevisionList
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatal(err)
+	}
+	return list.Items
 }
 
 // tab is one browser tab of a test.
@@ -378,4 +495,16 @@ func (tb *tab) screenshot(name string) {
 		tb.t.Fatal(err)
 	}
 	tb.t.Logf("wrote %s", path)
+}
+
+// colorScheme makes the tab's prefers-color-scheme light or dark, as the
+// person's system setting would.
+func (tb *tab) colorScheme(scheme string) {
+	tb.t.Helper()
+	tb.do("prefer the "+scheme+" colour scheme", chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: scheme}},
+		})
+		return err
+	}))
 }

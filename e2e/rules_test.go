@@ -87,8 +87,12 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.waitText(`li[data-version="1"]`, "launch")
 	tb.screenshot("rule-history")
 	tb.click(`button[data-rollback="1"]`)
+	tb.waitText("dialog[open]", "Roll back to version 1?")
+	tb.fill(`dialog[open] input[data-role="reason"]`, "the old limit was right")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitFor("the rollback as version 5", `document.querySelectorAll('#revisions > li').length === 5`)
 	tb.waitText(`li[data-version="5"]`, "rollback")
+	tb.waitText(`li[data-version="5"]`, "the old limit was right")
 	tb.waitText(`li[data-version="5"]`, "threshold200100")
 	r := n.rule(t, 1)
 	if r.Version != 5 || *r.Threshold != 100 || *r.ControlBehavior != "reject" {

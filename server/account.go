@@ -246,6 +246,16 @@ const (
 	maxPasswordLen = 72
 )
 
+// PasswordProblem says what is wrong with password as a user's password,
+// or "" when nothing is: the API's rule, for the command line, which sets a
+// password in the database directly when nobody can log in.
+func PasswordProblem(password string) string {
+	if errs := checkPassword("password", password); len(errs) > 0 {
+		return errs[0].Message
+	}
+	return ""
+}
+
 func checkPassword(field, password string) []FieldError {
 	if len(password) < minPasswordLen || len(password) > maxPasswordLen {
 		return []FieldError{{field, fmt.Sprintf("must be %d to %d bytes long", minPasswordLen, maxPasswordLen)}}

@@ -77,3 +77,58 @@ func TestConsolePageHasNoInlineScript(t *testing.T) {
 		t.Errorf("inline style (refused by style-src 'self'): %q", style)
 	}
 }
+
+// TestConsoleStaticCompressedAndRevalidated fetches the console's files
+// over a real listener as a browser does: compressed in the encoding asked
+// for, with an ETag that the next request's If-None-Match turns into a 304
+// without a body.
+func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
+	ts := newTestServer(t, nil)
+	for _, path := range []string{"/", "/vendor/uplot/uPlot.esm.js", "/js/app.js", "/console.css", "/favicon.svg"} {
+		t.Run(path, func(t *testing.T) {
+			_, raw := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {"identity"}})
+			for _, encoding := range []string{"br", "gzip"} {
+				resp, body := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}})
+				if resp.StatusCode != http.StatusOK {
+					t.Fatalf("%s: status = %d, want 200", encoding, resp.StatusCode)
+				}
+				if got := resp.Header.Get("Content-Encoding"); got != encoding {
+					t.Fatalf("%s: Content-Encoding = %q, want %q", encoding, got, encoding)
+				}
+				if !strings.Contains(resp.Header.Get("Vary"), "Accept-Encoding") {
+					t.Errorf("%s: Vary = %q, want Accept-Encoding: caches must keep the encodings apart", encoding, resp.Header.Get("Vary"))
+				}
+				if len(body) >= len(raw) {
+					t.Errorf("%s: %d bytes on the wire, not less than the file's %d", encoding, len(body), len(raw))
+				}
+				t.Logf("%s: %d bytes raw, %d with %s", path, len(raw), len(body), encoding)
+
+				tag := resp.Header.Get("ETag")
+				if !strings.HasPrefix(tag, `W/"`) {
+					t.Fatalf("%s: ETag = %q, want a weak validator", encoding, tag)
+				}
+				again, empty := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}, "If-None-Match": {tag}})
+				if again.StatusCode != http.StatusNotModified || len(empty) != 0 {
+					t.Errorf("%s: revalidation = %d with %d bytes, want 304 without a body", encoding, again.StatusCode, len(empty))
+				}
+				if again.Header.Get("Content-Security-Policy") != consoleCSP {
+					t.Errorf("%s: the 304 lacks the console's Content-Security-Policy", encoding)
+				}
+			}
+		})
+	}
+}
+
+// TestConsoleFavicon checks that the page links the favicon and that it is
+// served as an SVG image.
+func TestConsoleFavicon(t *testing.T) {
+	ts := newTestServer(t, nil)
+	_, page := ts.doWith(t, http.MethodGet, "/", nil, nil)
+	if !strings.Contains(string(page), `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {
+		t.Errorf("index.html does not link /favicon.svg")
+	}
+	resp, body := ts.doWith(t, http.MethodGet, "/favicon.svg", nil, nil)
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/svg+xml") || !strings.Contains(string(body), "<svg") {
+		t.Errorf("GET /favicon.svg = %d %q, want 200 image/svg+xml", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}

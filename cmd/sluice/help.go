@@ -22,6 +22,7 @@ Usage:
   sluice demo [flags]                 serve, seeding demo rules and driving synthetic traffic through them
   sluice rules apply -f FILE [flags]  make a server's rules those of FILE; --dry-run only shows the plan
   sluice rules export [flags]         write a server's rules as a file that rules apply takes
+  sluice admin reset-password USER    set USER's password in the database and end their sessions (a lost admin password)
   sluice help [command]               show a command's usage and flags (help rules apply)
 
 Every flag has an environment twin: --addr is SLUICE_ADDR, --token is SLUICE_TOKEN.

@@ -7,13 +7,15 @@ import (
 
 func TestHelp(t *testing.T) {
 	program := []string{
-		"sluice [serve] [flags]", "sluice demo [flags]", "sluice rules apply -f FILE", "sluice rules export",
+		"sluice [serve] [flags]", "sluice demo [flags]", "sluice rules apply -f FILE", "sluice rules export", "sluice admin reset-password USER",
 		"sluice help [command]", "Exit codes: 0 success, 1 an error",
 		"Flags of serve and demo:", "-addr string", "-db string", "-bootstrap-token string", "-version",
 	}
 	rulesCommands := []string{"sluice rules apply -f FILE", "sluice rules export", "Flags of both:", "-server string", "-token string", "-timeout duration"}
 	apply := []string{"Usage: sluice rules apply -f FILE [flags]", "2 a dry run found changes", "-f string", "-dry-run", "-prune", "-reason string", "-server string", "-token string"}
 	export := []string{"Usage: sluice rules export [flags]", "-format string", "-o string", "-server string", "-token string"}
+	adminCommands := []string{"sluice admin reset-password USER [flags]", "work on the database file directly", "-db string", "-password string"}
+	resetPassword := []string{"Usage: sluice admin reset-password USER [flags]", "an unknown user included", "-db string", "-password string"}
 	tests := []struct {
 		args []string
 		want []string
@@ -33,6 +35,10 @@ func TestHelp(t *testing.T) {
 		{[]string{"rules", "apply", "-f", "rules.yaml", "--dry-run", "-h"}, apply},
 		{[]string{"help", "rules", "export"}, export},
 		{[]string{"rules", "export", "--help"}, export},
+		{[]string{"help", "admin"}, adminCommands},
+		{[]string{"admin", "--help"}, adminCommands},
+		{[]string{"help", "admin", "reset-password"}, resetPassword},
+		{[]string{"admin", "reset-password", "admin", "-h"}, resetPassword},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

@@ -64,6 +64,8 @@ func dispatch(ctx context.Context, command string, args []string, stdout, stderr
 		return serve(ctx, append([]string{"--demo"}, args...), stdout, stderr)
 	case "rules":
 		return rulesCommand(ctx, args, stdout, stderr)
+	case "admin":
+		return admin(ctx, args, stdout, stderr)
 	case "help":
 		return help(ctx, args, stdout, stderr)
 	default:

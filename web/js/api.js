@@ -1,7 +1,16 @@
 // The console's only way to the server: the public REST API under
 // /api/v1, with the session cookie and, on writes, the CSRF token.
 
+import { connection } from './connection.js';
+
 const base = '/api/v1';
+
+/**
+ * requestTimeoutMs bounds every request: a hung server must turn into an
+ * error the page shows, never into a page that waits for ever (or looks
+ * empty).
+ */
+const requestTimeoutMs = 10000;
 
 let csrfToken = '';
 const unauthorizedHandlers = new Set();
@@ -16,6 +25,42 @@ export class ApiError extends Error {
     this.details = Array.isArray(err.details) ? err.details : [];
     this.headers = headers;
   }
+}
+
+/**
+ * ConnectionError is a request that got no answer: refused, cut, or timed
+ * out.
+ */
+export class ConnectionError extends Error {
+  constructor(cause) {
+    const timedOut = cause?.name === 'TimeoutError';
+    super(timedOut
+      ? `it did not answer within ${requestTimeoutMs / 1000} s`
+      : 'the connection was refused or cut');
+    this.timedOut = timedOut;
+    this.cause = cause;
+  }
+}
+
+/**
+ * send is fetch with the timeout, telling the connection monitor whether
+ * the server answered. Any answer counts, an error status included.
+ */
+async function send(url, init) {
+  let resp;
+  try {
+    resp = await fetch(url, { ...init, credentials: 'same-origin', cache: 'no-store', signal: AbortSignal.timeout(requestTimeoutMs) });
+  } catch (err) {
+    connection.failed('api');
+    throw new ConnectionError(err);
+  }
+  // A proxy in front answers 502 or 504 for a server it cannot reach.
+  if (resp.status === 502 || resp.status === 504) {
+    connection.failed('api');
+  } else {
+    connection.ok('api');
+  }
+  return resp;
 }
 
 /** setCsrf keeps the session's CSRF token for the writes that follow. */
@@ -59,12 +104,12 @@ export async function api(method, path, options = {}) {
   if (writes.has(method) && csrfToken) {
     headers.set('X-CSRF-Token', csrfToken);
   }
-  let resp = await fetch(url, { method, headers, body, credentials: 'same-origin', cache: 'no-store' });
+  let resp = await send(url, { method, headers, body });
   if (resp.status === 403 && writes.has(method) && await refreshCsrf()) {
     // A login in another tab replaced the session cookie this tab sends:
     // the write goes again with the new session's token.
     headers.set('X-CSRF-Token', csrfToken);
-    resp = await fetch(url, { method, headers, body, credentials: 'same-origin', cache: 'no-store' });
+    resp = await send(url, { method, headers, body });
   }
   if (!resp.ok) {
     let envelope = null;
@@ -83,7 +128,17 @@ export async function api(method, path, options = {}) {
   }
   let data = null;
   if (resp.status !== 204) {
-    data = options.text ? await resp.text() : await resp.json();
+    try {
+      data = options.text ? await resp.text() : await resp.json();
+    } catch (err) {
+      // The timeout also bounds the body: a server that hangs halfway is
+      // as unreachable as one that never answered.
+      if (err.name === 'TimeoutError' || err.name === 'AbortError' || err instanceof TypeError) {
+        connection.failed('api');
+        throw new ConnectionError(err);
+      }
+      throw err;
+    }
   }
   return { status: resp.status, data, headers: resp.headers };
 }
@@ -97,7 +152,7 @@ async function refreshCsrf() {
     return false;
   }
   try {
-    const resp = await fetch(new URL(`${base}/me`, window.location.origin), { credentials: 'same-origin', cache: 'no-store' });
+    const resp = await send(new URL(`${base}/me`, window.location.origin), {});
     const me = resp.ok ? await resp.json() : null;
     if (!me?.csrfToken || me.csrfToken === csrfToken) {
       return false;

@@ -3,8 +3,10 @@
 // at once and fills itself in as its data arrives. Routes are in the URL's
 // fragment (#/rules), so the server only ever serves static files.
 
-import { api, onUnauthorized, setCsrf } from './api.js';
-import { replace } from './dom.js';
+import { ConnectionError, api, onUnauthorized, setCsrf } from './api.js';
+import { connection } from './connection.js';
+import { h, replace } from './dom.js';
+import { clockTime } from './format.js';
 import { feed } from './live.js';
 import { loadRuleSchema } from './rulesinfo.js';
 import { toast } from './ui.js';
@@ -19,17 +21,20 @@ import * as rules from './pages/rules.js';
 import * as tokens from './pages/tokens.js';
 import * as users from './pages/users.js';
 
+// Pages marked reload are drawn again when the server answers after an
+// outage, so that none stays on an error or on figures from before it;
+// the others hold what a person is typing, which a redraw would lose.
 const routes = [
   { pattern: /^\/login$/, page: login, public: true },
-  { pattern: /^\/$/, page: overview, nav: '/' },
-  { pattern: /^\/resources\/(.+)$/, page: resource, nav: '/' },
-  { pattern: /^\/rules$/, page: rules, nav: '/rules' },
+  { pattern: /^\/$/, page: overview, nav: '/', reload: true },
+  { pattern: /^\/resources\/(.+)$/, page: resource, nav: '/', reload: true },
+  { pattern: /^\/rules$/, page: rules, nav: '/rules', reload: true },
   { pattern: /^\/rules\/new$/, page: ruleForm, nav: '/rules' },
   { pattern: /^\/rules\/(\d+)\/edit$/, page: ruleForm, nav: '/rules' },
-  { pattern: /^\/rules\/(\d+)\/history$/, page: history, nav: '/rules' },
+  { pattern: /^\/rules\/(\d+)\/history$/, page: history, nav: '/rules', reload: true },
   { pattern: /^\/apply$/, page: apply, nav: '/apply' },
-  { pattern: /^\/tokens$/, page: tokens, nav: '/tokens', admin: true },
-  { pattern: /^\/users$/, page: users, nav: '/users', admin: true },
+  { pattern: /^\/tokens$/, page: tokens, nav: '/tokens', admin: true, reload: true },
+  { pattern: /^\/users$/, page: users, nav: '/users', admin: true, reload: true },
   { pattern: /^\/account$/, page: account },
 ];
 
@@ -46,6 +51,10 @@ const session = {
 
 const main = document.getElementById('main');
 let current = null;
+let currentRoute = null;
+// unreached is set when the page could not even learn who is logged in
+// because the server did not answer; it is drawn once the server is back.
+let unreached = false;
 let renders = 0;
 
 function parseHash() {
@@ -97,6 +106,7 @@ function signedOut(message, keepPlace) {
   session.me = null;
   setCsrf('');
   feed.stop();
+  connection.reset();
   renderHeader();
   const { path } = parseHash();
   if (path !== '/login') {
@@ -166,10 +176,18 @@ async function route() {
   if (!found.public && !session.me) {
     try {
       await loadSession();
-    } catch {
-      if (seq === renders) {
-        go('/login', path === '/' ? undefined : { next: path });
+    } catch (err) {
+      if (seq !== renders) {
+        return;
       }
+      if (err instanceof ConnectionError) {
+        // Not a lost session: the server is down. The banner says so,
+        // and the page comes once it answers.
+        unreached = true;
+        replace(main, h('p', { class: 'alert error' }, `Could not reach the server: ${err.message}. This page loads by itself once it answers.`));
+        return;
+      }
+      go('/login', path === '/' ? undefined : { next: path });
       return;
     }
   }
@@ -183,6 +201,7 @@ async function route() {
   if (seq !== renders) {
     return;
   }
+  unreached = false;
   if (found.admin && !session.isAdmin) {
     toast('That page is for admins.');
     go('/');
@@ -199,6 +218,7 @@ async function route() {
     signedOut,
     refreshDemo: checkDemo,
   };
+  currentRoute = found;
   current = found.page.render(ctx);
   replace(main, current.node);
   document.title = `${current.title} · Sluice`;
@@ -219,11 +239,30 @@ function start() {
     main.focus();
   });
   const status = document.getElementById('live-status');
-  const labels = { live: 'live', connecting: 'connecting…', closed: 'stream closed', off: '' };
-  feed.subscribeState((state) => {
+  const labels = { live: 'live', connecting: 'connecting…', stale: 'stale', off: '' };
+  const drawStatus = () => {
+    // "live" only while the API answers too: a hung server may leave the
+    // stream's connection open with nothing on it.
+    const state = feed.state === 'live' && connection.state.stale ? 'stale' : feed.state;
     status.textContent = labels[state];
     status.className = `live-status ${state}`;
     status.title = state === 'live' ? 'Receiving the metric stream' : 'Not receiving the metric stream';
+  };
+  feed.subscribeState(drawStatus);
+  const banner = document.getElementById('connection-banner');
+  connection.subscribe((state, recovered) => {
+    drawStatus();
+    banner.hidden = !state.stale;
+    if (state.stale) {
+      const since = clockTime(state.since);
+      banner.textContent = state.api
+        ? `Server unreachable since ${since} — figures are stale. Retrying…`
+        : `Live figures stopped at ${since} — figures are stale. Reconnecting…`;
+    }
+    if (recovered && (unreached || session.me && currentRoute?.reload)) {
+      route();
+      toast('The server answers again: the page is up to date.');
+    }
   });
   window.addEventListener('hashchange', route);
   route();

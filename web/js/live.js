@@ -3,8 +3,21 @@
 // figures, one point a second, and the circuit breaker transitions seen
 // since the console was opened, for the pages to read.
 
+import { connection } from './connection.js';
+
 /** windowSec is how much of the stream is kept: five minutes. */
 export const windowSec = 300;
+
+/**
+ * staleAfterMs is how long the stream may go without a frame before its
+ * figures count as stale. The server sends one a second, traffic or not,
+ * so silence means a hung server or a dead connection that the browser
+ * has not noticed (EventSource would wait for ever).
+ */
+const staleAfterMs = 5000;
+
+/** reopenAfterMs is the wait before opening a stream the browser gave up on. */
+const reopenAfterMs = 2000;
 
 function emptyBuffer() {
   return { t: [], pass: [], block: [], shadow: [], rt: [], conc: [], lastActive: 0 };
@@ -20,26 +33,61 @@ class LiveFeed {
     this.breakerListeners = new Set();
     this.stateListeners = new Set();
     this.state = 'off';
+    this.lastFrameAt = 0;
+    this.watchdog = 0;
+    this.reopenTimer = 0;
   }
 
-  /** start opens the stream, once; EventSource reconnects by itself. */
+  /**
+   * start opens the stream, once, and keeps it open: EventSource
+   * reconnects by itself after an error, and the watchdog reopens a
+   * stream that went silent or that the browser closed for good.
+   */
   start() {
-    if (this.source) {
+    if (this.watchdog) {
       return;
     }
+    this.open();
+    this.watchdog = setInterval(() => this.check(), 1000);
+  }
+
+  open() {
+    this.source?.close();
     const source = new EventSource('/api/v1/metrics/stream');
     this.source = source;
-    this.setState('connecting');
-    source.addEventListener('open', () => this.setState('live'));
+    this.lastFrameAt = Date.now();
+    if (this.state !== 'stale') {
+      this.setState('connecting');
+    }
     source.addEventListener('error', () => {
-      this.setState(source.readyState === EventSource.CLOSED ? 'closed' : 'connecting');
+      if (source !== this.source) {
+        return;
+      }
+      connection.failed('stream');
+      this.setState('stale');
+      if (source.readyState === EventSource.CLOSED) {
+        clearTimeout(this.reopenTimer);
+        this.reopenTimer = setTimeout(() => this.open(), reopenAfterMs);
+      }
     });
     source.addEventListener('stats', (e) => this.onStats(JSON.parse(e.data)));
     source.addEventListener('breaker', (e) => this.onBreaker(JSON.parse(e.data)));
   }
 
+  check() {
+    if (Date.now() - this.lastFrameAt <= staleAfterMs) {
+      return;
+    }
+    connection.failed('stream');
+    this.setState('stale');
+    this.open();
+  }
+
   /** stop closes the stream and forgets what it held (on logout). */
   stop() {
+    clearInterval(this.watchdog);
+    clearTimeout(this.reopenTimer);
+    this.watchdog = 0;
     this.source?.close();
     this.source = null;
     this.buffers.clear();
@@ -56,6 +104,11 @@ class LiveFeed {
   }
 
   onStats(frame) {
+    this.lastFrameAt = Date.now();
+    connection.ok('stream');
+    if (this.state !== 'live') {
+      this.setState('live');
+    }
     const t = Date.parse(frame.time) / 1000;
     this.latestFrame.clear();
     for (const r of frame.resources) {

@@ -2,7 +2,7 @@
 // error text, error boxes, badges, a pager, a confirmation dialog and the
 // status line for short messages.
 
-import { ApiError } from './api.js';
+import { ApiError, ConnectionError } from './api.js';
 import { h, replace, uid } from './dom.js';
 
 /** page is a page's frame: its heading (focused on arrival) and body. */
@@ -16,7 +16,43 @@ export function messageOf(err) {
   if (err instanceof ApiError) {
     return err.message;
   }
-  return `Could not reach the server (${err?.message ?? err}).`;
+  if (err instanceof ConnectionError) {
+    return `Could not reach the server: ${err.message}.`;
+  }
+  return `Something went wrong in the console: ${err?.message ?? err}.`;
+}
+
+/**
+ * reveal brings an error that has just appeared into view and moves focus to
+ * it when it is out of sight: a failed save at the foot of a long form
+ * would otherwise write its error where nobody is looking.
+ */
+function reveal(el) {
+  const box = el.getBoundingClientRect();
+  if (box.top >= 0 && box.bottom <= window.innerHeight) {
+    return;
+  }
+  el.setAttribute('tabindex', '-1');
+  el.scrollIntoView({ block: 'center' });
+  el.focus({ preventScroll: true });
+}
+
+/**
+ * loadError is the row of a table whose rows could not be loaded: the
+ * reason and a button that asks again (retry). The page also loads again
+ * by itself when the server answers after an outage.
+ */
+export function loadError(colspan, err, retry) {
+  return stateRow(colspan, 'error', h('span', { role: 'alert' }, messageOf(err)), ' ',
+    h('button', { type: 'button', class: 'link', onclick: retry }, 'Try again'));
+}
+
+/**
+ * stateRow is a table's only row while it has no rows to show, saying
+ * which of loading, empty or error it is (kind), across colspan columns.
+ */
+export function stateRow(colspan, kind, ...children) {
+  return h('tr', { class: `state-row ${kind}` }, h('td', { colspan, class: kind === 'empty' ? 'empty' : kind }, ...children));
 }
 
 /**
@@ -28,14 +64,22 @@ export function errorBox() {
   return {
     el,
     show(err, details) {
+      const appearing = el.hidden;
       const list = (details ?? (err instanceof ApiError ? err.details : [])).map((d) =>
         h('li', {}, h('code', {}, d.field), ': ', d.message));
       replace(el, h('p', {}, messageOf(err)), list.length ? h('ul', {}, list) : null);
       el.hidden = false;
+      if (appearing) {
+        reveal(el);
+      }
     },
     text(message) {
+      const appearing = el.hidden;
       replace(el, h('p', {}, message));
       el.hidden = false;
+      if (appearing) {
+        reveal(el);
+      }
     },
     clear() {
       el.replaceChildren();
@@ -109,40 +153,82 @@ export function pager(onPage) {
   };
 }
 
+/** focusable finds the controls a keyboard can reach inside el. */
+function focusable(el) {
+  return [...el.querySelectorAll('button, input, select, textarea, a[href]')].filter((c) => !c.disabled && !c.hidden);
+}
+
 /**
- * confirmDialog asks a yes/no question in a modal dialog and resolves to
- * true when the person confirms.
+ * confirmDialog asks a question in a modal dialog and resolves to null
+ * when the person cancels (the Cancel button or Escape), else to
+ * {reason}. With askReason it offers an optional reason for the change,
+ * which the caller sends as X-Change-Reason so that the rule's history
+ * says why.
  */
-export function confirmDialog({ title, message, confirmLabel }) {
+export function confirmDialog({ title, message, confirmLabel, askReason }) {
   return new Promise((resolve) => {
     const titleId = uid('dialog-title');
-    const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': titleId },
+    const messageId = uid('dialog-message');
+    const reasonInput = askReason
+      ? h('input', { type: 'text', id: uid('dialog-reason'), maxlength: 1024, autocomplete: 'off', dataset: { role: 'reason' } })
+      : null;
+    const cancel = h('button', { type: 'button', 'data-action': 'cancel', onclick: () => dialog.close('cancel') }, 'Cancel');
+    const confirm = h('button', { type: 'submit', class: 'danger', 'data-action': 'confirm', value: 'confirm' }, confirmLabel);
+    // A form of method dialog closes the dialog on submit, so Enter in the
+    // reason field confirms as the button does.
+    const form = h('form', { method: 'dialog' },
       h('h2', { id: titleId }, title),
-      h('p', {}, message));
-    const cancel = h('button', { type: 'button', onclick: () => dialog.close('cancel') }, 'Cancel');
-    const confirm = h('button', { type: 'button', class: 'danger', 'data-action': 'confirm', onclick: () => dialog.close('confirm') }, confirmLabel);
-    dialog.append(h('div', { class: 'actions' }, cancel, confirm));
+      h('p', { id: messageId }, message),
+      reasonInput ? h('div', { class: 'field' },
+        h('label', { for: reasonInput.id }, 'Reason (optional; kept in the rule\'s history)'), reasonInput) : null,
+      h('div', { class: 'actions' }, cancel, confirm));
+    const dialog = h('dialog', { class: 'dialog', 'aria-labelledby': titleId, 'aria-describedby': messageId }, form);
+    // A modal dialog makes the page behind it inert, but Tab would still
+    // leave it for the browser's own controls: it cycles inside instead.
+    dialog.addEventListener('keydown', (e) => {
+      if (e.key !== 'Tab') {
+        return;
+      }
+      const controls = focusable(dialog);
+      const first = controls[0];
+      const last = controls[controls.length - 1];
+      if (e.shiftKey && document.activeElement === first) {
+        e.preventDefault();
+        last.focus();
+      } else if (!e.shiftKey && document.activeElement === last) {
+        e.preventDefault();
+        first.focus();
+      }
+    });
+    const opener = document.activeElement;
     dialog.addEventListener('close', () => {
       dialog.remove();
-      resolve(dialog.returnValue === 'confirm');
+      opener?.focus?.({ preventScroll: true });
+      resolve(dialog.returnValue === 'confirm' ? { reason: reasonInput?.value.trim() ?? '' } : null);
     });
     document.body.append(dialog);
     dialog.showModal();
-    cancel.focus();
+    (reasonInput ?? cancel).focus();
   });
+}
+
+/** reasonHeaders is the X-Change-Reason header for a reason, if any. */
+export function reasonHeaders(reason) {
+  return reason ? { 'X-Change-Reason': reason } : {};
 }
 
 /**
  * confirmThen asks with confirmDialog and, when the person confirms, runs
- * act, handing an error it throws to onError. It resolves to whether the
- * person confirmed.
+ * act with the reason given (empty unless question.askReason), handing an
+ * error it throws to onError. It resolves to whether the person confirmed.
  */
 export async function confirmThen(question, act, onError) {
-  if (!(await confirmDialog(question))) {
+  const answer = await confirmDialog(question);
+  if (!answer) {
     return false;
   }
   try {
-    await act();
+    await act(answer.reason);
   } catch (err) {
     onError(err);
   }

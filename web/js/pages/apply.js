@@ -5,7 +5,7 @@
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { show } from '../rulesinfo.js';
-import { errorBox, field, page, table, toast } from '../ui.js';
+import { confirmDialog, errorBox, field, page, reasonHeaders, table, toast } from '../ui.js';
 
 const example = `rules:
   - name: orders-qps
@@ -53,6 +53,14 @@ function drawPlan(plan) {
   return [h('p', { class: plan.dryRun ? 'alert info' : 'alert ok', role: 'status', id: 'plan-headline' }, headline), ...parts];
 }
 
+/** planSummary words a dry run's plan in one sentence, for the confirmation. */
+function planSummary(plan) {
+  const counts = [['created', plan.created], ['updated', plan.updated], ['deleted', plan.deleted]]
+    .filter(([, items]) => items.length)
+    .map(([what, items]) => `${items.length} ${what}`);
+  return counts.length ? `As previewed: ${counts.join(', ')}.` : 'As previewed, nothing changes.';
+}
+
 /** render draws the apply page. */
 export function render(ctx) {
   const errors = errorBox();
@@ -67,11 +75,11 @@ export function render(ctx) {
     input: h('select', {}, option('auto', 'Tell from the text'), option('yaml', 'YAML'), option('json', 'JSON')),
   });
   const prune = field({ label: 'Prune: delete the rules the file does not name', id: 'apply-prune', input: h('input', { type: 'checkbox' }) });
-  const reason = field({ label: 'Reason (kept in each changed rule\'s history)', id: 'apply-reason', input: h('input', { type: 'text', maxlength: 1024 }) });
   const dryRun = h('button', { type: 'button', id: 'apply-dry-run' }, 'Preview (dry run)');
   const applyButton = h('button', { type: 'button', class: 'primary', id: 'apply-apply', disabled: true, title: 'Preview first' }, 'Apply');
   const plan = h('div', { class: 'plan', id: 'plan', 'aria-live': 'polite' });
   let previewed = '';
+  let previewPlan = null;
 
   function request() {
     return `${text.input.value}\u0000${format.input.value}\u0000${prune.input.checked}`;
@@ -104,6 +112,19 @@ export function render(ctx) {
 
   async function send(dry) {
     errors.clear();
+    let reason = '';
+    if (!dry) {
+      const answer = await confirmDialog({
+        title: 'Apply the rule file?',
+        message: `${planSummary(previewPlan)} The rules change at once, for every instance.`,
+        confirmLabel: 'Apply',
+        askReason: true,
+      });
+      if (!answer) {
+        return;
+      }
+      reason = answer.reason;
+    }
     const body = text.input.value;
     if (!body.trim()) {
       errors.text('Paste a rule file or load one first.');
@@ -111,17 +132,17 @@ export function render(ctx) {
       return;
     }
     const wanted = request();
-    const headers = reason.input.value ? { 'X-Change-Reason': reason.input.value } : {};
     try {
       const { data } = await api('POST', '/rules/apply', {
         query: { dryRun: dry, prune: prune.input.checked },
         body,
         contentType: isJSON(body, format.input.value) ? 'application/json' : 'application/yaml',
-        headers,
+        headers: reasonHeaders(reason),
       });
       replace(plan, drawPlan(data));
       if (dry) {
         previewed = wanted;
+        previewPlan = data;
         applyButton.disabled = false;
         applyButton.title = '';
       } else {
@@ -172,7 +193,6 @@ export function render(ctx) {
       text.row,
       h('div', { class: 'toolbar' }, file.row, format.row),
       prune.row,
-      reason.row,
       h('div', { class: 'actions' }, dryRun, applyButton)),
     plan,
     h('section', { class: 'card', 'aria-labelledby': 'export-title' },

@@ -6,7 +6,7 @@ import { api, ifMatch } from '../api.js';
 import { h, replace } from '../dom.js';
 import { timeEl } from '../format.js';
 import { orderedFields, show } from '../rulesinfo.js';
-import { badge, errorBox, page, table, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, page, table, toast } from '../ui.js';
 
 const pageSize = 500;
 
@@ -36,11 +36,20 @@ export function render(ctx) {
   const heading = p.heading;
 
   async function rollback(to, current) {
+    const answer = await confirmDialog({
+      title: `Roll back to version ${to}?`,
+      message: `The rule's content becomes that of version ${to} at once, as a new version; this history keeps every version.`,
+      confirmLabel: `Roll back to version ${to}`,
+      askReason: true,
+    });
+    if (!answer) {
+      return;
+    }
     errors.clear();
     try {
       const { data } = await api('POST', `/rules/${id}/rollback`, {
         query: { toVersion: to },
-        headers: ifMatch(current, `rollback to version ${to}`),
+        headers: ifMatch(current, answer.reason || `rollback to version ${to}`),
       });
       toast(`Rolled ${data.name} back to the content of version ${to}: it is now version ${data.version}.`);
       await load();

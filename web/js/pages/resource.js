@@ -2,13 +2,13 @@
 // chart of the last five minutes from the metric stream, its history with a
 // range picker, and its rules with a quick enable/disable.
 
-import { api, ifMatch, resourcePath } from '../api.js';
+import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { isDemoRule, stateKind, stateLabel, summary } from '../rulesinfo.js';
-import { badge, errorBox, messageOf, page, table, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
 const breakerRefreshMs = 5000;
@@ -106,7 +106,11 @@ export function render(ctx) {
       breakers = data.items.filter((b) => b.resource === name);
       drawBreakers();
     } catch (err) {
-      errors.show(err);
+      // A refresh that failed for want of a server is the connection
+      // banner's news; the page reloads when the server is back.
+      if (!(err instanceof ConnectionError)) {
+        errors.show(err);
+      }
     }
   }
   cleanups.push(feed.subscribeBreakers((e) => {
@@ -238,14 +242,29 @@ export function render(ctx) {
   });
 
   // Rules of the resource, with a quick enable/disable.
-  const rulesBody = h('tbody');
+  const rulesBody = h('tbody', {}, stateRow(5, 'loading', 'Loading the rules…'));
   const rulesSection = section('Rules', table('Rules of the resource', ['Rule', 'Kind', 'Mode', 'What it does', 'Enabled'], rulesBody),
     ctx.session.canWrite ? h('p', {}, h('a', { class: 'button', href: `#/rules/new?${new URLSearchParams({ resource: name })}` }, 'New rule for this resource')) : null);
 
   async function toggle(rule, input) {
+    const enabling = input.checked;
+    // The box stays as it was until the change is confirmed and made.
+    input.checked = rule.enabled;
+    const answer = await confirmDialog({
+      title: `${enabling ? 'Enable' : 'Disable'} ${rule.name}?`,
+      message: enabling
+        ? `The rule starts limiting ${name} at once.`
+        : `The rule stops limiting ${name} at once; its traffic is then counted, never limited by it.`,
+      confirmLabel: enabling ? 'Enable the rule' : 'Disable the rule',
+      askReason: true,
+    });
+    if (!answer) {
+      return;
+    }
     input.disabled = true;
     try {
-      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: input.checked }, headers: ifMatch(rule.version) });
+      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: enabling }, headers: ifMatch(rule.version, answer.reason) });
+      input.checked = data.enabled;
       Object.assign(rule, data);
       toast(`${rule.name} is now ${rule.enabled ? 'enabled' : 'disabled'} (version ${rule.version}).`);
     } catch (err) {
@@ -273,10 +292,10 @@ export function render(ctx) {
           h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
           h('td', {}, summary(r)),
           h('td', {}, check));
-      }) : h('tr', {}, h('td', { colspan: 5, class: 'empty' }, 'No rule names this resource: its traffic is counted, never limited.')));
+      }) : stateRow(5, 'empty', 'No rule names this resource: its traffic is counted, never limited.'));
       facts.textContent = `${data.total} rule${data.total === 1 ? '' : 's'}.`;
     } catch (err) {
-      errors.show(err);
+      replace(rulesBody, loadError(5, err, loadRules));
     }
   }
 

@@ -5,7 +5,7 @@ import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
 import { isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
-import { badge, confirmThen, errorBox, field, page, pager, table, toast } from '../ui.js';
+import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
 const pageSize = 50;
 
@@ -32,7 +32,7 @@ export function render(ctx) {
     input: h('input', { type: 'search', value: params.get('q') ?? '', placeholder: 'name, resource or description' }),
   });
   let pageNo = Number.parseInt(params.get('page') ?? '1', 10) || 1;
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, stateRow(8, 'loading', 'Loading the rules…'));
   const pages = pager((n) => {
     pageNo = n;
     load();
@@ -47,8 +47,9 @@ export function render(ctx) {
       title: `Delete ${rule.name}?`,
       message: `The rule stops applying to ${rule.resource} at once. Its history stays readable, and it can be created again from there.`,
       confirmLabel: 'Delete the rule',
-    }, async () => {
-      await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version) });
+      askReason: true,
+    }, async (reason) => {
+      await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version, reason) });
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();
     }, (err) => {
@@ -86,11 +87,11 @@ export function render(ctx) {
     try {
       const { data } = await api('GET', '/rules', { query: { ...f, page: pageNo, pageSize } });
       const filtered = Object.values(f).some(Boolean);
-      replace(tbody, data.items.length ? data.items.map(row) : h('tr', {}, h('td', { colspan: 8, class: 'empty' },
-        filtered ? 'No rule matches these filters.' : ['No rules yet. ', ctx.session.canWrite ? h('a', { href: '#/rules/new' }, 'Create the first one') : null, ' or ', h('a', { href: '#/apply' }, 'apply a rule file'), '.'])));
+      replace(tbody, data.items.length ? data.items.map(row) : stateRow(8, 'empty',
+        filtered ? 'No rule matches these filters.' : ['No rules yet. ', ctx.session.canWrite ? h('a', { href: '#/rules/new' }, 'Create the first one') : null, ' or ', h('a', { href: '#/apply' }, 'apply a rule file'), '.']));
       pages.update(pageNo, pageSize, data.total);
     } catch (err) {
-      errors.show(err);
+      replace(tbody, loadError(8, err, load));
     }
   }
 

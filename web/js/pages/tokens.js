@@ -4,13 +4,13 @@
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { badge, confirmThen, errorBox, field, page, table, toast } from '../ui.js';
+import { badge, confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
 
 /** render draws the tokens page. */
 export function render() {
   const errors = errorBox();
   const formErrors = errorBox();
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, stateRow(7, 'loading', 'Loading the tokens…'));
   const secret = h('div', { class: 'alert ok', id: 'token-secret-box', role: 'status', hidden: true });
 
   const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy.', input: h('input', { type: 'text', maxlength: 128, autocomplete: 'off' }) });
@@ -46,9 +46,9 @@ export function render() {
         h('td', {}, t.expiresAt ? timeEl(t.expiresAt) : 'never'),
         h('td', {}, t.lastUsedAt ? timeEl(t.lastUsedAt) : 'never'),
         h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => revoke(t), 'aria-label': `Revoke ${t.name}` }, 'Revoke'))))
-        : h('tr', {}, h('td', { colspan: 7, class: 'empty' }, 'No API tokens yet. CI pipelines need one: create it below.')));
+        : stateRow(7, 'empty', 'No API tokens yet. CI pipelines need one: create it below.'));
     } catch (err) {
-      errors.show(err);
+      replace(tbody, loadError(7, err, load));
     }
   }
 

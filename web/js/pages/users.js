@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { timeEl } from '../format.js';
-import { confirmThen, errorBox, field, page, table, toast } from '../ui.js';
+import { confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
 
@@ -16,7 +16,7 @@ function roleSelect(selected, id) {
 export function render(ctx) {
   const errors = errorBox();
   const formErrors = errorBox();
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, stateRow(5, 'loading', 'Loading the users…'));
 
   async function change(u, body, what) {
     errors.clear();
@@ -66,7 +66,7 @@ export function render(ctx) {
       const { data } = await api('GET', '/users', { query: { pageSize: 500 } });
       replace(tbody, data.items.map(row));
     } catch (err) {
-      errors.show(err);
+      replace(tbody, loadError(5, err, load));
     }
   }
 
