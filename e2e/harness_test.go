@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -23,6 +21,7 @@ import (
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -30,7 +29,7 @@ const (
 	// adminPassword is the password of the first user, admin.
 	adminPassword = "e2e-admin-password"
 	// apiToken is an admin API token, for the tests' own API calls.
-	apiToken = "e2e-admin-token"
+	apiToken = servertest.AdminToken
 	// waitTimeout bounds every wait for the page.
 	waitTimeout = 15 * time.Second
 	// pollInterval is how often a wait looks at the page again.
@@ -55,49 +54,30 @@ type nodeConfig struct {
 
 func startNode(t *testing.T, cfg nodeConfig) *node {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "sluice.db"), logger)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if cfg.seed != nil {
-		cfg.seed(t, st)
-	}
 	feed := server.NewBreakerFeed()
-	eng := engine.New(engine.Options{OnBreakerStateChange: feed.Notify})
-	t.Cleanup(eng.Close)
-	srv, err := server.New(context.Background(), server.Config{
-		Engine: eng, Store: st, Logger: logger, BreakerFeed: feed,
-		AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
-	})
-	if err != nil {
-		t.Fatalf("server.New: %v", err)
-	}
-	var traffic *demo.Traffic // nil without cfg.demo
-	if cfg.demo {
-		if traffic, err = demo.Start(context.Background(), srv.Rules(), eng, logger); err != nil {
-			t.Fatalf("demo.Start: %v", err)
+	n := servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
+		if cfg.seed != nil {
+			cfg.seed(t, env.Store)
 		}
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		traffic.Close()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+		srv, err := server.New(context.Background(), server.Config{
+			Engine: env.Engine, Store: env.Store, Logger: env.Logger, BreakerFeed: feed,
+			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
+		})
+		if err != nil {
+			return nil, err
 		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
+		if cfg.demo {
+			traffic, err := demo.Start(context.Background(), srv.Rules(), env.Engine, env.Logger)
+			if err != nil {
+				return nil, fmt.Errorf("demo.Start: %w", err)
+			}
+			// Registered in build, so that it runs before servertest
+			// shuts the server down.
+			t.Cleanup(traffic.Close)
 		}
-	})
-	return &node{url: "http://" + ln.Addr().String(), engine: eng, store: st}
+		return srv, nil
+	}, servertest.EngineOptions(engine.Options{OnBreakerStateChange: feed.Notify}))
+	return &node{url: n.URL, engine: n.Engine, store: n.Store}
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}
