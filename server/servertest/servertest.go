@@ -16,8 +16,8 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// AdminToken is the bootstrap token a test server registers, as admin, and
-// the one Do sends.
+// AdminToken is the token Do sends as the bootstrap admin: the callback of
+// Start registers it (server.Config.BootstrapToken).
 const AdminToken = "servertest-admin-token"
 
 // stopTimeout bounds a graceful stop: requests in flight and the last
