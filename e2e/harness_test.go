@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -25,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -32,7 +32,7 @@ const (
 	// adminPassword is the password of the first user, admin.
 	adminPassword = "e2e-admin-password"
 	// apiToken is an admin API token, for the tests' own API calls.
-	apiToken = "e2e-admin-token"
+	apiToken = servertest.AdminToken
 	// waitTimeout bounds every wait for the page.
 	waitTimeout = 15 * time.Second
 	// pollInterval is how often a wait looks at the page again.
@@ -41,60 +41,34 @@ const (
 
 // node is a Sluice server for one test: a real listener on 127.0.0.1 and a
 // real SQLite file in the test's temporary directory. It can be stopped and
-// started again on the same address, and made to hang.
+// started again on the same address and file, as a restarted process, and
+// its connections held, as a hung one.
 type node struct {
 	t      *testing.T
+	cfg    nodeConfig
 	url    string
 	addr   string
+	dbPath string
+	gate   *gate
+	served *servertest.Node
+	// engine and store are the running server's; a restart brings new ones.
 	engine *engine.Engine
 	store  *store.Store
-	config server.Config
-	gate   *gate
-	srv    *server.Server
-	served chan error
-	// demo drives demo traffic while the node serves (traffic, nil
-	// otherwise); a restart seeds and drives it anew, as a new process would.
-	demo    bool
-	traffic *demo.Traffic
 }
 
 // nodeConfig changes how a node starts.
 type nodeConfig struct {
 	// demo runs the server with the demo (package demo).
 	demo bool
-	// seed writes to the store before the server opens it.
+	// seed writes to the store before the server opens it the first time.
 	seed func(t *testing.T, st *store.Store)
 }
 
 func startNode(t *testing.T, cfg nodeConfig) *node {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	st, err := store.Open(context.Background(), filepath.Join(t.TempDir(), "sluice.db"), logger)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	if cfg.seed != nil {
-		cfg.seed(t, st)
-	}
-	feed := server.NewBreakerFeed()
-	eng := engine.New(engine.Options{OnBreakerStateChange: feed.Notify})
-	t.Cleanup(eng.Close)
-	n := &node{
-		t: t, engine: eng, store: st, gate: newGate(), addr: "127.0.0.1:0", demo: cfg.demo,
-		config: server.Config{
-			Engine: eng, Store: st, Logger: logger, BreakerFeed: feed,
-			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
-		},
-	}
+	n := &node{t: t, cfg: cfg, addr: "127.0.0.1:0", dbPath: filepath.Join(t.TempDir(), "sluice.db"), gate: newGate()}
 	n.start()
 	n.url = "http://" + n.addr
-	t.Cleanup(func() {
-		n.gate.release()
-		if n.srv != nil {
-			n.stop()
-		}
-	})
 	return n
 }
 
@@ -102,39 +76,56 @@ func startNode(t *testing.T, cfg nodeConfig) *node {
 // one after stop, as a restarted process would.
 func (n *node) start() {
 	n.t.Helper()
-	srv, err := server.New(context.Background(), n.config)
-	if err != nil {
-		n.t.Fatalf("server.New: %v", err)
-	}
-	ln, err := net.Listen("tcp", n.addr)
-	if err != nil {
-		n.t.Fatal(err)
-	}
-	n.addr = ln.Addr().String()
-	n.srv = srv
-	if n.demo {
-		if n.traffic, err = demo.Start(context.Background(), srv.Rules(), n.engine, n.config.Logger); err != nil {
-			n.t.Fatalf("demo.Start: %v", err)
+	first := n.served == nil
+	feed := server.NewBreakerFeed()
+	n.served = servertest.Start(n.t, func(env servertest.Env) (servertest.Server, error) {
+		if first && n.cfg.seed != nil {
+			n.cfg.seed(n.t, env.Store)
 		}
-	}
-	n.served = make(chan error, 1)
-	go func() { n.served <- srv.Serve(gatedListener{Listener: ln, gate: n.gate}) }()
+		srv, err := server.New(context.Background(), server.Config{
+			Engine: env.Engine, Store: env.Store, Logger: env.Logger, BreakerFeed: feed,
+			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
+		})
+		if err != nil {
+			return nil, err
+		}
+		gated := gatedServer{Server: srv, gate: n.gate}
+		if n.cfg.demo {
+			if gated.traffic, err = demo.Start(context.Background(), srv.Rules(), env.Engine, env.Logger); err != nil {
+				return nil, fmt.Errorf("demo.Start: %w", err)
+			}
+		}
+		return gated, nil
+	}, servertest.Addr(n.addr), servertest.DBPath(n.dbPath),
+		servertest.EngineOptions(engine.Options{OnBreakerStateChange: feed.Notify}))
+	// Registered after the server's stop, so run before it: a server whose
+	// writes are held could not finish its requests and shut down.
+	n.t.Cleanup(n.gate.release)
+	n.addr, n.engine, n.store = n.served.Addr, n.served.Engine, n.served.Store
 }
 
 // stop shuts the server down: its address refuses connections until start.
 func (n *node) stop() {
 	n.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	n.traffic.Close() // before the final flush, so that its calls are counted
-	n.traffic = nil
-	if err := n.srv.Shutdown(ctx); err != nil {
-		n.t.Errorf("Shutdown: %v", err)
-	}
-	if err := <-n.served; err != nil {
-		n.t.Errorf("Serve: %v", err)
-	}
-	n.srv = nil
+	n.served.Stop(n.t)
+}
+
+// gatedServer is the server a node runs: its connections pass through the
+// node's gate, and its demo traffic, if any, stops before it shuts down, so
+// that the final flush counts every call.
+type gatedServer struct {
+	*server.Server
+	gate    *gate
+	traffic *demo.Traffic // nil without the demo
+}
+
+func (s gatedServer) Serve(ln net.Listener) error {
+	return s.Server.Serve(gatedListener{Listener: ln, gate: s.gate})
+}
+
+func (s gatedServer) Shutdown(ctx context.Context) error {
+	s.traffic.Close()
+	return s.Server.Shutdown(ctx)
 }
 
 // gate holds the writes of every connection of a node while it is held:

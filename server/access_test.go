@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // routePolicy is API.md's authorisation, route by route: the least role
@@ -73,7 +74,7 @@ type walkRequest struct {
 func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 	t.Helper()
 	newRule := func() int64 {
-		resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(`{"kind":"flow","resource":"walk","threshold":1000}`))
+		resp, body := n.Do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(`{"kind":"flow","resource":"walk","threshold":1000}`))
 		if resp.StatusCode != http.StatusCreated {
 			t.Fatalf("create a rule: %d %s", resp.StatusCode, body)
 		}
@@ -100,7 +101,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		}
 	}
 	// The resource the check fixtures touch is known from here on.
-	if resp, body := n.do(t, http.MethodPost, "/api/v1/check", strings.NewReader(`{"resource":"walk"}`)); resp.StatusCode != http.StatusOK {
+	if resp, body := n.Do(t, http.MethodPost, "/api/v1/check", strings.NewReader(`{"resource":"walk"}`)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("check: %d %s", resp.StatusCode, body)
 	}
 	return map[string]func() walkRequest{
@@ -157,7 +158,7 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 func (n *authNode) newUser(t *testing.T, role string) (int64, string) {
 	t.Helper()
 	name := fmt.Sprintf("walk-%s-%d", role, time.Now().UnixNano())
-	status, data := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/users",
+	status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/users",
 		fmt.Sprintf(`{"username":%q,"role":%q,"password":%q}`, name, role, walkPassword))
 	if status != http.StatusCreated {
 		t.Fatalf("create user: %d %s", status, data)
@@ -211,9 +212,9 @@ func spellings(pattern, path string) []string {
 // rawRequest sends method and target exactly as written, on a connection
 // of its own, and answers the status; it reads no body, so an event stream
 // does not hold it.
-func rawRequest(t *testing.T, baseURL, method, target string, header http.Header, body string) int {
+func rawRequest(t *testing.T, addr, method, target string, header http.Header, body string) int {
 	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(baseURL, "http://"), 5*time.Second)
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +250,7 @@ func rawRequest(t *testing.T, baseURL, method, target string, header http.Header
 // route would have taken.
 func TestNoSpellingGivesARoleMore(t *testing.T) {
 	n := startAuthNode(t)
-	tokens := map[string]string{roleAdmin: adminToken}
+	tokens := map[string]string{roleAdmin: servertest.AdminToken}
 	sessions := map[string]http.Header{}
 	for _, role := range []string{roleViewer, roleEditor, roleAdmin} {
 		if role != roleAdmin {
@@ -288,7 +289,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 			}
 			for _, path := range spellings(route.Path, req.path) {
 				for _, h := range append(creds, nil) {
-					status := rawRequest(t, n.baseURL, route.Method, target(path), h, req.body)
+					status := rawRequest(t, n.Addr, route.Method, target(path), h, req.body)
 					if status >= 200 && status < 300 || status >= 500 {
 						t.Errorf("%s %s (%s): %d, want it to reach no route", route.Method, path, describe(h), status)
 					}
@@ -299,7 +300,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 					continue
 				}
 				for _, h := range []http.Header{bearer(tokens[role]), sessions[role]} {
-					if status := rawRequest(t, n.baseURL, route.Method, target(req.path), h, req.body); status != http.StatusForbidden {
+					if status := rawRequest(t, n.Addr, route.Method, target(req.path), h, req.body); status != http.StatusForbidden {
 						t.Errorf("%s (%s): %d, want 403", req.path, describe(h), status)
 					}
 				}
@@ -313,7 +314,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 				cookie, csrf := n.login(t, name, walkPassword)
 				h = withCookie(cookie, csrf)
 			}
-			if status := rawRequest(t, n.baseURL, route.Method, target(req.path), h, req.body); status < 200 || status >= 300 {
+			if status := rawRequest(t, n.Addr, route.Method, target(req.path), h, req.body); status < 200 || status >= 300 {
 				t.Errorf("%s as %q: %d, want 2xx: the walk's request must be one the route takes", req.path, need, status)
 			}
 		})
@@ -367,7 +368,7 @@ func TestPlansAreReads(t *testing.T) {
 			t.Errorf("viewer's plan = %+v, want a dry run creating one rule", plan)
 		}
 	}
-	if resp, body := n.do(t, http.MethodGet, "/api/v1/rules", nil); !strings.Contains(string(body), `"total":0`) {
+	if resp, body := n.Do(t, http.MethodGet, "/api/v1/rules", nil); !strings.Contains(string(body), `"total":0`) {
 		t.Errorf("after the viewer's plans: %d %s, want no rule", resp.StatusCode, body)
 	}
 }
@@ -394,7 +395,7 @@ func TestWrongMethodIs405(t *testing.T) {
 			if own[method] {
 				continue
 			}
-			resp, body := n.doWith(t, method, path, strings.NewReader("{}"), bearer(adminToken))
+			resp, body := n.DoWith(t, method, path, strings.NewReader("{}"), bearer(servertest.AdminToken))
 			if resp.StatusCode != http.StatusMethodNotAllowed {
 				t.Errorf("%s %s: %d %s, want 405", method, path, resp.StatusCode, body)
 				continue

@@ -143,7 +143,7 @@ var applyFixture = []string{
 
 func newApplyServer(t *testing.T) *testServer {
 	t.Helper()
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, body := range applyFixture {
 		ts.createRule(t, body)
 	}
@@ -258,7 +258,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestApplyCreatesRulesAsWritten(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	body := `{"rules": [
 		{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
 		{"name": "warm", "kind": "flow", "resource": "r2", "threshold": 30, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20, "mode": "shadow"},
@@ -394,7 +394,7 @@ func TestApplyReportsChanges(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			r := ts.createRule(t, tt.stored)
 
 			resp, body := ts.call(t, http.MethodPost, applyPath, `{"rules":[`+tt.body+`]}`, nil)
@@ -597,7 +597,7 @@ func TestExportThenApplyIsANoOp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.format, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			for _, body := range exportFixture {
 				ts.createRule(t, body)
 			}
@@ -629,7 +629,7 @@ func TestExportThenApplyIsANoOp(t *testing.T) {
 	}
 
 	t.Run("nothing to export", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 
 		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=json", nil, nil)
 
@@ -640,7 +640,7 @@ func TestExportThenApplyIsANoOp(t *testing.T) {
 	})
 
 	t.Run("format xml", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 
 		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=xml", nil, nil)
 
@@ -732,7 +732,7 @@ func TestImportSentinel(t *testing.T) {
 				body = readSentinelFile(t, tt.file)
 			}
 			names := slices.Sorted(maps.Keys(tt.want))
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 
 			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
 
@@ -767,7 +767,7 @@ func TestImportSentinel(t *testing.T) {
 }
 
 func TestImportSentinelDryRun(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 
 	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&dryRun=true", readSentinelFile(t, "flow_rules.json"), nil)
 
@@ -801,7 +801,7 @@ func TestImportSentinelRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			body := []byte(tt.body)

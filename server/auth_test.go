@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // testClock is a settable clock for sessions, tokens and throttling.
@@ -32,12 +33,10 @@ func (c *testClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// authNode is a server with a settable clock, a known admin password and
-// its log captured.
+// authNode is a server with a settable clock and a known admin password.
 type authNode struct {
-	*node
+	*testServer
 	clock *testClock
-	logs  *syncBuffer
 }
 
 const adminPassword = "admin-password-1"
@@ -45,13 +44,11 @@ const adminPassword = "admin-password-1"
 func startAuthNode(t *testing.T) *authNode {
 	t.Helper()
 	clock := &testClock{now: time.Date(2026, 11, 20, 14, 5, 0, 0, time.UTC)}
-	logs := &syncBuffer{}
-	n := startNodeWith(t, filepath.Join(t.TempDir(), "sluice.db"), func(cfg *Config) {
+	ts := startServer(t, func(cfg *Config) {
 		cfg.Now = clock.Now
 		cfg.AdminPassword = adminPassword
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	})
-	return &authNode{node: n, clock: clock, logs: logs}
+	}, nil)
+	return &authNode{testServer: ts, clock: clock}
 }
 
 // as sends a request with the given headers only and returns the status
@@ -61,7 +58,7 @@ func (n *authNode) as(t *testing.T, header http.Header, method, path, body strin
 	if strings.HasSuffix(path, "/stream") {
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		req, err := http.NewRequestWithContext(ctx, method, n.baseURL+path, nil)
+		req, err := http.NewRequestWithContext(ctx, method, n.URL+path, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -73,7 +70,7 @@ func (n *authNode) as(t *testing.T, header http.Header, method, path, body strin
 		defer resp.Body.Close()
 		return resp.StatusCode, nil
 	}
-	resp, data := n.doWith(t, method, path, strings.NewReader(body), header)
+	resp, data := n.DoWith(t, method, path, strings.NewReader(body), header)
 	return resp.StatusCode, data
 }
 
@@ -86,7 +83,7 @@ func (n *authNode) newToken(t *testing.T, name, role, expiresAt string) (string,
 	if expiresAt != "" {
 		body = fmt.Sprintf(`{"name":%q,"role":%q,"expiresAt":%q}`, name, role, expiresAt)
 	}
-	status, data := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/tokens", body)
+	status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/tokens", body)
 	if status != http.StatusCreated {
 		t.Fatalf("create token: %d %s", status, data)
 	}
@@ -100,7 +97,7 @@ func (n *authNode) newToken(t *testing.T, name, role, expiresAt string) (string,
 // login logs in and returns the session cookie and the CSRF token.
 func (n *authNode) login(t *testing.T, user, password string) (*http.Cookie, string) {
 	t.Helper()
-	resp, data := n.doWith(t, http.MethodPost, "/api/v1/auth/login",
+	resp, data := n.DoWith(t, http.MethodPost, "/api/v1/auth/login",
 		strings.NewReader(fmt.Sprintf(`{"username":%q,"password":%q}`, user, password)), nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("login: %d %s", resp.StatusCode, data)
@@ -137,12 +134,12 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 	viewer, _ := n.newToken(t, "viewer", roleViewer, "")
 	editor, _ := n.newToken(t, "editor", roleEditor, "")
 	revoked, revokedID := n.newToken(t, "revoked", roleAdmin, "")
-	if status, _ := n.as(t, bearer(adminToken), http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", revokedID), ""); status != http.StatusNoContent {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", revokedID), ""); status != http.StatusNoContent {
 		t.Fatalf("revoke: %d", status)
 	}
 	expiring, _ := n.newToken(t, "expiring", roleAdmin, n.clock.Now().Add(time.Hour).Format(time.RFC3339))
 	n.clock.Advance(time.Hour)
-	tokens := map[string]string{roleViewer: viewer, roleEditor: editor, roleAdmin: adminToken}
+	tokens := map[string]string{roleViewer: viewer, roleEditor: editor, roleAdmin: servertest.AdminToken}
 	session, csrf := n.login(t, "admin", adminPassword)
 
 	publicOutsideAPI := map[string]bool{"/": true, "/swagger/doc.json": true, "/swagger/*": true}
@@ -210,7 +207,7 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 
 func TestSessions(t *testing.T) {
 	n := startAuthNode(t)
-	resp, data := n.doWith(t, http.MethodPost, "/api/v1/auth/login",
+	resp, data := n.DoWith(t, http.MethodPost, "/api/v1/auth/login",
 		strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`), nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("login: %d %s", resp.StatusCode, data)
@@ -330,7 +327,7 @@ func TestLoginThrottling(t *testing.T) {
 			t.Fatalf("failure %d: %d, want 401", i+1, status)
 		}
 	}
-	resp, body := n.doWith(t, http.MethodPost, "/api/v1/auth/login", strings.NewReader(right), nil)
+	resp, body := n.DoWith(t, http.MethodPost, "/api/v1/auth/login", strings.NewReader(right), nil)
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("the right password after %d failures: %d %s (Retry-After %q), want 429 with Retry-After",
 			maxFailuresPerUser, resp.StatusCode, body, resp.Header.Get("Retry-After"))
@@ -366,20 +363,20 @@ func TestTokensAndUsers(t *testing.T) {
 	if revs.Items[0].Actor != "token:ci-deploy" {
 		t.Fatalf("revision actor %q, want token:ci-deploy", revs.Items[0].Actor)
 	}
-	status, data = n.as(t, bearer(adminToken), http.MethodGet, "/api/v1/tokens", "")
+	status, data = n.as(t, bearer(servertest.AdminToken), http.MethodGet, "/api/v1/tokens", "")
 	if status != http.StatusOK || strings.Contains(string(data), secret) || strings.Contains(string(data), hashSecret(secret)) ||
 		!strings.Contains(string(data), `"lastUsedAt":"2026-11-20T14:05:00Z"`) || !strings.Contains(string(data), `"createdBy":"token:bootstrap"`) {
 		t.Fatalf("token list: %d %s", status, data)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/tokens", `{"name":"ci-deploy","role":"viewer"}`); status != http.StatusConflict {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/tokens", `{"name":"ci-deploy","role":"viewer"}`); status != http.StatusConflict {
 		t.Fatalf("a taken token name: %d, want 409", status)
 	}
 	for _, body := range []string{`{"name":"","role":"viewer"}`, `{"name":"x","role":"root"}`, `{"name":"x","role":"viewer","expiresAt":"2000-01-01T00:00:00Z"}`} {
-		if status, _ := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/tokens", body); status != http.StatusUnprocessableEntity {
+		if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/tokens", body); status != http.StatusUnprocessableEntity {
 			t.Fatalf("token %s: %d, want 422", body, status)
 		}
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", id), ""); status != http.StatusNoContent {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", id), ""); status != http.StatusNoContent {
 		t.Fatalf("revoke: %d", status)
 	}
 	if status, _ := n.as(t, bearer(secret), http.MethodGet, "/api/v1/me", ""); status != http.StatusUnauthorized {
@@ -387,7 +384,7 @@ func TestTokensAndUsers(t *testing.T) {
 	}
 
 	// Users: create, log in, demote, the last admin kept.
-	status, data = n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/users", `{"username":"alice","role":"viewer","password":"alice-password"}`)
+	status, data = n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/users", `{"username":"alice","role":"viewer","password":"alice-password"}`)
 	if status != http.StatusCreated || strings.Contains(string(data), "password") {
 		t.Fatalf("create user: %d %s", status, data)
 	}
@@ -399,32 +396,32 @@ func TestTokensAndUsers(t *testing.T) {
 	if status, _ := n.as(t, withCookie(cookie, csrf), http.MethodPost, "/api/v1/rules", `{"kind":"flow","resource":"r","threshold":1}`); status != http.StatusForbidden {
 		t.Fatalf("viewer writes a rule: %d, want 403", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodPatch, fmt.Sprintf("/api/v1/users/%d", alice.ID), `{"role":"editor","password":"alice-password-2"}`); status != http.StatusOK {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPatch, fmt.Sprintf("/api/v1/users/%d", alice.ID), `{"role":"editor","password":"alice-password-2"}`); status != http.StatusOK {
 		t.Fatalf("update user: %d", status)
 	}
 	if status, _ := n.as(t, withCookie(cookie, ""), http.MethodGet, "/api/v1/me", ""); status != http.StatusUnauthorized {
 		t.Fatalf("alice's session after her password was reset: %d, want 401", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/users", `{"username":"alice","role":"viewer","password":"alice-password"}`); status != http.StatusConflict {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/users", `{"username":"alice","role":"viewer","password":"alice-password"}`); status != http.StatusConflict {
 		t.Fatalf("a taken username: %d, want 409", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/users", `{"username":"bob","role":"viewer","password":"short"}`); status != http.StatusUnprocessableEntity {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/users", `{"username":"bob","role":"viewer","password":"short"}`); status != http.StatusUnprocessableEntity {
 		t.Fatalf("a short password: %d, want 422", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodPatch, "/api/v1/users/1", `{"role":"viewer"}`); status != http.StatusConflict {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodPatch, "/api/v1/users/1", `{"role":"viewer"}`); status != http.StatusConflict {
 		t.Fatalf("demoting the last admin: %d, want 409", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodDelete, "/api/v1/users/1", ""); status != http.StatusConflict {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodDelete, "/api/v1/users/1", ""); status != http.StatusConflict {
 		t.Fatalf("deleting the last admin: %d, want 409", status)
 	}
-	if status, _ := n.as(t, bearer(adminToken), http.MethodDelete, fmt.Sprintf("/api/v1/users/%d", alice.ID), ""); status != http.StatusNoContent {
+	if status, _ := n.as(t, bearer(servertest.AdminToken), http.MethodDelete, fmt.Sprintf("/api/v1/users/%d", alice.ID), ""); status != http.StatusNoContent {
 		t.Fatalf("delete user: %d", status)
 	}
 
 	// No hash ever reaches an answer or the log.
-	status, data = n.as(t, bearer(adminToken), http.MethodGet, "/api/v1/users", "")
-	logs := n.logs.String()
-	for _, leak := range []string{"$2a$", hashSecret(secret), hashSecret(adminToken)} {
+	status, data = n.as(t, bearer(servertest.AdminToken), http.MethodGet, "/api/v1/users", "")
+	logs := n.Logs()
+	for _, leak := range []string{"$2a$", hashSecret(secret), hashSecret(servertest.AdminToken)} {
 		if strings.Contains(string(data), leak) || strings.Contains(logs, leak) {
 			t.Fatalf("%q leaked into an answer or the log", leak)
 		}
@@ -435,24 +432,20 @@ func TestTokensAndUsers(t *testing.T) {
 }
 
 func TestFirstAdmin(t *testing.T) {
-	logs := &syncBuffer{}
 	path := filepath.Join(t.TempDir(), "sluice.db")
-	n := startNodeWith(t, path, func(cfg *Config) {
-		cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
-	})
-	m := regexp.MustCompile(`username=admin password=(\S+)`).FindStringSubmatch(logs.String())
+	n := startServer(t, nil, nil, servertest.DBPath(path))
+	m := regexp.MustCompile(`username=admin password=(\S+)`).FindStringSubmatch(n.Logs())
 	if m == nil {
-		t.Fatalf("no generated password in the log:\n%s", logs)
+		t.Fatalf("no generated password in the log:\n%s", n.Logs())
 	}
-	auth := &authNode{node: n}
+	auth := &authNode{testServer: n}
 	auth.login(t, "admin", m[1])
-	n.stop()
+	n.Stop(t)
 
 	// A second start neither creates another admin nor logs a password.
-	again := &syncBuffer{}
-	startNodeWith(t, path, func(cfg *Config) { cfg.Logger = slog.New(slog.NewTextHandler(again, nil)) })
-	if strings.Contains(again.String(), "password=") {
-		t.Fatalf("a restart logged a password:\n%s", again)
+	again := startServer(t, nil, nil, servertest.DBPath(path))
+	if strings.Contains(again.Logs(), "password=") {
+		t.Fatalf("a restart logged a password:\n%s", again.Logs())
 	}
 }
 
@@ -461,7 +454,7 @@ func TestFirstAdmin(t *testing.T) {
 func TestAdminsAreNotLockedOut(t *testing.T) {
 	n := startAuthNode(t)
 	editor, _ := n.newToken(t, "editor", roleEditor, "")
-	status, data := n.as(t, bearer(adminToken), http.MethodPost, "/api/v1/rules",
+	status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/rules",
 		`{"kind":"flow","name":"no-patches","resource":"PATCH /api/v1/rules/:id","threshold":0}`)
 	if status != http.StatusCreated {
 		t.Fatalf("create: %d %s", status, data)
@@ -469,7 +462,7 @@ func TestAdminsAreNotLockedOut(t *testing.T) {
 	if status, _ := n.as(t, bearer(editor), http.MethodPatch, "/api/v1/rules/1", `{"description":"x"}`); status != http.StatusTooManyRequests {
 		t.Fatalf("an editor's patch under the rule: %d, want 429", status)
 	}
-	if status, data := n.as(t, bearer(adminToken), http.MethodPatch, "/api/v1/rules/1", `{"enabled":false}`); status != http.StatusOK {
+	if status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPatch, "/api/v1/rules/1", `{"enabled":false}`); status != http.StatusOK {
 		t.Fatalf("the admin's patch that disables the rule: %d %s, want 200", status, data)
 	}
 	if status, _ := n.as(t, bearer(editor), http.MethodPatch, "/api/v1/rules/1", `{"description":"x"}`); status != http.StatusOK {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -42,14 +43,14 @@ func BenchmarkRuleCreateHTTP(b *testing.B) {
 		b.Run(fmt.Sprintf("rules=%d", count), func(b *testing.B) {
 			path := filepath.Join(b.TempDir(), "sluice.db")
 			seedRules(b, path, count)
-			n := startNode(b, path)
+			n := startServer(b, nil, nil, servertest.DBPath(path), servertest.DiscardLogs())
 			latencies := make([]time.Duration, 0, b.N)
 			i := 0
 			for b.Loop() {
 				body := fmt.Sprintf(`{"kind":"flow","name":"rule-%d","resource":"resource-%d","threshold":100}`, i, i)
 				i++
 				start := time.Now()
-				resp, err := adminPost(n.baseURL+"/api/v1/rules", body)
+				resp, err := adminPost(n.URL+"/api/v1/rules", body)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -110,9 +111,9 @@ func BenchmarkApply1000(b *testing.B) {
 	body.WriteString(`]}`)
 	for b.Loop() {
 		b.StopTimer()
-		n := startNode(b, filepath.Join(b.TempDir(), "sluice.db"))
+		n := startServer(b, nil, nil, servertest.DiscardLogs())
 		b.StartTimer()
-		resp, err := adminPost(n.baseURL+"/api/v1/rules/apply", body.String())
+		resp, err := adminPost(n.URL+"/api/v1/rules/apply", body.String())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -121,7 +122,7 @@ func BenchmarkApply1000(b *testing.B) {
 			b.Fatalf("status %d", resp.StatusCode)
 		}
 		b.StopTimer()
-		n.stop()
+		n.Stop(b)
 		b.StartTimer()
 	}
 }
@@ -133,6 +134,6 @@ func adminPost(url, body string) (*http.Response, error) {
 		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 	return http.DefaultClient.Do(req)
 }

@@ -16,10 +16,10 @@ import (
 // size bytes (a JSON rule file padded with spaces, so that a route that
 // reads it whole finds it valid) on a connection of its own, and returns
 // the answer's status and the bytes the whole process allocated meanwhile.
-func sendBody(t *testing.T, baseURL, method, path string, header http.Header, size int) (int, uint64) {
+func sendBody(t *testing.T, addr, method, path string, header http.Header, size int) (int, uint64) {
 	t.Helper()
 	const file = `{"rules":[]}`
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(baseURL, "http://"), 5*time.Second)
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestBodiesAreBounded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			status, allocated := sendBody(t, n.baseURL, tt.method, tt.path, tt.header, size)
+			status, allocated := sendBody(t, n.Addr, tt.method, tt.path, tt.header, size)
 			if status != tt.wantStatus {
 				t.Errorf("status = %d, want %d", status, tt.wantStatus)
 			}
@@ -117,14 +117,14 @@ func TestBodiesAreBounded(t *testing.T) {
 	}
 
 	t.Run("over 64 MiB", func(t *testing.T) {
-		resp, body := n.doRaw(t, fmt.Sprintf("POST /api/v1/rules/apply HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n"+
+		resp, body := n.DoRaw(t, fmt.Sprintf("POST /api/v1/rules/apply HTTP/1.1\r\nHost: sluice\r\nAuthorization: Bearer %s\r\n"+
 			"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", editor, maxRuleFileBytes+1, strings.Repeat(" ", 16<<10)))
 		if resp.StatusCode != http.StatusRequestEntityTooLarge {
 			t.Errorf("status = %d, want 413 (%s)", resp.StatusCode, body)
 		}
 	})
 	t.Run("compressed", func(t *testing.T) {
-		resp, body := n.doWith(t, http.MethodPost, "/api/v1/check", strings.NewReader(`{"resource":"x"}`),
+		resp, body := n.DoWith(t, http.MethodPost, "/api/v1/check", strings.NewReader(`{"resource":"x"}`),
 			http.Header{"Authorization": {"Bearer " + editor}, "Content-Encoding": {"gzip"}})
 		if resp.StatusCode != http.StatusUnsupportedMediaType {
 			t.Errorf("status = %d, want 415 (%s)", resp.StatusCode, body)

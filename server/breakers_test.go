@@ -4,16 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 func TestCircuitBreakerRules(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	var created rules.APIRule
 	status := n.send(t, http.MethodPost, "/api/v1/rules",
 		`{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":5000}`, &created)
@@ -42,7 +42,7 @@ func TestCircuitBreakerRules(t *testing.T) {
 	}
 	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(tt.body))
+			resp, body := n.Do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(tt.body))
 			if resp.StatusCode != http.StatusUnprocessableEntity {
 				t.Fatalf("status %d, want 422: %s", resp.StatusCode, body)
 			}
@@ -91,7 +91,7 @@ func TestCircuitBreakerRules(t *testing.T) {
 }
 
 func TestImportSentinelCircuitBreakers(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	file := `[
 		{"id": "1", "resource": "POST:/pay", "strategy": 1, "retryTimeoutMs": 3000, "minRequestAmount": 10, "statIntervalMs": 5000, "statSlidingWindowBucketCount": 10, "threshold": 0.4},
 		{"resource": "POST:/pay", "strategy": 0, "retryTimeoutMs": 3000, "maxAllowedRtMs": 50, "threshold": 0.5, "probeNum": 2},
@@ -115,7 +115,7 @@ func TestImportSentinelCircuitBreakers(t *testing.T) {
 	if status := n.send(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", file, &plan); status != http.StatusOK || len(plan.Unchanged) != 3 {
 		t.Fatalf("second import: %d %+v, want all unchanged", status, plan)
 	}
-	resp, body := n.do(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", strings.NewReader(`[{"resource":"x","strategy":7,"retryTimeoutMs":1,"threshold":1}]`))
+	resp, body := n.Do(t, http.MethodPost, "/api/v1/rules/import?format=sentinel&kind=circuitBreaker", strings.NewReader(`[{"resource":"x","strategy":7,"retryTimeoutMs":1,"threshold":1}]`))
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "rules[0].strategy") {
 		t.Fatalf("bad strategy: %d %s", resp.StatusCode, body)
 	}
@@ -127,14 +127,11 @@ func TestImportSentinelCircuitBreakers(t *testing.T) {
 // under an entryId), and its success closes the breaker.
 func TestBreakerOverHTTP(t *testing.T) {
 	clock := engine.NewManualClock(1_000_000)
-	ts := newTestServerWith(t, func(cfg *Config) {
-		cfg.Engine = engine.New(engine.Options{Clock: clock})
-		t.Cleanup(cfg.Engine.Close)
-		cfg.UnguardedAPI = true
-	}, nil)
+	ts := startServer(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil,
+		servertest.EngineOptions(engine.Options{Clock: clock}))
 	post := func(path, body string) (int, map[string]any) {
 		t.Helper()
-		resp, data := ts.do(t, http.MethodPost, path, strings.NewReader(body))
+		resp, data := ts.Do(t, http.MethodPost, path, strings.NewReader(body))
 		var answer map[string]any
 		if len(data) > 0 {
 			if err := json.Unmarshal(data, &answer); err != nil {
@@ -174,7 +171,7 @@ func TestBreakerOverHTTP(t *testing.T) {
 		t.Fatalf("check after a successful probe: %v, want allowed, nothing held", answer)
 	}
 	var list BreakerList
-	resp, data := ts.do(t, http.MethodGet, "/api/v1/breakers", nil)
+	resp, data := ts.Do(t, http.MethodGet, "/api/v1/breakers", nil)
 	if resp.StatusCode != http.StatusOK || json.Unmarshal(data, &list) != nil || len(list.Items) != 1 || list.Items[0].State != "closed" {
 		t.Fatalf("breakers: %d %s, want pay-errors closed", resp.StatusCode, data)
 	}

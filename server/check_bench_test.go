@@ -2,37 +2,20 @@ package server
 
 import (
 	"fmt"
-	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/valyala/fasthttp"
-	"golang.org/x/crypto/bcrypt"
 
-	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // BenchmarkCheckHandler runs check requests through the whole Fiber app,
 // middleware and bearer-token authentication included, without a network:
 // the server's share of a request.
 func BenchmarkCheckHandler(b *testing.B) {
-	st, err := store.Open(b.Context(), filepath.Join(b.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = st.Close() })
-	eng := engine.New(engine.Options{})
-	b.Cleanup(eng.Close)
-	srv, err := New(b.Context(), Config{
-		Engine: eng, Store: st, Logger: slog.New(slog.DiscardHandler),
-		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = srv.Shutdown(b.Context()) })
+	// The listener goes unused: the requests go to the app's handler.
+	srv := startServer(b, nil, nil, servertest.DiscardLogs())
 	checks := make([]string, 100)
 	for i := range checks {
 		checks[i] = fmt.Sprintf(`{"resource":"bench-%d","count":1}`, i%10)
@@ -53,7 +36,7 @@ func BenchmarkCheckHandler(b *testing.B) {
 				ctx.Request.Header.SetMethod("POST")
 				ctx.Request.SetRequestURI(bb.path)
 				ctx.Request.Header.SetContentType("application/json")
-				ctx.Request.Header.Set("Authorization", "Bearer "+adminToken)
+				ctx.Request.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 				ctx.Request.SetBodyString(bb.body)
 				ctx.Response.Reset()
 				h(&ctx)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 const (
@@ -24,12 +25,8 @@ const (
 func newCheckServer(t *testing.T, rules ...string) (*testServer, *engine.ManualClock) {
 	t.Helper()
 	clock := engine.NewManualClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixMilli())
-	eng := engine.New(engine.Options{Clock: clock})
-	t.Cleanup(eng.Close)
-	ts := newTestServerWith(t, func(cfg *Config) {
-		cfg.Engine = eng
-		cfg.EntryLease = testLease
-	}, nil)
+	ts := startServer(t, func(cfg *Config) { cfg.EntryLease = testLease }, nil,
+		servertest.EngineOptions(engine.Options{Clock: clock}))
 	for _, r := range rules {
 		resp, body := ts.call(t, http.MethodPost, rulesPath, r, nil)
 		mustStatus(t, resp, body, http.StatusCreated)
@@ -394,7 +391,7 @@ func TestAPIRoutesAreGuarded(t *testing.T) {
 }
 
 func TestUnguardedAPIIsNotCounted(t *testing.T) {
-	ts := newTestServerWith(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil)
+	ts := startServer(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil)
 	resp, body := ts.call(t, http.MethodPost, rulesPath, ordersRule, nil)
 	mustStatus(t, resp, body, http.StatusCreated)
 	resp, body = ts.call(t, http.MethodPost, checkPath, `{"resource": "orders"}`, nil)

@@ -11,7 +11,7 @@ import (
 // Content-Security-Policy that forbids inline scripts, and that the Swagger
 // UI (whose page runs inline scripts) and the API are served without it.
 func TestConsoleSecurityPolicy(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	tests := []struct {
 		path            string
 		wantCSP         bool
@@ -27,7 +27,7 @@ func TestConsoleSecurityPolicy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			resp, body := ts.doWith(t, http.MethodGet, tt.path, nil, nil)
+			resp, body := ts.DoWith(t, http.MethodGet, tt.path, nil, nil)
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status = %d, want 200: %s", resp.StatusCode, body)
 			}
@@ -62,8 +62,8 @@ func TestConsoleSecurityPolicy(t *testing.T) {
 // script without src, or an event handler attribute, would be refused by
 // the browser.
 func TestConsolePageHasNoInlineScript(t *testing.T) {
-	ts := newTestServer(t, nil)
-	_, body := ts.doWith(t, http.MethodGet, "/", nil, nil)
+	ts := startServer(t, nil, nil)
+	_, body := ts.DoWith(t, http.MethodGet, "/", nil, nil)
 	page := string(body)
 	for _, tag := range regexp.MustCompile(`(?i)<script[^>]*>`).FindAllString(page, -1) {
 		if !strings.Contains(tag, "src=") {

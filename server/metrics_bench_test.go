@@ -1,14 +1,12 @@
 package server
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,10 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -90,38 +87,13 @@ type seededNode struct {
 func startSeeded(b *testing.B) *seededNode {
 	b.Helper()
 	path := benchDB(b)
-	logger := slog.New(slog.DiscardHandler)
-	st, err := store.Open(b.Context(), path, logger)
+	n := startServer(b, func(cfg *Config) { cfg.MetricsRetention = 100 * 365 * 24 * time.Hour }, nil,
+		servertest.DBPath(path), servertest.DiscardLogs())
+	resources, err := n.Store.MetricResources(b.Context())
 	if err != nil {
 		b.Fatal(err)
 	}
-	eng := engine.New(engine.Options{})
-	srv, err := New(b.Context(), Config{
-		Engine: eng, Store: st, Logger: logger, MetricsRetention: 100 * 365 * 24 * time.Hour,
-		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := errors.Join(srv.Shutdown(ctx), <-served, st.Close()); err != nil {
-			b.Error(err)
-		}
-		eng.Close()
-	})
-	resources, err := st.MetricResources(b.Context())
-	if err != nil {
-		b.Fatal(err)
-	}
-	s := &seededNode{baseURL: "http://" + ln.Addr().String()}
+	s := &seededNode{baseURL: n.URL}
 	for _, r := range resources {
 		s.names = append(s.names, r.Name)
 		s.endMs = max(s.endMs, r.LastSeenMs)
@@ -148,7 +120,7 @@ func measure(b *testing.B, base string, get func(i int) string, holdsData func(b
 		if err != nil {
 			b.Fatal(err)
 		}
-		req.Header.Set("Authorization", "Bearer "+adminToken)
+		req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 		start := time.Now()
 		resp, err := client.Do(req)
 		if err != nil {

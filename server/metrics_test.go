@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"golang.org/x/crypto/bcrypt"
-	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -27,10 +25,7 @@ var metricsT0 = time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixMilli()
 // when they mean to.
 type metricsNode struct {
 	*testServer
-	engine *engine.Engine
-	clock  *engine.ManualClock
-	served chan error
-	down   bool
+	clock *engine.ManualClock
 }
 
 // startMetricsNode starts a node on the database at path; before lets a
@@ -38,78 +33,39 @@ type metricsNode struct {
 // options.
 func startMetricsNode(t *testing.T, path string, clock *engine.ManualClock, before func(*Server), engineOpts ...func(*engine.Options)) *metricsNode {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	st, err := store.Open(t.Context(), path, logger)
-	if err != nil {
-		t.Fatal(err)
-	}
 	feed := NewBreakerFeed()
 	opts := engine.Options{Clock: clock, OnBreakerStateChange: feed.Notify}
 	for _, o := range engineOpts {
 		o(&opts)
 	}
-	eng := engine.New(opts)
-	t.Cleanup(eng.Close)
 	// Unguarded: these tests count the resources they made, not the API's.
-	srv, err := New(t.Context(), Config{
-		Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: time.Hour, UnguardedAPI: true, BreakerFeed: feed,
-		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if before != nil {
-		before(srv)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &metricsNode{
-		testServer: &testServer{Server: srv, store: st, baseURL: "http://" + ln.Addr().String()},
-		engine:     eng, clock: clock, served: make(chan error, 1),
-	}
-	go func() { n.served <- srv.Serve(ln) }()
-	t.Cleanup(func() { n.stop(t) })
-	return n
-}
-
-// stop shuts the node down gracefully: the pending figures are flushed.
-func (n *metricsNode) stop(t *testing.T) {
-	t.Helper()
-	if n.down {
-		return
-	}
-	n.down = true
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := errors.Join(n.Shutdown(ctx), <-n.served, n.store.Close()); err != nil {
-		t.Error(err)
-	}
+	ts := startServer(t, func(cfg *Config) {
+		cfg.MetricsFlushInterval = time.Hour
+		cfg.UnguardedAPI = true
+		cfg.BreakerFeed = feed
+	}, before, servertest.DBPath(path), servertest.EngineOptions(opts))
+	return &metricsNode{testServer: ts, clock: clock}
 }
 
 // kill stops the node the way a crash would: no last flush, so whatever
 // was counted since the last flush is gone with it.
 func (n *metricsNode) kill(t *testing.T) {
 	t.Helper()
-	n.down = true
-	n.metrics.Stop()
-	n.stream.close()
-	// As Shutdown does: a Serve that has not reached Fiber yet returns at
-	// once, and one that has is stopped by closing its listener.
-	n.mu.Lock()
-	n.stopped = true
-	listeners := n.listeners
-	n.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	err := n.app.ShutdownWithContext(ctx)
-	for _, ln := range listeners {
-		_ = ln.Close()
-	}
-	if err := errors.Join(err, <-n.served, n.store.Close()); err != nil {
-		t.Error(err)
-	}
+	n.StopWith(t, func(ctx context.Context) error {
+		n.metrics.Stop()
+		n.stream.close()
+		// As Shutdown does: a Serve that has not reached Fiber yet returns
+		// at once, and one that has is stopped by closing its listener.
+		n.mu.Lock()
+		n.stopped = true
+		listeners := n.listeners
+		n.mu.Unlock()
+		err := n.app.ShutdownWithContext(ctx)
+		for _, ln := range listeners {
+			_ = ln.Close()
+		}
+		return err
+	})
 }
 
 func (n *metricsNode) flush(t *testing.T) {
@@ -170,10 +126,10 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 	minute := rangeQuery(metricsT0, metricsT0+store.MinuteMs, "1m")
 
 	first := startMetricsNode(t, path, clock, nil)
-	traffic(t, first.engine, "orders", 5, 1, 8)
+	traffic(t, first.Engine, "orders", 5, 1, 8)
 	first.flush(t)
 	clock.Advance(5_000)
-	traffic(t, first.engine, "orders", 3, 0, 8) // not flushed: the crash loses it
+	traffic(t, first.Engine, "orders", 3, 0, 8) // not flushed: the crash loses it
 	first.kill(t)
 
 	clock.Advance(15_000) // 10:00:30, the same minute
@@ -181,11 +137,11 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 	if got := passes(second.history(t, "orders", minute).Points); got != 5 {
 		t.Fatalf("after the kill: %d passes stored, want the 5 flushed before it", got)
 	}
-	traffic(t, second.engine, "orders", 4, 2, 2)
+	traffic(t, second.Engine, "orders", 4, 2, 2)
 	second.flush(t)
 	clock.Advance(10_000)
-	traffic(t, second.engine, "orders", 2, 0, 20) // flushed by the graceful stop
-	second.stop(t)
+	traffic(t, second.Engine, "orders", 2, 0, 20) // flushed by the graceful stop
+	second.Stop(t)
 
 	clock.Advance(5_000)
 	third := startMetricsNode(t, path, clock, nil)
@@ -207,22 +163,11 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 // TestFlusherRunsEveryInterval: with a short interval the background job
 // writes the figures without anyone asking.
 func TestFlusherRunsEveryInterval(t *testing.T) {
-	clock := engine.NewManualClock(metricsT0)
-	logger := slog.New(slog.DiscardHandler)
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), logger)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	eng := engine.New(engine.Options{Clock: clock})
-	srv, err := New(t.Context(), Config{Engine: eng, Store: st, Logger: logger, MetricsFlushInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-	traffic(t, eng, "orders", 3, 0, 1)
+	ts := startServer(t, func(cfg *Config) { cfg.MetricsFlushInterval = 10 * time.Millisecond }, nil,
+		servertest.EngineOptions(engine.Options{Clock: engine.NewManualClock(metricsT0)}))
+	traffic(t, ts.Engine, "orders", 3, 0, 1)
 	pollUntil(t, "the flush job to write 3 passes", 10*time.Second, func() bool {
-		points, err := st.ResourceMetrics(t.Context(), "orders", metricsT0, metricsT0+store.MinuteMs, store.MinuteMs)
+		points, err := ts.Store.ResourceMetrics(t.Context(), "orders", metricsT0, metricsT0+store.MinuteMs, store.MinuteMs)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +271,7 @@ func TestHistoryRangeRules(t *testing.T) {
 	clock := engine.NewManualClock(metricsT0 + 90*store.MinuteMs) // 11:30
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "idle", "threshold": 1})
-	if err := n.store.AddMetrics(t.Context(), []store.MinuteDelta{
+	if err := n.Store.AddMetrics(t.Context(), []store.MinuteDelta{
 		{Resource: "orders", StartMs: metricsT0 + 5*store.MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 		{Resource: "orders", StartMs: metricsT0 + 30*store.MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 2}}},
 	}); err != nil {
@@ -450,7 +395,7 @@ func TestTopResourcesHTTP(t *testing.T) {
 func TestResourcesList(t *testing.T) {
 	clock := engine.NewManualClock(metricsT0 + 30_000) // 10:00:30
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
-	if err := n.store.AddMetrics(t.Context(), []store.MinuteDelta{
+	if err := n.Store.AddMetrics(t.Context(), []store.MinuteDelta{
 		{Resource: "old", StartMs: metricsT0 - store.HourMs, FirstSeenMs: metricsT0 - store.HourMs + 1_000, LastSeenMs: metricsT0 - store.HourMs + 2_000, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 	}); err != nil {
 		t.Fatal(err)
@@ -498,7 +443,7 @@ func TestResourcesList(t *testing.T) {
 	// Flushed again, and read back from the store after a restart, the
 	// times stay those of the calls, not of the minutes' starts.
 	n.flush(t)
-	stored, err := n.store.GetMetricResource(t.Context(), "orders")
+	stored, err := n.Store.GetMetricResource(t.Context(), "orders")
 	if err != nil {
 		t.Fatal(err)
 	}

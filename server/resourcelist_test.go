@@ -29,7 +29,7 @@ func TestResourcesPaging(t *testing.T) {
 		name := []string{"GET /Orders/%02d", "get /users/%02d", "pay_%02d"}[i%3]
 		old = append(old, store.MinuteDelta{Resource: fmt.Sprintf(name, i), StartMs: metricsT0 - store.HourMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
 	}
-	if err := n.store.AddMetrics(t.Context(), old); err != nil {
+	if err := n.Store.AddMetrics(t.Context(), old); err != nil {
 		t.Fatal(err)
 	}
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "ruled-only", "threshold": 5})

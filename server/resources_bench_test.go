@@ -6,13 +6,13 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -53,7 +53,7 @@ func adminGet(b *testing.B, url string, header map[string]string) int64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -71,17 +71,12 @@ func adminGet(b *testing.B, url string, header map[string]string) int64 {
 
 // benchNode is a server on a real SQLite file whose engine's clock stands
 // still, so that the traffic a benchmark seeds stays the last second's.
-func benchNode(b *testing.B) (*node, *engine.Engine) {
+func benchNode(b *testing.B) *testServer {
 	b.Helper()
-	eng := engine.New(engine.Options{Clock: engine.NewManualClock(time.Now().UnixMilli())})
-	b.Cleanup(eng.Close)
-	n := startNodeWith(b, filepath.Join(b.TempDir(), "sluice.db"), func(cfg *Config) {
-		cfg.Engine = eng
+	return startServer(b, func(cfg *Config) {
 		cfg.UnguardedAPI = true
 		cfg.MetricsFlushInterval = time.Hour
-	})
-	b.Cleanup(n.stop)
-	return n, eng
+	}, nil, servertest.EngineOptions(engine.Options{Clock: engine.NewManualClock(time.Now().UnixMilli())}), servertest.DiscardLogs())
 }
 
 // BenchmarkResourcesList reads pages of GET /resources over HTTP from a
@@ -90,7 +85,7 @@ func benchNode(b *testing.B) (*node, *engine.Engine) {
 // reports the median and 90th percentile latency.
 func BenchmarkResourcesList(b *testing.B) {
 	count := benchResourceCount(b)
-	n, eng := benchNode(b)
+	n := benchNode(b)
 	startMs := time.Now().Add(-time.Hour).Truncate(time.Minute).UnixMilli()
 	for from := 0; from < count; from += 10_000 {
 		deltas := make([]store.MinuteDelta, 0, 10_000)
@@ -98,13 +93,13 @@ func BenchmarkResourcesList(b *testing.B) {
 			deltas = append(deltas, store.MinuteDelta{Resource: benchName(i), StartMs: startMs,
 				Counts: engine.Counts{Calls: engine.Calls{Pass: int64(i % 100), Complete: int64(i % 100)}}})
 		}
-		if err := n.store.AddMetrics(b.Context(), deltas); err != nil {
+		if err := n.Store.AddMetrics(b.Context(), deltas); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range min(count, benchLiveResources) {
 		for range 1 + i%5 {
-			if e, blk := eng.Entry(benchName(i * 13 % count)); blk == nil {
+			if e, blk := n.Engine.Entry(benchName(i * 13 % count)); blk == nil {
 				e.Exit()
 			}
 		}
@@ -126,7 +121,7 @@ func BenchmarkResourcesList(b *testing.B) {
 			var latencies []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				adminGet(b, n.baseURL+"/api/v1/resources?pageSize="+strconv.Itoa(pageSize)+"&"+bench.query, nil)
+				adminGet(b, n.URL+"/api/v1/resources?pageSize="+strconv.Itoa(pageSize)+"&"+bench.query, nil)
 				latencies = append(latencies, time.Since(start))
 			}
 			reportLatencies(b, latencies)
@@ -137,16 +132,16 @@ func BenchmarkResourcesList(b *testing.B) {
 // liveNode is a server whose engine tracks SLUICE_BENCH_RESOURCES
 // resources (1,000 by default), each with traffic in the last second and
 // collected by the pipeline, as they are at a scrape or a stream tick.
-func liveNode(b *testing.B) *node {
+func liveNode(b *testing.B) *testServer {
 	b.Helper()
 	count := benchResourceCount(b)
-	n, eng := benchNode(b)
+	n := benchNode(b)
 	for i := range count {
-		if e, blk := eng.Entry(benchName(i)); blk == nil {
+		if e, blk := n.Engine.Entry(benchName(i)); blk == nil {
 			e.Exit()
 		}
 	}
-	if got := eng.ResourceCount(); got != count {
+	if got := n.Engine.ResourceCount(); got != count {
 		b.Fatalf("the engine tracks %d resources, want %d (raise its MaxResources)", got, count)
 	}
 	n.metrics.Collect()
@@ -164,7 +159,7 @@ func BenchmarkPrometheusScrape(b *testing.B) {
 			var latencies []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				size = adminGet(b, n.baseURL+"/metrics", map[string]string{"Accept-Encoding": encoding})
+				size = adminGet(b, n.URL+"/metrics", map[string]string{"Accept-Encoding": encoding})
 				latencies = append(latencies, time.Since(start))
 			}
 			reportLatencies(b, latencies)
@@ -194,11 +189,11 @@ func BenchmarkStreamFrame(b *testing.B) {
 // bytes of one event as a client receives it.
 func BenchmarkStreamOverHTTP(b *testing.B) {
 	n := liveNode(b)
-	req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, n.baseURL+"/api/v1/metrics/stream", nil)
+	req, err := http.NewRequestWithContext(b.Context(), http.MethodGet, n.URL+"/api/v1/metrics/stream", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 	resp, err := (&http.Client{}).Do(req)
 	if err != nil {
 		b.Fatal(err)

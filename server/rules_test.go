@@ -21,6 +21,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 const rulesPath = "/api/v1/rules"
@@ -52,14 +53,14 @@ func (ts *testServer) requestWith(ctx context.Context, c *http.Client, method, p
 		}
 		r = bytes.NewReader(data)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, ts.baseURL+path, r)
+	req, err := http.NewRequestWithContext(ctx, method, ts.URL+path, r)
 	if err != nil {
 		return nil, nil, err
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
@@ -346,7 +347,7 @@ func TestCreateRule(t *testing.T) {
 			want: flowRule(map[string]any{"name": "long-text", "resource": strings.Repeat("й", 256), "threshold": 1.0, "description": strings.Repeat("é", 1024)}),
 		},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
@@ -369,7 +370,7 @@ func TestCreateRule(t *testing.T) {
 			if !strings.HasSuffix(loc, ruleURL(r.ID)) {
 				t.Fatalf("Location = %q, want it to end in %s", loc, ruleURL(r.ID))
 			}
-			resp, again := ts.call(t, http.MethodGet, strings.TrimPrefix(loc, ts.baseURL), nil, nil)
+			resp, again := ts.call(t, http.MethodGet, strings.TrimPrefix(loc, ts.URL), nil, nil)
 			mustStatus(t, resp, again, http.StatusOK)
 			if !reflect.DeepEqual(jsonObject(t, again), got) {
 				t.Errorf("GET Location = %s\nwant what create answered: %s", again, body)
@@ -400,7 +401,7 @@ func TestCreateRuleGeneratesNames(t *testing.T) {
 		{name: "long slug never ends in a dash", body: map[string]any{"resource": longSlugs}, prefix: "flow-ab-ab-"},
 		{name: "long slug with a suffix", body: map[string]any{"resource": longSlugs}, prefix: "flow-ab-ab-"},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	seen := map[string]bool{}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -498,7 +499,7 @@ func TestCreateRuleRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 
 			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
 
@@ -513,7 +514,7 @@ func TestCreateRuleRejects(t *testing.T) {
 }
 
 func TestCreateRuleNameTaken(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	first := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"a","threshold":1}`)
 
 	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"b","threshold":2}`, nil)
@@ -527,7 +528,7 @@ func TestCreateRuleNameTaken(t *testing.T) {
 }
 
 func TestGetRule(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10}`)
 
 	t.Run("found", func(t *testing.T) {
@@ -577,7 +578,7 @@ var listFixture = []string{
 
 func newListServer(t *testing.T) *testServer {
 	t.Helper()
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, body := range listFixture {
 		ts.createRule(t, body)
 	}
@@ -680,7 +681,7 @@ func TestListRulesBadQuery(t *testing.T) {
 		{query: "page=first", wantField: "page"},
 		{query: "enabled=maybe", wantField: "enabled"},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {
 			resp, body := ts.call(t, http.MethodGet, rulesPath+"?"+tt.query, nil, nil)
@@ -695,7 +696,7 @@ func TestReplaceRule(t *testing.T) {
 		`"controlBehavior":"throttling","maxQueueingTimeMs":500,"mode":"shadow","description":"sale","enabled":false}`
 
 	t.Run("absent fields take their defaults and the name is kept", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 
 		resp, body := ts.call(t, http.MethodPut, ruleURL(r.ID), `{"kind":"flow","resource":"GET:/api/orders","threshold":7}`, nil)
@@ -716,7 +717,7 @@ func TestReplaceRule(t *testing.T) {
 	})
 
 	t.Run("GET, edit, PUT back", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
 		mustStatus(t, resp, body, http.StatusOK)
@@ -739,7 +740,7 @@ func TestReplaceRule(t *testing.T) {
 	})
 
 	t.Run("read-only fields are ignored", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), `{"threshold":8}`, nil)
 		mustStatus(t, resp, body, http.StatusOK)
@@ -756,7 +757,7 @@ func TestReplaceRule(t *testing.T) {
 	})
 
 	t.Run("rename", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 
 		resp, body := ts.call(t, http.MethodPut, ruleURL(r.ID), `{"name":"orders-v2","kind":"flow","resource":"GET:/api/orders","threshold":7}`, nil)
@@ -769,7 +770,7 @@ func TestReplaceRule(t *testing.T) {
 	})
 
 	t.Run("each write is a new version", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 		for v := int64(2); v <= 4; v++ {
 			body := fmt.Sprintf(`{"kind":"flow","resource":"r","threshold":%d}`, v)
@@ -806,7 +807,7 @@ func TestReplaceRule(t *testing.T) {
 	}
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
 			r := ts.createRule(t, original)
 			path := ruleURL(r.ID)
@@ -866,7 +867,7 @@ func TestPatchRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			r := ts.createRule(t, tt.create)
 
 			resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), tt.patch, nil)
@@ -909,7 +910,7 @@ func TestPatchRule(t *testing.T) {
 	}
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := newTestServer(t, nil)
+			ts := startServer(t, nil, nil)
 			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
 			r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 
@@ -924,7 +925,7 @@ func TestPatchRule(t *testing.T) {
 	}
 
 	t.Run("no such rule", func(t *testing.T) {
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(42), `{"enabled": false}`, nil)
 		wantError(t, resp, body, http.StatusNotFound, "not_found")
 	})
@@ -976,7 +977,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 		{name: "ahead", header: `"4"`, stale: true},
 		{name: "not a version", header: `"abc"`, stale: true},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	n := 0
 	for _, w := range writes {
 		for _, m := range matches {
@@ -1025,7 +1026,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 
 func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
 	const writers = 16
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 	c := oneShotClient(t)
 
@@ -1076,7 +1077,7 @@ func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
 
 func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
 	const writers = 16
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 	c := oneShotClient(t)
 
@@ -1119,7 +1120,7 @@ func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
 }
 
 func TestDeleteRule(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 	ts.createRule(t, `{"name":"other","kind":"flow","resource":"o","threshold":2}`)
 
@@ -1183,7 +1184,7 @@ func TestDeleteRule(t *testing.T) {
 }
 
 func TestRuleRevisions(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`, reqHeader{"X-Change-Reason": "first cap"})
 	mustStatus(t, resp, body, http.StatusCreated)
 	v1 := jsonObject(t, body)
@@ -1283,7 +1284,7 @@ func TestRuleRevisions(t *testing.T) {
 func TestRollbackRule(t *testing.T) {
 	setup := func(t *testing.T) (*testServer, rules.APIRule) {
 		t.Helper()
-		ts := newTestServer(t, nil)
+		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"one"}`)
 		for _, patch := range []string{`{"threshold":20,"description":"two","controlBehavior":"throttling","maxQueueingTimeMs":300}`, `{"enabled":false,"name":"orders-off"}`} {
 			resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), patch, nil)
@@ -1450,7 +1451,7 @@ func TestEngineFollowsRuleWrites(t *testing.T) {
 			body:       `[{"resource":"GET:/x","threshold":80}]`,
 			wantStatus: 200, wantLoaded: map[string]float64{"g": 70, "flow-get-x": 80}},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, tt := range steps {
 		t.Run(tt.name, func(t *testing.T) {
 			path := placeholderRE.ReplaceAllStringFunc(tt.path, func(m string) string {
@@ -1472,7 +1473,7 @@ func TestEngineFollowsRuleWrites(t *testing.T) {
 }
 
 func TestRulesDecideInTheEngine(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	passes := func(t *testing.T) bool {
 		t.Helper()
 		e, blocked := ts.Server.engine.Entry("x")
@@ -1530,8 +1531,8 @@ func TestRulesDecideInTheEngine(t *testing.T) {
 // TestRuleFields: the fields endpoint answers the engine's tables, the
 // envelope's and each kind's, and the demo's marks, to any role.
 func TestRuleFields(t *testing.T) {
-	ts := newTestServer(t, nil)
-	resp, body := ts.do(t, http.MethodGet, "/api/v1/rules/fields", nil)
+	ts := startServer(t, nil, nil)
+	resp, body := ts.Do(t, http.MethodGet, "/api/v1/rules/fields", nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}

@@ -335,13 +335,20 @@ func (s *Server) Listen(addr string) error {
 
 // ListenTLS is Listen over HTTPS with the PEM certificate and key files.
 func (s *Server) ListenTLS(addr, certFile, keyFile string) error {
-	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
-	if err != nil {
-		return fmt.Errorf("load the TLS certificate: %w", err)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", addr, err)
+	}
+	return s.ServeTLS(ln, certFile, keyFile)
+}
+
+// ServeTLS is Serve over HTTPS with the PEM certificate and key files, for
+// a caller that opens the listener itself (a test). It closes ln when it
+// returns.
+func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return errors.Join(fmt.Errorf("load the TLS certificate: %w", err), ln.Close())
 	}
 	return s.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}))
 }

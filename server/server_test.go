@@ -1,21 +1,18 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,158 +20,47 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
 const testVersion = "1.2.3-test"
 
-// adminToken is the bootstrap token every test server registers; ts.do
-// sends it.
-const adminToken = "test-admin-token"
-
-// syncBuffer is a log sink that tests read while the server writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// testServer is a Server on a real listener with a real SQLite file.
+// testServer is a Server that servertest runs for a test: a real listener
+// and a real SQLite file.
 type testServer struct {
 	*Server
-	store   *store.Store
-	baseURL string
-	logs    *syncBuffer
+	*servertest.Node
 }
 
-// newTestServer builds a server; register lets a test add routes before it
-// starts listening.
-func newTestServer(t *testing.T, register func(app *fiber.App)) *testServer {
+// startServer starts a server for a test. configure changes the Config
+// before New (its limits, say); ready changes the server before it serves
+// (a route of the test's own, a faster stream).
+func startServer(t testing.TB, configure func(cfg *Config), ready func(srv *Server), opts ...servertest.Option) *testServer {
 	t.Helper()
-	return newTestServerWith(t, nil, register)
-}
-
-// newTestServerWith is newTestServer with configure changing the Config
-// (its engine, say) before the server is built.
-func newTestServerWith(t *testing.T, configure func(cfg *Config), register func(app *fiber.App)) *testServer {
-	t.Helper()
-	logs := &syncBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), logger)
-	if err != nil {
-		t.Fatalf("store.Open: %v", err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	eng := engine.New(engine.Options{})
-	t.Cleanup(eng.Close)
-
-	cfg := Config{
-		Engine: eng, Store: st, Version: testVersion, Logger: logger,
-		BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost,
-	}
-	if configure != nil {
-		configure(&cfg)
-	}
-	srv, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	if register != nil {
-		register(srv.app)
-	}
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
+	ts := &testServer{}
+	ts.Node = servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
+		cfg := Config{
+			Engine: env.Engine, Store: env.Store, Version: testVersion, Logger: env.Logger,
+			BootstrapToken: servertest.AdminToken, PasswordCost: bcrypt.MinCost,
 		}
-		if err := <-served; err != nil {
-			t.Errorf("Serve returned %v after Shutdown, want nil", err)
+		if configure != nil {
+			configure(&cfg)
 		}
-	})
-	return &testServer{Server: srv, store: st, baseURL: "http://" + ln.Addr().String(), logs: logs}
+		srv, err := New(t.Context(), cfg)
+		if err != nil {
+			return nil, err
+		}
+		if ready != nil {
+			ready(srv)
+		}
+		ts.Server = srv
+		return srv, nil
+	}, opts...)
+	return ts
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}
-
-// do sends one request as the bootstrap admin and returns the response
-// with its body read.
-func (ts *testServer) do(t *testing.T, method, path string, body io.Reader) (*http.Response, []byte) {
-	t.Helper()
-	return ts.doWith(t, method, path, body, http.Header{"Authorization": {"Bearer " + adminToken}})
-}
-
-// doWith sends one request with exactly the headers given (none: no
-// credentials) and returns the response with its body read.
-func (ts *testServer) doWith(t *testing.T, method, path string, body io.Reader, header http.Header) (*http.Response, []byte) {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, ts.baseURL+path, body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range header {
-		req.Header[k] = v
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
-	}
-	defer resp.Body.Close()
-	got, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("%s %s: reading body: %v", method, path, err)
-	}
-	return resp, got
-}
-
-// doRaw writes head, a request with the first part of its body at most,
-// on a new connection and reads the answer. The server refuses an oversized
-// body from its Content-Length and the part of it fasthttp reads ahead
-// (8 KiB), then closes the connection, so a client still sending the body
-// would see a reset instead of the answer.
-func (ts *testServer) doRaw(t *testing.T, head string) (*http.Response, []byte) {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", strings.TrimPrefix(ts.baseURL, "http://"), 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.WriteString(conn, head); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("reading the answer: %v", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatalf("reading the body: %v", err)
-	}
-	return resp, body
-}
 
 // decodeEnvelope checks that body is exactly the error envelope, with
 // details an array, and returns it.
@@ -213,7 +99,7 @@ func TestHealth(t *testing.T) {
 		name string
 		// spoil does to the running server's database at path what the
 		// case is about.
-		spoil      func(t *testing.T, n *node, path string)
+		spoil      func(t *testing.T, n *testServer, path string)
 		wantStatus int
 		want       HealthResponse
 	}{
@@ -224,8 +110,8 @@ func TestHealth(t *testing.T) {
 		},
 		{
 			name: "database closed",
-			spoil: func(t *testing.T, n *node, _ string) {
-				if err := n.store.Close(); err != nil {
+			spoil: func(t *testing.T, n *testServer, _ string) {
+				if err := n.Store.Close(); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -236,7 +122,7 @@ func TestHealth(t *testing.T) {
 			// A ping that only reads would answer ok; health waits the
 			// busy timeout (5 s) for the write lock, as a write would.
 			name:       "another process holds the write lock",
-			spoil:      func(t *testing.T, _ *node, path string) { holdWriteLock(t, path) },
+			spoil:      func(t *testing.T, _ *testServer, path string) { holdWriteLock(t, path) },
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
 		},
@@ -244,12 +130,12 @@ func TestHealth(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "sluice.db")
-			n := startNodeWith(t, path, func(cfg *Config) { cfg.Version = testVersion })
+			n := startServer(t, nil, nil, servertest.DBPath(path))
 			if tt.spoil != nil {
 				tt.spoil(t, n, path)
 			}
 
-			resp, body := n.do(t, http.MethodGet, "/api/v1/health", nil)
+			resp, body := n.Do(t, http.MethodGet, "/api/v1/health", nil)
 
 			if resp.StatusCode != tt.wantStatus {
 				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
@@ -305,7 +191,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "unknown API route",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
-				return ts.do(t, http.MethodGet, "/api/v1/no-such-thing", nil)
+				return ts.Do(t, http.MethodGet, "/api/v1/no-such-thing", nil)
 			},
 			wantStatus: http.StatusNotFound,
 			wantCode:   "not_found",
@@ -313,7 +199,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "unknown console file",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
-				return ts.do(t, http.MethodGet, "/no-such-page.html", nil)
+				return ts.Do(t, http.MethodGet, "/no-such-page.html", nil)
 			},
 			wantStatus: http.StatusNotFound,
 			wantCode:   "not_found",
@@ -321,7 +207,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "wrong method on a known route",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
-				return ts.do(t, http.MethodDelete, "/api/v1/health", nil)
+				return ts.Do(t, http.MethodDelete, "/api/v1/health", nil)
 			},
 			wantStatus: http.StatusMethodNotAllowed,
 			wantCode:   "method_not_allowed",
@@ -330,7 +216,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "body over 1 MiB",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
-				return ts.do(t, http.MethodPost, "/api/v1/rules", bytes.NewReader(bytes.Repeat([]byte(" "), maxBodyBytes+1)))
+				return ts.Do(t, http.MethodPost, "/api/v1/rules", bytes.NewReader(bytes.Repeat([]byte(" "), maxBodyBytes+1)))
 			},
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantCode:   "payload_too_large",
@@ -338,14 +224,14 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 		{
 			name: "body too large to read",
 			send: func(t *testing.T, ts *testServer) (*http.Response, []byte) {
-				return ts.doRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
+				return ts.DoRaw(t, fmt.Sprintf("POST /api/v1/health HTTP/1.1\r\nHost: sluice\r\n"+
 					"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", drainBodyBytes+1, strings.Repeat(" ", 8<<10)))
 			},
 			wantStatus: http.StatusRequestEntityTooLarge,
 			wantCode:   "payload_too_large",
 		},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, got := tt.send(t, ts)
@@ -412,9 +298,9 @@ func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
 			wantLogged: []string{secretPanic, "runtime/debug.Stack"},
 		},
 	}
-	ts := newTestServer(t, func(app *fiber.App) {
+	ts := startServer(t, nil, func(srv *Server) {
 		for i, tt := range tests {
-			app.Post("/test/"+strconv.Itoa(i), func(*fiber.Ctx) error {
+			srv.app.Post("/test/"+strconv.Itoa(i), func(*fiber.Ctx) error {
 				if tt.panicWith != nil {
 					panic(tt.panicWith)
 				}
@@ -424,7 +310,7 @@ func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
 	})
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			resp, body := ts.do(t, http.MethodPost, "/test/"+strconv.Itoa(i), nil)
+			resp, body := ts.Do(t, http.MethodPost, "/test/"+strconv.Itoa(i), nil)
 
 			if resp.StatusCode != tt.wantStatus {
 				t.Errorf("status = %d, want %d (%s)", resp.StatusCode, tt.wantStatus, body)
@@ -444,7 +330,7 @@ func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
 			if tt.wantLogged == nil {
 				return
 			}
-			logs := ts.logs.String()
+			logs := ts.Logs()
 			for _, want := range tt.wantLogged {
 				if strings.Contains(string(body), want) {
 					t.Errorf("the answer leaks %q: %s", want, body)
@@ -469,10 +355,10 @@ func TestConsoleAndSwaggerAreServed(t *testing.T) {
 		{path: "/swagger/index.html", wantContentType: "text/html", wantBody: "swagger-ui"},
 		{path: "/swagger/doc.json", wantContentType: "application/json", wantBody: `"title": "Sluice API"`},
 	}
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
-			resp, body := ts.do(t, http.MethodGet, tt.path, nil)
+			resp, body := ts.Do(t, http.MethodGet, tt.path, nil)
 
 			if resp.StatusCode != http.StatusOK {
 				t.Fatalf("status = %d, want 200 (%s)", resp.StatusCode, body)
@@ -488,8 +374,8 @@ func TestConsoleAndSwaggerAreServed(t *testing.T) {
 }
 
 func TestSwaggerDocDescribesHealth(t *testing.T) {
-	ts := newTestServer(t, nil)
-	resp, body := ts.do(t, http.MethodGet, "/swagger/doc.json", nil)
+	ts := startServer(t, nil, nil)
+	resp, body := ts.Do(t, http.MethodGet, "/swagger/doc.json", nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("status = %d, want 200", resp.StatusCode)
 	}

@@ -34,7 +34,7 @@ type specOperation struct {
 // servedSpec fetches /swagger/doc.json from ts.
 func servedSpec(t *testing.T, ts *testServer) []byte {
 	t.Helper()
-	resp, body := ts.doWith(t, http.MethodGet, "/swagger/doc.json", nil, nil)
+	resp, body := ts.DoWith(t, http.MethodGet, "/swagger/doc.json", nil, nil)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET /swagger/doc.json: %d %s", resp.StatusCode, body)
 	}
@@ -46,7 +46,7 @@ func TestServedSpecIsTheCommittedOne(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	served := servedSpec(t, newTestServer(t, nil))
+	served := servedSpec(t, startServer(t, nil, nil))
 
 	var want, got map[string]any
 	if err := json.Unmarshal(committed, &want); err != nil {
@@ -76,7 +76,7 @@ var fiberParam = regexp.MustCompile(`:(\w+)`)
 // 429 where the engine guards the route. The roles are routePolicy's,
 // API.md's; whether a route is guarded is read from its handlers.
 func TestSpecDocumentsEveryRefusal(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	var doc specDoc
 	if err := json.Unmarshal(servedSpec(t, ts), &doc); err != nil {
 		t.Fatal(err)
@@ -172,7 +172,7 @@ const validatorsDir = "../.tools/node_modules/.bin"
 // any error either reports.
 func TestServedSpecPassesValidators(t *testing.T) {
 	spec := filepath.Join(t.TempDir(), "swagger.json")
-	if err := os.WriteFile(spec, servedSpec(t, newTestServer(t, nil)), 0o600); err != nil {
+	if err := os.WriteFile(spec, servedSpec(t, startServer(t, nil, nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	validators := []struct {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // fastStream makes the stream tick every 20ms instead of every second.
@@ -22,11 +23,11 @@ func fastStream(s *Server) { s.stream.interval = 20 * time.Millisecond }
 // message (the retry hint), so that the server has subscribed it.
 func openStream(t *testing.T, ctx context.Context, c *http.Client, n *metricsNode, query string) (*http.Response, *bufio.Reader) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.baseURL+"/api/v1/metrics/stream?"+query, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+"/api/v1/metrics/stream?"+query, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+adminToken)
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +200,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 	resp, r := openStream(t, t.Context(), client, n, "")
 	defer resp.Body.Close()
 	start := time.Now()
-	n.stop(t)
+	n.Stop(t)
 	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("shutdown with a stream open took %v", took)
 	}

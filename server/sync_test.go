@@ -1,84 +1,26 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/rules"
-	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
-// node is one run of the server process on a database file.
-type node struct {
-	*testServer
-	engine *engine.Engine
-	stop   func()
-}
-
-// startNode runs a server on the SQLite file at path, as the binary does.
-func startNode(t testing.TB, path string) *node {
-	t.Helper()
-	return startNodeWith(t, path, nil)
-}
-
-// startNodeWith is startNode with configure changing the Config first.
-func startNodeWith(t testing.TB, path string, configure func(*Config)) *node {
-	t.Helper()
-	st, err := store.Open(t.Context(), path, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := engine.New(engine.Options{})
-	cfg := Config{Engine: eng, Store: st, BootstrapToken: adminToken, PasswordCost: bcrypt.MinCost}
-	if configure != nil {
-		configure(&cfg)
-	}
-	srv, err := New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	n := &node{testServer: &testServer{Server: srv, store: st, baseURL: "http://" + ln.Addr().String()}, engine: eng}
-	stopped := false
-	n.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := errors.Join(srv.Shutdown(ctx), <-served, st.Close()); err != nil {
-			t.Error(err)
-		}
-		eng.Close()
-	}
-	t.Cleanup(n.stop)
-	return n
-}
-
 // send makes one JSON request and decodes a 2xx answer into out.
-func (n *node) send(t *testing.T, method, path, body string, out any) int {
+func (ts *testServer) send(t *testing.T, method, path, body string, out any) int {
 	t.Helper()
-	resp, data := n.do(t, method, path, strings.NewReader(body))
+	resp, data := ts.Do(t, method, path, strings.NewReader(body))
 	if resp.StatusCode/100 == 2 && out != nil {
 		if err := json.Unmarshal(data, out); err != nil {
 			t.Fatalf("%s %s: %v: %s", method, path, err, data)
@@ -98,7 +40,7 @@ func engineFlowNames(e *engine.Engine) []string {
 }
 
 // storedRules summarises the enabled stored rules the same way.
-func storedRules(t *testing.T, n *node) []string {
+func storedRules(t *testing.T, n *testServer) []string {
 	t.Helper()
 	var list RuleList
 	if status := n.send(t, http.MethodGet, "/api/v1/rules?enabled=true&pageSize=500", "", &list); status != http.StatusOK {
@@ -112,7 +54,7 @@ func storedRules(t *testing.T, n *node) []string {
 	return out
 }
 
-func assertAgree(t *testing.T, n *node, want []string) {
+func assertAgree(t *testing.T, n *testServer, want []string) {
 	t.Helper()
 	inEngine, inStore := engineFlowNames(n.engine), storedRules(t, n)
 	if !slices.Equal(inEngine, want) || !slices.Equal(inStore, want) {
@@ -125,7 +67,7 @@ func assertAgree(t *testing.T, n *node, want []string) {
 // is loaded before the first request, and IDs are never reused.
 func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sluice.db")
-	first := startNode(t, path)
+	first := startServer(t, nil, nil, servertest.DBPath(path))
 	var a, b, c rules.APIRule
 	first.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"a","resource":"orders","threshold":10}`, &a)
 	first.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"b","resource":"pay","threshold":20}`, &b)
@@ -140,9 +82,9 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 		t.Fatalf("disable: %d", status)
 	}
 	assertAgree(t, first, []string{"a=11"})
-	first.stop()
+	first.Stop(t)
 
-	second := startNode(t, path)
+	second := startServer(t, nil, nil, servertest.DBPath(path))
 	assertAgree(t, second, []string{"a=11"})
 	var got rules.APIRule
 	second.send(t, http.MethodGet, fmt.Sprintf("/api/v1/rules/%d", a.ID), "", &got)
@@ -166,7 +108,7 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 // store or on the engine's check of the whole set, leaves both the
 // database and the engine as they were.
 func TestFailedWritesChangeNothing(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	var a rules.APIRule
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"a","resource":"orders","threshold":10}`, &a)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"b","resource":"pay","threshold":20}`, nil)
@@ -199,7 +141,7 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 // that the engine holds, resource by resource, what a start-up on the same
 // file would load. The rule domain's tests check its indexes the same way.
 func TestIncrementalWritesMatchAFullLoad(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
 	resource := func() string { return pick("r0", "r1", "r2", "r3") }
@@ -291,7 +233,7 @@ func loadedByResource(e *engine.Engine, kind string) map[string][]string {
 // or in an apply, keep an open circuit breaker open and a rule's counted
 // passes counted.
 func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorCount","threshold":1,"minRequestAmount":1,"retryTimeoutMs":3600000}`, nil)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"ship-qps","resource":"ship","threshold":2,"statIntervalMs":600000}`, nil)
 	pay, ship := n.engine.Resource("pay"), n.engine.Resource("ship")
@@ -320,7 +262,7 @@ func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
 // rules that stay (a 65th circuit breaker on one resource) is 422 and
 // leaves the store and the engine as they were.
 func TestEngineRefusalRollsBackTheWrite(t *testing.T) {
-	n := startNode(t, filepath.Join(t.TempDir(), "sluice.db"))
+	n := startServer(t, nil, nil)
 	breaker := func(name, resource string) string {
 		return fmt.Sprintf(`{"name":%q,"kind":"circuitBreaker","resource":%q,"strategy":"errorCount","threshold":1,"retryTimeoutMs":1000}`, name, resource)
 	}
@@ -331,11 +273,11 @@ func TestEngineRefusalRollsBackTheWrite(t *testing.T) {
 	if status := n.send(t, http.MethodPost, "/api/v1/rules/apply", `{"rules":[`+strings.Join(rules, ",")+`]}`, nil); status != http.StatusOK {
 		t.Fatalf("apply 64 breakers: %d", status)
 	}
-	resp, body := n.do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(breaker("pay-64", "pay")))
+	resp, body := n.Do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(breaker("pay-64", "pay")))
 	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(string(body), "has more than 64 circuit breakers") {
 		t.Fatalf("65th breaker: %d %s, want 422 naming the limit", resp.StatusCode, body)
 	}
-	if rows, _ := n.store.AllRules(t.Context()); len(rows) != 64 {
+	if rows, _ := n.Store.AllRules(t.Context()); len(rows) != 64 {
 		t.Fatalf("%d rules stored, want 64", len(rows))
 	}
 	if got := n.engine.CircuitBreakerRules(); len(got) != 64 {

@@ -47,7 +47,7 @@ func TestYAMLAliasesAreBounded(t *testing.T) {
 		t.Errorf("refusing a %d-byte alias bomb allocated %d bytes, want under 50 MiB", len(body), allocated)
 	}
 
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, path := range []string{applyPath, applyPath + "?dryRun=true"} {
 		resp, got := ts.call(t, http.MethodPost, path, string(body), reqHeader{"Content-Type": "application/yaml"})
 		if resp.StatusCode != http.StatusBadRequest {
@@ -62,7 +62,7 @@ func TestYAMLAliasesAreBounded(t *testing.T) {
 }
 
 func TestYAMLBodies(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
 	tests := []struct {
 		name, body string
@@ -111,7 +111,7 @@ func TestYAMLBodies(t *testing.T) {
 // TestYAMLScalarsKeepTheirText checks that a string field takes a YAML
 // number or boolean as written, and that other fields are not affected.
 func TestYAMLScalarsKeepTheirText(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	body := "rules:\n  - {name: 1.50, kind: flow, resource: 0755, description: 1e3, threshold: 1.50}\n"
 	resp, got := ts.call(t, http.MethodPost, applyPath, body, reqHeader{"Content-Type": "application/yaml"})
 	mustStatus(t, resp, got, http.StatusOK)
@@ -134,7 +134,7 @@ func TestYAMLScalarsKeepTheirText(t *testing.T) {
 // what it is, and that a bad name is reported once, not again as the
 // rule's label is read.
 func TestRuleFileErrors(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
 	tests := []struct {
 		name, body  string
@@ -170,7 +170,7 @@ func TestRuleFileErrors(t *testing.T) {
 }
 
 func TestJSONDuplicateKeys(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	tests := []struct{ path, body, wantField string }{
 		{applyPath + "?dryRun=true", `{"rules":[{"name":"a","kind":"flow","resource":"x","threshold":1,"threshold":2}]}`, "rules[0].threshold"},
 		{applyPath + "?dryRun=true", `{"rules":[],"rules":[]}`, "rules"},

@@ -15,8 +15,8 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
-	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/demo"
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
 

@@ -2,53 +2,33 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
-	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
-	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // startServer runs a real server on a real SQLite file and returns its URL.
 func startServer(t *testing.T) string {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
-	eng := engine.New(engine.Options{})
-	t.Cleanup(eng.Close)
-	srv, err := server.New(t.Context(), server.Config{Engine: eng, Store: st, BootstrapToken: cliToken, PasswordCost: bcrypt.MinCost})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(ctx)
-	})
-	return "http://" + ln.Addr().String()
+	return servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
+		return server.New(t.Context(), server.Config{
+			Engine: env.Engine, Store: env.Store, Logger: env.Logger,
+			BootstrapToken: cliToken, PasswordCost: bcrypt.MinCost,
+		})
+	}).URL
 }
 
 // cliToken is the admin token the test servers register and the CLI sends
 // (as SLUICE_TOKEN).
-const cliToken = "cli-test-token"
+const cliToken = servertest.AdminToken
 
 // runCLI runs the program with args and returns its output and exit code.
 func runCLI(t *testing.T, args ...string) (string, int) {
