@@ -83,12 +83,12 @@ func TestConsolePageHasNoInlineScript(t *testing.T) {
 // for, with an ETag that the next request's If-None-Match turns into a 304
 // without a body.
 func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
-	ts := newTestServer(t, nil)
+	ts := startServer(t, nil, nil)
 	for _, path := range []string{"/", "/vendor/uplot/uPlot.esm.js", "/js/app.js", "/console.css", "/favicon.svg"} {
 		t.Run(path, func(t *testing.T) {
-			_, raw := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {"identity"}})
+			_, raw := ts.DoWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {"identity"}})
 			for _, encoding := range []string{"br", "gzip"} {
-				resp, body := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}})
+				resp, body := ts.DoWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}})
 				if resp.StatusCode != http.StatusOK {
 					t.Fatalf("%s: status = %d, want 200", encoding, resp.StatusCode)
 				}
@@ -107,7 +107,7 @@ func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
 				if !strings.HasPrefix(tag, `W/"`) {
 					t.Fatalf("%s: ETag = %q, want a weak validator", encoding, tag)
 				}
-				again, empty := ts.doWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}, "If-None-Match": {tag}})
+				again, empty := ts.DoWith(t, http.MethodGet, path, nil, http.Header{"Accept-Encoding": {encoding}, "If-None-Match": {tag}})
 				if again.StatusCode != http.StatusNotModified || len(empty) != 0 {
 					t.Errorf("%s: revalidation = %d with %d bytes, want 304 without a body", encoding, again.StatusCode, len(empty))
 				}
@@ -122,12 +122,12 @@ func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
 // TestConsoleFavicon checks that the page links the favicon and that it is
 // served as an SVG image.
 func TestConsoleFavicon(t *testing.T) {
-	ts := newTestServer(t, nil)
-	_, page := ts.doWith(t, http.MethodGet, "/", nil, nil)
+	ts := startServer(t, nil, nil)
+	_, page := ts.DoWith(t, http.MethodGet, "/", nil, nil)
 	if !strings.Contains(string(page), `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {
 		t.Errorf("index.html does not link /favicon.svg")
 	}
-	resp, body := ts.doWith(t, http.MethodGet, "/favicon.svg", nil, nil)
+	resp, body := ts.DoWith(t, http.MethodGet, "/favicon.svg", nil, nil)
 	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "image/svg+xml") || !strings.Contains(string(body), "<svg") {
 		t.Errorf("GET /favicon.svg = %d %q, want 200 image/svg+xml", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
