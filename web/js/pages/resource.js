@@ -121,16 +121,22 @@ export function render(ctx) {
 
   // Live: the last five minutes from the stream.
   const liveEl = h('div', { class: 'chart', id: 'live-chart' });
+  const inFlightEl = h('div', { class: 'chart', id: 'inflight-chart' });
   const liveSection = section('Live: last 5 minutes', liveEl,
-    h('p', { class: 'muted small' }, 'One point a second from the metric stream, kept since the console was opened.'));
+    h('h3', {}, 'Calls in flight'), inFlightEl,
+    h('p', { class: 'muted small' }, 'One point a second from the metric stream; the server keeps the last five minutes, so the charts start full. '
+      + 'A gap is a time without figures: the server was down or out of reach. Concurrency rules limit the calls in flight.'));
   let live = null;
+  let inFlight = null;
 
   function drawLive() {
     const s = feed.series(name);
     if (s) {
       live.setData(s.t, s.pass, s.block, s.shadow, s.rt);
+      inFlight.setData(s.t, s.conc);
     } else {
       live.setData([], [], [], [], []);
+      inFlight.setData([], []);
     }
   }
 
@@ -319,6 +325,11 @@ export function render(ctx) {
         { label: 'Avg RT', color: colors.rt, unit: 'ms', side: 'right', dash: [2, 3] },
       ],
     });
+    inFlight = timeChart(inFlightEl, {
+      height: 160,
+      leftLabel: 'calls in flight',
+      series: [{ label: 'In flight', color: colors.conc, unit: 'calls' }],
+    });
     drawLive();
     cleanups.push(feed.subscribe(drawLive));
     pickRange();
@@ -342,6 +353,7 @@ export function render(ctx) {
         undo();
       }
       live?.destroy();
+      inFlight?.destroy();
       history?.destroy();
     },
   };
