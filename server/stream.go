@@ -2,7 +2,9 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/store"
 )
 
 // streamInterval is how often the stream sends the last second's figures.
@@ -149,33 +152,67 @@ func (h *streamHub) close() {
 	h.ticking.Wait()
 }
 
-// relayBreakers hands every transition of feed to the listeners of its
-// resource until the hub closes.
-func (h *streamHub) relayBreakers(feed *BreakerFeed) {
+// relayBreakerBatch is the most transitions stored in one write: a
+// breaker storm is written in few transactions, and the stream waits for
+// none longer than one.
+const relayBreakerBatch = 256
+
+// relayBreakers stores every transition of feed, then hands it to the
+// listeners of its resource, until the hub closes: a console that reads
+// the stored transitions when an event comes finds that one among them.
+func (h *streamHub) relayBreakers(feed *BreakerFeed, st *store.Store, logger *slog.Logger) {
 	h.ticking.Go(func() {
+		batch := make([]engine.BreakerStateChange, 0, relayBreakerBatch)
 		for {
 			select {
 			case <-h.done:
 				return
 			case c := <-feed.changes:
-				data, _ := json.Marshal(BreakerEvent{ // plain structs always encode
-					Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To),
-					Time: time.UnixMilli(c.AtMs).UTC(),
-				})
-				h.mu.Lock()
-				for sub := range h.subs {
-					if sub.resource != "" && sub.resource != c.Resource {
-						continue
-					}
+				batch = append(batch[:0], c)
+			more:
+				for len(batch) < relayBreakerBatch {
 					select {
-					case sub.breakers <- data:
+					case c := <-feed.changes:
+						batch = append(batch, c)
 					default:
+						break more
 					}
 				}
-				h.mu.Unlock()
+				rows := make([]store.BreakerTransition, len(batch))
+				for i, c := range batch {
+					rows[i] = store.BreakerTransition{AtMs: c.AtMs, Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To)}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), breakerWriteTimeout)
+				if err := st.AddBreakerTransitions(ctx, rows); err != nil {
+					logger.Error("breakers: could not store transitions; the stream still sends them", "transitions", len(rows), "error", err)
+				}
+				cancel()
+				for _, c := range batch {
+					h.sendBreaker(c)
+				}
 			}
 		}
 	})
+}
+
+// breakerWriteTimeout bounds one write of transitions, so that a stuck
+// database delays the stream's breaker events by no more.
+const breakerWriteTimeout = 5 * time.Second
+
+// sendBreaker hands one transition to the listeners of its resource.
+func (h *streamHub) sendBreaker(c engine.BreakerStateChange) {
+	data, _ := json.Marshal(breakerEvent(c)) // plain structs always encode
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		if sub.resource != "" && sub.resource != c.Resource {
+			continue
+		}
+		select {
+		case sub.breakers <- data:
+		default:
+		}
+	}
 }
 
 func (h *streamHub) tick(stop <-chan struct{}) {

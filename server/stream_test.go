@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -283,5 +284,53 @@ func TestAppendStreamStats(t *testing.T) {
 	}
 	if got := string(appendStreamStats(nil, stats)); got != strings.TrimSuffix(want.String(), "\n") {
 		t.Errorf("appendStreamStats =\n%s\nencoding/json =\n%s", got, want.String())
+	}
+}
+
+func TestBreakerTransitionsStored(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	n.createRule(t, map[string]any{"kind": "circuitBreaker", "name": "pay-errors", "resource": "pay",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 1000})
+	traffic(t, n.engine, "pay", 1, 1, 5) // closed → open
+	clock.Advance(1000)
+	traffic(t, n.engine, "pay", 1, 0, 5) // open → halfOpen → closed, in one millisecond
+
+	want := []string{"closed>open", "open>halfOpen", "halfOpen>closed"}
+	// The feed stores them on its own goroutine.
+	var got BreakerTransitionList
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		if status := n.send(t, http.MethodGet, fmt.Sprintf("/api/v1/breakers/transitions?resource=pay&from=%d", metricsT0), "", &got); status != http.StatusOK {
+			t.Fatalf("status %d", status)
+		}
+		if len(got.Items) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	var steps []string
+	for _, e := range got.Items {
+		steps = append(steps, e.From+">"+e.To)
+	}
+	if !reflect.DeepEqual(steps, want) || got.Truncated || got.Items[0].Rule != "pay-errors" ||
+		!got.Items[0].Time.Equal(time.UnixMilli(metricsT0)) || !got.Items[2].Time.Equal(time.UnixMilli(metricsT0+1000)) {
+		t.Fatalf("transitions = %+v, want %v", got, want)
+	}
+	if status := n.send(t, http.MethodGet, "/api/v1/breakers/transitions?resource=orders", "", &got); status != http.StatusOK || got.Items == nil || len(got.Items) != 0 {
+		t.Errorf("another resource: %d %+v, want no transitions", status, got.Items)
+	}
+	if status := n.send(t, http.MethodGet, "/api/v1/breakers/transitions?from=5&to=5", "", nil); status != http.StatusBadRequest {
+		t.Errorf("an empty range: %d, want 400", status)
+	}
+
+	// The retention job prunes them with the metrics.
+	clock.Advance(48 * time.Hour.Milliseconds())
+	if err := n.metrics.Prune(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n.send(t, http.MethodGet, fmt.Sprintf("/api/v1/breakers/transitions?from=%d", metricsT0), "", &got); len(got.Items) != 0 {
+		t.Errorf("after the retention: %+v", got.Items)
 	}
 }
