@@ -168,6 +168,70 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/breakers/transitions": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Every circuit breaker state change stored in the range, oldest first, those of one millisecond in the order they happened; of one resource if resource is given. At most 1,000: when the range holds more, the newest 1,000 and \"truncated\": true. Kept as long as the metrics (--metrics-retention).",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "breakers"
+                ],
+                "summary": "Circuit breaker transitions",
+                "operationId": "listBreakerTransitions",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "only this resource (exact name)",
+                        "name": "resource",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "start, inclusive: RFC 3339 or Unix milliseconds (default: 24 h before to)",
+                        "name": "from",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "end, exclusive: RFC 3339 or Unix milliseconds (default: now)",
+                        "name": "to",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.BreakerTransitionList"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/check": {
             "post": {
                 "security": [
@@ -611,7 +675,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an \"event: breaker\" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).",
+                "description": "First an \"event: backlog\" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an \"event: breaker\" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).",
                 "produces": [
                     "text/event-stream"
                 ],
@@ -2729,6 +2793,40 @@ const docTemplate = `{
                 }
             }
         },
+        "server.BreakerEvent": {
+            "type": "object",
+            "properties": {
+                "from": {
+                    "type": "string",
+                    "enum": [
+                        "closed",
+                        "open",
+                        "halfOpen"
+                    ],
+                    "example": "closed"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "pay-errors"
+                },
+                "time": {
+                    "type": "string"
+                },
+                "to": {
+                    "type": "string",
+                    "enum": [
+                        "closed",
+                        "open",
+                        "halfOpen"
+                    ],
+                    "example": "open"
+                }
+            }
+        },
         "server.BreakerList": {
             "type": "object",
             "properties": {
@@ -2737,6 +2835,29 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/server.Breaker"
                     }
+                }
+            }
+        },
+        "server.BreakerTransitionList": {
+            "type": "object",
+            "properties": {
+                "from": {
+                    "description": "From and To are the range answered: from inclusive, to exclusive.",
+                    "type": "string"
+                },
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.BreakerEvent"
+                    }
+                },
+                "to": {
+                    "type": "string"
+                },
+                "truncated": {
+                    "description": "Truncated is true when the range held more than maxBreakerTransitions:\nItems are then the newest of them.",
+                    "type": "boolean",
+                    "example": false
                 }
             }
         },

@@ -33,7 +33,7 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.fill("#rule-flow-threshold", "100")
 	tb.click("#rule-save")
 	tb.waitText("main h1", "Rules")
-	tb.waitText(`tr[data-rule="orders-qps"]`, "≤ 100 per 1,000 ms")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "100 per second")
 	if r := n.rule(t, 1); r.Name != "orders-qps" || *r.Threshold != 100 || r.Version != 1 {
 		t.Fatalf("created rule = %s v%d threshold %v, want orders-qps v1 threshold 100", r.Name, r.Version, *r.Threshold)
 	}
@@ -47,7 +47,7 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.fill("#rule-flow-maxQueueingTimeMs", "250")
 	tb.fill("#rule-flow-threshold", "150")
 	tb.click("#rule-save")
-	tb.waitText(`tr[data-rule="orders-qps"]`, "≤ 150 per 1,000 ms, spaced evenly (wait ≤ 250 ms)")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "150 per second, spaced evenly (wait up to 250 ms)")
 
 	// A second tab saves first; the first tab's save is refused (412),
 	// explained, and recovered by loading the current version.

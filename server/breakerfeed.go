@@ -11,7 +11,8 @@ import (
 const breakerFeedSize = 1024
 
 // BreakerFeed carries the engine's circuit breaker transitions to the
-// metric stream, where they go out as "breaker" events. The engine is
+// store (GET /breakers/transitions) and the metric stream, where they go
+// out as "breaker" events. The engine is
 // created first, so create the feed before it, give Notify to
 // engine.Options.OnBreakerStateChange and the feed to Config.BreakerFeed.
 type BreakerFeed struct {
@@ -39,4 +40,9 @@ type BreakerEvent struct {
 	From     string    `json:"from" enums:"closed,open,halfOpen" example:"closed"`
 	To       string    `json:"to" enums:"closed,open,halfOpen" example:"open"`
 	Time     time.Time `json:"time"`
+}
+
+// breakerEvent is a transition as the API shows it.
+func breakerEvent(c engine.BreakerStateChange) BreakerEvent {
+	return BreakerEvent{Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To), Time: time.UnixMilli(c.AtMs).UTC()}
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // BreakerList is every loaded circuit breaker's state.
@@ -34,12 +35,33 @@ type BreakerWindow struct {
 	Slow int64 `json:"slow" example:"0"`
 }
 
+// BreakerTransitionList is the stored circuit breaker transitions of a
+// range, oldest first; those of one millisecond in the order they
+// happened.
+type BreakerTransitionList struct {
+	Items []BreakerEvent `json:"items"`
+	// From and To are the range answered: from inclusive, to exclusive.
+	From time.Time `json:"from"`
+	To   time.Time `json:"to"`
+	// Truncated is true when the range held more than maxBreakerTransitions:
+	// Items are then the newest of them.
+	Truncated bool `json:"truncated" example:"false"`
+}
+
+// maxBreakerTransitions is the most transitions one answer holds.
+const maxBreakerTransitions = 1000
+
+// defaultBreakerRangeMs is the range answered without from: a day.
+const defaultBreakerRangeMs = 24 * 3600 * 1000
+
 type breakerHandler struct {
 	engine *engine.Engine
+	store  *store.Store
 }
 
 func bindBreakers(api apiRoutes, h *breakerHandler) {
 	api.get("/breakers", viewers, h.list)
+	api.get("/breakers/transitions", viewers, h.transitions)
 }
 
 // list answers the state of every enabled circuit breaker rule.
@@ -64,4 +86,49 @@ func (h *breakerHandler) list(c *fiber.Ctx) error {
 		}
 	}
 	return writeJSON(c, http.StatusOK, BreakerList{Items: items})
+}
+
+// transitions answers the stored transitions of a range.
+//
+//	@Summary		Circuit breaker transitions
+//	@ID				listBreakerTransitions
+//	@Description	Every circuit breaker state change stored in the range, oldest first, those of one millisecond in the order they happened; of one resource if resource is given. At most 1,000: when the range holds more, the newest 1,000 and "truncated": true. Kept as long as the metrics (--metrics-retention).
+//	@Tags			breakers
+//	@Produce		json
+//	@Param			resource	query		string	false	"only this resource (exact name)"
+//	@Param			from		query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: 24 h before to)"
+//	@Param			to			query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
+//	@Success		200			{object}	BreakerTransitionList
+//	@Failure		400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/breakers/transitions [get]
+func (h *breakerHandler) transitions(c *fiber.Ctx) error {
+	toMs, err := timeParam(c, "to", h.engine.Clock().NowMs()+1)
+	if err != nil {
+		return err
+	}
+	fromMs, err := timeParam(c, "from", toMs-defaultBreakerRangeMs)
+	if err != nil {
+		return err
+	}
+	if err := checkRange(fromMs, toMs); err != nil {
+		return err
+	}
+	rows, err := h.store.BreakerTransitions(c.UserContext(), c.Query("resource"), fromMs, toMs, maxBreakerTransitions+1)
+	if err != nil {
+		return err
+	}
+	truncated := len(rows) > maxBreakerTransitions
+	if truncated {
+		rows = rows[1:]
+	}
+	items := make([]BreakerEvent, len(rows))
+	for i, r := range rows {
+		items[i] = BreakerEvent{Rule: r.Rule, Resource: r.Resource, From: r.From, To: r.To, Time: time.UnixMilli(r.AtMs).UTC()}
+	}
+	return writeJSON(c, http.StatusOK, BreakerTransitionList{
+		Items: items, From: time.UnixMilli(fromMs).UTC(), To: time.UnixMilli(toMs).UTC(), Truncated: truncated,
+	})
 }

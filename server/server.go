@@ -199,7 +199,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	})
 	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {
-		s.stream.relayBreakers(cfg.BreakerFeed)
+		s.stream.relayBreakers(cfg.BreakerFeed, cfg.Store, s.logger)
 	}
 	s.publicMetrics = cfg.PublicMetrics
 	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
@@ -234,7 +234,7 @@ func (s *Server) routes() {
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindRules(api, &ruleHandler{rules: s.rules})
-	bindBreakers(api, &breakerHandler{engine: s.engine})
+	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials

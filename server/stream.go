@@ -2,7 +2,9 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"log/slog"
 	"math"
 	"strconv"
 	"sync"
@@ -12,6 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/store"
 )
 
 // streamInterval is how often the stream sends the last second's figures.
@@ -28,6 +31,36 @@ type StreamResource struct {
 	Name string `json:"name" example:"GET:/api/orders"`
 	engine.LiveStats
 }
+
+// StreamBacklog is the data of the "backlog" event that opens the metric
+// stream: the last five minutes of per-second figures, one value a second
+// from From, so that a chart is full from its first paint. A value is null
+// for a second the server did not sample (it was down or stalled): a gap,
+// not an idle second; avgRtMs is also null for a second in which no call
+// completed.
+type StreamBacklog struct {
+	// From is the first second; To is the last, the newest sampled.
+	From      time.Time               `json:"from"`
+	To        time.Time               `json:"to"`
+	StepMs    int                     `json:"stepMs" example:"1000"`
+	Resources []StreamBacklogResource `json:"resources"`
+}
+
+// StreamBacklogResource is one resource's seconds in a StreamBacklog; NaN
+// in a series goes out as null.
+type StreamBacklogResource struct {
+	Name           string    `json:"name" example:"GET:/api/orders"`
+	PassQps        []float64 `json:"passQps" extensions:"x-nullable"`
+	BlockQps       []float64 `json:"blockQps" extensions:"x-nullable"`
+	ShadowBlockQps []float64 `json:"shadowBlockQps" extensions:"x-nullable"`
+	AvgRtMs        []float64 `json:"avgRtMs" extensions:"x-nullable"`
+	Concurrency    []float64 `json:"concurrency" extensions:"x-nullable"`
+}
+
+// streamBacklogResources is the most resources the backlog event of a
+// stream of every resource holds, the busiest: the console lists 200 at
+// once, and a stream of one resource always has its own.
+const streamBacklogResources = 1000
 
 // streamHub reads every resource's live figures once an interval, while
 // anyone listens, and hands them to every listener. A listener whose
@@ -119,33 +152,67 @@ func (h *streamHub) close() {
 	h.ticking.Wait()
 }
 
-// relayBreakers hands every transition of feed to the listeners of its
-// resource until the hub closes.
-func (h *streamHub) relayBreakers(feed *BreakerFeed) {
+// relayBreakerBatch is the most transitions stored in one write: a
+// breaker storm is written in few transactions, and the stream waits for
+// none longer than one.
+const relayBreakerBatch = 256
+
+// relayBreakers stores every transition of feed, then hands it to the
+// listeners of its resource, until the hub closes: a console that reads
+// the stored transitions when an event comes finds that one among them.
+func (h *streamHub) relayBreakers(feed *BreakerFeed, st *store.Store, logger *slog.Logger) {
 	h.ticking.Go(func() {
+		batch := make([]engine.BreakerStateChange, 0, relayBreakerBatch)
 		for {
 			select {
 			case <-h.done:
 				return
 			case c := <-feed.changes:
-				data, _ := json.Marshal(BreakerEvent{ // plain structs always encode
-					Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To),
-					Time: time.UnixMilli(c.AtMs).UTC(),
-				})
-				h.mu.Lock()
-				for sub := range h.subs {
-					if sub.resource != "" && sub.resource != c.Resource {
-						continue
-					}
+				batch = append(batch[:0], c)
+			more:
+				for len(batch) < relayBreakerBatch {
 					select {
-					case sub.breakers <- data:
+					case c := <-feed.changes:
+						batch = append(batch, c)
 					default:
+						break more
 					}
 				}
-				h.mu.Unlock()
+				rows := make([]store.BreakerTransition, len(batch))
+				for i, c := range batch {
+					rows[i] = store.BreakerTransition{AtMs: c.AtMs, Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To)}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), breakerWriteTimeout)
+				if err := st.AddBreakerTransitions(ctx, rows); err != nil {
+					logger.Error("breakers: could not store transitions; the stream still sends them", "transitions", len(rows), "error", err)
+				}
+				cancel()
+				for _, c := range batch {
+					h.sendBreaker(c)
+				}
 			}
 		}
 	})
+}
+
+// breakerWriteTimeout bounds one write of transitions, so that a stuck
+// database delays the stream's breaker events by no more.
+const breakerWriteTimeout = 5 * time.Second
+
+// sendBreaker hands one transition to the listeners of its resource.
+func (h *streamHub) sendBreaker(c engine.BreakerStateChange) {
+	data, _ := json.Marshal(breakerEvent(c)) // plain structs always encode
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for sub := range h.subs {
+		if sub.resource != "" && sub.resource != c.Resource {
+			continue
+		}
+		select {
+		case sub.breakers <- data:
+		default:
+		}
+	}
 }
 
 func (h *streamHub) tick(stop <-chan struct{}) {
@@ -238,6 +305,78 @@ func (f *streamFrame) data(sub *streamSub) []byte {
 	return appendStreamStats(nil, one)
 }
 
+// streamBacklog is the data of a backlog event.
+func streamBacklog(b metrics.LiveBacklog) StreamBacklog {
+	from := time.Unix(b.FromSec, 0).UTC()
+	out := StreamBacklog{From: from, To: from.Add(time.Duration(max(b.Seconds-1, 0)) * time.Second), StepMs: 1000,
+		Resources: make([]StreamBacklogResource, len(b.Resources))}
+	for i, r := range b.Resources {
+		series := func(v func(int) float64) []float64 {
+			s := make([]float64, len(r.Sampled))
+			for j, sampled := range r.Sampled {
+				s[j] = math.NaN()
+				if sampled {
+					s[j] = v(j)
+				}
+			}
+			return s
+		}
+		out.Resources[i] = StreamBacklogResource{
+			Name:           r.Name,
+			PassQps:        series(func(j int) float64 { return float64(r.Pass[j]) }),
+			BlockQps:       series(func(j int) float64 { return float64(r.Block[j]) }),
+			ShadowBlockQps: series(func(j int) float64 { return float64(r.ShadowBlock[j]) }),
+			Concurrency:    series(func(j int) float64 { return float64(r.Concurrency[j]) }),
+			AvgRtMs: series(func(j int) float64 {
+				if !r.HasRt[j] {
+					return math.NaN()
+				}
+				return float64(r.AvgRtMs[j])
+			}),
+		}
+	}
+	return out
+}
+
+// appendStreamBacklog appends s as JSON, NaN as null, without
+// reflection: it may hold 1,000 resources of 300 seconds.
+func appendStreamBacklog(b []byte, s StreamBacklog) []byte {
+	b = append(b, `{"from":"`...)
+	b = s.From.AppendFormat(b, time.RFC3339)
+	b = append(b, `","to":"`...)
+	b = s.To.AppendFormat(b, time.RFC3339)
+	b = strconv.AppendInt(append(b, `","stepMs":`...), int64(s.StepMs), 10)
+	b = append(b, `,"resources":[`...)
+	for i, r := range s.Resources {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(append(b, `{"name":`...), r.Name)
+		for _, f := range []struct {
+			key string
+			v   []float64
+		}{
+			{`,"passQps":[`, r.PassQps}, {`,"blockQps":[`, r.BlockQps}, {`,"shadowBlockQps":[`, r.ShadowBlockQps},
+			{`,"avgRtMs":[`, r.AvgRtMs}, {`,"concurrency":[`, r.Concurrency},
+		} {
+			b = append(b, f.key...)
+			for j, v := range f.v {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				if math.IsNaN(v) {
+					b = append(b, "null"...)
+				} else {
+					b = appendJSONFloat(b, v)
+				}
+			}
+			b = append(b, ']')
+		}
+		b = append(b, '}')
+	}
+	return append(b, "]}"...)
+}
+
 // writeEvent writes one event and sends it.
 func writeEvent(w *bufio.Writer, event string, data []byte) error {
 	w.WriteString("event: " + event + "\ndata: ")
@@ -250,7 +389,7 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 //
 //	@Summary		Live figures as Server-Sent Events
 //	@ID				streamMetrics
-//	@Description	Once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
+//	@Description	First an "event: backlog" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
 //	@Tags			metrics
 //	@Produce		text/event-stream
 //	@Param			resource	query		string			false	"only this resource (exact name)"
@@ -274,6 +413,10 @@ func (h *metricsHandler) streamStats(c *fiber.Ctx) error {
 		defer hub.unsubscribe(sub)
 		// The headers go out at once; a retry hint for EventSource.
 		if _, err := w.WriteString("retry: 2000\n\n"); err != nil || w.Flush() != nil {
+			return
+		}
+		backlog := streamBacklog(h.metrics.Backlog().Read(sub.resource, streamBacklogResources))
+		if writeEvent(w, "backlog", appendStreamBacklog(nil, backlog)) != nil {
 			return
 		}
 		for {

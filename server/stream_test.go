@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -19,9 +20,17 @@ import (
 // fastStream makes the stream tick every 20ms instead of every second.
 func fastStream(s *Server) { s.stream.interval = 20 * time.Millisecond }
 
-// openStream opens the metric stream and reads up to the end of its first
-// message (the retry hint), so that the server has subscribed it.
+// openStream opens the metric stream and reads up to the end of its
+// backlog event, so that the server has subscribed it.
 func openStream(t *testing.T, ctx context.Context, c *http.Client, n *metricsNode, query string) (*http.Response, *bufio.Reader) {
+	t.Helper()
+	resp, r, _ := openStreamBacklog(t, ctx, c, n, query)
+	return resp, r
+}
+
+// openStreamBacklog opens the metric stream and reads its first messages:
+// the retry hint and the backlog, which it returns.
+func openStreamBacklog(t *testing.T, ctx context.Context, c *http.Client, n *metricsNode, query string) (*http.Response, *bufio.Reader, StreamBacklog) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, n.URL+"/api/v1/metrics/stream?"+query, nil)
 	if err != nil {
@@ -39,7 +48,52 @@ func openStream(t *testing.T, ctx context.Context, c *http.Client, n *metricsNod
 	if _, err := readEvent(r); err != nil {
 		t.Fatalf("reading the first message: %v", err)
 	}
-	return resp, r
+	ev, err := readEvent(r)
+	if err != nil || ev["event"] != "backlog" {
+		t.Fatalf("the second message is %v (%v), want the backlog", ev, err)
+	}
+	var backlog StreamBacklog
+	if err := json.Unmarshal([]byte(strings.ReplaceAll(ev["data"], "null", "-1")), &backlog); err != nil {
+		t.Fatalf("backlog: %v: %s", err, ev["data"])
+	}
+	return resp, r, backlog
+}
+
+func TestStreamOpensWithBacklog(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 5_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	clock.Advance(1000) // past the second the server sampled as it started
+	traffic(t, n.engine, "orders", 4, 0, 10)
+	n.metrics.SampleLive()
+	clock.Advance(1000)
+	n.metrics.SampleLive() // orders idle: its calls are a second old
+	clock.Advance(2000)    // a second goes unsampled
+	traffic(t, n.engine, "orders", 2, 0, 30)
+	n.metrics.SampleLive()
+
+	for _, query := range []string{"", "resource=orders"} {
+		t.Run(query, func(t *testing.T) {
+			resp, _, got := openStreamBacklog(t, t.Context(), client, n, query)
+			defer resp.Body.Close()
+			last := time.UnixMilli(metricsT0 + 9_000).UTC()
+			if got.StepMs != 1000 || !got.To.Equal(last) || !got.From.Equal(last.Add(-299*time.Second)) || len(got.Resources) != 1 {
+				t.Fatalf("backlog from %v to %v, step %d, %d resources", got.From, got.To, got.StepMs, len(got.Resources))
+			}
+			r := got.Resources[0]
+			// The last four seconds: traffic, idle, a gap (null, read here
+			// as -1), traffic; avgRtMs null while nothing completed.
+			tail := func(s []float64) []float64 { return s[len(s)-4:] }
+			if r.Name != "orders" || !reflect.DeepEqual(tail(r.PassQps), []float64{4, 0, -1, 2}) ||
+				!reflect.DeepEqual(tail(r.AvgRtMs), []float64{10, -1, -1, 30}) || len(r.BlockQps) != 300 {
+				t.Errorf("orders = %s: pass %v, avgRtMs %v", r.Name, tail(r.PassQps), tail(r.AvgRtMs))
+			}
+		})
+	}
+	resp, _, got := openStreamBacklog(t, t.Context(), client, n, "resource=idle")
+	defer resp.Body.Close()
+	if got.Resources == nil || len(got.Resources) != 0 {
+		t.Errorf("the backlog of a resource without traffic = %+v, want no resources", got.Resources)
+	}
 }
 
 // readEvent reads one message: its lines up to the blank one.
@@ -230,5 +284,53 @@ func TestAppendStreamStats(t *testing.T) {
 	}
 	if got := string(appendStreamStats(nil, stats)); got != strings.TrimSuffix(want.String(), "\n") {
 		t.Errorf("appendStreamStats =\n%s\nencoding/json =\n%s", got, want.String())
+	}
+}
+
+func TestBreakerTransitionsStored(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
+	n.createRule(t, map[string]any{"kind": "circuitBreaker", "name": "pay-errors", "resource": "pay",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 1000})
+	traffic(t, n.engine, "pay", 1, 1, 5) // closed → open
+	clock.Advance(1000)
+	traffic(t, n.engine, "pay", 1, 0, 5) // open → halfOpen → closed, in one millisecond
+
+	want := []string{"closed>open", "open>halfOpen", "halfOpen>closed"}
+	// The feed stores them on its own goroutine.
+	var got BreakerTransitionList
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		if status := n.send(t, http.MethodGet, fmt.Sprintf("/api/v1/breakers/transitions?resource=pay&from=%d", metricsT0), "", &got); status != http.StatusOK {
+			t.Fatalf("status %d", status)
+		}
+		if len(got.Items) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+	}
+	var steps []string
+	for _, e := range got.Items {
+		steps = append(steps, e.From+">"+e.To)
+	}
+	if !reflect.DeepEqual(steps, want) || got.Truncated || got.Items[0].Rule != "pay-errors" ||
+		!got.Items[0].Time.Equal(time.UnixMilli(metricsT0)) || !got.Items[2].Time.Equal(time.UnixMilli(metricsT0+1000)) {
+		t.Fatalf("transitions = %+v, want %v", got, want)
+	}
+	if status := n.send(t, http.MethodGet, "/api/v1/breakers/transitions?resource=orders", "", &got); status != http.StatusOK || got.Items == nil || len(got.Items) != 0 {
+		t.Errorf("another resource: %d %+v, want no transitions", status, got.Items)
+	}
+	if status := n.send(t, http.MethodGet, "/api/v1/breakers/transitions?from=5&to=5", "", nil); status != http.StatusBadRequest {
+		t.Errorf("an empty range: %d, want 400", status)
+	}
+
+	// The retention job prunes them with the metrics.
+	clock.Advance(48 * time.Hour.Milliseconds())
+	if err := n.metrics.Prune(t.Context(), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if n.send(t, http.MethodGet, fmt.Sprintf("/api/v1/breakers/transitions?from=%d", metricsT0), "", &got); len(got.Items) != 0 {
+		t.Errorf("after the retention: %+v", got.Items)
 	}
 }

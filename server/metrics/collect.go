@@ -45,6 +45,7 @@ type Pipeline struct {
 	flushInterval, retention time.Duration
 	jobs                     *jobs
 	registry                 *prometheus.Registry
+	backlog                  *Backlog
 
 	// flushMu is held for writing by a flush, from taking the pending batch
 	// to its commit, and for reading by those who read the store and the
@@ -90,6 +91,7 @@ func New(opts Options) *Pipeline {
 		pending:       map[minuteKey]*store.MinuteDelta{},
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},
+		backlog:       NewBacklog(BacklogResources),
 	}
 	if p.clock == nil {
 		p.clock = opts.Engine.Clock()

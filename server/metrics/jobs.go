@@ -25,8 +25,8 @@ type jobs struct {
 }
 
 // Start flushes every flush interval, prunes at once and then every
-// pruneInterval, and watches the engine's overflow every second, until
-// Stop. Call it once.
+// pruneInterval, and samples the live backlog and watches the engine's
+// overflow every second, until Stop. Call it once.
 func (p *Pipeline) Start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.jobs = &jobs{cancel: cancel}
@@ -36,6 +36,9 @@ func (p *Pipeline) Start() {
 				p.logger.Error("metrics: flush failed; the figures stay pending for the next one", "error", err)
 			}
 		})
+	})
+	p.jobs.done.Go(func() {
+		every(ctx, time.Second, true, p.SampleLive)
 	})
 	p.jobs.done.Go(func() {
 		every(ctx, overflowCheckInterval, false, (&overflowWatch{engine: p.engine, clock: p.clock, logger: p.logger}).check)

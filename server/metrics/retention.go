@@ -13,12 +13,17 @@ const pruneBatchRows = 1000
 
 // Prune deletes the rows older than retention, cut at a whole UTC hour so
 // that every step of the history agrees on what is left: up to an hour more
-// than retention is kept.
+// than retention is kept. The circuit breaker transitions go with them: a
+// timeline reaches as far back as the charts beside it.
 func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
 	cutMs := p.NowMs() - retention.Milliseconds()
 	cutMs -= ((cutMs % store.HourMs) + store.HourMs) % store.HourMs
 	deleted, err := p.store.PruneMetrics(ctx, cutMs, pruneBatchRows)
-	if deleted > 0 {
+	if err != nil {
+		return err
+	}
+	transitions, err := p.store.PruneBreakerTransitions(ctx, cutMs, pruneBatchRows)
+	if deleted += transitions; deleted > 0 {
 		p.logger.Info("metrics: retention deleted old rows", "rows", deleted, "before", time.UnixMilli(cutMs).UTC())
 	}
 	return err

@@ -1,22 +1,40 @@
 // Charts, drawn by uPlot (vendored under /vendor/uplot): a time chart with
 // a unit on every axis, and a sparkline for tables. Times are shown in the
-// browser's zone; hovering a point shows it in UTC too.
+// browser's zone; hovering a point shows it in UTC too. A null value is a
+// second or step without figures, drawn as a gap. Colours come from the
+// stylesheet's custom properties, so they follow the light or dark scheme.
 
 import uPlot from '../vendor/uplot/uPlot.esm.js';
 import { h, replace } from './dom.js';
 import { clockTime, localTime, number, utc, zone } from './format.js';
 
-/** colors of the figures, the same on every chart. */
-export const colors = {
-  pass: '#15803d',
-  block: '#dc2626',
-  shadow: '#d97706',
-  error: '#7c3aed',
-  rt: '#2563eb',
-};
+function cssColor(name) {
+  return getComputedStyle(document.documentElement).getPropertyValue(`--chart-${name}`).trim();
+}
 
-const axisColor = '#374151';
-const gridColor = '#e5e7eb';
+/**
+ * colors of the figures, the same on every chart: each is read from the
+ * stylesheet when a chart is made, so a chart follows the scheme in force.
+ */
+export const colors = Object.freeze({
+  get pass() { return cssColor('pass'); },
+  get block() { return cssColor('block'); },
+  get shadow() { return cssColor('shadow'); },
+  get error() { return cssColor('error'); },
+  get rt() { return cssColor('rt'); },
+  get conc() { return cssColor('conc'); },
+});
+
+/** gaps counts the runs of nulls in a series: the gaps a chart draws. */
+function gaps(ys) {
+  let runs = 0;
+  for (let i = 0; i < ys.length; i += 1) {
+    if (ys[i] === null && (i === 0 || ys[i - 1] !== null)) {
+      runs += 1;
+    }
+  }
+  return runs;
+}
 
 function fromZero(u, min, max) {
   return [0, max > 0 ? max * 1.1 : 1];
@@ -53,7 +71,8 @@ export function timeChart(container, opts) {
       value: (u, v) => (v === null || v === undefined ? '—' : `${number(v)} ${s.unit}`),
     })),
   ];
-  const axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
+  const gridColor = cssColor('grid');
+  const axis = { stroke: cssColor('axis'), grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
   const axes = [
     { ...axis, label: `Time (${zone})`, labelSize: 24 },
     { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => splits.map(number) },
@@ -81,6 +100,7 @@ export function timeChart(container, opts) {
     setData(xs, ...ys) {
       u.setData([xs, ...ys]);
       container.dataset.points = String(xs.length);
+      container.dataset.gaps = String(gaps(ys[0] ?? []));
       summary.textContent = xs.length
         ? `${xs.length} points from ${localTime(xs[0] * 1000)} to ${localTime(xs[xs.length - 1] * 1000)}`
         : 'no points yet';
@@ -106,12 +126,13 @@ export function sparkline(container) {
     legend: { show: false },
     scales: { x: { time: false }, y: { range: fromZero } },
     axes: [{ show: false }, { show: false }],
-    series: [{}, { stroke: colors.pass, width: 1.5 }, { stroke: colors.block, width: 1.5 }],
+    series: [{}, { stroke: colors.pass, width: 1.5, spanGaps: false }, { stroke: colors.block, width: 1.5, spanGaps: false }],
   }, [[], [], []], container);
   return {
     setData(xs, pass, block) {
       u.setData([xs, pass, block]);
       container.dataset.points = String(xs.length);
+      container.dataset.gaps = String(gaps(pass));
     },
     destroy() {
       u.destroy();

@@ -1,7 +1,10 @@
 // One Server-Sent Events connection to /api/v1/metrics/stream for the
 // whole console: it keeps the last five minutes of every active resource's
 // figures, one point a second, and the circuit breaker transitions seen
-// since the console was opened, for the pages to read.
+// since the console was opened, for the pages to read. The stream opens
+// with the server's own five minutes (the backlog event), so charts are
+// full from the first paint; a second without figures (the server down,
+// the connection lost) is kept as null, drawn as a gap.
 
 import { connection } from './connection.js';
 
@@ -19,8 +22,44 @@ const staleAfterMs = 5000;
 /** reopenAfterMs is the wait before opening a stream the browser gave up on. */
 const reopenAfterMs = 2000;
 
+/**
+ * gapAfterSec is how far apart two frames may be and still count as
+ * consecutive: the stream's ticks drift against the clock's seconds.
+ */
+const gapAfterSec = 2;
+
+const keys = ['t', 'pass', 'block', 'shadow', 'rt', 'conc'];
+
 function emptyBuffer() {
   return { t: [], pass: [], block: [], shadow: [], rt: [], conc: [], lastActive: 0 };
+}
+
+/** push appends one second to buf; a second missed before it becomes a gap. */
+function push(buf, t, values) {
+  const last = buf.t[buf.t.length - 1];
+  if (last !== undefined && t - last > gapAfterSec) {
+    buf.t.push(last + 1);
+    for (const key of keys.slice(1)) {
+      buf[key].push(null);
+    }
+  }
+  buf.t.push(t);
+  for (const key of keys.slice(1)) {
+    buf[key].push(values[key]);
+  }
+}
+
+/** trim drops what is older than the window ending at t. */
+function trim(buf, t) {
+  let old = 0;
+  while (old < buf.t.length && buf.t[old] <= t - windowSec) {
+    old += 1;
+  }
+  if (old > 0) {
+    for (const key of keys) {
+      buf[key].splice(0, old);
+    }
+  }
 }
 
 class LiveFeed {
@@ -70,6 +109,7 @@ class LiveFeed {
         this.reopenTimer = setTimeout(() => this.open(), reopenAfterMs);
       }
     });
+    source.addEventListener('backlog', (e) => this.onBacklog(JSON.parse(e.data)));
     source.addEventListener('stats', (e) => this.onStats(JSON.parse(e.data)));
     source.addEventListener('breaker', (e) => this.onBreaker(JSON.parse(e.data)));
   }
@@ -109,7 +149,7 @@ class LiveFeed {
     if (this.state !== 'live') {
       this.setState('live');
     }
-    const t = Date.parse(frame.time) / 1000;
+    const t = Math.floor(Date.parse(frame.time) / 1000);
     this.latestFrame.clear();
     for (const r of frame.resources) {
       this.latestFrame.set(r.name, r);
@@ -122,30 +162,71 @@ class LiveFeed {
       if (buf.t.length && buf.t[buf.t.length - 1] >= t) {
         continue; // a reconnect repeated a second
       }
-      buf.t.push(t);
-      buf.pass.push(r?.passQps ?? 0);
-      buf.block.push(r?.blockQps ?? 0);
-      buf.shadow.push(r?.shadowBlockQps ?? 0);
-      buf.rt.push(r && r.completeQps > 0 ? r.avgRtMs : null);
-      buf.conc.push(r?.concurrency ?? 0);
+      push(buf, t, {
+        pass: r?.passQps ?? 0,
+        block: r?.blockQps ?? 0,
+        shadow: r?.shadowBlockQps ?? 0,
+        rt: r && r.completeQps > 0 ? r.avgRtMs : null,
+        conc: r?.concurrency ?? 0,
+      });
       if (r) {
         buf.lastActive = t;
       }
-      let old = 0;
-      while (old < buf.t.length && buf.t[old] <= t - windowSec) {
-        old += 1;
-      }
-      if (old > 0) {
-        for (const key of ['t', 'pass', 'block', 'shadow', 'rt', 'conc']) {
-          buf[key].splice(0, old);
-        }
-      }
+      trim(buf, t);
       if (buf.lastActive <= t - windowSec) {
         this.buffers.delete(name); // idle for the whole window
       }
     }
     for (const fn of this.statsListeners) {
       fn(frame);
+    }
+  }
+
+  /**
+   * onBacklog takes the server's last five minutes in: they replace what
+   * the console kept of the same seconds, and what it kept that the
+   * server did not sample (a restarted server has no backlog of its past)
+   * stays, with a gap where neither had figures.
+   */
+  onBacklog(backlog) {
+    const from = Date.parse(backlog.from) / 1000;
+    const to = Date.parse(backlog.to) / 1000;
+    for (const r of backlog.resources) {
+      const kept = this.buffers.get(r.name) ?? emptyBuffer();
+      const keptAt = new Map(kept.t.map((t, i) => [t, i]));
+      const keptValues = (i) => ({ pass: kept.pass[i], block: kept.block[i], shadow: kept.shadow[i], rt: kept.rt[i], conc: kept.conc[i] });
+      const buf = emptyBuffer();
+      buf.lastActive = kept.lastActive;
+      kept.t.forEach((t, i) => {
+        if (t < from) {
+          push(buf, t, keptValues(i));
+        }
+      });
+      // A second the server did not sample is the console's if it saw it
+      // (the server restarted), else a gap.
+      r.passQps.forEach((pass, i) => {
+        const t = from + i;
+        if (pass !== null) {
+          push(buf, t, { pass, block: r.blockQps[i], shadow: r.shadowBlockQps[i], rt: r.avgRtMs[i], conc: r.concurrency[i] });
+          if (pass || r.blockQps[i] || r.shadowBlockQps[i] || r.concurrency[i]) {
+            buf.lastActive = Math.max(buf.lastActive, t);
+          }
+        } else if (keptAt.has(t)) {
+          push(buf, t, keptValues(keptAt.get(t)));
+        } else if (buf.t.length) {
+          push(buf, t, { pass: null, block: null, shadow: null, rt: null, conc: null });
+        }
+      });
+      kept.t.forEach((t, i) => {
+        if (t > to) {
+          push(buf, t, keptValues(i));
+        }
+      });
+      trim(buf, Math.max(to, buf.t[buf.t.length - 1] ?? to));
+      this.buffers.set(r.name, buf);
+    }
+    for (const fn of this.statsListeners) {
+      fn(null);
     }
   }
 
@@ -166,7 +247,7 @@ class LiveFeed {
     return this.latestFrame.get(name) ?? null;
   }
 
-  /** subscribe calls fn with every stats frame; it returns the undo. */
+  /** subscribe calls fn with every stats frame, and with null when a backlog came in; it returns the undo. */
   subscribe(fn) {
     this.statsListeners.add(fn);
     return () => this.statsListeners.delete(fn);

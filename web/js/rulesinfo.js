@@ -41,6 +41,46 @@ export function kindLabel(kind) {
   return kindOf(kind)?.label ?? kind;
 }
 
+/** fieldOf is a kind's field entry, if it has one. */
+function fieldOf(kind, name) {
+  return kindOf(kind)?.fields.find((f) => f.name === name);
+}
+
+/** optionLabel is the form's short label of a field's option: its words before a colon. */
+function optionLabel(kind, name, value) {
+  const label = fieldOf(kind, name)?.options?.find((o) => o.value === value)?.label;
+  return label ? label.split(':')[0] : value;
+}
+
+/** strategyLabel names a circuit breaker strategy as the rule form does. */
+export function strategyLabel(strategy) {
+  return optionLabel('circuitBreaker', 'strategy', strategy);
+}
+
+/**
+ * formWords rewrites an API message about a kind's fields in the form's
+ * words: a field's name becomes its label and an option's value its
+ * label, each with the API's name after it for those who write rules as
+ * files ("is required with Warm up (warmUp)").
+ */
+export function formWords(kind, message) {
+  const fields = kindOf(kind)?.fields ?? [];
+  const names = new Map();
+  for (const f of fields) {
+    names.set(f.name, f.label);
+    for (const o of f.options ?? []) {
+      names.set(o.value, o.label.split(':')[0]);
+    }
+  }
+  return message.replace(/\b[a-z][A-Za-z]*[A-Z][A-Za-z]*\b|\b[a-z]+\b/g, (word) => {
+    const label = names.get(word);
+    if (!label || label === word) {
+      return word;
+    }
+    return label.includes(`(${word})`) ? label : `${label} (${word})`;
+  });
+}
+
 /** fieldDefault is the default of a kind's field, if it has one. */
 function fieldDefault(kind, name) {
   return kindOf(kind)?.fields.find((f) => f.name === name)?.default;
@@ -74,11 +114,14 @@ export function show(value) {
 export function summary(rule) {
   if (rule.kind === 'flow') {
     if (rule.metric === 'concurrency') {
-      return `≤ ${number(rule.threshold)} in flight`;
+      return `${number(rule.threshold)} in flight at most`;
     }
-    let s = `≤ ${number(rule.threshold)} per ${number(rule.statIntervalMs ?? fieldDefault('flow', 'statIntervalMs'))} ms`;
+    const intervalMs = rule.statIntervalMs ?? fieldDefault('flow', 'statIntervalMs');
+    let s = intervalMs === 1000
+      ? `${number(rule.threshold)} per second`
+      : `${number(rule.threshold)} per ${intervalMs % 1000 === 0 ? `${number(intervalMs / 1000)} seconds` : `${number(intervalMs)} ms`}`;
     if (rule.controlBehavior === 'throttling') {
-      s += `, spaced evenly (wait ≤ ${number(rule.maxQueueingTimeMs ?? fieldDefault('flow', 'maxQueueingTimeMs'))} ms)`;
+      s += `, spaced evenly (wait up to ${number(rule.maxQueueingTimeMs ?? fieldDefault('flow', 'maxQueueingTimeMs'))} ms)`;
     }
     if (rule.tokenCalculateStrategy === 'warmUp') {
       s += `, warm-up ${number(rule.warmUpPeriodSec)} s`;

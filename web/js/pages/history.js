@@ -6,7 +6,7 @@ import { api, ifMatch } from '../api.js';
 import { h, replace } from '../dom.js';
 import { timeEl } from '../format.js';
 import { orderedFields, show } from '../rulesinfo.js';
-import { badge, confirmDialog, errorBox, page, table, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, messageOf, page, table, toast } from '../ui.js';
 
 const pageSize = 500;
 
@@ -30,7 +30,9 @@ function diffTable(rows, caption) {
 export function render(ctx) {
   const id = Number(ctx.match[1]);
   const errors = errorBox();
-  const list = h('ol', { class: 'revisions', id: 'revisions', reversed: true });
+  const list = h('ol', { class: 'revisions', id: 'revisions', reversed: true },
+    h('li', { class: 'card state loading' }, 'Loading the history…'));
+  let loaded = false;
   const facts = h('p', { class: 'muted' });
   const p = page('History', h('p', {}, h('a', { href: '#/rules' }, '← Rules')), facts, errors.el, list);
   const heading = p.heading;
@@ -73,7 +75,8 @@ export function render(ctx) {
       replace(facts, `${data.total} version${data.total === 1 ? '' : 's'}, newest first. `,
         deleted ? 'The rule is deleted; its history stays readable.' : h('a', { href: `#/rules/${id}/edit` }, 'Edit the rule'),
         data.total > revs.length ? ` Only the newest ${revs.length} are shown.` : '');
-      replace(list, revs.map((rev, i) => {
+      loaded = true;
+      replace(list, revs.length ? revs.map((rev, i) => {
         const before = revs[i + 1]?.rule;
         let what;
         if (rev.action === 'create' || !before) {
@@ -94,9 +97,15 @@ export function render(ctx) {
             type: 'button', dataset: { rollback: rev.version },
             onclick: () => rollback(rev.version, newest.version),
           }, `Roll back to version ${rev.version}`)) : null);
-      }));
+      }) : h('li', { class: 'card state empty' }, 'No version of this rule is recorded.'));
     } catch (err) {
-      errors.show(err);
+      if (loaded) {
+        errors.show(err);
+      } else {
+        // Nothing to show but the failure, and a way to try again.
+        replace(list, h('li', { class: 'card state error' }, h('span', { role: 'alert' }, messageOf(err)), ' ',
+          h('button', { type: 'button', class: 'link', onclick: load }, 'Try again')));
+      }
     }
   }
 

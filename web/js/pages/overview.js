@@ -1,16 +1,67 @@
 // The overview: every resource with its live figures from the metric
-// stream, its rule count and a sparkline of the last five minutes, sorted
-// by blocks; and, on a new install, what to do first.
+// stream, its rule count and a sparkline of the last five minutes, ranked
+// by its blocks over the last minute; and, on a new install, what to do
+// first. Sluice's own API routes are resources too, kept out of the way
+// unless asked for.
 
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { sparkline } from '../charts.js';
 import { ms, number } from '../format.js';
 import { feed } from '../live.js';
-import { badge, errorBox, field, page, table } from '../ui.js';
+import { badge, errorBox, field, loadError, page, stateRow, table } from '../ui.js';
 
 const listSize = 200;
 const refreshMs = 15000;
+/** rankSec is the span the ranking sums: a minute smooths out single seconds. */
+const rankSec = 60;
+const headers = ['Resource', 'Rules', 'Passed /s', 'Blocked /s', 'Avg RT', 'In flight', 'Last 5 min'];
+
+/**
+ * ownRoute tells Sluice's own API routes, which the server guards with its
+ * own engine and names "METHOD /api/v1/…", from the user's resources.
+ */
+export function ownRoute(name) {
+  return /^[A-Z]+ \/api\/v1(\/|$)/.test(name);
+}
+
+/**
+ * lastMinute is a resource's passed and blocked calls over the last
+ * minute: summed from the live series when the stream has it, else the
+ * last finished minute the list answered.
+ */
+function lastMinute(item) {
+  const s = feed.series(item.name);
+  if (!s || !s.t.length) {
+    return { pass: item.lastMinute?.pass ?? 0, block: item.lastMinute?.block ?? 0 };
+  }
+  const since = s.t[s.t.length - 1] - rankSec;
+  let pass = 0;
+  let block = 0;
+  for (let i = s.t.length - 1; i >= 0 && s.t[i] > since; i -= 1) {
+    pass += s.pass[i] ?? 0;
+    block += s.block[i] ?? 0;
+  }
+  return { pass, block };
+}
+
+/**
+ * ranked orders items for the chosen sort: by the last minute's blocks or
+ * passes, highest first, the other figure next, then by name, so that
+ * equal resources keep their places from one refresh to the next.
+ */
+function ranked(items, sort) {
+  if (sort === 'name') {
+    return items;
+  }
+  const minute = new Map(items.map((it) => [it.name, lastMinute(it)]));
+  const [first, second] = sort === '-passQps' ? ['pass', 'block'] : ['block', 'pass'];
+  return [...items].sort((a, b) => {
+    const ma = minute.get(a.name);
+    const mb = minute.get(b.name);
+    return mb[first] - ma[first] || mb[second] - ma[second] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+  });
+}
 
 function resourceLink(name) {
   return h('a', { href: `#/resources/${encodeURIComponent(name)}`, dataset: { resource: name } }, name);
@@ -43,11 +94,14 @@ export function render(ctx) {
   const sort = field({
     label: 'Sort by', id: 'overview-sort',
     input: h('select', {},
-      option('-blockQps', 'Blocked per second', ctx.params.get('sort') !== '-passQps' && ctx.params.get('sort') !== 'name'),
-      option('-passQps', 'Passed per second', ctx.params.get('sort') === '-passQps'),
+      option('-blockQps', 'Most blocked in the last minute', ctx.params.get('sort') !== '-passQps' && ctx.params.get('sort') !== 'name'),
+      option('-passQps', 'Most passed in the last minute', ctx.params.get('sort') === '-passQps'),
       option('name', 'Name', ctx.params.get('sort') === 'name')),
   });
-  const tbody = h('tbody');
+  const showOwn = h('input', { type: 'checkbox', id: 'overview-own', checked: ctx.params.get('own') === '1' });
+  const ownToggle = h('div', { class: 'field check' }, showOwn,
+    h('label', { for: 'overview-own' }, 'Show Sluice\'s own API routes'));
+  const tbody = h('tbody', {}, stateRow(headers.length, 'loading', 'Loading the resources…'));
   const note = h('p', { class: 'muted', role: 'status' });
   const rows = new Map();
   const openBreakers = new Map();
@@ -79,24 +133,25 @@ export function render(ctx) {
       const sparkEl = h('div', { class: 'spark', role: 'img', 'aria-label': `passed (green) and blocked (red) per second over the last 5 minutes of ${it.name}` });
       const row = {
         name: it.name,
-        pass: h('td', { class: 'num' }),
-        block: h('td', { class: 'num' }),
-        rt: h('td', { class: 'num' }),
-        conc: h('td', { class: 'num' }),
+        pass: h('td', { class: 'num', dataset: { label: headers[2] } }),
+        block: h('td', { class: 'num', dataset: { label: headers[3] } }),
+        rt: h('td', { class: 'num', dataset: { label: headers[4] } }),
+        conc: h('td', { class: 'num', dataset: { label: headers[5] } }),
         badges: h('span', { class: 'badges' }, breakerBadges(it.name)),
         spark: sparkline(sparkEl),
       };
       row.tr = h('tr', { dataset: { resource: it.name } },
-        h('th', { scope: 'row' }, resourceLink(it.name), it.name.startsWith('demo:') ? badge('demo', 'info') : null, row.badges),
-        h('td', { class: 'num' }, String(it.rules)),
+        h('th', { scope: 'row' }, resourceLink(it.name), it.name.startsWith('demo:') ? badge('demo', 'info') : null,
+          ownRoute(it.name) ? badge('Sluice API', 'info', 'one of Sluice\'s own API routes') : null, row.badges),
+        h('td', { class: 'num', dataset: { label: headers[1] } }, String(it.rules)),
         row.pass, row.block, row.rt, row.conc,
-        h('td', {}, sparkEl));
+        h('td', { class: 'spark-cell', dataset: { label: headers[6] } }, sparkEl));
       rows.set(it.name, row);
       liveCells(row, feed.latest(it.name) ?? it.live);
       return row.tr;
     });
-    replace(tbody, trs.length ? trs : h('tr', {}, h('td', { colspan: 7, class: 'empty' },
-      search.input.value ? 'No resource matches the search.' : 'No resource has been seen yet. Resources appear here when traffic reaches Sluice or a rule names them.')));
+    replace(tbody, trs.length ? trs : stateRow(headers.length, 'empty',
+      search.input.value ? 'No resource matches the search.' : 'No resource has been seen yet. Resources appear here when traffic reaches Sluice or a rule names them.'));
     if (focused) {
       tbody.querySelector(`a[data-resource="${CSS.escape(focused)}"]`)?.focus();
     }
@@ -108,12 +163,22 @@ export function render(ctx) {
         query: { q: search.input.value, sort: sort.input.value, pageSize: listSize },
       });
       errors.clear();
-      drawRows(data.items);
-      note.textContent = data.total > data.items.length
-        ? `Showing ${data.items.length} of ${data.total} resources; search to narrow the list.`
-        : `${data.total} resource${data.total === 1 ? '' : 's'}.`;
+      const own = data.items.filter((it) => ownRoute(it.name)).length;
+      const items = showOwn.checked ? data.items : data.items.filter((it) => !ownRoute(it.name));
+      drawRows(ranked(items, sort.input.value));
+      const shown = data.total > data.items.length
+        ? `Showing ${items.length} of ${data.total} resources; search to narrow the list.`
+        : `${items.length} resource${items.length === 1 ? '' : 's'}.`;
+      note.textContent = own && !showOwn.checked
+        ? `${shown} ${own} of Sluice's own API route${own === 1 ? ' is' : 's are'} hidden.`
+        : shown;
     } catch (err) {
-      errors.show(err);
+      if (!rows.size) {
+        replace(tbody, loadError(headers.length, err, load));
+      } else {
+        // The rows stay, marked as old by the connection banner.
+        errors.show(err);
+      }
     }
   }
 
@@ -148,12 +213,23 @@ export function render(ctx) {
   search.input.addEventListener('input', () => {
     clearTimeout(typing);
     typing = setTimeout(() => {
-      ctx.setParams({ q: search.input.value, sort: sort.input.value === '-blockQps' ? '' : sort.input.value });
+      setParams();
       load();
     }, 250);
   });
+  function setParams() {
+    ctx.setParams({
+      q: search.input.value,
+      sort: sort.input.value === '-blockQps' ? '' : sort.input.value,
+      own: showOwn.checked ? '1' : '',
+    });
+  }
   sort.input.addEventListener('change', () => {
-    ctx.setParams({ q: search.input.value, sort: sort.input.value === '-blockQps' ? '' : sort.input.value });
+    setParams();
+    load();
+  });
+  showOwn.addEventListener('change', () => {
+    setParams();
     load();
   });
 
@@ -180,10 +256,10 @@ export function render(ctx) {
   const p = page('Overview',
     start,
     errors.el,
-    h('form', { class: 'toolbar', role: 'search', onsubmit: (e) => e.preventDefault() }, search.row, sort.row),
-    table('Resources', ['Resource', 'Rules', 'Passed /s', 'Blocked /s', 'Avg RT', 'In flight', 'Last 5 min'], tbody),
+    h('form', { class: 'toolbar', role: 'search', onsubmit: (e) => e.preventDefault() }, search.row, sort.row, ownToggle),
+    h('div', { class: 'overview-table' }, table('Resources', headers, tbody)),
     note,
-    h('p', { class: 'muted small' }, 'Live figures come once a second from the metric stream; the list itself refreshes every 15 s.'));
+    h('p', { class: 'muted small' }, 'Live figures come once a second from the metric stream; the list and its order refresh every 15 s.'));
   return {
     ...p,
     cleanup() {

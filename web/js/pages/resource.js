@@ -7,7 +7,7 @@ import { h, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
-import { isDemoRule, stateKind, stateLabel, summary } from '../rulesinfo.js';
+import { isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
@@ -65,34 +65,35 @@ export function render(ctx) {
   const cleanups = [];
   let gone = false;
 
-  // Circuit breakers: a state badge each and the timeline of transitions.
+  // Circuit breakers: a state badge each and the timeline of transitions,
+  // which the server stores as the engine reports them.
   const breakerBody = h('tbody');
   const timeline = h('ol', { class: 'timeline', id: 'breaker-timeline' });
   const breakerSection = section('Circuit breakers',
     table('Circuit breakers', ['Rule', 'Strategy', 'State', 'Since', 'Window'], breakerBody),
-    h('h3', {}, 'State changes'),
+    h('h3', {}, 'State changes, last 24 hours'),
     timeline,
-    h('p', { class: 'muted small' }, 'Transitions arrive on the metric stream while the console is open; each breaker\'s current state shows since when it holds.'));
+    h('p', { class: 'muted small' }, 'Newest first; the server keeps every transition as long as the metrics.'));
   breakerSection.hidden = true;
   let breakers = [];
+  let transitions = [];
 
   function drawBreakers() {
-    breakerSection.hidden = breakers.length === 0;
+    breakerSection.hidden = breakers.length === 0 && transitions.length === 0;
     replace(breakerBody, breakers.map((b) => h('tr', { dataset: { rule: b.rule } },
       h('th', { scope: 'row' }, b.rule),
-      h('td', {}, b.strategy),
+      h('td', {}, strategyLabel(b.strategy)),
       h('td', {}, badge(stateLabel(b.state), stateKind(b.state))),
       h('td', {}, timeEl(b.since)),
       h('td', {}, `${number(b.window.total)} calls, ${number(b.window.errors)} errors, ${number(b.window.slow)} slow`))));
-    const events = feed.breakerEvents.filter((e) => e.resource === name)
-      .map((e) => ({ time: e.time, rule: e.rule, from: e.from, to: e.to }));
+    // The server lists them oldest first, those of one millisecond in the
+    // order they happened: reversed, never re-sorted by time.
+    const events = [...transitions].reverse();
     for (const b of breakers) {
-      const seen = events.some((e) => e.rule === b.rule && Date.parse(e.time) >= Date.parse(b.since));
-      if (!seen) {
+      if (!transitions.some((e) => e.rule === b.rule)) {
         events.push({ time: b.since, rule: b.rule, from: null, to: b.state });
       }
     }
-    events.sort((a, b) => Date.parse(b.time) - Date.parse(a.time));
     replace(timeline, events.length ? events.map((e) => h('li', { dataset: { state: e.to } },
       timeEl(e.time), ' ', h('strong', {}, e.rule), ' ',
       e.from ? [badge(stateLabel(e.from), stateKind(e.from)), ' → '] : 'is ',
@@ -102,8 +103,12 @@ export function render(ctx) {
 
   async function loadBreakers() {
     try {
-      const { data } = await api('GET', '/breakers');
-      breakers = data.items.filter((b) => b.resource === name);
+      const [states, changes] = await Promise.all([
+        api('GET', '/breakers'),
+        api('GET', '/breakers/transitions', { query: { resource: name } }),
+      ]);
+      breakers = states.data.items.filter((b) => b.resource === name);
+      transitions = changes.data.items;
       drawBreakers();
     } catch (err) {
       // A refresh that failed for want of a server is the connection
@@ -121,16 +126,22 @@ export function render(ctx) {
 
   // Live: the last five minutes from the stream.
   const liveEl = h('div', { class: 'chart', id: 'live-chart' });
+  const inFlightEl = h('div', { class: 'chart', id: 'inflight-chart' });
   const liveSection = section('Live: last 5 minutes', liveEl,
-    h('p', { class: 'muted small' }, 'One point a second from the metric stream, kept since the console was opened.'));
+    h('h3', {}, 'Calls in flight'), inFlightEl,
+    h('p', { class: 'muted small' }, 'One point a second from the metric stream; the server keeps the last five minutes, so the charts start full. '
+      + 'A gap is a time without figures: the server was down or out of reach. Concurrency rules limit the calls in flight.'));
   let live = null;
+  let inFlight = null;
 
   function drawLive() {
     const s = feed.series(name);
     if (s) {
       live.setData(s.t, s.pass, s.block, s.shadow, s.rt);
+      inFlight.setData(s.t, s.conc);
     } else {
       live.setData([], [], [], [], []);
+      inFlight.setData([], []);
     }
   }
 
@@ -288,7 +299,7 @@ export function render(ctx) {
         check.addEventListener('change', () => toggle(r, check));
         return h('tr', { dataset: { rule: r.name } },
           h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null),
-          h('td', {}, r.kind),
+          h('td', {}, kindLabel(r.kind)),
           h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
           h('td', {}, summary(r)),
           h('td', {}, check));
@@ -319,6 +330,11 @@ export function render(ctx) {
         { label: 'Avg RT', color: colors.rt, unit: 'ms', side: 'right', dash: [2, 3] },
       ],
     });
+    inFlight = timeChart(inFlightEl, {
+      height: 160,
+      leftLabel: 'calls in flight',
+      series: [{ label: 'In flight', color: colors.conc, unit: 'calls' }],
+    });
     drawLive();
     cleanups.push(feed.subscribe(drawLive));
     pickRange();
@@ -327,7 +343,7 @@ export function render(ctx) {
   loadRules();
   // The breakers' window figures move without a transition to announce it.
   const breakerTimer = setInterval(() => {
-    if (breakers.length) {
+    if (!breakerSection.hidden) {
       loadBreakers();
     }
   }, breakerRefreshMs);
@@ -342,6 +358,7 @@ export function render(ctx) {
         undo();
       }
       live?.destroy();
+      inFlight?.destroy();
       history?.destroy();
     },
   };

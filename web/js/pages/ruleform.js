@@ -7,7 +7,7 @@
 import { api, etagVersion, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { isDemoRule, ruleSchema, show } from '../rulesinfo.js';
+import { formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
 import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
@@ -194,7 +194,7 @@ export function render(ctx) {
     for (const d of err.details) {
       const f = byName.get(d.field);
       if (f) {
-        f.setError(d.message);
+        f.setError(formWords(kind, d.message));
         first ??= f.input;
       } else {
         elsewhere.push(d);

@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// closeAfterRetry calls resource until its open breaker lets a probe
+// through, and completes the probe: the breaker goes half-open and closed
+// in the same millisecond.
+func closeAfterRetry(t *testing.T, eng *engine.Engine, resource string) {
+	t.Helper()
+	deadline := time.Now().Add(waitTimeout)
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	for ; ; <-tick.C {
+		if e, blk := eng.Entry(resource); blk == nil {
+			e.Exit()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the breaker of %s let no probe through in %v", resource, waitTimeout)
+		}
+	}
+}
+
+// TestBreakerTimeline makes a breaker open, then close through half-open
+// within one millisecond: the resource page's timeline lists the three
+// transitions newest first, those of the same instant in the order they
+// happened, and still does after a reload, from the server's store.
+func TestBreakerTimeline(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:breaker"
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:breaker",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 500}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	if e, blk := n.engine.Entry(resource); blk == nil {
+		e.Exit(engine.WithError(errors.New("failed")))
+	}
+	closeAfterRetry(t, n.engine, resource)
+
+	want := []string{"closed", "halfOpen", "open"}
+	order := `[...document.querySelectorAll('#breaker-timeline li[data-state]')].map((li) => li.dataset.state)`
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	for range 2 {
+		tb.waitFor("three transitions", order+`.length === 3`)
+		if got, err := eval[[]string](tb, order); err != nil || !slices.Equal(got, want) {
+			t.Fatalf("timeline %v (%v), want %v", got, err, want)
+		}
+		tb.waitText("#breaker-timeline li:first-child", "half-open → closed")
+		tb.waitText(`tr[data-rule="flaky"]`, "Error count")
+		tb.do("reload", chromedp.Reload())
+		tb.waitText("main h1", resource)
+	}
+}
+
+// TestFormWords: the resource page names kinds as the rules page does, and
+// an error of the API reads in the form's words, with the API's name.
+func TestFormWords(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay",
+		"strategy": "errorRatio", "threshold": 0.5, "retryTimeoutMs": 5000}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/pay", "pay")
+	tb.waitText(`tr[data-rule="pay-errors"]:has(input[type=checkbox])`, "Circuit breaker")
+
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-name", "orders-warm")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-flow-threshold", "100")
+	tb.fill("#rule-flow-tokenCalculateStrategy", "warmUp")
+	tb.click("#rule-save")
+	tb.waitText("#rule-form", "is required with Warm up (warmUp)")
+}

@@ -1,0 +1,28 @@
+package e2e
+
+import (
+	"net/http"
+	"testing"
+)
+
+// TestHistoryStates: a rule's history says it is loading while the server
+// has not answered, shows the versions once it has, and says why it could
+// not load a rule that does not exist, with a way to try again.
+func TestHistoryStates(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	n.gate.hold()
+	tb.visit("/rules/1/history", "History")
+	tb.waitText("#revisions li.loading", "Loading the history")
+	n.gate.release()
+	tb.waitText("#revisions", "Version 1")
+
+	tb.visit("/rules/999/history", "History")
+	tb.waitText("#revisions li.error [role=alert]", "")
+	tb.waitText("#revisions li.error", "Try again")
+}
