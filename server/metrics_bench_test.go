@@ -254,7 +254,7 @@ func reportTarget(b *testing.B, targetMs float64) {
 }
 
 // BenchmarkMetricsDBSize reports the seeded file's size per million minute
-// rows, the hourly rollup and the resources included.
+// rows, the rollups and the resources included.
 func BenchmarkMetricsDBSize(b *testing.B) {
 	path := benchDB(b)
 	info, err := os.Stat(path)
