@@ -289,14 +289,14 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 // never had traffic (or all of it is past retention).
 func (s *Store) GetMetricResource(ctx context.Context, name string) (MetricResource, error) {
 	var r MetricResource
-	err := s.db.WithContext(ctx).Where("name = ? AND first_seen_ms IS NOT NULL", name).Take(&r).Error
+	err := s.read.WithContext(ctx).Where("name = ? AND first_seen_ms IS NOT NULL", name).Take(&r).Error
 	return r, translate(err)
 }
 
 // MetricResources returns every resource that had traffic, by name.
 func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 	rs := []MetricResource{}
-	err := s.db.WithContext(ctx).Where("first_seen_ms IS NOT NULL").Order("name").Find(&rs).Error
+	err := s.read.WithContext(ctx).Where("first_seen_ms IS NOT NULL").Order("name").Find(&rs).Error
 	return rs, err
 }
 
@@ -361,7 +361,7 @@ func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, 
 	// day of minutes as rows was 29,000 such calls, most of a history's
 	// time. string_agg with ORDER BY is SQLite's (3.44) and PostgreSQL's.
 	var text sql.NullString
-	if err := s.db.WithContext(ctx).Raw(`SELECT string_agg(`+pointText+`, ' ' ORDER BY step_ms)
+	if err := s.read.WithContext(ctx).Raw(`SELECT string_agg(`+pointText+`, ' ' ORDER BY step_ms)
 		FROM (`+steps+`) AS p`, args...).Row().Scan(&text); err != nil {
 		return nil, err
 	}
@@ -465,7 +465,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 		sums = append(sums, "sum(p."+c+") AS "+c)
 	}
 	union, args := perResource(parts, strings.Join(partSums, ", "), "", nil)
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT r.id, r.name
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT r.id, r.name
 		FROM (SELECT resource_id, `+strings.Join(sums, ", ")+` FROM (`+union+`) AS p
 			GROUP BY resource_id) AS t
 		JOIN resources AS r ON r.id = t.resource_id
@@ -502,7 +502,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 // resource ID.
 func (s *Store) partTotals(ctx context.Context, parts []rangePart, ids []int64) (map[int64]engine.Counts, error) {
 	union, args := perResource(parts, partColumns, "r.id IN ? AND", []any{ids})
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT resource_id, `+countColumns+` FROM (`+union+`) AS m
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT resource_id, `+countColumns+` FROM (`+union+`) AS m
 		GROUP BY resource_id`, args...).Rows()
 	if err != nil {
 		return nil, err
@@ -525,7 +525,7 @@ func (s *Store) partTotals(ctx context.Context, parts []rangePart, ids []int64) 
 func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string) (map[string]engine.Counts, error) {
 	out := make(map[string]engine.Counts, len(names))
 	for batch := range slices.Chunk(names, namesPerQuery) {
-		rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
+		rows, err := s.read.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
 			FROM resources AS r CROSS JOIN metric_minutes AS m
 			WHERE r.name IN ? AND m.resource_id = r.id AND m.start_ms = ?
 			GROUP BY r.name`, batch, startMs).Rows()
