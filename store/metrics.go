@@ -342,8 +342,7 @@ func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, 
 		}
 	}
 	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
-	// Rows of the step's own span are the points, already in key order:
-	// grouping them would only sort them again.
+	// Rows of the step's own span are the points: nothing to group.
 	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
 			rt_min_ms, rt_max_ms, max_concurrency FROM ` + table.name + `
 		WHERE resource_id = (SELECT id FROM resources WHERE name = ?)
