@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +79,7 @@ func benchDB(b *testing.B) string {
 // seededNode is a server on the seeded database.
 type seededNode struct {
 	baseURL string
+	store   *store.Store // the server's
 	names   []string
 	endMs   int64 // the end of the seeded range
 }
@@ -88,7 +91,12 @@ type seededNode struct {
 // the time of the run and the ranges read off the seeded ones.
 func startSeeded(b *testing.B) *seededNode {
 	b.Helper()
-	path := benchDB(b)
+	return startSeededAt(b, benchDB(b))
+}
+
+// startSeededAt is startSeeded on the database at path.
+func startSeededAt(b *testing.B, path string) *seededNode {
+	b.Helper()
 	n := startServer(b, func(cfg *Config) {
 		cfg.MetricsRetention = 100 * 365 * 24 * time.Hour
 		cfg.UnguardedAPI = true
@@ -97,7 +105,7 @@ func startSeeded(b *testing.B) *seededNode {
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := &seededNode{baseURL: n.URL}
+	s := &seededNode{baseURL: n.URL, store: n.Store}
 	for _, r := range resources {
 		s.names = append(s.names, r.Name)
 		s.endMs = max(s.endMs, r.LastSeenMs)
@@ -213,6 +221,38 @@ func benchHistory(b *testing.B, rangeMs int64, step string, targetMs float64) {
 			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-rangeMs, s.endMs, step)
 	}, historyHoldsData)
 	reportTarget(b, targetMs)
+}
+
+// BenchmarkMetricsHistoryDuringFlush reads histories as
+// BenchmarkMetricsHistory24h1m does while the server's store writes
+// flushes of 10,000 resources back to back: what a read waits for the
+// writer. It runs on a copy of the data set, which the flushes grow.
+func BenchmarkMetricsHistoryDuringFlush(b *testing.B) {
+	const resourceCount = 10_000
+	path := filepath.Join(b.TempDir(), "during-flush.db")
+	copyFile(b, benchDB(b), path)
+	s := startSeededAt(b, path)
+	ctx, cancel := context.WithCancel(b.Context())
+	var flushes sync.WaitGroup
+	defer flushes.Wait()
+	defer cancel()
+	flushes.Go(func() {
+		deltas := make([]store.MinuteDelta, resourceCount)
+		for minute := s.endMs; ctx.Err() == nil; minute += store.MinuteMs {
+			for i := range deltas {
+				deltas[i] = store.MinuteDelta{Resource: fmt.Sprintf("flush-bench-%05d", i), StartMs: minute,
+					Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Complete: 1}, RtSumMs: 5, MinRtMs: 5, MaxRtMs: 5, MaxConcurrency: 1}}
+			}
+			if err := s.store.AddMetrics(ctx, deltas); err != nil && ctx.Err() == nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	measure(b, s.baseURL, func(i int) string {
+		return fmt.Sprintf("/api/v1/resources/%s/metrics?from=%d&to=%d&step=1m",
+			url.PathEscape(s.names[(i*7919)%len(s.names)]), s.endMs-24*store.HourMs, s.endMs)
+	}, historyHoldsData)
 }
 
 // BenchmarkMetricsTop10Block1h ranks every resource by blocks over the
