@@ -727,7 +727,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; whole UTC hours are read from the hourly rollup. avgRt ranks resources without completed calls last.",
+                "description": "Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; the range is read from the rollups (whole UTC days, hours and five minutes) and the minutes at its ends. avgRt ranks resources without completed calls last.",
                 "produces": [
                     "application/json"
                 ],

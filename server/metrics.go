@@ -71,7 +71,7 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 //
 //	@Summary		Top resources over a range
 //	@ID				listTopResources
-//	@Description	Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; whole UTC hours are read from the hourly rollup. avgRt ranks resources without completed calls last.
+//	@Description	Ranks the resources with traffic in [from, to), highest first, ties by name. from is rounded down and to up to the minute; the range is read from the rollups (whole UTC days, hours and five minutes) and the minutes at its ends. avgRt ranks resources without completed calls last.
 //	@Tags			metrics
 //	@Produce		json
 //	@Param			from	query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: an hour before to)"

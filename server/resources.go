@@ -167,7 +167,7 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
 		}
 	}
-	return writeJSON(c, http.StatusOK, MetricHistory{
+	return writeHistory(c, MetricHistory{
 		Resource: name, Step: step.Name,
 		From: time.UnixMilli(history.FromMs).UTC(), To: time.UnixMilli(history.ToMs).UTC(),
 		Points: points,

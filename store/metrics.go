@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -15,9 +17,30 @@ import (
 
 // Lengths of the spans metric rows cover, in milliseconds.
 const (
-	MinuteMs = int64(60_000)
-	HourMs   = 60 * MinuteMs
+	MinuteMs      = int64(60_000)
+	FiveMinutesMs = 5 * MinuteMs
+	HourMs        = 60 * MinuteMs
+	DayMs         = 24 * HourMs
 )
+
+// metricTable is a table of metric rows that each cover spanMs, UTC-aligned.
+type metricTable struct {
+	name   string
+	spanMs int64
+}
+
+// metricTables are the minute rows and the rollups that sum them, finest
+// first; each span divides the next. Every flush adds to all of them in
+// one transaction, so a rollup row always equals the sum of its minutes,
+// the one still being written included. A read takes the coarsest rows
+// that fit its range or step: a week is a few day rows per resource
+// instead of 10,080 minutes.
+var metricTables = []metricTable{
+	{"metric_minutes", MinuteMs},
+	{"metric_five_minutes", FiveMinutesMs},
+	{"metric_hours", HourMs},
+	{"metric_days", DayMs},
+}
 
 // namesPerQuery is how many names one IN list carries, far below SQLite's
 // limit of 32,766 parameters.
@@ -80,7 +103,17 @@ const (
 	TopByAvgRt TopBy = "avgRt"
 )
 
-// topOrder is the ORDER BY of each ranking; the name breaks ties.
+// topColumns are the columns each ranking sums to order the resources:
+// the ranking reads only those, and the full figures of the winners only.
+var topColumns = map[TopBy][]string{
+	TopByPass:  {"pass"},
+	TopByBlock: {"block"},
+	TopByError: {"error"},
+	TopByAvgRt: {"complete", "rt_sum_ms"},
+}
+
+// topOrder is the ORDER BY of each ranking over topColumns' sums; the name
+// breaks ties.
 var topOrder = map[TopBy]string{
 	TopByPass:  "t.pass DESC",
 	TopByBlock: "t.block DESC",
@@ -93,8 +126,9 @@ var topOrder = map[TopBy]string{
 // its rows at once.
 const addMetricsChunk = 5000
 
-// AddMetrics adds deltas to the minute rows, to the hour rows that roll them
-// up, and to the resources' first and last seen times, in one transaction:
+// AddMetrics adds deltas to the minute rows, to the rollups of
+// metricTables, and to the resources' first and last seen times, in one
+// transaction:
 // counts add, the minimum and maxima merge, so a minute flushed in several
 // parts, or again after a restart, adds up and is never overwritten.
 func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
@@ -115,8 +149,6 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 // calls add up as they would in one.
 func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error {
 	seen := map[string]*MetricResource{}
-	hours := map[countKey]*engine.Counts{}
-	var hourOrder []countKey
 	for _, d := range deltas {
 		first, last := d.FirstSeenMs, d.LastSeenMs
 		if first == 0 {
@@ -130,14 +162,6 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 		} else {
 			seen[d.Resource] = &MetricResource{Name: d.Resource, FirstSeenMs: first, LastSeenMs: last}
 		}
-		k := countKey{resource: d.Resource, startMs: floorTo(d.StartMs, HourMs)}
-		if h, ok := hours[k]; ok {
-			h.Merge(d.Counts)
-		} else {
-			c := d.Counts
-			hours[k] = &c
-			hourOrder = append(hourOrder, k)
-		}
 	}
 	ids, err := upsertResources(ctx, tx, seen)
 	if err != nil {
@@ -147,19 +171,33 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 	for i, d := range deltas {
 		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.Counts}
 	}
-	if err := upsertCounts(ctx, tx, "metric_minutes", minuteRows); err != nil {
+	if err := upsertCounts(ctx, tx, metricTables[0].name, minuteRows); err != nil {
 		return err
 	}
-	hourRows := make([]countRow, len(hourOrder))
-	for i, k := range hourOrder {
-		hourRows[i] = countRow{resourceID: ids[k.resource], startMs: k.startMs, counts: *hours[k]}
+	for _, t := range metricTables[1:] {
+		if err := upsertCounts(ctx, tx, t.name, rollUp(minuteRows, t.spanMs)); err != nil {
+			return err
+		}
 	}
-	return upsertCounts(ctx, tx, "metric_hours", hourRows)
+	return nil
 }
 
-type countKey struct {
-	resource string
-	startMs  int64
+// rollUp merges rows into one per resource and span of spanMs, in the
+// order each first appears.
+func rollUp(rows []countRow, spanMs int64) []countRow {
+	type key struct{ resourceID, startMs int64 }
+	at := make(map[key]int, len(rows))
+	out := make([]countRow, 0, len(rows))
+	for _, r := range rows {
+		k := key{r.resourceID, floorTo(r.startMs, spanMs)}
+		if i, ok := at[k]; ok {
+			out[i].counts.Merge(r.counts)
+			continue
+		}
+		at[k] = len(out)
+		out = append(out, countRow{resourceID: k.resourceID, startMs: k.startMs, counts: r.counts})
+	}
+	return out
 }
 
 type countRow struct {
@@ -210,7 +248,7 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 	return ids, nil
 }
 
-// upsertCounts adds rows to table (metric_minutes or metric_hours) with one
+// upsertCounts adds rows to table (one of metricTables) with one
 // prepared statement, row by row: cheaper here than many-row VALUES lists,
 // which SQLite compiles anew each time.
 func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
@@ -251,14 +289,14 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 // never had traffic (or all of it is past retention).
 func (s *Store) GetMetricResource(ctx context.Context, name string) (MetricResource, error) {
 	var r MetricResource
-	err := s.db.WithContext(ctx).Where("name = ? AND first_seen_ms IS NOT NULL", name).Take(&r).Error
+	err := s.read.WithContext(ctx).Where("name = ? AND first_seen_ms IS NOT NULL", name).Take(&r).Error
 	return r, translate(err)
 }
 
 // MetricResources returns every resource that had traffic, by name.
 func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 	rs := []MetricResource{}
-	err := s.db.WithContext(ctx).Where("first_seen_ms IS NOT NULL").Order("name").Find(&rs).Error
+	err := s.read.WithContext(ctx).Where("first_seen_ms IS NOT NULL").Order("name").Find(&rs).Error
 	return rs, err
 }
 
@@ -276,39 +314,81 @@ const countColumns = `sum(pass) AS pass, sum(block) AS block, sum(shadow_block) 
 	coalesce(min(rt_min_ms), 0) AS rt_min_ms, max(rt_max_ms) AS rt_max_ms,
 	max(max_concurrency) AS max_concurrency`
 
+// pointFields is how many numbers ResourceMetrics reads per point: the
+// step's start, then the figures in the order of countColumns.
+const pointFields = 10
+
+// pointText writes a point's numbers, from the columns of
+// countColumns (a grouped step) or a table's row (a step of its span),
+// separated by spaces.
+const pointText = `step_ms || ' ' || pass || ' ' || block || ' ' || shadow_block || ' ' ||
+	complete || ' ' || error || ' ' || rt_sum_ms || ' ' || coalesce(rt_min_ms, 0) || ' ' ||
+	rt_max_ms || ' ' || max_concurrency`
+
 // ResourceMetrics returns the named resource's traffic from fromMs
 // (inclusive) to toMs (exclusive) in steps of stepMs, UTC-aligned: fromMs is
 // rounded down and toMs up to a multiple of the step. stepMs is a whole
-// number of minutes; whole hours are read from the hourly rollup. Steps
-// without traffic are absent; an unknown resource has none.
+// number of minutes; each step is read from the coarsest rollup whose span
+// divides it, row by row when the span is the step. Steps without traffic
+// are absent; an unknown resource has none.
 func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
 	if stepMs <= 0 || stepMs%MinuteMs != 0 {
 		return nil, fmt.Errorf("store: step of %d ms is not a whole number of minutes", stepMs)
 	}
-	table := "metric_minutes"
-	if stepMs%HourMs == 0 {
-		table = "metric_hours"
+	table := metricTables[0]
+	for _, t := range metricTables {
+		if stepMs%t.spanMs == 0 {
+			table = t
+		}
 	}
 	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT start_ms / @step * @step AS step_ms, `+countColumns+`
-		FROM `+table+`
-		WHERE resource_id = (SELECT id FROM resources WHERE name = @name)
-		  AND start_ms >= @from AND start_ms < @to
-		GROUP BY step_ms ORDER BY step_ms`,
-		map[string]any{"step": stepMs, "name": name, "from": fromMs, "to": toMs}).Rows()
-	if err != nil {
+	// Rows of the step's own span are the points: nothing to group.
+	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
+			rt_min_ms, rt_max_ms, max_concurrency FROM ` + table.name + `
+		WHERE resource_id = (SELECT id FROM resources WHERE name = ?)
+		  AND start_ms >= ? AND start_ms < ?`
+	args := []any{name, fromMs, toMs}
+	if table.spanMs != stepMs {
+		steps = `SELECT start_ms / ? * ? AS step_ms, ` + countColumns + ` FROM ` + table.name + `
+			WHERE resource_id = (SELECT id FROM resources WHERE name = ?)
+			  AND start_ms >= ? AND start_ms < ?
+			GROUP BY step_ms`
+		args = append([]any{stepMs, stepMs}, args...)
+	}
+	// The points come back as one string of numbers: the driver crosses
+	// into C twice per column and row (its type, then its value), and a
+	// day of minutes as rows was 29,000 such calls, most of a history's
+	// time. string_agg with ORDER BY is SQLite's (3.44) and PostgreSQL's.
+	var text sql.NullString
+	if err := s.read.WithContext(ctx).Raw(`SELECT string_agg(`+pointText+`, ' ' ORDER BY step_ms)
+		FROM (`+steps+`) AS p`, args...).Row().Scan(&text); err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	points := []MetricPoint{}
-	for rows.Next() {
-		var p MetricPoint
-		if err := scanCounts(rows, &p.StartMs, &p.Counts); err != nil {
-			return nil, err
-		}
-		points = append(points, p)
+	return parsePoints(text.String)
+}
+
+// parsePoints reads the points that ResourceMetrics writes as text.
+func parsePoints(text string) ([]MetricPoint, error) {
+	fields := strings.Fields(text)
+	if len(fields)%pointFields != 0 {
+		return nil, fmt.Errorf("store: %d numbers do not make points of %d", len(fields), pointFields)
 	}
-	return points, rows.Err()
+	points := make([]MetricPoint, 0, len(fields)/pointFields)
+	var n [pointFields]int64
+	for point := range slices.Chunk(fields, pointFields) {
+		for i, f := range point {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("store: read a point: %w", err)
+			}
+			n[i] = v
+		}
+		points = append(points, MetricPoint{StartMs: n[0], Counts: engine.Counts{
+			Calls:   engine.Calls{Pass: n[1], Block: n[2], ShadowBlock: n[3], Complete: n[4], Error: n[5]},
+			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9],
+		}})
+	}
+	return points, nil
 }
 
 // scanner is what scanCounts reads from.
@@ -322,68 +402,121 @@ func scanCounts(rows scanner, key any, c *engine.Counts) error {
 		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency)
 }
 
+// rangePart is the rows of one metric table that start in [fromMs, toMs).
+type rangePart struct {
+	table        string
+	fromMs, toMs int64
+}
+
+// rangeParts splits [fromMs, toMs), whole minutes, into the fewest rows of
+// tables (finest first) that sum to it: the coarsest table's whole spans
+// in the middle, then the same for what is left at either end with the
+// finer ones. A week ending mid-hour reads six days, 23 hours and at most
+// 11 five-minute and 4 minute rows at each end per resource.
+func rangeParts(fromMs, toMs int64, tables []metricTable) []rangePart {
+	for i := len(tables) - 1; i >= 0 && fromMs < toMs; i-- {
+		lo, hi := ceilTo(fromMs, tables[i].spanMs), floorTo(toMs, tables[i].spanMs)
+		if lo < hi {
+			parts := rangeParts(fromMs, lo, tables[:i])
+			parts = append(parts, rangePart{tables[i].name, lo, hi})
+			return append(parts, rangeParts(hi, toMs, tables[:i])...)
+		}
+	}
+	return nil
+}
+
+// perResource is a query over parts, each summed per resource with
+// columns (over m, the part's rows), of the resources that filter (over r)
+// keeps, and its arguments: a UNION ALL whose rows the caller sums again.
+// CROSS JOIN keeps resources as the outer loop, so that a part reads a
+// range of the primary key per resource, in order, with nothing to sort.
+func perResource(parts []rangePart, columns, filter string, filterArgs []any) (string, []any) {
+	selects := make([]string, len(parts))
+	var args []any
+	for i, p := range parts {
+		selects[i] = `SELECT r.id AS resource_id, ` + columns + `
+			FROM resources AS r CROSS JOIN ` + p.table + ` AS m
+			WHERE ` + filter + ` m.resource_id = r.id AND m.start_ms >= ? AND m.start_ms < ?
+			GROUP BY r.id`
+		args = append(append(args, filterArgs...), p.fromMs, p.toMs)
+	}
+	return strings.Join(selects, " UNION ALL "), args
+}
+
 // TopResources ranks the resources by their traffic from fromMs (inclusive,
 // rounded down to the minute) to toMs (exclusive, rounded up), highest
 // first, ties by name, and returns the first limit. Only resources with
-// traffic in the range take part. Whole hours of the range are read from
-// the hourly rollup, the minutes at either end from the minute rows.
+// traffic in the range take part. The range is read from the coarsest
+// rows that fit it (rangeParts); the ranking sums only the columns it
+// orders by, and the full figures are summed for the first limit only.
 func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, limit int) ([]ResourceTotals, error) {
 	order, ok := topOrder[by]
 	if !ok {
 		return nil, fmt.Errorf("store: cannot rank by %q", by)
 	}
-	fromMs, toMs = floorTo(fromMs, MinuteMs), ceilTo(toMs, MinuteMs)
-	type part struct {
-		table    string
-		from, to int64
-	}
-	parts := []part{{"metric_minutes", fromMs, toMs}}
-	if hourFrom, hourTo := ceilTo(fromMs, HourMs), floorTo(toMs, HourMs); hourFrom < hourTo {
-		parts = []part{
-			{"metric_minutes", fromMs, hourFrom},
-			{"metric_hours", hourFrom, hourTo},
-			{"metric_minutes", hourTo, toMs},
-		}
-	}
-	// Each part is summed per resource on its own: CROSS JOIN keeps
-	// resources as the outer loop, so that a part reads a range of the
-	// primary key per resource, in order, with nothing to sort. Then the
-	// parts' sums are added up.
-	var selects []string
-	var args []any
-	for _, p := range parts {
-		if p.from >= p.to {
-			continue
-		}
-		selects = append(selects, `SELECT r.id AS resource_id, `+partColumns+`
-			FROM resources AS r CROSS JOIN `+p.table+` AS m
-			WHERE m.resource_id = r.id AND m.start_ms >= ? AND m.start_ms < ?
-			GROUP BY r.id`)
-		args = append(args, p.from, p.to)
-	}
-	if len(selects) == 0 {
+	parts := rangeParts(floorTo(fromMs, MinuteMs), ceilTo(toMs, MinuteMs), metricTables)
+	if len(parts) == 0 {
 		return []ResourceTotals{}, nil
 	}
-	args = append(args, limit)
-	rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, t.pass, t.block, t.shadow_block, t.complete, t.error,
-			t.rt_sum_ms, coalesce(t.rt_min_ms, 0), t.rt_max_ms, t.max_concurrency
-		FROM (SELECT resource_id, `+partColumns+` FROM (`+strings.Join(selects, " UNION ALL ")+`) AS m
+	var partSums, sums []string
+	for _, c := range topColumns[by] {
+		partSums = append(partSums, "sum(m."+c+") AS "+c)
+		sums = append(sums, "sum(p."+c+") AS "+c)
+	}
+	union, args := perResource(parts, strings.Join(partSums, ", "), "", nil)
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT r.id, r.name
+		FROM (SELECT resource_id, `+strings.Join(sums, ", ")+` FROM (`+union+`) AS p
 			GROUP BY resource_id) AS t
 		JOIN resources AS r ON r.id = t.resource_id
-		ORDER BY `+order+`, r.name LIMIT ?`, args...).Rows()
+		ORDER BY `+order+`, r.name LIMIT ?`, append(args, limit)...).Rows()
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
+	var ids []int64
 	top := []ResourceTotals{}
 	for rows.Next() {
+		var id int64
 		var t ResourceTotals
-		if err := scanCounts(rows, &t.Resource, &t.Counts); err != nil {
+		if err := rows.Scan(&id, &t.Resource); err != nil {
 			return nil, err
 		}
+		ids = append(ids, id)
 		top = append(top, t)
 	}
-	return top, rows.Err()
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ids) == 0 {
+		return top, err
+	}
+	totals, err := s.partTotals(ctx, parts, ids)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		top[i].Counts = totals[id]
+	}
+	return top, nil
+}
+
+// partTotals sums every figure of the resources ids over parts, by
+// resource ID.
+func (s *Store) partTotals(ctx context.Context, parts []rangePart, ids []int64) (map[int64]engine.Counts, error) {
+	union, args := perResource(parts, partColumns, "r.id IN ? AND", []any{ids})
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT resource_id, `+countColumns+` FROM (`+union+`) AS m
+		GROUP BY resource_id`, args...).Rows()
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	totals := make(map[int64]engine.Counts, len(ids))
+	for rows.Next() {
+		var id int64
+		var c engine.Counts
+		if err := scanCounts(rows, &id, &c); err != nil {
+			return nil, err
+		}
+		totals[id] = c
+	}
+	return totals, rows.Err()
 }
 
 // MinuteMetrics returns the named resources' rows of the minute that starts
@@ -391,7 +524,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string) (map[string]engine.Counts, error) {
 	out := make(map[string]engine.Counts, len(names))
 	for batch := range slices.Chunk(names, namesPerQuery) {
-		rows, err := s.db.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
+		rows, err := s.read.WithContext(ctx).Raw(`SELECT r.name, `+countColumns+`
 			FROM resources AS r CROSS JOIN metric_minutes AS m
 			WHERE r.name IN ? AND m.resource_id = r.id AND m.start_ms = ?
 			GROUP BY r.name`, batch, startMs).Rows()
@@ -413,21 +546,32 @@ func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string
 	return out, nil
 }
 
-// PruneMetrics deletes the minute and hour rows that start before beforeMs,
-// then the resources last seen before it, in transactions of at most
-// batchRows rows each, so that flushes are never held up for long; a
-// resource that rules name stays, without seen times. It returns how many
-// metric rows it deleted.
+// PruneMetrics deletes the metric rows that start before beforeMs, then
+// the resources last seen before it, in transactions of at most batchRows
+// rows each, so that flushes are never held up for long; a resource that
+// rules name stays, without seen times. A rollup row whose span holds
+// beforeMs keeps the sum of what is left of it, so that every step and
+// every range agree on what is kept: callers cut at a whole hour, which
+// leaves only the day rows to sum again. It returns how many metric rows
+// it deleted.
 func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int) (int64, error) {
 	if batchRows < 1 {
 		return 0, fmt.Errorf("store: batch of %d rows", batchRows)
 	}
 	var deleted int64
-	for _, table := range []string{"metric_minutes", "metric_hours"} {
-		n, err := s.pruneTable(ctx, table, beforeMs, batchRows)
+	for i, t := range metricTables {
+		cutMs := beforeMs
+		if i > 0 {
+			cutMs = floorTo(beforeMs, t.spanMs)
+		}
+		n, err := s.pruneTable(ctx, t.name, cutMs, batchRows)
 		deleted += n
+		if err == nil && cutMs < beforeMs {
+			n, err = s.sumAgain(ctx, metricTables[i-1].name, t, cutMs, batchRows)
+			deleted += n
+		}
 		if err != nil {
-			return deleted, fmt.Errorf("prune %s: %w", table, err)
+			return deleted, fmt.Errorf("prune %s: %w", t.name, err)
 		}
 	}
 	if err := s.db.WithContext(ctx).Exec(`UPDATE resources SET first_seen_ms = NULL, last_seen_ms = NULL
@@ -470,6 +614,44 @@ func (s *Store) pruneTable(ctx context.Context, table string, beforeMs int64, ba
 			return deleted, err
 		}
 		cursor = ends[len(ends)-1].resourceID
+	}
+}
+
+// sumAgain sets the rows of rollup that start at startMs to the sum of
+// the rows of finer within their span, batchRows resources at a time, and
+// deletes those that have none left. It returns how many it deleted.
+func (s *Store) sumAgain(ctx context.Context, finer string, rollup metricTable, startMs int64, batchRows int) (int64, error) {
+	endMs := startMs + rollup.spanMs
+	var deleted int64
+	cursor := int64(0)
+	for {
+		var ids []int64
+		if err := s.db.WithContext(ctx).Raw(`SELECT m.resource_id FROM resources AS r CROSS JOIN `+rollup.name+` AS m
+			WHERE r.id > ? AND m.resource_id = r.id AND m.start_ms = ?
+			ORDER BY r.id LIMIT ?`, cursor, startMs, batchRows).Scan(&ids).Error; err != nil || len(ids) == 0 {
+			return deleted, err
+		}
+		// The finer rows of the span, correlated to the rollup row being
+		// written: PostgreSQL reads the outer table by its name as SQLite does.
+		finerRows := `FROM ` + finer + ` AS f WHERE f.resource_id = ` + rollup.name + `.resource_id
+			AND f.start_ms >= ? AND f.start_ms < ?`
+		err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+			res := tx.Exec(`DELETE FROM `+rollup.name+` WHERE start_ms = ? AND resource_id IN ?
+				AND NOT EXISTS (SELECT 1 `+finerRows+`)`, startMs, ids, startMs, endMs)
+			if res.Error != nil {
+				return res.Error
+			}
+			deleted += res.RowsAffected
+			return tx.Exec(`UPDATE `+rollup.name+` SET (pass, block, shadow_block, complete, error,
+					rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency) =
+				(SELECT sum(f.pass), sum(f.block), sum(f.shadow_block), sum(f.complete), sum(f.error),
+					sum(f.rt_sum_ms), min(f.rt_min_ms), max(f.rt_max_ms), max(f.max_concurrency) `+finerRows+`)
+				WHERE start_ms = ? AND resource_id IN ?`, startMs, endMs, startMs, ids).Error
+		})
+		if err != nil || len(ids) < batchRows {
+			return deleted, err
+		}
+		cursor = ids[len(ids)-1]
 	}
 }
 

@@ -62,7 +62,7 @@ func lowerASCII(c byte) byte {
 func (s *Store) CountCatalogue(ctx context.Context, q string) (int64, error) {
 	where, args := nameFilter(q)
 	var n int64
-	err := s.db.WithContext(ctx).Raw(`SELECT count(*) FROM resources`+where, args...).Scan(&n).Error
+	err := s.read.WithContext(ctx).Raw(`SELECT count(*) FROM resources`+where, args...).Scan(&n).Error
 	return n, err
 }
 
@@ -72,7 +72,7 @@ func (s *Store) CountCatalogue(ctx context.Context, q string) (int64, error) {
 func (s *Store) CatalogueNames(ctx context.Context, q string, offset, limit int) ([]string, error) {
 	where, args := nameFilter(q)
 	names := []string{}
-	err := s.db.WithContext(ctx).Raw(`SELECT name FROM resources`+where+` ORDER BY name LIMIT ? OFFSET ?`,
+	err := s.read.WithContext(ctx).Raw(`SELECT name FROM resources`+where+` ORDER BY name LIMIT ? OFFSET ?`,
 		append(args, limit, offset)...).Scan(&names).Error
 	return names, err
 }
@@ -82,7 +82,7 @@ func (s *Store) CatalogueNames(ctx context.Context, q string, offset, limit int)
 func (s *Store) CatalogueEntries(ctx context.Context, names []string) (map[string]CatalogueEntry, error) {
 	out := make(map[string]CatalogueEntry, len(names))
 	for batch := range slices.Chunk(names, namesPerQuery) {
-		rows, err := s.db.WithContext(ctx).Raw(`SELECT name, first_seen_ms, last_seen_ms, rule_count
+		rows, err := s.read.WithContext(ctx).Raw(`SELECT name, first_seen_ms, last_seen_ms, rule_count
 			FROM resources WHERE name IN ?`, batch).Rows()
 		if err != nil {
 			return nil, err

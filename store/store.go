@@ -20,7 +20,11 @@ const slowQueryThreshold = 200 * time.Millisecond
 
 // Store is Sluice's persistence. It is safe for concurrent use.
 type Store struct {
-	db     *gorm.DB
+	db *gorm.DB
+	// read is the read pool's: what needs no transaction and should not
+	// wait for a write reads through it (see readConns).
+	read   *gorm.DB
+	b      *backend
 	logger *slog.Logger
 }
 
@@ -57,20 +61,27 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	if err != nil {
 		return nil, err
 	}
-	db, err := gorm.Open(b.dialector, &gorm.Config{
-		TranslateError: true,
-		NowFunc:        func() time.Time { return o.now().UTC() },
-		Logger:         gormLogger(logger),
-	})
-	if err != nil {
-		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.sqlDB.Close())
+	config := func() *gorm.Config {
+		return &gorm.Config{
+			TranslateError: true,
+			NowFunc:        func() time.Time { return o.now().UTC() },
+			Logger:         gormLogger(logger),
+		}
 	}
-	s := &Store{db: db, logger: logger}
+	db, err := gorm.Open(b.dialector, config())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.close())
+	}
+	read, err := gorm.Open(b.readDialector, config())
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.close())
+	}
+	s := &Store{db: db, read: read, b: b, logger: logger}
 	if err := s.Ping(ctx); err != nil {
-		return nil, errors.Join(fmt.Errorf("the database %s cannot be written: %w", path, err), b.sqlDB.Close())
+		return nil, errors.Join(fmt.Errorf("the database %s cannot be written: %w", path, err), b.close())
 	}
 	if err := s.migrate(ctx, b, path); err != nil {
-		return nil, errors.Join(err, b.sqlDB.Close())
+		return nil, errors.Join(err, b.close())
 	}
 	return s, nil
 }
@@ -127,11 +138,7 @@ func (s *Store) Ping(ctx context.Context) error {
 
 // Close closes the database. The Store must not be used afterwards.
 func (s *Store) Close() error {
-	sqlDB, err := s.db.DB()
-	if err != nil {
-		return err
-	}
-	return sqlDB.Close()
+	return s.b.close()
 }
 
 // gormLogger sends failed and slow statements to logger, without their

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"database/sql"
 	"flag"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/migrations"
 )
 
@@ -362,6 +364,70 @@ func TestOpenURIKeepsTheStoreSettings(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("PRAGMA %s = %q, want the store's %q over the URI's", pragma, got, want)
+		}
+	}
+}
+
+// TestConnectionsMapTheFile: every connection reads the file through a
+// memory map of mmapSizeBytes.
+func TestConnectionsMapTheFile(t *testing.T) {
+	s, _ := openTestStore(t)
+	var size int64
+	if err := sqlDB(t, s).QueryRowContext(t.Context(), "PRAGMA mmap_size").Scan(&size); err != nil {
+		t.Fatal(err)
+	}
+	if size != mmapSizeBytes {
+		t.Errorf("mmap_size = %d, want %d", size, mmapSizeBytes)
+	}
+}
+
+// TestReadsDoNotWaitForTheWriter: while a write transaction is open, as a
+// long flush holds one, the metric and catalogue reads answer at once from
+// the last commit.
+func TestReadsDoNotWaitForTheWriter(t *testing.T) {
+	s, _ := openTestStore(t)
+	addMetrics(t, s, MinuteDelta{Resource: "orders", StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Block: 1}}})
+	tx, err := sqlDB(t, s).BeginTx(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(t.Context(), "UPDATE metric_minutes SET pass = 100"); err != nil {
+		t.Fatal(err)
+	}
+	// The writer's one connection is taken until the rollback: a read
+	// that waited for it would outlive this context.
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	points, err := s.ResourceMetrics(ctx, "orders", minute(0), minute(1), MinuteMs)
+	if err != nil || len(points) != 1 || points[0].Pass != 1 {
+		t.Errorf("history = %+v (%v), want the committed pass of 1", points, err)
+	}
+	top, err := s.TopResources(ctx, minute(0), minute(1), TopByBlock, 10)
+	if err != nil || len(top) != 1 || top[0].Pass != 1 {
+		t.Errorf("top = %+v (%v), want the committed pass of 1", top, err)
+	}
+	if names, err := s.CatalogueNames(ctx, "", 0, 10); err != nil || len(names) != 1 {
+		t.Errorf("catalogue = %v (%v), want orders", names, err)
+	}
+}
+
+func TestSharesFile(t *testing.T) {
+	tests := []struct {
+		db   string
+		want bool
+	}{
+		{"/var/lib/sluice.db", true},
+		{"file:/var/lib/sluice.db?mode=rw", true},
+		{":memory:", false},
+		{"file::memory:", false},
+		{"file:sluice?mode=memory&cache=shared", false},
+		{"file:/var/lib/sluice.db?vfs=unix-excl", false},
+		{"file:/var/lib/sluice.db?_locking_mode=EXCLUSIVE", false},
+	}
+	for _, tt := range tests {
+		if got := sharesFile(tt.db); got != tt.want {
+			t.Errorf("sharesFile(%q) = %v, want %v", tt.db, got, tt.want)
 		}
 	}
 }

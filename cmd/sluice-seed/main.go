@@ -77,13 +77,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	mib := float64(info.Size()) / (1 << 20)
 	fmt.Fprintf(stdout, "seeded %d minute rows (%d resources x %d days, up to %s) in %v\n",
 		rows, plan.resources, plan.days, time.UnixMilli(plan.endMs).UTC().Format(time.RFC3339), took.Round(time.Millisecond))
-	fmt.Fprintf(stdout, "%s: %.1f MiB, %.1f MiB per million minute rows (hourly rollup and resources included)\n",
+	fmt.Fprintf(stdout, "%s: %.1f MiB, %.1f MiB per million minute rows (rollups and resources included)\n",
 		*dbPath, mib, mib/(float64(rows)/1e6))
 	return nil
 }
 
 // seed writes one transaction per resource and day, through the store's
-// flush path (minute rows, hourly rollup, resources).
+// flush path (minute rows, rollups, resources).
 func seed(ctx context.Context, st *store.Store, plan seedPlan) (int64, error) {
 	rng := rand.New(rand.NewPCG(plan.seed, plan.seed^0x5eed))
 	startMs := plan.endMs - int64(plan.days)*24*store.HourMs
