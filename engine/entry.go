@@ -95,6 +95,10 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		r = r.current()
 		rs = r.rules.Load()
 	}
+	now := r.now()
+	if now >= rs.expiresAtMs {
+		rs = r.expireRules(now)
+	}
 	count, noWait := int64(1), false
 	for _, o := range opts {
 		if o.count > 1 {
@@ -102,7 +106,6 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 		noWait = noWait || o.noWait
 	}
-	now := r.now()
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)

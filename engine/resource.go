@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -58,13 +59,20 @@ type ruleSet struct {
 	// inFlightMatters: a concurrency rule, of this resource or one
 	// associated with it, reads this resource's calls in flight.
 	inFlightMatters bool
+	// expiresAtMs is when the first of the set's rules expires (noExpiry
+	// if none does): past it, Entry has the set without it published once
+	// (Resource.expireRules), so a call pays one compare for expiry.
+	expiresAtMs int64
 }
 
-var noRules = &ruleSet{}
+// noExpiry is the expiresAtMs of a rule set none of whose rules expires.
+const noExpiry = math.MaxInt64
+
+var noRules = &ruleSet{expiresAtMs: noExpiry}
 
 // evictedRules marks a resource the engine evicted: Entry, which loads the
 // rules first anyway, tells it from the others without another load.
-var evictedRules = &ruleSet{}
+var evictedRules = &ruleSet{expiresAtMs: noExpiry}
 
 func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)

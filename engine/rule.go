@@ -116,6 +116,10 @@ type FlowRule struct {
 	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
 	RefResource            string                 `json:"refResource,omitempty"`
 	Scope                  Scope                  `json:"scope,omitempty"`
+	// ExpiresAtMs, if not 0, is when the rule stops applying, in Unix
+	// milliseconds of the engine's clock (the API's expiresAt): it stays
+	// loaded and listed, and calls stop seeing it then without a load.
+	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
 // WithDefaults returns the rule with every unset field that applies to it set
@@ -163,6 +167,9 @@ func (r FlowRule) Validate() []FieldError {
 	case ModeEnforce, ModeShadow:
 	default:
 		errs.add("mode", "must be one of enforce, shadow")
+	}
+	if r.ExpiresAtMs < 0 {
+		errs.add("expiresAtMs", "must be >= 0 (0: never)")
 	}
 
 	fields := FlowRuleFields

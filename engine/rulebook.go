@@ -207,7 +207,7 @@ func (st *staging) publish() {
 		} else {
 			b.measuredBy[r] = measuredBy
 		}
-		b.publish(r, st.sets[r], measuredBy)
+		b.publish(r, st.sets[r], measuredBy, st.now)
 	}
 }
 
@@ -218,8 +218,9 @@ func (b *ruleBook) has(r *Resource) bool {
 }
 
 // publish completes s, r's own rules, with what the rules of r and of
-// measuredBy need of r's calls, stores it in r and books it.
-func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
+// measuredBy need of r's calls, books it and stores in r its rules that
+// have not expired by nowMs.
+func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, nowMs int64) {
 	for _, c := range s.flow {
 		if c.stat == r {
 			s.measure(c, true)
@@ -228,6 +229,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
+	s.expiresAtMs = s.firstExpiry()
 	if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
 		s = noRules
 	}
@@ -247,7 +249,73 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 	} else {
 		delete(b.withBreakers, r)
 	}
-	r.rules.Store(s)
+	r.rules.Store(s.activeAt(nowMs))
+}
+
+// firstExpiry returns when the first of s's rules expires, noExpiry if
+// none does.
+func (s *ruleSet) firstExpiry() int64 {
+	first := int64(noExpiry)
+	for _, c := range s.flow {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
+	}
+	for _, b := range s.breakers {
+		first = min(first, expiry(b.rule.ExpiresAtMs))
+	}
+	return first
+}
+
+// expiry is when a rule with expiresAtMs stops applying: 0 is never.
+func expiry(expiresAtMs int64) int64 {
+	if expiresAtMs == 0 {
+		return noExpiry
+	}
+	return expiresAtMs
+}
+
+// activeAt returns s without the rules expired by nowMs: s itself while
+// none has. The book keeps s whole, so that listings show expired rules
+// and a load compares against them; the feeds stay, as the passes they
+// count cost nothing to decisions.
+func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
+	if nowMs < s.expiresAtMs {
+		return s
+	}
+	live := func(expiresAtMs int64) bool { return nowMs < expiry(expiresAtMs) }
+	active := *s
+	active.flow = nil
+	for _, c := range s.flow {
+		if live(c.rule.ExpiresAtMs) {
+			active.flow = append(active.flow, c)
+		}
+	}
+	active.breakers = nil
+	for _, b := range s.breakers {
+		if live(b.rule.ExpiresAtMs) {
+			active.breakers = append(active.breakers, b)
+		}
+	}
+	active.expiresAtMs = active.firstExpiry()
+	return &active
+}
+
+// expireRules publishes r's rules without those expired by nowMs, once
+// for all callers, and returns them.
+func (r *Resource) expireRules(nowMs int64) *ruleSet {
+	e := r.eng
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	rs := r.rules.Load()
+	if nowMs < rs.expiresAtMs || rs == evictedRules {
+		return rs
+	}
+	if entry, ok := e.book.entries[r]; ok {
+		rs = entry.rules.activeAt(nowMs)
+	} else {
+		rs = rs.activeAt(nowMs)
+	}
+	r.rules.Store(rs)
+	return rs
 }
 
 // measure adds to s what flow rule c needs of the calls of the resource it
