@@ -33,7 +33,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		t.Run(rule.Name, func(t *testing.T) {
 			byName := testing.AllocsPerRun(1000, func() {
 				clock.Advance(1)
-				if en, blk := e.Entry(rule.Resource, WithNoWait(), WithCount(2)); blk == nil {
+				if en, blk := e.Entry(rule.Resource, WithNoWait(), WithCount(2), WithOrigin("app"), WithParam("user", "u1"), WithPrioritized()); blk == nil {
 					en.Exit(WithError(boom))
 				}
 			})

@@ -3,10 +3,43 @@ package engine
 import "time"
 
 // EntryOption adjusts one Entry call. Options are plain values, so passing
-// them does not allocate.
+// them does not allocate: a call's params are options too, one each, read
+// where they are given rather than gathered into a map or slice.
 type EntryOption struct {
-	count  int64
-	noWait bool
+	count       int64
+	noWait      bool
+	prioritized bool
+	origin      string
+	paramKey    string
+	paramValue  string
+}
+
+// WithOrigin names the caller (an app, a service, a tenant): authority
+// rules allow or deny it, and flow rules with a limitApp count it apart.
+func WithOrigin(origin string) EntryOption { return EntryOption{origin: origin} }
+
+// WithParam gives the call's value of the parameter key (e.g. "ip",
+// "header:X-User"), which hotspot rules with that paramKey limit per value.
+// Give it once per parameter; a later value of the same key wins. The
+// engine copies the value only when it starts tracking it, so callers that
+// reuse string memory (Fiber) need not copy it first.
+func WithParam(key, value string) EntryOption {
+	return EntryOption{paramKey: key, paramValue: value}
+}
+
+// WithPrioritized lets the call, when a reject QPS rule's window is full,
+// take quota from the coming window: it passes after a wait of at most
+// OccupyTimeoutMs (slept, or owed with WithNoWait), counted when it goes.
+func WithPrioritized() EntryOption { return EntryOption{prioritized: true} }
+
+// paramOf returns the value of the parameter key among opts.
+func paramOf(opts []EntryOption, key string) (value string, ok bool) {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if opts[i].paramKey == key {
+			return opts[i].paramValue, true
+		}
+	}
+	return "", false
 }
 
 // WithCount makes the call count as n (a batch); values below 1 count as 1.
