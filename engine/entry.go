@@ -110,6 +110,9 @@ type Entry struct {
 	count   int64
 	waitMs  int64
 	probes  uint64 // bit i: a probe of rules.breakers[i], which is half-open
+	// held are the keys (hotspot values) whose calls in flight count the
+	// entry's.
+	held [maxHeldKeys]*keyedValue
 }
 
 // WaitMs returns how long the call was queued by a throttling rule: slept
@@ -179,11 +182,24 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			return Entry{}, b.blocked
 		}
 	}
+	var held [maxHeldKeys]*keyedValue
+	if len(rs.hotspot) > 0 {
+		h, w, shadow, blk := enterHotspot(r, rs.hotspot, now, count, opts)
+		if blk != nil {
+			cancelProbes(rs.breakers, probes)
+			if rs.reserveConcurrency {
+				r.concurrency.Add(-count)
+			}
+			r.recordBlock(now, count)
+			return Entry{}, blk
+		}
+		held, waitNs, shadowBlocked = h, max(waitNs, w), shadowBlocked || shadow
+	}
 	if !rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
 	r.recordPass(now, count, inFlight, shadowBlocked, rs.feeds)
-	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes}
+	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 		e.startMs += e.waitMs
@@ -200,6 +216,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 func (e Entry) Release() {
 	if e.res != nil {
 		e.res.concurrency.Add(-e.count)
+		release(e.held, e.count)
 		cancelProbes(e.rules.breakers, e.probes)
 	}
 }
@@ -238,6 +255,7 @@ func (e Entry) Exit(opts ...ExitOption) {
 		errors = complete
 	}
 	r.concurrency.Add(-e.count)
+	release(e.held, e.count)
 	r.recordComplete(now, complete, rt, errors)
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
@@ -272,9 +290,10 @@ func (e Entry) NeedsExit() bool {
 }
 
 // CountsInFlight reports whether a concurrency rule (of the entry's
-// resource, or of one associated with it) reads the entry's calls in
-// flight: only their own end may then end them. An entry that needs an
-// Exit without it is only a half-open breaker's probe.
+// resource, or of one associated with it, or a hotspot rule of its
+// parameter values) reads the entry's calls in flight: only their own
+// end may then end them. An entry that needs an Exit without it is only a
+// half-open breaker's probe.
 func (e Entry) CountsInFlight() bool {
-	return e.res != nil && e.rules.inFlightMatters
+	return e.res != nil && (e.rules.inFlightMatters || e.held[0] != nil)
 }

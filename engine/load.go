@@ -38,11 +38,23 @@ func (e *Engine) commitEvery(c *ruleChange, kind ruleKind) {
 		c.resources[name].replaced[kind] = true
 	}
 	for r, entry := range e.book.entries {
-		if kind == flowKind && len(entry.rules.flow) > 0 || kind == breakerKind && len(entry.rules.breakers) > 0 {
+		if entry.rules.has(kind) {
 			c.of(r.name).replaced[kind] = true
 		}
 	}
 	e.commit(c)
+}
+
+// has reports whether s has rules of kind.
+func (s *ruleSet) has(kind ruleKind) bool {
+	switch kind {
+	case flowKind:
+		return len(s.flow) > 0
+	case breakerKind:
+		return len(s.breakers) > 0
+	default:
+		return len(s.hotspot) > 0
+	}
 }
 
 // ResourceRules is every rule of some resources, for LoadResourceRules.
@@ -55,16 +67,18 @@ type ResourceRules struct {
 	// one of Resources.
 	Flow            []FlowRule
 	CircuitBreakers []CircuitBreakerRule
+	Hotspot         []HotspotRule
 }
 
-// LoadResourceRules replaces the flow and circuit breaker rules of the
+// LoadResourceRules replaces the flow, circuit breaker and hotspot rules of the
 // resources that rules names, and of no other, as sentinel-golang's
 // LoadRulesOfResource does for one resource and one kind. It costs what
 // those resources' rules cost, however many rules the engine holds.
 //
 // The rules are validated as a whole and with the rules that stay: names
 // are unique per kind across the engine. A *ValidationError names every bad
-// field as "resources[i]", "flow[i].field" or "circuitBreakers[i].field";
+// field as "resources[i]", "flow[i].field", "circuitBreakers[i].field" or
+// "hotspot[i].field";
 // nothing changes then.
 //
 // Each resource whose rules change (its own, or the associated rules of
@@ -101,11 +115,15 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	c := newRuleChange(len(rules.Resources))
 	for i, name := range rules.Resources {
 		errs.check(fmt.Sprintf("resources[%d]", i), validateResourceName(name))
-		c.of(name).replaced = [kinds]bool{true, true}
+		for kind := range kinds {
+			c.of(name).replaced[kind] = true
+		}
 	}
 	flow, err := validateSet("flow", rules.Flow, nil)
 	errs.merge(err)
 	breakers, err := validateCircuitBreakerRules("circuitBreakers", rules.CircuitBreakers)
+	errs.merge(err)
+	hotspot, err := validateHotspotRules("hotspot", rules.Hotspot)
 	errs.merge(err)
 	const unlisted = "is not one of the resources whose rules are replaced"
 	for i, rule := range rules.Flow {
@@ -118,7 +136,12 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 			errs.add(fmt.Sprintf("circuitBreakers[%d].resource", i), unlisted)
 		}
 	}
-	e.book.checkNames(c, rules.Flow, rules.CircuitBreakers, &errs)
+	for i, rule := range rules.Hotspot {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("hotspot[%d].resource", i), unlisted)
+		}
+	}
+	e.book.checkNames(c, rules.Flow, rules.CircuitBreakers, rules.Hotspot, &errs)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Fields: errs}
 	}
@@ -129,6 +152,10 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	for _, rule := range breakers {
 		rc := c.resources[rule.Resource]
 		rc.breakers = append(rc.breakers, rule)
+	}
+	for _, rule := range hotspot {
+		rc := c.resources[rule.Resource]
+		rc.hotspot = append(rc.hotspot, rule)
 	}
 	return c, nil
 }

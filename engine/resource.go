@@ -50,6 +50,7 @@ type Resource struct {
 type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
+	hotspot  []*hotspotChecker
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog

@@ -41,7 +41,13 @@ type ruleChange struct {
 type resourceChange struct {
 	flow     []FlowRule
 	breakers []CircuitBreakerRule
+	hotspot  []HotspotRule
 	replaced [kinds]bool
+}
+
+// rules reports whether the change gives its resource any rule.
+func (rc *resourceChange) rules() bool {
+	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0
 }
 
 // ruleKind is a kind of rule, an index of the arrays kept by kind.
@@ -50,6 +56,7 @@ type ruleKind int
 const (
 	flowKind ruleKind = iota
 	breakerKind
+	hotspotKind
 	kinds
 )
 
@@ -78,7 +85,7 @@ func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 
 // checkNames adds an error to errs for every rule of flow and breakers
 // whose name is taken by a loaded rule of its kind that c leaves in place.
-func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, errs *fieldErrors) {
+func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, hotspot []HotspotRule, errs *fieldErrors) {
 	taken := func(kind ruleKind, field string, i int, name string) {
 		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
 			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
@@ -89,6 +96,9 @@ func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []Circuit
 	}
 	for i, rule := range breakers {
 		taken(breakerKind, "circuitBreakers", i, rule.Name)
+	}
+	for i, rule := range hotspot {
+		taken(hotspotKind, "hotspot", i, rule.Name)
 	}
 }
 
@@ -103,14 +113,16 @@ func (e *Engine) commit(c *ruleChange) {
 		b.entries = map[*Resource]bookEntry{}
 		b.withBreakers = map[*Resource]struct{}{}
 		b.measuredBy = map[*Resource][]*flowChecker{}
-		b.names = [kinds]map[string]*Resource{{}, {}}
+		for kind := range b.names {
+			b.names[kind] = map[string]*Resource{}
+		}
 	}
 	st := &staging{e: e, now: e.clock.NowMs(), sets: make(map[*Resource]*ruleSet, len(c.order)),
 		unlinked: map[*flowChecker]bool{}, linked: map[*Resource][]*flowChecker{}}
 	for _, name := range c.order {
 		rc := c.resources[name]
 		var r *Resource
-		if len(rc.flow) > 0 || len(rc.breakers) > 0 {
+		if rc.rules() {
 			r = e.resourceFor(name)
 		} else if r = e.Lookup(name); r == nil || !b.has(r) {
 			continue // it had no rules and gets none
@@ -120,6 +132,9 @@ func (e *Engine) commit(c *ruleChange) {
 		}
 		if rc.replaced[breakerKind] {
 			st.replaceBreakers(r, rc.breakers)
+		}
+		if rc.replaced[hotspotKind] {
+			st.replaceHotspot(r, rc.hotspot)
 		}
 	}
 	st.publish()
@@ -143,7 +158,7 @@ func (st *staging) stage(r *Resource) *ruleSet {
 	if s == nil {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
-			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
+			s.flow, s.breakers, s.hotspot = entry.rules.flow, entry.rules.breakers, entry.rules.hotspot
 		}
 		st.sets[r] = s
 		st.order = append(st.order, r)
@@ -193,6 +208,39 @@ func (st *staging) replaceBreakers(r *Resource, rules []CircuitBreakerRule) {
 	}
 }
 
+// replaceHotspot gives r the hotspot rules rules.
+func (st *staging) replaceHotspot(r *Resource, rules []HotspotRule) {
+	names := st.e.book.names[hotspotKind]
+	s := st.stage(r)
+	for _, old := range s.hotspot {
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	loaded := s.hotspot
+	s.hotspot = make([]*hotspotChecker, len(rules))
+	taken := make([]bool, len(loaded))
+	for i, rule := range rules {
+		// Rules with specificItems are not comparable, so reuse cannot
+		// index them; a resource has at most maxHotspotPerResource.
+		j := -1
+		for k, c := range loaded {
+			if !taken[k] && c.rule.equal(rule) {
+				j = k
+				break
+			}
+		}
+		if j >= 0 {
+			s.hotspot[i], taken[j] = loaded[j], true
+		} else {
+			s.hotspot[i] = newHotspotChecker(rule)
+		}
+		if rule.Name != "" {
+			names[rule.Name] = r
+		}
+	}
+}
+
 // publish books and stores the rule set of every staged resource.
 func (st *staging) publish() {
 	b := &st.e.book
@@ -230,10 +278,10 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 		s.measure(c, false)
 	}
 	s.expiresAtMs = s.firstExpiry()
-	if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
+	if !s.own() && len(s.feeds) == 0 && !s.inFlightMatters {
 		s = noRules
 	}
-	if len(s.flow) == 0 && len(s.breakers) == 0 && len(measuredBy) == 0 {
+	if !s.own() && len(measuredBy) == 0 {
 		delete(b.entries, r)
 	} else {
 		entry, ok := b.entries[r]
@@ -252,6 +300,11 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	r.rules.Store(s.activeAt(nowMs))
 }
 
+// own reports whether s has rules of its resource's own.
+func (s *ruleSet) own() bool {
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot) > 0
+}
+
 // firstExpiry returns when the first of s's rules expires, noExpiry if
 // none does.
 func (s *ruleSet) firstExpiry() int64 {
@@ -261,6 +314,9 @@ func (s *ruleSet) firstExpiry() int64 {
 	}
 	for _, b := range s.breakers {
 		first = min(first, expiry(b.rule.ExpiresAtMs))
+	}
+	for _, c := range s.hotspot {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
 	}
 	return first
 }
@@ -293,6 +349,12 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 	for _, b := range s.breakers {
 		if live(b.rule.ExpiresAtMs) {
 			active.breakers = append(active.breakers, b)
+		}
+	}
+	active.hotspot = nil
+	for _, c := range s.hotspot {
+		if live(c.rule.ExpiresAtMs) {
+			active.hotspot = append(active.hotspot, c)
 		}
 	}
 	active.expiresAtMs = active.firstExpiry()
