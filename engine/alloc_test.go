@@ -89,3 +89,34 @@ func TestMemoryPerResource(t *testing.T) {
 		t.Fatalf("heap per resource %.0f bytes, want <= 2048", perResource)
 	}
 }
+
+// TestHotspotDoesNotAllocate: a pass and a block of a hotspot rule on a
+// tracked value allocate nothing, whatever the rule.
+func TestHotspotDoesNotAllocate(t *testing.T) {
+	rules := []HotspotRule{
+		{Name: "qps", Resource: "qps", ParamKey: "k", Threshold: 1e12},
+		{Name: "blocked", Resource: "blocked", ParamKey: "k", Threshold: 0},
+		{Name: "burst", Resource: "burst", ParamKey: "k", Threshold: 1e9, BurstCount: 10},
+		{Name: "paced", Resource: "paced", ParamKey: "k", Threshold: 1e9, ControlBehavior: BehaviorThrottling, MaxQueueingTimeMs: 1000},
+		{Name: "conc", Resource: "conc", ParamKey: "k", Metric: MetricConcurrency, Threshold: 10},
+	}
+	e, clock := newTestEngine(t, 0)
+	if err := e.LoadHotspotRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range rules {
+		r := e.Resource(rule.Resource)
+		tryPass(r, WithParam("k", "present"))
+		t.Run(rule.Name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(1000, func() {
+				clock.Advance(1)
+				if en, blk := r.Entry(WithParam("k", "present"), WithNoWait()); blk == nil {
+					en.Exit()
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("allocations per call: %v; want 0", allocs)
+			}
+		})
+	}
+}
