@@ -120,3 +120,29 @@ func TestHotspotDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// TestOriginRulesDoNotAllocate: authority rules and flow rules with a
+// limitApp allocate nothing on a pass or a block of a known origin.
+func TestOriginRulesDoNotAllocate(t *testing.T) {
+	e, clock := newTestEngine(t, 0,
+		FlowRule{Resource: "app", Threshold: 1e12, LimitApp: "checkout"},
+		FlowRule{Resource: "app", Threshold: 0, LimitApp: LimitAppOther},
+	)
+	err := e.LoadAuthorityRules([]AuthorityRule{{Resource: "app", Strategy: AuthorityDeny, Origins: []string{"crawler"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("app")
+	tryPass(r, WithOrigin("billing"))
+	for _, origin := range []string{"checkout", "billing", "crawler", ""} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			clock.Advance(1)
+			if en, blk := r.Entry(WithOrigin(origin)); blk == nil {
+				en.Exit()
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("origin %q: allocations per call %v; want 0", origin, allocs)
+		}
+	}
+}

@@ -135,23 +135,39 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if now >= rs.expiresAtMs {
 		rs = r.expireRules(now)
 	}
-	count, noWait := int64(1), false
+	count, noWait, origin := int64(1), false, ""
 	for _, o := range opts {
 		if o.count > 1 {
 			count = o.count
 		}
 		noWait = noWait || o.noWait
+		if o.origin != "" {
+			origin = o.origin
+		}
+	}
+	shadowBlocked, flow, more := false, rs.flow, rs.more
+	if more != nil {
+		for _, a := range more.authority {
+			switch {
+			case a.allows(origin):
+			case a.shadow:
+				shadowBlocked = true
+			default:
+				r.recordBlock(now, count)
+				return Entry{}, a.blocked
+			}
+		}
+		flow = more.flowAll
 	}
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
 	var waitNs int64
-	shadowBlocked := false
-	for _, c := range rs.flow {
+	for _, c := range flow {
 		ok, w := c.check(r, now, count, inFlight)
 		switch {
-		case !ok && c.shadow:
+		case !ok && c.shadow():
 			shadowBlocked = true
 		case !ok:
 			if rs.reserveConcurrency {
@@ -159,7 +175,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			}
 			r.recordBlock(now, count)
 			return Entry{}, c.blocked
-		case w > waitNs && !c.shadow:
+		case w > waitNs && !c.shadow():
 			waitNs = w
 		}
 	}
@@ -183,8 +199,8 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 	}
 	var held [maxHeldKeys]*keyedValue
-	if len(rs.hotspot) > 0 {
-		h, w, shadow, blk := enterHotspot(r, rs.hotspot, now, count, opts)
+	if more != nil && len(more.keyed) > 0 {
+		h, w, shadow, blk := enterKeyed(r, more, now, count, opts, origin)
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)
 			if rs.reserveConcurrency {

@@ -54,6 +54,17 @@ func TestExpiredRulesStopApplying(t *testing.T) {
 	if !tryPass(r) {
 		t.Fatal("every rule expired, the call is blocked")
 	}
+	err = e.LoadAuthorityRules([]AuthorityRule{{Resource: "r", Strategy: AuthorityAllow, Origins: []string{"a"}, ExpiresAtMs: 10_000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, blk := r.Entry(); blk == nil || blk.Reason() != ReasonAuthority {
+		t.Fatalf("at 9000: %v, want an authority block", blk)
+	}
+	clock.Set(10_000)
+	if !tryPass(r) {
+		t.Fatal("an expired authority rule still blocks")
+	}
 	if got := len(e.FlowRules()); got != 3 {
 		t.Errorf("%d flow rules listed, want the 3 loaded, expired ones included", got)
 	}

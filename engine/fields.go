@@ -17,6 +17,9 @@ const (
 	FieldBoolean FieldType = "boolean"
 	// FieldObject is a JSON object, such as a hotspot rule's specificItems.
 	FieldObject FieldType = "object"
+	// FieldArray is a JSON array of strings, such as an authority rule's
+	// origins.
+	FieldArray FieldType = "array"
 )
 
 // Field describes one field of a rule kind, once: the REST API's strict
@@ -172,6 +175,8 @@ var FlowRuleFields = Fields{
 	{Name: "refResource", Type: FieldString, Label: "Associated resource", Example: "GET:/api/stock",
 		AppliesWhen: &Condition{"relationStrategy", string(RelationAssociated)},
 		Help:        "The resource whose traffic limits this one."},
+	{Name: "limitApp", Type: FieldString, Label: "Callers counted", Default: LimitAppDefault, Example: LimitAppDefault, MaxLength: MaxOriginLen,
+		Help: "default: every caller together; an origin's name: only that origin's calls; other: each origin no other rule names, apart."},
 	{Name: "scope", Type: FieldString, Label: "Counted by", Default: string(ScopeLocal), Example: string(ScopeLocal),
 		Help: "Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
 		Options: []Option{
@@ -248,4 +253,17 @@ var HotspotRuleFields = Fields{
 	{Name: "paramsMaxCapacity", Type: FieldInteger, Label: "Values tracked", Default: DefaultParamsMaxCapacity, Example: DefaultParamsMaxCapacity,
 		Min: bound(1), Max: bound(MaxParamsMaxCapacity),
 		Help: "1 to 10000000, default 100000: past it, the least recently used values are forgotten."},
+}
+
+// AuthorityRuleFields are the fields of an authority rule (AuthorityRule)
+// besides the name, resource and mode every rule has.
+var AuthorityRuleFields = Fields{
+	{Name: "strategy", Type: FieldString, Label: "Origins listed are", Required: true, Example: string(AuthorityAllow),
+		Help: "Allow only the origins listed (a call without an origin is blocked), or deny them.",
+		Options: []Option{
+			{string(AuthorityAllow), "Allowed: every other origin is blocked"},
+			{string(AuthorityDeny), "Denied"},
+		}},
+	{Name: "origins", Type: FieldArray, Label: "Origins", Required: true, Example: []string{"checkout", "billing"},
+		Help: "1 to 1000 origin names of 1 to 256 characters: the origin a call names."},
 }

@@ -7,18 +7,30 @@ import (
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// Bounds of the hotspot rules of one resource: an Entry decides them with
-// their values on its stack, and holds the values whose calls in flight it
-// counts.
+// Bounds of the keyed rules of one resource: an Entry holds the keys
+// whose calls in flight it counts, at most one of a hotspot rule and one
+// of a flow rule with a limitApp.
 const (
 	maxHotspotPerResource = 16
 	maxHeldKeys           = 2
 )
 
-// hotspotChecker is a loaded hotspot rule and its values' statistics,
-// kept across loads that keep the rule equal.
-type hotspotChecker struct {
+// keySource is where a keyed rule finds a call's key.
+type keySource int
+
+const (
+	keyParam       keySource = iota // a hotspot rule: its paramKey's value
+	keyOrigin                       // limitApp an origin: that origin
+	keyOtherOrigin                  // limitApp other: an origin no rule names
+)
+
+// keyedChecker is a loaded rule that counts per key, and its keys'
+// statistics, kept across loads that keep the rule equal: a hotspot rule
+// (per value of its parameter) or a flow rule with a limitApp (per
+// origin), the latter described as the hotspot rule it amounts to.
+type keyedChecker struct {
 	rule          HotspotRule
+	source        keySource
 	blocked       *BlockError
 	shadow        bool
 	concurrency   bool
@@ -29,8 +41,8 @@ type hotspotChecker struct {
 	values        *keyedTable
 }
 
-func newHotspotChecker(rule HotspotRule) *hotspotChecker {
-	c := &hotspotChecker{
+func newHotspotChecker(rule HotspotRule) *keyedChecker {
+	c := &keyedChecker{
 		rule:          rule,
 		blocked:       &BlockError{reason: ReasonHotspot, rule: rule.Name},
 		shadow:        rule.Mode == ModeShadow,
@@ -58,16 +70,39 @@ func newHotspotChecker(rule HotspotRule) *hotspotChecker {
 	return c
 }
 
-// check decides whether count calls with the values of opts may pass rule
-// c at nowMs. It returns the value whose pass the caller records once
+// newOriginChecker returns the per-origin checker of a flow rule whose
+// limitApp is not default.
+func newOriginChecker(rule FlowRule, blocked *BlockError) *keyedChecker {
+	capacity, source := int64(maxOriginsTracked), keyOtherOrigin
+	if rule.LimitApp != LimitAppOther {
+		capacity, source = 1, keyOrigin
+	}
+	c := newHotspotChecker(HotspotRule{Name: rule.Name, Resource: rule.Resource, Mode: rule.Mode, ParamKey: rule.LimitApp,
+		Metric: rule.Metric, Threshold: rule.Threshold, StatIntervalMs: rule.StatIntervalMs, ControlBehavior: rule.ControlBehavior,
+		MaxQueueingTimeMs: rule.MaxQueueingTimeMs, ParamsMaxCapacity: capacity, ExpiresAtMs: rule.ExpiresAtMs})
+	c.source, c.blocked = source, blocked
+	return c
+}
+
+// key returns the key of a call with opts from origin that c limits,
+// false if c does not limit the call; named are the origins the flow
+// rules of the resource name.
+func (c *keyedChecker) key(opts []EntryOption, origin string, named map[string]struct{}) (string, bool) {
+	switch c.source {
+	case keyParam:
+		return paramOf(opts, c.rule.ParamKey)
+	case keyOrigin:
+		return origin, origin == c.rule.ParamKey
+	}
+	_, isNamed := named[origin]
+	return origin, origin != "" && !isNamed
+}
+
+// check decides whether count calls with key may pass rule c at nowMs. It returns the value whose pass the caller records once
 // every rule passed (a reject rule's), or whose calls in flight it holds
 // (a concurrency rule's, counted already: held).
-func (c *hotspotChecker) check(r *Resource, nowMs, count int64, opts []EntryOption) (ok bool, waitNs int64, v *keyedValue, held bool) {
-	param, given := paramOf(opts, c.rule.ParamKey)
-	if !given {
-		return true, 0, nil, false
-	}
-	v = c.values.get(param, nowMs)
+func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bool, waitNs int64, v *keyedValue, held bool) {
+	v = c.values.get(key, nowMs)
 	switch {
 	case c.concurrency:
 		ok = float64(v.inFlight.Add(count)) <= v.threshold
@@ -114,25 +149,32 @@ func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) b
 	}
 }
 
-// enterHotspot decides rules, the hotspot rules of r, for count calls
-// with opts at nowMs. If they pass, it records the pass of each value
-// that logs them and returns the values whose calls in flight the entry
-// now holds, and the longest wait; otherwise the rule that blocks.
-func enterHotspot(r *Resource, rules []*hotspotChecker, nowMs, count int64, opts []EntryOption) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
-	var logged [maxHotspotPerResource]*keyedValue
+// enterKeyed decides more.keyed for count calls with opts from origin at
+// nowMs. If they pass, it records the pass of each key that logs them and
+// returns the keys whose calls in flight the entry now holds, and the
+// longest wait; otherwise the rule that blocks.
+func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
+	// The keys to log once every rule passed, on the stack; past
+	// maxLogged rules, the key is found again.
+	const maxLogged = 16
+	var logged [maxLogged]*keyedValue
 	h := 0
-	for i, c := range rules {
-		ok, w, v, holds := c.check(r, nowMs, count, opts)
-		if holds {
+	for i, c := range more.keyed {
+		key, limited := c.key(opts, origin, more.namedOrigins)
+		if !limited {
+			continue
+		}
+		ok, w, v, holds := c.check(r, nowMs, count, key)
+		switch {
+		case holds:
 			held[h] = v
 			h++
-		} else {
+		case ok && i < maxLogged:
 			logged[i] = v
 		}
 		switch {
 		case !ok && c.shadow:
 			shadowBlocked = true
-			logged[i] = nil
 		case !ok:
 			release(held, count)
 			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
@@ -140,8 +182,14 @@ func enterHotspot(r *Resource, rules []*hotspotChecker, nowMs, count int64, opts
 			waitNs = w
 		}
 	}
-	for _, v := range logged[:len(rules)] {
-		if v != nil {
+	for i, c := range more.keyed {
+		v := (*keyedValue)(nil)
+		if i < maxLogged {
+			v = logged[i]
+		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited {
+			v = c.values.get(key, nowMs)
+		}
+		if v != nil && v.log != nil {
 			v.log.Mark(nowMs, v.state.Add(count))
 		}
 	}

@@ -42,8 +42,8 @@ func validateHotspotRules(prefix string, rules []HotspotRule) ([]HotspotRule, er
 		if rule.Metric != MetricConcurrency {
 			return
 		}
-		if held[rule.Resource]++; held[rule.Resource] == maxHeldKeys+1 {
-			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), fmt.Sprintf("has more than %d hotspot rules of metric concurrency", maxHeldKeys))
+		if held[rule.Resource]++; held[rule.Resource] == 2 {
+			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), "has more than one hotspot rule of metric concurrency")
 		}
 	})
 }
@@ -55,7 +55,7 @@ func (e *Engine) HotspotRules() []HotspotRule {
 	defer e.loadMu.Unlock()
 	var rules []HotspotRule
 	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
-		for _, c := range set.hotspot {
+		for _, c := range set.hotspot() {
 			rules = append(rules, c.rule)
 		}
 	}

@@ -207,7 +207,7 @@ func TestHotspotCapacity(t *testing.T) {
 		}
 	}
 	for _, res := range []*Resource{r, c} {
-		if n := res.rules.Load().hotspot[0].values.len(); n > 8 {
+		if n := res.rules.Load().hotspot()[0].values.len(); n > 8 {
 			t.Errorf("%s tracks %d values, capacity 8", res.Name(), n)
 		}
 	}

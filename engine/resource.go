@@ -50,7 +50,9 @@ type Resource struct {
 type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
-	hotspot  []*hotspotChecker
+	// more holds the rules of the kinds most resources have none of, nil
+	// if none, so that a resource without pays one pointer for them.
+	more *moreRules
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog
@@ -68,6 +70,45 @@ type ruleSet struct {
 
 // noExpiry is the expiresAtMs of a rule set none of whose rules expires.
 const noExpiry = math.MaxInt64
+
+// moreRules is the hotspot and authority rules of a resource, and what
+// Entry derives from its rules when it has those or flow rules with a
+// limitApp (ruleSet.derive).
+type moreRules struct {
+	hotspot   []*keyedChecker
+	authority []*authorityChecker
+	// flowAll are the flow rules that count every caller together; keyed
+	// the rules that count per key, the flow rules with a limitApp and the
+	// hotspot rules; namedOrigins the origins the former name, which
+	// limitApp other leaves to them.
+	flowAll      []*flowChecker
+	keyed        []*keyedChecker
+	namedOrigins map[string]struct{}
+}
+
+// hotspot returns s's hotspot rules.
+func (s *ruleSet) hotspot() []*keyedChecker {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.hotspot
+}
+
+// authority returns s's authority rules.
+func (s *ruleSet) authority() []*authorityChecker {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.authority
+}
+
+// edit returns s's moreRules to change, made if need be.
+func (s *ruleSet) edit() *moreRules {
+	if s.more == nil {
+		s.more = &moreRules{}
+	}
+	return s.more
+}
 
 var noRules = &ruleSet{expiresAtMs: noExpiry}
 

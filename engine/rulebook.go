@@ -39,15 +39,16 @@ type ruleChange struct {
 
 // resourceChange is the new rules of one resource, of the kinds replaced.
 type resourceChange struct {
-	flow     []FlowRule
-	breakers []CircuitBreakerRule
-	hotspot  []HotspotRule
-	replaced [kinds]bool
+	flow      []FlowRule
+	breakers  []CircuitBreakerRule
+	hotspot   []HotspotRule
+	authority []AuthorityRule
+	replaced  [kinds]bool
 }
 
 // rules reports whether the change gives its resource any rule.
 func (rc *resourceChange) rules() bool {
-	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0
+	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0 || len(rc.authority) > 0
 }
 
 // ruleKind is a kind of rule, an index of the arrays kept by kind.
@@ -57,6 +58,7 @@ const (
 	flowKind ruleKind = iota
 	breakerKind
 	hotspotKind
+	authorityKind
 	kinds
 )
 
@@ -85,20 +87,23 @@ func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 
 // checkNames adds an error to errs for every rule of flow and breakers
 // whose name is taken by a loaded rule of its kind that c leaves in place.
-func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, hotspot []HotspotRule, errs *fieldErrors) {
+func (b *ruleBook) checkNames(c *ruleChange, rules ResourceRules, errs *fieldErrors) {
 	taken := func(kind ruleKind, field string, i int, name string) {
 		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
 			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
 		}
 	}
-	for i, rule := range flow {
+	for i, rule := range rules.Flow {
 		taken(flowKind, "flow", i, rule.Name)
 	}
-	for i, rule := range breakers {
+	for i, rule := range rules.CircuitBreakers {
 		taken(breakerKind, "circuitBreakers", i, rule.Name)
 	}
-	for i, rule := range hotspot {
+	for i, rule := range rules.Hotspot {
 		taken(hotspotKind, "hotspot", i, rule.Name)
+	}
+	for i, rule := range rules.Authority {
+		taken(authorityKind, "authority", i, rule.Name)
 	}
 }
 
@@ -136,6 +141,9 @@ func (e *Engine) commit(c *ruleChange) {
 		if rc.replaced[hotspotKind] {
 			st.replaceHotspot(r, rc.hotspot)
 		}
+		if rc.replaced[authorityKind] {
+			st.replaceAuthority(r, rc.authority)
+		}
 	}
 	st.publish()
 }
@@ -158,7 +166,10 @@ func (st *staging) stage(r *Resource) *ruleSet {
 	if s == nil {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
-			s.flow, s.breakers, s.hotspot = entry.rules.flow, entry.rules.breakers, entry.rules.hotspot
+			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
+			if more := entry.rules.more; more != nil {
+				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority}
+			}
 		}
 		st.sets[r] = s
 		st.order = append(st.order, r)
@@ -212,13 +223,14 @@ func (st *staging) replaceBreakers(r *Resource, rules []CircuitBreakerRule) {
 func (st *staging) replaceHotspot(r *Resource, rules []HotspotRule) {
 	names := st.e.book.names[hotspotKind]
 	s := st.stage(r)
-	for _, old := range s.hotspot {
+	loaded := s.hotspot()
+	for _, old := range loaded {
 		if names[old.rule.Name] == r {
 			delete(names, old.rule.Name)
 		}
 	}
-	loaded := s.hotspot
-	s.hotspot = make([]*hotspotChecker, len(rules))
+	hotspot := make([]*keyedChecker, len(rules))
+	s.edit().hotspot = hotspot
 	taken := make([]bool, len(loaded))
 	for i, rule := range rules {
 		// Rules with specificItems are not comparable, so reuse cannot
@@ -231,10 +243,30 @@ func (st *staging) replaceHotspot(r *Resource, rules []HotspotRule) {
 			}
 		}
 		if j >= 0 {
-			s.hotspot[i], taken[j] = loaded[j], true
+			hotspot[i], taken[j] = loaded[j], true
 		} else {
-			s.hotspot[i] = newHotspotChecker(rule)
+			hotspot[i] = newHotspotChecker(rule)
 		}
+		if rule.Name != "" {
+			names[rule.Name] = r
+		}
+	}
+}
+
+// replaceAuthority gives r the authority rules rules, which keep no state
+// to reuse.
+func (st *staging) replaceAuthority(r *Resource, rules []AuthorityRule) {
+	names := st.e.book.names[authorityKind]
+	s := st.stage(r)
+	for _, old := range s.authority() {
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	authority := make([]*authorityChecker, len(rules))
+	s.edit().authority = authority
+	for i, rule := range rules {
+		authority[i] = newAuthorityChecker(rule)
 		if rule.Name != "" {
 			names[rule.Name] = r
 		}
@@ -277,7 +309,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
-	s.expiresAtMs = s.firstExpiry()
+	s.derive()
 	if !s.own() && len(s.feeds) == 0 && !s.inFlightMatters {
 		s = noRules
 	}
@@ -302,7 +334,41 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 
 // own reports whether s has rules of its resource's own.
 func (s *ruleSet) own() bool {
-	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot) > 0
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0
+}
+
+// derive sets what Entry reads of s's rules: the flow rules that count
+// every caller together, the rules that count per key (hotspot rules, and
+// flow rules with a limitApp), the origins flow rules name, and the first
+// expiry.
+func (s *ruleSet) derive() {
+	s.expiresAtMs = s.firstExpiry()
+	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin != nil })
+	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 {
+		s.more = nil
+		return
+	}
+	m := s.edit()
+	// Without a limitApp, the slices are shared.
+	m.flowAll, m.keyed, m.namedOrigins = s.flow, m.hotspot, nil
+	if !byOrigin {
+		return
+	}
+	m.flowAll, m.keyed = nil, nil
+	for _, c := range s.flow {
+		if c.perOrigin == nil {
+			m.flowAll = append(m.flowAll, c)
+			continue
+		}
+		m.keyed = append(m.keyed, c.perOrigin)
+		if origin := c.rule.LimitApp; origin != LimitAppOther {
+			if m.namedOrigins == nil {
+				m.namedOrigins = map[string]struct{}{}
+			}
+			m.namedOrigins[origin] = struct{}{}
+		}
+	}
+	m.keyed = append(m.keyed, m.hotspot...)
 }
 
 // firstExpiry returns when the first of s's rules expires, noExpiry if
@@ -315,7 +381,10 @@ func (s *ruleSet) firstExpiry() int64 {
 	for _, b := range s.breakers {
 		first = min(first, expiry(b.rule.ExpiresAtMs))
 	}
-	for _, c := range s.hotspot {
+	for _, c := range s.hotspot() {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
+	}
+	for _, c := range s.authority() {
 		first = min(first, expiry(c.rule.ExpiresAtMs))
 	}
 	return first
@@ -351,13 +420,22 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 			active.breakers = append(active.breakers, b)
 		}
 	}
-	active.hotspot = nil
-	for _, c := range s.hotspot {
-		if live(c.rule.ExpiresAtMs) {
-			active.hotspot = append(active.hotspot, c)
+	active.more = nil
+	if s.more != nil {
+		more := &moreRules{}
+		for _, c := range s.more.hotspot {
+			if live(c.rule.ExpiresAtMs) {
+				more.hotspot = append(more.hotspot, c)
+			}
 		}
+		for _, c := range s.more.authority {
+			if live(c.rule.ExpiresAtMs) {
+				more.authority = append(more.authority, c)
+			}
+		}
+		active.more = more
 	}
-	active.expiresAtMs = active.firstExpiry()
+	active.derive()
 	return &active
 }
 
@@ -385,7 +463,7 @@ func (r *Resource) expireRules(nowMs int64) *ruleSet {
 // counted first when it is a rule of the same resource, own) or their
 // passes fed to the rule's log.
 func (s *ruleSet) measure(c *flowChecker, own bool) {
-	if c.concurrency {
+	if c.concurrency() {
 		s.inFlightMatters = true
 		s.reserveConcurrency = s.reserveConcurrency || own
 	}
