@@ -135,12 +135,13 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if now >= rs.expiresAtMs {
 		rs = r.expireRules(now)
 	}
-	count, noWait, origin := int64(1), false, ""
+	count, noWait, prioritized, origin := int64(1), false, false, ""
 	for _, o := range opts {
 		if o.count > 1 {
 			count = o.count
 		}
 		noWait = noWait || o.noWait
+		prioritized = prioritized || o.prioritized
 		if o.origin != "" {
 			origin = o.origin
 		}
@@ -164,8 +165,14 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		inFlight = r.concurrency.Add(count)
 	}
 	var waitNs int64
+	markMs := now // when the passes happen: later for borrowed quota
 	for _, c := range flow {
 		ok, w := c.check(r, now, count, inFlight)
+		if !ok && prioritized {
+			if wait, lent := c.borrow(r, now, count); lent {
+				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, now+wait)
+			}
+		}
 		switch {
 		case !ok && c.shadow():
 			shadowBlocked = true
@@ -214,7 +221,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if !rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
-	r.recordPass(now, count, inFlight, shadowBlocked, rs.feeds)
+	r.recordPass(now, markMs, count, inFlight, shadowBlocked, rs.feeds)
 	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)

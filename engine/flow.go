@@ -136,3 +136,27 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 	}
 	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
 }
+
+// OccupyTimeoutMs is the longest a prioritized call waits for quota
+// borrowed from the coming window (WithPrioritized).
+const OccupyTimeoutMs = 500
+
+// borrow says how long count prioritized calls must wait for room under
+// rule c, which blocks them at nowMs, if c lends and that is at most
+// OccupyTimeoutMs: a reject rule on its own resource's passes, counted
+// directly. The calls are then recorded when their wait ends, in the
+// window they borrowed from, so that the threshold holds in every window
+// (Sentinel's tryOccupyNext counts them where they were asked for).
+func (c *flowChecker) borrow(self *Resource, nowMs, count int64) (waitMs int64, ok bool) {
+	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
+		return 0, false
+	}
+	atMs, known := c.passes.FreeAtMs(self.passes.Load(), count, int64(c.rule.Threshold))
+	if !known {
+		return 0, false
+	}
+	// A pass at atMs is out of the window once since, nowMs less the
+	// interval and the clock's slack, reaches it.
+	waitMs = max(atMs+c.rule.StatIntervalMs+self.slackMs(c.rule.StatIntervalMs)-nowMs, 0)
+	return waitMs, waitMs <= OccupyTimeoutMs
+}

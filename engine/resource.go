@@ -177,7 +177,9 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 	return 0
 }
 
-func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
+// recordPass records count passes at nowMs, which happen at markMs (a
+// prioritized call's, later): the pass logs count them from then.
+func (r *Resource) recordPass(nowMs, markMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	b := r.second.Current(nowMs)
 	b.Add(window.Pass, count)
 	m, mx := r.minute.CurrentExtremes(nowMs)
@@ -190,7 +192,7 @@ func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked boo
 	if len(feeds) > 0 {
 		total := r.passes.Add(count)
 		for _, log := range feeds {
-			log.Mark(nowMs, total)
+			log.Mark(markMs, total)
 		}
 	}
 }
