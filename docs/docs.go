@@ -3376,6 +3376,10 @@ const docTemplate = `{
                     ],
                     "example": "flow"
                 },
+                "limitApp": {
+                    "type": "string",
+                    "example": "default"
+                },
                 "maxAllowedRtMs": {
                     "type": "integer",
                     "example": 200
@@ -3510,6 +3514,10 @@ const docTemplate = `{
                         "circuitBreaker"
                     ],
                     "example": "flow"
+                },
+                "limitApp": {
+                    "type": "string",
+                    "example": "default"
                 },
                 "maxAllowedRtMs": {
                     "type": "integer",

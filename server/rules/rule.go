@@ -49,6 +49,7 @@ type FlowFields struct {
 	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
 	RelationStrategy       *string `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
 	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
+	LimitApp               *string `json:"limitApp,omitempty" example:"default"`
 	Scope                  *string `json:"scope,omitempty" enums:"local,cluster" example:"local"`
 }
 
