@@ -288,7 +288,7 @@ func heapPerHotspotValue(t testing.TB, n int) float64 {
 
 // TestHotspotMemoryPerValue measures ENGINE.md's figure, the heap per
 // tracked value with 1,000,000 values, and guards it at what the value,
-// its pass log (a separate ring) and the map take now, about 230 bytes;
+// its pass log (a separate ring) and its slot take now, about 210 bytes;
 // ENGINE.md's target of 150 needs the log's ring inline in the value.
 func TestHotspotMemoryPerValue(t *testing.T) {
 	perValue := heapPerHotspotValue(t, 1_000_000)
