@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -295,5 +297,62 @@ func TestHotspotMemoryPerValue(t *testing.T) {
 	t.Logf("heap per tracked value: %.0f bytes", perValue)
 	if perValue > 256 {
 		t.Fatalf("heap per tracked value %.0f bytes, want <= 256", perValue)
+	}
+}
+
+// TestStressKeyedRules runs Entry and Exit from many goroutines on keyed
+// rules whose tables are small enough to evict and rebuild all along, while
+// time moves and the rules expire and are loaded again (run it with
+// -race). No item ever has more calls in flight than its threshold, and
+// afterwards no value holds a call in flight.
+func TestStressKeyedRules(t *testing.T) {
+	e, clock := newTestEngine(t, 0, FlowRule{Name: "per-origin", Resource: "r", Metric: MetricConcurrency, Threshold: 2, LimitApp: LimitAppOther})
+	load := func(expiresAtMs int64) {
+		err := e.LoadHotspotRules([]HotspotRule{
+			{Name: "qps", Resource: "r", ParamKey: "user", Threshold: 5, ParamsMaxCapacity: 100, ExpiresAtMs: expiresAtMs},
+			{Name: "conc", Resource: "r", ParamKey: "item", Metric: MetricConcurrency, Threshold: 1, ParamsMaxCapacity: 100},
+		})
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	load(0)
+	r := e.Resource("r")
+	const workers, callsPerWorker = 8, 5000
+	var over atomic.Int64
+	var inFlight [150]atomic.Int64 // by item, as the callers count them
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range callsPerWorker {
+				if w == 0 && i%500 == 0 {
+					clock.Advance(100)
+					load(clock.NowMs() + 300)
+				}
+				item := (i + w) % 150
+				en, blk := r.Entry(WithParam("user", strconv.Itoa(i%300)), WithParam("item", strconv.Itoa(item)), WithOrigin("o"+strconv.Itoa(i%50)))
+				if blk != nil {
+					continue
+				}
+				if inFlight[item].Add(1) > 1 {
+					over.Add(1)
+				}
+				inFlight[item].Add(-1)
+				en.Exit()
+			}
+		})
+	}
+	wg.Wait()
+	if n := over.Load(); n > 0 {
+		t.Errorf("%d calls found their item's call in flight already", n)
+	}
+	for _, c := range r.rules.Load().more.keyed {
+		for i := range c.values.shards {
+			for j := range c.values.shards[i].slots.Load().slots {
+				if v := c.values.shards[i].slots.Load().slots[j].Load(); v != nil && v.inFlight.Load() != 0 {
+					t.Errorf("%s: value %q has %d calls in flight after every Exit", c.rule.Name, v.key, v.inFlight.Load())
+				}
+			}
+		}
 	}
 }
