@@ -3,8 +3,6 @@ package engine
 import (
 	"math"
 	"time"
-
-	"github.com/sluicehq/sluice/engine/window"
 )
 
 // Bounds of the keyed rules of one resource: an Entry holds the keys
@@ -36,6 +34,7 @@ type keyedChecker struct {
 	concurrency   bool
 	throttling    bool
 	burst         float64 // > 0: a token bucket per value
+	logs          bool    // a reject rule without burst: its values log their passes
 	intervalNs    float64
 	maxQueueingNs int64
 	values        *keyedTable
@@ -49,6 +48,7 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 		concurrency:   rule.Metric == MetricConcurrency,
 		throttling:    rule.ControlBehavior == BehaviorThrottling,
 		burst:         float64(rule.BurstCount),
+		logs:          rule.Metric != MetricConcurrency && rule.ControlBehavior != BehaviorThrottling && rule.BurstCount == 0,
 		intervalNs:    float64(rule.StatIntervalMs * int64(time.Millisecond)),
 		maxQueueingNs: rule.MaxQueueingTimeMs * int64(time.Millisecond),
 	}
@@ -62,8 +62,8 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 		case c.concurrency:
 		case c.throttling:
 			v.state.Store(math.MinInt64 / 2)
-		case c.burst == 0:
-			v.log = window.NewPassLog(int64(threshold), int64(threshold), 0, 0)
+		case c.logs:
+			v.log.Init(int64(threshold), int64(threshold), 0, 0)
 		}
 		return v
 	})
@@ -169,7 +169,7 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 		case holds:
 			held[h] = v
 			h++
-		case ok && i < maxLogged:
+		case v != nil && i < maxLogged: // a shadow block passes: it is logged too
 			logged[i] = v
 		}
 		switch {
@@ -186,10 +186,10 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 		v := (*keyedValue)(nil)
 		if i < maxLogged {
 			v = logged[i]
-		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited {
+		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
 			v = c.values.get(key, nowMs)
 		}
-		if v != nil && v.log != nil {
+		if v != nil {
 			v.log.Mark(nowMs, v.state.Add(count))
 		}
 	}

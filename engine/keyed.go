@@ -82,7 +82,9 @@ type keyedValue struct {
 	// burst, the theoretical arrival time of its token bucket (ns).
 	state    atomic.Int64
 	inFlight atomic.Int64
-	log      *window.PassLog
+	// log is a reject rule's (burstCount 0), in the value so that a value
+	// is one allocation but for its marks.
+	log window.PassLog
 }
 
 // newKeyedTable returns a table of at most capacity keys, each made by

@@ -71,7 +71,16 @@ type PassLog struct {
 // numbered up to passes count as out of the window unless Mark is told when
 // they were.
 func NewPassLog(least, most, passes, missed int64) *PassLog {
-	l := &PassLog{perMark: 1, missed: missed}
+	l := &PassLog{}
+	l.Init(least, most, passes, missed)
+	return l
+}
+
+// Init sets up a zero PassLog in place as NewPassLog would, for a log
+// embedded in a larger value (one allocation per hotspot value, not two);
+// the log must not be copied afterwards.
+func (l *PassLog) Init(least, most, passes, missed int64) {
+	l.perMark, l.missed = 1, missed
 	l.newest.Store(never)
 	if most > 0 {
 		l.perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
@@ -82,7 +91,6 @@ func NewPassLog(least, most, passes, missed int64) *PassLog {
 	forgotten := passes / l.perMark
 	l.floor.Store(forgotten)
 	l.nextMark.Store((forgotten + 1) * l.perMark)
-	return l
 }
 
 // Mark tells the log that the resource's passes up to its counter's total
