@@ -3364,6 +3364,11 @@ const docTemplate = `{
                     "type": "boolean",
                     "example": true
                 },
+                "expiresAt": {
+                    "description": "ExpiresAt is when the rule stops applying; absent, never.",
+                    "type": "string",
+                    "example": "2026-12-01T00:00:00Z"
+                },
                 "id": {
                     "type": "integer",
                     "example": 42
@@ -3506,6 +3511,11 @@ const docTemplate = `{
                 "enabled": {
                     "type": "boolean",
                     "example": true
+                },
+                "expiresAt": {
+                    "description": "ExpiresAt is when the rule stops applying; absent, never.",
+                    "type": "string",
+                    "example": "2026-12-01T00:00:00Z"
                 },
                 "kind": {
                     "type": "string",
