@@ -98,9 +98,10 @@ func (c *keyedChecker) key(opts []EntryOption, origin string, named map[string]s
 	return origin, origin != "" && !isNamed
 }
 
-// check decides whether count calls with key may pass rule c at nowMs. It returns the value whose pass the caller records once
-// every rule passed (a reject rule's), or whose calls in flight it holds
-// (a concurrency rule's, counted already: held).
+// check decides whether count calls with key may pass rule c at nowMs.
+// It returns the value whose passes it numbered, for the caller to mark
+// (a reject rule's), or whose calls in flight it holds (a concurrency
+// rule's, counted already: held).
 func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bool, waitNs int64, v *keyedValue, held bool) {
 	v = c.values.get(key, nowMs)
 	switch {
@@ -120,7 +121,22 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 	// As a flow rule does: the passes were recorded at the clock's
 	// reading, which may lag real time by its slack.
 	sinceMs := nowMs - c.rule.StatIntervalMs - r.slackMs(c.rule.StatIntervalMs)
-	return v.log.Admits(v.state.Load(), count, int64(v.threshold), sinceMs), 0, v, false
+	// The passes are numbered as they are admitted, by compare-and-swap:
+	// two calls on one value at once cannot both take its last room. The
+	// caller marks them (enterKeyed), whatever becomes of the call.
+	for {
+		total := v.state.Load()
+		ok = v.log.Admits(total, count, int64(v.threshold), sinceMs)
+		switch {
+		case !ok && !c.shadow:
+			return false, 0, nil, false
+		case ok && !v.state.CompareAndSwap(total, total+count):
+			continue
+		case !ok: // a shadow block: the call goes, and counts
+			v.state.Add(count)
+		}
+		return ok, 0, v, false
+	}
 }
 
 // takeTokens takes count tokens from the value's bucket of threshold+burst
@@ -169,7 +185,7 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 		case holds:
 			held[h] = v
 			h++
-		case v != nil && i < maxLogged: // a shadow block passes: it is logged too
+		case v != nil && i < maxLogged:
 			logged[i] = v
 		}
 		switch {
@@ -177,23 +193,33 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 			shadowBlocked = true
 		case !ok:
 			release(held, count)
+			// The passes numbered already are marked even so: a log
+			// waits for the marks of the passes it numbered.
+			markLogged(more, logged[:min(i, maxLogged)], i, nowMs, opts, origin)
 			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
 		case w > waitNs && !c.shadow:
 			waitNs = w
 		}
 	}
-	for i, c := range more.keyed {
-		v := (*keyedValue)(nil)
-		if i < maxLogged {
-			v = logged[i]
-		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
-			v = c.values.get(key, nowMs)
-		}
+	markLogged(more, logged[:min(len(more.keyed), maxLogged)], len(more.keyed), nowMs, opts, origin)
+	return held, waitNs, shadowBlocked, nil
+}
+
+// markLogged marks at nowMs the passes that the first n keyed rules of
+// more numbered: those of logged, and past it those of the values found
+// again.
+func markLogged(more *moreRules, logged []*keyedValue, n int, nowMs int64, opts []EntryOption, origin string) {
+	for _, v := range logged {
 		if v != nil {
-			v.log.Mark(nowMs, v.state.Add(count))
+			v.log.Mark(nowMs, v.state.Load())
 		}
 	}
-	return held, waitNs, shadowBlocked, nil
+	for _, c := range more.keyed[len(logged):n] {
+		if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
+			v := c.values.get(key, nowMs)
+			v.log.Mark(nowMs, v.state.Load())
+		}
+	}
 }
 
 // release ends count calls in flight of each held value.
