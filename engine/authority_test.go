@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"strconv"
 	"testing"
 )
@@ -137,5 +138,41 @@ func TestLimitAppValidation(t *testing.T) {
 	}
 	if err := ValidateFlowRules(two); err == nil {
 		t.Error("two concurrency rules with a limitApp on one resource are valid")
+	}
+}
+
+// TestResourceRulesLoadEveryKind: LoadResourceRules replaces the
+// authority and hotspot rules of the resources it names with their flow
+// rules, and names are unique per kind across loads.
+func TestResourceRulesLoadEveryKind(t *testing.T) {
+	e, _ := newTestEngine(t, 0)
+	err := e.LoadResourceRules(ResourceRules{
+		Resources: []string{"r"},
+		Flow:      []FlowRule{{Name: "f", Resource: "r", Threshold: 100}},
+		Hotspot:   []HotspotRule{{Name: "h", Resource: "r", ParamKey: "k", Threshold: 1}},
+		Authority: []AuthorityRule{{Name: "a", Resource: "r", Strategy: AuthorityDeny, Origins: []string{"bad"}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("r")
+	if _, blk := r.Entry(WithOrigin("bad")); blk == nil || blk.Rule() != "a" {
+		t.Fatalf("%v, want blocked by a", blk)
+	}
+	tryPass(r, WithParam("k", "v"))
+	if _, blk := r.Entry(WithParam("k", "v")); blk == nil || blk.Rule() != "h" {
+		t.Fatalf("%v, want blocked by h", blk)
+	}
+	err = e.LoadResourceRules(ResourceRules{Resources: []string{"s"},
+		Authority: []AuthorityRule{{Name: "a", Resource: "s", Strategy: AuthorityAllow, Origins: []string{"x"}}}})
+	var invalid *ValidationError
+	if !errors.As(err, &invalid) || invalid.Fields[0].Field != "authority[0].name" {
+		t.Fatalf("a taken authority name: %v", err)
+	}
+	if err := e.LoadResourceRules(ResourceRules{Resources: []string{"r"}}); err != nil {
+		t.Fatal(err)
+	}
+	if !tryPass(r, WithOrigin("bad"), WithParam("k", "v")) || len(e.AuthorityRules()) != 0 || len(e.HotspotRules()) != 0 {
+		t.Fatal("the rules of r outlived their replacement")
 	}
 }
