@@ -99,9 +99,9 @@ func (c *keyedChecker) key(opts []EntryOption, origin string, named map[string]s
 }
 
 // check decides whether count calls with key may pass rule c at nowMs.
-// It returns the value whose passes it numbered, for the caller to mark
-// (a reject rule's), or whose calls in flight it holds (a concurrency
-// rule's, counted already: held).
+// It returns the value whose passes the caller numbers once every rule
+// passed (a reject rule's, see number), or whose calls in flight it holds
+// (a concurrency rule's, counted already: held).
 func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bool, waitNs int64, v *keyedValue, held bool) {
 	v = c.values.get(key, nowMs)
 	switch {
@@ -118,24 +118,33 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 	case c.burst > 0:
 		return v.takeTokens(nowMs, count, c.burst, c.intervalNs), 0, nil, false
 	}
+	total := v.state.Load()
+	return c.admits(r, v, nowMs, count, total), 0, v, false
+}
+
+// admits reports whether count more passes of v fit under c at nowMs,
+// v's passes numbered up to total.
+func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total int64) bool {
 	// As a flow rule does: the passes were recorded at the clock's
 	// reading, which may lag real time by its slack.
 	sinceMs := nowMs - c.rule.StatIntervalMs - r.slackMs(c.rule.StatIntervalMs)
-	// The passes are numbered as they are admitted, by compare-and-swap:
-	// two calls on one value at once cannot both take its last room. The
-	// caller marks them (enterKeyed), whatever becomes of the call.
+	return v.log.Admits(total, count, int64(v.threshold), sinceMs)
+}
+
+// number numbers count passes of v, and marks them at nowMs, if they
+// still fit under c (or c only shadows): by compare-and-swap, so that two
+// calls on one value at once cannot both take its last room. False if a
+// call took it since check.
+func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) bool {
 	for {
 		total := v.state.Load()
-		ok = v.log.Admits(total, count, int64(v.threshold), sinceMs)
-		switch {
-		case !ok && !c.shadow:
-			return false, 0, nil, false
-		case ok && !v.state.CompareAndSwap(total, total+count):
-			continue
-		case !ok: // a shadow block: the call goes, and counts
-			v.state.Add(count)
+		if !c.admits(r, v, nowMs, count, total) && !c.shadow {
+			return false
 		}
-		return ok, 0, v, false
+		if v.state.CompareAndSwap(total, total+count) {
+			v.log.Mark(nowMs, total+count)
+			return true
+		}
 	}
 }
 
@@ -166,13 +175,13 @@ func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) b
 }
 
 // enterKeyed decides more.keyed for count calls with opts from origin at
-// nowMs. If they pass, it records the pass of each key that logs them and
-// returns the keys whose calls in flight the entry now holds, and the
-// longest wait; otherwise the rule that blocks.
+// nowMs. If they pass, it numbers and marks the pass of each key that
+// logs them and returns the keys whose calls in flight the entry now
+// holds, and the longest wait; otherwise the rule that blocks.
 func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
-	// The keys to log once every rule passed, on the stack; past
-	// maxLogged rules, the key is found again.
-	const maxLogged = 16
+	// The values whose passes to number, on the stack: few resources
+	// have more keyed rules than this; past them, the value is found again.
+	const maxLogged = 4
 	var logged [maxLogged]*keyedValue
 	h := 0
 	for i, c := range more.keyed {
@@ -193,33 +202,28 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 			shadowBlocked = true
 		case !ok:
 			release(held, count)
-			// The passes numbered already are marked even so: a log
-			// waits for the marks of the passes it numbered.
-			markLogged(more, logged[:min(i, maxLogged)], i, nowMs, opts, origin)
 			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
 		case w > waitNs && !c.shadow:
 			waitNs = w
 		}
 	}
-	markLogged(more, logged[:min(len(more.keyed), maxLogged)], len(more.keyed), nowMs, opts, origin)
+	// Every rule passed: the reject rules' values number their passes
+	// now, and only now, so that a blocked call takes no room. A value
+	// whose room a concurrent call took meanwhile blocks the call; the
+	// values numbered before it keep the pass, which only limits more.
+	for i, c := range more.keyed {
+		var v *keyedValue
+		if i < maxLogged {
+			v = logged[i]
+		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
+			v = c.values.get(key, nowMs)
+		}
+		if v != nil && !c.number(r, v, nowMs, count) {
+			release(held, count)
+			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
+		}
+	}
 	return held, waitNs, shadowBlocked, nil
-}
-
-// markLogged marks at nowMs the passes that the first n keyed rules of
-// more numbered: those of logged, and past it those of the values found
-// again.
-func markLogged(more *moreRules, logged []*keyedValue, n int, nowMs int64, opts []EntryOption, origin string) {
-	for _, v := range logged {
-		if v != nil {
-			v.log.Mark(nowMs, v.state.Load())
-		}
-	}
-	for _, c := range more.keyed[len(logged):n] {
-		if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
-			v := c.values.get(key, nowMs)
-			v.log.Mark(nowMs, v.state.Load())
-		}
-	}
 }
 
 // release ends count calls in flight of each held value.

@@ -357,3 +357,36 @@ func TestStressKeyedRules(t *testing.T) {
 		}
 	}
 }
+
+// TestManyKeyedRules: with more keyed rules than Entry keeps on its
+// stack, each still logs its values' passes.
+func TestManyKeyedRules(t *testing.T) {
+	var rules []HotspotRule
+	for i := range 7 {
+		rules = append(rules, HotspotRule{Name: "h" + strconv.Itoa(i), Resource: "r", ParamKey: "k" + strconv.Itoa(i), Threshold: float64(10 - i)})
+	}
+	e, clock := newHotspotEngine(t, rules...)
+	r := e.Resource("r")
+	for i, rule := range rules {
+		key := "k" + strconv.Itoa(i)
+		if got := passes(r, 20, WithParam(key, "v")); got != int(rule.Threshold) {
+			t.Errorf("%s: %d passes, want %v", rule.Name, got, rule.Threshold)
+		}
+		if _, blk := r.Entry(WithParam(key, "v")); blk == nil || blk.Rule() != rule.Name {
+			t.Errorf("%s: block %v", rule.Name, blk)
+		}
+	}
+	clock.Set(1000)
+	all := make([]EntryOption, len(rules))
+	for i := range rules {
+		all[i] = WithParam("k"+strconv.Itoa(i), "w")
+	}
+	if got := passes(r, 20, all...); got != 4 {
+		t.Errorf("with every key: %d passes, want the least threshold, 4", got)
+	}
+	for i := range rules {
+		if got := passes(r, 20, WithParam("k"+strconv.Itoa(i), "w")); got != 10-i-4 {
+			t.Errorf("k%d after the calls with every key: %d passes, want %d", i, got, 10-i-4)
+		}
+	}
+}
