@@ -3485,6 +3485,11 @@ const docTemplate = `{
                     "type": "boolean",
                     "example": true
                 },
+                "expiresAt": {
+                    "description": "ExpiresAt is when the rule stops applying; absent, never.",
+                    "type": "string",
+                    "example": "2026-12-01T00:00:00Z"
+                },
                 "id": {
                     "type": "integer",
                     "example": 42
@@ -3496,6 +3501,10 @@ const docTemplate = `{
                         "circuitBreaker"
                     ],
                     "example": "flow"
+                },
+                "limitApp": {
+                    "type": "string",
+                    "example": "default"
                 },
                 "maxAllowedRtMs": {
                     "type": "integer",
@@ -3624,6 +3633,11 @@ const docTemplate = `{
                     "type": "boolean",
                     "example": true
                 },
+                "expiresAt": {
+                    "description": "ExpiresAt is when the rule stops applying; absent, never.",
+                    "type": "string",
+                    "example": "2026-12-01T00:00:00Z"
+                },
                 "kind": {
                     "type": "string",
                     "enum": [
@@ -3631,6 +3645,10 @@ const docTemplate = `{
                         "circuitBreaker"
                     ],
                     "example": "flow"
+                },
+                "limitApp": {
+                    "type": "string",
+                    "example": "default"
                 },
                 "maxAllowedRtMs": {
                     "type": "integer",

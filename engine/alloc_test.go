@@ -33,7 +33,7 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 		t.Run(rule.Name, func(t *testing.T) {
 			byName := testing.AllocsPerRun(1000, func() {
 				clock.Advance(1)
-				if en, blk := e.Entry(rule.Resource, WithNoWait(), WithCount(2)); blk == nil {
+				if en, blk := e.Entry(rule.Resource, WithNoWait(), WithCount(2), WithOrigin("app"), WithParam("user", "u1"), WithPrioritized()); blk == nil {
 					en.Exit(WithError(boom))
 				}
 			})
@@ -87,5 +87,62 @@ func TestMemoryPerResource(t *testing.T) {
 	t.Logf("heap per resource: %.0f bytes", perResource)
 	if perResource > 2048 {
 		t.Fatalf("heap per resource %.0f bytes, want <= 2048", perResource)
+	}
+}
+
+// TestHotspotDoesNotAllocate: a pass and a block of a hotspot rule on a
+// tracked value allocate nothing, whatever the rule.
+func TestHotspotDoesNotAllocate(t *testing.T) {
+	rules := []HotspotRule{
+		{Name: "qps", Resource: "qps", ParamKey: "k", Threshold: 1e12},
+		{Name: "blocked", Resource: "blocked", ParamKey: "k", Threshold: 0},
+		{Name: "burst", Resource: "burst", ParamKey: "k", Threshold: 1e9, BurstCount: 10},
+		{Name: "paced", Resource: "paced", ParamKey: "k", Threshold: 1e9, ControlBehavior: BehaviorThrottling, MaxQueueingTimeMs: 1000},
+		{Name: "conc", Resource: "conc", ParamKey: "k", Metric: MetricConcurrency, Threshold: 10},
+	}
+	e, clock := newTestEngine(t, 0)
+	if err := e.LoadHotspotRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	for _, rule := range rules {
+		r := e.Resource(rule.Resource)
+		tryPass(r, WithParam("k", "present"))
+		t.Run(rule.Name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(1000, func() {
+				clock.Advance(1)
+				if en, blk := r.Entry(WithParam("k", "present"), WithNoWait()); blk == nil {
+					en.Exit()
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("allocations per call: %v; want 0", allocs)
+			}
+		})
+	}
+}
+
+// TestOriginRulesDoNotAllocate: authority rules and flow rules with a
+// limitApp allocate nothing on a pass or a block of a known origin.
+func TestOriginRulesDoNotAllocate(t *testing.T) {
+	e, clock := newTestEngine(t, 0,
+		FlowRule{Resource: "app", Threshold: 1e12, LimitApp: "checkout"},
+		FlowRule{Resource: "app", Threshold: 0, LimitApp: LimitAppOther},
+	)
+	err := e.LoadAuthorityRules([]AuthorityRule{{Resource: "app", Strategy: AuthorityDeny, Origins: []string{"crawler"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("app")
+	tryPass(r, WithOrigin("billing"))
+	for _, origin := range []string{"checkout", "billing", "crawler", ""} {
+		allocs := testing.AllocsPerRun(1000, func() {
+			clock.Advance(1)
+			if en, blk := r.Entry(WithOrigin(origin)); blk == nil {
+				en.Exit()
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("origin %q: allocations per call %v; want 0", origin, allocs)
+		}
 	}
 }

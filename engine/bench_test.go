@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"strconv"
+	"sync/atomic"
 	"testing"
 )
 
@@ -124,4 +125,63 @@ func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
 		}
 		en.Exit()
 	}
+}
+
+// hotspotBenchEngine returns an engine with one hotspot rule on "orders"
+// that limits each value of "user" and lets every call pass, with values
+// user-0 … user-(n-1) tracked already.
+func hotspotBenchEngine(b *testing.B, values int) *Engine {
+	b.Helper()
+	e := benchEngine(b)
+	err := e.LoadHotspotRules([]HotspotRule{{Name: "per-user", Resource: "orders", ParamKey: "user", Threshold: MaxThreshold}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range values {
+		if en, blk := e.Entry("orders", WithParam("user", "user-"+strconv.Itoa(i))); blk == nil {
+			en.Exit()
+		}
+	}
+	return e
+}
+
+// BenchmarkHotspotEntryExitHandle is ENGINE.md's hotspot figure: Entry
+// and Exit by handle with one hotspot rule, the value tracked, passing.
+func BenchmarkHotspotEntryExitHandle(b *testing.B) {
+	r := hotspotBenchEngine(b, 1).Resource("orders")
+	b.ReportAllocs()
+	for b.Loop() {
+		en, blk := r.Entry(WithParam("user", "user-0"))
+		if blk != nil {
+			b.Fatal(blk)
+		}
+		en.Exit()
+	}
+}
+
+// BenchmarkHotspotEntryExitParallel is the same on every core, each
+// goroutine on values of its own.
+func BenchmarkHotspotEntryExitParallel(b *testing.B) {
+	const perGoroutine = 1024
+	e := hotspotBenchEngine(b, 64*perGoroutine)
+	r := e.Resource("orders")
+	var next atomic.Int64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		first := int(next.Add(1)-1) % 64 * perGoroutine
+		values := make([]string, perGoroutine)
+		for i := range values {
+			values[i] = "user-" + strconv.Itoa(first+i)
+		}
+		i := 0
+		for pb.Next() {
+			en, blk := r.Entry(WithParam("user", values[i%perGoroutine]))
+			if blk != nil {
+				b.Error(blk)
+				return
+			}
+			en.Exit()
+			i++
+		}
+	})
 }

@@ -49,6 +49,9 @@ type CircuitBreakerRule struct {
 	MinRequestAmount int64 `json:"minRequestAmount,omitempty"`
 	StatIntervalMs   int64 `json:"statIntervalMs,omitempty"`
 	ProbeNum         int64 `json:"probeNum,omitempty"`
+	// ExpiresAtMs, if not 0, is when the rule stops applying (see
+	// FlowRule.ExpiresAtMs).
+	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
 // WithDefaults returns the rule with every unset optional field set to its
@@ -74,7 +77,7 @@ func (r CircuitBreakerRule) WithDefaults() CircuitBreakerRule {
 func (r CircuitBreakerRule) Validate() []FieldError {
 	var errs fieldErrors
 	r = r.WithDefaults()
-	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode}
+	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
 	errs = append(errs, envelope.Validate()...)
 
 	fields := BreakerRuleFields

@@ -3,10 +3,43 @@ package engine
 import "time"
 
 // EntryOption adjusts one Entry call. Options are plain values, so passing
-// them does not allocate.
+// them does not allocate: a call's params are options too, one each, read
+// where they are given rather than gathered into a map or slice.
 type EntryOption struct {
-	count  int64
-	noWait bool
+	count       int64
+	noWait      bool
+	prioritized bool
+	origin      string
+	paramKey    string
+	paramValue  string
+}
+
+// WithOrigin names the caller (an app, a service, a tenant): authority
+// rules allow or deny it, and flow rules with a limitApp count it apart.
+func WithOrigin(origin string) EntryOption { return EntryOption{origin: origin} }
+
+// WithParam gives the call's value of the parameter key (e.g. "ip",
+// "header:X-User"), which hotspot rules with that paramKey limit per value.
+// Give it once per parameter; a later value of the same key wins. The
+// engine copies the value only when it starts tracking it, so callers that
+// reuse string memory (Fiber) need not copy it first.
+func WithParam(key, value string) EntryOption {
+	return EntryOption{paramKey: key, paramValue: value}
+}
+
+// WithPrioritized lets the call, when a reject QPS rule's window is full,
+// take quota from the coming window: it passes after a wait of at most
+// OccupyTimeoutMs (slept, or owed with WithNoWait), counted when it goes.
+func WithPrioritized() EntryOption { return EntryOption{prioritized: true} }
+
+// paramOf returns the value of the parameter key among opts.
+func paramOf(opts []EntryOption, key string) (value string, ok bool) {
+	for i := len(opts) - 1; i >= 0; i-- {
+		if opts[i].paramKey == key {
+			return opts[i].paramValue, true
+		}
+	}
+	return "", false
 }
 
 // WithCount makes the call count as n (a batch); values below 1 count as 1.
@@ -77,6 +110,9 @@ type Entry struct {
 	count   int64
 	waitMs  int64
 	probes  uint64 // bit i: a probe of rules.breakers[i], which is half-open
+	// held are the keys (hotspot values) whose calls in flight count the
+	// entry's.
+	held [maxHeldKeys]*keyedValue
 }
 
 // WaitMs returns how long the call was queued by a throttling rule: slept
@@ -95,24 +131,50 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		r = r.current()
 		rs = r.rules.Load()
 	}
-	count, noWait := int64(1), false
+	now := r.now()
+	if now >= rs.expiresAtMs {
+		rs = r.expireRules(now)
+	}
+	count, noWait, prioritized, origin := int64(1), false, false, ""
 	for _, o := range opts {
 		if o.count > 1 {
 			count = o.count
 		}
 		noWait = noWait || o.noWait
+		prioritized = prioritized || o.prioritized
+		if o.origin != "" {
+			origin = o.origin
+		}
 	}
-	now := r.now()
+	shadowBlocked, flow, more := false, rs.flow, rs.more
+	if more != nil {
+		for _, a := range more.authority {
+			switch {
+			case a.allows(origin):
+			case a.shadow:
+				shadowBlocked = true
+			default:
+				r.recordBlock(now, count)
+				return Entry{}, a.blocked
+			}
+		}
+		flow = more.flowAll
+	}
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
 	var waitNs int64
-	shadowBlocked := false
-	for _, c := range rs.flow {
+	markMs := now // when the passes happen: later for borrowed quota
+	for _, c := range flow {
 		ok, w := c.check(r, now, count, inFlight)
+		if !ok && prioritized {
+			if wait, lent := c.borrow(r, now, count); lent {
+				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, now+wait)
+			}
+		}
 		switch {
-		case !ok && c.shadow:
+		case !ok && c.shadow():
 			shadowBlocked = true
 		case !ok:
 			if rs.reserveConcurrency {
@@ -120,7 +182,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			}
 			r.recordBlock(now, count)
 			return Entry{}, c.blocked
-		case w > waitNs && !c.shadow:
+		case w > waitNs && !c.shadow():
 			waitNs = w
 		}
 	}
@@ -143,11 +205,24 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			return Entry{}, b.blocked
 		}
 	}
+	var held [maxHeldKeys]*keyedValue
+	if more != nil && len(more.keyed) > 0 {
+		h, w, shadow, blk := enterKeyed(r, more, now, count, opts, origin)
+		if blk != nil {
+			cancelProbes(rs.breakers, probes)
+			if rs.reserveConcurrency {
+				r.concurrency.Add(-count)
+			}
+			r.recordBlock(now, count)
+			return Entry{}, blk
+		}
+		held, waitNs, shadowBlocked = h, max(waitNs, w), shadowBlocked || shadow
+	}
 	if !rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
-	r.recordPass(now, count, inFlight, shadowBlocked, rs.feeds)
-	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes}
+	r.recordPass(now, markMs, count, inFlight, shadowBlocked, rs.feeds)
+	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 		e.startMs += e.waitMs
@@ -164,6 +239,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 func (e Entry) Release() {
 	if e.res != nil {
 		e.res.concurrency.Add(-e.count)
+		release(e.held, e.count)
 		cancelProbes(e.rules.breakers, e.probes)
 	}
 }
@@ -202,6 +278,7 @@ func (e Entry) Exit(opts ...ExitOption) {
 		errors = complete
 	}
 	r.concurrency.Add(-e.count)
+	release(e.held, e.count)
 	r.recordComplete(now, complete, rt, errors)
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
@@ -236,9 +313,10 @@ func (e Entry) NeedsExit() bool {
 }
 
 // CountsInFlight reports whether a concurrency rule (of the entry's
-// resource, or of one associated with it) reads the entry's calls in
-// flight: only their own end may then end them. An entry that needs an
-// Exit without it is only a half-open breaker's probe.
+// resource, or of one associated with it, or a hotspot rule of its
+// parameter values) reads the entry's calls in flight: only their own
+// end may then end them. An entry that needs an Exit without it is only a
+// half-open breaker's probe.
 func (e Entry) CountsInFlight() bool {
-	return e.res != nil && e.rules.inFlightMatters
+	return e.res != nil && (e.rules.inFlightMatters || e.held[0] != nil)
 }

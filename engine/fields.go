@@ -15,6 +15,11 @@ const (
 	FieldNumber  FieldType = "number"
 	FieldInteger FieldType = "integer"
 	FieldBoolean FieldType = "boolean"
+	// FieldObject is a JSON object, such as a hotspot rule's specificItems.
+	FieldObject FieldType = "object"
+	// FieldArray is a JSON array of strings, such as an authority rule's
+	// origins.
+	FieldArray FieldType = "array"
 )
 
 // Field describes one field of a rule kind, once: the REST API's strict
@@ -170,6 +175,8 @@ var FlowRuleFields = Fields{
 	{Name: "refResource", Type: FieldString, Label: "Associated resource", Example: "GET:/api/stock",
 		AppliesWhen: &Condition{"relationStrategy", string(RelationAssociated)},
 		Help:        "The resource whose traffic limits this one."},
+	{Name: "limitApp", Type: FieldString, Label: "Callers counted", Default: LimitAppDefault, Example: LimitAppDefault, MaxLength: MaxOriginLen,
+		Help: "default: every caller together; an origin's name: only that origin's calls; other: each origin no other rule names, apart."},
 	{Name: "scope", Type: FieldString, Label: "Counted by", Default: string(ScopeLocal), Example: string(ScopeLocal),
 		Help: "Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
 		Options: []Option{
@@ -208,4 +215,55 @@ var BreakerRuleFields = Fields{
 	{Name: "probeNum", Type: FieldInteger, Label: "Probes when half-open", Default: DefaultProbeNum, Example: DefaultProbeNum,
 		Min: bound(1), Max: bound(maxBreakerCount),
 		Help: "≥ 1, default 1."},
+}
+
+// HotspotRuleFields are the fields of a hotspot rule (HotspotRule) besides
+// the name, resource and mode every rule has, in the order the console
+// lists them.
+var HotspotRuleFields = Fields{
+	{Name: "paramKey", Type: FieldString, Label: "Parameter", Required: true, Example: "ip", MaxLength: MaxParamKeyLen,
+		Help: "The parameter whose values are limited one by one, e.g. ip or header:X-User. Required."},
+	{Name: "metric", Type: FieldString, Label: "Metric", Default: string(MetricQPS), Example: string(MetricQPS),
+		Help: "What the threshold limits per value.",
+		Options: []Option{
+			{string(MetricQPS), "Requests per interval (qps)"},
+			{string(MetricConcurrency), "Calls in flight (concurrency)"},
+		}},
+	{Name: "threshold", Type: FieldNumber, Label: "Threshold per value", Required: true, Example: 10,
+		Min: bound(0), Max: bound(MaxThreshold),
+		Help: "Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0."},
+	{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
+		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help: "100 to 600000; default 1000."},
+	{Name: "controlBehavior", Type: FieldString, Label: "Over the threshold", Default: string(BehaviorReject), Example: string(BehaviorReject),
+		AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help:        "What happens to a value's calls over its threshold.",
+		Options: []Option{
+			{string(BehaviorReject), "Reject at once"},
+			{string(BehaviorThrottling), "Throttle: space passes evenly"},
+		}},
+	{Name: "burstCount", Type: FieldInteger, Label: "Burst", Default: 0, Example: 5,
+		Min: bound(0), Max: bound(MaxThreshold), AppliesWhen: &Condition{"controlBehavior", string(BehaviorReject)},
+		Help: "Extra passes a value may take at once on top of the threshold; ≥ 0."},
+	{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
+		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
+		Help: "0 to 60000: how long a caller may be asked to wait."},
+	{Name: "specificItems", Type: FieldObject, Label: "Thresholds of some values", Default: map[string]float64{}, Example: map[string]float64{"vip": 100},
+		Help: "Value → its own threshold (≥ 0), at most 1000 entries."},
+	{Name: "paramsMaxCapacity", Type: FieldInteger, Label: "Values tracked", Default: DefaultParamsMaxCapacity, Example: DefaultParamsMaxCapacity,
+		Min: bound(1), Max: bound(MaxParamsMaxCapacity),
+		Help: "1 to 10000000, default 100000: past it, the least recently used values are forgotten."},
+}
+
+// AuthorityRuleFields are the fields of an authority rule (AuthorityRule)
+// besides the name, resource and mode every rule has.
+var AuthorityRuleFields = Fields{
+	{Name: "strategy", Type: FieldString, Label: "Origins listed are", Required: true, Example: string(AuthorityAllow),
+		Help: "Allow only the origins listed (a call without an origin is blocked), or deny them.",
+		Options: []Option{
+			{string(AuthorityAllow), "Allowed: every other origin is blocked"},
+			{string(AuthorityDeny), "Denied"},
+		}},
+	{Name: "origins", Type: FieldArray, Label: "Origins", Required: true, Example: []string{"checkout", "billing"},
+		Help: "1 to 1000 origin names of 1 to 256 characters: the origin a call names."},
 }

@@ -10,10 +10,8 @@ import (
 // flowChecker is a loaded flow rule: its decision state (pass log,
 // throttling slot, warm-up tokens) survives reloads that keep the rule equal.
 type flowChecker struct {
-	rule        FlowRule
-	blocked     *BlockError
-	shadow      bool
-	concurrency bool
+	rule    FlowRule
+	blocked *BlockError
 
 	// stat is the resource whose traffic the rule measures: its own or, for
 	// associated rules, refResource.
@@ -25,21 +23,24 @@ type flowChecker struct {
 
 	throttle *throttler
 	warmUp   *warmUp
+
+	// perOrigin decides the rule, when its limitApp is not default, on
+	// each origin's statistics in place of the above.
+	perOrigin *keyedChecker
 }
 
 func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
-	c := &flowChecker{
-		rule:        rule,
-		shadow:      rule.Mode == ModeShadow,
-		concurrency: rule.Metric == MetricConcurrency,
-		stat:        stat,
-	}
+	c := &flowChecker{rule: rule, stat: stat}
 	reason := ReasonFlow
-	if c.concurrency {
+	if rule.Metric == MetricConcurrency {
 		reason = ReasonConcurrency
 	}
 	c.blocked = &BlockError{reason: reason, rule: rule.Name}
-	if c.concurrency {
+	if rule.LimitApp != LimitAppDefault {
+		c.perOrigin = newOriginChecker(rule, c.blocked)
+		return c
+	}
+	if c.concurrency() {
 		return c
 	}
 	warm := rule.TokenCalculateStrategy == StrategyWarmUp
@@ -96,12 +97,23 @@ func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.Pa
 	return log
 }
 
+// concurrency reports whether the rule limits its resource's calls in
+// flight. The rule's fields answer it, rather than a flag of the checker,
+// which would take it past a size class: Metric is 3 bytes long or 11,
+// so the compare stops at the length.
+func (c *flowChecker) concurrency() bool {
+	return c.rule.Metric == MetricConcurrency && c.perOrigin == nil
+}
+
+// shadow reports whether the rule's blocks are only counted.
+func (c *flowChecker) shadow() bool { return c.rule.Mode == ModeShadow }
+
 // check decides whether count calls to self may pass at nowMs. inFlight is
 // self's concurrency including this call when the rule set reserves it.
 // A throttled pass returns how long it must wait, in nanoseconds.
 func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bool, waitNs int64) {
 	threshold := c.rule.Threshold
-	if c.concurrency {
+	if c.concurrency() {
 		if c.stat != self {
 			inFlight = c.stat.concurrency.Load() + count
 		}
@@ -123,4 +135,28 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 		sinceMs -= self.slackMs(c.rule.StatIntervalMs)
 	}
 	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
+}
+
+// OccupyTimeoutMs is the longest a prioritized call waits for quota
+// borrowed from the coming window (WithPrioritized).
+const OccupyTimeoutMs = 500
+
+// borrow says how long count prioritized calls must wait for room under
+// rule c, which blocks them at nowMs, if c lends and that is at most
+// OccupyTimeoutMs: a reject rule on its own resource's passes, counted
+// directly. The calls are then recorded when their wait ends, in the
+// window they borrowed from, so that the threshold holds in every window
+// (Sentinel's tryOccupyNext counts them where they were asked for).
+func (c *flowChecker) borrow(self *Resource, nowMs, count int64) (waitMs int64, ok bool) {
+	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
+		return 0, false
+	}
+	atMs, known := c.passes.FreeAtMs(self.passes.Load(), count, int64(c.rule.Threshold))
+	if !known {
+		return 0, false
+	}
+	// A pass at atMs is out of the window once since, nowMs less the
+	// interval and the clock's slack, reaches it.
+	waitMs = max(atMs+c.rule.StatIntervalMs+self.slackMs(c.rule.StatIntervalMs)-nowMs, 0)
+	return waitMs, waitMs <= OccupyTimeoutMs
 }

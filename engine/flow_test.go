@@ -572,7 +572,7 @@ func TestFlowRulesReturnsDefaults(t *testing.T) {
 	want := FlowRule{
 		Resource: "orders", Threshold: 1, Mode: ModeEnforce, Metric: MetricQPS, StatIntervalMs: 1000,
 		ControlBehavior: BehaviorReject, TokenCalculateStrategy: StrategyDirect, RelationStrategy: RelationCurrent,
-		Scope: ScopeLocal,
+		Scope: ScopeLocal, LimitApp: LimitAppDefault,
 	}
 	if len(got) != 1 || got[0] != want {
 		t.Fatalf("FlowRules() = %+v, want [%+v]", got, want)

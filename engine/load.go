@@ -38,11 +38,25 @@ func (e *Engine) commitEvery(c *ruleChange, kind ruleKind) {
 		c.resources[name].replaced[kind] = true
 	}
 	for r, entry := range e.book.entries {
-		if kind == flowKind && len(entry.rules.flow) > 0 || kind == breakerKind && len(entry.rules.breakers) > 0 {
+		if entry.rules.has(kind) {
 			c.of(r.name).replaced[kind] = true
 		}
 	}
 	e.commit(c)
+}
+
+// has reports whether s has rules of kind.
+func (s *ruleSet) has(kind ruleKind) bool {
+	switch kind {
+	case flowKind:
+		return len(s.flow) > 0
+	case breakerKind:
+		return len(s.breakers) > 0
+	case hotspotKind:
+		return len(s.hotspot()) > 0
+	default:
+		return len(s.authority()) > 0
+	}
 }
 
 // ResourceRules is every rule of some resources, for LoadResourceRules.
@@ -55,16 +69,19 @@ type ResourceRules struct {
 	// one of Resources.
 	Flow            []FlowRule
 	CircuitBreakers []CircuitBreakerRule
+	Hotspot         []HotspotRule
+	Authority       []AuthorityRule
 }
 
-// LoadResourceRules replaces the flow and circuit breaker rules of the
+// LoadResourceRules replaces the rules of every kind of the
 // resources that rules names, and of no other, as sentinel-golang's
 // LoadRulesOfResource does for one resource and one kind. It costs what
 // those resources' rules cost, however many rules the engine holds.
 //
 // The rules are validated as a whole and with the rules that stay: names
 // are unique per kind across the engine. A *ValidationError names every bad
-// field as "resources[i]", "flow[i].field" or "circuitBreakers[i].field";
+// field as "resources[i]", "flow[i].field", "circuitBreakers[i].field",
+// "hotspot[i].field" or "authority[i].field";
 // nothing changes then.
 //
 // Each resource whose rules change (its own, or the associated rules of
@@ -101,11 +118,17 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	c := newRuleChange(len(rules.Resources))
 	for i, name := range rules.Resources {
 		errs.check(fmt.Sprintf("resources[%d]", i), validateResourceName(name))
-		c.of(name).replaced = [kinds]bool{true, true}
+		for kind := range kinds {
+			c.of(name).replaced[kind] = true
+		}
 	}
-	flow, err := validateSet("flow", rules.Flow, nil)
+	flow, err := validateFlowSet("flow", rules.Flow)
 	errs.merge(err)
 	breakers, err := validateCircuitBreakerRules("circuitBreakers", rules.CircuitBreakers)
+	errs.merge(err)
+	hotspot, err := validateHotspotRules("hotspot", rules.Hotspot)
+	errs.merge(err)
+	authority, err := validateSet("authority", rules.Authority, nil)
 	errs.merge(err)
 	const unlisted = "is not one of the resources whose rules are replaced"
 	for i, rule := range rules.Flow {
@@ -118,7 +141,17 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 			errs.add(fmt.Sprintf("circuitBreakers[%d].resource", i), unlisted)
 		}
 	}
-	e.book.checkNames(c, rules.Flow, rules.CircuitBreakers, &errs)
+	for i, rule := range rules.Hotspot {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("hotspot[%d].resource", i), unlisted)
+		}
+	}
+	for i, rule := range rules.Authority {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("authority[%d].resource", i), unlisted)
+		}
+	}
+	e.book.checkNames(c, rules, &errs)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Fields: errs}
 	}
@@ -129,6 +162,14 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	for _, rule := range breakers {
 		rc := c.resources[rule.Resource]
 		rc.breakers = append(rc.breakers, rule)
+	}
+	for _, rule := range hotspot {
+		rc := c.resources[rule.Resource]
+		rc.hotspot = append(rc.hotspot, rule)
+	}
+	for _, rule := range authority {
+		rc := c.resources[rule.Resource]
+		rc.authority = append(rc.authority, rule)
 	}
 	return c, nil
 }
@@ -158,7 +199,22 @@ func ValidateFlowRules(rules []FlowRule) error {
 // validateFlowRules returns the rules with their defaults, or the error that
 // names every bad field as "rules[i].field".
 func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
-	return validateSet("rules", rules, nil)
+	return validateFlowSet("rules", rules)
+}
+
+// validateFlowSet validates flow rules as a set, fields named
+// "prefix[i].field": an Entry holds the calls in flight of one origin of
+// one concurrency rule with a limitApp per resource at most.
+func validateFlowSet(prefix string, rules []FlowRule) ([]FlowRule, error) {
+	held := map[string]int{}
+	return validateSet(prefix, rules, func(i int, rule FlowRule, errs *fieldErrors) {
+		if rule.Metric != MetricConcurrency || rule.LimitApp == LimitAppDefault {
+			return
+		}
+		if held[rule.Resource]++; held[rule.Resource] == 2 {
+			errs.add(fmt.Sprintf("%s[%d].limitApp", prefix, i), "another concurrency rule of the resource has a limitApp: at most one may")
+		}
+	})
 }
 
 // validatable is a rule type: FlowRule or CircuitBreakerRule.

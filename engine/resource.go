@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math"
 	"strings"
 	"sync/atomic"
 
@@ -49,6 +50,9 @@ type Resource struct {
 type ruleSet struct {
 	flow     []*flowChecker
 	breakers []*breaker
+	// more holds the rules of the kinds most resources have none of, nil
+	// if none, so that a resource without pays one pointer for them.
+	more *moreRules
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog
@@ -58,13 +62,59 @@ type ruleSet struct {
 	// inFlightMatters: a concurrency rule, of this resource or one
 	// associated with it, reads this resource's calls in flight.
 	inFlightMatters bool
+	// expiresAtMs is when the first of the set's rules expires (noExpiry
+	// if none does): past it, Entry has the set without it published once
+	// (Resource.expireRules), so a call pays one compare for expiry.
+	expiresAtMs int64
 }
 
-var noRules = &ruleSet{}
+// noExpiry is the expiresAtMs of a rule set none of whose rules expires.
+const noExpiry = math.MaxInt64
+
+// moreRules is the hotspot and authority rules of a resource, and what
+// Entry derives from its rules when it has those or flow rules with a
+// limitApp (ruleSet.derive).
+type moreRules struct {
+	hotspot   []*keyedChecker
+	authority []*authorityChecker
+	// flowAll are the flow rules that count every caller together; keyed
+	// the rules that count per key, the flow rules with a limitApp and the
+	// hotspot rules; namedOrigins the origins the former name, which
+	// limitApp other leaves to them.
+	flowAll      []*flowChecker
+	keyed        []*keyedChecker
+	namedOrigins map[string]struct{}
+}
+
+// hotspot returns s's hotspot rules.
+func (s *ruleSet) hotspot() []*keyedChecker {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.hotspot
+}
+
+// authority returns s's authority rules.
+func (s *ruleSet) authority() []*authorityChecker {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.authority
+}
+
+// edit returns s's moreRules to change, made if need be.
+func (s *ruleSet) edit() *moreRules {
+	if s.more == nil {
+		s.more = &moreRules{}
+	}
+	return s.more
+}
+
+var noRules = &ruleSet{expiresAtMs: noExpiry}
 
 // evictedRules marks a resource the engine evicted: Entry, which loads the
 // rules first anyway, tells it from the others without another load.
-var evictedRules = &ruleSet{}
+var evictedRules = &ruleSet{expiresAtMs: noExpiry}
 
 func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
@@ -127,7 +177,9 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 	return 0
 }
 
-func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
+// recordPass records count passes at nowMs, which happen at markMs (a
+// prioritized call's, later): the pass logs count them from then.
+func (r *Resource) recordPass(nowMs, markMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	b := r.second.Current(nowMs)
 	b.Add(window.Pass, count)
 	m, mx := r.minute.CurrentExtremes(nowMs)
@@ -140,7 +192,7 @@ func (r *Resource) recordPass(nowMs, count, concurrency int64, shadowBlocked boo
 	if len(feeds) > 0 {
 		total := r.passes.Add(count)
 		for _, log := range feeds {
-			log.Mark(nowMs, total)
+			log.Mark(markMs, total)
 		}
 	}
 }

@@ -80,6 +80,19 @@ const (
 	ScopeCluster Scope = "cluster"
 )
 
+// LimitApp values with a meaning of their own; any other is an origin.
+const (
+	// LimitAppDefault counts every caller together.
+	LimitAppDefault = "default"
+	// LimitAppOther counts each origin no other rule of the resource
+	// names, each apart.
+	LimitAppOther = "other"
+)
+
+// maxOriginsTracked bounds the origins a limitApp other rule keeps
+// statistics for; past it, the least recently used are forgotten.
+const maxOriginsTracked = 10_000
+
 // Limits and defaults of flow rule fields.
 const (
 	DefaultStatIntervalMs   = 1000
@@ -116,6 +129,15 @@ type FlowRule struct {
 	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
 	RefResource            string                 `json:"refResource,omitempty"`
 	Scope                  Scope                  `json:"scope,omitempty"`
+	// LimitApp says whose calls the rule counts and limits:
+	// LimitAppDefault every caller's together; an origin's name only that
+	// origin's (WithOrigin), on their own statistics; LimitAppOther each
+	// origin that no other flow rule of the resource names, apart.
+	LimitApp string `json:"limitApp,omitempty"`
+	// ExpiresAtMs, if not 0, is when the rule stops applying, in Unix
+	// milliseconds of the engine's clock (the API's expiresAt): it stays
+	// loaded and listed, and calls stop seeing it then without a load.
+	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
 // WithDefaults returns the rule with every unset field that applies to it set
@@ -140,6 +162,9 @@ func (r FlowRule) WithDefaults() FlowRule {
 	if r.Scope == "" {
 		r.Scope = ScopeLocal
 	}
+	if r.LimitApp == "" {
+		r.LimitApp = LimitAppDefault
+	}
 	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
 		r.StatIntervalMs = DefaultStatIntervalMs
 	}
@@ -163,6 +188,9 @@ func (r FlowRule) Validate() []FieldError {
 	case ModeEnforce, ModeShadow:
 	default:
 		errs.add("mode", "must be one of enforce, shadow")
+	}
+	if r.ExpiresAtMs < 0 {
+		errs.add("expiresAtMs", "must be >= 0 (0: never)")
 	}
 
 	fields := FlowRuleFields
@@ -244,6 +272,12 @@ func (r FlowRule) Validate() []FieldError {
 		}
 	default:
 		errs.add("relationStrategy", fields.field("relationStrategy").mustBeOneOf())
+	}
+
+	if p := validateOrigin(r.LimitApp); p != "" {
+		errs.add("limitApp", p)
+	} else if r.LimitApp != LimitAppDefault && (r.RelationStrategy != RelationCurrent || warmUp) {
+		errs.add("limitApp", "other than default applies only with relationStrategy current and tokenCalculateStrategy direct")
 	}
 
 	switch r.Scope {

@@ -39,9 +39,16 @@ type ruleChange struct {
 
 // resourceChange is the new rules of one resource, of the kinds replaced.
 type resourceChange struct {
-	flow     []FlowRule
-	breakers []CircuitBreakerRule
-	replaced [kinds]bool
+	flow      []FlowRule
+	breakers  []CircuitBreakerRule
+	hotspot   []HotspotRule
+	authority []AuthorityRule
+	replaced  [kinds]bool
+}
+
+// rules reports whether the change gives its resource any rule.
+func (rc *resourceChange) rules() bool {
+	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0 || len(rc.authority) > 0
 }
 
 // ruleKind is a kind of rule, an index of the arrays kept by kind.
@@ -50,6 +57,8 @@ type ruleKind int
 const (
 	flowKind ruleKind = iota
 	breakerKind
+	hotspotKind
+	authorityKind
 	kinds
 )
 
@@ -78,17 +87,23 @@ func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 
 // checkNames adds an error to errs for every rule of flow and breakers
 // whose name is taken by a loaded rule of its kind that c leaves in place.
-func (b *ruleBook) checkNames(c *ruleChange, flow []FlowRule, breakers []CircuitBreakerRule, errs *fieldErrors) {
+func (b *ruleBook) checkNames(c *ruleChange, rules ResourceRules, errs *fieldErrors) {
 	taken := func(kind ruleKind, field string, i int, name string) {
 		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
 			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
 		}
 	}
-	for i, rule := range flow {
+	for i, rule := range rules.Flow {
 		taken(flowKind, "flow", i, rule.Name)
 	}
-	for i, rule := range breakers {
+	for i, rule := range rules.CircuitBreakers {
 		taken(breakerKind, "circuitBreakers", i, rule.Name)
+	}
+	for i, rule := range rules.Hotspot {
+		taken(hotspotKind, "hotspot", i, rule.Name)
+	}
+	for i, rule := range rules.Authority {
+		taken(authorityKind, "authority", i, rule.Name)
 	}
 }
 
@@ -103,14 +118,16 @@ func (e *Engine) commit(c *ruleChange) {
 		b.entries = map[*Resource]bookEntry{}
 		b.withBreakers = map[*Resource]struct{}{}
 		b.measuredBy = map[*Resource][]*flowChecker{}
-		b.names = [kinds]map[string]*Resource{{}, {}}
+		for kind := range b.names {
+			b.names[kind] = map[string]*Resource{}
+		}
 	}
 	st := &staging{e: e, now: e.clock.NowMs(), sets: make(map[*Resource]*ruleSet, len(c.order)),
 		unlinked: map[*flowChecker]bool{}, linked: map[*Resource][]*flowChecker{}}
 	for _, name := range c.order {
 		rc := c.resources[name]
 		var r *Resource
-		if len(rc.flow) > 0 || len(rc.breakers) > 0 {
+		if rc.rules() {
 			r = e.resourceFor(name)
 		} else if r = e.Lookup(name); r == nil || !b.has(r) {
 			continue // it had no rules and gets none
@@ -120,6 +137,12 @@ func (e *Engine) commit(c *ruleChange) {
 		}
 		if rc.replaced[breakerKind] {
 			st.replaceBreakers(r, rc.breakers)
+		}
+		if rc.replaced[hotspotKind] {
+			st.replaceHotspot(r, rc.hotspot)
+		}
+		if rc.replaced[authorityKind] {
+			st.replaceAuthority(r, rc.authority)
 		}
 	}
 	st.publish()
@@ -144,6 +167,9 @@ func (st *staging) stage(r *Resource) *ruleSet {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
 			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
+			if more := entry.rules.more; more != nil {
+				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority}
+			}
 		}
 		st.sets[r] = s
 		st.order = append(st.order, r)
@@ -193,6 +219,60 @@ func (st *staging) replaceBreakers(r *Resource, rules []CircuitBreakerRule) {
 	}
 }
 
+// replaceHotspot gives r the hotspot rules rules.
+func (st *staging) replaceHotspot(r *Resource, rules []HotspotRule) {
+	names := st.e.book.names[hotspotKind]
+	s := st.stage(r)
+	loaded := s.hotspot()
+	for _, old := range loaded {
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	hotspot := make([]*keyedChecker, len(rules))
+	s.edit().hotspot = hotspot
+	taken := make([]bool, len(loaded))
+	for i, rule := range rules {
+		// Rules with specificItems are not comparable, so reuse cannot
+		// index them; a resource has at most maxHotspotPerResource.
+		j := -1
+		for k, c := range loaded {
+			if !taken[k] && c.rule.equal(rule) {
+				j = k
+				break
+			}
+		}
+		if j >= 0 {
+			hotspot[i], taken[j] = loaded[j], true
+		} else {
+			hotspot[i] = newHotspotChecker(rule)
+		}
+		if rule.Name != "" {
+			names[rule.Name] = r
+		}
+	}
+}
+
+// replaceAuthority gives r the authority rules rules, which keep no state
+// to reuse.
+func (st *staging) replaceAuthority(r *Resource, rules []AuthorityRule) {
+	names := st.e.book.names[authorityKind]
+	s := st.stage(r)
+	for _, old := range s.authority() {
+		if names[old.rule.Name] == r {
+			delete(names, old.rule.Name)
+		}
+	}
+	authority := make([]*authorityChecker, len(rules))
+	s.edit().authority = authority
+	for i, rule := range rules {
+		authority[i] = newAuthorityChecker(rule)
+		if rule.Name != "" {
+			names[rule.Name] = r
+		}
+	}
+}
+
 // publish books and stores the rule set of every staged resource.
 func (st *staging) publish() {
 	b := &st.e.book
@@ -207,7 +287,7 @@ func (st *staging) publish() {
 		} else {
 			b.measuredBy[r] = measuredBy
 		}
-		b.publish(r, st.sets[r], measuredBy)
+		b.publish(r, st.sets[r], measuredBy, st.now)
 	}
 }
 
@@ -218,8 +298,9 @@ func (b *ruleBook) has(r *Resource) bool {
 }
 
 // publish completes s, r's own rules, with what the rules of r and of
-// measuredBy need of r's calls, stores it in r and books it.
-func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
+// measuredBy need of r's calls, books it and stores in r its rules that
+// have not expired by nowMs.
+func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, nowMs int64) {
 	for _, c := range s.flow {
 		if c.stat == r {
 			s.measure(c, true)
@@ -228,10 +309,11 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
-	if len(s.flow) == 0 && len(s.feeds) == 0 && len(s.breakers) == 0 && !s.inFlightMatters {
+	s.derive()
+	if !s.own() && len(s.feeds) == 0 && !s.inFlightMatters {
 		s = noRules
 	}
-	if len(s.flow) == 0 && len(s.breakers) == 0 && len(measuredBy) == 0 {
+	if !s.own() && len(measuredBy) == 0 {
 		delete(b.entries, r)
 	} else {
 		entry, ok := b.entries[r]
@@ -247,7 +329,133 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 	} else {
 		delete(b.withBreakers, r)
 	}
-	r.rules.Store(s)
+	r.rules.Store(s.activeAt(nowMs))
+}
+
+// own reports whether s has rules of its resource's own.
+func (s *ruleSet) own() bool {
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0
+}
+
+// derive sets what Entry reads of s's rules: the flow rules that count
+// every caller together, the rules that count per key (hotspot rules, and
+// flow rules with a limitApp), the origins flow rules name, and the first
+// expiry.
+func (s *ruleSet) derive() {
+	s.expiresAtMs = s.firstExpiry()
+	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin != nil })
+	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 {
+		s.more = nil
+		return
+	}
+	m := s.edit()
+	// Without a limitApp, the slices are shared.
+	m.flowAll, m.keyed, m.namedOrigins = s.flow, m.hotspot, nil
+	if !byOrigin {
+		return
+	}
+	m.flowAll, m.keyed = nil, nil
+	for _, c := range s.flow {
+		if c.perOrigin == nil {
+			m.flowAll = append(m.flowAll, c)
+			continue
+		}
+		m.keyed = append(m.keyed, c.perOrigin)
+		if origin := c.rule.LimitApp; origin != LimitAppOther {
+			if m.namedOrigins == nil {
+				m.namedOrigins = map[string]struct{}{}
+			}
+			m.namedOrigins[origin] = struct{}{}
+		}
+	}
+	m.keyed = append(m.keyed, m.hotspot...)
+}
+
+// firstExpiry returns when the first of s's rules expires, noExpiry if
+// none does.
+func (s *ruleSet) firstExpiry() int64 {
+	first := int64(noExpiry)
+	for _, c := range s.flow {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
+	}
+	for _, b := range s.breakers {
+		first = min(first, expiry(b.rule.ExpiresAtMs))
+	}
+	for _, c := range s.hotspot() {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
+	}
+	for _, c := range s.authority() {
+		first = min(first, expiry(c.rule.ExpiresAtMs))
+	}
+	return first
+}
+
+// expiry is when a rule with expiresAtMs stops applying: 0 is never.
+func expiry(expiresAtMs int64) int64 {
+	if expiresAtMs == 0 {
+		return noExpiry
+	}
+	return expiresAtMs
+}
+
+// activeAt returns s without the rules expired by nowMs: s itself while
+// none has. The book keeps s whole, so that listings show expired rules
+// and a load compares against them; the feeds stay, as the passes they
+// count cost nothing to decisions.
+func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
+	if nowMs < s.expiresAtMs {
+		return s
+	}
+	live := func(expiresAtMs int64) bool { return nowMs < expiry(expiresAtMs) }
+	active := *s
+	active.flow = nil
+	for _, c := range s.flow {
+		if live(c.rule.ExpiresAtMs) {
+			active.flow = append(active.flow, c)
+		}
+	}
+	active.breakers = nil
+	for _, b := range s.breakers {
+		if live(b.rule.ExpiresAtMs) {
+			active.breakers = append(active.breakers, b)
+		}
+	}
+	active.more = nil
+	if s.more != nil {
+		more := &moreRules{}
+		for _, c := range s.more.hotspot {
+			if live(c.rule.ExpiresAtMs) {
+				more.hotspot = append(more.hotspot, c)
+			}
+		}
+		for _, c := range s.more.authority {
+			if live(c.rule.ExpiresAtMs) {
+				more.authority = append(more.authority, c)
+			}
+		}
+		active.more = more
+	}
+	active.derive()
+	return &active
+}
+
+// expireRules publishes r's rules without those expired by nowMs, once
+// for all callers, and returns them.
+func (r *Resource) expireRules(nowMs int64) *ruleSet {
+	e := r.eng
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	rs := r.rules.Load()
+	if nowMs < rs.expiresAtMs || rs == evictedRules {
+		return rs
+	}
+	if entry, ok := e.book.entries[r]; ok {
+		rs = entry.rules.activeAt(nowMs)
+	} else {
+		rs = rs.activeAt(nowMs)
+	}
+	r.rules.Store(rs)
+	return rs
 }
 
 // measure adds to s what flow rule c needs of the calls of the resource it
@@ -255,7 +463,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker) {
 // counted first when it is a rule of the same resource, own) or their
 // passes fed to the rule's log.
 func (s *ruleSet) measure(c *flowChecker, own bool) {
-	if c.concurrency {
+	if c.concurrency() {
 		s.inFlightMatters = true
 		s.reserveConcurrency = s.reserveConcurrency || own
 	}

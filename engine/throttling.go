@@ -30,26 +30,32 @@ func newThrottler(statIntervalMs, maxQueueingTimeMs int64) *throttler {
 }
 
 func (t *throttler) check(nowMs, count int64, threshold float64) (ok bool, waitNs int64) {
-	costNs := math.Round(float64(count) * t.intervalNs / threshold)
+	return throttle(&t.lastPassedNano, t.intervalNs, t.maxQueueingNs, nowMs, count, threshold)
+}
+
+// throttle is throttler.check on the slot kept in lastPassedNano, for
+// callers that keep one per key.
+func throttle(lastPassedNano *atomic.Int64, intervalNs float64, maxQueueingNs, nowMs, count int64, threshold float64) (ok bool, waitNs int64) {
+	costNs := math.Round(float64(count) * intervalNs / threshold)
 	if threshold <= 0 || costNs > maxSlotNs {
 		return false, 0 // a slot this far away is never reached
 	}
 	cost := int64(costNs)
 	now := nowMs * int64(time.Millisecond)
 	for {
-		last := t.lastPassedNano.Load()
+		last := lastPassedNano.Load()
 		expected := last + cost
 		if expected <= now {
-			if t.lastPassedNano.CompareAndSwap(last, now) {
+			if lastPassedNano.CompareAndSwap(last, now) {
 				return true, 0
 			}
 			continue
 		}
 		wait := expected - now
-		if wait > t.maxQueueingNs {
+		if wait > maxQueueingNs {
 			return false, 0
 		}
-		if t.lastPassedNano.CompareAndSwap(last, expected) {
+		if lastPassedNano.CompareAndSwap(last, expected) {
 			return true, wait
 		}
 	}

@@ -142,7 +142,7 @@ func flowRule(set map[string]any, drop ...string) map[string]any {
 	m := map[string]any{
 		"kind": "flow", "enabled": true, "mode": "enforce",
 		"metric": "qps", "statIntervalMs": 1000.0, "controlBehavior": "reject",
-		"tokenCalculateStrategy": "direct", "relationStrategy": "current", "scope": "local",
+		"tokenCalculateStrategy": "direct", "relationStrategy": "current", "limitApp": "default", "scope": "local",
 	}
 	maps.Copy(m, set)
 	for _, k := range drop {

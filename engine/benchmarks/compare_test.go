@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"sync/atomic"
 	"testing"
 
 	"github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/hotspot"
 	"github.com/alibaba/sentinel-golang/core/stat"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/benchmarks"
@@ -385,5 +387,123 @@ func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
 			}
 			en.Exit()
 		}
+	})
+}
+
+// hotspotUser is the value every hotspot benchmark's calls carry, tracked
+// before the timing starts.
+const hotspotUser = "user-0"
+
+// sluiceHotspotEngine returns an engine with one hotspot rule on resource
+// that limits each value of "user" and lets every call pass, closed when b
+// ends.
+func sluiceHotspotEngine(b *testing.B) *engine.Engine {
+	b.Helper()
+	eng := engine.New(engine.Options{})
+	b.Cleanup(eng.Close)
+	err := eng.LoadHotspotRules([]engine.HotspotRule{{Name: "per-user", Resource: resource, ParamKey: "user", Threshold: never}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return eng
+}
+
+// loadSentinelHotspotRule makes a QPS reject rule on the first argument of
+// resource's calls sentinel-golang's only hotspot rule until b ends.
+func loadSentinelHotspotRule(b *testing.B) {
+	b.Helper()
+	_, err := hotspot.LoadRules([]*hotspot.Rule{{
+		Resource: resource, MetricType: hotspot.QPS, ControlBehavior: hotspot.Reject, ParamIndex: 0,
+		Threshold: 1 << 50, DurationInSec: 1, ParamsMaxCapacity: 100_000,
+	}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := hotspot.ClearRules(); err != nil {
+			b.Error(err)
+		}
+		stat.ResetResourceNodeMap()
+	})
+}
+
+// BenchmarkHotspotEntryExitPass is ENGINE.md's hotspot figure: Entry and
+// Exit with one hotspot rule, the value tracked already, passing; Sluice
+// by handle, sentinel-golang with the value as its call's argument.
+func BenchmarkHotspotEntryExitPass(b *testing.B) {
+	b.Run("engine=sluice-handle", func(b *testing.B) {
+		r := sluiceHotspotEngine(b).Resource(resource)
+		if en, blk := r.Entry(engine.WithParam("user", hotspotUser)); blk == nil {
+			en.Exit() // the value is tracked from now on
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			en, blk := r.Entry(engine.WithParam("user", hotspotUser))
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			en.Exit()
+		}
+	})
+	b.Run("engine=sentinel", func(b *testing.B) {
+		loadSentinelHotspotRule(b)
+		if en, blk := api.Entry(resource, inbound, api.WithArgs(hotspotUser)); blk == nil {
+			en.Exit()
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			en, blk := api.Entry(resource, inbound, api.WithArgs(hotspotUser))
+			if blk != nil {
+				b.Fatal(blk)
+			}
+			en.Exit()
+		}
+	})
+}
+
+// BenchmarkHotspotEntryExitPassParallel is the same on every core, each
+// goroutine with values of its own.
+func BenchmarkHotspotEntryExitPassParallel(b *testing.B) {
+	const perGoroutine = 1024
+	valuesOf := func(g int64) []string {
+		values := make([]string, perGoroutine)
+		for i := range values {
+			values[i] = fmt.Sprintf("user-%d-%d", g, i)
+		}
+		return values
+	}
+	b.Run("engine=sluice-handle", func(b *testing.B) {
+		r := sluiceHotspotEngine(b).Resource(resource)
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			values, i := valuesOf(next.Add(1)), 0
+			for pb.Next() {
+				en, blk := r.Entry(engine.WithParam("user", values[i%perGoroutine]))
+				if blk != nil {
+					b.Error(blk)
+					return
+				}
+				en.Exit()
+				i++
+			}
+		})
+	})
+	b.Run("engine=sentinel", func(b *testing.B) {
+		loadSentinelHotspotRule(b)
+		var next atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			values, i := valuesOf(next.Add(1)), 0
+			for pb.Next() {
+				en, blk := api.Entry(resource, inbound, api.WithArgs(values[i%perGoroutine]))
+				if blk != nil {
+					b.Error(blk)
+					return
+				}
+				en.Exit()
+				i++
+			}
+		})
 	})
 }

@@ -1,6 +1,7 @@
 package window
 
 import (
+	"math"
 	"sync/atomic"
 )
 
@@ -70,7 +71,16 @@ type PassLog struct {
 // numbered up to passes count as out of the window unless Mark is told when
 // they were.
 func NewPassLog(least, most, passes, missed int64) *PassLog {
-	l := &PassLog{perMark: 1, missed: missed}
+	l := &PassLog{}
+	l.Init(least, most, passes, missed)
+	return l
+}
+
+// Init sets up a zero PassLog in place as NewPassLog would, for a log
+// embedded in a larger value (one allocation per hotspot value, not two);
+// the log must not be copied afterwards.
+func (l *PassLog) Init(least, most, passes, missed int64) {
+	l.perMark, l.missed = 1, missed
 	l.newest.Store(never)
 	if most > 0 {
 		l.perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
@@ -81,7 +91,6 @@ func NewPassLog(least, most, passes, missed int64) *PassLog {
 	forgotten := passes / l.perMark
 	l.floor.Store(forgotten)
 	l.nextMark.Store((forgotten + 1) * l.perMark)
-	return l
 }
 
 // Mark tells the log that the resource's passes up to its counter's total
@@ -140,4 +149,24 @@ func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
 // mark.
 func decode(newestMs int64, mark uint32) int64 {
 	return newestMs - int64(uint32(newestMs)-mark)
+}
+
+// FreeAtMs returns when the pass happened that must leave the window for n
+// more passes to leave at most capacity of the resource's passes in it,
+// the resource's counter at total: they fit in any window that starts at
+// or after it. ok is false when the log cannot tell: that pass is not
+// marked yet (it was recorded just now), or n is over capacity.
+func (l *PassLog) FreeAtMs(total, n, capacity int64) (atMs int64, ok bool) {
+	k := total + l.missed + n - capacity
+	if k <= 0 {
+		return math.MinInt64, true
+	}
+	g := (k + l.perMark - 1) / l.perMark
+	switch {
+	case g <= l.floor.Load():
+		return math.MinInt64, true
+	case g*l.perMark >= l.nextMark.Load():
+		return 0, false
+	}
+	return decode(l.newest.Load(), l.marks[g%int64(len(l.marks))].Load()), true
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
@@ -153,6 +154,17 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		r.Mode = string(engine.ModeEnforce)
 	}
 	o.Str("description", &r.Description)
+	var expiresAt string
+	if o.Str("expiresAt", &expiresAt) {
+		r.setExpiresAtMs(0) // null or "": never
+		if expiresAt != "" {
+			if at, err := time.Parse(time.RFC3339, expiresAt); err != nil {
+				o.Fail("expiresAt", "must be an RFC 3339 time, such as 2026-12-01T00:00:00Z")
+			} else {
+				r.setExpiresAtMs(at.UnixMilli())
+			}
+		}
+	}
 
 	switch r.Kind {
 	case KindFlow:
@@ -192,6 +204,9 @@ func descriptionLen() int {
 // when label is set, their message names the rule.
 func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 	add := func(field, message string) {
+		if field == "expiresAtMs" { // the engine's name of expiresAt
+			field, message = "expiresAt", "must be after 1970-01-01T00:00:00Z"
+		}
 		if label != "" {
 			message = fmt.Sprintf("rule %q: %s", label, message)
 		}

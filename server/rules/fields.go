@@ -43,6 +43,8 @@ var EnvelopeFields = engine.Fields{
 		Help: "The name the traffic is counted under, e.g. GET:/api/orders."},
 	{Name: "description", Type: engine.FieldString, Label: "Description", Example: "Black Friday cap", MaxLength: 1024, Multiline: true,
 		Help: "Optional; at most 1024 characters."},
+	{Name: "expiresAt", Type: engine.FieldString, Label: "Expires at", Example: "2026-12-01T00:00:00Z",
+		Help: "Optional: an RFC 3339 time at which the rule stops applying (it stays stored), for rules that must not outlive an incident."},
 	{Name: "enabled", Type: engine.FieldBoolean, Label: "Enabled (a disabled rule is kept but not enforced)", Default: true, Example: true},
 	{Name: "mode", Type: engine.FieldString, Label: "Mode", Default: string(engine.ModeEnforce), Example: string(engine.ModeEnforce),
 		Options: []engine.Option{

@@ -27,6 +27,8 @@ type Content struct {
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
 	Description string `json:"description" example:"Black Friday cap"`
+	// ExpiresAt is when the rule stops applying; absent, never.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z"`
 	// Threshold is, for flow rules, the passes allowed per statIntervalMs
 	// (or the calls in flight); for circuit breakers, the ratio or count
 	// that opens them.
@@ -49,6 +51,7 @@ type FlowFields struct {
 	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
 	RelationStrategy       *string `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
 	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
+	LimitApp               *string `json:"limitApp,omitempty" example:"default"`
 	Scope                  *string `json:"scope,omitempty" enums:"local,cluster" example:"local"`
 }
 
@@ -104,6 +107,25 @@ func (r *Rule) engineBreaker() engine.CircuitBreakerRule {
 	return b
 }
 
+// expiresAtMs is when the rule stops applying, in Unix milliseconds, 0
+// for never: its kind's engine rule keeps it, so it is stored with the
+// spec.
+func (r *Rule) expiresAtMs() int64 {
+	if r.Kind == KindBreaker {
+		return r.Breaker.ExpiresAtMs
+	}
+	return r.Flow.ExpiresAtMs
+}
+
+// setExpiresAtMs sets expiresAtMs.
+func (r *Rule) setExpiresAtMs(ms int64) {
+	if r.Kind == KindBreaker {
+		r.Breaker.ExpiresAtMs = ms
+	} else {
+		r.Flow.ExpiresAtMs = ms
+	}
+}
+
 // spec is the kind's engine rule, stored as the rule's spec.
 func (r *Rule) spec() any {
 	if r.Kind == KindBreaker {
@@ -155,6 +177,10 @@ func (r *Rule) Content() Content {
 	c := Content{
 		Name: r.Name, Kind: r.Kind, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description,
+	}
+	if ms := r.expiresAtMs(); ms != 0 {
+		at := time.UnixMilli(ms).UTC()
+		c.ExpiresAt = &at
 	}
 	switch r.Kind {
 	case KindFlow:

@@ -15,6 +15,10 @@
 //     called by two goroutines that sleep the wait they are given (both
 //     engines sleep inside Entry); the report gives the mean spacing between
 //     consecutive passes and the smallest spacing.
+//   - hotspot: a hotspot rule of 10 passes per second per value, its 100
+//     values hammered in turn by two goroutines; the report gives the most
+//     passes of any one value in any real 1-second window and the mean per
+//     value and second after the first.
 //
 // Usage, from engine/benchmarks:
 //
@@ -34,6 +38,7 @@ import (
 	"github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
 	"github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/hotspot"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/benchmarks"
 )
@@ -140,7 +145,102 @@ func run(d time.Duration) error {
 		mean, smallest := spacing(r.passes)
 		fmt.Fprintf(w, "%s\t%d\t%.3f ms\t%.3f ms\t\n", r.name, len(r.passes), mean, smallest)
 	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return runHotspot(d)
+}
+
+// Hotspot figures: values distinct values of a parameter, each limited to
+// perValue passes per second.
+const (
+	values   = 100
+	perValue = 10
+)
+
+// runHotspot measures both engines' hotspot rules for d and prints their
+// table.
+func runHotspot(d time.Duration) error {
+	eng := engine.New(engine.Options{})
+	defer eng.Close()
+	err := eng.LoadHotspotRules([]engine.HotspotRule{{Name: "accuracy-hotspot", Resource: "accuracy-hotspot", ParamKey: "user", Threshold: perValue}})
+	if err != nil {
+		return err
+	}
+	r := eng.Resource("accuracy-hotspot")
+	sluice := hammerValues(func(value string) bool {
+		en, blk := r.Entry(engine.WithParam("user", value))
+		if blk != nil {
+			return false
+		}
+		en.Exit()
+		return true
+	}, d)
+	_, err = hotspot.LoadRules([]*hotspot.Rule{{Resource: "accuracy-hotspot", MetricType: hotspot.QPS, ControlBehavior: hotspot.Reject,
+		ParamIndex: 0, Threshold: perValue, DurationInSec: 1, ParamsMaxCapacity: 10_000}})
+	if err != nil {
+		return err
+	}
+	inbound := api.WithTrafficType(base.Inbound)
+	sentinel := hammerValues(func(value string) bool {
+		en, blk := api.Entry("accuracy-hotspot", inbound, api.WithArgs(value))
+		if blk != nil {
+			return false
+		}
+		en.Exit()
+		return true
+	}, d)
+	fmt.Printf("\nhotspot: threshold %d per %d ms per value, %d values hammered by %d goroutines\n", perValue, statIntervalMs, values, callers)
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "engine\tmax of a value in any 1 s\tmean per value and second after the first\t")
+	for _, e := range []struct {
+		name   string
+		passes [][]int64
+	}{{"sluice", sluice}, {"sentinel-golang", sentinel}} {
+		most, after := 0, 0
+		for _, p := range e.passes {
+			most = max(most, maxInWindow(p, second))
+			after += len(p) - countBefore(p, second)
+		}
+		fmt.Fprintf(w, "%s\t%d\t%.1f\t\n", e.name, most, float64(after)/values/(d.Seconds()-1))
+	}
 	return w.Flush()
+}
+
+// hammerValues calls try on each of the values in turn from callers
+// goroutines without pause for d and returns, by value, the time of every
+// pass in microseconds since the start, sorted.
+func hammerValues(try func(value string) bool, d time.Duration) [][]int64 {
+	names := make([]string, values)
+	for i := range names {
+		names[i] = fmt.Sprintf("user-%d", i)
+	}
+	start := time.Now()
+	var (
+		mu     sync.Mutex
+		passes = make([][]int64, values)
+		wg     sync.WaitGroup
+	)
+	for c := range callers {
+		wg.Go(func() {
+			mine := make([][]int64, values)
+			for i := c; time.Since(start) < d; i++ {
+				if v := i % values; try(names[v]) {
+					mine[v] = append(mine[v], time.Since(start).Microseconds())
+				}
+			}
+			mu.Lock()
+			for v := range passes {
+				passes[v] = append(passes[v], mine[v]...)
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	for _, p := range passes {
+		slices.Sort(p)
+	}
+	return passes
 }
 
 // rejectFigures formats one engine's columns of the reject table.

@@ -1,0 +1,236 @@
+package engine
+
+import (
+	"math"
+	"time"
+)
+
+// Bounds of the keyed rules of one resource: an Entry holds the keys
+// whose calls in flight it counts, at most one of a hotspot rule and one
+// of a flow rule with a limitApp.
+const (
+	maxHotspotPerResource = 16
+	maxHeldKeys           = 2
+)
+
+// keySource is where a keyed rule finds a call's key.
+type keySource int
+
+const (
+	keyParam       keySource = iota // a hotspot rule: its paramKey's value
+	keyOrigin                       // limitApp an origin: that origin
+	keyOtherOrigin                  // limitApp other: an origin no rule names
+)
+
+// keyedChecker is a loaded rule that counts per key, and its keys'
+// statistics, kept across loads that keep the rule equal: a hotspot rule
+// (per value of its parameter) or a flow rule with a limitApp (per
+// origin), the latter described as the hotspot rule it amounts to.
+type keyedChecker struct {
+	rule          HotspotRule
+	source        keySource
+	blocked       *BlockError
+	shadow        bool
+	concurrency   bool
+	throttling    bool
+	burst         float64 // > 0: a token bucket per value
+	logs          bool    // a reject rule without burst: its values log their passes
+	intervalNs    float64
+	maxQueueingNs int64
+	values        *keyedTable
+}
+
+func newHotspotChecker(rule HotspotRule) *keyedChecker {
+	c := &keyedChecker{
+		rule:          rule,
+		blocked:       &BlockError{reason: ReasonHotspot, rule: rule.Name},
+		shadow:        rule.Mode == ModeShadow,
+		concurrency:   rule.Metric == MetricConcurrency,
+		throttling:    rule.ControlBehavior == BehaviorThrottling,
+		burst:         float64(rule.BurstCount),
+		logs:          rule.Metric != MetricConcurrency && rule.ControlBehavior != BehaviorThrottling && rule.BurstCount == 0,
+		intervalNs:    float64(rule.StatIntervalMs * int64(time.Millisecond)),
+		maxQueueingNs: rule.MaxQueueingTimeMs * int64(time.Millisecond),
+	}
+	c.values = newKeyedTable(int(rule.ParamsMaxCapacity), func(key string) *keyedValue {
+		threshold := rule.Threshold
+		if t, ok := rule.SpecificItems[key]; ok {
+			threshold = t
+		}
+		v := &keyedValue{threshold: threshold}
+		switch {
+		case c.concurrency:
+		case c.throttling:
+			v.state.Store(math.MinInt64 / 2)
+		case c.logs:
+			v.log.Init(int64(threshold), int64(threshold), 0, 0)
+		}
+		return v
+	})
+	return c
+}
+
+// newOriginChecker returns the per-origin checker of a flow rule whose
+// limitApp is not default.
+func newOriginChecker(rule FlowRule, blocked *BlockError) *keyedChecker {
+	capacity, source := int64(maxOriginsTracked), keyOtherOrigin
+	if rule.LimitApp != LimitAppOther {
+		capacity, source = 1, keyOrigin
+	}
+	c := newHotspotChecker(HotspotRule{Name: rule.Name, Resource: rule.Resource, Mode: rule.Mode, ParamKey: rule.LimitApp,
+		Metric: rule.Metric, Threshold: rule.Threshold, StatIntervalMs: rule.StatIntervalMs, ControlBehavior: rule.ControlBehavior,
+		MaxQueueingTimeMs: rule.MaxQueueingTimeMs, ParamsMaxCapacity: capacity, ExpiresAtMs: rule.ExpiresAtMs})
+	c.source, c.blocked = source, blocked
+	return c
+}
+
+// key returns the key of a call with opts from origin that c limits,
+// false if c does not limit the call; named are the origins the flow
+// rules of the resource name.
+func (c *keyedChecker) key(opts []EntryOption, origin string, named map[string]struct{}) (string, bool) {
+	switch c.source {
+	case keyParam:
+		return paramOf(opts, c.rule.ParamKey)
+	case keyOrigin:
+		return origin, origin == c.rule.ParamKey
+	}
+	_, isNamed := named[origin]
+	return origin, origin != "" && !isNamed
+}
+
+// check decides whether count calls with key may pass rule c at nowMs.
+// It returns the value whose passes the caller numbers once every rule
+// passed (a reject rule's, see number), or whose calls in flight it holds
+// (a concurrency rule's, counted already: held).
+func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bool, waitNs int64, v *keyedValue, held bool) {
+	v = c.values.get(key, nowMs)
+	switch {
+	case c.concurrency:
+		ok = float64(v.inFlight.Add(count)) <= v.threshold
+		if ok || c.shadow { // a shadow block lets the call go: it is in flight
+			return ok, 0, v, true
+		}
+		v.inFlight.Add(-count)
+		return false, 0, nil, false
+	case c.throttling:
+		ok, waitNs = throttle(&v.state, c.intervalNs, c.maxQueueingNs, nowMs, count, v.threshold)
+		return ok, waitNs, nil, false
+	case c.burst > 0:
+		return v.takeTokens(nowMs, count, c.burst, c.intervalNs), 0, nil, false
+	}
+	total := v.state.Load()
+	return c.admits(r, v, nowMs, count, total), 0, v, false
+}
+
+// admits reports whether count more passes of v fit under c at nowMs,
+// v's passes numbered up to total.
+func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total int64) bool {
+	// As a flow rule does: the passes were recorded at the clock's
+	// reading, which may lag real time by its slack.
+	sinceMs := nowMs - c.rule.StatIntervalMs - r.slackMs(c.rule.StatIntervalMs)
+	return v.log.Admits(total, count, int64(v.threshold), sinceMs)
+}
+
+// number numbers count passes of v, and marks them at nowMs, if they
+// still fit under c (or c only shadows): by compare-and-swap, so that two
+// calls on one value at once cannot both take its last room. False if a
+// call took it since check.
+func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) bool {
+	for {
+		total := v.state.Load()
+		if !c.admits(r, v, nowMs, count, total) && !c.shadow {
+			return false
+		}
+		if v.state.CompareAndSwap(total, total+count) {
+			v.log.Mark(nowMs, total+count)
+			return true
+		}
+	}
+}
+
+// takeTokens takes count tokens from the value's bucket of threshold+burst
+// tokens, refilled by threshold per interval (GCRA: one theoretical
+// arrival time, moved by compare-and-swap).
+func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) bool {
+	if v.threshold <= 0 {
+		return false
+	}
+	emissionNs := intervalNs / v.threshold
+	costNs := float64(count) * emissionNs
+	if costNs > maxSlotNs {
+		return false
+	}
+	toleranceNs := (v.threshold + burst) * emissionNs
+	now := nowMs * int64(time.Millisecond)
+	for {
+		tat := v.state.Load()
+		next := max(tat, now) + int64(costNs)
+		if float64(next-now) > toleranceNs {
+			return false
+		}
+		if v.state.CompareAndSwap(tat, next) {
+			return true
+		}
+	}
+}
+
+// enterKeyed decides more.keyed for count calls with opts from origin at
+// nowMs. If they pass, it numbers and marks the pass of each key that
+// logs them and returns the keys whose calls in flight the entry now
+// holds, and the longest wait; otherwise the rule that blocks.
+func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
+	// The values whose passes to number, on the stack: few resources
+	// have more keyed rules than this; past them, the value is found again.
+	const maxLogged = 4
+	var logged [maxLogged]*keyedValue
+	h := 0
+	for i, c := range more.keyed {
+		key, limited := c.key(opts, origin, more.namedOrigins)
+		if !limited {
+			continue
+		}
+		ok, w, v, holds := c.check(r, nowMs, count, key)
+		switch {
+		case holds:
+			held[h] = v
+			h++
+		case v != nil && i < maxLogged:
+			logged[i] = v
+		}
+		switch {
+		case !ok && c.shadow:
+			shadowBlocked = true
+		case !ok:
+			release(held, count)
+			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
+		case w > waitNs && !c.shadow:
+			waitNs = w
+		}
+	}
+	// Every rule passed: the reject rules' values number their passes
+	// now, and only now, so that a blocked call takes no room. A value
+	// whose room a concurrent call took meanwhile blocks the call; the
+	// values numbered before it keep the pass, which only limits more.
+	for i, c := range more.keyed {
+		var v *keyedValue
+		if i < maxLogged {
+			v = logged[i]
+		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
+			v = c.values.get(key, nowMs)
+		}
+		if v != nil && !c.number(r, v, nowMs, count) {
+			release(held, count)
+			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
+		}
+	}
+	return held, waitNs, shadowBlocked, nil
+}
+
+// release ends count calls in flight of each held value.
+func release(held [maxHeldKeys]*keyedValue, count int64) {
+	for _, v := range held {
+		if v != nil {
+			v.inFlight.Add(-count)
+		}
+	}
+}

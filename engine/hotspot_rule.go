@@ -1,0 +1,167 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"reflect"
+	"unicode/utf8"
+)
+
+// ReasonHotspot is a hotspot rule: one value of a parameter over its
+// threshold.
+const ReasonHotspot BlockReason = "hotspot"
+
+// Limits and defaults of hotspot rule fields.
+const (
+	DefaultParamsMaxCapacity = 100_000
+	MaxParamsMaxCapacity     = 10_000_000
+	MaxParamKeyLen           = 64
+	MaxSpecificItems         = 1000
+	maxSpecificItemLen       = MaxResourceNameLen
+)
+
+// HotspotRule limits each distinct value of one parameter of the calls
+// (WithParam) separately: per user, per API key, per IP. A call without
+// the parameter is not limited by it. Zero values of optional fields mean
+// their defaults; JSON names are those of the REST API.
+type HotspotRule struct {
+	// Name identifies the rule in block errors.
+	Name     string `json:"name,omitempty"`
+	Resource string `json:"resource"`
+	Mode     Mode   `json:"mode,omitempty"`
+
+	// ParamKey is the key of the parameter whose values are limited.
+	ParamKey string     `json:"paramKey"`
+	Metric   FlowMetric `json:"metric,omitempty"`
+	// Threshold is per value: passes per StatIntervalMs (qps) or calls in
+	// flight (concurrency, a whole number).
+	Threshold      float64 `json:"threshold"`
+	StatIntervalMs int64   `json:"statIntervalMs,omitempty"`
+	// BurstCount is how many passes a value may take at once on top of
+	// the threshold (qps reject only): the value then has a token bucket
+	// of threshold+burstCount refilled by threshold per interval.
+	BurstCount        int64           `json:"burstCount,omitempty"`
+	ControlBehavior   ControlBehavior `json:"controlBehavior,omitempty"`
+	MaxQueueingTimeMs int64           `json:"maxQueueingTimeMs,omitempty"`
+	// SpecificItems gives some values their own threshold.
+	SpecificItems map[string]float64 `json:"specificItems,omitempty"`
+	// ParamsMaxCapacity bounds the values tracked; past it, the least
+	// recently used are forgotten.
+	ParamsMaxCapacity int64 `json:"paramsMaxCapacity,omitempty"`
+	// ExpiresAtMs, if not 0, is when the rule stops applying (see
+	// FlowRule.ExpiresAtMs).
+	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+}
+
+// WithDefaults returns the rule with every unset field that applies to it
+// set to its default.
+func (r HotspotRule) WithDefaults() HotspotRule {
+	if r.Mode == "" {
+		r.Mode = ModeEnforce
+	}
+	if r.Metric == "" {
+		r.Metric = MetricQPS
+	}
+	if r.Metric == MetricQPS && r.ControlBehavior == "" {
+		r.ControlBehavior = BehaviorReject
+	}
+	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
+		r.StatIntervalMs = DefaultStatIntervalMs
+	}
+	if r.ParamsMaxCapacity == 0 {
+		r.ParamsMaxCapacity = DefaultParamsMaxCapacity
+	}
+	return r
+}
+
+// Validate checks the rule as WithDefaults would complete it and returns
+// one FieldError for every bad field, named as in JSON.
+func (r HotspotRule) Validate() []FieldError {
+	var errs fieldErrors
+	r = r.WithDefaults()
+	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
+	errs = append(errs, envelope.Validate()...)
+	fields := HotspotRuleFields
+	switch n := utf8.RuneCountInString(r.ParamKey); {
+	case n == 0:
+		errs.add("paramKey", "is required")
+	case n > MaxParamKeyLen:
+		errs.add("paramKey", fmt.Sprintf("must be at most %d characters", MaxParamKeyLen))
+	}
+	qps := r.Metric == MetricQPS
+	if r.Metric != MetricQPS && r.Metric != MetricConcurrency {
+		errs.add("metric", fields.field("metric").mustBeOneOf())
+	}
+	errs.check("threshold", thresholdProblem(fields.field("threshold"), r.Threshold, !qps))
+	interval := fields.field("statIntervalMs")
+	switch {
+	case !qps && r.StatIntervalMs != 0:
+		errs.add("statIntervalMs", interval.appliesOnly())
+	case qps && interval.outside(float64(r.StatIntervalMs)):
+		errs.add("statIntervalMs", interval.between())
+	}
+	behavior := fields.field("controlBehavior")
+	throttling := r.ControlBehavior == BehaviorThrottling
+	switch {
+	case !qps && r.ControlBehavior != "":
+		errs.add("controlBehavior", behavior.appliesOnly())
+	case qps && r.ControlBehavior != BehaviorReject && !throttling:
+		errs.add("controlBehavior", behavior.mustBeOneOf())
+	}
+	burst := fields.field("burstCount")
+	switch {
+	case (!qps || throttling) && r.BurstCount != 0:
+		errs.add("burstCount", "applies only to metric qps with controlBehavior reject")
+	case burst.outside(float64(r.BurstCount)):
+		errs.add("burstCount", "must be >= 0")
+	}
+	queueing := fields.field("maxQueueingTimeMs")
+	switch {
+	case !throttling && r.MaxQueueingTimeMs != 0:
+		errs.add("maxQueueingTimeMs", queueing.appliesOnly())
+	case queueing.outside(float64(r.MaxQueueingTimeMs)):
+		errs.add("maxQueueingTimeMs", queueing.between())
+	}
+	if len(r.SpecificItems) > MaxSpecificItems {
+		errs.add("specificItems", fmt.Sprintf("must have at most %d entries", MaxSpecificItems))
+	}
+	for value, threshold := range r.SpecificItems {
+		if n := utf8.RuneCountInString(value); n == 0 || n > maxSpecificItemLen {
+			errs.add("specificItems", fmt.Sprintf("value %q must be 1-%d characters", value, maxSpecificItemLen))
+		}
+		if p := thresholdProblem(fields.field("threshold"), threshold, !qps); p != "" {
+			errs.add("specificItems", fmt.Sprintf("the threshold of %q %s", value, p))
+		}
+	}
+	if capacity := fields.field("paramsMaxCapacity"); capacity.outside(float64(r.ParamsMaxCapacity)) {
+		errs.add("paramsMaxCapacity", capacity.between())
+	}
+	return errs
+}
+
+// thresholdProblem says why v is not a valid threshold of field, whole
+// if need be, or "".
+func thresholdProblem(field Field, v float64, whole bool) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "must be a finite number"
+	case v < *field.Min:
+		return "must be >= " + formatBound(*field.Min)
+	case v > *field.Max:
+		return "must be at most " + formatBound(*field.Max)
+	case whole && v != math.Trunc(v):
+		return "must be a whole number for metric concurrency"
+	}
+	return ""
+}
+
+func (r HotspotRule) ruleName() string { return r.Name }
+
+// equal reports whether r and o are the same rule: a load keeps the state
+// of a hotspot rule loaded again equal.
+func (r HotspotRule) equal(o HotspotRule) bool {
+	a, b := r, o
+	a.SpecificItems, b.SpecificItems = nil, nil
+	return reflect.DeepEqual(a, b) && maps.Equal(r.SpecificItems, o.SpecificItems)
+}

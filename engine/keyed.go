@@ -1,0 +1,241 @@
+package engine
+
+import (
+	"hash/maphash"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/engine/window"
+)
+
+// keyedShards is the most shards a keyed table splits its keys into:
+// enough that two cores rarely meet on one shard's lock when they add
+// keys.
+const keyedShards = 64
+
+// minKeysPerShard is the fewest keys a shard holds when the table holds
+// more: fewer shards for small tables, so that each one's eviction still
+// chooses among many.
+const minKeysPerShard = 64
+
+// evictionSample is how many keys a full shard looks at to choose the one
+// it forgets: the least recently used of them (Redis's approximated LRU).
+// Eight come within a few percent of true LRU's hit ratio.
+const evictionSample = 8
+
+// keyedTable is the per-key statistics of one rule (a hotspot rule's per
+// parameter value, a limitApp rule's per origin), at most capacity keys.
+//
+// Finding a key takes no lock and writes nothing shared: each shard is an
+// open-addressing hash table of atomic pointers, read without a lock and
+// changed only under the shard's mutex, by a call that brings a new key.
+// A table that fills up is rebuilt and swapped whole; a reader still on
+// the old one that misses a key just added looks again under the lock.
+// A key past capacity evicts, within its shard, the least recently used of
+// a sample of the shard's keys taken from a random slot on: unlike a
+// list-ordered LRU (sentinel-golang's, one global lock that every hit
+// writes to move its key to the front), a hit writes only the key's own
+// last-use time, and that once per millisecond. A key with calls in
+// flight is never evicted (its concurrency would be forgotten); if a
+// shard's whole sample is in flight, the new key shares the table's
+// overflow value, which only ever limits more.
+type keyedTable struct {
+	seed     maphash.Seed
+	mask     uint64
+	shards   []keyedShard
+	newValue func(key string) *keyedValue
+	overflow *keyedValue
+}
+
+type keyedShard struct {
+	slots atomic.Pointer[keyedSlots]
+	mu    sync.Mutex // guards the changes of slots and the counts below
+	live  int        // keys in slots
+	used  int        // slots not nil: keys and tombstones
+	// capacity is the shard's share of the table's capacity.
+	capacity int
+	_        [24]byte // the next shard's hot words on another cache line
+}
+
+// keyedSlots is a shard's hash table: a power of two of slots, nil when
+// never used, tombstone when its key was evicted (probes go on past it).
+type keyedSlots struct {
+	mask  uint64
+	slots []atomic.Pointer[keyedValue]
+}
+
+// tombstone fills the slot of an evicted key.
+var tombstone = &keyedValue{}
+
+// keyedValue is one key's statistics.
+type keyedValue struct {
+	key string
+	// threshold is the key's own: a hotspot rule's specific item's, or
+	// the rule's.
+	threshold float64
+	// lastUsedMs is when a call last found the value, for eviction.
+	lastUsedMs atomic.Int64
+	// state is, for a reject rule, the count of the value's passes that
+	// log numbers; for throttling, the time of its last slot (ns); with a
+	// burst, the theoretical arrival time of its token bucket (ns).
+	state    atomic.Int64
+	inFlight atomic.Int64
+	// log is a reject rule's (burstCount 0), in the value so that a value
+	// is one allocation but for its marks.
+	log window.PassLog
+}
+
+// newKeyedTable returns a table of at most capacity keys, each made by
+// newValue.
+func newKeyedTable(capacity int, newValue func(key string) *keyedValue) *keyedTable {
+	shards := keyedShards
+	for shards > 1 && capacity/shards < minKeysPerShard {
+		shards /= 2
+	}
+	t := &keyedTable{seed: maphash.MakeSeed(), mask: uint64(shards - 1), shards: make([]keyedShard, shards),
+		newValue: newValue, overflow: newValue("")}
+	for i := range t.shards {
+		// Capacities add up to capacity exactly, each at least 1.
+		c := capacity / shards
+		if i < capacity%shards {
+			c++
+		}
+		t.shards[i].capacity = c
+		t.shards[i].slots.Store(newKeyedSlots(8))
+	}
+	return t
+}
+
+func newKeyedSlots(n int) *keyedSlots {
+	return &keyedSlots{mask: uint64(n - 1), slots: make([]atomic.Pointer[keyedValue], n)}
+}
+
+// find returns key's value in s, hashed h, or nil.
+func (s *keyedSlots) find(h uint64, key string) *keyedValue {
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		v := s.slots[i].Load()
+		if v == nil {
+			return nil
+		}
+		if v != tombstone && v.key == key {
+			return v
+		}
+	}
+}
+
+// get returns key's value, tracking it if need be, and marks it used at
+// nowMs.
+func (t *keyedTable) get(key string, nowMs int64) *keyedValue {
+	h := maphash.String(t.seed, key)
+	s := &t.shards[h&t.mask]
+	h >>= 6 // the bits that chose the shard are the same for all its keys
+	v := s.slots.Load().find(h, key)
+	if v == nil {
+		v = t.add(s, h, key)
+	}
+	if v.lastUsedMs.Load() < nowMs {
+		v.lastUsedMs.Store(nowMs)
+	}
+	return v
+}
+
+// add tracks key, hashed h, in s, making room if s is full.
+func (t *keyedTable) add(s *keyedShard, h uint64, key string) *keyedValue {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slots := s.slots.Load()
+	if v := slots.find(h, key); v != nil {
+		return v
+	}
+	if s.live >= s.capacity && !s.evictOne(slots) {
+		return t.overflow
+	}
+	// At most three quarters of the slots in use, so that probes stay
+	// short and always end on a nil.
+	if 4*(s.used+1) > 3*len(slots.slots) {
+		slots = t.rebuild(s, slots)
+	}
+	key = strings.Clone(key) // the caller's memory may be reused
+	v := t.newValue(key)
+	v.key = key
+	i := h & slots.mask
+	for {
+		if cur := slots.slots[i].Load(); cur == nil || cur == tombstone {
+			if cur == nil {
+				s.used++
+			}
+			slots.slots[i].Store(v)
+			break
+		}
+		i = (i + 1) & slots.mask
+	}
+	s.live++
+	return v
+}
+
+// rebuild swaps in a table of s's keys without tombstones, with room for
+// twice as many. The caller holds s.mu.
+func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
+	n := 8
+	for n < 2*(s.live+1) {
+		n *= 2
+	}
+	slots := newKeyedSlots(n)
+	for i := range old.slots {
+		v := old.slots[i].Load()
+		if v == nil || v == tombstone {
+			continue
+		}
+		j := (maphash.String(t.seed, v.key) >> 6) & slots.mask
+		for slots.slots[j].Load() != nil {
+			j = (j + 1) & slots.mask
+		}
+		slots.slots[j].Store(v)
+	}
+	s.used = s.live
+	s.slots.Store(slots)
+	return slots
+}
+
+// evictOne forgets the least recently used of a sample of s's keys with
+// nothing in flight, taken from a random slot on; false if the sample had
+// none. The caller holds s.mu.
+func (s *keyedShard) evictOne(slots *keyedSlots) bool {
+	victim, oldest, seen := -1, int64(0), 0
+	start := rand.Uint64()
+	for k := range uint64(len(slots.slots)) {
+		i := (start + k) & slots.mask
+		v := slots.slots[i].Load()
+		if v == nil || v == tombstone {
+			continue
+		}
+		if v.inFlight.Load() == 0 {
+			if used := v.lastUsedMs.Load(); victim < 0 || used < oldest {
+				victim, oldest = int(i), used
+			}
+		}
+		if seen++; seen == evictionSample*4 || victim >= 0 && seen >= evictionSample {
+			break
+		}
+	}
+	if victim < 0 {
+		return false
+	}
+	slots.slots[victim].Store(tombstone)
+	s.live--
+	return true
+}
+
+// len returns how many keys the table tracks.
+func (t *keyedTable) len() int {
+	n := 0
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		n += s.live
+		s.mu.Unlock()
+	}
+	return n
+}
