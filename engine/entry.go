@@ -164,28 +164,22 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
-	var waitNs int64
-	markMs := now // when the passes happen: later for borrowed quota
-	for _, c := range flow {
-		ok, w := c.check(r, now, count, inFlight)
-		if !ok && prioritized {
-			if wait, lent := c.borrow(r, now, count); lent {
-				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, now+wait)
-			}
-		}
-		switch {
-		case !ok && c.shadow():
-			shadowBlocked = true
-		case !ok:
-			if rs.reserveConcurrency {
-				r.concurrency.Add(-count)
-			}
-			r.recordBlock(now, count)
-			return Entry{}, c.blocked
-		case w > waitNs && !c.shadow():
-			waitNs = w
-		}
+	// The flow rules decide on the resource's pass count as read here; the
+	// call claims its passes on that count once every rule let it through.
+	logged := len(rs.feeds) > 0
+	var seen int64
+	if logged {
+		seen = r.passes.Load()
 	}
+	waitNs, markMs, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
+	if blk != nil {
+		if rs.reserveConcurrency {
+			r.concurrency.Add(-count)
+		}
+		r.recordBlock(now, count)
+		return Entry{}, blk
+	}
+	shadowBlocked = shadowBlocked || shadowFlow
 	var probes uint64
 	for i, b := range rs.breakers {
 		ok, probe := b.tryPass(now)
@@ -218,10 +212,27 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 		held, waitNs, shadowBlocked = h, max(waitNs, w), shadowBlocked || shadow
 	}
+	// Claim the passes: if other calls took some since the count was read,
+	// the rules that read it decide again, so that two calls never both
+	// take the last room of a window.
+	for logged && !r.passes.CompareAndSwap(seen, seen+count) {
+		seen = r.passes.Load()
+		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
+		if blk != nil {
+			cancelProbes(rs.breakers, probes)
+			release(held, count)
+			if rs.reserveConcurrency {
+				r.concurrency.Add(-count)
+			}
+			r.recordBlock(now, count)
+			return Entry{}, blk
+		}
+		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
+	}
 	if !rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
 	}
-	r.recordPass(now, markMs, count, inFlight, shadowBlocked, rs.feeds)
+	r.recordPass(now, markMs, count, seen+count, inFlight, shadowBlocked, rs.feeds)
 	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
@@ -231,6 +242,37 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 	}
 	return e, nil
+}
+
+// decideFlow runs the flow rules on a call of count at now, the
+// resource's pass count read as seen, and returns the longest wait they
+// give, when the passes happen (later for quota a prioritized call
+// borrows), whether a shadow rule would have blocked, or the block.
+// Again, it runs only the rules that read the pass count: a throttling
+// rule has already reserved its slot, and the others read nothing the
+// claim changes.
+func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int64, prioritized, again bool) (waitNs, markMs int64, shadowBlocked bool, blk *BlockError) {
+	markMs = now
+	for _, c := range flow {
+		if again && (c.passes == nil || c.stat != r || c.throttle != nil) {
+			continue
+		}
+		ok, w := c.check(r, now, count, inFlight, seen)
+		if !ok && prioritized {
+			if wait, lent := c.borrow(r, now, count, seen); lent {
+				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, now+wait)
+			}
+		}
+		switch {
+		case !ok && c.shadow():
+			shadowBlocked = true
+		case !ok:
+			return 0, 0, false, c.blocked
+		case w > waitNs && !c.shadow():
+			waitNs = w
+		}
+	}
+	return waitNs, markMs, shadowBlocked, nil
 }
 
 // Release ends the call's concurrency without recording its completion, for

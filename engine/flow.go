@@ -109,9 +109,11 @@ func (c *flowChecker) concurrency() bool {
 func (c *flowChecker) shadow() bool { return c.rule.Mode == ModeShadow }
 
 // check decides whether count calls to self may pass at nowMs. inFlight is
-// self's concurrency including this call when the rule set reserves it.
+// self's concurrency including this call when the rule set reserves it;
+// selfPasses is self's pass count as this call read it, which the call
+// claims once every rule let it through (Resource.Entry).
 // A throttled pass returns how long it must wait, in nanoseconds.
-func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bool, waitNs int64) {
+func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses int64) (ok bool, waitNs int64) {
 	threshold := c.rule.Threshold
 	if c.concurrency() {
 		if c.stat != self {
@@ -131,10 +133,11 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight int64) (ok bo
 	// more than the threshold. An associated rule limits calls that its
 	// window does not count: it reads the passes as they were recorded.
 	sinceMs := nowMs - c.rule.StatIntervalMs
-	if c.stat == self {
-		sinceMs -= self.slackMs(c.rule.StatIntervalMs)
+	if c.stat != self {
+		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
 	}
-	return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
+	sinceMs -= self.slackMs(c.rule.StatIntervalMs)
+	return c.passes.Admits(selfPasses, count, int64(threshold), sinceMs), 0
 }
 
 // OccupyTimeoutMs is the longest a prioritized call waits for quota
@@ -147,11 +150,11 @@ const OccupyTimeoutMs = 500
 // directly. The calls are then recorded when their wait ends, in the
 // window they borrowed from, so that the threshold holds in every window
 // (Sentinel's tryOccupyNext counts them where they were asked for).
-func (c *flowChecker) borrow(self *Resource, nowMs, count int64) (waitMs int64, ok bool) {
+func (c *flowChecker) borrow(self *Resource, nowMs, count, selfPasses int64) (waitMs int64, ok bool) {
 	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
 		return 0, false
 	}
-	atMs, known := c.passes.FreeAtMs(self.passes.Load(), count, int64(c.rule.Threshold))
+	atMs, known := c.passes.FreeAtMs(selfPasses, count, int64(c.rule.Threshold))
 	if !known {
 		return 0, false
 	}

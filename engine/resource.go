@@ -178,8 +178,10 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 }
 
 // recordPass records count passes at nowMs, which happen at markMs (a
-// prioritized call's, later): the pass logs count them from then.
-func (r *Resource) recordPass(nowMs, markMs, count, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
+// prioritized call's, later): the pass logs count them from then. total
+// is the resource's pass count with them, claimed by the caller (Entry)
+// when feeds read it.
+func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	b := r.second.Current(nowMs)
 	b.Add(window.Pass, count)
 	m, mx := r.minute.CurrentExtremes(nowMs)
@@ -189,11 +191,8 @@ func (r *Resource) recordPass(nowMs, markMs, count, concurrency int64, shadowBlo
 		b.Add(window.ShadowBlock, count)
 		m.Add(window.ShadowBlock, count)
 	}
-	if len(feeds) > 0 {
-		total := r.passes.Add(count)
-		for _, log := range feeds {
-			log.Mark(markMs, total)
-		}
+	for _, log := range feeds {
+		log.Mark(markMs, total)
 	}
 }
 
