@@ -24,14 +24,17 @@ type Clock interface {
 // says by how much, over the span a decision looks back on, so that the
 // decision can allow for it without paying for a stall long after it.
 //
-// A clock nobody reads costs nothing: every idleTicks ticks the ticker
-// parks, and the next read takes the time itself and wakes it. A reading
-// taken so is exact. Readers do not say that they read (that would be a
-// write to a shared line on every call): a busy clock pays one wake-up per
-// idleTicks instead, an idle one stays parked.
+// A clock nobody reads costs nothing: after idleTicks ticks without a
+// read the ticker parks, and the next read takes the time itself and wakes
+// it. A reading taken so is exact.
 type RealClock struct {
-	// nowMs is the cached reading, 0 while the ticker is parked.
-	nowMs atomic.Int64
+	// nowMs is the cached reading, 0 while the ticker is parked. touched
+	// says whether it was read since the ticker last looked: it shares
+	// nowMs's cache line, which the ticker writes every millisecond anyway,
+	// and a reader writes it only when it is false, once per idleTicks at
+	// most, so saying so costs the readers nothing they did not pay.
+	nowMs   atomic.Int64
+	touched atomic.Bool
 	// wokeAt is when the read that woke the ticker took the time, since
 	// base; wake signals the ticker.
 	wokeAt atomic.Int64
@@ -50,12 +53,13 @@ type RealClock struct {
 	gaps        [slackSeconds]int64 // the largest lag of each second, a ring indexed by second
 }
 
-// idleTicks is how many ticks the ticker runs before it parks: ten
+// idleTicks is how many ticks without a read park the ticker: ten
 // milliseconds, so that a process whose only readers are background jobs
-// keeps its ticker parked nearly all the time (an idle sluice spent 0.5%
-// of a core with a tenth of a second, 0.07% with this), and a busy one
-// pays a wake-up (a microsecond or so, on one call) a hundred times a
-// second.
+// every few seconds keeps its ticker parked nearly all the time (an idle
+// sluice spent 0.5% of a core with a tenth of a second, 0.07% with this),
+// and one read every few milliseconds keeps it ticking: a wake-up's
+// reading is exact, but the refreshes after it may come late, and late
+// refreshes are what a decision must allow for (SlackMs).
 const idleTicks = 10
 
 // slackSeconds is how many seconds of refresh lags the clock remembers: the
@@ -69,6 +73,7 @@ func NewRealClock() *RealClock {
 	// stale by up to the tick to come and the millisecond it rounds off.
 	c := &RealClock{base: time.Now(), lastRefresh: -time.Millisecond,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
+	c.touched.Store(true)
 	c.refreshAt(0)
 	go c.run()
 	return c
@@ -125,6 +130,10 @@ func (c *RealClock) run() {
 			return
 		}
 		if ticks%idleTicks != 0 {
+			continue
+		}
+		if c.touched.Load() {
+			c.touched.Store(false)
 			continue
 		}
 		t.Stop()
@@ -191,6 +200,9 @@ func (c *RealClock) SlackMs(withinMs int64) int64 {
 // NowMs returns Unix milliseconds as of the last tick, or of now if the
 // ticker was parked.
 func (c *RealClock) NowMs() int64 {
+	if !c.touched.Load() {
+		c.touched.Store(true)
+	}
 	if now := c.nowMs.Load(); now != 0 {
 		return now
 	}
