@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 func TestDemo(t *testing.T) {
@@ -58,7 +60,7 @@ func TestDemo(t *testing.T) {
 func TestEntryLeaseMustBePositive(t *testing.T) {
 	for _, lease := range []string{"0s", "-1s"} {
 		t.Run(lease, func(t *testing.T) {
-			var stdout, stderr syncBuffer
+			var stdout, stderr servertest.SyncBuffer
 			err := run(t.Context(), []string{"--entry-lease", lease, "--db", t.TempDir() + "/x.db"}, &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), "--entry-lease") {
 				t.Errorf("run = %v, want an error naming --entry-lease", err)

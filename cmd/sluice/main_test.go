@@ -14,10 +14,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -32,24 +32,6 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-// syncBuffer collects what run writes while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)`)
@@ -73,7 +55,7 @@ func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool
 // started it with startSluice.
 type runningSluice struct {
 	addr   string
-	stderr *syncBuffer
+	stderr *servertest.SyncBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -91,8 +73,8 @@ func startSluice(t *testing.T, dir string, args []string, env map[string]string)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	t.Cleanup(cancel)
-	r := &runningSluice{stderr: &syncBuffer{}, cancel: cancel, done: make(chan error, 1)}
-	go func() { r.done <- run(ctx, expanded, &syncBuffer{}, r.stderr) }()
+	r := &runningSluice{stderr: &servertest.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- run(ctx, expanded, &servertest.SyncBuffer{}, r.stderr) }()
 	waitFor(t, "the listening log line", 10*time.Second, func() bool {
 		select {
 		case err := <-r.done:
@@ -186,7 +168,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 }
 
 func TestRunVersion(t *testing.T) {
-	var stdout, stderr syncBuffer
+	var stdout, stderr servertest.SyncBuffer
 	if err := run(t.Context(), []string{"--version"}, &stdout, &stderr); err != nil {
 		t.Fatalf("run --version: %v", err)
 	}
@@ -219,7 +201,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 			// ctx is done, which fails the test below.
 			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 			defer cancel()
-			var stdout, stderr syncBuffer
+			var stdout, stderr servertest.SyncBuffer
 
 			err := run(ctx, args, &stdout, &stderr)
 

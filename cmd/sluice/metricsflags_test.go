@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 func TestRetentionFlag(t *testing.T) {
@@ -60,7 +62,7 @@ func TestRunRejectsBadMetricsFlags(t *testing.T) {
 				t.Setenv(k, v)
 			}
 			args := append([]string{"--addr", "127.0.0.1:0", "--db", t.TempDir() + "/x.db"}, tt.args...)
-			var stdout, stderr syncBuffer
+			var stdout, stderr servertest.SyncBuffer
 			err := run(t.Context(), args, &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("run(%q) = %v, want an error containing %q", args, err, tt.wantErr)

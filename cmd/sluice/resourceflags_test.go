@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 var overflowTotal = regexp.MustCompile(`(?m)^sluice_resource_overflow_total (\d+)$`)
@@ -85,7 +87,7 @@ func TestResourceBoundsMustBePositive(t *testing.T) {
 			for k, v := range tt.env {
 				t.Setenv(k, v)
 			}
-			var stdout, stderr syncBuffer
+			var stdout, stderr servertest.SyncBuffer
 			err := run(t.Context(), append(tt.args, "--db", t.TempDir()+"/x.db"), &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("run = %v, want an error naming %s", err, tt.wantErr)

@@ -5,19 +5,20 @@ import (
 	"sync"
 )
 
-// syncBuffer is a log sink that a test reads while the server writes to it.
-type syncBuffer struct {
+// SyncBuffer is a sink that a test reads while a server (or a program)
+// writes to it.
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *syncBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()

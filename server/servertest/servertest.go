@@ -57,7 +57,7 @@ type Node struct {
 	Store  *store.Store
 	Engine *engine.Engine
 
-	logs    *syncBuffer
+	logs    *SyncBuffer
 	client  *http.Client
 	tls     *tls.Config // the client's, with TLS; nil without it
 	srv     Server
@@ -75,7 +75,7 @@ func Start(t testing.TB, build func(Env) (Server, error), opts ...Option) *Node 
 	for _, opt := range opts {
 		opt(&o)
 	}
-	n := &Node{logs: &syncBuffer{}}
+	n := &Node{logs: &SyncBuffer{}}
 	logger := slog.New(slog.DiscardHandler)
 	if !o.discardLogs {
 		logger = slog.New(slog.NewTextHandler(n.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
