@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"testing"
+	"time"
 )
 
 // arrivals is a shape of traffic: calls(ms) is how many calls arrive in
@@ -164,4 +165,52 @@ func (x *exactLimiter) try(ms int64) bool {
 	}
 	x.passes = append(x.passes, ms)
 	return true
+}
+
+// TestWindowEdgeTrustsReplacedReadings drives a real clock's refreshes by
+// hand, its base an hour back (every replaced reading was replaced long ago
+// in real time) or now (the refreshes run ahead of real time): where only
+// the slack of a late tick blocks, a pass whose reading was replaced a
+// window ago in real time has left, and a call passes; one replaced less
+// than a window ago has not; a reading the clock no longer remembers falls
+// back to the slack.
+func TestWindowEdgeTrustsReplacedReadings(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		baseAgo    time.Duration
+		intervalMs int64
+		lateAt     time.Duration // a tick this late in the last second
+		askAt      time.Duration // the reading of the call that must pass
+		want       bool
+	}{
+		{"replaced a window ago", time.Hour, 1000, 1050 * time.Millisecond, 1050 * time.Millisecond, true},
+		{"replaced less than a window ago", 0, 1000, 1050 * time.Millisecond, 1050 * time.Millisecond, false},
+		{"forgotten reading, within the slack", time.Hour, 10_000, 10_020 * time.Millisecond, 10_020 * time.Millisecond, false},
+		{"forgotten reading, past the slack", time.Hour, 10_000, 10_020 * time.Millisecond, 10_052 * time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := time.Now().Add(-tc.baseAgo)
+			c := &RealClock{base: base, baseMs: base.UnixMilli(), lastRefresh: -time.Millisecond}
+			c.refreshAt(0)
+			e := New(Options{Clock: c})
+			t.Cleanup(e.Close)
+			if err := e.LoadFlowRules([]FlowRule{{Resource: "orders", Threshold: 2, StatIntervalMs: tc.intervalMs}}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.Resource("orders")
+			if !tryPass(r) || !tryPass(r) || tryPass(r) {
+				t.Fatal("the first window does not hold 2")
+			}
+			for d := time.Millisecond; d < tc.lateAt-50*time.Millisecond; d += time.Millisecond {
+				c.refreshAt(d)
+			}
+			for d := tc.lateAt; d <= tc.askAt; d += time.Millisecond {
+				c.refreshAt(d)
+			}
+			if got := tryPass(r); got != tc.want {
+				t.Fatalf("at %v after the first passes (slack %d ms): passed = %v, want %v",
+					tc.askAt, c.SlackMs(tc.intervalMs), got, tc.want)
+			}
+		})
+	}
 }

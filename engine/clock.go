@@ -24,6 +24,11 @@ type Clock interface {
 // says by how much, over the span a decision looks back on, so that the
 // decision can allow for it without paying for a stall long after it.
 //
+// At a window's edge a decision can do better than allow for the slack:
+// the clock remembers, for each reading of the last few seconds, when it
+// was replaced by a later one, and a pass recorded at a reading happened
+// before then (ReplacedBy).
+//
 // A clock nobody reads costs nothing: after idleTicks ticks without a
 // read the ticker parks, and the next read takes the time itself and wakes
 // it. A reading taken so is exact.
@@ -42,10 +47,15 @@ type RealClock struct {
 	// slackWithin[k] is the largest lag of a refresh in the second in
 	// progress and the k seconds before it; it grows with k.
 	slackWithin [slackSeconds]atomic.Int64
-	base        time.Time
-	stop        chan struct{}
-	stopped     chan struct{} // closed when the ticker goroutine has returned
-	stopOnce    sync.Once
+	// replaced[ms % replacedRing] says when the reading ms was replaced:
+	// the high bits tag the reading (ms / replacedRing), the low
+	// replacedBits how long after ms began, in microseconds, rounded up.
+	replaced [replacedRing]atomic.Uint64
+	base     time.Time
+	baseMs   int64 // base in Unix milliseconds: readings are baseMs + elapsed ms
+	stop     chan struct{}
+	stopped  chan struct{} // closed when the ticker goroutine has returned
+	stopOnce sync.Once
 
 	// Owned by the ticker goroutine.
 	lastRefresh time.Duration
@@ -67,11 +77,21 @@ const idleTicks = 10
 // more for an interval that does not start on a second.
 const slackSeconds = MaxStatIntervalMs/1000 + 2
 
+// replacedRing is how many milliseconds of readings the clock remembers
+// the replacement of: a one-second rule's edge is a second back, and four
+// leave room for intervals up to three seconds and late decisions.
+// replacedBits holds a replacement up to 12 days after its reading.
+const (
+	replacedRing = 4096
+	replacedBits = 40
+)
+
 // NewRealClock starts a cached clock; Stop ends its ticker.
 func NewRealClock() *RealClock {
 	// The first reading is taken as if a refresh came a tick before: it is
 	// stale by up to the tick to come and the millisecond it rounds off.
-	c := &RealClock{base: time.Now(), lastRefresh: -time.Millisecond,
+	base := time.Now()
+	c := &RealClock{base: base, baseMs: base.UnixMilli(), lastRefresh: -time.Millisecond,
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), stopped: make(chan struct{})}
 	c.touched.Store(true)
 	c.refreshAt(0)
@@ -85,7 +105,10 @@ func (c *RealClock) refresh() { c.refreshAt(time.Since(c.base)) }
 // reading taken just before could have been: the gap since the previous
 // refresh, plus the millisecond the value rounds off.
 func (c *RealClock) refreshAt(elapsed time.Duration) {
-	c.nowMs.Store(c.base.UnixMilli() + elapsed.Milliseconds())
+	now := c.baseMs + elapsed.Milliseconds()
+	if was := c.nowMs.Swap(now); was != 0 && was != now {
+		c.noteReplaced(was, elapsed)
+	}
 	gapMs := int64((elapsed-c.lastRefresh+time.Millisecond-1)/time.Millisecond) + 1
 	c.lastRefresh = elapsed
 	second := int64(elapsed / time.Second)
@@ -107,6 +130,44 @@ func (c *RealClock) refreshAt(elapsed time.Duration) {
 			c.slackWithin[k].Store(gapMs)
 		}
 	}
+}
+
+// noteReplaced records that the reading ms stopped being read at elapsed
+// since base.
+func (c *RealClock) noteReplaced(ms int64, elapsed time.Duration) {
+	afterUs := (c.baseMs*int64(time.Millisecond) + int64(elapsed) - ms*int64(time.Millisecond) + 999) / 1000
+	if afterUs >= 1<<replacedBits || ms < 0 {
+		return // unknown: such a reading is out of every window it could matter to
+	}
+	c.replaced[ms%replacedRing].Store(uint64(ms/replacedRing)<<replacedBits | uint64(afterUs))
+}
+
+// ReplacedBy reports whether the reading ms was replaced by a later one at
+// least agoMs before now, in real time: whether anything recorded at that
+// reading happened before the window of agoMs that ends now. It reads the
+// time, so it is meant for a window's edge, not for every call; false when
+// the clock does not remember the reading.
+func (c *RealClock) ReplacedBy(ms, agoMs int64) bool {
+	return c.replacedAt(ms, c.baseMs*int64(time.Millisecond)+int64(time.Since(c.base))-agoMs*int64(time.Millisecond))
+}
+
+// ceilMs returns the time, in Unix milliseconds as the clock counts them,
+// rounded up: no reading of the clock is later.
+func (c *RealClock) ceilMs() int64 {
+	return c.baseMs + int64((time.Since(c.base)+time.Millisecond-1)/time.Millisecond)
+}
+
+// replacedAt reports whether the reading ms was replaced at or before atNs,
+// in Unix nanoseconds as the clock counts them.
+func (c *RealClock) replacedAt(ms, atNs int64) bool {
+	if ms < 0 {
+		return false
+	}
+	e := c.replaced[ms%replacedRing].Load()
+	if e>>replacedBits != uint64(ms/replacedRing)&(1<<(64-replacedBits)-1) {
+		return false
+	}
+	return ms*int64(time.Millisecond)+int64(e&(1<<replacedBits-1))*int64(time.Microsecond) <= atNs
 }
 
 // publishSlack recomputes every span's slack from the ring, once a second.
@@ -148,7 +209,9 @@ func (c *RealClock) run() {
 // one did (false: the clock was stopped). The reading woken with was
 // exact: the first refresh after it allows only for the time since.
 func (c *RealClock) park() bool {
-	c.nowMs.Store(0)
+	if was := c.nowMs.Swap(0); was != 0 {
+		c.noteReplaced(was, time.Since(c.base))
+	}
 	select {
 	case <-c.wake:
 		c.lastRefresh = time.Duration(c.wokeAt.Load())
@@ -156,7 +219,7 @@ func (c *RealClock) park() bool {
 		return true
 	case <-c.stop:
 		// Readings after Stop keep answering the time it stopped at.
-		if !c.nowMs.CompareAndSwap(0, c.base.UnixMilli()+time.Since(c.base).Milliseconds()) {
+		if !c.nowMs.CompareAndSwap(0, c.baseMs+time.Since(c.base).Milliseconds()) {
 			c.lastRefresh = time.Duration(c.wokeAt.Load())
 			c.refresh()
 		}
@@ -171,7 +234,7 @@ func (c *RealClock) park() bool {
 func (c *RealClock) wakeUp() int64 {
 	for {
 		elapsed := time.Since(c.base)
-		now := c.base.UnixMilli() + elapsed.Milliseconds()
+		now := c.baseMs + elapsed.Milliseconds()
 		if c.nowMs.CompareAndSwap(0, now) {
 			c.wokeAt.Store(int64(elapsed)) // read by the ticker once signalled
 			select {

@@ -61,7 +61,8 @@ func TestEngineOwnsItsClock(t *testing.T) {
 // late tick raises the slack of every span that reaches back to it, and
 // only of those, so a stall is not paid for after it stops mattering.
 func TestRealClockSlackFollowsLateTicks(t *testing.T) {
-	c := &RealClock{base: time.Now(), lastRefresh: -time.Millisecond}
+	base := time.Now()
+	c := &RealClock{base: base, baseMs: base.UnixMilli(), lastRefresh: -time.Millisecond}
 	c.refreshAt(0)
 	tickUntil := func(from, to time.Duration) {
 		for at := from; at <= to; at += time.Millisecond {
@@ -177,5 +178,46 @@ func TestRealClockStopsWhileParked(t *testing.T) {
 	c.Stop()
 	if got := c.NowMs(); got < before-1 || got > time.Now().UnixMilli() {
 		t.Fatalf("a clock stopped while parked reads %d, want the time it stopped at (%d or just after)", got, before-1)
+	}
+}
+
+// TestRealClockRemembersWhenReadingsWereReplaced drives refreshes by hand:
+// a reading is replaced when a refresh publishes a later one, a late
+// refresh replaces it late, and readings older than the ring are unknown.
+func TestRealClockRemembersWhenReadingsWereReplaced(t *testing.T) {
+	base := time.Now()
+	c := &RealClock{base: base, baseMs: base.UnixMilli(), lastRefresh: -time.Millisecond}
+	c.refreshAt(0)
+	reading := func(d time.Duration) int64 { return c.baseMs + d.Milliseconds() }
+	at := func(d time.Duration) int64 { return c.baseMs*int64(time.Millisecond) + int64(d) }
+	c.refreshAt(time.Millisecond)
+	c.refreshAt(1500 * time.Microsecond) // the same reading: nothing replaced
+	c.refreshAt(40 * time.Millisecond)   // late: reading 1 ms was current until 40 ms
+	for _, tc := range []struct {
+		name    string
+		reading int64
+		atNs    int64
+		want    bool
+	}{
+		{"replaced on time", reading(0), at(time.Millisecond), true},
+		{"not yet replaced a nanosecond before", reading(0), at(time.Millisecond) - 1, false},
+		{"replaced late", reading(time.Millisecond), at(40 * time.Millisecond), true},
+		{"still current during the late tick", reading(time.Millisecond), at(39 * time.Millisecond), false},
+		{"the current reading", reading(40 * time.Millisecond), at(time.Hour), false},
+		{"never a reading", reading(20 * time.Millisecond), at(time.Hour), false},
+		{"before the clock", reading(0) - 1, at(time.Hour), false},
+	} {
+		if got := c.replacedAt(tc.reading, tc.atNs); got != tc.want {
+			t.Errorf("%s: replacedAt = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	for d := 41 * time.Millisecond; d <= (replacedRing+41)*time.Millisecond; d += time.Millisecond {
+		c.refreshAt(d)
+	}
+	if c.replacedAt(reading(time.Millisecond), at(time.Hour)) {
+		t.Error("a reading older than the ring is still known")
+	}
+	if !c.replacedAt(reading(replacedRing*time.Millisecond), at(time.Hour)) {
+		t.Error("a reading within the ring is unknown")
 	}
 }

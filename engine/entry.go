@@ -259,8 +259,8 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		}
 		ok, w := c.check(r, now, count, inFlight, seen)
 		if !ok && prioritized {
-			if wait, lent := c.borrow(r, now, count, seen); lent {
-				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, now+wait)
+			if wait, at, lent := c.borrow(r, now, count, seen); lent {
+				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, at)
 			}
 		}
 		switch {

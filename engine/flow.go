@@ -127,17 +127,13 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 	if c.throttle != nil {
 		return c.throttle.check(nowMs, count, threshold)
 	}
-	// A pass is recorded at the clock's reading, which may lag its real
-	// time by the clock's slack: a rule on its own resource's passes holds
-	// each that much longer, so that no real window of the interval sees
-	// more than the threshold. An associated rule limits calls that its
-	// window does not count: it reads the passes as they were recorded.
-	sinceMs := nowMs - c.rule.StatIntervalMs
+	// A rule on its own resource's passes holds the threshold in every
+	// real window (Resource.admits). An associated rule limits calls that
+	// its window does not count: it reads the passes as they were recorded.
 	if c.stat != self {
-		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), sinceMs), 0
+		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), nowMs-c.rule.StatIntervalMs), 0
 	}
-	sinceMs -= self.slackMs(c.rule.StatIntervalMs)
-	return c.passes.Admits(selfPasses, count, int64(threshold), sinceMs), 0
+	return self.admits(c.passes, selfPasses, count, int64(threshold), nowMs, c.rule.StatIntervalMs), 0
 }
 
 // OccupyTimeoutMs is the longest a prioritized call waits for quota
@@ -147,19 +143,23 @@ const OccupyTimeoutMs = 500
 // borrow says how long count prioritized calls must wait for room under
 // rule c, which blocks them at nowMs, if c lends and that is at most
 // OccupyTimeoutMs: a reject rule on its own resource's passes, counted
-// directly. The calls are then recorded when their wait ends, in the
-// window they borrowed from, so that the threshold holds in every window
-// (Sentinel's tryOccupyNext counts them where they were asked for).
-func (c *flowChecker) borrow(self *Resource, nowMs, count, selfPasses int64) (waitMs int64, ok bool) {
+// directly. The calls are then recorded at markMs, when their wait ends in
+// real time, in the window they borrowed from, so that the threshold holds
+// in every window (Sentinel's tryOccupyNext counts them where they were
+// asked for).
+func (c *flowChecker) borrow(self *Resource, nowMs, count, selfPasses int64) (waitMs, markMs int64, ok bool) {
 	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
-		return 0, false
+		return 0, 0, false
 	}
 	atMs, known := c.passes.FreeAtMs(selfPasses, count, int64(c.rule.Threshold))
 	if !known {
-		return 0, false
+		return 0, 0, false
 	}
 	// A pass at atMs is out of the window once since, nowMs less the
 	// interval and the clock's slack, reaches it.
 	waitMs = max(atMs+c.rule.StatIntervalMs+self.slackMs(c.rule.StatIntervalMs)-nowMs, 0)
-	return waitMs, waitMs <= OccupyTimeoutMs
+	if waitMs > OccupyTimeoutMs {
+		return 0, 0, false
+	}
+	return waitMs, self.realNowMs(nowMs) + waitMs, true
 }

@@ -125,10 +125,7 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 // admits reports whether count more passes of v fit under c at nowMs,
 // v's passes numbered up to total.
 func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total int64) bool {
-	// As a flow rule does: the passes were recorded at the clock's
-	// reading, which may lag real time by its slack.
-	sinceMs := nowMs - c.rule.StatIntervalMs - r.slackMs(c.rule.StatIntervalMs)
-	return v.log.Admits(total, count, int64(v.threshold), sinceMs)
+	return r.admits(&v.log, total, count, int64(v.threshold), nowMs, c.rule.StatIntervalMs)
 }
 
 // number numbers count passes of v, and marks them at nowMs, if they

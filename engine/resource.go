@@ -177,6 +177,35 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 	return 0
 }
 
+// realNowMs is a reading no earlier than real time, for a call the clock
+// read nowMs for: the real clock's readings lag, and a call that waits
+// from now must be recorded when its wait ends in real time, so that
+// Resource.admits may trust the replacement of its reading.
+func (r *Resource) realNowMs(nowMs int64) int64 {
+	if r.realClock == nil {
+		return nowMs
+	}
+	return max(nowMs, r.realClock.ceilMs())
+}
+
+// admits reports whether count more passes leave at most capacity of the
+// passes in log, numbered up to total, in any real window of intervalMs
+// that holds a call made at the reading nowMs. A pass is recorded at the
+// clock's reading, which may lag real time by the clock's slack, so each
+// is held that much longer; at the window's edge, where only the slack
+// blocks, the clock tells when the reading of the pass that must leave
+// was replaced, and that pass happened before then.
+func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, intervalMs int64) bool {
+	if log.Admits(total, count, capacity, nowMs-intervalMs-r.slackMs(intervalMs)) {
+		return true
+	}
+	if r.realClock == nil {
+		return false
+	}
+	atMs, known := log.FreeAtMs(total, count, capacity)
+	return known && atMs <= nowMs-intervalMs+r.realClock.SlackMs(0) && r.realClock.ReplacedBy(atMs, intervalMs)
+}
+
 // recordPass records count passes at nowMs, which happen at markMs (a
 // prioritized call's, later): the pass logs count them from then. total
 // is the resource's pass count with them, claimed by the caller (Entry)
