@@ -2,6 +2,7 @@ package fibermw_test
 
 import (
 	"net/http"
+	"net/netip"
 	"testing"
 
 	"github.com/gofiber/fiber/v2"
@@ -70,6 +71,11 @@ var paramBench = []struct {
 	// fasthttp keeps the peer's address as a net.IP: its text is made
 	// for each request.
 	{name: "client ip", opts: []fibermw.Option{fibermw.WithParam(fibermw.ClientIP())}, extraAllocs: 1},
+	// The client's address is text of the header already. The request
+	// has no connection: its peer is 0.0.0.0.
+	{name: "client ip behind a trusted proxy", opts: []fibermw.Option{
+		fibermw.WithParam(fibermw.ClientIP()), fibermw.WithTrustedProxies(netip.MustParsePrefix("0.0.0.0/32")),
+	}},
 }
 
 // newParamApp returns an app whose route is guarded with opts on an
@@ -101,7 +107,7 @@ func newParamApp(tb testing.TB, opts []fibermw.Option) *fiber.App {
 }
 
 // serveParamRequest returns a function that serves app a request that
-// names its origin and user.
+// names its origin, user and the client its proxy forwards.
 func serveParamRequest(tb testing.TB, app *fiber.App) func() {
 	h := app.Handler()
 	var ctx fasthttp.RequestCtx
@@ -109,6 +115,7 @@ func serveParamRequest(tb testing.TB, app *fiber.App) func() {
 	ctx.Request.SetRequestURI("/orders/42")
 	ctx.Request.Header.Set("X-App", "shop")
 	ctx.Request.Header.Set("X-User", "user-42")
+	ctx.Request.Header.Set("X-Forwarded-For", "203.0.113.9, 198.51.100.7")
 	return func() {
 		h(&ctx)
 		if ctx.Response.StatusCode() != http.StatusOK {

@@ -28,7 +28,8 @@ type Extractor struct {
 type extractorKind int
 
 const (
-	kindIP extractorKind = iota
+	kindNone extractorKind = iota // the zero Extractor: reads nothing
+	kindIP
 	kindHeader
 	kindQuery
 	kindPath
@@ -101,8 +102,10 @@ func (g *fiberGuard) value(x *Extractor, c *fiber.Ctx) string {
 		return c.Query(x.name)
 	case kindPath:
 		return c.Params(x.name)
+	case kindFunc:
+		return x.fn(c)
 	}
-	return x.fn(c)
+	return ""
 }
 
 // clientIP is the peer's address, or the client X-Forwarded-For names

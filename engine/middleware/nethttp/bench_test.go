@@ -3,6 +3,7 @@ package nethttp_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
@@ -86,6 +87,9 @@ var paramBench = []struct {
 		nethttp.WithOrigin(nethttp.Header("X-App")), nethttp.WithParam(nethttp.Header("X-User")),
 	}},
 	{name: "client ip", opts: []nethttp.Option{nethttp.WithParam(nethttp.ClientIP())}},
+	{name: "client ip behind a trusted proxy", opts: []nethttp.Option{
+		nethttp.WithParam(nethttp.ClientIP()), nethttp.WithTrustedProxies(netip.MustParsePrefix("192.0.2.0/24")),
+	}},
 }
 
 // newParamGuard returns a guard with opts on an engine whose hotspot
@@ -108,9 +112,11 @@ func newParamGuard(tb testing.TB, opts ...nethttp.Option) func(http.Handler) htt
 	return nethttp.Guard(eng, opts...)
 }
 
-// newParamRequest is a request that names its origin and user.
+// newParamRequest is a request from 192.0.2.1 that names its origin,
+// user and the client its proxy forwards.
 func newParamRequest() *http.Request {
 	req := httptest.NewRequest("GET", "/orders/42", nil)
+	req.Header.Set("X-Forwarded-For", "203.0.113.9, 198.51.100.7")
 	req.Header.Set("X-App", "shop")
 	req.Header.Set("X-User", "user-42")
 	return req

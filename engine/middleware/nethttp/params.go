@@ -22,7 +22,8 @@ type Extractor struct {
 type extractorKind int
 
 const (
-	kindIP extractorKind = iota
+	kindNone extractorKind = iota // the zero Extractor: reads nothing
+	kindIP
 	kindHeader
 	kindQuery
 	kindPath
@@ -107,8 +108,10 @@ func (g *httpGuard) value(x *Extractor, r *http.Request, pattern string) string 
 			_, pattern = g.mux.Handler(r)
 		}
 		return guard.PathValue(pattern, r.URL.EscapedPath(), x.name)
+	case kindFunc:
+		return x.fn(r)
 	}
-	return x.fn(r)
+	return ""
 }
 
 // clientIP is the host of r.RemoteAddr, or the client X-Forwarded-For
