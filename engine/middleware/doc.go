@@ -11,4 +11,9 @@
 // whatever its parameters. A blocked request is answered 429 with
 // Retry-After; a passed one records its response time, and counts as an
 // error when it answers 5xx or panics.
+//
+// Both name a request's origin and params with extractors (WithOrigin,
+// WithParam): the client IP, a header, a query or path parameter, or a
+// function, under the param keys hotspot rules name ("ip",
+// "header:X-User", "query:key", "path:id").
 package middleware

@@ -11,4 +11,15 @@
 // Retry-After; a passed one records its response time, and counts as an
 // error when it answers 5xx, returns an error the app's error handler turns
 // into one, or panics.
+//
+// WithOrigin and WithParam name a request's origin, which authority rules
+// and limitApp flow rules read, and its params, which hotspot rules limit
+// per value: ClientIP (param key "ip"), Header ("header:X-User"), Query
+// ("query:key"), Param ("path:id") or Func (a key of your choosing). An
+// empty value is absent: a hotspot rule does not limit a request that
+// lacks its param. ClientIP is the connection's peer; X-Forwarded-For is
+// read only from the proxies given with WithTrustedProxies, not from
+// Fiber's own ProxyHeader setting. Extractors allocate nothing but
+// ClientIP's text of the peer's address; the values go to the engine
+// without a copy, since it copies those it keeps.
 package fibermw

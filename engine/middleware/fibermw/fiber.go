@@ -13,6 +13,9 @@ type Option func(*config)
 type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
+	origin   *Extractor
+	params   []Extractor
+	proxies  guard.Proxies
 }
 
 // WithResource names the resource of each request; "" lets the request
@@ -76,7 +79,16 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 		}
 		res = g.routes.Get(route, fiberRouteName)
 	}
-	e, blk := res.Entry()
+	var buf [guard.MaxStackOptions]engine.EntryOption
+	opts := buf[:0]
+	if g.cfg.origin != nil {
+		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, c))
+	}
+	for i := range g.cfg.params {
+		x := &g.cfg.params[i]
+		opts = guard.AppendParam(opts, x.key, g.value(x, c))
+	}
+	e, blk := res.Entry(opts...)
 	if blk != nil {
 		return g.cfg.blocked(c, blk)
 	}

@@ -15,6 +15,9 @@ type Option func(*config)
 type config struct {
 	resource func(*http.Request) string
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
+	origin   *Extractor
+	params   []Extractor
+	proxies  guard.Proxies
 }
 
 // WithResource names the resource of each request; "" lets the request
@@ -66,12 +69,21 @@ type httpRoute struct {
 }
 
 func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	res, guarded := g.resource(r)
+	res, pattern, guarded := g.resource(r)
 	if !guarded {
 		g.next.ServeHTTP(w, r)
 		return
 	}
-	e, blk := res.Entry()
+	var buf [guard.MaxStackOptions]engine.EntryOption
+	opts := buf[:0]
+	if g.cfg.origin != nil {
+		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, r, pattern))
+	}
+	for i := range g.cfg.params {
+		x := &g.cfg.params[i]
+		opts = guard.AppendParam(opts, x.key, g.value(x, r, pattern))
+	}
+	e, blk := res.Entry(opts...)
 	if blk != nil {
 		g.cfg.blocked(w, r, blk)
 		return
@@ -95,29 +107,30 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	e.Exit(engine.WithError(failed))
 }
 
-// resource finds the request's resource; false means unguarded.
-func (g *httpGuard) resource(r *http.Request) (*engine.Resource, bool) {
+// resource finds the request's resource, and the route's pattern when it
+// looked for it; false means unguarded.
+func (g *httpGuard) resource(r *http.Request) (res *engine.Resource, pattern string, guarded bool) {
 	if g.cfg.resource != nil {
 		name := g.cfg.resource(r)
 		if name == "" {
-			return nil, false
+			return nil, "", false
 		}
-		return g.eng.Resource(name), true
+		return g.eng.Resource(name), "", true
 	}
-	pattern := r.Pattern
+	pattern = r.Pattern
 	if pattern == "" && g.mux != nil {
 		_, pattern = g.mux.Handler(r)
 	}
 	if pattern == "" {
-		return nil, false
+		return nil, "", false
 	}
 	key := httpRoute{method: r.Method, pattern: pattern}
 	if !standardMethod(r.Method) {
 		// Clients choose the method: naming resources after any method
 		// they invent would let them create resources without end.
-		return g.eng.Resource(routeName(key)), true
+		return g.eng.Resource(routeName(key)), pattern, true
 	}
-	return g.routes.Get(key, routeName), true
+	return g.routes.Get(key, routeName), pattern, true
 }
 
 // routeName is "METHOD /path/{param}": the pattern with the request's

@@ -3,7 +3,6 @@ package guardtest
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -30,20 +29,7 @@ var Client = &http.Client{Timeout: 10 * time.Second}
 // Get sends a request to url and returns the answer with its body read.
 func Get(t *testing.T, method, url string) (*http.Response, string) {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := Client.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, url, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp, string(body)
+	return Send(t, method, url, nil)
 }
 
 // CheckBlocked checks a block answer: 429, Retry-After and the error
