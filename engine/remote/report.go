@@ -231,19 +231,7 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 func (c *Client) post(ctx context.Context) error {
 	r := c.reports
 	batch := r.batch(maxMinutesPerReport)
-	c.mu.Lock()
-	revision := c.revision
-	c.mu.Unlock()
-	r.body.Reset()
-	err := json.NewEncoder(&r.body).Encode(report{
-		Instance: reportInstance{
-			ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
-			Version: c.cfg.Version, RulesRevision: revision,
-		},
-		Minutes: batch,
-		Live:    r.liveFigures(c.engine),
-	})
-	if err != nil {
+	if err := c.encode(batch); err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
@@ -273,4 +261,22 @@ func (c *Client) post(ctx context.Context) error {
 	default:
 		return fmt.Errorf("report: %w", answerError(resp))
 	}
+}
+
+// encode writes the report of batch and the live figures to the
+// reporter's body. The caller holds cycle.
+func (c *Client) encode(batch []reportMinute) error {
+	c.mu.Lock()
+	revision := c.revision
+	c.mu.Unlock()
+	r := c.reports
+	r.body.Reset()
+	return json.NewEncoder(&r.body).Encode(report{
+		Instance: reportInstance{
+			ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
+			Version: c.cfg.Version, RulesRevision: revision,
+		},
+		Minutes: batch,
+		Live:    r.liveFigures(c.engine),
+	})
 }
