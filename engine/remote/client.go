@@ -251,6 +251,9 @@ func (c *Client) Close() error {
 			ctx, stop := context.WithTimeout(context.Background(), closeReportTimeout)
 			c.closeErr = c.flush(ctx)
 			stop()
+			if buffered, _ := c.reports.counts(); c.closeErr != nil {
+				c.logger.Warn("sluice remote: closed with minutes unreported", "app", c.cfg.App, "minutes", buffered, "error", c.closeErr)
+			}
 		}
 		c.engine.Close()
 	})

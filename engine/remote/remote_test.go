@@ -374,3 +374,16 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		})
 	}
 }
+
+func TestCloseWithTheServerAwayReturnsTheError(t *testing.T) {
+	srv := startTestServer(t)
+	c, _ := startClient(t, srv.URL(), nil)
+	calls(c.Engine(), "orders", 3)
+	srv.setDown(true)
+	if err := c.Close(); err == nil {
+		t.Fatal("Close reported the current minute to a server that is away")
+	}
+	if st := c.State(); st.BufferedMinutes != 1 {
+		t.Fatalf("state %+v, want the unsent minute still counted as buffered", st)
+	}
+}
