@@ -28,6 +28,14 @@ func BenchmarkReportCycle(b *testing.B) {
 			for i := range resources {
 				resources[i] = c.Engine().Resource(fmt.Sprintf("GET /api/items/%d", i))
 			}
+			traffic := func() {
+				for _, res := range resources {
+					if e, blk := res.Entry(); blk == nil {
+						e.Exit()
+					}
+				}
+			}
+			traffic()
 			r := c.reports
 			b.ReportAllocs()
 			for b.Loop() {
@@ -35,11 +43,7 @@ func BenchmarkReportCycle(b *testing.B) {
 				if minuteEnds {
 					clock.Advance(60_000)
 				}
-				for _, res := range resources {
-					if e, blk := res.Entry(); blk == nil {
-						e.Exit()
-					}
-				}
+				traffic()
 				b.StartTimer()
 				r.cycle.Lock()
 				r.collect(c.engine, false)

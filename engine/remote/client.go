@@ -53,7 +53,8 @@ type Config struct {
 	// Optional.
 	Version string
 	// HTTPClient sends the requests; each carries its own deadline, so it
-	// needs no Timeout. Optional. Default: a client of the Client's own.
+	// needs no Timeout (one shorter than PollWait would cut every long
+	// poll). Optional. Default: a client of the Client's own.
 	HTTPClient *http.Client
 	// Logger receives failures and rule changes. Optional. Default:
 	// slog.Default().
@@ -201,7 +202,9 @@ func New(cfg Config) (*Client, error) {
 	return c, nil
 }
 
-// Engine returns the engine the service calls Entry on.
+// Engine returns the engine the service calls Entry on. Its rules are the
+// server's: rules loaded on it otherwise are replaced by the next
+// snapshot. The Client is the one reader of its CollectMinutes.
 func (c *Client) Engine() *engine.Engine { return c.engine }
 
 // Ready is closed once a rule set is in force, from the server or from

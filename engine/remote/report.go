@@ -21,6 +21,9 @@ const (
 	maxMinutesPerReport = 1000
 	// reportTimeout bounds a report's request.
 	reportTimeout = 10 * time.Second
+	// maxLivePerReport bounds a report's live figures: past it, the
+	// busiest resources are sent.
+	maxLivePerReport = 1000
 	// closeReportTimeout bounds Close's last reports.
 	closeReportTimeout = 5 * time.Second
 	// minuteMs is the length of a reported minute.
@@ -159,13 +162,20 @@ func (r *reporter) remove(n int, dropped bool) {
 }
 
 // liveFigures returns the last second's figures of every resource of e
-// with traffic or calls in flight. The caller holds cycle.
+// with traffic or calls in flight, the busiest maxLivePerReport if there
+// are more. The caller holds cycle.
 func (r *reporter) liveFigures(e *engine.Engine) []reportLive {
 	r.live = r.live[:0]
 	for _, res := range e.Resources() {
 		if l := res.Live(); l != (engine.LiveStats{}) {
 			r.live = append(r.live, reportLive{Resource: res.Name(), LiveStats: l})
 		}
+	}
+	if len(r.live) > maxLivePerReport {
+		slices.SortFunc(r.live, func(a, b reportLive) int {
+			return cmp.Compare(b.PassQps+b.BlockQps+b.ShadowBlockQps, a.PassQps+a.BlockQps+a.ShadowBlockQps)
+		})
+		r.live = r.live[:maxLivePerReport]
 	}
 	return r.live
 }
