@@ -30,32 +30,39 @@ type snapshot struct {
 }
 
 // syncLoop long-polls the rule snapshot until ctx ends, backing off after
-// failures.
+// failures, and after a "not modified" that came before its wait was up
+// (a server shutting down, or one that does not hold requests), so that
+// such a server is not asked again and again at once.
 func (c *Client) syncLoop(ctx context.Context) {
 	b := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
-		err := c.sync(ctx)
+		asked := time.Now()
+		notModified, err := c.sync(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		if err == nil {
+		switch {
+		case err != nil:
+			c.fail(err)
+		case notModified && time.Since(asked) < c.cfg.PollWait/2:
+		default:
 			b.reset()
 			continue
 		}
-		c.fail(err)
 		if !sleep(ctx, b.next()) {
 			return
 		}
 	}
 }
 
-// sync asks for the snapshot once and loads it if it changed.
-func (c *Client) sync(ctx context.Context) error {
+// sync asks for the snapshot once and loads it if it changed; it reports
+// whether the server answered "not modified".
+func (c *Client) sync(ctx context.Context) (notModified bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.PollWait+pollGrace)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.snapshotURL, nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	c.authorize(req)
 	c.loadMu.Lock()
@@ -66,25 +73,25 @@ func (c *Client) sync(ctx context.Context) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("rule snapshot: %w", err)
+		return false, fmt.Errorf("rule snapshot: %w", err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusNotModified:
 		c.synced(etag)
-		return nil
+		return true, nil
 	case http.StatusOK:
 	default:
-		return fmt.Errorf("rule snapshot: %w", answerError(resp))
+		return false, fmt.Errorf("rule snapshot: %w", answerError(resp))
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxSnapshotBytes+1))
 	if err != nil {
-		return fmt.Errorf("rule snapshot: %w", err)
+		return false, fmt.Errorf("rule snapshot: %w", err)
 	}
 	if len(body) > maxSnapshotBytes {
-		return fmt.Errorf("rule snapshot: larger than %d bytes", maxSnapshotBytes)
+		return false, fmt.Errorf("rule snapshot: larger than %d bytes", maxSnapshotBytes)
 	}
-	return c.apply(body)
+	return false, c.apply(body)
 }
 
 // synced records that the server answered that the rules are still
