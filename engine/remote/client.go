@@ -47,7 +47,10 @@ type Config struct {
 	// Default: "", no cache.
 	CacheDir string
 	// InstanceID identifies this process in reports and in the server's
-	// instance list. Optional. Default: "<hostname>-<pid>".
+	// instance list. The server counts a minute once per instance, so an
+	// ID must not outlive its process: one reused by a restart within the
+	// minute Close reported loses the rest of that minute. Optional.
+	// Default: "<hostname>-<pid>".
 	InstanceID string
 	// Version is the service's version, shown in the instance list.
 	// Optional.
@@ -107,6 +110,10 @@ type Client struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
+	loops     sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+
 	mu         sync.Mutex // guards the fields below
 	started    bool
 	closed     bool
@@ -118,10 +125,6 @@ type Client struct {
 	lastReport time.Time
 	lastErr    error
 	lastErrAt  time.Time
-
-	loops     sync.WaitGroup
-	closeOnce sync.Once
-	closeErr  error
 }
 
 // State is what a Client knows of its sync and its reports.
@@ -132,7 +135,8 @@ type State struct {
 	Revision int64
 	HasRules bool
 	// FromCache is true while the set in force is the one read from
-	// CacheDir at start and the server has not answered since.
+	// CacheDir at start, which the server has neither confirmed nor
+	// replaced since.
 	FromCache bool
 	// LastSync is when the server last answered a snapshot request (a
 	// new set or "not modified"); zero if never.
