@@ -145,6 +145,31 @@ func TestNotModifiedKeepsTheRules(t *testing.T) {
 	}
 }
 
+func TestQuickNotModifiedIsNotAskedAgainAtOnce(t *testing.T) {
+	srv := startTestServer(t, flowRule("orders-qps", "orders", 1))
+	c, _ := startClient(t, srv.URL(), func(cfg *remote.Config) { cfg.MinBackoff = time.Hour })
+	waitReady(t, c)
+	srv.setClosing(true)
+	srv.setRules(flowRule("orders-qps", "orders", 2))
+	eventually(t, "revision 2 is in force", func() bool { return c.State().Revision == 2 })
+	asked := func() (n int) {
+		srv.read(func(s *testServer) { n = s.notModified })
+		return n
+	}
+	eventually(t, "a 304 is answered at once", func() bool { return asked() == 1 })
+	// Watched for 100 ms: a client asking again at once would have asked
+	// hundreds of times.
+	deadline := time.Now().Add(100 * time.Millisecond)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for time.Now().Before(deadline) {
+		if n := asked(); n != 1 {
+			t.Fatalf("%d requests answered 304 at once, want the client to pause after the first", n)
+		}
+		<-tick.C
+	}
+}
+
 func TestServerDownAtStartLoadsTheCachedSet(t *testing.T) {
 	cache := t.TempDir()
 	srv := startTestServer(t, flowRule("orders-qps", "orders", 1))

@@ -30,6 +30,9 @@ type testServer struct {
 	rules    []json.RawMessage
 	changed  chan struct{} // closed and replaced when the revision moves
 	down     bool          // connections are dropped unanswered
+	// closing answers 304 at once, without holding the request, as Sluice
+	// does while it shuts down.
+	closing bool
 	// loseAnswers counts the next reports that are taken but whose
 	// answer is lost, as if the connection broke after the server
 	// counted them.
@@ -138,6 +141,12 @@ func (s *testServer) setDown(down bool) {
 	s.down = down
 }
 
+func (s *testServer) setClosing(closing bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = closing
+}
+
 func (s *testServer) loseNextAnswers(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -155,6 +164,11 @@ func (s *testServer) snapshot(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	etag := r.Header.Get("If-None-Match")
+	s.mu.Lock()
+	if s.closing {
+		wait = 0
+	}
+	s.mu.Unlock()
 	timeout := time.NewTimer(wait)
 	defer timeout.Stop()
 	for {
