@@ -1,0 +1,292 @@
+package remote
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+const (
+	// maxMinutesPerReport bounds a report's minutes, so that a buffer
+	// full of them drains in bodies the server takes.
+	maxMinutesPerReport = 1000
+	// reportTimeout bounds a report's request.
+	reportTimeout = 10 * time.Second
+	// maxLivePerReport bounds a report's live figures: past it, the
+	// busiest resources are sent.
+	maxLivePerReport = 1000
+	// closeReportTimeout bounds Close's last reports.
+	closeReportTimeout = 5 * time.Second
+	// minuteMs is the length of a reported minute.
+	minuteMs = 60_000
+)
+
+// report is the body of POST /instances/report (API.md).
+type report struct {
+	Instance reportInstance `json:"instance"`
+	Minutes  []reportMinute `json:"minutes"`
+	Live     []reportLive   `json:"live"`
+}
+
+// reportInstance is who reports.
+type reportInstance struct {
+	ID            string `json:"id"`
+	App           string `json:"app"`
+	Hostname      string `json:"hostname"`
+	PID           int    `json:"pid"`
+	Version       string `json:"version"`
+	RulesRevision int64  `json:"rulesRevision"`
+}
+
+// reportMinute is one resource's figures of one finished minute. The
+// server counts a minute once per (instance, resource, time), so it is
+// only ever sent whole, and sent again as it was if a report fails.
+type reportMinute struct {
+	Resource string    `json:"resource"`
+	Time     time.Time `json:"time"`
+	engine.Counts
+}
+
+// reportLive is one resource's figures over the last second.
+type reportLive struct {
+	Resource string `json:"resource"`
+	engine.LiveStats
+}
+
+// minuteKey identifies a minute of a resource.
+type minuteKey struct {
+	resource string
+	startMs  int64
+}
+
+// reporter gathers the engine's minutes until they are finished, and
+// keeps the finished ones until the server takes them.
+type reporter struct {
+	max int
+
+	// cycle is held by a collection and the post that follows it, so
+	// that minutes leave the outbox only as the server took them.
+	cycle sync.Mutex
+	// Guarded by cycle: the minutes not finished yet, as collected so
+	// far, and buffers reused from one report to the next.
+	open     map[minuteKey]engine.Counts
+	finished []minuteKey
+	live     []reportLive
+	body     bytes.Buffer
+
+	mu      sync.Mutex // guards outbox and dropped; cycle alone changes them
+	outbox  []reportMinute
+	dropped int64
+}
+
+func newReporter(maxMinutes int) *reporter {
+	return &reporter{
+		max:    maxMinutes,
+		open:   map[minuteKey]engine.Counts{},
+		live:   make([]reportLive, 0, 16),
+		outbox: make([]reportMinute, 0, 16),
+	}
+}
+
+// counts returns how many finished minutes wait and how many were
+// dropped.
+func (r *reporter) counts() (buffered int, dropped int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.outbox), r.dropped
+}
+
+// collect takes what e recorded since the last collection, and moves the
+// minutes that are over to the outbox, or every minute with all (the
+// engine counts no more). The oldest minutes are dropped past the
+// outbox's bound. The caller holds cycle.
+func (r *reporter) collect(e *engine.Engine, all bool) {
+	// Read before collecting: a minute over by then was collected whole.
+	nowMs := e.Clock().NowMs()
+	for _, st := range e.CollectMinutes() {
+		k := minuteKey{st.Resource, st.StartMs}
+		counts := r.open[k]
+		counts.Merge(st.Counts)
+		r.open[k] = counts
+	}
+	r.finished = r.finished[:0]
+	for k := range r.open {
+		if all || k.startMs+minuteMs <= nowMs {
+			r.finished = append(r.finished, k)
+		}
+	}
+	if len(r.finished) == 0 {
+		return
+	}
+	slices.SortFunc(r.finished, func(a, b minuteKey) int {
+		return cmp.Or(cmp.Compare(a.startMs, b.startMs), cmp.Compare(a.resource, b.resource))
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, k := range r.finished {
+		r.outbox = append(r.outbox, reportMinute{Resource: k.resource, Time: time.UnixMilli(k.startMs).UTC(), Counts: r.open[k]})
+		delete(r.open, k)
+	}
+	if over := len(r.outbox) - r.max; over > 0 {
+		r.outbox = slices.Delete(r.outbox, 0, over)
+		r.dropped += int64(over)
+	}
+}
+
+// batch returns the oldest finished minutes, up to n. The caller holds
+// cycle, so they stay at the front of the outbox until it removes them.
+func (r *reporter) batch(n int) []reportMinute {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.outbox[:min(n, len(r.outbox))]
+}
+
+// remove takes the n oldest minutes out of the outbox, counting them as
+// dropped unless the server took them. The caller holds cycle.
+func (r *reporter) remove(n int, dropped bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.outbox = slices.Delete(r.outbox, 0, n)
+	if dropped {
+		r.dropped += int64(n)
+	}
+}
+
+// liveFigures returns the last second's figures of every resource of e
+// with traffic or calls in flight, the busiest maxLivePerReport if there
+// are more. The caller holds cycle.
+func (r *reporter) liveFigures(e *engine.Engine) []reportLive {
+	r.live = r.live[:0]
+	for _, res := range e.Resources() {
+		if l := res.Live(); l != (engine.LiveStats{}) {
+			r.live = append(r.live, reportLive{Resource: res.Name(), LiveStats: l})
+		}
+	}
+	if len(r.live) > maxLivePerReport {
+		slices.SortFunc(r.live, func(a, b reportLive) int {
+			return cmp.Compare(b.PassQps+b.BlockQps+b.ShadowBlockQps, a.PassQps+a.BlockQps+a.ShadowBlockQps)
+		})
+		r.live = r.live[:maxLivePerReport]
+	}
+	return r.live
+}
+
+// reportLoop collects the engine's figures every ReportInterval and posts
+// them, backing off after failures, until ctx ends. It collects on while
+// the server is away, so that no minute leaves the engine's ring unread.
+func (c *Client) reportLoop(ctx context.Context) {
+	b := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
+	var retryAt time.Time
+	tick := time.NewTicker(c.cfg.ReportInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		err := c.report(ctx, time.Now().After(retryAt), false)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			c.fail(err)
+			retryAt = time.Now().Add(b.next())
+		default:
+			b.reset()
+		}
+	}
+}
+
+// flush collects every minute, the current one included, and posts until
+// the outbox is empty or a post fails.
+func (c *Client) flush(ctx context.Context) error {
+	return c.report(ctx, true, true)
+}
+
+// report collects the engine's figures and, with send, posts a report;
+// with all, every minute counts as finished and posts go on until the
+// outbox is empty.
+func (c *Client) report(ctx context.Context, send, all bool) error {
+	r := c.reports
+	r.cycle.Lock()
+	defer r.cycle.Unlock()
+	r.collect(c.engine, all)
+	if !send {
+		return nil
+	}
+	for {
+		if err := c.post(ctx); err != nil {
+			return err
+		}
+		if buffered, _ := r.counts(); !all || buffered == 0 {
+			return nil
+		}
+	}
+}
+
+// post sends one report: the oldest finished minutes and the live
+// figures. The minutes leave the outbox once the server took them, or
+// refused them as malformed (they would be refused again). The caller
+// holds cycle.
+func (c *Client) post(ctx context.Context) error {
+	r := c.reports
+	batch := r.batch(maxMinutesPerReport)
+	if err := c.encode(batch); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.reportURL, bytes.NewReader(r.body.Bytes()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	c.authorize(req)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK, http.StatusNoContent:
+		_, _ = io.Copy(io.Discard, resp.Body)
+		r.remove(len(batch), false)
+		c.mu.Lock()
+		c.lastReport = time.Now()
+		c.mu.Unlock()
+		return nil
+	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
+		r.remove(len(batch), true)
+		return fmt.Errorf("report refused, %d minutes dropped: %w", len(batch), answerError(resp))
+	default:
+		return fmt.Errorf("report: %w", answerError(resp))
+	}
+}
+
+// encode writes the report of batch and the live figures to the
+// reporter's body. The caller holds cycle.
+func (c *Client) encode(batch []reportMinute) error {
+	c.mu.Lock()
+	revision := c.revision
+	c.mu.Unlock()
+	r := c.reports
+	r.body.Reset()
+	return json.NewEncoder(&r.body).Encode(report{
+		Instance: reportInstance{
+			ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
+			Version: c.cfg.Version, RulesRevision: revision,
+		},
+		Minutes: batch,
+		Live:    r.liveFigures(c.engine),
+	})
+}

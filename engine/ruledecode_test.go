@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"reflect"
+	"testing"
+)
+
+func rawRules(items ...string) []json.RawMessage {
+	raw := make([]json.RawMessage, len(items))
+	for i, item := range items {
+		raw[i] = json.RawMessage(item)
+	}
+	return raw
+}
+
+func TestDecodeRulesReadsEveryKind(t *testing.T) {
+	got, err := DecodeRules(rawRules(
+		// As GET /rules shows a rule: the server's own fields are ignored.
+		`{"id": 7, "name": "orders-qps", "kind": "flow", "app": "shop", "resource": "orders", "enabled": true,
+		  "mode": "shadow", "description": "cap", "threshold": 10, "statIntervalMs": 2000, "metric": "qps",
+		  "controlBehavior": "reject", "expiresAt": "2026-12-01T00:00:00Z", "version": 3,
+		  "createdAt": "2026-11-01T00:00:00Z", "updatedAt": "2026-11-02T00:00:00Z"}`,
+		`{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
+		  "threshold": 3, "retryTimeoutMs": 5000, "expiresAt": null}`,
+		`{"name": "orders-per-user", "kind": "hotspot", "resource": "orders", "paramKey": "user",
+		  "threshold": 2, "specificItems": {"vip": 20}}`,
+		`{"name": "pay-origins", "kind": "authority", "resource": "pay", "strategy": "deny", "origins": ["bot"]}`,
+		`{"name": "off", "kind": "flow", "resource": "reports", "enabled": false, "threshold": 1}`,
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ResourceRules{
+		Resources: []string{"orders", "pay"},
+		Flow: []FlowRule{{Name: "orders-qps", Resource: "orders", Mode: ModeShadow, Threshold: 10,
+			StatIntervalMs: 2000, Metric: MetricQPS, ControlBehavior: BehaviorReject, ExpiresAtMs: 1796083200000}},
+		CircuitBreakers: []CircuitBreakerRule{{Name: "pay-errors", Resource: "pay", Strategy: StrategyErrorCount,
+			Threshold: 3, RetryTimeoutMs: 5000}},
+		Hotspot: []HotspotRule{{Name: "orders-per-user", Resource: "orders", ParamKey: "user", Threshold: 2,
+			SpecificItems: map[string]float64{"vip": 20}}},
+		Authority: []AuthorityRule{{Name: "pay-origins", Resource: "pay", Strategy: AuthorityDeny, Origins: []string{"bot"}}},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %+v\nwant %+v", got, want)
+	}
+	e := New(Options{Clock: NewManualClock(0)})
+	defer e.Close()
+	if err := e.LoadResourceRules(got); err != nil {
+		t.Fatalf("the decoded rules do not load: %v", err)
+	}
+}
+
+func TestDecodeRulesRefusesBadRules(t *testing.T) {
+	tests := []struct {
+		name string
+		rule string
+		want []FieldError
+	}{
+		{"not an object", `[1]`, []FieldError{{"rules[0]", "must be a JSON object"}}},
+		{"unknown kind", `{"kind": "system", "resource": "x"}`,
+			[]FieldError{{"rules[0].kind", `is "system", not one of flow, circuitBreaker, hotspot, authority`}}},
+		{"another kind's field", `{"kind": "flow", "resource": "x", "threshold": 1, "retryTimeoutMs": 5}`,
+			[]FieldError{{"rules[0].retryTimeoutMs", "is not a field of kind flow"}}},
+		{"wrong type", `{"kind": "flow", "resource": "x", "threshold": "ten"}`,
+			[]FieldError{{"rules[0].threshold", "must be of type number"}}},
+		{"wrong envelope type", `{"kind": "flow", "resource": "x", "threshold": 1, "enabled": "yes"}`,
+			[]FieldError{{"rules[0].enabled", "has the wrong JSON type"}}},
+		{"out of range", `{"kind": "flow", "resource": "x", "threshold": -1}`,
+			[]FieldError{{"rules[0].threshold", "must be >= 0"}}},
+		{"bad expiresAt", `{"kind": "authority", "resource": "x", "strategy": "deny", "origins": ["a"], "expiresAt": "tomorrow"}`,
+			[]FieldError{{"rules[0].expiresAt", "must be an RFC 3339 time"}}},
+		{"the engine's name of expiresAt", `{"kind": "flow", "resource": "x", "threshold": 1, "expiresAtMs": 5}`,
+			[]FieldError{{"rules[0].expiresAtMs", "is not a field of kind flow"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			set, err := DecodeRules(rawRules(tt.rule))
+			var invalid *ValidationError
+			if !errors.As(err, &invalid) {
+				t.Fatalf("got %+v, %v; want a *ValidationError", set, err)
+			}
+			if !reflect.DeepEqual(invalid.Fields, tt.want) {
+				t.Fatalf("got %v, want %v", invalid.Fields, tt.want)
+			}
+		})
+	}
+}
+
+func TestDecodeRulesRefusesTheWholeSet(t *testing.T) {
+	set, err := DecodeRules(rawRules(
+		`{"kind": "flow", "resource": "good", "threshold": 1}`,
+		`{"kind": "flow", "resource": "bad", "threshold": -1}`,
+	))
+	if err == nil || !reflect.DeepEqual(set, ResourceRules{}) {
+		t.Fatalf("got %+v, %v; want no rule and an error", set, err)
+	}
+}
