@@ -196,14 +196,14 @@ func (r *Resource) realNowMs(nowMs int64) int64 {
 // blocks, the clock tells when the reading of the pass that must leave
 // was replaced, and that pass happened before then.
 func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, intervalMs int64) bool {
-	if log.Admits(total, count, capacity, nowMs-intervalMs-r.slackMs(intervalMs)) {
+	atMs, known := log.FreeAtMs(total, count, capacity)
+	switch {
+	case !known:
+		return false
+	case atMs <= nowMs-intervalMs-r.slackMs(intervalMs):
 		return true
 	}
-	if r.realClock == nil {
-		return false
-	}
-	atMs, known := log.FreeAtMs(total, count, capacity)
-	return known && atMs <= nowMs-intervalMs+r.realClock.SlackMs(0) && r.realClock.ReplacedBy(atMs, intervalMs)
+	return r.realClock != nil && atMs <= nowMs-intervalMs+r.realClock.SlackMs(0) && r.realClock.ReplacedBy(atMs, intervalMs)
 }
 
 // recordPass records count passes at nowMs, which happen at markMs (a
