@@ -1,0 +1,206 @@
+// Command sluice-example is a small shop service that Sluice protects the
+// way a fleet's services are protected: it embeds the engine
+// (engine/remote), takes its rules from a Sluice server, guards its HTTP
+// routes with the net/http middleware and reports its traffic back. Run a
+// few of them against one server and the console shows a fleet.
+//
+// Usage:
+//
+//	sluice-example [-addr 127.0.0.1:8090] [-server http://127.0.0.1:8080]
+//	               [-token TOKEN] [-app shop] [-cache-dir DIR] [-traffic N]
+//
+// The token (or $SLUICE_TOKEN) is an API token of role instance. Routes:
+// GET /orders, GET /orders/{id}, POST /checkout, each a resource named by
+// method and pattern ("GET /orders/{id}"), with the params "header:X-User"
+// and "ip" and the origin from the X-Origin header; GET /sluice/state
+// answers the remote engine's state as JSON. With -traffic N the service
+// calls its own routes N times a second as users user-0 … user-19, so that
+// its rules have traffic to act on.
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/sluicehq/sluice/engine/middleware/nethttp"
+	"github.com/sluicehq/sluice/engine/remote"
+)
+
+// version is the service's version, shown in the server's instance list.
+const version = "1.0.0"
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "sluice-example:", err)
+		os.Exit(1)
+	}
+}
+
+// config is what the flags say.
+type config struct {
+	addr, server, token, app, cacheDir, instanceID string
+	traffic                                        float64
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("sluice-example", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8090", "address to serve on")
+	fs.StringVar(&cfg.server, "server", cmp.Or(os.Getenv("SLUICE_SERVER"), "http://127.0.0.1:8080"), "the Sluice server (default $SLUICE_SERVER)")
+	fs.StringVar(&cfg.token, "token", os.Getenv("SLUICE_TOKEN"), "an API token of role instance (default $SLUICE_TOKEN)")
+	fs.StringVar(&cfg.app, "app", "shop", "the app whose rules this service runs")
+	fs.StringVar(&cfg.cacheDir, "cache-dir", "", "where the last good rules are kept (default: the user cache directory)")
+	fs.StringVar(&cfg.instanceID, "instance-id", "", "this process's id in the instance list (default: hostname-pid)")
+	fs.Float64Var(&cfg.traffic, "traffic", 0, "calls a second the service sends to its own routes")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.traffic < 0 {
+		return cfg, errors.New("-traffic must not be negative")
+	}
+	if cfg.cacheDir == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			return cfg, fmt.Errorf("no -cache-dir and no user cache directory: %w", err)
+		}
+		cfg.cacheDir = filepath.Join(dir, "sluice-example", cfg.app)
+	}
+	return cfg, nil
+}
+
+func run(args []string, stderr io.Writer) error {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if err := os.MkdirAll(cfg.cacheDir, 0o700); err != nil {
+		return err
+	}
+	client, err := remote.New(remote.Config{
+		ServerURL: cfg.server, Token: cfg.token, App: cfg.app, CacheDir: cfg.cacheDir,
+		InstanceID: cfg.instanceID, Version: version, Logger: logger,
+	})
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := client.Start(ctx); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		client.Close()
+		return err
+	}
+	srv := &http.Server{Handler: routes(client), ReadHeaderTimeout: 5 * time.Second}
+	logger.Info("serving", "addr", ln.Addr().String(), "app", cfg.app, "server", cfg.server)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	if cfg.traffic > 0 {
+		go drive(ctx, "http://"+ln.Addr().String(), cfg.traffic)
+	}
+	select {
+	case err = <-served:
+	case <-ctx.Done():
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = srv.Shutdown(shutdown)
+		cancel()
+	}
+	// Close posts the current minute, so a stopped instance's traffic is
+	// in the history too.
+	return errors.Join(err, client.Close())
+}
+
+// routes is the shop's handler: its routes guarded by the client's engine,
+// and its state beside them.
+func routes(client *remote.Client) http.Handler {
+	shop := http.NewServeMux()
+	shop.HandleFunc("GET /orders", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"orders": []int{1, 2, 3}})
+	})
+	shop.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id")})
+	})
+	shop.HandleFunc("POST /checkout", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusCreated, map[string]any{"status": "paid"})
+	})
+	guard := nethttp.Guard(client.Engine(),
+		nethttp.WithOrigin(nethttp.Header("X-Origin")),
+		nethttp.WithParam(nethttp.Header("X-User")),
+		nethttp.WithParam(nethttp.ClientIP()),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/", guard(shop))
+	mux.HandleFunc("GET /sluice/state", func(w http.ResponseWriter, _ *http.Request) {
+		s := client.State()
+		lastError := ""
+		if s.LastError != nil {
+			lastError = s.LastError.Error()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"revision": s.Revision, "hasRules": s.HasRules, "fromCache": s.FromCache,
+			"lastSync": s.LastSync, "lastReport": s.LastReport, "lastError": lastError,
+			"bufferedMinutes": s.BufferedMinutes, "droppedMinutes": s.DroppedMinutes,
+		})
+	})
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body) // an error means the client is gone
+}
+
+// drive calls the shop's routes perSecond times a second until ctx ends,
+// as one of twenty users each time.
+func drive(ctx context.Context, base string, perSecond float64) {
+	client := &http.Client{Timeout: 5 * time.Second}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		method, path := http.MethodGet, fmt.Sprintf("/orders/%d", rand.IntN(100))
+		switch rand.IntN(10) {
+		case 0:
+			path = "/orders"
+		case 1:
+			method, path = http.MethodPost, "/checkout"
+		}
+		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+		if err != nil {
+			return
+		}
+		req.Header.Set("X-User", fmt.Sprintf("user-%d", rand.IntN(20)))
+		go func() {
+			if resp, err := client.Do(req); err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+}
