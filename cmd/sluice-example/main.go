@@ -9,25 +9,21 @@
 //	sluice-example [-addr 127.0.0.1:8090] [-server http://127.0.0.1:8080]
 //	               [-token TOKEN] [-app shop] [-cache-dir DIR] [-traffic N]
 //
-// The token (or $SLUICE_TOKEN) is an API token of role instance. Routes:
-// GET /orders, GET /orders/{id}, POST /checkout, each a resource named by
-// method and pattern ("GET /orders/{id}"), with the params "header:X-User"
-// and "ip" and the origin from the X-Origin header; GET /sluice/state
-// answers the remote engine's state as JSON. With -traffic N the service
-// calls its own routes N times a second as users user-0 … user-19, so that
-// its rules have traffic to act on.
+// The token (or $SLUICE_TOKEN) is an API token of role instance. The
+// routes are package shop's (server/demo/shop): GET /orders,
+// GET /orders/{id} and POST /checkout, guarded, and GET /sluice/state.
+// With -traffic N the service calls its own routes N times a second, so
+// that its rules have traffic to act on.
 package main
 
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -36,8 +32,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sluicehq/sluice/engine/middleware/nethttp"
 	"github.com/sluicehq/sluice/engine/remote"
+	"github.com/sluicehq/sluice/server/demo/shop"
 )
 
 // version is the service's version, shown in the server's instance list.
@@ -112,12 +108,12 @@ func run(args []string, stderr io.Writer) error {
 		client.Close()
 		return err
 	}
-	srv := &http.Server{Handler: routes(client), ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: shop.Handler(client), ReadHeaderTimeout: 5 * time.Second}
 	logger.Info("serving", "addr", ln.Addr().String(), "app", cfg.app, "server", cfg.server)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.traffic > 0 {
-		go drive(ctx, "http://"+ln.Addr().String(), cfg.traffic)
+		go shop.Drive(ctx, "http://"+ln.Addr().String(), cfg.traffic)
 	}
 	select {
 	case err = <-served:
@@ -129,78 +125,4 @@ func run(args []string, stderr io.Writer) error {
 	// Close posts the current minute, so a stopped instance's traffic is
 	// in the history too.
 	return errors.Join(err, client.Close())
-}
-
-// routes is the shop's handler: its routes guarded by the client's engine,
-// and its state beside them.
-func routes(client *remote.Client) http.Handler {
-	shop := http.NewServeMux()
-	shop.HandleFunc("GET /orders", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"orders": []int{1, 2, 3}})
-	})
-	shop.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"id": r.PathValue("id")})
-	})
-	shop.HandleFunc("POST /checkout", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusCreated, map[string]any{"status": "paid"})
-	})
-	guard := nethttp.Guard(client.Engine(),
-		nethttp.WithOrigin(nethttp.Header("X-Origin")),
-		nethttp.WithParam(nethttp.Header("X-User")),
-		nethttp.WithParam(nethttp.ClientIP()),
-	)
-	mux := http.NewServeMux()
-	mux.Handle("/", guard(shop))
-	mux.HandleFunc("GET /sluice/state", func(w http.ResponseWriter, _ *http.Request) {
-		s := client.State()
-		lastError := ""
-		if s.LastError != nil {
-			lastError = s.LastError.Error()
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"revision": s.Revision, "hasRules": s.HasRules, "fromCache": s.FromCache,
-			"lastSync": s.LastSync, "lastReport": s.LastReport, "lastError": lastError,
-			"bufferedMinutes": s.BufferedMinutes, "droppedMinutes": s.DroppedMinutes,
-		})
-	})
-	return mux
-}
-
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body) // an error means the client is gone
-}
-
-// drive calls the shop's routes perSecond times a second until ctx ends,
-// as one of twenty users each time.
-func drive(ctx context.Context, base string, perSecond float64) {
-	client := &http.Client{Timeout: 5 * time.Second}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / perSecond))
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		method, path := http.MethodGet, fmt.Sprintf("/orders/%d", rand.IntN(100))
-		switch rand.IntN(10) {
-		case 0:
-			path = "/orders"
-		case 1:
-			method, path = http.MethodPost, "/checkout"
-		}
-		req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
-		if err != nil {
-			return
-		}
-		req.Header.Set("X-User", fmt.Sprintf("user-%d", rand.IntN(20)))
-		go func() {
-			if resp, err := client.Do(req); err == nil {
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-			}
-		}()
-	}
 }
