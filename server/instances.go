@@ -34,7 +34,7 @@ var appPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)
 // InstanceReport is an instance's heartbeat and traffic, posted at most
 // every second.
 type InstanceReport struct {
-	Instance ReportingInstance `json:"instance"`
+	Instance ReportingInstance `json:"instance" validate:"required"`
 	// Minutes are finished minutes, each sent until one report of it is
 	// answered 204; a minute of a resource reported twice counts once.
 	Minutes []ReportedMinute `json:"minutes"`
