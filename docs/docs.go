@@ -1640,7 +1640,7 @@ const docTemplate = `{
                     },
                     {
                         "type": "string",
-                        "description": "the revision the caller has, as the ETag it was given: \\",
+                        "description": "the revision the caller has, the ETag it was given (quoted, bare or weak)",
                         "name": "If-None-Match",
                         "in": "header"
                     }
@@ -1654,7 +1654,7 @@ const docTemplate = `{
                         "headers": {
                             "ETag": {
                                 "type": "string",
-                                "description": "the revision, \\\"42\\"
+                                "description": "the revision, quoted"
                             }
                         }
                     },
@@ -1663,7 +1663,7 @@ const docTemplate = `{
                         "headers": {
                             "ETag": {
                                 "type": "string",
-                                "description": "the revision, \\\"42\\"
+                                "description": "the revision, quoted"
                             }
                         }
                     },

@@ -48,10 +48,10 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //	@Produce		json
 //	@Param			app				query		string	false	"the instances' app: ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"
 //	@Param			wait			query		string	false	"how long to hold the request while If-None-Match names the current revision: a Go duration (30s, 1m, 500ms) or whole seconds (30); at most 60s; default 0, answer at once"
-//	@Param			If-None-Match	header		string	false	"the revision the caller has, as the ETag it was given: \"42\" (42 and W/\"42\" are accepted too)"
+//	@Param			If-None-Match	header		string	false	"the revision the caller has, the ETag it was given (quoted, bare or weak)"
 //	@Success		200				{object}	RuleSnapshot
 //	@Success		304				"the revision named in If-None-Match is still the current one"
-//	@Header			200,304			{string}	ETag	"the revision, \"42\""
+//	@Header			200,304			{string}	ETag	"the revision, quoted"
 //	@Failure		400				{object}	ErrorResponse	"a bad query parameter (app, wait), named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"neither an instance token nor a viewer or above"
