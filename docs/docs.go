@@ -518,6 +518,140 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/instances": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Every instance that reported within the metrics retention, by id, with its state: live while it reports, stale after 10 s without a report, gone after 5 min.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "instances"
+                ],
+                "summary": "List instances",
+                "operationId": "listInstances",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "only this app's instances",
+                        "name": "app",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.InstanceList"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter (app), named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "an instance token",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/instances/report": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Tokens of role instance may post it; so may editors and admins.",
+                "consumes": [
+                    "application/json"
+                ],
+                "tags": [
+                    "instances"
+                ],
+                "summary": "Report an instance's heartbeat and traffic",
+                "operationId": "reportInstance",
+                "parameters": [
+                    {
+                        "description": "the instance, its finished minutes and its live figures",
+                        "name": "report",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.InstanceReport"
+                        }
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "neither an instance token nor an editor or above",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details (minutes[3].time)",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/me": {
             "get": {
                 "security": [
@@ -930,6 +1064,12 @@ const docTemplate = `{
                         "description": "step",
                         "name": "step",
                         "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "only what the instance of this id reported (GET /instances); absent: the sum over the server's own engine and every instance",
+                        "name": "instance",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -952,7 +1092,7 @@ const docTemplate = `{
                         }
                     },
                     "404": {
-                        "description": "the resource was never seen",
+                        "description": "the resource was never seen, or no instance has that id",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1456,6 +1596,91 @@ const docTemplate = `{
                     },
                     "422": {
                         "description": "bad rules, each field named as rules[i].field",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/rules/snapshot": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The rules an engine of app must run: the enabled rules that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "instances"
+                ],
+                "summary": "Rule snapshot for instances",
+                "operationId": "getRuleSnapshot",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "the instances' app: ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$",
+                        "name": "app",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "how long to hold the request while If-None-Match names the current revision: a Go duration (30s, 1m, 500ms) or whole seconds (30); at most 60s; default 0, answer at once",
+                        "name": "wait",
+                        "in": "query"
+                    },
+                    {
+                        "type": "string",
+                        "description": "the revision the caller has, the ETag it was given (quoted, bare or weak)",
+                        "name": "If-None-Match",
+                        "in": "header"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleSnapshot"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the revision, quoted"
+                            }
+                        }
+                    },
+                    "304": {
+                        "description": "the revision named in If-None-Match is still the current one",
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the revision, quoted"
+                            }
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter (app, wait), named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "neither an instance token nor a viewer or above",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2705,7 +2930,8 @@ const docTemplate = `{
                     "enum": [
                         "admin",
                         "editor",
-                        "viewer"
+                        "viewer",
+                        "instance"
                     ],
                     "example": "editor"
                 }
@@ -3143,6 +3369,87 @@ const docTemplate = `{
                 }
             }
         },
+        "server.InstanceItem": {
+            "type": "object",
+            "properties": {
+                "app": {
+                    "type": "string",
+                    "example": "orders"
+                },
+                "firstSeen": {
+                    "type": "string"
+                },
+                "hostname": {
+                    "type": "string",
+                    "example": "orders-7f9c4d-xk2lp"
+                },
+                "id": {
+                    "type": "string",
+                    "example": "orders-7f9c4d-xk2lp"
+                },
+                "lastSeen": {
+                    "type": "string"
+                },
+                "pid": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "rulesRevision": {
+                    "type": "integer",
+                    "example": 42
+                },
+                "state": {
+                    "description": "State is live while it reports, stale after 10 s without a report,\ngone after 5 min.",
+                    "type": "string",
+                    "enum": [
+                        "live",
+                        "stale",
+                        "gone"
+                    ],
+                    "example": "live"
+                },
+                "version": {
+                    "type": "string",
+                    "example": "1.4.2"
+                }
+            }
+        },
+        "server.InstanceList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.InstanceItem"
+                    }
+                }
+            }
+        },
+        "server.InstanceReport": {
+            "type": "object",
+            "required": [
+                "instance"
+            ],
+            "properties": {
+                "instance": {
+                    "$ref": "#/definitions/server.ReportingInstance"
+                },
+                "live": {
+                    "description": "Live is the instance's live view: the resources with traffic or\ncalls in flight in the last second. It replaces the last report's.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedLive"
+                    }
+                },
+                "minutes": {
+                    "description": "Minutes are finished minutes, each sent until one report of it is\nanswered 204; a minute of a resource reported twice counts once.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedMinute"
+                    }
+                }
+            }
+        },
         "server.LoginRequest": {
             "type": "object",
             "properties": {
@@ -3385,6 +3692,136 @@ const docTemplate = `{
                 "resource": {
                     "type": "string",
                     "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.ReportedLive": {
+            "type": "object",
+            "required": [
+                "resource"
+            ],
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
+                },
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
+                },
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
+                }
+            }
+        },
+        "server.ReportedMinute": {
+            "type": "object",
+            "required": [
+                "resource",
+                "time"
+            ],
+            "properties": {
+                "block": {
+                    "type": "integer",
+                    "example": 180
+                },
+                "complete": {
+                    "type": "integer",
+                    "example": 7190
+                },
+                "error": {
+                    "type": "integer",
+                    "example": 40
+                },
+                "maxConcurrency": {
+                    "type": "integer"
+                },
+                "maxRtMs": {
+                    "type": "integer"
+                },
+                "minRtMs": {
+                    "description": "MinRtMs is the fastest completed call; it means nothing while\nComplete is 0.",
+                    "type": "integer"
+                },
+                "pass": {
+                    "type": "integer",
+                    "example": 7200
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rtSumMs": {
+                    "type": "integer"
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "example": 0
+                },
+                "time": {
+                    "description": "Time is the minute's start, a whole UTC minute.",
+                    "type": "string",
+                    "example": "2026-11-24T10:15:00Z"
+                }
+            }
+        },
+        "server.ReportingInstance": {
+            "type": "object",
+            "required": [
+                "id"
+            ],
+            "properties": {
+                "app": {
+                    "description": "App is the app it runs, whose rules it takes; optional.",
+                    "type": "string",
+                    "example": "orders"
+                },
+                "hostname": {
+                    "description": "Hostname is at most 255 characters.",
+                    "type": "string",
+                    "example": "orders-7f9c4d-xk2lp"
+                },
+                "id": {
+                    "description": "ID is the instance's own id, unique in the fleet: 1 to 128\ncharacters, no control characters.",
+                    "type": "string",
+                    "example": "orders-7f9c4d-xk2lp"
+                },
+                "pid": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "rulesRevision": {
+                    "description": "RulesRevision is the snapshot revision the instance runs.",
+                    "type": "integer",
+                    "example": 42
+                },
+                "version": {
+                    "description": "Version is the app's version, at most 64 characters.",
+                    "type": "string",
+                    "example": "1.4.2"
                 }
             }
         },
@@ -3867,6 +4304,23 @@ const docTemplate = `{
                 }
             }
         },
+        "server.RuleSnapshot": {
+            "type": "object",
+            "properties": {
+                "revision": {
+                    "description": "Revision grows with every rule change, of any rule; it is also the\nanswer's ETag.",
+                    "type": "integer",
+                    "example": 42
+                },
+                "rules": {
+                    "description": "Rules are the enabled, unexpired rules, by id, as GET /rules shows\nthem.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.Rule"
+                    }
+                }
+            }
+        },
         "server.SentinelFlowRule": {
             "type": "object",
             "properties": {
@@ -4019,11 +4473,13 @@ const docTemplate = `{
                     "example": "ci-deploy"
                 },
                 "role": {
+                    "description": "Role instance may only read the rule snapshot and post instance\nreports: the token an app process that embeds the engine is given.",
                     "type": "string",
                     "enum": [
                         "admin",
                         "editor",
-                        "viewer"
+                        "viewer",
+                        "instance"
                     ],
                     "example": "editor"
                 }

@@ -23,6 +23,20 @@ var (
 	admins  = role(roleAdmin)
 )
 
+// instancesOr is the access of the routes instances use (reading the
+// rule snapshot, posting reports): a token of role instance may, and any
+// other principal needs what need asks. No other route names the role, so
+// an instance token can do nothing else: a fleet's baked-in token can
+// never change a rule.
+func instancesOr(need access) access {
+	return func(c *fiber.Ctx) string {
+		if p := principalOf(c); p != nil && p.role == roleInstance {
+			return roleInstance
+		}
+		return need(c)
+	}
+}
+
 // editorsOrPlans is the access of apply and import: writing needs an
 // editor, but a dry run only answers the plan and changes nothing, so a
 // viewer may ask for it (a pull request's pipeline needs no secret that

@@ -54,6 +54,17 @@ var routePolicy = map[string]string{
 	"GET /api/v1/metrics/top":             roleViewer,
 	"GET /api/v1/metrics/history-steps":   roleViewer,
 	"GET /api/v1/metrics/stream":          roleViewer,
+	"GET /api/v1/rules/snapshot":          roleViewer,
+	"POST /api/v1/instances/report":       roleEditor,
+	"GET /api/v1/instances":               roleViewer,
+}
+
+// instanceRoutes are the routes a token of role instance may use besides
+// the roles routePolicy gives (API.md, "Instances"): every other answers
+// it 403.
+var instanceRoutes = map[string]bool{
+	"GET /api/v1/rules/snapshot":    true,
+	"POST /api/v1/instances/report": true,
 }
 
 // walkPassword is the password of the users the walk logs in as.
@@ -153,6 +164,10 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		"GET /api/v1/metrics/top":             fixed("/api/v1/metrics/top", "", ""),
 		"GET /api/v1/metrics/history-steps":   fixed("/api/v1/metrics/history-steps", "", ""),
 		"GET /api/v1/metrics/stream":          fixed("/api/v1/metrics/stream", "", ""),
+		"GET /api/v1/rules/snapshot":          fixed("/api/v1/rules/snapshot", "", ""),
+		"POST /api/v1/instances/report": fixed("/api/v1/instances/report", "",
+			`{"instance":{"id":"walk"},"minutes":[{"resource":"walk","time":"2026-11-20T14:00:00Z","pass":1}],"live":[{"resource":"walk","passQps":1}]}`),
+		"GET /api/v1/instances": fixed("/api/v1/instances", "", ""),
 	}
 }
 
@@ -247,9 +262,10 @@ func rawRequest(t *testing.T, addr, method, target string, header http.Header, b
 // TestNoSpellingGivesARoleMore walks every registered /api/v1 route with
 // every spelling of its path, as every role, by token and by session: no
 // spelling but the route's own reaches it (never a 2xx, never a 5xx), the
-// route's own answers 403 to the roles below its rule, and the request
-// used succeeds for the role it needs, so the walk's requests are ones a
-// route would have taken.
+// route's own answers 403 to the roles below its rule, an instance token
+// reaches only instanceRoutes (403 everywhere else), and the request used
+// succeeds for the role it needs, so the walk's requests are ones a route
+// would have taken.
 func TestNoSpellingGivesARoleMore(t *testing.T) {
 	n := startAuthNode(t)
 	tokens := map[string]string{roleAdmin: servertest.AdminToken}
@@ -262,6 +278,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 		cookie, csrf := n.login(t, name, walkPassword)
 		sessions[role] = withCookie(cookie, csrf)
 	}
+	tokens[roleInstance], _ = n.newToken(t, "walk-instance", roleInstance, "")
 	fixtures := walkFixtures(t, n)
 
 	seen := map[string]bool{}
@@ -285,7 +302,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 				}
 				return path
 			}
-			var creds []http.Header
+			creds := []http.Header{bearer(tokens[roleInstance])}
 			for _, role := range []string{roleViewer, roleEditor, roleAdmin} {
 				creds = append(creds, bearer(tokens[role]), sessions[role])
 			}
@@ -305,6 +322,12 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 					if status := rawRequest(t, n.Addr, route.Method, target(req.path), h, req.body); status != http.StatusForbidden {
 						t.Errorf("%s (%s): %d, want 403", req.path, describe(h), status)
 					}
+				}
+			}
+			if need != "" {
+				status := rawRequest(t, n.Addr, route.Method, target(req.path), bearer(tokens[roleInstance]), req.body)
+				if ok := status >= 200 && status < 300; instanceRoutes[key] && !ok || !instanceRoutes[key] && status != http.StatusForbidden {
+					t.Errorf("%s as an instance token: %d, want 2xx only on the instances' routes, else 403", req.path, status)
 				}
 			}
 			h := bearer(tokens[need])

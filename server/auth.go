@@ -29,6 +29,11 @@ const (
 	roleAdmin  = "admin"
 )
 
+// roleInstance is the role of the tokens app processes that embed the
+// engine are given: it ranks below every other, so that it reaches only
+// the routes whose access names it (instancesOr), and nothing else.
+const roleInstance = "instance"
+
 var roleRank = map[string]int{roleViewer: 1, roleEditor: 2, roleAdmin: 3}
 
 // Auth defaults.

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 )
 
@@ -66,7 +67,8 @@ type MetricPoint struct {
 }
 
 type resourceHandler struct {
-	metrics *metrics.Pipeline
+	metrics   *metrics.Pipeline
+	instances *instances.Registry
 }
 
 func bindResources(api apiRoutes, h *resourceHandler) {
@@ -128,11 +130,12 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"
 //	@Param			from	query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: 60 steps before to)"
 //	@Param			to		query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
-//	@Param			step	query		string	false	"step"	Enums(1m, 5m, 15m, 1h, 1d)	default(1m)
+//	@Param			step		query		string	false	"step"	Enums(1m, 5m, 15m, 1h, 1d)	default(1m)
+//	@Param			instance	query		string	false	"only what the instance of this id reported (GET /instances); absent: the sum over the server's own engine and every instance"
 //	@Success		200		{object}	MetricHistory
 //	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		404		{object}	ErrorResponse	"the resource was never seen"
+//	@Failure		404		{object}	ErrorResponse	"the resource was never seen, or no instance has that id"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/metrics [get]
@@ -156,7 +159,16 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	if err := checkRange(fromMs, toMs); err != nil {
 		return err
 	}
-	history, err := h.metrics.History(c.UserContext(), name, step, fromMs, toMs)
+	var history metrics.History
+	if instance := c.Query("instance"); instance != "" {
+		key, kerr := h.instances.Key(c.UserContext(), instance)
+		if kerr != nil {
+			return kerr
+		}
+		history, err = h.metrics.InstanceHistory(c.UserContext(), name, key, step, fromMs, toMs)
+	} else {
+		history, err = h.metrics.History(c.UserContext(), name, step, fromMs, toMs)
+	}
 	if err != nil {
 		return err
 	}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
@@ -93,8 +94,8 @@ type Config struct {
 	// PasswordCost is bcrypt's cost for passwords. Optional. Default:
 	// bcrypt.DefaultCost.
 	PasswordCost int
-	// Now tells the time for sessions, tokens and login throttling.
-	// Optional. Default: time.Now, in UTC.
+	// Now tells the time for sessions, tokens, login throttling and the
+	// instances' reports and states. Optional. Default: time.Now, in UTC.
 	Now func() time.Time
 }
 
@@ -112,6 +113,9 @@ type Server struct {
 	metrics       *metrics.Pipeline
 	stream        *streamHub
 	publicMetrics bool
+	instances     *instances.Registry
+	// closing is closed by Shutdown: held snapshot requests answer then.
+	closing chan struct{}
 
 	entries        *entryTable    // the check API's held entries
 	fixedPaths     fixedPaths     // the methods of each API path without parameters
@@ -197,6 +201,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
 		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
 	})
+	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now})
+	s.closing = make(chan struct{})
 	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {
 		s.stream.relayBreakers(cfg.BreakerFeed, cfg.Store, s.logger)
@@ -233,9 +239,11 @@ func (s *Server) routes() {
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
+	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
 	bindRules(api, &ruleHandler{rules: s.rules})
+	bindInstances(api, &instanceHandler{registry: s.instances, metrics: s.metrics})
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
-	bindResources(api, &resourceHandler{metrics: s.metrics})
+	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {
@@ -374,11 +382,15 @@ func (s *Server) Serve(ln net.Listener) error {
 // not written yet, the current partial minute included.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
+	if !s.stopped {
+		close(s.closing)
+	}
 	s.stopped = true
 	listeners := s.listeners
 	s.mu.Unlock()
 
-	// Event streams never end by themselves: end them, or Fiber would
+	// Event streams never end by themselves, and held snapshot requests
+	// only after their wait: end them (closing, above), or Fiber would
 	// wait for them.
 	s.stream.close()
 	err := s.app.ShutdownWithContext(ctx)

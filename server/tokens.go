@@ -18,7 +18,7 @@ import (
 type APIToken struct {
 	ID         int64      `json:"id" example:"7"`
 	Name       string     `json:"name" example:"ci-deploy"`
-	Role       string     `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	Role       string     `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
 	ExpiresAt  *time.Time `json:"expiresAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	CreatedBy  string     `json:"createdBy" example:"alice"`
@@ -45,7 +45,9 @@ type NewAPIToken struct {
 // TokenRequest creates an API token.
 type TokenRequest struct {
 	Name string `json:"name" example:"ci-deploy"`
-	Role string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	// Role instance may only read the rule snapshot and post instance
+	// reports: the token an app process that embeds the engine is given.
+	Role string `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
 	// ExpiresAt is optional: without it the token does not expire.
 	ExpiresAt *time.Time `json:"expiresAt"`
 }
@@ -133,8 +135,8 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 	if n := utf8.RuneCountInString(name); n < 1 || n > 128 {
 		errs = append(errs, FieldError{"name", "is required, at most 128 characters"})
 	}
-	if roleRank[role] == 0 {
-		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer"})
+	if roleRank[role] == 0 && role != roleInstance {
+		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer, instance"})
 	}
 	now := h.auth.cfg.now()
 	t := store.APIToken{Name: name, Role: role, CreatedBy: principalOf(c).actorName(), CreatedAt: now}

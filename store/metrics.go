@@ -171,6 +171,12 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 	for i, d := range deltas {
 		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.Counts}
 	}
+	return addMinuteRows(ctx, tx, minuteRows)
+}
+
+// addMinuteRows adds minute rows to the minute table and every rollup of
+// metricTables within tx.
+func addMinuteRows(ctx context.Context, tx *gorm.DB, minuteRows []countRow) error {
 	if err := upsertCounts(ctx, tx, metricTables[0].name, minuteRows); err != nil {
 		return err
 	}
@@ -341,16 +347,23 @@ func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, 
 			table = t
 		}
 	}
+	return s.metricPoints(ctx, table, "", nil, name, fromMs, toMs, stepMs)
+}
+
+// metricPoints reads the points of the named resource from table's rows
+// that filter (a condition ending in AND, or "") with filterArgs keeps,
+// as ResourceMetrics answers them.
+func (s *Store) metricPoints(ctx context.Context, table metricTable, filter string, filterArgs []any, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
 	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
 	// Rows of the step's own span are the points: nothing to group.
 	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
 			rt_min_ms, rt_max_ms, max_concurrency FROM ` + table.name + `
-		WHERE resource_id = (SELECT id FROM resources WHERE name = ?)
+		WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
 		  AND start_ms >= ? AND start_ms < ?`
-	args := []any{name, fromMs, toMs}
+	args := append(slices.Clone(filterArgs), name, fromMs, toMs)
 	if table.spanMs != stepMs {
 		steps = `SELECT start_ms / ? * ? AS step_ms, ` + countColumns + ` FROM ` + table.name + `
-			WHERE resource_id = (SELECT id FROM resources WHERE name = ?)
+			WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
 			  AND start_ms >= ? AND start_ms < ?
 			GROUP BY step_ms`
 		args = append([]any{stepMs, stepMs}, args...)
@@ -546,8 +559,9 @@ func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string
 	return out, nil
 }
 
-// PruneMetrics deletes the metric rows that start before beforeMs, then
-// the resources last seen before it, in transactions of at most batchRows
+// PruneMetrics deletes the metric rows that start before beforeMs (the
+// instances' own minute rows included), then the instances and the
+// resources last seen before it, in transactions of at most batchRows
 // rows each, so that flushes are never held up for long; a resource that
 // rules name stays, without seen times. A rollup row whose span holds
 // beforeMs keeps the sum of what is left of it, so that every step and
@@ -573,6 +587,14 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 		if err != nil {
 			return deleted, fmt.Errorf("prune %s: %w", t.name, err)
 		}
+	}
+	n, err := s.pruneTable(ctx, instanceMinutes.name, beforeMs, batchRows)
+	deleted += n
+	if err != nil {
+		return deleted, fmt.Errorf("prune %s: %w", instanceMinutes.name, err)
+	}
+	if err := s.db.WithContext(ctx).Where("last_seen_ms < ?", beforeMs).Delete(&Instance{}).Error; err != nil {
+		return deleted, fmt.Errorf("prune instances: %w", err)
 	}
 	if err := s.db.WithContext(ctx).Exec(`UPDATE resources SET first_seen_ms = NULL, last_seen_ms = NULL
 		WHERE last_seen_ms < ? AND rule_count > 0`, beforeMs).Error; err != nil {

@@ -190,13 +190,7 @@ func (b *Backlog) readRing(name string, ring *backlogRing, from int64) ResourceB
 
 // SampleLive records the current second's figures in the backlog.
 func (p *Pipeline) SampleLive() {
-	p.backlog.Record(p.NowMs()/1000, func(add func(string, engine.LiveStats)) {
-		for _, r := range p.engine.Resources() {
-			if l := r.Live(); l != (engine.LiveStats{}) {
-				add(r.Name(), l)
-			}
-		}
-	})
+	p.backlog.Record(p.NowMs()/1000, p.eachLive)
 }
 
 // Backlog is the pipeline's backlog of per-second figures.

@@ -62,6 +62,10 @@ type Pipeline struct {
 	// and the engine's count of created resources just before it.
 	collectedMs      int64
 	collectedCreated int64
+
+	liveMu sync.Mutex // guards instanceLive
+	// instanceLive is the last live figures of each instance, by its id.
+	instanceLive map[string]*instanceLive
 }
 
 type minuteKey struct {
@@ -91,6 +95,7 @@ func New(opts Options) *Pipeline {
 		pending:       map[minuteKey]*store.MinuteDelta{},
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},
+		instanceLive:  map[string]*instanceLive{},
 		backlog:       NewBacklog(BacklogResources),
 	}
 	if p.clock == nil {
@@ -128,15 +133,6 @@ func (p *Pipeline) Collect() {
 		}
 		p.addLocked(nowMs, st.Resource, st.StartMs, firstMs, st.Counts)
 	}
-}
-
-// AddMinute adds counts to the minute of resource that starts at startMs,
-// from a source other than the local engine (an instance's report): they
-// are flushed, totalled and read like the engine's own.
-func (p *Pipeline) AddMinute(resource string, startMs int64, counts engine.Counts) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.addLocked(p.NowMs(), resource, startMs, startMs, counts)
 }
 
 // addLocked adds one minute's delta to the pending batch and the

@@ -82,12 +82,18 @@ type History struct {
 // flushed yet, named by a rule or tracked by the engine) is an
 // UnknownResourceError.
 func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, toMs int64) (History, error) {
+	return p.history(ctx, name, step, fromMs, toMs, p.store.ResourceMetrics)
+}
+
+// history is History with the points read by read.
+func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, toMs int64,
+	read func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error)) (History, error) {
 	fromMs, toMs = floorMs(fromMs, step.Ms), ceilMs(toMs, step.Ms)
 	if points := (toMs - fromMs) / step.Ms; points > MaxHistoryPoints {
 		return History{}, &ParamError{"step", fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
 			points, formatMs(fromMs), formatMs(toMs), MaxHistoryPoints)}
 	}
-	points, err := p.store.ResourceMetrics(ctx, name, fromMs, toMs, step.Ms)
+	points, err := read(ctx, name, fromMs, toMs, step.Ms)
 	if err != nil {
 		return History{}, err
 	}

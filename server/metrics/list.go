@@ -21,8 +21,9 @@ import (
 // in the index; q, a substring, scans the names).
 //
 // The live sorts put first the resources with that live rate, which only
-// the engine knows: they are ranked in memory over the engine's tracked
-// resources, bounded by --max-resources. Every other resource follows by
+// the engine and the reporting instances know: they are ranked in memory
+// over the engine's tracked resources, bounded by --max-resources, and
+// those the instances report. Every other resource follows by
 // name, paged as above with the ranked ones skipped.
 
 // Order is an order of the resource list.
@@ -73,14 +74,11 @@ func (p *Pipeline) ranked(q string, order Order) []liveResource {
 		return nil
 	}
 	var out []liveResource
-	for _, r := range p.engine.Resources() {
-		if !store.NameContains(r.Name(), q) {
-			continue
+	p.eachLive(func(name string, l engine.LiveStats) {
+		if liveRate(order, l) > 0 && store.NameContains(name, q) {
+			out = append(out, liveResource{name: name, live: l})
 		}
-		if l := r.Live(); liveRate(order, l) > 0 {
-			out = append(out, liveResource{name: r.Name(), live: l})
-		}
-	}
+	})
 	slices.SortFunc(out, func(a, b liveResource) int {
 		return cmp.Or(cmp.Compare(liveRate(order, b.live), liveRate(order, a.live)), cmp.Compare(a.name, b.name))
 	})
@@ -249,8 +247,8 @@ func (p *Pipeline) describe(ctx context.Context, names []string, live map[string
 			seen(&it, t.firstSeenMs, t.lastSeenMs)
 		}
 		l, ok := live[name]
-		if r := p.engine.Lookup(name); !ok && r != nil {
-			l = r.Live()
+		if !ok {
+			l = p.liveOf(name)
 		}
 		it.Live = l
 		it.LastMinute = figures[name]

@@ -110,27 +110,6 @@ func TestCountedCallsBecomeMinuteRows(t *testing.T) {
 	}
 }
 
-// TestAddMinuteAddsUpWithTheEngine: a minute added from another source
-// (an instance's report) lands in the same row as the engine's own figures
-// of that minute, and counts in the Prometheus totals like them.
-func TestAddMinuteAddsUpWithTheEngine(t *testing.T) {
-	clock := engine.NewManualClock(t0 + 10_000)
-	p, eng, st := newPipeline(t, clock)
-	calls(t, eng, "orders", 2, 0, 10)
-	p.AddMinute("orders", t0, counts(4, 4, 2, 8, 1, 3))
-	p.AddMinute("reported-only", t0, counts(1, 0, 0, 0, 0, 0))
-	flush(t, p)
-	if got, want := minuteRows(t, st, "orders"), []store.MetricPoint{{StartMs: t0, Counts: counts(6, 6, 2, 28, 1, 10)}}; !reflect.DeepEqual(got, want) {
-		t.Errorf("orders: %+v, want %+v", got, want)
-	}
-	if got := minuteRows(t, st, "reported-only"); len(got) != 1 || got[0].Pass != 1 {
-		t.Errorf("reported-only: %+v, want its one pass", got)
-	}
-	if got := p.totals([]*engine.Resource{eng.Lookup("orders")}); got[0].Pass != 6 || got[0].Error != 2 {
-		t.Errorf("totals of orders %+v, want 6 passes and 2 errors", got[0])
-	}
-}
-
 // TestFailedFlushKeepsThePendingBatch: a flush that cannot write leaves
 // its figures pending, and the next one writes them once.
 func TestFailedFlushKeepsThePendingBatch(t *testing.T) {

@@ -33,6 +33,7 @@ type Service struct {
 	rules      map[int64]Rule
 	named      map[string]int64
 	onResource map[string][]int64
+	watch      watch // the snapshot's revision and its waiters (watch.go)
 }
 
 // Tx is a rule write in progress: the store transaction, the rules as
@@ -121,6 +122,7 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		return domainError(err)
 	}
 	s.record(tx.changed)
+	s.changed(ctx)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)

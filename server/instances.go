@@ -1,0 +1,369 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/instances"
+	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/store"
+)
+
+// Bounds of an instance's report.
+const (
+	// maxReportRows is the most minute rows, and the most live rows, one
+	// report may carry (422 beyond).
+	maxReportRows = 10_000
+	// maxReportAheadMs is how far past the server's clock a reported
+	// minute may start: instances' clocks drift, but not by hours.
+	maxReportAheadMs = store.HourMs
+)
+
+// appPattern is an app's name (API.md, the rule field app).
+var appPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)
+
+// InstanceReport is an instance's heartbeat and traffic, posted at most
+// every second.
+type InstanceReport struct {
+	Instance ReportingInstance `json:"instance" validate:"required"`
+	// Minutes are finished minutes, each sent until one report of it is
+	// answered 204; a minute of a resource reported twice counts once.
+	Minutes []ReportedMinute `json:"minutes"`
+	// Live is the instance's live view: the resources with traffic or
+	// calls in flight in the last second. It replaces the last report's.
+	Live []ReportedLive `json:"live"`
+}
+
+// ReportingInstance is who reports.
+type ReportingInstance struct {
+	// ID is the instance's own id, unique in the fleet: 1 to 128
+	// characters, no control characters.
+	ID string `json:"id" example:"orders-7f9c4d-xk2lp" validate:"required"`
+	// App is the app it runs, whose rules it takes; optional.
+	App string `json:"app" example:"orders"`
+	// Hostname is at most 255 characters.
+	Hostname string `json:"hostname" example:"orders-7f9c4d-xk2lp"`
+	PID      int64  `json:"pid" example:"1"`
+	// Version is the app's version, at most 64 characters.
+	Version string `json:"version" example:"1.4.2"`
+	// RulesRevision is the snapshot revision the instance runs.
+	RulesRevision int64 `json:"rulesRevision" example:"42"`
+}
+
+// ReportedMinute is what an instance's engine counted for one resource in
+// one finished UTC minute.
+type ReportedMinute struct {
+	Resource string `json:"resource" example:"GET:/api/orders" validate:"required"`
+	// Time is the minute's start, a whole UTC minute.
+	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required"`
+	engine.Counts
+}
+
+// ReportedLive is one resource's figures in an instance's last second.
+type ReportedLive struct {
+	Resource string `json:"resource" example:"GET:/api/orders" validate:"required"`
+	engine.LiveStats
+}
+
+// InstanceItem is an instance of the registry.
+type InstanceItem struct {
+	ID            string    `json:"id" example:"orders-7f9c4d-xk2lp"`
+	App           string    `json:"app" example:"orders"`
+	Hostname      string    `json:"hostname" example:"orders-7f9c4d-xk2lp"`
+	PID           int64     `json:"pid" example:"1"`
+	Version       string    `json:"version" example:"1.4.2"`
+	RulesRevision int64     `json:"rulesRevision" example:"42"`
+	FirstSeen     time.Time `json:"firstSeen"`
+	LastSeen      time.Time `json:"lastSeen"`
+	// State is live while it reports, stale after 10 s without a report,
+	// gone after 5 min.
+	State string `json:"state" enums:"live,stale,gone" example:"live"`
+}
+
+// InstanceList is the instances registry.
+type InstanceList struct {
+	Items []InstanceItem `json:"items"`
+}
+
+// instanceHandler answers the instances' routes.
+type instanceHandler struct {
+	registry *instances.Registry
+	metrics  *metrics.Pipeline
+}
+
+func bindInstances(api apiRoutes, h *instanceHandler) {
+	api.post("/instances/report", instancesOr(editors), h.report)
+	api.get("/instances", viewers, h.list)
+}
+
+// report records an instance's heartbeat and adds its traffic to the
+// history and the live figures.
+//
+//	@Summary		Report an instance's heartbeat and traffic
+//	@ID				reportInstance
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Tokens of role instance may post it; so may editors and admins.
+//	@Tags			instances
+//	@Accept			json
+//	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
+//	@Success		204
+//	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403	{object}	ErrorResponse	"neither an instance token nor an editor or above"
+//	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/instances/report [post]
+func (h *instanceHandler) report(c *fiber.Ctx) error {
+	info, minutes, live, err := decodeReport(c.Body(), h.metrics.NowMs())
+	if err != nil {
+		return err
+	}
+	ctx := c.UserContext()
+	key, err := h.registry.Report(ctx, info)
+	if err != nil {
+		return err
+	}
+	if _, err := h.metrics.AddInstanceMinutes(ctx, key, minutes); err != nil {
+		return err
+	}
+	h.metrics.SetInstanceLive(info.ID, live)
+	return c.SendStatus(http.StatusNoContent)
+}
+
+// list answers the instances registry.
+//
+//	@Summary		List instances
+//	@ID				listInstances
+//	@Description	Every instance that reported within the metrics retention, by id, with its state: live while it reports, stale after 10 s without a report, gone after 5 min.
+//	@Tags			instances
+//	@Produce		json
+//	@Param			app	query		string	false	"only this app's instances"
+//	@Success		200	{object}	InstanceList
+//	@Failure		400	{object}	ErrorResponse	"a bad query parameter (app), named in details"
+//	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure		403	{object}	ErrorResponse	"an instance token"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/instances [get]
+func (h *instanceHandler) list(c *fiber.Ctx) error {
+	app, err := appParam(c)
+	if err != nil {
+		return err
+	}
+	all, err := h.registry.List(c.UserContext(), app)
+	if err != nil {
+		return err
+	}
+	items := make([]InstanceItem, len(all))
+	for i, in := range all {
+		items[i] = InstanceItem{
+			ID: in.ID, App: in.App, Hostname: in.Hostname, PID: in.PID, Version: in.Version,
+			RulesRevision: in.RulesRevision, FirstSeen: in.FirstSeen, LastSeen: in.LastSeen, State: in.State,
+		}
+	}
+	return writeJSON(c, http.StatusOK, InstanceList{Items: items})
+}
+
+// appParam reads ?app=, empty or an app's name.
+func appParam(c *fiber.Ctx) (string, error) {
+	app := c.Query("app")
+	if app != "" && !appPattern.MatchString(app) {
+		msg := "must match " + appPattern.String()
+		return "", BadRequest("app "+msg, FieldError{"app", msg})
+	}
+	return app, nil
+}
+
+// decodeReport decodes and validates a report; every bad field is named
+// in the 422. nowMs bounds the minutes' times.
+func decodeReport(body []byte, nowMs int64) (instances.Info, []store.MinuteDelta, map[string]engine.LiveStats, error) {
+	var errs []engine.FieldError
+	o, err := strictjson.ParseBody(body, &errs)
+	if err != nil {
+		return instances.Info{}, nil, nil, errNotJSONObject(err)
+	}
+	var info instances.Info
+	if item, _ := o.Value("instance"); item == nil {
+		o.Fail("instance", "is required: the reporting instance")
+	} else if io, err := strictjson.Parse(item, "instance.", &errs); err != nil {
+		o.Fail("instance", "must be an object")
+	} else {
+		info = decodeReportingInstance(io)
+	}
+	minuteItems := reportRows(o, "minutes")
+	liveItems := reportRows(o, "live")
+	o.Rest(func(string) string { return "" })
+	minutes := make([]store.MinuteDelta, 0, len(minuteItems))
+	for i, item := range minuteItems {
+		path := fmt.Sprintf("minutes[%d]", i)
+		if mo, err := strictjson.Parse(item, path+".", &errs); err != nil {
+			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
+		} else {
+			minutes = append(minutes, decodeReportedMinute(mo, nowMs))
+		}
+	}
+	live := make(map[string]engine.LiveStats, len(liveItems))
+	for i, item := range liveItems {
+		path := fmt.Sprintf("live[%d]", i)
+		lo, err := strictjson.Parse(item, path+".", &errs)
+		if err != nil {
+			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
+			continue
+		}
+		resource, l := decodeReportedLive(lo)
+		if _, twice := live[resource]; twice {
+			lo.Fail("resource", "appears in two live rows")
+		}
+		live[resource] = l
+	}
+	if len(errs) > 0 {
+		return instances.Info{}, nil, nil, ValidationFailed("the report is not valid; nothing was recorded; see details", fieldErrors(errs)...)
+	}
+	return info, minutes, live, nil
+}
+
+// reportRows reads the optional list field name of a report, at most
+// maxReportRows long.
+func reportRows(o *strictjson.Object, name string) []json.RawMessage {
+	v, _ := o.Value(name)
+	if v == nil {
+		return nil
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(v, &items); err != nil {
+		o.Fail(name, "must be a list of objects")
+		return nil
+	}
+	if len(items) > maxReportRows {
+		o.Fail(name, fmt.Sprintf("must hold at most %d rows, not %d: send the rest in another report", maxReportRows, len(items)))
+		return nil
+	}
+	return items
+}
+
+func decodeReportingInstance(o *strictjson.Object) instances.Info {
+	var info instances.Info
+	o.Str("id", &info.ID)
+	if msg := textProblem(info.ID, 1, 128); msg != "" {
+		o.Fail("id", msg)
+	}
+	if o.Str("app", &info.App) && info.App != "" && !appPattern.MatchString(info.App) {
+		o.Fail("app", "must match "+appPattern.String())
+	}
+	o.Str("hostname", &info.Hostname)
+	if msg := textProblem(info.Hostname, 0, 255); msg != "" {
+		o.Fail("hostname", msg)
+	}
+	o.Str("version", &info.Version)
+	if msg := textProblem(info.Version, 0, 64); msg != "" {
+		o.Fail("version", msg)
+	}
+	nonNegative(o, "pid", &info.PID)
+	nonNegative(o, "rulesRevision", &info.RulesRevision)
+	o.Rest(func(string) string { return "" })
+	return info
+}
+
+func decodeReportedMinute(o *strictjson.Object, nowMs int64) store.MinuteDelta {
+	var d store.MinuteDelta
+	before := len(*o.Errs)
+	o.Str("resource", &d.Resource)
+	if len(*o.Errs) == before {
+		if msg := engine.ValidateResourceName(d.Resource); msg != "" {
+			o.Fail("resource", msg)
+		}
+	}
+	var at string
+	o.Str("time", &at)
+	t, err := time.Parse(time.RFC3339, at)
+	switch {
+	case at == "":
+		o.Fail("time", "is required: the minute's start, RFC 3339")
+	case err != nil:
+		o.Fail("time", "must be an RFC 3339 time, such as 2026-11-24T10:15:00Z")
+	case t.UnixMilli()%store.MinuteMs != 0 || t.UnixMilli() < 0:
+		o.Fail("time", "must be the start of a UTC minute, such as 2026-11-24T10:15:00Z")
+	case t.UnixMilli() > nowMs+maxReportAheadMs:
+		o.Fail("time", "is more than an hour ahead of the server's clock")
+	default:
+		d.StartMs = t.UnixMilli()
+	}
+	c := &d.Counts
+	for _, f := range []struct {
+		name string
+		dst  *int64
+	}{
+		{"pass", &c.Pass}, {"block", &c.Block}, {"shadowBlock", &c.ShadowBlock}, {"complete", &c.Complete},
+		{"error", &c.Error}, {"rtSumMs", &c.RtSumMs}, {"minRtMs", &c.MinRtMs}, {"maxRtMs", &c.MaxRtMs},
+		{"maxConcurrency", &c.MaxConcurrency},
+	} {
+		nonNegative(o, f.name, f.dst)
+	}
+	if c.Error > c.Complete {
+		o.Fail("error", "must be at most complete: an errored call is a completed one")
+	}
+	o.Rest(func(string) string { return "" })
+	return d
+}
+
+func decodeReportedLive(o *strictjson.Object) (string, engine.LiveStats) {
+	var resource string
+	var l engine.LiveStats
+	before := len(*o.Errs)
+	o.Str("resource", &resource)
+	if len(*o.Errs) == before {
+		if msg := engine.ValidateResourceName(resource); msg != "" {
+			o.Fail("resource", msg)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		dst  *float64
+	}{
+		{"passQps", &l.PassQps}, {"blockQps", &l.BlockQps}, {"shadowBlockQps", &l.ShadowBlockQps},
+		{"completeQps", &l.CompleteQps}, {"errorQps", &l.ErrorQps}, {"avgRtMs", &l.AvgRtMs},
+	} {
+		if o.Number(f.name, f.dst) && *f.dst < 0 {
+			o.Fail(f.name, "must be >= 0")
+		}
+	}
+	nonNegative(o, "concurrency", &l.Concurrency)
+	o.Rest(func(string) string { return "" })
+	return resource, l
+}
+
+// nonNegative reads the optional whole number name into dst, >= 0.
+func nonNegative(o *strictjson.Object, name string, dst *int64) {
+	before := len(*o.Errs)
+	if o.Integer(name, dst) && len(*o.Errs) == before && *dst < 0 {
+		o.Fail(name, "must be >= 0")
+	}
+}
+
+// textProblem says what is wrong with s as a text of minLen to maxLen
+// characters without control characters, or "".
+func textProblem(s string, minLen, maxLen int) string {
+	if n := utf8.RuneCountInString(s); n < minLen || n > maxLen {
+		if minLen > 0 {
+			return fmt.Sprintf("is required, %d to %d characters", minLen, maxLen)
+		}
+		return fmt.Sprintf("must be at most %d characters", maxLen)
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return "must not hold control characters"
+		}
+	}
+	return ""
+}

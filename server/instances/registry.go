@@ -1,0 +1,190 @@
+package instances
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice/store"
+)
+
+// Defaults of the instances' states (API.md).
+const (
+	// DefaultStaleAfter is how long without a report makes an instance
+	// stale.
+	DefaultStaleAfter = 10 * time.Second
+	// DefaultGoneAfter is how long without a report makes it gone.
+	DefaultGoneAfter = 5 * time.Minute
+	// persistEvery is how stale the stored last report of an instance may
+	// grow before a report writes it again: a restart loses at most this
+	// much of it.
+	persistEvery = 5 * time.Second
+)
+
+// The states of an instance.
+const (
+	StateLive  = "live"
+	StateStale = "stale"
+	StateGone  = "gone"
+)
+
+// Info is what an instance says of itself in each report.
+type Info struct {
+	// ID is the instance's own id, unique in the fleet.
+	ID            string
+	App           string
+	Hostname      string
+	PID           int64
+	Version       string
+	RulesRevision int64
+}
+
+// Instance is an instance as the registry lists it.
+type Instance struct {
+	Info
+	FirstSeen, LastSeen time.Time
+	// State is StateLive, StateStale or StateGone.
+	State string
+}
+
+// Options configures a Registry.
+type Options struct {
+	// Store keeps the registry. Required.
+	Store *store.Store
+	// Now tells the time of reports and states. Optional. Default:
+	// time.Now.
+	Now func() time.Time
+	// StaleAfter and GoneAfter are how long without a report makes an
+	// instance stale and gone. Optional. Defaults: DefaultStaleAfter and
+	// DefaultGoneAfter.
+	StaleAfter, GoneAfter time.Duration
+}
+
+// Registry is the instances registry; it is safe for concurrent use.
+type Registry struct {
+	store                 *store.Store
+	now                   func() time.Time
+	staleAfter, goneAfter time.Duration
+
+	mu sync.Mutex
+	// reported holds, by id, the instances that reported since the
+	// server started, as last reported, with the last report stored.
+	reported    map[string]*reported
+	lastSweepMs int64
+}
+
+// reported is an instance's last report and what the store holds of it.
+type reported struct {
+	row              store.Instance
+	storedLastSeenMs int64
+}
+
+// New returns the registry of opts' store.
+func New(opts Options) *Registry {
+	r := &Registry{
+		store: opts.Store, now: opts.Now,
+		staleAfter: cmp.Or(opts.StaleAfter, DefaultStaleAfter),
+		goneAfter:  cmp.Or(opts.GoneAfter, DefaultGoneAfter),
+		reported:   map[string]*reported{},
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	return r
+}
+
+// Report records that the instance info describes reported now, and
+// returns its key in the store (the key of its metric rows).
+func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
+	nowMs := r.now().UnixMilli()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked(nowMs)
+	last, known := r.reported[info.ID]
+	if known && last.row.App == info.App && last.row.Hostname == info.Hostname && last.row.PID == info.PID &&
+		last.row.Version == info.Version && last.row.RulesRevision == info.RulesRevision &&
+		nowMs-last.storedLastSeenMs < persistEvery.Milliseconds() {
+		last.row.LastSeenMs = max(last.row.LastSeenMs, nowMs)
+		return last.row.ID, nil
+	}
+	row := store.Instance{
+		UID: info.ID, App: info.App, Hostname: info.Hostname, PID: info.PID, Version: info.Version,
+		RulesRevision: info.RulesRevision, FirstSeenMs: nowMs, LastSeenMs: nowMs,
+	}
+	if err := r.store.PutInstance(ctx, &row); err != nil {
+		return 0, err
+	}
+	r.reported[info.ID] = &reported{row: row, storedLastSeenMs: nowMs}
+	return row.ID, nil
+}
+
+// sweepLocked forgets, once per goneAfter, the instances gone whose last
+// report is stored: the store lists them. The caller holds mu.
+func (r *Registry) sweepLocked(nowMs int64) {
+	if nowMs-r.lastSweepMs < r.goneAfter.Milliseconds() {
+		return
+	}
+	r.lastSweepMs = nowMs
+	for id, last := range r.reported {
+		if last.storedLastSeenMs == last.row.LastSeenMs && nowMs-last.row.LastSeenMs >= r.goneAfter.Milliseconds() {
+			delete(r.reported, id)
+		}
+	}
+}
+
+// List returns the instances, by id, with their states; with app set,
+// only that app's.
+func (r *Registry) List(ctx context.Context, app string) ([]Instance, error) {
+	rows, err := r.store.Instances(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	now := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]Instance, len(rows))
+	for i, row := range rows {
+		if last, ok := r.reported[row.UID]; ok && last.row.LastSeenMs > row.LastSeenMs {
+			row.LastSeenMs = last.row.LastSeenMs
+		}
+		out[i] = r.instance(row, now)
+	}
+	return out, nil
+}
+
+// instance is row as listed at now.
+func (r *Registry) instance(row store.Instance, now time.Time) Instance {
+	lastSeen := time.UnixMilli(row.LastSeenMs).UTC()
+	state := StateLive
+	switch silent := now.Sub(lastSeen); {
+	case silent >= r.goneAfter:
+		state = StateGone
+	case silent >= r.staleAfter:
+		state = StateStale
+	}
+	return Instance{
+		Info: Info{
+			ID: row.UID, App: row.App, Hostname: row.Hostname, PID: row.PID, Version: row.Version,
+			RulesRevision: row.RulesRevision,
+		},
+		FirstSeen: time.UnixMilli(row.FirstSeenMs).UTC(), LastSeen: lastSeen, State: state,
+	}
+}
+
+// Key returns the store key of the instance whose id is id; an error
+// wrapping store.ErrNotFound if there is none.
+func (r *Registry) Key(ctx context.Context, id string) (int64, error) {
+	r.mu.Lock()
+	last, ok := r.reported[id]
+	r.mu.Unlock()
+	if ok {
+		return last.row.ID, nil
+	}
+	row, err := r.store.InstanceByUID(ctx, id)
+	if err != nil {
+		return 0, fmt.Errorf("no instance has id %q: %w", id, err)
+	}
+	return row.ID, nil
+}

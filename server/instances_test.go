@@ -1,0 +1,278 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/servertest"
+	"github.com/sluicehq/sluice/store"
+)
+
+const reportPath = "/api/v1/instances/report"
+
+// instanceToken creates a token of role instance as the admin and returns
+// its secret.
+func (ts *testServer) instanceToken(t testing.TB) string {
+	t.Helper()
+	resp, body := ts.Do(t, http.MethodPost, "/api/v1/tokens", strings.NewReader(
+		fmt.Sprintf(`{"name":"fleet-%d","role":"instance"}`, time.Now().UnixNano())))
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create an instance token: %d %s", resp.StatusCode, body)
+	}
+	var created NewAPIToken
+	if err := json.Unmarshal(body, &created); err != nil {
+		t.Fatal(err)
+	}
+	return created.Token
+}
+
+// report posts body as token and returns the status and body.
+func (ts *testServer) report(t testing.TB, token, body string) (*http.Response, []byte) {
+	t.Helper()
+	return ts.DoWith(t, http.MethodPost, reportPath, strings.NewReader(body),
+		http.Header{"Authorization": {"Bearer " + token}, "Content-Type": {"application/json"}})
+}
+
+// minuteReport is a report of instance id with one minute of resource.
+func minuteReport(id, resource string, startMs, pass int64) string {
+	return fmt.Sprintf(`{"instance":{"id":%q,"app":"shop","hostname":"h1","pid":42,"version":"1.0.0","rulesRevision":3},
+		"minutes":[{"resource":%q,"time":%q,"pass":%d,"complete":%d,"rtSumMs":%d,"minRtMs":2,"maxRtMs":9,"maxConcurrency":1}]}`,
+		id, resource, time.UnixMilli(startMs).UTC().Format(time.RFC3339), pass, pass, 5*pass)
+}
+
+// TestInstanceTokenReachesOnlyItsRoutes: a token of role instance reads
+// the snapshot and posts reports, and is refused everything else.
+func TestInstanceTokenReachesOnlyItsRoutes(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	token := ts.instanceToken(t)
+	auth := http.Header{"Authorization": {"Bearer " + token}}
+	if resp, body := ts.DoWith(t, http.MethodGet, snapshotPath, nil, auth); resp.StatusCode != http.StatusOK {
+		t.Errorf("GET snapshot: %d %s, want 200", resp.StatusCode, body)
+	}
+	if resp, body := ts.report(t, token, `{"instance":{"id":"a"}}`); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("POST report: %d %s, want 204", resp.StatusCode, body)
+	}
+	for _, tt := range []struct{ method, path, body string }{
+		{http.MethodPost, "/api/v1/rules", `{"kind":"flow","resource":"r","threshold":1}`},
+		{http.MethodGet, "/api/v1/rules", ""},
+		{http.MethodGet, "/api/v1/rules/export", ""},
+		{http.MethodPost, "/api/v1/rules/apply?dryRun=true", `{"rules":[]}`},
+		{http.MethodGet, "/api/v1/users", ""},
+		{http.MethodGet, "/api/v1/tokens", ""},
+		{http.MethodGet, "/api/v1/me", ""},
+		{http.MethodGet, "/api/v1/instances", ""},
+		{http.MethodGet, "/api/v1/resources", ""},
+		{http.MethodPost, "/api/v1/check", `{"resource":"r"}`},
+	} {
+		resp, body := ts.DoWith(t, tt.method, tt.path, strings.NewReader(tt.body), auth)
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("%s %s as an instance: %d %s, want 403", tt.method, tt.path, resp.StatusCode, body)
+		}
+	}
+}
+
+// TestReportAddsToTheHistory: an instance's minute adds to the server's
+// own traffic of that minute, in every step; a retried report counts
+// once; ?instance= narrows the history to what one instance reported.
+func TestReportAddsToTheHistory(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 10_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	token := n.instanceToken(t)
+	traffic(t, n.Engine, "orders", 3, 0, 4)
+	n.flush(t)
+
+	for _, body := range []string{
+		minuteReport("a", "orders", metricsT0, 5),
+		minuteReport("a", "orders", metricsT0, 5), // a retry
+		minuteReport("b", "orders", metricsT0, 7),
+		minuteReport("b", "fleet-only", metricsT0+store.MinuteMs, 2),
+	} {
+		if resp, got := n.report(t, token, body); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report: %d %s", resp.StatusCode, got)
+		}
+	}
+	hour := rangeQuery(metricsT0, metricsT0+store.HourMs, "1m")
+	for _, tt := range []struct {
+		name, query string
+		want        int64
+	}{
+		{"the sum, by minute", hour, 3 + 5 + 7},
+		{"the sum, by hour", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"), 3 + 5 + 7},
+		{"the sum, by day", rangeQuery(metricsT0, metricsT0+store.HourMs, "1d"), 3 + 5 + 7},
+		{"instance a", hour + "&instance=a", 5},
+		{"instance b, by 5 minutes", rangeQuery(metricsT0, metricsT0+store.HourMs, "5m") + "&instance=b", 7},
+	} {
+		h := n.history(t, "orders", tt.query)
+		if got := passes(h.Points); got != tt.want || len(h.Points) != 1 {
+			t.Errorf("%s: %d passes in %d points, want %d in one", tt.name, got, len(h.Points), tt.want)
+		}
+	}
+	if h := n.history(t, "fleet-only", hour); passes(h.Points) != 2 {
+		t.Errorf("a resource only an instance counted: %+v, want its 2 passes", h.Points)
+	}
+	resp, body := n.call(t, http.MethodGet, "/api/v1/resources/orders/metrics?instance=nobody", nil, nil)
+	wantError(t, resp, body, http.StatusNotFound, "not_found")
+}
+
+// TestReportLiveFigures: an instance's live rows add to the live figures
+// of GET /resources, with the server's own.
+func TestReportLiveFigures(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0 + 10_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	traffic(t, n.Engine, "orders", 2, 0, 4)
+	own := n.Engine.Lookup("orders").Live()
+	body := `{"instance":{"id":"a"},"live":[{"resource":"orders","passQps":10,"concurrency":2},{"resource":"elsewhere","blockQps":4}]}`
+	if resp, got := n.report(t, servertest.AdminToken, body); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("report: %d %s", resp.StatusCode, got)
+	}
+	resp, got := n.call(t, http.MethodGet, "/api/v1/resources?sort=-passQps", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	var list ResourceList
+	if err := json.Unmarshal(got, &list); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]engine.LiveStats{}
+	for _, it := range list.Items {
+		live[it.Name] = it.Live
+	}
+	if o := live["orders"]; o.PassQps != own.PassQps+10 || o.Concurrency != own.Concurrency+2 {
+		t.Errorf("orders live %+v, want the engine's %+v plus the instance's", o, own)
+	}
+	if e, ok := live["elsewhere"]; !ok || e.BlockQps != 4 {
+		t.Errorf("elsewhere live %+v (listed %v), want the instance's 4 blocks a second", e, ok)
+	}
+	if list.Total != int64(len(list.Items)) || list.Total != 2 {
+		t.Errorf("total %d with %d items, want both resources", list.Total, len(list.Items))
+	}
+}
+
+// TestInstancesStates: the registry lists every instance that reported,
+// live, stale after 10 s without a report, gone after 5 min; ?app=
+// narrows it.
+func TestInstancesStates(t *testing.T) {
+	n := startAuthNode(t)
+	token := n.instanceToken(t)
+	for _, body := range []string{
+		`{"instance":{"id":"a","app":"shop","hostname":"h1","pid":7,"version":"1.2.3","rulesRevision":4}}`,
+		`{"instance":{"id":"b","app":"pay"}}`,
+	} {
+		if resp, got := n.report(t, token, body); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report: %d %s", resp.StatusCode, got)
+		}
+	}
+	list := func(query string) map[string]InstanceItem {
+		t.Helper()
+		resp, body := n.Do(t, http.MethodGet, "/api/v1/instances"+query, nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET /instances%s: %d %s", query, resp.StatusCode, body)
+		}
+		var l InstanceList
+		if err := json.Unmarshal(body, &l); err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]InstanceItem{}
+		for _, it := range l.Items {
+			out[it.ID] = it
+		}
+		return out
+	}
+	got := list("")
+	a := got["a"]
+	if len(got) != 2 || a.State != "live" || a.App != "shop" || a.Hostname != "h1" || a.PID != 7 || a.Version != "1.2.3" || a.RulesRevision != 4 {
+		t.Fatalf("instances %+v, want a and b live, a as reported", got)
+	}
+	if shop := list("?app=shop"); len(shop) != 1 || shop["a"].ID != "a" {
+		t.Errorf("?app=shop: %+v, want a only", shop)
+	}
+	for _, step := range []struct {
+		advance time.Duration
+		wantA   string
+		wantB   string
+	}{
+		{9 * time.Second, "live", "live"},
+		{time.Second, "stale", "live"}, // b reports again below
+		{4*time.Minute + 50*time.Second, "gone", "stale"},
+	} {
+		n.clock.Advance(step.advance)
+		if step.wantB == "live" {
+			if resp, body := n.report(t, token, `{"instance":{"id":"b","app":"pay"}}`); resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("report: %d %s", resp.StatusCode, body)
+			}
+		}
+		got := list("")
+		if got["a"].State != step.wantA || got["b"].State != step.wantB {
+			t.Errorf("after %v more: a %s, b %s; want %s, %s", step.advance, got["a"].State, got["b"].State, step.wantA, step.wantB)
+		}
+	}
+	resp, body := n.Do(t, http.MethodGet, "/api/v1/instances?app=Shop", nil)
+	wantError(t, resp, body, http.StatusBadRequest, "bad_request", "app")
+}
+
+// TestReportValidation: a bad report is 422 naming every bad field, and
+// records nothing; one over 1 MiB is 413.
+func TestReportValidation(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	now := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
+	for _, tt := range []struct {
+		body   string
+		fields []string
+	}{
+		{`{}`, []string{"instance"}},
+		{`{"instance":{"id":""}}`, []string{"instance.id"}},
+		{`{"instance":{"id":"a","app":"Shop","pid":-1,"bogus":1}}`, []string{"instance.app", "instance.pid", "instance.bogus"}},
+		{`{"instance":{"id":"a"},"minutes":{}}`, []string{"minutes"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"2026-11-24T10:15:30Z"}]}`, []string{"minutes[0].time"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"r"}]}`, []string{"minutes[0].time"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"2999-01-01T00:00:00Z"}]}`, []string{"minutes[0].time"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"","time":"` + now + `","pass":-1,"error":2,"extra":0}]}`,
+			[]string{"minutes[0].resource", "minutes[0].pass", "minutes[0].error", "minutes[0].extra"}},
+		{`{"instance":{"id":"a"},"minutes":[7]}`, []string{"minutes[0]"}},
+		{`{"instance":{"id":"a"},"live":[{"resource":"r","passQps":-1,"concurrency":1.5},{"resource":"r"}]}`,
+			[]string{"live[0].passQps", "live[0].concurrency", "live[1].resource"}},
+		{`{"instance":{"id":"a"},"minutes":[` + strings.TrimSuffix(strings.Repeat(`{"resource":"r","time":"`+now+`"},`, maxReportRows+1), ",") + `]}`, []string{"minutes"}},
+		{`{"instance":{"id":"a","hostname":"` + strings.Repeat("h", maxBodyBytes) + `"}}`, nil},
+		{`{"instance":{"id":"a"},"live":[` + strings.TrimSuffix(strings.Repeat(`{"resource":"r"},`, maxReportRows+1), ",") + `]}`, []string{"live"}},
+	} {
+		resp, body := ts.report(t, servertest.AdminToken, tt.body)
+		if tt.fields == nil { // over 1 MiB
+			wantError(t, resp, body, http.StatusRequestEntityTooLarge, "payload_too_large")
+			continue
+		}
+		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", tt.fields...)
+	}
+	resp, body := ts.Do(t, http.MethodGet, "/api/v1/instances", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"items":[]`) {
+		t.Errorf("after bad reports only: %d %s, want no instance", resp.StatusCode, body)
+	}
+}
+
+// BenchmarkReport posts a report of one instance with 50 minute rows, each
+// a new minute, and its live rows.
+func BenchmarkReport(b *testing.B) {
+	clock := engine.NewManualClock(metricsT0 + 10_000)
+	ts := startServer(b, func(cfg *Config) { cfg.UnguardedAPI = true }, nil,
+		servertest.DiscardLogs(), servertest.EngineOptions(engine.Options{Clock: clock}))
+	token := ts.instanceToken(b)
+	reports := make([]string, b.N)
+	for i := range reports {
+		var minutes, live []string
+		for r := range 50 {
+			at := time.UnixMilli(metricsT0 - int64(i)*store.MinuteMs).UTC().Format(time.RFC3339)
+			minutes = append(minutes, fmt.Sprintf(`{"resource":"res-%d","time":%q,"pass":10,"complete":10,"rtSumMs":50,"minRtMs":2,"maxRtMs":9,"maxConcurrency":2}`, r, at))
+			live = append(live, fmt.Sprintf(`{"resource":"res-%d","passQps":1}`, r))
+		}
+		reports[i] = `{"instance":{"id":"bench","app":"shop"},"minutes":[` + strings.Join(minutes, ",") + `],"live":[` + strings.Join(live, ",") + `]}`
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if resp, body := ts.report(b, token, reports[i]); resp.StatusCode != http.StatusNoContent {
+			b.Fatalf("report: %d %s", resp.StatusCode, body)
+		}
+	}
+}

@@ -1,0 +1,143 @@
+package metrics
+
+import (
+	"context"
+	"maps"
+	"slices"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
+)
+
+// InstanceLiveMs is how long an instance's live figures count after its
+// report: instances report every second, so a few missed reports leave
+// their traffic in the live figures, and a stopped instance's leaves them
+// soon after.
+const InstanceLiveMs = 3000
+
+// instanceLive is the live figures an instance reported last.
+type instanceLive struct {
+	atMs    int64
+	figures map[string]engine.LiveStats
+}
+
+// AddInstanceMinutes adds the finished minutes an instance reported,
+// instanceID being its registry key, to the history: at once, in the
+// store's summed rows and the instance's own. A minute of a resource the
+// instance reported before (a retry) is counted once. It returns how many
+// minutes were new.
+func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, minutes []store.MinuteDelta) (int, error) {
+	return p.store.AddInstanceMinutes(ctx, instanceID, minutes)
+}
+
+// SetInstanceLive replaces the live figures of instance uid, by resource:
+// the live figures are the engine's plus those of every instance that
+// reported within InstanceLiveMs. A resource with figures is listed from
+// then on, as one the engine counted would be.
+func (p *Pipeline) SetInstanceLive(uid string, figures map[string]engine.LiveStats) {
+	nowMs := p.NowMs()
+	p.liveMu.Lock()
+	p.instanceLive[uid] = &instanceLive{atMs: nowMs, figures: figures}
+	p.liveMu.Unlock()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for name, l := range figures {
+		if l == (engine.LiveStats{}) {
+			continue
+		}
+		tally, known := p.resources[name]
+		if !known {
+			tally = &resourceTally{firstSeenMs: nowMs}
+			p.resources[name] = tally
+			p.unstored[name] = struct{}{}
+		}
+		tally.lastSeenMs = max(tally.lastSeenMs, nowMs)
+	}
+}
+
+// reportedLive sums, by resource, the live figures of the instances that
+// reported within InstanceLiveMs, and forgets the others; nil if none
+// did.
+func (p *Pipeline) reportedLive() map[string]engine.LiveStats {
+	nowMs := p.NowMs()
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	var sums map[string]engine.LiveStats
+	for uid, in := range p.instanceLive {
+		if nowMs-in.atMs > InstanceLiveMs {
+			delete(p.instanceLive, uid)
+			continue
+		}
+		if sums == nil {
+			sums = map[string]engine.LiveStats{}
+		}
+		for name, l := range in.figures {
+			sum := sums[name]
+			addLive(&sum, l)
+			sums[name] = sum
+		}
+	}
+	return sums
+}
+
+// eachLive calls fn with the live figures of every resource with traffic
+// or calls in flight, in the engine or in a reporting instance: the
+// engine's resources first, then those only instances count, by name.
+func (p *Pipeline) eachLive(fn func(name string, live engine.LiveStats)) {
+	reported := p.reportedLive()
+	for _, r := range p.engine.Resources() {
+		l := r.Live()
+		if extra, ok := reported[r.Name()]; ok {
+			addLive(&l, extra)
+			delete(reported, r.Name())
+		}
+		if l != (engine.LiveStats{}) {
+			fn(r.Name(), l)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(reported)) {
+		if l := reported[name]; l != (engine.LiveStats{}) {
+			fn(name, l)
+		}
+	}
+}
+
+// liveOf is the live figures of one resource, the engine's and the
+// reporting instances'.
+func (p *Pipeline) liveOf(name string) engine.LiveStats {
+	var l engine.LiveStats
+	if r := p.engine.Lookup(name); r != nil {
+		l = r.Live()
+	}
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	nowMs := p.NowMs()
+	for _, in := range p.instanceLive {
+		if nowMs-in.atMs <= InstanceLiveMs {
+			addLive(&l, in.figures[name])
+		}
+	}
+	return l
+}
+
+// addLive adds o's figures to l: rates and calls in flight add, the mean
+// response time is weighted by the completions.
+func addLive(l *engine.LiveStats, o engine.LiveStats) {
+	if complete := l.CompleteQps + o.CompleteQps; complete > 0 {
+		l.AvgRtMs = (l.AvgRtMs*l.CompleteQps + o.AvgRtMs*o.CompleteQps) / complete
+	}
+	l.PassQps += o.PassQps
+	l.BlockQps += o.BlockQps
+	l.ShadowBlockQps += o.ShadowBlockQps
+	l.CompleteQps += o.CompleteQps
+	l.ErrorQps += o.ErrorQps
+	l.Concurrency += o.Concurrency
+}
+
+// InstanceHistory is History narrowed to what one instance reported,
+// instanceID being its registry key.
+func (p *Pipeline) InstanceHistory(ctx context.Context, name string, instanceID int64, step Step, fromMs, toMs int64) (History, error) {
+	return p.history(ctx, name, step, fromMs, toMs, func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error) {
+		return p.store.InstanceMetrics(ctx, name, instanceID, fromMs, toMs, stepMs)
+	})
+}

@@ -1,0 +1,146 @@
+package store
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// putInstance records an instance seen at seenMs and returns its key.
+func putInstance(t *testing.T, s *Store, uid string, seenMs int64) int64 {
+	t.Helper()
+	in := Instance{UID: uid, App: "shop", FirstSeenMs: seenMs, LastSeenMs: seenMs}
+	if err := s.PutInstance(t.Context(), &in); err != nil {
+		t.Fatal(err)
+	}
+	return in.ID
+}
+
+// TestPutInstance: an instance is matched by its own id; a later report
+// keeps its key and first seen time and takes the rest.
+func TestPutInstance(t *testing.T) {
+	s, _ := openTestStore(t)
+	key := putInstance(t, s, "a", minute(1))
+	again := Instance{UID: "a", App: "pay", Hostname: "h2", PID: 9, Version: "2", RulesRevision: 5, FirstSeenMs: minute(3), LastSeenMs: minute(3)}
+	if err := s.PutInstance(t.Context(), &again); err != nil {
+		t.Fatal(err)
+	}
+	if again.ID != key || again.FirstSeenMs != minute(1) {
+		t.Errorf("again: key %d first seen %d, want %d and %d", again.ID, again.FirstSeenMs, key, minute(1))
+	}
+	putInstance(t, s, "b", minute(2))
+	all, err := s.Instances(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Instance{ID: key, UID: "a", App: "pay", Hostname: "h2", PID: 9, Version: "2", RulesRevision: 5, FirstSeenMs: minute(1), LastSeenMs: minute(3)}
+	if len(all) != 2 || !reflect.DeepEqual(all[0], want) || all[1].UID != "b" {
+		t.Errorf("instances %+v, want %+v and b", all, want)
+	}
+	if pay, err := s.Instances(t.Context(), "pay"); err != nil || len(pay) != 1 || pay[0].UID != "a" {
+		t.Errorf("app pay: %+v %v, want a", pay, err)
+	}
+	if _, err := s.InstanceByUID(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("an unknown instance: %v, want ErrNotFound", err)
+	}
+}
+
+// TestAddInstanceMinutesCountsEachMinuteOnce: an instance's minutes add to
+// the summed minutes and their rollups, once per instance, resource and
+// minute however often they are reported, and its own rows hold only its
+// figures.
+func TestAddInstanceMinutesCountsEachMinuteOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	addMetrics(t, s, MinuteDelta{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
+	a, b := putInstance(t, s, "a", minute(1)), putInstance(t, s, "b", minute(1))
+	report := []MinuteDelta{
+		{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 10, Complete: 2}, RtSumMs: 8, MinRtMs: 3, MaxRtMs: 5}},
+		{Resource: "orders", StartMs: minute(70), Counts: engine.Counts{Calls: engine.Calls{Pass: 4}}},
+	}
+	for _, tt := range []struct {
+		instance  int64
+		wantAdded int
+		wantPass  int64
+	}{{a, 2, 11}, {a, 0, 11}, {b, 2, 21}} {
+		added, err := s.AddInstanceMinutes(t.Context(), tt.instance, report)
+		if err != nil {
+			t.Fatal(err)
+		}
+		points, err := s.ResourceMetrics(t.Context(), "orders", minute(0), minute(60), MinuteMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if added != tt.wantAdded || len(points) != 1 || points[0].Pass != tt.wantPass {
+			t.Errorf("instance %d: added %d, minutes %+v; want %d added, %d passes", tt.instance, added, points, tt.wantAdded, tt.wantPass)
+		}
+	}
+	assertRollupsSumMinutes(t, sqlDB(t, s), "after the reports")
+	own, err := s.InstanceMetrics(t.Context(), "orders", a, minute(0), minute(120), HourMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []MetricPoint{
+		{StartMs: t0, Counts: report[0].Counts},
+		{StartMs: t0 + HourMs, Counts: report[1].Counts},
+	}
+	if !reflect.DeepEqual(own, want) {
+		t.Errorf("instance a by hour: %+v, want %+v", own, want)
+	}
+}
+
+// TestPruneInstances: retention prunes the instances' own minute rows and
+// the instances last seen before the cut.
+func TestPruneInstances(t *testing.T) {
+	s, _ := openTestStore(t)
+	old, recent := putInstance(t, s, "old", minute(1)), putInstance(t, s, "recent", minute(200))
+	for _, key := range []int64{old, recent} {
+		if _, err := s.AddInstanceMinutes(t.Context(), key, []MinuteDelta{
+			{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
+			{Resource: "orders", StartMs: minute(200), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.PruneMetrics(t.Context(), t0+2*HourMs, 1); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Instances(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 || all[0].UID != "recent" {
+		t.Errorf("instances after the prune: %+v, want recent only", all)
+	}
+	own, err := s.InstanceMetrics(t.Context(), "orders", recent, minute(0), minute(300), MinuteMs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(own) != 1 || own[0].StartMs != minute(200) {
+		t.Errorf("recent's rows after the prune: %+v, want minute 200 only", own)
+	}
+}
+
+// TestRulesRevision: the revision is the last rule revision's id, growing
+// with every write.
+func TestRulesRevision(t *testing.T) {
+	s, _ := openTestStore(t)
+	rev := func() int64 {
+		t.Helper()
+		n, err := s.RulesRevision(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := rev(); got != 0 {
+		t.Fatalf("before any rule: %d, want 0", got)
+	}
+	createRule(t, s, "one")
+	first := rev()
+	createRule(t, s, "two")
+	if second := rev(); first < 1 || second <= first {
+		t.Errorf("revisions %d then %d, want growing from 1", first, second)
+	}
+}
