@@ -117,9 +117,12 @@ func (g *httpGuard) resource(r *http.Request) (res *engine.Resource, pattern str
 		}
 		return g.eng.Resource(name), "", true
 	}
-	pattern = r.Pattern
-	if pattern == "" && g.mux != nil {
+	// A ServeMux the guard wraps routes the request by its own pattern;
+	// r.Pattern, if set, is an outer mux's, which mounted this one.
+	if g.mux != nil {
 		_, pattern = g.mux.Handler(r)
+	} else {
+		pattern = r.Pattern
 	}
 	if pattern == "" {
 		return nil, "", false

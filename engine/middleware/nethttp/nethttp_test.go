@@ -267,3 +267,41 @@ func TestGuardKeepsTheWriterReachable(t *testing.T) {
 		t.Errorf("status %d, body %q; want 200 and chunk", resp.StatusCode, body)
 	}
 }
+
+// TestGuardedMuxMountedUnderAnother guards a mux that an outer mux mounts
+// at "/": the request's Pattern is the outer mux's, and the resource must
+// be named by the route of the mux the guard wraps.
+func TestGuardedMuxMountedUnderAnother(t *testing.T) {
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+	if err := eng.LoadFlowRules([]engine.FlowRule{{Resource: "POST /checkout", Threshold: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	inner := http.NewServeMux()
+	inner.HandleFunc("POST /checkout", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusCreated) })
+	inner.HandleFunc("GET /orders/{id}", func(http.ResponseWriter, *http.Request) {})
+	outer := http.NewServeMux()
+	outer.Handle("/", nethttp.Guard(eng)(inner))
+	srv := httptest.NewServer(outer)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		method, path string
+		want         int
+	}{{"POST", "/checkout", http.StatusTooManyRequests}, {"GET", "/orders/7", http.StatusOK}} {
+		req, err := http.NewRequest(tc.method, srv.URL+tc.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("%s %s = %d, want %d", tc.method, tc.path, resp.StatusCode, tc.want)
+		}
+	}
+	if got := guardtest.StatsOf(eng, "GET /orders/{id}").Pass; got != 1 {
+		t.Errorf("GET /orders/{id} passes = %d, want 1", got)
+	}
+}
