@@ -48,7 +48,7 @@ func BenchmarkReportCycle(b *testing.B) {
 				r.cycle.Lock()
 				r.collect(c.engine, false)
 				batch := r.batch(maxMinutesPerReport)
-				if err := c.encode(batch); err != nil {
+				if err := c.encode(report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)}); err != nil {
 					b.Fatal(err)
 				}
 				r.remove(len(batch), false)

@@ -15,17 +15,22 @@ func (c *Client) cachePath() string {
 	return filepath.Join(c.cfg.CacheDir, "rules-"+c.cfg.App+".json")
 }
 
-// saveCache writes body, a snapshot just loaded, to the cache: to a
-// temporary file first, renamed over the old one, so that a crash leaves
-// the old set or the new one, never half of one.
+// saveCache writes body, a snapshot just loaded, to the cache.
 func (c *Client) saveCache(body []byte) error {
 	if c.cfg.CacheDir == "" {
 		return nil
 	}
-	if err := os.MkdirAll(c.cfg.CacheDir, 0o755); err != nil {
+	return writeAtomically(c.cfg.CacheDir, filepath.Base(c.cachePath()), body)
+}
+
+// writeAtomically writes body to the file name in dir: to a temporary
+// file first, renamed over the old one, so that a crash leaves the old
+// content or the new, never half of it.
+func writeAtomically(dir, name string, body []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(c.cfg.CacheDir, ".rules-*.tmp")
+	tmp, err := os.CreateTemp(dir, ".sluice-*.tmp")
 	if err != nil {
 		return err
 	}
@@ -37,7 +42,7 @@ func (c *Client) saveCache(body []byte) error {
 		err = closeErr
 	}
 	if err == nil {
-		err = os.Rename(tmp.Name(), c.cachePath())
+		err = os.Rename(tmp.Name(), filepath.Join(dir, name))
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
@@ -71,4 +76,56 @@ func (c *Client) loadCache() error {
 	c.inForce(snap.Revision, true)
 	c.logger.Info("sluice remote: cached rules loaded", "app", c.cfg.App, "revision", snap.Revision, "rules", len(snap.Rules))
 	return nil
+}
+
+// unsentPattern matches the files that keep the minutes a closed Client
+// could not report, one per instance: "unsent-<instance id>.json".
+const unsentPattern = "unsent-*.json"
+
+// unsent is what an unsent file keeps: who counted the minutes, and them.
+type unsent struct {
+	Instance reportInstance `json:"instance"`
+	Minutes  []reportMinute `json:"minutes"`
+}
+
+// saveUnsent keeps the minutes Close could not report in the cache
+// directory, so that the next Client on it reports them: a restart while
+// the server is away loses nothing counted. The minutes keep the identity
+// that counted them, so that a retry still counts once.
+func (c *Client) saveUnsent(minutes []reportMinute) error {
+	if c.cfg.CacheDir == "" || len(minutes) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(unsent{Instance: c.identity(), Minutes: minutes})
+	if err != nil {
+		return err
+	}
+	return writeAtomically(c.cfg.CacheDir, "unsent-"+c.cfg.InstanceID+".json", body)
+}
+
+// loadUnsent reads the minutes earlier Clients on the cache directory
+// could not report, by file.
+func (c *Client) loadUnsent() (map[string]unsent, error) {
+	if c.cfg.CacheDir == "" {
+		return nil, nil
+	}
+	paths, err := filepath.Glob(filepath.Join(c.cfg.CacheDir, unsentPattern))
+	if err != nil || len(paths) == 0 {
+		return nil, err
+	}
+	found := make(map[string]unsent, len(paths))
+	var errs []error
+	for _, path := range paths {
+		body, err := os.ReadFile(path)
+		var u unsent
+		if err == nil {
+			err = json.Unmarshal(body, &u)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unsent minutes %s: %w", path, err))
+			continue
+		}
+		found[path] = u
+	}
+	return found, errors.Join(errs...)
 }

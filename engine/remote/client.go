@@ -231,6 +231,13 @@ func (c *Client) Start(ctx context.Context) error {
 	if err := c.loadCache(); err != nil {
 		c.fail(err)
 	}
+	unsent, err := c.loadUnsent()
+	if err != nil {
+		c.fail(err)
+	}
+	c.reports.cycle.Lock()
+	c.reports.unsent = unsent
+	c.reports.cycle.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -258,13 +265,29 @@ func (c *Client) Close() error {
 			ctx, stop := context.WithTimeout(context.Background(), closeReportTimeout)
 			c.closeErr = c.flush(ctx)
 			stop()
-			if buffered, _ := c.reports.counts(); c.closeErr != nil {
-				c.logger.Warn("sluice remote: closed with minutes unreported", "app", c.cfg.App, "minutes", buffered, "error", c.closeErr)
+			if c.closeErr != nil {
+				c.keepUnsent()
 			}
 		}
 		c.engine.Close()
 	})
 	return c.closeErr
+}
+
+// keepUnsent saves the minutes Close could not report for the next Client
+// on the cache directory, or says they are lost.
+func (c *Client) keepUnsent() {
+	r := c.reports
+	r.cycle.Lock()
+	defer r.cycle.Unlock()
+	minutes := r.batch(r.max)
+	if err := c.saveUnsent(minutes); err != nil || c.cfg.CacheDir == "" {
+		c.logger.Warn("sluice remote: closed with minutes unreported", "app", c.cfg.App, "minutes", len(minutes),
+			"error", errors.Join(c.closeErr, err))
+		return
+	}
+	c.logger.Warn("sluice remote: closed with minutes unreported, kept for the next start", "app", c.cfg.App,
+		"minutes", len(minutes), "dir", c.cfg.CacheDir, "error", c.closeErr)
 }
 
 // State returns what the Client knows of its sync and reports now.

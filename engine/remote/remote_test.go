@@ -412,3 +412,37 @@ func TestCloseWithTheServerAwayReturnsTheError(t *testing.T) {
 		t.Fatalf("state %+v, want the unsent minute still counted as buffered", st)
 	}
 }
+
+func TestUnsentMinutesOutliveARestart(t *testing.T) {
+	srv := startTestServer(t)
+	dir := t.TempDir()
+	first, _ := startClient(t, srv.URL(), func(cfg *remote.Config) { cfg.CacheDir, cfg.InstanceID = dir, "shop-1" })
+	made := calls(first.Engine(), "orders", 5)
+	srv.setDown(true)
+	if err := first.Close(); err == nil {
+		t.Fatal("Close reported to a server that is away")
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, "unsent-*.json")); len(files) != 1 {
+		t.Fatalf("unsent files after Close: %v, want one", files)
+	}
+
+	srv.setDown(false)
+	second, _ := startClient(t, srv.URL(), func(cfg *remote.Config) { cfg.CacheDir, cfg.InstanceID = dir, "shop-2" })
+	made += calls(second.Engine(), "orders", 3)
+	eventually(t, "the first instance's minutes arrive", func() bool { return srv.passes("orders") == 5 })
+	if err := second.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := srv.passes("orders"); got != int64(made) {
+		t.Fatalf("server counted %d passes, want all %d made by both processes", got, made)
+	}
+	srv.read(func(s *testServer) {
+		if _, ok := s.instances["shop-1"]; !ok {
+			t.Errorf("the unsent minutes were not reported as the instance that counted them: %v", s.instances)
+		}
+	})
+	if files, _ := filepath.Glob(filepath.Join(dir, "unsent-*.json")); len(files) != 0 {
+		t.Fatalf("unsent files left after they were reported: %v", files)
+	}
+	srv.checkNoMismatch()
+}

@@ -5,9 +5,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -82,6 +85,10 @@ type reporter struct {
 	finished []minuteKey
 	live     []reportLive
 	body     bytes.Buffer
+
+	// unsent are the minutes earlier Clients on the cache directory
+	// could not report, by file. Guarded by cycle.
+	unsent map[string]unsent
 
 	mu      sync.Mutex // guards outbox and dropped; cycle alone changes them
 	outbox  []reportMinute
@@ -224,6 +231,9 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 	if !send {
 		return nil
 	}
+	if err := c.postUnsent(ctx); err != nil {
+		return err
+	}
 	for {
 		if err := c.post(ctx); err != nil {
 			return err
@@ -241,52 +251,95 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 func (c *Client) post(ctx context.Context) error {
 	r := c.reports
 	batch := r.batch(maxMinutesPerReport)
-	if err := c.encode(batch); err != nil {
-		return fmt.Errorf("report: %w", err)
+	refused, err := c.send(ctx, report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)})
+	switch {
+	case refused:
+		r.remove(len(batch), true)
+		return fmt.Errorf("report refused, %d minutes dropped: %w", len(batch), err)
+	case err != nil:
+		return err
+	}
+	r.remove(len(batch), false)
+	c.mu.Lock()
+	c.lastReport = time.Now()
+	c.mu.Unlock()
+	return nil
+}
+
+// postUnsent reports the minutes that earlier Clients on the cache
+// directory could not, as the instances that counted them, and removes
+// each file once the server took (or refused) all of its minutes. The
+// caller holds cycle.
+func (c *Client) postUnsent(ctx context.Context) error {
+	r := c.reports
+	for path, u := range r.unsent {
+		for len(u.Minutes) > 0 {
+			n := min(len(u.Minutes), maxMinutesPerReport)
+			refused, err := c.send(ctx, report{Instance: u.Instance, Minutes: u.Minutes[:n], Live: []reportLive{}})
+			if refused {
+				r.mu.Lock()
+				r.dropped += int64(n)
+				r.mu.Unlock()
+			} else if err != nil {
+				r.unsent[path] = u
+				return fmt.Errorf("unsent minutes of %s: %w", u.Instance.ID, err)
+			}
+			u.Minutes = u.Minutes[n:]
+		}
+		delete(r.unsent, path)
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// send posts rep. refused is true when the server refused it as
+// malformed: sent again, it would be refused again. The caller holds
+// cycle.
+func (c *Client) send(ctx context.Context, rep report) (refused bool, err error) {
+	r := c.reports
+	if err := c.encode(rep); err != nil {
+		return false, fmt.Errorf("report: %w", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.reportURL, bytes.NewReader(r.body.Bytes()))
 	if err != nil {
-		return err
+		return false, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	c.authorize(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("report: %w", err)
+		return false, fmt.Errorf("report: %w", err)
 	}
 	defer resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusOK, http.StatusNoContent:
 		_, _ = io.Copy(io.Discard, resp.Body)
-		r.remove(len(batch), false)
-		c.mu.Lock()
-		c.lastReport = time.Now()
-		c.mu.Unlock()
-		return nil
+		return false, nil
 	case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnprocessableEntity:
-		r.remove(len(batch), true)
-		return fmt.Errorf("report refused, %d minutes dropped: %w", len(batch), answerError(resp))
+		return true, answerError(resp)
 	default:
-		return fmt.Errorf("report: %w", answerError(resp))
+		return false, fmt.Errorf("report: %w", answerError(resp))
 	}
 }
 
-// encode writes the report of batch and the live figures to the
-// reporter's body. The caller holds cycle.
-func (c *Client) encode(batch []reportMinute) error {
+// encode writes rep to the reporter's body. The caller holds cycle.
+func (c *Client) encode(rep report) error {
+	r := c.reports
+	r.body.Reset()
+	return json.NewEncoder(&r.body).Encode(rep)
+}
+
+// identity is who this Client reports as.
+func (c *Client) identity() reportInstance {
 	c.mu.Lock()
 	revision := c.revision
 	c.mu.Unlock()
-	r := c.reports
-	r.body.Reset()
-	return json.NewEncoder(&r.body).Encode(report{
-		Instance: reportInstance{
-			ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
-			Version: c.cfg.Version, RulesRevision: revision,
-		},
-		Minutes: batch,
-		Live:    r.liveFigures(c.engine),
-	})
+	return reportInstance{
+		ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
+		Version: c.cfg.Version, RulesRevision: revision,
+	}
 }
