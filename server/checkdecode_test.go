@@ -81,7 +81,7 @@ func checkDecodersAgree(t *testing.T, body []byte) {
 	t.Helper()
 	q, err := decodeCheck(body, &nameCache{})
 	wantQ, wantErr := decodeCheckFields(body)
-	if q != wantQ || !reflect.DeepEqual(err, wantErr) {
+	if !reflect.DeepEqual(q, wantQ) || !reflect.DeepEqual(err, wantErr) {
 		t.Errorf("%q: decodeCheck = %+v, %v; the full decoder: %+v, %v", body, q, err, wantQ, wantErr)
 	}
 }

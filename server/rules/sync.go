@@ -88,7 +88,7 @@ func (s *Service) Load(ctx context.Context) error {
 		stored[r.ID] = &r
 	}
 	s.record(stored)
-	return enabledRules(s.rules).load(s.engine)
+	return loadEvery(s.engine, enabledRules(s.rules))
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
@@ -165,7 +165,7 @@ func (s *Service) touchedRules(changed map[int64]*Rule) engine.ResourceRules {
 				stored := s.rules[id]
 				r = &stored
 			}
-			r.enforce(&set.Flow, &set.CircuitBreakers)
+			r.enforce(&set)
 		}
 	}
 	return set
@@ -206,34 +206,38 @@ func (s *Service) record(changed map[int64]*Rule) {
 	}
 }
 
-// engineRules is what the engine enforces: the enabled rules of each kind.
-type engineRules struct {
-	flow     []engine.FlowRule
-	breakers []engine.CircuitBreakerRule
-}
-
-// enabledRules returns the engine rules of the enabled rules, by ID.
-func enabledRules(rules map[int64]Rule) engineRules {
-	var set engineRules
+// enabledRules returns the engine rules of the enabled rules, by ID; its
+// Resources are left empty.
+func enabledRules(rules map[int64]Rule) engine.ResourceRules {
+	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
 		r := rules[id]
-		r.enforce(&set.flow, &set.breakers)
+		r.enforce(&set)
 	}
 	return set
 }
 
-// enforce adds r to the rules the engine enforces, unless it is disabled.
-func (r *Rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreakerRule) {
+// enforce adds r to the rules of its kind in set, unless it is disabled.
+func (r *Rule) enforce(set *engine.ResourceRules) {
 	switch {
 	case !r.Enabled:
 	case r.Kind == KindFlow:
-		*flow = append(*flow, r.engineFlow())
+		set.Flow = append(set.Flow, r.engineFlow())
 	case r.Kind == KindBreaker:
-		*breakers = append(*breakers, r.engineBreaker())
+		set.CircuitBreakers = append(set.CircuitBreakers, r.engineBreaker())
+	case r.Kind == KindHotspot:
+		set.Hotspot = append(set.Hotspot, r.engineHotspot())
+	case r.Kind == KindAuthority:
+		set.Authority = append(set.Authority, r.engineAuthority())
 	}
 }
 
-// load hands both kinds to the engine, each as a full replacement.
-func (set engineRules) load(e *engine.Engine) error {
-	return errors.Join(e.LoadFlowRules(set.flow), e.LoadCircuitBreakerRules(set.breakers))
+// loadEvery hands every kind of set to the engine, each as a full
+// replacement.
+func loadEvery(e *engine.Engine, set engine.ResourceRules) error {
+	return errors.Join(e.LoadFlowRules(set.Flow), e.LoadCircuitBreakerRules(set.CircuitBreakers),
+		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority))
 }
+
+// NowMs is the engine's time, in Unix milliseconds, by which rules expire.
+func (s *Service) NowMs() int64 { return s.engine.Clock().NowMs() }
