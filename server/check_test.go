@@ -282,6 +282,12 @@ func TestEntryLeaseExpires(t *testing.T) {
 
 func TestCheckErrors(t *testing.T) {
 	long := strings.Repeat("r", 257)
+	keys := make([]string, 33)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"k%d": "v"`, i)
+	}
+	params33 := `{"resource": "a", "params": {` + strings.Join(keys, ", ") + `}}`
+	params32 := `{"resource": "a", "params": {` + strings.Join(keys[:32], ", ") + `}}`
 	many := `{"checks": [` + strings.TrimSuffix(strings.Repeat(`{"resource": "a"},`, 1001), ",") + `]}`
 	tests := []struct {
 		name       string
@@ -305,6 +311,20 @@ func TestCheckErrors(t *testing.T) {
 		{"count over the limit", checkPath, `{"resource": "a", "count": 1000001}`, 422, []string{"count"}},
 		{"fractional count", checkPath, `{"resource": "a", "count": 1.5}`, 422, []string{"count"}},
 		{"every bad field", checkPath, `{"resource": "", "count": -1, "x": 1}`, 422, []string{"resource", "count", "x"}},
+		{"origin too long", checkPath, `{"resource": "a", "origin": "` + long + `"}`, 422, []string{"origin"}},
+		{"origin of 257 wide characters", checkPath, `{"resource": "a", "origin": "` + strings.Repeat("é", 257) + `"}`, 422, []string{"origin"}},
+		{"empty origin", checkPath, `{"resource": "a", "origin": ""}`, 422, []string{"origin"}},
+		{"origin a number", checkPath, `{"resource": "a", "origin": 7}`, 422, []string{"origin"}},
+		{"33 params", checkPath, params33, 422, []string{"params"}},
+		{"a param value of 257 characters", checkPath, `{"resource": "a", "params": {"user": "` + long + `"}}`, 422, []string{"params.user"}},
+		{"a param value a number", checkPath, `{"resource": "a", "params": {"user": 42}}`, 422, []string{"params.user"}},
+		{"a param value null", checkPath, `{"resource": "a", "params": {"user": null}}`, 422, []string{"params.user"}},
+		{"params a list", checkPath, `{"resource": "a", "params": ["user"]}`, 422, []string{"params"}},
+		{"params a string", checkPath, `{"resource": "a", "params": "user=1"}`, 422, []string{"params"}},
+		{"a param twice", checkPath, `{"resource": "a", "params": {"user": "1", "user": "2"}}`, 400, []string{"params.user"}},
+		{"prioritized a string", checkPath, `{"resource": "a", "prioritized": "yes"}`, 422, []string{"prioritized"}},
+		{"every new field bad", checkPath, `{"resource": "a", "origin": "", "prioritized": 1, "params": {"a": 1, "b": "` + long + `"}}`, 422,
+			[]string{"origin", "prioritized", "params.a", "params.b"}},
 		{"body over 1 MiB", checkPath, `{"resource": "` + strings.Repeat("a", maxBodyBytes) + `"}`, 413, nil},
 		{"batch not JSON", batchPath, `{"checks": [`, 400, nil},
 		{"batch without checks", batchPath, `{}`, 422, []string{"checks"}},
@@ -317,6 +337,11 @@ func TestCheckErrors(t *testing.T) {
 			[]string{"checks[1].resource", "checks[2].count"}},
 		{"batch with bad values", batchPath, `{"checks": [{"resource": ""}, {"resource": "b", "count": 0}]}`, 422,
 			[]string{"checks[0].resource", "checks[1].count"}},
+		{"batch with bad new fields", batchPath, `{"checks": [{"resource": "a", "params": {"u": "1"}}, {"resource": "a", "params": {"u": 1}}, {"resource": "a", "origin": "` + long + `"}]}`, 422,
+			[]string{"checks[1].params.u", "checks[2].origin"}},
+		{"batch with bad new values", batchPath, `{"checks": [{"resource": "a", "params": {"u": "` + long + `"}}, {"resource": "a", "origin": "o"}]}`, 422,
+			[]string{"checks[0].params.u"}},
+		{"32 params are fine", checkPath, params32, 200, nil},
 		{"complete not JSON", completePath, `nope`, 400, nil},
 		{"complete without resource or rtMs", completePath, `{}`, 422, []string{"resource", "rtMs"}},
 		{"complete with a negative rtMs", completePath, `{"resource": "a", "rtMs": -1}`, 422, []string{"rtMs"}},
@@ -331,6 +356,9 @@ func TestCheckErrors(t *testing.T) {
 			resp, body := ts.call(t, http.MethodPost, tt.path, tt.body, nil)
 			if resp.StatusCode != tt.wantStatus {
 				t.Fatalf("status = %d, want %d\n%s", resp.StatusCode, tt.wantStatus, body)
+			}
+			if tt.wantStatus == http.StatusOK {
+				return
 			}
 			e := decodeEnvelope(t, resp, body)
 			var fields []string

@@ -277,11 +277,16 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))
 	}
 	if knownKind(r.Kind) {
-		// A field the decoder refused kept its zero value: the engine's
-		// verdict on that says nothing more.
+		// A field the decoder refused (or an item of it) kept its zero
+		// value: the engine's verdict on that says nothing more.
 		named := map[string]bool{}
 		for _, fe := range *errs {
 			named[fe.Field] = true
+			if rest, ok := strings.CutPrefix(fe.Field, path); ok {
+				if i := strings.IndexAny(rest, "[."); i > 0 {
+					named[path+rest[:i]] = true
+				}
+			}
 		}
 		for _, fe := range r.validate() {
 			if !named[path+fe.Field] {
