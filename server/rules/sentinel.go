@@ -214,8 +214,9 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 			h.Metric = engine.MetricQPS
 			if sr.secs < 0 || sr.secs > maxDurationInSec {
 				o.Fail("durationInSec", fmt.Sprintf("must be between 0 (unset: 1) and %d", maxDurationInSec))
+			} else {
+				h.StatIntervalMs = sr.secs * 1000
 			}
-			h.StatIntervalMs = sr.secs * 1000
 			value, ok := sentinelOption(engine.HotspotRuleFields, "controlBehavior", sr.behavior)
 			if !ok {
 				o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
