@@ -699,3 +699,58 @@ func (ts *testServer) wantNothingHeld(t *testing.T, resource string) {
 		t.Errorf("%s: %d calls in flight, want 0", resource, c)
 	}
 }
+
+// TestDecidePassesNewFieldsWithoutAllocating: handing a check's origin,
+// params and priority to the engine allocates nothing, whether the call
+// passes or is blocked by a hotspot or an authority rule.
+func TestDecidePassesNewFieldsWithoutAllocating(t *testing.T) {
+	ts, _ := newCheckServer(t,
+		`{"name":"per-user","kind":"hotspot","resource":"orders","paramKey":"user","threshold":1e9,"specificItems":{"banned":0}}`,
+		`{"name":"shops","kind":"authority","resource":"orders","strategy":"allow","origins":["shop"]}`,
+		`{"name":"cap","kind":"flow","resource":"orders","threshold":1e9}`)
+	h := &checkHandler{engine: ts.Server.engine, entries: ts.Server.entries}
+	params := []checkParam{{"ip", "10.0.0.1"}, {"user", "42"}}
+	tests := []struct {
+		name       string
+		q          checkQuery
+		wantReason string
+	}{
+		{"passes", checkQuery{resource: "orders", count: 1, origin: "shop", prioritized: true, params: params}, ""},
+		{"a hotspot rule blocks", checkQuery{resource: "orders", count: 1, origin: "shop", params: []checkParam{{"user", "banned"}}}, "hotspot"},
+		{"an authority rule blocks", checkQuery{resource: "orders", count: 1, origin: "other", params: params}, "authority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := h.decide(tt.q); got.Reason != tt.wantReason {
+				t.Fatalf("decide = %+v, want reason %q", got, tt.wantReason)
+			}
+			if allocs := testing.AllocsPerRun(100, func() { h.decide(tt.q) }); allocs != 0 {
+				t.Errorf("decide allocates %v times", allocs)
+			}
+		})
+	}
+}
+
+// TestCheckOriginAndPriority: a check's origin reaches flow rules with a
+// limitApp, and a prioritized check borrows from the coming window.
+func TestCheckOriginAndPriority(t *testing.T) {
+	ts, clock := newCheckServer(t,
+		`{"name":"app-a-cap","kind":"flow","resource":"orders","threshold":1,"limitApp":"app-a"}`,
+		`{"name":"pay-cap","kind":"flow","resource":"pay","threshold":1}`)
+	ts.run(t, []exchange{
+		{checkPath, `{"resource":"orders","origin":"app-a"}`, 200, allowed},
+		{checkPath, `{"resource":"orders","origin":"app-a"}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"app-a-cap"}`},
+		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
+		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
+		{checkPath, `{"resource":"orders"}`, 200, allowed},
+		{checkPath, `{"resource":"pay"}`, 200, allowed},
+	})
+	// The pass leaves the window 1000 ms after it: 400 ms from now, within
+	// the 500 ms a prioritized call may wait.
+	clock.Advance(600)
+	ts.run(t, []exchange{
+		{checkPath, `{"resource":"pay","prioritized":false}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":true,"waitMs":400}`},
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
+	})
+}

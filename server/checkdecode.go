@@ -378,7 +378,7 @@ func (s *jsonScanner) params() ([]checkParam, bool) {
 				return nil, false
 			}
 		}
-		params = append(params, checkParam{string(key), string(value)})
+		params = append(params, checkParam{s.names.intern(key), string(value)})
 		if s.byte('}') {
 			sortParams(params)
 			return params, true
