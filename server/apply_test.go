@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -391,6 +392,27 @@ func TestApplyReportsChanges(t *testing.T) {
 			body: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"enabled":true,"mode":"enforce","metric":"qps","statIntervalMs":1000,` +
 				`"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current","maxQueueingTimeMs":0,"refResource":""}`,
 		},
+		{
+			name:   "a hotspot rule's specific items",
+			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"a":1}}`,
+			body:   `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"b":0,"a":2}}`,
+			want:   map[string][2]string{"specificItems": {`{"a":1}`, `{"a":2,"b":0}`}},
+		},
+		{
+			name:   "a hotspot rule's defaults written out are no change",
+			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1}`,
+			body: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"metric":"qps","statIntervalMs":1000,` +
+				`"controlBehavior":"reject","burstCount":0,"maxQueueingTimeMs":0,"specificItems":{},"paramsMaxCapacity":100000}`,
+		},
+		{
+			name:   "an authority rule's origins and strategy",
+			stored: `{"name":"orders","kind":"authority","resource":"r","strategy":"allow","origins":["a"]}`,
+			body:   `{"name":"orders","kind":"authority","resource":"r","strategy":"deny","origins":["a","b"]}`,
+			want: map[string][2]string{
+				"strategy": {`"allow"`, `"deny"`},
+				"origins":  {`["a"]`, `["a","b"]`},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,8 +436,8 @@ func TestApplyReportsChanges(t *testing.T) {
 				return
 			}
 			u := plan.Updated[0]
-			if u.Kind != "flow" || u.Resource != stored.Resource {
-				t.Errorf("updated item = %s %s, want flow %s", u.Kind, u.Resource, stored.Resource)
+			if u.Kind != stored.Kind || u.Resource != stored.Resource {
+				t.Errorf("updated item = %s %s, want %s %s", u.Kind, u.Resource, stored.Kind, stored.Resource)
 			}
 			if got := changes(t, u); !maps.Equal(got, tt.want) {
 				t.Errorf("changes = %v\nwant      %v", got, tt.want)
@@ -502,6 +524,7 @@ func TestApplyRejects(t *testing.T) {
 func TestApplyErrorsNameTheRule(t *testing.T) {
 	tests := []struct {
 		name       string
+		kind       string // of rules[3]: flow if empty
 		fields     string // of rules[3], after name, kind and resource
 		wantFields []string
 	}{
@@ -515,16 +538,21 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 		{name: "a field that does not apply", fields: `"threshold":1,"maxQueueingTimeMs":100`, wantFields: []string{"rules[3].maxQueueingTimeMs"}},
 		{name: "bad enum", fields: `"threshold":1,"metric":"rps"`, wantFields: []string{"rules[3].metric"}},
 		{name: "bad name", fields: `"threshold":1,"name":"The Fourth"`, wantFields: []string{"rules[3].name"}},
+		{name: "a hotspot rule without paramKey", kind: "hotspot", fields: `"threshold":1`, wantFields: []string{"rules[3].paramKey"}},
+		{name: "a hotspot specific threshold out of range", kind: "hotspot", fields: `"paramKey":"u","threshold":1,"specificItems":{"a":-1}`, wantFields: []string{"rules[3].specificItems"}},
+		{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
+		{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			ruleName := "the-fourth"
-			fourth := `"name":"the-fourth","kind":"flow","resource":"r3",` + tt.fields
+			kind := cmp.Or(tt.kind, "flow")
+			fourth := `"name":"the-fourth","kind":"` + kind + `","resource":"r3",` + tt.fields
 			if strings.Contains(tt.fields, `"name"`) {
 				ruleName = "The Fourth"
-				fourth = `"kind":"flow","resource":"r3",` + tt.fields
+				fourth = `"kind":"` + kind + `","resource":"r3",` + tt.fields
 			}
 			body := applyRules(
 				`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":11`,
