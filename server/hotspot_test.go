@@ -191,3 +191,27 @@ func TestHotspotLimitsEachValue(t *testing.T) {
 		}
 	})
 }
+
+// TestHotspotRulesOfAResource: the engine's verdict on a resource's rules
+// together (one concurrency hotspot rule per resource) names the field as
+// the request has it: the rule's own in a create, rules[i].field with the
+// rule's name in an apply.
+func TestHotspotRulesOfAResource(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	const inflight = `"kind":"hotspot","resource":"r","metric":"concurrency","threshold":1`
+	ts.createRule(t, `{"name":"by-a",`+inflight+`,"paramKey":"a"}`)
+
+	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"by-b",`+inflight+`,"paramKey":"b"}`, nil)
+	wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "resource")
+
+	resp, body = ts.call(t, http.MethodPost, applyPath, applyRules(
+		`"name":"by-a",`+inflight+`,"paramKey":"a"`,
+		`"name":"by-c",`+inflight+`,"paramKey":"c"`), nil)
+	e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "rules[1].resource")
+	if len(e.Details) != 1 || !strings.Contains(e.Details[0].Message, `"by-c"`) {
+		t.Errorf("details %+v do not name the rule by-c", e.Details)
+	}
+	if got := ruleNames(ts.listRules(t, "").Items); strings.Join(got, ",") != "by-a" {
+		t.Errorf("stored rules %q, want by-a", got)
+	}
+}

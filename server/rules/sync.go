@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice/engine"
@@ -42,7 +44,21 @@ type Tx struct {
 	stored      map[int64]Rule
 	storedNames map[string]int64
 	changed     map[int64]*Rule // nil: deleted
+	// written names where the request has each rule it writes, by name,
+	// so that the engine's verdict on the whole set names the request's
+	// fields.
+	written map[string]requestPath
 }
+
+// requestPath is where a request has a rule: its fields' prefix
+// ("rules[3].") and, in a request of many rules, the rule's name for
+// messages.
+type requestPath struct {
+	prefix, label string
+}
+
+// from records that the request has rule name at path.
+func (tx *Tx) from(name string, path requestPath) { tx.written[name] = path }
 
 // named returns the rule called name as of the last commit.
 func (tx *Tx) named(name string) (Rule, bool) {
@@ -101,13 +117,13 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	var tx *Tx
 	var touched engine.ResourceRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
-		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}}
+		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}, written: map[string]requestPath{}}
 		if err := fn(tx); err != nil {
 			return err
 		}
 		touched = s.touchedRules(tx.changed)
 		if err := s.engine.ValidateResourceRules(touched); err != nil {
-			return fmt.Errorf("the rules the write leaves are not valid: %w", err)
+			return requestFields(err, touched, tx.written)
 		}
 		if dryRun {
 			return errDryRun
@@ -124,6 +140,55 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)
+}
+
+// requestFields words the engine's verdict err on the rule set touched,
+// whose fields it names by the set's lists ("hotspot[1].resource"), as a
+// ValidationError that names them as the request does ("resource",
+// "rules[3].resource"); a rule the request does not have is named in the
+// message.
+func requestFields(err error, touched engine.ResourceRules, written map[string]requestPath) error {
+	const failed = "the rules the write leaves are not valid"
+	engineErr, ok := errors.AsType[*engine.ValidationError](err)
+	if !ok {
+		return fmt.Errorf("%s: %w", failed, err)
+	}
+	names := map[string][]string{
+		"flow":            namesOf(touched.Flow, func(r engine.FlowRule) string { return r.Name }),
+		"circuitBreakers": namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
+		"hotspot":         namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
+		"authority":       namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
+	}
+	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
+	for _, fe := range engineErr.Fields {
+		list, rest, _ := strings.Cut(fe.Field, "[")
+		index, field, _ := strings.Cut(rest, "].")
+		i, convErr := strconv.Atoi(index)
+		if listed := names[list]; convErr != nil || i < 0 || i >= len(listed) {
+			fields = append(fields, fe)
+			continue
+		}
+		name := names[list][i]
+		path, inRequest := written[name]
+		switch {
+		case !inRequest:
+			fields = append(fields, engine.FieldError{Field: field, Message: fmt.Sprintf("rule %q: %s", name, fe.Message)})
+		case path.label != "":
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
+		default:
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fe.Message})
+		}
+	}
+	return invalid(failed+"; see details", fields...)
+}
+
+// namesOf lists the names of rules.
+func namesOf[R any](rules []R, name func(R) string) []string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = name(r)
+	}
+	return names
 }
 
 // touchedRules returns the enabled rules, as they are once changed is
