@@ -3999,6 +3999,11 @@ const docTemplate = `{
                 "id": {
                     "type": "string"
                 },
+                "limitApp": {
+                    "description": "LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:\nwhose calls the rule counts; empty is every caller's.",
+                    "type": "string",
+                    "example": "default"
+                },
                 "lowMemUsageThreshold": {
                     "type": "integer"
                 },

@@ -32,6 +32,9 @@ type SentinelFlowRule struct {
 	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
 	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
 	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
+	// LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:
+	// whose calls the rule counts; empty is every caller's.
+	LimitApp string `json:"limitApp" example:"default"`
 } //@name server.SentinelFlowRule
 
 // sentinelOption is the value sentinel-golang numbers n for the field
