@@ -163,12 +163,13 @@ func requestFields(err error, touched engine.ResourceRules, written map[string]r
 	for _, fe := range engineErr.Fields {
 		list, rest, _ := strings.Cut(fe.Field, "[")
 		index, field, _ := strings.Cut(rest, "].")
+		listed := names[list]
 		i, convErr := strconv.Atoi(index)
-		if listed := names[list]; convErr != nil || i < 0 || i >= len(listed) {
+		if convErr != nil || i < 0 || i >= len(listed) {
 			fields = append(fields, fe)
 			continue
 		}
-		name := names[list][i]
+		name := listed[i]
 		path, inRequest := written[name]
 		switch {
 		case !inRequest:
