@@ -239,7 +239,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.",
+                "description": "Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1124,7 +1124,10 @@ const docTemplate = `{
                 "parameters": [
                     {
                         "enum": [
-                            "flow"
+                            "flow",
+                            "circuitBreaker",
+                            "hotspot",
+                            "authority"
                         ],
                         "type": "string",
                         "description": "only this kind",
@@ -1503,7 +1506,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1529,7 +1532,8 @@ const docTemplate = `{
                     {
                         "enum": [
                             "flow",
-                            "circuitBreaker"
+                            "circuitBreaker",
+                            "hotspot"
                         ],
                         "type": "string",
                         "default": "flow",
@@ -1545,7 +1549,7 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
-                        "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)",
+                        "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}])",
                         "name": "rules",
                         "in": "body",
                         "required": true,
@@ -3139,6 +3143,28 @@ const docTemplate = `{
                     "minimum": 1,
                     "example": 1
                 },
+                "origin": {
+                    "description": "Origin names the caller, 1 to 256 characters: authority rules allow\nor deny it, and flow rules with a limitApp count it apart.",
+                    "type": "string",
+                    "maxLength": 256,
+                    "minLength": 1,
+                    "example": "app-a"
+                },
+                "params": {
+                    "description": "Params are the call's parameters, at most 32, each value a string\nof at most 256 characters: hotspot rules limit each value of their\nparamKey apart.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "string"
+                    },
+                    "example": {
+                        "user": "42"
+                    }
+                },
+                "prioritized": {
+                    "description": "Prioritized lets the call, when a reject qps rule's window is full,\ntake quota from the coming window: it is answered allowed with\nwaitMs (at most 500).",
+                    "type": "boolean",
+                    "example": false
+                },
                 "resource": {
                     "description": "Resource is 1 to 256 characters, no control characters.",
                     "type": "string",
@@ -3165,7 +3191,9 @@ const docTemplate = `{
                     "enum": [
                         "flow",
                         "concurrency",
-                        "circuitBreaker"
+                        "circuitBreaker",
+                        "hotspot",
+                        "authority"
                     ],
                     "example": "flow"
                 },
@@ -3903,7 +3931,12 @@ const docTemplate = `{
         "server.Rule": {
             "type": "object",
             "properties": {
+                "burstCount": {
+                    "type": "integer",
+                    "example": 5
+                },
                 "controlBehavior": {
+                    "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",
                     "type": "string",
                     "enum": [
                         "reject",
@@ -3922,6 +3955,11 @@ const docTemplate = `{
                     "type": "boolean",
                     "example": true
                 },
+                "expired": {
+                    "description": "Expired is present, and true, once the rule is past its expiresAt:\nit is stored still, but applies no more.",
+                    "type": "boolean",
+                    "example": false
+                },
                 "expiresAt": {
                     "description": "ExpiresAt is when the rule stops applying; absent, never.",
                     "type": "string",
@@ -3935,7 +3973,9 @@ const docTemplate = `{
                     "type": "string",
                     "enum": [
                         "flow",
-                        "circuitBreaker"
+                        "circuitBreaker",
+                        "hotspot",
+                        "authority"
                     ],
                     "example": "flow"
                 },
@@ -3948,10 +3988,12 @@ const docTemplate = `{
                     "example": 200
                 },
                 "maxQueueingTimeMs": {
+                    "description": "MaxQueueingTimeMs is how long a throttling rule may make a caller\nwait.",
                     "type": "integer",
                     "example": 500
                 },
                 "metric": {
+                    "description": "Metric is what a flow or hotspot rule's threshold limits.",
                     "type": "string",
                     "enum": [
                         "qps",
@@ -3974,6 +4016,25 @@ const docTemplate = `{
                 "name": {
                     "type": "string",
                     "example": "orders-qps"
+                },
+                "origins": {
+                    "description": "Origins are 1 to 1000 origin names of 1 to 256 characters.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "billing"
+                    ]
+                },
+                "paramKey": {
+                    "type": "string",
+                    "example": "ip"
+                },
+                "paramsMaxCapacity": {
+                    "type": "integer",
+                    "example": 100000
                 },
                 "probeNum": {
                     "type": "integer",
@@ -4007,22 +4068,35 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "specificItems": {
+                    "description": "SpecificItems gives some values their own threshold: value →\nthreshold, at most 1000 entries.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "number"
+                    },
+                    "example": {
+                        "vip": 100
+                    }
+                },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
+                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nand hotspot rules, and circuit breakers).",
                     "type": "integer",
                     "example": 1000
                 },
                 "strategy": {
+                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
                         "errorRatio",
-                        "errorCount"
+                        "errorCount",
+                        "allow",
+                        "deny"
                     ],
                     "example": "errorRatio"
                 },
                 "threshold": {
-                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for circuit breakers, the ratio or count\nthat opens them.",
+                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for hotspot rules, the same per value; for\ncircuit breakers, the ratio or count that opens them.",
                     "type": "number",
                     "example": 100
                 },
@@ -4054,7 +4128,12 @@ const docTemplate = `{
         "server.RuleContent": {
             "type": "object",
             "properties": {
+                "burstCount": {
+                    "type": "integer",
+                    "example": 5
+                },
                 "controlBehavior": {
+                    "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",
                     "type": "string",
                     "enum": [
                         "reject",
@@ -4079,7 +4158,9 @@ const docTemplate = `{
                     "type": "string",
                     "enum": [
                         "flow",
-                        "circuitBreaker"
+                        "circuitBreaker",
+                        "hotspot",
+                        "authority"
                     ],
                     "example": "flow"
                 },
@@ -4092,10 +4173,12 @@ const docTemplate = `{
                     "example": 200
                 },
                 "maxQueueingTimeMs": {
+                    "description": "MaxQueueingTimeMs is how long a throttling rule may make a caller\nwait.",
                     "type": "integer",
                     "example": 500
                 },
                 "metric": {
+                    "description": "Metric is what a flow or hotspot rule's threshold limits.",
                     "type": "string",
                     "enum": [
                         "qps",
@@ -4118,6 +4201,25 @@ const docTemplate = `{
                 "name": {
                     "type": "string",
                     "example": "orders-qps"
+                },
+                "origins": {
+                    "description": "Origins are 1 to 1000 origin names of 1 to 256 characters.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "billing"
+                    ]
+                },
+                "paramKey": {
+                    "type": "string",
+                    "example": "ip"
+                },
+                "paramsMaxCapacity": {
+                    "type": "integer",
+                    "example": 100000
                 },
                 "probeNum": {
                     "type": "integer",
@@ -4151,22 +4253,35 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "specificItems": {
+                    "description": "SpecificItems gives some values their own threshold: value →\nthreshold, at most 1000 entries.",
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "number"
+                    },
+                    "example": {
+                        "vip": 100
+                    }
+                },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nrules and circuit breakers).",
+                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nand hotspot rules, and circuit breakers).",
                     "type": "integer",
                     "example": 1000
                 },
                 "strategy": {
+                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
                         "errorRatio",
-                        "errorCount"
+                        "errorCount",
+                        "allow",
+                        "deny"
                     ],
                     "example": "errorRatio"
                 },
                 "threshold": {
-                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for circuit breakers, the ratio or count\nthat opens them.",
+                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for hotspot rules, the same per value; for\ncircuit breakers, the ratio or count that opens them.",
                     "type": "number",
                     "example": 100
                 },
@@ -4337,6 +4452,11 @@ const docTemplate = `{
                 },
                 "id": {
                     "type": "string"
+                },
+                "limitApp": {
+                    "description": "LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:\nwhose calls the rule counts; empty is every caller's.",
+                    "type": "string",
+                    "example": "default"
                 },
                 "lowMemUsageThreshold": {
                     "type": "integer"

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -391,6 +392,27 @@ func TestApplyReportsChanges(t *testing.T) {
 			body: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"enabled":true,"mode":"enforce","metric":"qps","statIntervalMs":1000,` +
 				`"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current","maxQueueingTimeMs":0,"refResource":""}`,
 		},
+		{
+			name:   "a hotspot rule's specific items",
+			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"a":1}}`,
+			body:   `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"b":0,"a":2}}`,
+			want:   map[string][2]string{"specificItems": {`{"a":1}`, `{"a":2,"b":0}`}},
+		},
+		{
+			name:   "a hotspot rule's defaults written out are no change",
+			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1}`,
+			body: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"metric":"qps","statIntervalMs":1000,` +
+				`"controlBehavior":"reject","burstCount":0,"maxQueueingTimeMs":0,"specificItems":{},"paramsMaxCapacity":100000}`,
+		},
+		{
+			name:   "an authority rule's origins and strategy",
+			stored: `{"name":"orders","kind":"authority","resource":"r","strategy":"allow","origins":["a"]}`,
+			body:   `{"name":"orders","kind":"authority","resource":"r","strategy":"deny","origins":["a","b"]}`,
+			want: map[string][2]string{
+				"strategy": {`"allow"`, `"deny"`},
+				"origins":  {`["a"]`, `["a","b"]`},
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -414,8 +436,8 @@ func TestApplyReportsChanges(t *testing.T) {
 				return
 			}
 			u := plan.Updated[0]
-			if u.Kind != "flow" || u.Resource != stored.Resource {
-				t.Errorf("updated item = %s %s, want flow %s", u.Kind, u.Resource, stored.Resource)
+			if u.Kind != stored.Kind || u.Resource != stored.Resource {
+				t.Errorf("updated item = %s %s, want %s %s", u.Kind, u.Resource, stored.Kind, stored.Resource)
 			}
 			if got := changes(t, u); !maps.Equal(got, tt.want) {
 				t.Errorf("changes = %v\nwant      %v", got, tt.want)
@@ -502,6 +524,7 @@ func TestApplyRejects(t *testing.T) {
 func TestApplyErrorsNameTheRule(t *testing.T) {
 	tests := []struct {
 		name       string
+		kind       string // of rules[3]: flow if empty
 		fields     string // of rules[3], after name, kind and resource
 		wantFields []string
 	}{
@@ -515,16 +538,21 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 		{name: "a field that does not apply", fields: `"threshold":1,"maxQueueingTimeMs":100`, wantFields: []string{"rules[3].maxQueueingTimeMs"}},
 		{name: "bad enum", fields: `"threshold":1,"metric":"rps"`, wantFields: []string{"rules[3].metric"}},
 		{name: "bad name", fields: `"threshold":1,"name":"The Fourth"`, wantFields: []string{"rules[3].name"}},
+		{name: "a hotspot rule without paramKey", kind: "hotspot", fields: `"threshold":1`, wantFields: []string{"rules[3].paramKey"}},
+		{name: "a hotspot specific threshold out of range", kind: "hotspot", fields: `"paramKey":"u","threshold":1,"specificItems":{"a":-1}`, wantFields: []string{"rules[3].specificItems"}},
+		{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
+		{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			ruleName := "the-fourth"
-			fourth := `"name":"the-fourth","kind":"flow","resource":"r3",` + tt.fields
+			kind := cmp.Or(tt.kind, "flow")
+			fourth := `"name":"the-fourth","kind":"` + kind + `","resource":"r3",` + tt.fields
 			if strings.Contains(tt.fields, `"name"`) {
 				ruleName = "The Fourth"
-				fourth = `"kind":"flow","resource":"r3",` + tt.fields
+				fourth = `"kind":"` + kind + `","resource":"r3",` + tt.fields
 			}
 			body := applyRules(
 				`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":11`,
@@ -584,6 +612,12 @@ var exportFixture = []string{
 	`{"name":"warm","kind":"flow","resource":"1000","threshold":1e6,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":30,"warmUpColdFactor":4,"description":"true"}`,
 	`{"name":"by-stock","kind":"flow","resource":"yes","threshold":0,"relationStrategy":"associated","refResource":"null","description":"line one\nline two: \"quoted\" # not a comment"}`,
 	`{"name":"unicode","kind":"flow","resource":"GET:/api/订单","threshold":3,"description":"  leading and trailing spaces  "}`,
+	`{"name":"for-app-a","kind":"flow","resource":"GET:/api/orders","threshold":7,"limitApp":"app-a","expiresAt":"2030-01-01T00:00:00Z"}`,
+	`{"name":"per-user","kind":"hotspot","resource":"GET:/api/orders","paramKey":"header:X-User","threshold":10,"burstCount":5,"specificItems":{"vip":100,"007":0,"true":1.5}}`,
+	`{"name":"per-ip-inflight","kind":"hotspot","resource":"GET:/api/orders","paramKey":"ip","metric":"concurrency","threshold":2,"paramsMaxCapacity":50}`,
+	`{"name":"per-key-paced","kind":"hotspot","resource":"POST:/api/pay","paramKey":"arg0","threshold":1,"controlBehavior":"throttling","maxQueueingTimeMs":300,"statIntervalMs":2000,"mode":"shadow"}`,
+	`{"name":"shops-only","kind":"authority","resource":"GET:/api/admin","strategy":"allow","origins":["shop-a","123","yes"]}`,
+	`{"name":"no-scrapers","kind":"authority","resource":"GET:/api/orders","strategy":"deny","origins":["scraper"],"enabled":false}`,
 }
 
 func TestExportThenApplyIsANoOp(t *testing.T) {
@@ -776,6 +810,88 @@ func TestImportSentinelDryRun(t *testing.T) {
 	ts.wantNoRules(t)
 }
 
+// sentinelHotspotFile is sentinel-golang hotspot rules as its data sources
+// read them.
+const sentinelHotspotFile = `[
+  {"id": "1", "resource": "GET:/api/orders", "metricType": 1, "controlBehavior": 0, "paramIndex": 0, "paramKey": "header:X-User",
+   "threshold": 10, "maxQueueingTimeMs": 0, "burstCount": 3, "durationInSec": 2, "paramsMaxCapacity": 0,
+   "specificItems": [{"valKind": 1, "valStr": "vip", "threshold": 100}, {"valKind": 0, "valStr": "007", "threshold": 0},
+                     {"valKind": 2, "valStr": "TRUE", "threshold": 5}, {"valKind": 3, "valStr": "1.50", "threshold": 7}]},
+  {"id": "2", "resource": "GET:/api/orders", "metricType": 0, "controlBehavior": 1, "paramIndex": 1,
+   "threshold": 4, "maxQueueingTimeMs": 500, "burstCount": 9, "durationInSec": 5, "paramsMaxCapacity": 5000, "specificItems": null},
+  {"resource": "POST:/api/pay", "metricType": 1, "controlBehavior": 1, "paramKey": "ip", "threshold": 20, "maxQueueingTimeMs": 250, "burstCount": 9}
+]`
+
+// TestImportSentinelHotspot: sentinel-golang hotspot rules are planned
+// on a dry run, created as Sluice rules (paramIndex N as the key argN,
+// durationInSec as statIntervalMs, specificItems as value → threshold,
+// fields Sentinel ignores dropped), and importing them again is a no-op.
+func TestImportSentinelHotspot(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	names := []string{"hotspot-get-api-orders", "hotspot-get-api-orders-2", "hotspot-post-api-pay"}
+
+	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot&dryRun=true", sentinelHotspotFile, nil)
+
+	mustStatus(t, resp, body, http.StatusOK)
+	wantPlan(t, decodePlan(t, body), planSummary{dryRun: true, created: names})
+	ts.wantNoRules(t)
+
+	resp, body = ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", sentinelHotspotFile, nil)
+
+	mustStatus(t, resp, body, http.StatusOK)
+	wantPlan(t, decodePlan(t, body), planSummary{created: names})
+	want := map[string]map[string]any{
+		names[0]: hotspotRule(map[string]any{
+			"name": names[0], "resource": "GET:/api/orders", "paramKey": "header:X-User", "threshold": 10.0,
+			"burstCount": 3.0, "statIntervalMs": 2000.0,
+			"specificItems": map[string]any{"vip": 100.0, "7": 0.0, "true": 5.0, "1.5": 7.0},
+		}),
+		names[1]: hotspotRule(map[string]any{
+			"name": names[1], "resource": "GET:/api/orders", "paramKey": "arg1", "metric": "concurrency", "threshold": 4.0,
+			"paramsMaxCapacity": 5000.0,
+		}, "statIntervalMs", "controlBehavior", "burstCount"),
+		names[2]: hotspotRule(map[string]any{
+			"name": names[2], "resource": "POST:/api/pay", "paramKey": "ip", "threshold": 20.0,
+			"controlBehavior": "throttling", "maxQueueingTimeMs": 250.0,
+		}, "burstCount"),
+	}
+	stored := ts.snapshot(t)
+	for _, name := range names {
+		resp, body := ts.call(t, http.MethodGet, ruleURL(stored[name].ID), nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		got := jsonObject(t, body)
+		delete(got, "description")
+		t.Run(name, func(t *testing.T) { wantContent(t, got, want[name]) })
+	}
+	if got := len(ts.Server.engine.HotspotRules()); got != 3 {
+		t.Errorf("the engine holds %d hotspot rules, want 3", got)
+	}
+
+	resp, body = ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", sentinelHotspotFile, nil)
+
+	mustStatus(t, resp, body, http.StatusOK)
+	wantPlan(t, decodePlan(t, body), planSummary{unchanged: names})
+	ts.wantUnchanged(t, stored, map[string]float64{})
+}
+
+// TestImportSentinelFlowLimitApp: a flow rule may carry Sentinel's
+// limitApp; "" is unset.
+func TestImportSentinelFlowLimitApp(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	body := `[{"resource": "a", "threshold": 5, "limitApp": "app-a"}, {"resource": "a", "threshold": 6, "limitApp": ""}]`
+
+	resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
+
+	mustStatus(t, resp, got, http.StatusOK)
+	stored := ts.snapshot(t)
+	if r := stored["flow-a"]; r.LimitApp == nil || *r.LimitApp != "app-a" {
+		t.Errorf("flow-a limitApp = %v, want app-a", r.LimitApp)
+	}
+	if r := stored["flow-a-2"]; r.LimitApp == nil || *r.LimitApp != "default" {
+		t.Errorf("flow-a-2 limitApp = %v, want default", r.LimitApp)
+	}
+}
+
 func TestImportSentinelRejects(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -798,6 +914,23 @@ func TestImportSentinelRejects(t *testing.T) {
 		{name: "body is an object", query: "format=sentinel", body: `{"resource":"a","threshold":1}`, wantStatus: 400},
 		{name: "body is not JSON", query: "format=sentinel", body: `resource: a`, wantStatus: 400},
 		{name: "body is empty", query: "format=sentinel", body: ``, wantStatus: 400},
+		{name: "unknown kind", query: "format=sentinel&kind=authority", body: `[]`, wantStatus: 400, wantFields: []string{"kind"}},
+		{name: "limitApp a number", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"limitApp":1}]`, wantStatus: 422, wantFields: []string{"rules[0].limitApp"}},
+		{name: "hotspot negative paramIndex", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramIndex":-1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramIndex", "rules[0].paramKey"}},
+		{name: "hotspot unknown metricType", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":2,"threshold":1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].metricType"}},
+		{name: "hotspot unknown controlBehavior", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"controlBehavior":2,"threshold":1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].controlBehavior"}},
+		{name: "hotspot durationInSec too long", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","durationInSec":601}]`, wantStatus: 422, wantFields: []string{"rules[0].durationInSec"}},
+		{name: "hotspot negative threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":-1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].threshold"}},
+		{name: "hotspot paramKey too long", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"` + strings.Repeat("k", 65) + `"}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKey"}},
+		{name: "hotspot unknown valKind", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":4,"valStr":"x","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valKind"}},
+		{name: "hotspot int value not a number", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":0,"valStr":"x","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valStr"}},
+		{name: "hotspot bool value not a bool", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":2,"valStr":"maybe","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valStr"}},
+		{name: "hotspot a value twice", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":0,"valStr":"7","threshold":1},{"valKind":0,"valStr":"07","threshold":2}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[1].valStr"}},
+		{name: "hotspot item of an unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":1,"weight":2}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].weight"}},
+		{name: "hotspot specificItems an object", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":{"x":1}}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
+		{name: "hotspot item not an object", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[7]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0]"}},
+		{name: "hotspot negative specific threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":-1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
+		{name: "hotspot unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","paramKind":1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKind"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,6 +16,17 @@ type CheckRequest struct {
 	Resource string `json:"resource" example:"orders"`
 	// Count is how many calls the check is for.
 	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	// Origin names the caller, 1 to 256 characters: authority rules allow
+	// or deny it, and flow rules with a limitApp count it apart.
+	Origin string `json:"origin,omitempty" example:"app-a" minLength:"1" maxLength:"256"`
+	// Params are the call's parameters, at most 32, each value a string
+	// of at most 256 characters: hotspot rules limit each value of their
+	// paramKey apart.
+	Params map[string]string `json:"params,omitempty" example:"user:42"`
+	// Prioritized lets the call, when a reject qps rule's window is full,
+	// take quota from the coming window: it is answered allowed with
+	// waitMs (at most 500).
+	Prioritized bool `json:"prioritized,omitempty" example:"false"`
 }
 
 // CheckResult is the engine's decision on one check. A blocked call is a
@@ -27,7 +38,7 @@ type CheckResult struct {
 	// calls (a throttling rule spaces them); the server does not wait.
 	WaitMs int64 `json:"waitMs" example:"0"`
 	// Reason, when blocked, is the kind of rule that blocked.
-	Reason string `json:"reason,omitempty" enums:"flow,concurrency,circuitBreaker" example:"flow"`
+	Reason string `json:"reason,omitempty" enums:"flow,concurrency,circuitBreaker,hotspot,authority" example:"flow"`
 	// Rule, when blocked, is the name of the rule that blocked.
 	Rule string `json:"rule,omitempty" example:"orders-qps"`
 	// EntryID, when a concurrency rule counts the resource's calls in
@@ -85,7 +96,7 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //
 //	@Summary		Check whether calls may go ahead
 //	@ID				check
-//	@Description	Asks the engine for count calls to resource. A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.
+//	@Description	Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.
 //	@Tags			check
 //	@Accept			json
 //	@Produce		json
@@ -151,10 +162,26 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 // decide asks the engine, which must not sleep: a throttled caller is told
 // how long to wait instead. The entry is released at once unless a
 // concurrency rule counts it or a circuit breaker waits for it as a probe;
-// then it is held until complete.
+// then it is held until complete. The options stay on the stack: passing
+// origin, params and priority allocates nothing.
 func (h *checkHandler) decide(q checkQuery) CheckResult {
 	res := h.engine.Resource(q.resource)
-	e, blk := res.Entry(engine.WithCount(q.count), engine.WithNoWait())
+	var opts [4 + maxCheckParams]engine.EntryOption
+	opts[0], opts[1] = engine.WithCount(q.count), engine.WithNoWait()
+	n := 2
+	if q.origin != "" {
+		opts[n] = engine.WithOrigin(q.origin)
+		n++
+	}
+	if q.prioritized {
+		opts[n] = engine.WithPrioritized()
+		n++
+	}
+	for _, p := range q.params {
+		opts[n] = engine.WithParam(p.key, p.value)
+		n++
+	}
+	e, blk := res.Entry(opts[:n]...)
 	if blk != nil {
 		return CheckResult{Reason: string(blk.Reason()), Rule: blk.Rule()}
 	}

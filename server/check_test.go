@@ -282,6 +282,12 @@ func TestEntryLeaseExpires(t *testing.T) {
 
 func TestCheckErrors(t *testing.T) {
 	long := strings.Repeat("r", 257)
+	keys := make([]string, 33)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"k%d": "v"`, i)
+	}
+	params33 := `{"resource": "a", "params": {` + strings.Join(keys, ", ") + `}}`
+	params32 := `{"resource": "a", "params": {` + strings.Join(keys[:32], ", ") + `}}`
 	many := `{"checks": [` + strings.TrimSuffix(strings.Repeat(`{"resource": "a"},`, 1001), ",") + `]}`
 	tests := []struct {
 		name       string
@@ -305,6 +311,20 @@ func TestCheckErrors(t *testing.T) {
 		{"count over the limit", checkPath, `{"resource": "a", "count": 1000001}`, 422, []string{"count"}},
 		{"fractional count", checkPath, `{"resource": "a", "count": 1.5}`, 422, []string{"count"}},
 		{"every bad field", checkPath, `{"resource": "", "count": -1, "x": 1}`, 422, []string{"resource", "count", "x"}},
+		{"origin too long", checkPath, `{"resource": "a", "origin": "` + long + `"}`, 422, []string{"origin"}},
+		{"origin of 257 wide characters", checkPath, `{"resource": "a", "origin": "` + strings.Repeat("é", 257) + `"}`, 422, []string{"origin"}},
+		{"empty origin", checkPath, `{"resource": "a", "origin": ""}`, 422, []string{"origin"}},
+		{"origin a number", checkPath, `{"resource": "a", "origin": 7}`, 422, []string{"origin"}},
+		{"33 params", checkPath, params33, 422, []string{"params"}},
+		{"a param value of 257 characters", checkPath, `{"resource": "a", "params": {"user": "` + long + `"}}`, 422, []string{"params.user"}},
+		{"a param value a number", checkPath, `{"resource": "a", "params": {"user": 42}}`, 422, []string{"params.user"}},
+		{"a param value null", checkPath, `{"resource": "a", "params": {"user": null}}`, 422, []string{"params.user"}},
+		{"params a list", checkPath, `{"resource": "a", "params": ["user"]}`, 422, []string{"params"}},
+		{"params a string", checkPath, `{"resource": "a", "params": "user=1"}`, 422, []string{"params"}},
+		{"a param twice", checkPath, `{"resource": "a", "params": {"user": "1", "user": "2"}}`, 400, []string{"params.user"}},
+		{"prioritized a string", checkPath, `{"resource": "a", "prioritized": "yes"}`, 422, []string{"prioritized"}},
+		{"every new field bad", checkPath, `{"resource": "a", "origin": "", "prioritized": 1, "params": {"a": 1, "b": "` + long + `"}}`, 422,
+			[]string{"origin", "prioritized", "params.a", "params.b"}},
 		{"body over 1 MiB", checkPath, `{"resource": "` + strings.Repeat("a", maxBodyBytes) + `"}`, 413, nil},
 		{"batch not JSON", batchPath, `{"checks": [`, 400, nil},
 		{"batch without checks", batchPath, `{}`, 422, []string{"checks"}},
@@ -317,6 +337,11 @@ func TestCheckErrors(t *testing.T) {
 			[]string{"checks[1].resource", "checks[2].count"}},
 		{"batch with bad values", batchPath, `{"checks": [{"resource": ""}, {"resource": "b", "count": 0}]}`, 422,
 			[]string{"checks[0].resource", "checks[1].count"}},
+		{"batch with bad new fields", batchPath, `{"checks": [{"resource": "a", "params": {"u": "1"}}, {"resource": "a", "params": {"u": 1}}, {"resource": "a", "origin": "` + long + `"}]}`, 422,
+			[]string{"checks[1].params.u", "checks[2].origin"}},
+		{"batch with bad new values", batchPath, `{"checks": [{"resource": "a", "params": {"u": "` + long + `"}}, {"resource": "a", "origin": "o"}]}`, 422,
+			[]string{"checks[0].params.u"}},
+		{"32 params are fine", checkPath, params32, 200, nil},
 		{"complete not JSON", completePath, `nope`, 400, nil},
 		{"complete without resource or rtMs", completePath, `{}`, 422, []string{"resource", "rtMs"}},
 		{"complete with a negative rtMs", completePath, `{"resource": "a", "rtMs": -1}`, 422, []string{"rtMs"}},
@@ -331,6 +356,9 @@ func TestCheckErrors(t *testing.T) {
 			resp, body := ts.call(t, http.MethodPost, tt.path, tt.body, nil)
 			if resp.StatusCode != tt.wantStatus {
 				t.Fatalf("status = %d, want %d\n%s", resp.StatusCode, tt.wantStatus, body)
+			}
+			if tt.wantStatus == http.StatusOK {
+				return
 			}
 			e := decodeEnvelope(t, resp, body)
 			var fields []string
@@ -670,4 +698,59 @@ func (ts *testServer) wantNothingHeld(t *testing.T, resource string) {
 	if c := ts.engine.Resource(resource).Live().Concurrency; c != 0 {
 		t.Errorf("%s: %d calls in flight, want 0", resource, c)
 	}
+}
+
+// TestDecidePassesNewFieldsWithoutAllocating: handing a check's origin,
+// params and priority to the engine allocates nothing, whether the call
+// passes or is blocked by a hotspot or an authority rule.
+func TestDecidePassesNewFieldsWithoutAllocating(t *testing.T) {
+	ts, _ := newCheckServer(t,
+		`{"name":"per-user","kind":"hotspot","resource":"orders","paramKey":"user","threshold":1e9,"specificItems":{"banned":0}}`,
+		`{"name":"shops","kind":"authority","resource":"orders","strategy":"allow","origins":["shop"]}`,
+		`{"name":"cap","kind":"flow","resource":"orders","threshold":1e9}`)
+	h := &checkHandler{engine: ts.Server.engine, entries: ts.Server.entries}
+	params := []checkParam{{"ip", "10.0.0.1"}, {"user", "42"}}
+	tests := []struct {
+		name       string
+		q          checkQuery
+		wantReason string
+	}{
+		{"passes", checkQuery{resource: "orders", count: 1, origin: "shop", prioritized: true, params: params}, ""},
+		{"a hotspot rule blocks", checkQuery{resource: "orders", count: 1, origin: "shop", params: []checkParam{{"user", "banned"}}}, "hotspot"},
+		{"an authority rule blocks", checkQuery{resource: "orders", count: 1, origin: "other", params: params}, "authority"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := h.decide(tt.q); got.Reason != tt.wantReason {
+				t.Fatalf("decide = %+v, want reason %q", got, tt.wantReason)
+			}
+			if allocs := testing.AllocsPerRun(100, func() { h.decide(tt.q) }); allocs != 0 {
+				t.Errorf("decide allocates %v times", allocs)
+			}
+		})
+	}
+}
+
+// TestCheckOriginAndPriority: a check's origin reaches flow rules with a
+// limitApp, and a prioritized check borrows from the coming window.
+func TestCheckOriginAndPriority(t *testing.T) {
+	ts, clock := newCheckServer(t,
+		`{"name":"app-a-cap","kind":"flow","resource":"orders","threshold":1,"limitApp":"app-a"}`,
+		`{"name":"pay-cap","kind":"flow","resource":"pay","threshold":1}`)
+	ts.run(t, []exchange{
+		{checkPath, `{"resource":"orders","origin":"app-a"}`, 200, allowed},
+		{checkPath, `{"resource":"orders","origin":"app-a"}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"app-a-cap"}`},
+		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
+		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
+		{checkPath, `{"resource":"orders"}`, 200, allowed},
+		{checkPath, `{"resource":"pay"}`, 200, allowed},
+	})
+	// The pass leaves the window 1000 ms after it: 400 ms from now, within
+	// the 500 ms a prioritized call may wait.
+	clock.Advance(600)
+	ts.run(t, []exchange{
+		{checkPath, `{"resource":"pay","prioritized":false}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":true,"waitMs":400}`},
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
+	})
 }

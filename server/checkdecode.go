@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -15,20 +17,38 @@ import (
 
 // Limits of the check API's bodies.
 const (
-	maxCheckCount = 1_000_000
-	maxBatch      = 1000
-	maxRtMs       = 86_400_000 // a day
+	maxCheckCount  = 1_000_000
+	maxBatch       = 1000
+	maxRtMs        = 86_400_000 // a day
+	maxCheckParams = 32
+	maxParamLen    = 256
 )
 
-// checkQuery is one decoded check: count calls to resource.
+// checkQuery is one decoded check: count calls to resource, from origin
+// ("" for none), with params sorted by key (nil for none).
 type checkQuery struct {
-	resource string
-	count    int64
+	resource    string
+	count       int64
+	origin      string
+	prioritized bool
+	params      []checkParam
+}
+
+// checkParam is one of a check's params.
+type checkParam struct {
+	key, value string
+}
+
+// sortParams orders params by key, as both decoders give them.
+func sortParams(params []checkParam) {
+	slices.SortFunc(params, func(a, b checkParam) int { return strings.Compare(a.key, b.key) })
 }
 
 // The check API answers many small bodies, so each is decoded at most
 // twice: a scanner takes the usual shape ({"resource": "orders",
-// "count": 3}, plain strings and integers, in any order) without building
+// "count": 3, "origin": "app-a", "params": {"user": "42"},
+// "prioritized": true}, plain strings, integers and booleans, in any
+// order) without building
 // a map of raw fields; anything else (escapes, nulls, 1e3, unknown or
 // repeated fields, bad JSON) goes to the field-by-field decoder of the
 // rules API, which names every bad field. The scanner only takes bodies
@@ -141,8 +161,49 @@ func decodeCheckObject(o *strictjson.Object) checkQuery {
 			o.Fail("count", msg)
 		}
 	}
+	before = len(*o.Errs)
+	if o.Str("origin", &q.origin) && o.Has("origin") && len(*o.Errs) == before {
+		if msg := originProblem(q.origin); msg != "" {
+			o.Fail("origin", msg)
+		}
+	}
+	o.Bool("prioritized", &q.prioritized, false)
+	q.params = decodeParams(o)
 	o.Rest(func(string) string { return "" })
 	return q
+}
+
+// decodeParams reads a check's params, an object of at most
+// maxCheckParams strings, adding every bad one to o's errors as
+// params.<key>.
+func decodeParams(o *strictjson.Object) []checkParam {
+	v, _ := o.Value("params")
+	if v == nil {
+		return nil
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil || raw == nil {
+		o.Fail("params", "must be an object of parameter: string value")
+		return nil
+	}
+	if len(raw) > maxCheckParams {
+		o.Fail("params", fmt.Sprintf("must have at most %d keys, not %d", maxCheckParams, len(raw)))
+		return nil
+	}
+	var params []checkParam
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		var value string
+		if err := json.Unmarshal(raw[key], &value); err != nil || string(raw[key]) == "null" {
+			o.Fail("params."+key, "must be a string")
+			continue
+		}
+		if msg := paramProblem(value); msg != "" {
+			o.Fail("params."+key, msg)
+			continue
+		}
+		params = append(params, checkParam{key, value})
+	}
+	return params
 }
 
 // checkProblems lists the bad values of a scanned check; path prefixes
@@ -155,7 +216,31 @@ func checkProblems(q checkQuery, path string) []FieldError {
 	if msg := countProblem(q.count); msg != "" {
 		errs = append(errs, FieldError{path + "count", msg})
 	}
+	if msg := originProblem(q.origin); q.origin != "" && msg != "" {
+		errs = append(errs, FieldError{path + "origin", msg})
+	}
+	for _, p := range q.params {
+		if msg := paramProblem(p.value); msg != "" {
+			errs = append(errs, FieldError{path + "params." + p.key, msg})
+		}
+	}
 	return errs
+}
+
+// originProblem says why origin is not a check's origin, or "".
+func originProblem(origin string) string {
+	if n := utf8.RuneCountInString(origin); n == 0 || n > engine.MaxOriginLen {
+		return fmt.Sprintf("must be 1 to %d characters", engine.MaxOriginLen)
+	}
+	return ""
+}
+
+// paramProblem says why value is not a param's value, or "".
+func paramProblem(value string) string {
+	if len(value) > maxParamLen && utf8.RuneCountInString(value) > maxParamLen {
+		return fmt.Sprintf("must be at most %d characters", maxParamLen)
+	}
+	return ""
 }
 
 func countProblem(n int64) string {
@@ -257,13 +342,60 @@ func (s *jsonScanner) integer() (int64, bool) {
 	return n, true
 }
 
+// boolean reads true or false.
+func (s *jsonScanner) boolean() (bool, bool) {
+	s.space()
+	for _, lit := range [...]string{"true", "false"} {
+		if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
+			s.i += len(lit)
+			return lit == "true", true
+		}
+	}
+	return false, false
+}
+
+// params reads an object of at most maxCheckParams plain strings, each
+// key once, sorted by key.
+func (s *jsonScanner) params() ([]checkParam, bool) {
+	if !s.byte('{') {
+		return nil, false
+	}
+	if s.byte('}') {
+		return nil, true
+	}
+	params := make([]checkParam, 0, 4)
+	for {
+		key, ok := s.str()
+		if !ok || !s.byte(':') || len(params) == maxCheckParams {
+			return nil, false
+		}
+		value, ok := s.str()
+		if !ok {
+			return nil, false
+		}
+		for _, p := range params {
+			if p.key == string(key) {
+				return nil, false
+			}
+		}
+		params = append(params, checkParam{s.names.intern(key), string(value)})
+		if s.byte('}') {
+			sortParams(params)
+			return params, true
+		}
+		if !s.byte(',') {
+			return nil, false
+		}
+	}
+}
+
 // check reads one check object.
 func (s *jsonScanner) check() (checkQuery, bool) {
 	q := checkQuery{count: 1}
 	if !s.byte('{') {
 		return q, false
 	}
-	var haveResource, haveCount bool
+	var haveResource, haveCount, haveOrigin, havePrioritized, haveParams bool
 	for {
 		key, ok := s.str()
 		if !ok || !s.byte(':') {
@@ -278,6 +410,18 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 		case string(key) == "count" && !haveCount:
 			q.count, ok = s.integer()
 			haveCount = true
+		case string(key) == "origin" && !haveOrigin:
+			var origin []byte
+			origin, ok = s.str()
+			q.origin = s.names.intern(origin)
+			haveOrigin = ok && len(origin) > 0 // "" is refused by the full decoder
+			ok = haveOrigin
+		case string(key) == "prioritized" && !havePrioritized:
+			q.prioritized, ok = s.boolean()
+			havePrioritized = true
+		case string(key) == "params" && !haveParams:
+			q.params, ok = s.params()
+			haveParams = true
 		default:
 			return q, false
 		}

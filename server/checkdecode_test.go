@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -54,6 +55,41 @@ var checkBodies = []string{
 	`null`,
 	``,
 	`"orders"`,
+	`{"resource": "orders", "origin": "app-a"}`,
+	`{"origin": "app-a", "resource": "orders", "count": 2, "prioritized": true}`,
+	`{"resource": "orders", "prioritized": false}`,
+	`{"resource": "orders", "prioritized": null}`,
+	`{"resource": "orders", "prioritized": tru}`,
+	`{"resource": "orders", "prioritized": "true"}`,
+	`{"resource": "orders", "origin": ""}`,
+	`{"resource": "orders", "origin": null}`,
+	`{"resource": "orders", "origin": "` + strings.Repeat("é", 256) + `"}`,
+	`{"resource": "orders", "origin": "` + strings.Repeat("é", 257) + `"}`,
+	`{"resource": "orders", "origin": "a", "origin": "b"}`,
+	`{"resource": "orders", "params": {}}`,
+	`{"resource": "orders", "params": null}`,
+	`{"resource": "orders", "params": {"user": "42", "ip": "10.0.0.1"}}`,
+	`{"params": {"b": "2", "a": "1", "c": ""}, "resource": "orders"}`,
+	`{"resource": "orders", "params": {"user": "42", "user": "43"}}`,
+	`{"resource": "orders", "params": {"user": 42}}`,
+	`{"resource": "orders", "params": {"user": null}}`,
+	`{"resource": "orders", "params": {"us\u0065r": "42"}}`,
+	`{"resource": "orders", "params": {"user": "` + strings.Repeat("é", 256) + `"}}`,
+	`{"resource": "orders", "params": {"user": "` + strings.Repeat("é", 257) + `"}}`,
+	`{"resource": "orders", "params": {"user": "42",}}`,
+	`{"resource": "orders", "params": ["user"]}`,
+	`{"resource": "orders", "params": {"a": "1"}, "params": {"b": "2"}}`,
+	manyParams(32),
+	manyParams(33),
+}
+
+// manyParams is a check body with n params.
+func manyParams(n int) string {
+	pairs := make([]string, n)
+	for i := range pairs {
+		pairs[i] = fmt.Sprintf(`"k%02d": "v"`, i)
+	}
+	return `{"resource": "orders", "params": {` + strings.Join(pairs, ", ") + `}}`
 }
 
 // TestCheckDecodersAgree proves that the scanner only takes bodies the full
@@ -81,7 +117,7 @@ func checkDecodersAgree(t *testing.T, body []byte) {
 	t.Helper()
 	q, err := decodeCheck(body, &nameCache{})
 	wantQ, wantErr := decodeCheckFields(body)
-	if q != wantQ || !reflect.DeepEqual(err, wantErr) {
+	if !reflect.DeepEqual(q, wantQ) || !reflect.DeepEqual(err, wantErr) {
 		t.Errorf("%q: decodeCheck = %+v, %v; the full decoder: %+v, %v", body, q, err, wantQ, wantErr)
 	}
 }

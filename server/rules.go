@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -128,7 +129,7 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@ID			listRules
 //	@Tags		rules
 //	@Produce	json
-//	@Param		kind		query		string	false	"only this kind"	Enums(flow)
+//	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority)
 //	@Param		resource	query		string	false	"only rules of this resource (exact name)"
 //	@Param		enabled		query		bool	false	"only enabled (true) or disabled (false) rules"
 //	@Param		q			query		string	false	"case-insensitive substring of the name, resource or description"
@@ -155,8 +156,9 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 		return err
 	}
 	items := make([]rules.APIRule, len(found))
+	now := h.rules.NowMs()
 	for i := range found {
-		items[i] = found[i].API()
+		items[i] = found[i].API(now)
 	}
 	return writeJSON(c, http.StatusOK, RuleList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
@@ -185,7 +187,7 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return answerRule(c, http.StatusOK, &r)
+	return h.answerRule(c, http.StatusOK, &r)
 }
 
 // create stores a new rule and loads it into the engine.
@@ -226,7 +228,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 		return err
 	}
 	c.Location(fmt.Sprintf("%s/%d", c.Path(), r.ID))
-	return answerRule(c, http.StatusCreated, &r)
+	return h.answerRule(c, http.StatusCreated, &r)
 }
 
 // replace overwrites a rule with the body, whole.
@@ -301,7 +303,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
 	if err != nil {
 		return err
 	}
-	return answerRule(c, http.StatusOK, &r)
+	return h.answerRule(c, http.StatusOK, &r)
 }
 
 // delete removes a rule; its history stays readable.
@@ -367,9 +369,10 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 		return err
 	}
 	items := make([]RuleRevision, len(revs))
+	now := h.rules.NowMs()
 	for i, rev := range revs {
 		items[i] = RuleRevision{
-			Version: rev.Version, Action: rev.Action, Rule: rev.Rule.API(), Actor: rev.Actor, Reason: rev.Reason,
+			Version: rev.Version, Action: rev.Action, Rule: rev.Rule.API(now), Actor: rev.Actor, Reason: rev.Reason,
 			CreatedAt: rev.CreatedAt,
 		}
 	}
@@ -415,7 +418,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return answerRule(c, http.StatusOK, &r)
+	return h.answerRule(c, http.StatusOK, &r)
 }
 
 // apply syncs the stored rules to the body.
@@ -553,14 +556,14 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //
 //	@Summary		Import sentinel-golang rules
 //	@ID				importRules
-//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, or of circuitbreaker.Rule with kind=circuitBreaker) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults; fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (flow-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
 //	@Param			format	query		string				true	"the source format"					Enums(sentinel)
-//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker)	default(flow)
+//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker, hotspot)	default(flow)
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
-//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum)"
+//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}])"
 //	@Success		200		{object}	rules.ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
@@ -576,8 +579,9 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})
 	}
 	kind := c.Query("kind", rules.KindFlow)
-	if kind != rules.KindFlow && kind != rules.KindBreaker {
-		return BadRequest("kind must be flow or circuitBreaker", FieldError{"kind", "must be flow or circuitBreaker"})
+	if !slices.Contains(rules.SentinelKinds, kind) {
+		msg := "must be one of " + strings.Join(rules.SentinelKinds, ", ")
+		return BadRequest("kind "+msg, FieldError{"kind", msg})
 	}
 	dryRun, err := boolParam(c, "dryRun")
 	if err != nil {
@@ -592,7 +596,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 		return err
 	}
 	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
-		return BadRequest("the body must be a JSON array of sentinel-golang flow rules")
+		return BadRequest("the body must be a JSON array of sentinel-golang rules")
 	}
 	want, err := rules.ImportSentinel(kind, items)
 	if err != nil {
@@ -605,7 +609,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	return writeJSON(c, http.StatusOK, plan)
 }
 
-func answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
+func (h *ruleHandler) answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
 	setETag(c, r.Version)
-	return writeJSON(c, status, r.API())
+	return writeJSON(c, status, r.API(h.rules.NowMs()))
 }

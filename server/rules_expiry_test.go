@@ -40,3 +40,52 @@ func TestRuleExpiresAt(t *testing.T) {
 		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "expiresAt")
 	}
 }
+
+// TestExpiredRulesAreFlagged: a rule past its expiresAt, by the engine's
+// clock, is listed and read with "expired": true and stops applying; it
+// stays stored, and GET's body may be PUT back with the flag in it.
+func TestExpiredRulesAreFlagged(t *testing.T) {
+	ts, clock := newCheckServer(t,
+		`{"name":"incident","kind":"flow","resource":"orders","threshold":0,"expiresAt":"2026-03-01T12:00:01Z"}`,
+		`{"name":"incident-users","kind":"hotspot","resource":"orders","paramKey":"user","threshold":0,"expiresAt":"2026-03-01T12:00:02Z"}`,
+		`{"name":"forever","kind":"authority","resource":"admin","strategy":"deny","origins":["x"]}`)
+	expired := func() map[string]any {
+		flags := map[string]any{}
+		for _, r := range ts.listRules(t, "").Items {
+			flags[r.Name] = r.Expired
+		}
+		resp, body := ts.call(t, http.MethodGet, ruleURL(ts.ruleIDByName(t, "incident")), nil, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		flags["GET incident"] = jsonObject(t, body)["expired"]
+		return flags
+	}
+	if got := expired(); got["incident"] != false || got["incident-users"] != false || got["forever"] != false || got["GET incident"] != nil {
+		t.Errorf("before expiresAt: %v, want none expired and the flag absent", got)
+	}
+	flowBlock := `{"allowed":false,"waitMs":0,"reason":"flow","rule":"incident"}`
+	ts.run(t, []exchange{{checkPath, `{"resource":"orders","params":{"user":"a"}}`, 200, flowBlock}})
+
+	clock.Advance(1000)
+	if got := expired(); got["incident"] != true || got["incident-users"] != false || got["GET incident"] != true {
+		t.Errorf("at the flow rule's expiresAt: %v", got)
+	}
+	hotspotBlock := `{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"incident-users"}`
+	ts.run(t, []exchange{{checkPath, `{"resource":"orders","params":{"user":"a"}}`, 200, hotspotBlock}})
+
+	clock.Advance(1000)
+	if got := expired(); got["incident"] != true || got["incident-users"] != true || got["forever"] != false {
+		t.Errorf("past both: %v", got)
+	}
+	ts.run(t, []exchange{{checkPath, `{"resource":"orders","params":{"user":"a"}}`, 200, allowed}})
+
+	id := ts.ruleIDByName(t, "incident")
+	_, body := ts.call(t, http.MethodGet, ruleURL(id), nil, nil)
+	resp, body := ts.call(t, http.MethodPut, ruleURL(id), body, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	resp, body = ts.call(t, http.MethodPatch, ruleURL(id), `{"expiresAt":null}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if _, flagged := jsonObject(t, body)["expired"]; flagged {
+		t.Errorf("a rule without expiresAt is flagged: %s", body)
+	}
+	ts.run(t, []exchange{{checkPath, `{"resource":"orders"}`, 200, flowBlock}})
+}

@@ -454,7 +454,7 @@ func TestCreateRuleRejects(t *testing.T) {
 		{name: "description is a number", body: `{"kind":"flow","resource":"r","threshold":1,"description":7}`, wantStatus: 422, wantFields: []string{"description"}},
 		{name: "mode is an object", body: `{"kind":"flow","resource":"r","threshold":1,"mode":{}}`, wantStatus: 422, wantFields: []string{"mode"}},
 		{name: "missing kind", body: `{"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
-		{name: "unknown kind", body: `{"kind":"hotspot","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
+		{name: "unknown kind", body: `{"kind":"system","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
 		{name: "kind is a number", body: `{"kind":1,"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
 		{name: "missing resource", body: `{"kind":"flow","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
 		{name: "missing threshold", body: `{"kind":"flow","resource":"r"}`, wantStatus: 422, wantFields: []string{"threshold"}},
@@ -1537,14 +1537,20 @@ func TestRuleFields(t *testing.T) {
 		t.Fatalf("status %d: %s", resp.StatusCode, body)
 	}
 	got := decodeStrict[RuleSchema](t, body)
-	if len(got.Kinds) != 2 || got.Kinds[0].Kind != "flow" || got.Kinds[1].Kind != "circuitBreaker" {
-		t.Fatalf("kinds %+v, want flow and circuitBreaker", got.Kinds)
+	var kinds []string
+	for _, k := range got.Kinds {
+		kinds = append(kinds, k.Kind)
+	}
+	if want := []string{"flow", "circuitBreaker", "hotspot", "authority"}; !slices.Equal(kinds, want) {
+		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	want, err := json.Marshal(RuleSchema{
 		Envelope: rules.EnvelopeFields,
 		Kinds: []RuleKind{
 			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
 			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
+			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
+			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
 		},
 		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
 	})

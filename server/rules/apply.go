@@ -108,6 +108,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 		var creates []*Rule
 		for i := range want {
 			r := &want[i]
+			tx.from(r.Name, requestPath{prefix: fmt.Sprintf("rules[%d].", i), label: r.Name})
 			item := PlanItem{Name: r.Name, Kind: r.Kind, Resource: r.Resource}
 			old, exists := tx.named(r.Name)
 			if !exists {

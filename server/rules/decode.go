@@ -1,7 +1,9 @@
 package rules
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -31,7 +33,7 @@ const (
 
 // readOnlyFields may be sent back as GET returned them; they are ignored
 // (id and kind are checked against the stored rule).
-var readOnlyFields = []string{"version", "createdAt", "updatedAt"}
+var readOnlyFields = []string{"version", "createdAt", "updatedAt", "expired"}
 
 // fieldKinds names the kinds each field belongs to ("flow,
 // circuitBreaker"), to tell a field of another kind from an unknown one.
@@ -75,6 +77,14 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 			if o.Integer(f.Name, &n) && len(*o.Errs) == before {
 				dst.SetInt(n)
 			}
+		case engine.FieldObject:
+			if m, ok := numberObject(o, f.Name); ok {
+				dst.Set(reflect.ValueOf(m))
+			}
+		case engine.FieldArray:
+			if list, ok := stringArray(o, f.Name); ok {
+				dst.Set(reflect.ValueOf(list))
+			}
 		}
 	}
 	if !required {
@@ -87,6 +97,63 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 			o.Fail(f.Name, "is required")
 		}
 	}
+}
+
+// numberObject reads the field name, an object of numbers such as
+// specificItems, if it is present (null is empty); a value that is not a
+// number is reported with its key.
+func numberObject(o *strictjson.Object, name string) (map[string]float64, bool) {
+	v, present := o.Value(name)
+	if v == nil {
+		return map[string]float64{}, present
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil || raw == nil {
+		o.Fail(name, "must be an object of value: number")
+		return nil, false
+	}
+	m := make(map[string]float64, len(raw))
+	bad := false
+	for _, key := range slices.Sorted(maps.Keys(raw)) {
+		var n float64
+		if err := json.Unmarshal(raw[key], &n); err != nil {
+			o.Fail(name, fmt.Sprintf("the value of %q must be a number", key))
+			bad = true
+			continue
+		}
+		m[key] = n
+	}
+	return m, !bad
+}
+
+// stringArray reads the field name, an array of strings such as origins,
+// if it is present (null is empty); an item that is not a string is
+// reported by its index. In a YAML body, a number, true or false is taken
+// as its text.
+func stringArray(o *strictjson.Object, name string) ([]string, bool) {
+	v, present := o.Value(name)
+	if v == nil {
+		return nil, present
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(v, &raw); err != nil || raw == nil {
+		o.Fail(name, "must be an array of strings")
+		return nil, false
+	}
+	list := make([]string, len(raw))
+	bad := false
+	for i, item := range raw {
+		if json.Unmarshal(item, &list[i]) == nil {
+			continue
+		}
+		if text, ok := o.Scalars[fmt.Sprintf("%s%s[%d]", o.Path, name, i)]; ok && string(item) != "null" {
+			list[i] = text
+			continue
+		}
+		o.Fail(fmt.Sprintf("%s[%d]", name, i), "must be a string")
+		bad = true
+	}
+	return list, !bad
 }
 
 // structFields maps the JSON names of a struct's fields to their index.
@@ -134,7 +201,7 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		}
 	case kind == "":
 		o.Fail("kind", "is required; one of "+knownKinds)
-	case kind != KindFlow && kind != KindBreaker:
+	case !knownKind(kind):
 		o.Fail("kind", "must be one of "+knownKinds)
 	default:
 		r.Kind = kind
@@ -166,18 +233,12 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		}
 	}
 
-	switch r.Kind {
-	case KindFlow:
+	if table, ok := kindFields(r.Kind); ok {
 		if keep {
-			withoutDefaults(engine.FlowRuleFields, &r.Flow)
+			withoutDefaults(table, r.spec())
 		}
-		decodeFields(o, engine.FlowRuleFields, &r.Flow, !keep)
-	case KindBreaker:
-		if keep {
-			withoutDefaults(engine.BreakerRuleFields, &r.Breaker)
-		}
-		decodeFields(o, engine.BreakerRuleFields, &r.Breaker, !keep)
-	default:
+		decodeFields(o, table, r.spec(), !keep)
+	} else {
 		// Without a valid kind, its fields cannot be judged; the kind's
 		// error says what to fix.
 		for name := range fieldKinds {
@@ -215,20 +276,25 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))
 	}
-	switch r.Kind {
-	case KindFlow:
-		for _, fe := range r.engineFlow().Validate() {
-			add(fe.Field, fe.Message)
+	if knownKind(r.Kind) {
+		// A field the decoder refused (or an item of it) kept its zero
+		// value: the engine's verdict on that says nothing more.
+		named := map[string]bool{}
+		for _, fe := range *errs {
+			named[fe.Field] = true
+			if rest, ok := strings.CutPrefix(fe.Field, path); ok {
+				if i := strings.IndexAny(rest, "[."); i > 0 {
+					named[path+rest[:i]] = true
+				}
+			}
 		}
-		r.Flow = r.Flow.WithDefaults()
-		r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
-	case KindBreaker:
-		for _, fe := range r.engineBreaker().Validate() {
-			add(fe.Field, fe.Message)
+		for _, fe := range r.validate() {
+			if !named[path+fe.Field] {
+				add(fe.Field, fe.Message)
+			}
 		}
-		r.Breaker = r.Breaker.WithDefaults()
-		r.Breaker.Name, r.Breaker.Resource, r.Breaker.Mode = "", "", ""
-	default:
+		r.withDefaults()
+	} else {
 		// The kind is missing or unknown (and reported): check the
 		// envelope fields still, with a flow rule whose own fields are
 		// all defaults.

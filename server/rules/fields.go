@@ -22,6 +22,8 @@ type Kind struct {
 var Kinds = []Kind{
 	{Kind: KindFlow, Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
 	{Kind: KindBreaker, Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
+	{Kind: KindHotspot, Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
+	{Kind: KindAuthority, Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
 }
 
 // knownKinds lists the kinds a rule may have, for error messages.

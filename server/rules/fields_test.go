@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -12,12 +14,22 @@ import (
 
 // TestSwaggerTagsFollowTheFieldTables: swag reads a field's example and
 // enums from struct tags only, so the tags of Content must say what the
-// field tables say; a field shared by kinds (threshold, statIntervalMs)
-// takes the first kind's.
+// field tables say; a field shared by kinds (threshold, strategy) takes
+// the first kind's example, and the options of every kind that has it, in
+// the order of the kinds. An object's example is written key:value, an
+// array's comma-separated.
 func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
 	tables := append(engine.Fields{}, EnvelopeFields...)
 	for _, k := range Kinds {
 		tables = append(tables, k.Fields...)
+	}
+	enums := map[string][]string{}
+	for _, f := range tables {
+		for _, v := range f.OptionValues() {
+			if !slices.Contains(enums[f.Name], v) {
+				enums[f.Name] = append(enums[f.Name], v)
+			}
+		}
 	}
 	tagged := map[string]bool{}
 	for _, sf := range reflect.VisibleFields(reflect.TypeFor[Content]()) {
@@ -27,11 +39,11 @@ func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
 			continue
 		}
 		tagged[name] = true
-		if got, want := sf.Tag.Get("example"), fmt.Sprint(f.Example); got != want {
+		if got, want := sf.Tag.Get("example"), swagExample(f.Example); got != want {
 			t.Errorf("%s: example tag %q, the table's %q", name, got, want)
 		}
-		if got, want := sf.Tag.Get("enums"), strings.Join(f.OptionValues(), ","); got != want {
-			t.Errorf("%s: enums tag %q, the table's %q", name, got, want)
+		if got, want := sf.Tag.Get("enums"), strings.Join(enums[name], ","); got != want {
+			t.Errorf("%s: enums tag %q, the tables' %q", name, got, want)
 		}
 	}
 	for _, f := range tables {
@@ -39,6 +51,21 @@ func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
 			t.Errorf("the field %s of the tables is not in Content", f.Name)
 		}
 	}
+}
+
+// swagExample is v as a swag example tag writes it.
+func swagExample(v any) string {
+	switch v := v.(type) {
+	case map[string]float64:
+		var pairs []string
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			pairs = append(pairs, fmt.Sprintf("%s:%v", k, v[k]))
+		}
+		return strings.Join(pairs, ",")
+	case []string:
+		return strings.Join(v, ",")
+	}
+	return fmt.Sprint(v)
 }
 
 // TestStoredSpecTakesNewFieldsDefaults: a rule stored before one of its

@@ -12,8 +12,10 @@ import (
 
 // Rule kinds.
 const (
-	KindFlow    = "flow"
-	KindBreaker = "circuitBreaker"
+	KindFlow      = "flow"
+	KindBreaker   = "circuitBreaker"
+	KindHotspot   = "hotspot"
+	KindAuthority = "authority"
 )
 
 // Content is a rule as apply accepts it and export writes it: the
@@ -22,7 +24,7 @@ const (
 // rule) are left out.
 type Content struct {
 	Name        string `json:"name" example:"orders-qps"`
-	Kind        string `json:"kind" enums:"flow,circuitBreaker" example:"flow"`
+	Kind        string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority" example:"flow"`
 	Resource    string `json:"resource" example:"GET:/api/orders"`
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
@@ -30,22 +32,31 @@ type Content struct {
 	// ExpiresAt is when the rule stops applying; absent, never.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z"`
 	// Threshold is, for flow rules, the passes allowed per statIntervalMs
-	// (or the calls in flight); for circuit breakers, the ratio or count
-	// that opens them.
+	// (or the calls in flight); for hotspot rules, the same per value; for
+	// circuit breakers, the ratio or count that opens them.
 	Threshold *float64 `json:"threshold,omitempty" example:"100"`
 	// StatIntervalMs is the window the threshold counts over (qps flow
-	// rules and circuit breakers).
+	// and hotspot rules, and circuit breakers).
 	StatIntervalMs *int64 `json:"statIntervalMs,omitempty" example:"1000"`
+	// Metric is what a flow or hotspot rule's threshold limits.
+	Metric *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
+	// ControlBehavior is what a qps flow or hotspot rule does over its
+	// threshold.
+	ControlBehavior *string `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
+	// MaxQueueingTimeMs is how long a throttling rule may make a caller
+	// wait.
+	MaxQueueingTimeMs *int64 `json:"maxQueueingTimeMs,omitempty" example:"500"`
+	// Strategy is, for circuit breakers, what opens them; for authority
+	// rules, whether the origins listed are allowed or denied.
+	Strategy *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount,allow,deny" example:"errorRatio"`
 	FlowFields
 	BreakerFields
+	HotspotFields
+	AuthorityFields
 } //@name server.RuleContent
 
-// FlowFields are the fields of a flow rule (kind flow) besides threshold and
-// statIntervalMs.
+// FlowFields are the fields of a flow rule (kind flow) no other kind has.
 type FlowFields struct {
-	Metric                 *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
-	ControlBehavior        *string `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
-	MaxQueueingTimeMs      *int64  `json:"maxQueueingTimeMs,omitempty" example:"500"`
 	TokenCalculateStrategy *string `json:"tokenCalculateStrategy,omitempty" enums:"direct,warmUp" example:"direct"`
 	WarmUpPeriodSec        *int64  `json:"warmUpPeriodSec,omitempty" example:"10"`
 	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
@@ -56,13 +67,30 @@ type FlowFields struct {
 }
 
 // BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
-// besides threshold and statIntervalMs.
+// no other kind has.
 type BreakerFields struct {
-	Strategy         *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount" example:"errorRatio"`
-	MaxAllowedRtMs   *int64  `json:"maxAllowedRtMs,omitempty" example:"200"`
-	RetryTimeoutMs   *int64  `json:"retryTimeoutMs,omitempty" example:"5000"`
-	MinRequestAmount *int64  `json:"minRequestAmount,omitempty" example:"5"`
-	ProbeNum         *int64  `json:"probeNum,omitempty" example:"1"`
+	MaxAllowedRtMs   *int64 `json:"maxAllowedRtMs,omitempty" example:"200"`
+	RetryTimeoutMs   *int64 `json:"retryTimeoutMs,omitempty" example:"5000"`
+	MinRequestAmount *int64 `json:"minRequestAmount,omitempty" example:"5"`
+	ProbeNum         *int64 `json:"probeNum,omitempty" example:"1"`
+}
+
+// HotspotFields are the fields of a hotspot rule (kind hotspot) no other
+// kind has.
+type HotspotFields struct {
+	ParamKey   *string `json:"paramKey,omitempty" example:"ip"`
+	BurstCount *int64  `json:"burstCount,omitempty" example:"5"`
+	// SpecificItems gives some values their own threshold: value →
+	// threshold, at most 1000 entries.
+	SpecificItems     *map[string]float64 `json:"specificItems,omitempty" swaggertype:"object,number" example:"vip:100"`
+	ParamsMaxCapacity *int64              `json:"paramsMaxCapacity,omitempty" example:"100000"`
+}
+
+// AuthorityFields are the fields of an authority rule (kind authority) no
+// other kind has.
+type AuthorityFields struct {
+	// Origins are 1 to 1000 origin names of 1 to 256 characters.
+	Origins *[]string `json:"origins,omitempty" example:"checkout,billing"`
 }
 
 // APIRule is a stored rule as the API shows it: its content, and the fields the
@@ -70,6 +98,9 @@ type BreakerFields struct {
 type APIRule struct {
 	ID int64 `json:"id" example:"42"`
 	Content
+	// Expired is present, and true, once the rule is past its expiresAt:
+	// it is stored still, but applies no more.
+	Expired   bool      `json:"expired,omitempty" example:"false"`
 	Version   int64     `json:"version" example:"3"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -88,6 +119,8 @@ type Rule struct {
 	Description string
 	Flow        engine.FlowRule           // kind flow
 	Breaker     engine.CircuitBreakerRule // kind circuitBreaker
+	Hotspot     engine.HotspotRule        // kind hotspot
+	Authority   engine.AuthorityRule      // kind authority
 	Version     int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -107,31 +140,109 @@ func (r *Rule) engineBreaker() engine.CircuitBreakerRule {
 	return b
 }
 
-// expiresAtMs is when the rule stops applying, in Unix milliseconds, 0
-// for never: its kind's engine rule keeps it, so it is stored with the
-// spec.
-func (r *Rule) expiresAtMs() int64 {
-	if r.Kind == KindBreaker {
-		return r.Breaker.ExpiresAtMs
-	}
-	return r.Flow.ExpiresAtMs
+// engineHotspot is the hotspot rule the engine loads.
+func (r *Rule) engineHotspot() engine.HotspotRule {
+	h := r.Hotspot
+	h.Name, h.Resource, h.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
+	return h
 }
 
-// setExpiresAtMs sets expiresAtMs.
-func (r *Rule) setExpiresAtMs(ms int64) {
-	if r.Kind == KindBreaker {
-		r.Breaker.ExpiresAtMs = ms
-	} else {
-		r.Flow.ExpiresAtMs = ms
+// engineAuthority is the authority rule the engine loads.
+func (r *Rule) engineAuthority() engine.AuthorityRule {
+	a := r.Authority
+	a.Name, a.Resource, a.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
+	return a
+}
+
+// expiresAt points at when the rule stops applying, in Unix milliseconds,
+// 0 for never: its kind's engine rule keeps it, so it is stored with the
+// spec.
+func (r *Rule) expiresAt() *int64 {
+	switch r.Kind {
+	case KindBreaker:
+		return &r.Breaker.ExpiresAtMs
+	case KindHotspot:
+		return &r.Hotspot.ExpiresAtMs
+	case KindAuthority:
+		return &r.Authority.ExpiresAtMs
 	}
+	return &r.Flow.ExpiresAtMs
+}
+
+// expiresAtMs is when the rule stops applying, 0 for never.
+func (r *Rule) expiresAtMs() int64 { return *r.expiresAt() }
+
+// setExpiresAtMs sets expiresAtMs.
+func (r *Rule) setExpiresAtMs(ms int64) { *r.expiresAt() = ms }
+
+// Expired reports whether the rule is past its expiresAt at nowMs (Unix
+// milliseconds), as the engine judges it.
+func (r *Rule) Expired(nowMs int64) bool {
+	ms := r.expiresAtMs()
+	return ms != 0 && nowMs >= ms
 }
 
 // spec is the kind's engine rule, stored as the rule's spec.
 func (r *Rule) spec() any {
-	if r.Kind == KindBreaker {
+	switch r.Kind {
+	case KindBreaker:
 		return &r.Breaker
+	case KindHotspot:
+		return &r.Hotspot
+	case KindAuthority:
+		return &r.Authority
 	}
 	return &r.Flow
+}
+
+// knownKind reports whether kind is one of Kinds.
+func knownKind(kind string) bool {
+	_, ok := kindFields(kind)
+	return ok
+}
+
+// kindFields is the field table of kind.
+func kindFields(kind string) (engine.Fields, bool) {
+	for _, k := range Kinds {
+		if k.Kind == kind {
+			return k.Fields, true
+		}
+	}
+	return nil, false
+}
+
+// withDefaults fills in the defaults of the kind's engine rule, whose
+// envelope fields stay empty (the rule's envelope has them).
+func (r *Rule) withDefaults() {
+	switch r.Kind {
+	case KindFlow:
+		r.Flow = r.Flow.WithDefaults()
+		r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
+	case KindBreaker:
+		r.Breaker = r.Breaker.WithDefaults()
+		r.Breaker.Name, r.Breaker.Resource, r.Breaker.Mode = "", "", ""
+	case KindHotspot:
+		r.Hotspot = r.Hotspot.WithDefaults()
+		r.Hotspot.Name, r.Hotspot.Resource, r.Hotspot.Mode = "", "", ""
+	case KindAuthority:
+		r.Authority = r.Authority.WithDefaults()
+		r.Authority.Name, r.Authority.Resource, r.Authority.Mode = "", "", ""
+	}
+}
+
+// validate is the engine's validation of the rule's kind.
+func (r *Rule) validate() []engine.FieldError {
+	switch r.Kind {
+	case KindFlow:
+		return r.engineFlow().Validate()
+	case KindBreaker:
+		return r.engineBreaker().Validate()
+	case KindHotspot:
+		return r.engineHotspot().Validate()
+	case KindAuthority:
+		return r.engineAuthority().Validate()
+	}
+	return nil
 }
 
 func fromStore(row store.Rule) (Rule, error) {
@@ -140,21 +251,15 @@ func fromStore(row store.Rule) (Rule, error) {
 		Mode: row.Mode, Description: row.Description, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
-	if row.Kind != KindFlow && row.Kind != KindBreaker {
+	if !knownKind(row.Kind) {
 		return Rule{}, fmt.Errorf("rule %d: unknown kind %q", row.ID, row.Kind)
 	}
 	if err := json.Unmarshal([]byte(row.Spec), r.spec()); err != nil {
 		return Rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
 	}
 	// A spec stored before one of its kind's fields existed holds that
-	// field's default (the envelope has the mode).
-	if r.Kind == KindFlow {
-		r.Flow = r.Flow.WithDefaults()
-		r.Flow.Mode = ""
-	} else {
-		r.Breaker = r.Breaker.WithDefaults()
-		r.Breaker.Mode = ""
-	}
+	// field's default.
+	r.withDefaults()
 	return r, nil
 }
 
@@ -182,18 +287,16 @@ func (r *Rule) Content() Content {
 		at := time.UnixMilli(ms).UTC()
 		c.ExpiresAt = &at
 	}
-	switch r.Kind {
-	case KindFlow:
-		showFields(engine.FlowRuleFields, &r.Flow, &c)
-	case KindBreaker:
-		showFields(engine.BreakerRuleFields, &r.Breaker, &c)
+	if table, ok := kindFields(r.Kind); ok {
+		showFields(table, r.spec(), &c)
 	}
 	return c
 }
 
 // showFields sets the fields of c that table's fields of spec, a pointer to
 // an engine rule with its defaults, show: each one that applies to it, and
-// each with options (a behaviour) even where it does not.
+// each with options (a behaviour) that holds a value even where it does
+// not. An object or array is shown empty rather than null.
 func showFields(table engine.Fields, spec any, c *Content) {
 	src := reflect.ValueOf(spec).Elem()
 	from := structFields(src.Type())
@@ -201,12 +304,19 @@ func showFields(table engine.Fields, spec any, c *Content) {
 	to := structFields(dst.Type())
 	value := func(name string) reflect.Value { return src.FieldByIndex(from[name]) }
 	for _, f := range table {
-		if when := f.AppliesWhen; when != nil && f.Options == nil && value(when.Field).String() != when.Value {
+		v := value(f.Name)
+		if when := f.AppliesWhen; when != nil && value(when.Field).String() != when.Value && (f.Options == nil || v.IsZero()) {
 			continue
 		}
 		field := dst.FieldByIndex(to[f.Name])
 		shown := reflect.New(field.Type().Elem())
-		shown.Elem().Set(value(f.Name).Convert(field.Type().Elem()))
+		switch {
+		case v.Kind() == reflect.Map && v.IsNil():
+			v = reflect.MakeMap(v.Type())
+		case v.Kind() == reflect.Slice && v.IsNil():
+			v = reflect.MakeSlice(v.Type(), 0, 0)
+		}
+		shown.Elem().Set(v.Convert(field.Type().Elem()))
 		field.Set(shown)
 	}
 }
@@ -226,7 +336,11 @@ func withoutDefaults(table engine.Fields, spec any) {
 	}
 }
 
-// API is the rule as the API shows it.
-func (r *Rule) API() APIRule {
-	return APIRule{ID: r.ID, Content: r.Content(), Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt}
+// API is the rule as the API shows it at nowMs (Unix milliseconds), which
+// tells whether it has expired.
+func (r *Rule) API(nowMs int64) APIRule {
+	return APIRule{
+		ID: r.ID, Content: r.Content(), Expired: r.Expired(nowMs), Version: r.Version,
+		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	}
 }

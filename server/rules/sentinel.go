@@ -2,7 +2,10 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"slices"
+	"strconv"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/strictjson"
@@ -29,6 +32,9 @@ type SentinelFlowRule struct {
 	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
 	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
 	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
+	// LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:
+	// whose calls the rule counts; empty is every caller's.
+	LimitApp string `json:"limitApp" example:"default"`
 } //@name server.SentinelFlowRule
 
 // sentinelOption is the value sentinel-golang numbers n for the field
@@ -47,12 +53,18 @@ func plainFields(table engine.Fields) engine.Fields {
 	return slices.DeleteFunc(slices.Clone(table), func(f engine.Field) bool { return f.Options != nil })
 }
 
-// ImportSentinel turns the sentinel-golang rules of kind (KindFlow or
-// KindBreaker) into rules that Apply takes, named in file order and
+// SentinelKinds are the kinds ImportSentinel converts.
+var SentinelKinds = []string{KindFlow, KindBreaker, KindHotspot}
+
+// ImportSentinel turns the sentinel-golang rules of kind (one of
+// SentinelKinds) into rules that Apply takes, named in file order and
 // validated like a rule file.
 func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
-	if kind == KindBreaker {
+	switch kind {
+	case KindBreaker:
 		return convertSentinelBreakerRules(items)
+	case KindHotspot:
+		return convertSentinelHotspotRules(items)
 	}
 	return convertSentinelFlowRules(items)
 }
@@ -111,12 +123,16 @@ func importedDescription(id string) string {
 func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 	return convertSentinel(items, KindFlow, func(o *strictjson.Object, r *Rule) {
 		var sr struct {
-			id, refResource, adaptiveConfig                    string
+			id, refResource, adaptiveConfig, limitApp          string
 			strategy, behavior, relation                       int64
 			threshold                                          float64
 			queueing, warmUpSec, coldFactor, interval, ignored int64
 		}
 		o.Str("id", &sr.id)
+		// Not a field of sentinel-golang's flow rules, but of Sentinel's
+		// (Java) and of Sluice's: "" is unset, as Sentinel's other zero
+		// values.
+		o.Str("limitApp", &sr.limitApp)
 		o.Integer("tokenCalculateStrategy", &sr.strategy)
 		o.Integer("controlBehavior", &sr.behavior)
 		o.Number("threshold", &sr.threshold)
@@ -133,7 +149,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 			o.Integer(name, &sr.ignored)
 		}
 
-		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval}
+		f := engine.FlowRule{Threshold: sr.threshold, StatIntervalMs: sr.interval, LimitApp: sr.limitApp}
 		table := engine.FlowRuleFields
 		if value, ok := sentinelOption(table, "tokenCalculateStrategy", sr.strategy); !ok {
 			o.Fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
@@ -153,4 +169,143 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 		r.Flow = f
 		r.Description = importedDescription(sr.id)
 	})
+}
+
+// maxDurationInSec is the longest durationInSec: Sluice's longest
+// statIntervalMs.
+const maxDurationInSec = engine.MaxStatIntervalMs / 1000
+
+// convertSentinelHotspotRules turns sentinel-golang hotspot rules, in its
+// data sources' shape (ext/datasource.HotspotRule: enums are numbers,
+// metricType 0 Concurrency and 1 QPS), into Sluice rules, named in file
+// order, validated like an apply body. A rule's parameter is its paramKey
+// or, without one, "argN" for its paramIndex N >= 0 (a negative index
+// counts from the end of the call's arguments, which no named parameter
+// can follow); durationInSec becomes statIntervalMs; fields Sentinel
+// ignores for the rule's behaviour are dropped.
+func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindHotspot, func(o *strictjson.Object, r *Rule) {
+		var sr struct {
+			id, paramKey                                   string
+			metric, behavior, index, queueing, burst, secs int64
+		}
+		h := &r.Hotspot
+		o.Str("id", &sr.id)
+		o.Integer("metricType", &sr.metric)
+		o.Integer("controlBehavior", &sr.behavior)
+		o.Str("paramKey", &sr.paramKey)
+		o.Integer("paramIndex", &sr.index)
+		o.Number("threshold", &h.Threshold)
+		o.Integer("maxQueueingTimeMs", &sr.queueing)
+		o.Integer("burstCount", &sr.burst)
+		o.Integer("durationInSec", &sr.secs)
+		o.Integer("paramsMaxCapacity", &h.ParamsMaxCapacity)
+		h.SpecificItems = sentinelSpecificItems(o)
+
+		switch {
+		case sr.paramKey != "":
+			h.ParamKey = sr.paramKey
+		case sr.index >= 0:
+			h.ParamKey = fmt.Sprintf("arg%d", sr.index)
+		default:
+			o.Fail("paramIndex", "counts from the end of the call's arguments, which no named parameter of Sluice can follow; set paramKey instead")
+		}
+		switch sr.metric {
+		case 0:
+			h.Metric = engine.MetricConcurrency // Sentinel ignores the rest
+		case 1:
+			h.Metric = engine.MetricQPS
+			if sr.secs < 0 || sr.secs > maxDurationInSec {
+				o.Fail("durationInSec", fmt.Sprintf("must be between 0 (unset: 1) and %d", maxDurationInSec))
+			} else {
+				h.StatIntervalMs = sr.secs * 1000
+			}
+			value, ok := sentinelOption(engine.HotspotRuleFields, "controlBehavior", sr.behavior)
+			if !ok {
+				o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
+				break
+			}
+			if h.ControlBehavior = engine.ControlBehavior(value); h.ControlBehavior == engine.BehaviorThrottling {
+				h.MaxQueueingTimeMs = sr.queueing
+			} else {
+				h.BurstCount = sr.burst
+			}
+		default:
+			o.Fail("metricType", "must be 0 (Concurrency) or 1 (QPS)")
+		}
+		r.Description = importedDescription(sr.id)
+	})
+}
+
+// sentinelSpecificItems reads a hotspot rule's specificItems, a list of
+// {valKind, valStr, threshold}, as value → threshold; each value is
+// written as the text a check's params carry for it.
+func sentinelSpecificItems(o *strictjson.Object) map[string]float64 {
+	items := map[string]float64{}
+	v, _ := o.Value("specificItems")
+	if v == nil {
+		return items
+	}
+	var list []json.RawMessage
+	if err := json.Unmarshal(v, &list); err != nil {
+		o.Fail("specificItems", "must be a list of {valKind, valStr, threshold}")
+		return items
+	}
+	first := map[string]int{}
+	for i, raw := range list {
+		path := fmt.Sprintf("specificItems[%d]", i)
+		item, err := strictjson.Parse(raw, o.Path+path+".", o.Errs)
+		if err != nil {
+			o.Fail(path, "must be an object {valKind, valStr, threshold}")
+			continue
+		}
+		item.Label = o.Label
+		var kind int64
+		var text string
+		var threshold float64
+		item.Integer("valKind", &kind)
+		item.Str("valStr", &text)
+		item.Number("threshold", &threshold)
+		item.Rest(func(string) string { return "" })
+		value, problem := sentinelValue(kind, text)
+		switch {
+		case problem != "" && kind >= 0 && kind <= 3:
+			item.Fail("valStr", problem)
+		case problem != "":
+			item.Fail("valKind", problem)
+		default:
+			if j, dup := first[value]; dup {
+				item.Fail("valStr", fmt.Sprintf("is the value %q of specificItems[%d] too", value, j))
+				continue
+			}
+			first[value] = i
+			items[value] = threshold
+		}
+	}
+	return items
+}
+
+// sentinelValue is the text a check's params carry for the specific
+// value text of sentinel-golang's kind, or why there is none.
+func sentinelValue(kind int64, text string) (string, string) {
+	switch kind {
+	case 0: // KindInt
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10), ""
+		}
+		return "", "must be a whole number for valKind 0 (KindInt)"
+	case 1: // KindString
+		return text, ""
+	case 2: // KindBool
+		if b, err := strconv.ParseBool(text); err == nil {
+			return strconv.FormatBool(b), ""
+		}
+		return "", "must be true or false for valKind 2 (KindBool)"
+	case 3: // KindFloat64
+		if f, err := strconv.ParseFloat(text, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+			return strconv.FormatFloat(f, 'f', -1, 64), ""
+		}
+		return "", "must be a number for valKind 3 (KindFloat64)"
+	}
+	return "", "must be 0 (KindInt), 1 (KindString), 2 (KindBool) or 3 (KindFloat64)"
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice/engine"
@@ -43,7 +45,21 @@ type Tx struct {
 	stored      map[int64]Rule
 	storedNames map[string]int64
 	changed     map[int64]*Rule // nil: deleted
+	// written names where the request has each rule it writes, by name,
+	// so that the engine's verdict on the whole set names the request's
+	// fields.
+	written map[string]requestPath
 }
+
+// requestPath is where a request has a rule: its fields' prefix
+// ("rules[3].") and, in a request of many rules, the rule's name for
+// messages.
+type requestPath struct {
+	prefix, label string
+}
+
+// from records that the request has rule name at path.
+func (tx *Tx) from(name string, path requestPath) { tx.written[name] = path }
 
 // named returns the rule called name as of the last commit.
 func (tx *Tx) named(name string) (Rule, bool) {
@@ -89,7 +105,7 @@ func (s *Service) Load(ctx context.Context) error {
 		stored[r.ID] = &r
 	}
 	s.record(stored)
-	return enabledRules(s.rules).load(s.engine)
+	return loadEvery(s.engine, enabledRules(s.rules))
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
@@ -102,13 +118,13 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	var tx *Tx
 	var touched engine.ResourceRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
-		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}}
+		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}, written: map[string]requestPath{}}
 		if err := fn(tx); err != nil {
 			return err
 		}
 		touched = s.touchedRules(tx.changed)
 		if err := s.engine.ValidateResourceRules(touched); err != nil {
-			return fmt.Errorf("the rules the write leaves are not valid: %w", err)
+			return requestFields(err, touched, tx.written)
 		}
 		if dryRun {
 			return errDryRun
@@ -126,6 +142,56 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)
+}
+
+// requestFields words the engine's verdict err on the rule set touched,
+// whose fields it names by the set's lists ("hotspot[1].resource"), as a
+// ValidationError that names them as the request does ("resource",
+// "rules[3].resource"); a rule the request does not have is named in the
+// message.
+func requestFields(err error, touched engine.ResourceRules, written map[string]requestPath) error {
+	const failed = "the rules the write leaves are not valid"
+	engineErr, ok := errors.AsType[*engine.ValidationError](err)
+	if !ok {
+		return fmt.Errorf("%s: %w", failed, err)
+	}
+	names := map[string][]string{
+		"flow":            namesOf(touched.Flow, func(r engine.FlowRule) string { return r.Name }),
+		"circuitBreakers": namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
+		"hotspot":         namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
+		"authority":       namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
+	}
+	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
+	for _, fe := range engineErr.Fields {
+		list, rest, _ := strings.Cut(fe.Field, "[")
+		index, field, _ := strings.Cut(rest, "].")
+		listed := names[list]
+		i, convErr := strconv.Atoi(index)
+		if convErr != nil || i < 0 || i >= len(listed) {
+			fields = append(fields, fe)
+			continue
+		}
+		name := listed[i]
+		path, inRequest := written[name]
+		switch {
+		case !inRequest:
+			fields = append(fields, engine.FieldError{Field: field, Message: fmt.Sprintf("rule %q: %s", name, fe.Message)})
+		case path.label != "":
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
+		default:
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fe.Message})
+		}
+	}
+	return invalid(failed+"; see details", fields...)
+}
+
+// namesOf lists the names of rules.
+func namesOf[R any](rules []R, name func(R) string) []string {
+	names := make([]string, len(rules))
+	for i, r := range rules {
+		names[i] = name(r)
+	}
+	return names
 }
 
 // touchedRules returns the enabled rules, as they are once changed is
@@ -167,7 +233,7 @@ func (s *Service) touchedRules(changed map[int64]*Rule) engine.ResourceRules {
 				stored := s.rules[id]
 				r = &stored
 			}
-			r.enforce(&set.Flow, &set.CircuitBreakers)
+			r.enforce(&set)
 		}
 	}
 	return set
@@ -208,34 +274,38 @@ func (s *Service) record(changed map[int64]*Rule) {
 	}
 }
 
-// engineRules is what the engine enforces: the enabled rules of each kind.
-type engineRules struct {
-	flow     []engine.FlowRule
-	breakers []engine.CircuitBreakerRule
-}
-
-// enabledRules returns the engine rules of the enabled rules, by ID.
-func enabledRules(rules map[int64]Rule) engineRules {
-	var set engineRules
+// enabledRules returns the engine rules of the enabled rules, by ID; its
+// Resources are left empty.
+func enabledRules(rules map[int64]Rule) engine.ResourceRules {
+	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
 		r := rules[id]
-		r.enforce(&set.flow, &set.breakers)
+		r.enforce(&set)
 	}
 	return set
 }
 
-// enforce adds r to the rules the engine enforces, unless it is disabled.
-func (r *Rule) enforce(flow *[]engine.FlowRule, breakers *[]engine.CircuitBreakerRule) {
+// enforce adds r to the rules of its kind in set, unless it is disabled.
+func (r *Rule) enforce(set *engine.ResourceRules) {
 	switch {
 	case !r.Enabled:
 	case r.Kind == KindFlow:
-		*flow = append(*flow, r.engineFlow())
+		set.Flow = append(set.Flow, r.engineFlow())
 	case r.Kind == KindBreaker:
-		*breakers = append(*breakers, r.engineBreaker())
+		set.CircuitBreakers = append(set.CircuitBreakers, r.engineBreaker())
+	case r.Kind == KindHotspot:
+		set.Hotspot = append(set.Hotspot, r.engineHotspot())
+	case r.Kind == KindAuthority:
+		set.Authority = append(set.Authority, r.engineAuthority())
 	}
 }
 
-// load hands both kinds to the engine, each as a full replacement.
-func (set engineRules) load(e *engine.Engine) error {
-	return errors.Join(e.LoadFlowRules(set.flow), e.LoadCircuitBreakerRules(set.breakers))
+// loadEvery hands every kind of set to the engine, each as a full
+// replacement.
+func loadEvery(e *engine.Engine, set engine.ResourceRules) error {
+	return errors.Join(e.LoadFlowRules(set.Flow), e.LoadCircuitBreakerRules(set.CircuitBreakers),
+		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority))
 }
+
+// NowMs is the engine's time, in Unix milliseconds, by which rules expire.
+func (s *Service) NowMs() int64 { return s.engine.Clock().NowMs() }

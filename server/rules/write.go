@@ -97,7 +97,11 @@ func (s *Service) Create(ctx context.Context, o *strictjson.Object, who Actor) (
 		return Rule{}, invalidRule(*o.Errs)
 	}
 	err := s.write(ctx, false, func(tx *Tx) error {
-		return createRule(tx, &r, who)
+		if err := createRule(tx, &r, who); err != nil {
+			return err
+		}
+		tx.from(r.Name, requestPath{})
+		return nil
 	})
 	return r, err
 }
@@ -116,6 +120,7 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *strict
 		if len(*o.Errs) > 0 {
 			return invalidRule(*o.Errs)
 		}
+		tx.from(r.Name, requestPath{})
 		return updateRule(tx, &r, store.ActionUpdate, who)
 	})
 	return r, err
@@ -171,12 +176,13 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		}
 		r = current
 		r.Name, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.Resource, old.Enabled, old.Mode, old.Description
-		r.Flow, r.Breaker = old.Flow, old.Breaker
+		r.Flow, r.Breaker, r.Hotspot, r.Authority = old.Flow, old.Breaker, old.Hotspot, old.Authority
 		var errs []engine.FieldError
 		validateRule(&r, "", "", &errs)
 		if len(errs) > 0 {
 			return invalid(fmt.Sprintf("version %d is not a valid rule any more", to), errs...)
 		}
+		tx.from(r.Name, requestPath{})
 		return updateRule(tx, &r, store.ActionRollback, who)
 	})
 	return r, err
