@@ -86,8 +86,9 @@ func (h *snapshotHandler) get(c *fiber.Ctx) error {
 				return err
 			}
 			out := RuleSnapshot{Revision: snap.Revision, Rules: make([]rules.APIRule, len(snap.Rules))}
+			now := h.rules.NowMs()
 			for i := range snap.Rules {
-				out.Rules[i] = snap.Rules[i].API()
+				out.Rules[i] = snap.Rules[i].API(now)
 			}
 			setETag(c, snap.Revision)
 			return writeJSON(c, http.StatusOK, out)
