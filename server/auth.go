@@ -48,6 +48,8 @@ const (
 	touchEvery = time.Minute
 	// bootstrapTokenName names the token --bootstrap-token registers.
 	bootstrapTokenName = "bootstrap"
+	// instanceTokenName names the token --instance-token registers.
+	instanceTokenName = "instances"
 )
 
 // publicPaths are the /api/v1 routes that answer without credentials.
@@ -123,19 +125,23 @@ func newAuth(st *store.Store, logger *slog.Logger, cfg authConfig) *auth {
 }
 
 // start creates the first admin on an empty database, registers the
-// bootstrap token, and loads the tokens.
-func (a *auth) start(ctx context.Context, adminPassword, bootstrapToken string) error {
+// bootstrap and instance tokens, and loads the tokens.
+func (a *auth) start(ctx context.Context, adminPassword, bootstrapToken, instanceToken string) error {
 	if err := a.ensureAdmin(ctx, adminPassword); err != nil {
 		return err
 	}
-	if bootstrapToken != "" {
-		now := a.cfg.now()
+	for _, t := range []struct{ name, role, secret, flag string }{
+		{bootstrapTokenName, roleAdmin, bootstrapToken, "--bootstrap-token"},
+		{instanceTokenName, roleInstance, instanceToken, "--instance-token"},
+	} {
+		if t.secret == "" {
+			continue
+		}
 		err := a.store.PutToken(ctx, &store.APIToken{
-			Name: bootstrapTokenName, Role: roleAdmin, TokenHash: hashSecret(bootstrapToken),
-			CreatedBy: "--bootstrap-token", CreatedAt: now,
+			Name: t.name, Role: t.role, TokenHash: hashSecret(t.secret), CreatedBy: t.flag, CreatedAt: a.cfg.now(),
 		})
 		if err != nil {
-			return fmt.Errorf("register the bootstrap token: %w", err)
+			return fmt.Errorf("register the %s token: %w", t.name, err)
 		}
 	}
 	return a.reloadTokens(ctx)

@@ -81,6 +81,11 @@ type Config struct {
 	// token named "bootstrap" (again at every start: idempotent).
 	// Optional.
 	BootstrapToken string
+	// InstanceToken, when set, is registered at start-up as an API token
+	// of role instance named "instances", for a fleet deployed with a
+	// fixed secret: it may read the rule snapshot and post reports only.
+	// Optional.
+	InstanceToken string
 	// AdminPassword is the password of the user admin created on a
 	// database with no user. Optional. Default: a random password, logged
 	// once.
@@ -173,7 +178,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		authCfg.now = func() time.Time { return time.Now().UTC() }
 	}
 	s.auth = newAuth(cfg.Store, s.logger, authCfg)
-	if err := s.auth.start(ctx, cfg.AdminPassword, cfg.BootstrapToken); err != nil {
+	if err := s.auth.start(ctx, cfg.AdminPassword, cfg.BootstrapToken, cfg.InstanceToken); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.app = fiber.New(fiber.Config{

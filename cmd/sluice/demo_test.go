@@ -45,9 +45,34 @@ func TestDemo(t *testing.T) {
 			}
 			err = json.NewDecoder(resp.Body).Decode(&list)
 			resp.Body.Close()
-			if err != nil || list.Total != 5 {
-				t.Errorf("demo rules: %d (%v), want 5", list.Total, err)
+			if err != nil || list.Total != 7 {
+				t.Errorf("demo rules: %d (%v), want 7", list.Total, err)
 			}
+			waitFor(t, "the demo instances listed live", 10*time.Second, func() bool {
+				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/api/v1/instances?app=shop", nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Authorization", "Bearer "+cliToken)
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				var instances struct {
+					Items []struct{ State string }
+				}
+				if err := json.NewDecoder(resp.Body).Decode(&instances); err != nil {
+					t.Fatal(err)
+				}
+				live := 0
+				for _, it := range instances.Items {
+					if it.State == "live" {
+						live++
+					}
+				}
+				return live == 3
+			})
 			if !strings.Contains(stderr.String(), "demo: driving synthetic traffic") {
 				t.Errorf("the log does not say the demo runs:\n%s", stderr.String())
 			}

@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -101,6 +104,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	idleTTL := fs.Duration("resource-idle-ttl", engine.DefaultResourceIdleTTL, "how long a resource no rule names may go without traffic before the engine forgets it; its history stays (env SLUICE_RESOURCE_IDLE_TTL)")
 	demoFlag := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
 	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
+	instanceToken := fs.String("instance-token", "", "register this value as an API token of role instance at start-up, for the services that embed the engine (env SLUICE_INSTANCE_TOKEN)")
 	adminPassword := fs.String("admin-password", "", "password of the first admin on an empty database; random and logged once if unset (env SLUICE_ADMIN_PASSWORD)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
@@ -145,30 +149,48 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return errors.New("--tls-cert and --tls-key go together")
 	}
 	useTLS := *tlsCert != ""
+	demoFleetToken := *instanceToken
+	if *demoFlag && demoFleetToken == "" {
+		demoFleetToken = "slc_demo_" + rand.Text()
+	}
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
 		EntryLease: *entryLease, BreakerFeed: breakers,
-		BootstrapToken: *bootstrapToken, AdminPassword: *adminPassword, TLS: useTLS,
+		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
 	})
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return errors.Join(fmt.Errorf("listen on %s: %w", *addr, err), srv.Shutdown(ctx))
+	}
 	var demoRun *demo.Traffic // nil without --demo
+	var demoFleet *demo.Fleet // nil without --demo, and with TLS
 	if *demoFlag {
 		if demoRun, err = demo.Start(ctx, srv.Rules(), eng, logger); err != nil {
-			return errors.Join(err, srv.Shutdown(ctx))
+			return errors.Join(err, ln.Close(), srv.Shutdown(ctx))
 		}
 		defer demoRun.Close()
 	}
 	served := make(chan error, 1)
 	go func() {
 		if useTLS {
-			served <- srv.ListenTLS(*addr, *tlsCert, *tlsKey)
+			served <- srv.ServeTLS(ln, *tlsCert, *tlsKey)
 			return
 		}
-		served <- srv.Listen(*addr)
+		served <- srv.Serve(ln)
 	}()
+	switch {
+	case *demoFlag && useTLS:
+		logger.Info("demo: no demo instances over HTTPS: they would have to trust the server's certificate")
+	case *demoFlag:
+		if demoFleet, err = demo.StartFleet("http://"+loopback(ln.Addr()), demoFleetToken, logger); err != nil {
+			logger.Error("demo: the demo instances did not start", "error", err)
+		}
+		defer demoFleet.Close()
+	}
 
 	select {
 	case err := <-served:
@@ -182,10 +204,24 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	logger.Info("shutting down", "timeout", shutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	// The demo's calls stop before the final flush counts them all.
+	// The demo's calls stop, and its instances report their last minute,
+	// before the final flush counts them all.
 	demoRun.Close()
+	if err := demoFleet.Close(); err != nil {
+		logger.Warn("demo: the demo instances did not report their last minute", "error", err)
+	}
 	err = srv.Shutdown(shutdownCtx)
 	return errors.Join(err, <-served)
+}
+
+// loopback is addr with an unspecified host (":8080") made the loopback
+// address, for clients in the process itself.
+func loopback(addr net.Addr) string {
+	tcp, ok := addr.(*net.TCPAddr)
+	if !ok || !tcp.IP.IsUnspecified() {
+		return addr.String()
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(tcp.Port))
 }
 
 // parseLevel accepts exactly the four names the --log-level flag documents.

@@ -45,6 +45,10 @@ var demoRules = []string{
 	`{"name": "demo-payments-breaker", "kind": "circuitBreaker", "resource": "demo:POST /payments",
 		"strategy": "errorRatio", "threshold": 0.5, "minRequestAmount": 5, "statIntervalMs": 5000, "retryTimeoutMs": 10000,
 		"description": "` + DescriptionPrefix + `stops payments for 10 s when half of them fail; they do every few minutes."}`,
+	`{"name": "demo-shop-per-user", "kind": "hotspot", "resource": "GET /orders/{id}", "paramKey": "header:X-User", "threshold": 1,
+		"description": "` + DescriptionPrefix + `each user of the demo shop instances reads at most one order a second."}`,
+	`{"name": "demo-shop-checkout", "kind": "flow", "resource": "POST /checkout", "threshold": 2,
+		"description": "` + DescriptionPrefix + `each demo shop instance takes at most 2 checkouts a second."}`,
 }
 
 // seedDemo creates the demo rules that do not exist yet, through the rule
