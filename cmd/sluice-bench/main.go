@@ -4,6 +4,9 @@
 //	sluice-bench hello [-addr :8081]
 //	sluice-bench accuracy [-server http://127.0.0.1:8080] [-threshold 100] [-duration 10s] [-workers 16 | -rate 150] [-warmup]
 //	sluice-bench cardinality -pid PID [-server http://127.0.0.1:8080] [-names 1000000]
+//	sluice-bench propagation [-server …] [-example ./sluice-example] [-instances 20] [-changes 30]
+//	sluice-bench reporters [-server …] [-instances 500] [-resources 10] [-duration 65s] [-server-pid PID]
+//	sluice-bench instance-overhead [-server …] [-rate 10000] [-duration 30s]
 //
 // hello serves the HTTP ceiling of the machine: a Fiber handler answering a
 // POST with a fixed 60-byte JSON. accuracy creates a reject rule through a
@@ -12,6 +15,10 @@
 // and the passes of each second. cardinality sends checks on
 // ever new names and reports the server's resident memory as they add up,
 // then what a scrape, a stream tick and a resource list cost.
+// propagation, reporters and instance-overhead are the fleet's figures
+// (fleet.go): a rule change reaching every sluice-example process, the
+// server under many reporting instances, and what an instance pays for
+// its sync and reports.
 package main
 
 import (
@@ -47,7 +54,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sluice-bench hello|accuracy|cardinality [flags]")
+		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead [flags]")
 	}
 	switch args[0] {
 	case "hello":
@@ -56,8 +63,14 @@ func run(ctx context.Context, args []string) error {
 		return accuracy(ctx, args[1:])
 	case "cardinality":
 		return cardinality(ctx, args[1:])
+	case "propagation":
+		return propagation(ctx, args[1:])
+	case "reporters":
+		return reporters(ctx, args[1:])
+	case "instance-overhead":
+		return instanceOverhead(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality", args[0])
+	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead", args[0])
 }
 
 // helloBody is the fixed answer, 60 bytes.

@@ -34,3 +34,23 @@ func TestPacedAccuracy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestFleetFigures runs the fleet's commands, briefly, against a real
+// server: reporters' simulated instances are all accepted, and
+// instance-overhead's client takes its rules from the server.
+func TestFleetFigures(t *testing.T) {
+	url := servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
+		return server.New(t.Context(), server.Config{
+			Engine: env.Engine, Store: env.Store, Logger: env.Logger,
+			BootstrapToken: servertest.AdminToken, PasswordCost: bcrypt.MinCost,
+		})
+	}).URL
+	for _, args := range [][]string{
+		{"reporters", "-instances", "5", "-resources", "3", "-duration", "2s"},
+		{"instance-overhead", "-rate", "1000", "-duration", "1s"},
+	} {
+		if err := run(t.Context(), append(args, "-server", url, "-token", servertest.AdminToken)); err != nil {
+			t.Fatalf("%s: %v", args[0], err)
+		}
+	}
+}
