@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server,./engine --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test tools bench-once chromium fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools bench-once chromium postgres fmt-check vet docs check-docs bench bench-metrics
 
 # run starts sluice from the sources; ARGS are its flags, as in
 # make run ARGS="--demo --addr 127.0.0.1:8080".
@@ -14,7 +14,7 @@ run:
 # (no second build), every benchmark once (-benchtime 1x), so that a broken
 # benchmark fails here instead of rotting unseen; bench-once does the same
 # for the nested module.
-test: tools fmt-check vet check-docs bench-once chromium
+test: tools fmt-check vet check-docs bench-once chromium postgres
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 
 # tools installs, when missing, the OpenAPI validators that the server's
@@ -42,6 +42,12 @@ bench-once:
 # (e2e/) drive, Debian's package, when it is missing.
 chromium:
 	@command -v chromium >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium)
+
+# postgres installs Debian's PostgreSQL server, when it is missing: the
+# tests start throwaway clusters of their own with it (store/pgtest), on
+# loopback, as the postgres user when run as root.
+postgres:
+	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
 
 fmt-check:
 	@unformatted=$$(gofmt -l .); \

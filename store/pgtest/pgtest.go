@@ -1,0 +1,208 @@
+// Package pgtest runs a throwaway PostgreSQL server for tests: Debian's
+// postgresql binaries (make postgres installs them), a cluster
+// initialised in a temporary directory, listening on loopback only with
+// trust authentication, and removed when the tests stop. PostgreSQL
+// refuses to run as root, so under root the server runs as the postgres
+// user the package creates. A package's TestMain starts one server; each
+// test takes a database of its own from it.
+package pgtest
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+)
+
+// Server is a running throwaway PostgreSQL server.
+type Server struct {
+	dir     string
+	port    int
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	log     bytes.Buffer
+	admin   *sql.DB
+	created atomic.Int64
+}
+
+// Start initialises a cluster in a new temporary directory and starts its
+// server on a free loopback port. Stop removes both.
+func Start() (*Server, error) {
+	bin, err := binDir()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sluice-pgtest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, exited: make(chan struct{})}
+	if err := s.start(bin); err != nil {
+		return nil, errors.Join(err, s.Stop())
+	}
+	return s, nil
+}
+
+func (s *Server) start(bin string) error {
+	cred, err := serverCredential()
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(s.dir, "data")
+	if cred != nil {
+		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return err
+		}
+	}
+	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
+		"--no-sync", "--encoding=UTF8", "--locale=C")
+	initdb.Dir, initdb.SysProcAttr = s.dir, &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %w\n%s", err, out)
+	}
+	if s.port, err = freePort(); err != nil {
+		return err
+	}
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port),
+		"-k", s.dir, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200")
+	s.cmd.Dir, s.cmd.SysProcAttr = s.dir, &syscall.SysProcAttr{Credential: cred, Setpgid: true}
+	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	go func() {
+		_ = s.cmd.Wait()
+		close(s.exited)
+	}()
+	s.admin, err = sql.Open("pgx", s.dsn("postgres"))
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := s.admin.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			return fmt.Errorf("postgres exited: %s", s.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready after 30 s: %w", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// binDir finds the directory of Debian's PostgreSQL server binaries, the
+// newest version installed.
+func binDir() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	slices.SortFunc(dirs, func(a, b string) int {
+		va, _ := strconv.Atoi(filepath.Base(filepath.Dir(a)))
+		vb, _ := strconv.Atoi(filepath.Base(filepath.Dir(b)))
+		return vb - va
+	})
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "postgres")); err == nil {
+			return d, nil
+		}
+	}
+	return "", errors.New("no PostgreSQL server in /usr/lib/postgresql/*/bin: run make postgres (apt-get install postgresql)")
+}
+
+// serverCredential is whom the server runs as: nil (the caller) unless the
+// caller is root, which PostgreSQL refuses; then the postgres user, made
+// if missing.
+func serverCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "postgres").CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("useradd postgres: %w\n%s", err, out)
+		}
+		if u, err = user.Lookup("postgres"); err != nil {
+			return nil, err
+		}
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// freePort returns a loopback port nothing listens on now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+func (s *Server) dsn(database string) string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
+}
+
+// NewDatabase creates an empty database for t and returns its URL; the
+// database is dropped when t ends.
+func (s *Server) NewDatabase(t testing.TB) string {
+	t.Helper()
+	name := fmt.Sprintf("test_%d", s.created.Add(1))
+	if _, err := s.admin.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		if _, err := s.admin.Exec("DROP DATABASE " + name + " WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return s.dsn(name)
+}
+
+// Stop stops the server and removes its cluster. Safe on a nil Server.
+func (s *Server) Stop() error {
+	if s == nil {
+		return nil
+	}
+	var errs []error
+	if s.admin != nil {
+		errs = append(errs, s.admin.Close())
+	}
+	if s.cmd != nil && s.cmd.Process != nil {
+		// SIGINT is PostgreSQL's fast shutdown.
+		errs = append(errs, s.cmd.Process.Signal(syscall.SIGINT))
+		select {
+		case <-s.exited:
+		case <-time.After(30 * time.Second):
+			errs = append(errs, s.cmd.Process.Kill(), errors.New("postgres did not stop in 30 s"))
+			<-s.exited
+		}
+	}
+	errs = append(errs, os.RemoveAll(s.dir))
+	return errors.Join(errs...)
+}
