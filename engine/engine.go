@@ -104,9 +104,8 @@ func New(opts Options) *Engine {
 }
 
 // Close stops the engine's sweep, its sampling of the process's figures
-// and its own clock. Entries still work
-// afterwards, with a clock that no longer advances. Safe to call more than
-// once.
+// and its own clock. Entries still work afterwards, with a clock that no
+// longer advances. Safe to call more than once.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		close(e.stopSweep)

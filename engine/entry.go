@@ -33,6 +33,14 @@ func WithParam(key, value string) EntryOption {
 // OccupyTimeoutMs (slept, or owed with WithNoWait), counted when it goes.
 func WithPrioritized() EntryOption { return EntryOption{prioritized: true} }
 
+// WithInbound marks the call as inbound: one the process serves (an HTTP
+// request it answers, a message it handles), as opposed to one it makes.
+// System rules guard the inbound calls only, and only those feed the
+// figures system rules read (inbound QPS, response time, calls in flight),
+// kept while a system rule is loaded. A middleware that guards the
+// requests a server answers marks each of them so.
+func WithInbound() EntryOption { return EntryOption{inbound: true} }
+
 // paramOf returns the value of the parameter key among opts.
 func paramOf(opts []EntryOption, key string) (value string, ok bool) {
 	for i := len(opts) - 1; i >= 0; i-- {

@@ -94,8 +94,9 @@ type ResourceRules struct {
 // other resources that measure it) switches to them with one atomic store
 // of both kinds together: a call sees every rule the load gives its
 // resource or none of them. The resources switch one after another, all
-// before LoadResourceRules returns. Statistics are kept, and so is the state
-// of every rule loaded again unchanged.
+// before LoadResourceRules returns; the system rules, with ReplaceSystem,
+// switch last, with one store of their own. Statistics are kept, and so is
+// the state of every rule loaded again unchanged.
 func (e *Engine) LoadResourceRules(rules ResourceRules) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()

@@ -72,8 +72,8 @@ type apiEnvelope struct {
 }
 
 // decodeRule adds the rule item to set, unless it is disabled, and returns
-// its resource ("" for a system rule) and whether it was added. Its bad fields are added to errs,
-// named from path.
+// its resource ("" for a system rule) and whether it was added. Its bad
+// fields are added to errs, named from path.
 func decodeRule(item json.RawMessage, path string, set *ResourceRules, errs *fieldErrors) (string, bool) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {

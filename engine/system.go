@@ -6,13 +6,6 @@ import (
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// WithInbound marks the call as inbound: one the process serves (an HTTP
-// request it answers, a message it handles), as opposed to one it makes.
-// System rules guard the inbound calls only, and only they feed the
-// figures system rules read (inbound QPS, response time, calls in flight).
-// The middleware marks every request it guards so.
-func WithInbound() EntryOption { return EntryOption{inbound: true} }
-
 // systemGuard is the engine's system rules and what they read: the
 // inbound calls' statistics and the process's sampled figures. Neither
 // exists, and no goroutine runs, until a system rule is loaded.
@@ -248,17 +241,5 @@ func (e *Engine) closeSystem() {
 	e.system.closed = true
 	if e.system.sampler != nil {
 		e.system.sampler.stopSampling()
-	}
-}
-
-// sampleSystem reads the process's figures at once, as the engine does
-// once a second while a system rule watches them (tests on a manual clock
-// call it).
-func (e *Engine) sampleSystem() {
-	e.loadMu.Lock()
-	s := e.system.sampler
-	e.loadMu.Unlock()
-	if s != nil {
-		s.sample()
 	}
 }

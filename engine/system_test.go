@@ -21,6 +21,15 @@ func newSystemEngine(t *testing.T, root procRoot, startMs int64, rules ...System
 	return e, clock
 }
 
+// sampleNow reads the process's figures at once, as the engine does
+// once a second while a system rule watches them.
+func sampleNow(e *Engine) {
+	e.loadMu.Lock()
+	s := e.system.sampler
+	e.loadMu.Unlock()
+	s.sample()
+}
+
 // inbound enters an inbound call on r and returns it, failing the test
 // if it is blocked.
 func inbound(t *testing.T, r *Resource) Entry {
@@ -64,13 +73,13 @@ func TestSystemRulesBlockInboundCallsPastTheTrigger(t *testing.T) {
 			func(t *testing.T, e *Engine, clock *ManualClock, root procRoot, _ *Resource) {
 				root.write(t, "proc/loadavg", fmt.Sprintf("%d.01 1.00 0.50 3/512 4242\n", 2*cpus))
 				clock.Advance(1000)
-				e.sampleSystem()
+				sampleNow(e)
 			}},
 		{"cpuUsage", SystemRule{MetricType: SystemCPUUsage, TriggerCount: 0.5, Strategy: SystemNoAdaptive},
 			func(t *testing.T, e *Engine, clock *ManualClock, root procRoot, _ *Resource) {
 				root.cpuTicks(t, 130, 30) // 0.6 s in two: 60% of half a CPU
 				clock.Advance(1000)
-				e.sampleSystem()
+				sampleNow(e)
 			}},
 	}
 	for _, tt := range tests {
@@ -135,7 +144,7 @@ func TestSystemBBR(t *testing.T) {
 			// The CPU is busy: 0.45 s in half a second is 180% of half a CPU.
 			root.cpuTicks(t, 45, 0)
 			clock.Set(10_500)
-			e.sampleSystem()
+			sampleNow(e)
 			admitted := 0
 			var held []Entry
 			for range 5 {
