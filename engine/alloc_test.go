@@ -146,3 +146,43 @@ func TestOriginRulesDoNotAllocate(t *testing.T) {
 		}
 	}
 }
+
+// TestInboundDoesNotAllocate: an inbound call allocates nothing, on a
+// pass or a block, with no system rule or with one of each metric.
+func TestInboundDoesNotAllocate(t *testing.T) {
+	tests := []struct {
+		name  string
+		rules []SystemRule
+	}{
+		{"no system rule", nil},
+		{"inboundQps", []SystemRule{{MetricType: SystemInboundQPS, TriggerCount: 1e12}}},
+		{"concurrency", []SystemRule{{MetricType: SystemConcurrency, TriggerCount: 1e12}}},
+		{"avgRt", []SystemRule{{MetricType: SystemAvgRt, TriggerCount: 1e12}}},
+		{"load", []SystemRule{{MetricType: SystemLoad, TriggerCount: 1e12}}},
+		{"cpuUsage", []SystemRule{{MetricType: SystemCPUUsage, TriggerCount: 1}}},
+		{"blocked", []SystemRule{{MetricType: SystemInboundQPS, TriggerCount: 1e-9}}},
+		{"shadow", []SystemRule{{MetricType: SystemConcurrency, TriggerCount: 1e-9, Mode: ModeShadow}}},
+		{"bbr past the trigger", []SystemRule{{MetricType: SystemLoad, TriggerCount: 1e-9, Strategy: SystemBBR}}},
+	}
+	root := newProcRoot(t)
+	root.write(t, "proc/loadavg", "64.00 1.00 0.50 3/512 4242\n")
+	boom := errors.New("boom")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newSystemEngine(t, root, 0, tt.rules...)
+			r := e.Resource("api")
+			allocs := testing.AllocsPerRun(1000, func() {
+				clock.Advance(1)
+				if en, blk := r.Entry(WithInbound()); blk == nil {
+					en.Exit()
+				}
+				if en, blk := e.Entry("api", WithInbound(), WithCount(2), WithOrigin("app")); blk == nil {
+					en.Exit(WithError(boom))
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("allocations per call: %v; want 0", allocs)
+			}
+		})
+	}
+}

@@ -37,6 +37,11 @@ type Options struct {
 	// runs on the goroutine of the call that caused it, so it must return
 	// quickly and must not call back into the engine. Optional.
 	OnBreakerStateChange func(BreakerStateChange)
+	// SystemRoot is the directory under which the engine reads its
+	// process's figures for system rules (proc/self/stat, proc/loadavg,
+	// sys/fs/cgroup/…). Optional. Default: "/"; tests point it at files of
+	// their own.
+	SystemRoot string
 }
 
 // Engine decides whether calls to resources may pass. It is safe for
@@ -58,6 +63,8 @@ type Engine struct {
 
 	created atomic.Int64 // resources created since New
 
+	system systemGuard // the system rules; loadMu guards most of it
+
 	overflowCalls    atomic.Int64
 	overflowName     atomic.Pointer[string] // a recent name that overflowed
 	overflowSampleMs atomic.Int64           // when overflowName was set
@@ -73,6 +80,10 @@ func New(opts Options) *Engine {
 	e := &Engine{
 		clock: opts.Clock, maxResources: opts.MaxResources, onBreakerChange: opts.OnBreakerStateChange,
 		stopSweep: make(chan struct{}),
+	}
+	e.system.files = procFiles{root: opts.SystemRoot}
+	if e.system.files.root == "" {
+		e.system.files.root = "/"
 	}
 	if e.clock == nil {
 		e.clock = NewRealClock()
@@ -92,13 +103,14 @@ func New(opts Options) *Engine {
 	return e
 }
 
-// Close stops the engine's sweep and its own clock. Entries still work
-// afterwards, with a clock that no longer advances. Safe to call more than
-// once.
+// Close stops the engine's sweep, its sampling of the process's figures
+// and its own clock. Entries still work afterwards, with a clock that no
+// longer advances. Safe to call more than once.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		close(e.stopSweep)
 		e.sweeping.Wait()
+		e.closeSystem()
 		if rc, ok := e.clock.(*RealClock); ok && e.ownsClock {
 			rc.Stop()
 		}

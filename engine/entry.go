@@ -9,6 +9,7 @@ type EntryOption struct {
 	count       int64
 	noWait      bool
 	prioritized bool
+	inbound     bool
 	origin      string
 	paramKey    string
 	paramValue  string
@@ -31,6 +32,14 @@ func WithParam(key, value string) EntryOption {
 // take quota from the coming window: it passes after a wait of at most
 // OccupyTimeoutMs (slept, or owed with WithNoWait), counted when it goes.
 func WithPrioritized() EntryOption { return EntryOption{prioritized: true} }
+
+// WithInbound marks the call as inbound: one the process serves (an HTTP
+// request it answers, a message it handles), as opposed to one it makes.
+// System rules guard the inbound calls only, and only those feed the
+// figures system rules read (inbound QPS, response time, calls in flight),
+// kept while a system rule is loaded. A middleware that guards the
+// requests a server answers marks each of them so.
+func WithInbound() EntryOption { return EntryOption{inbound: true} }
 
 // paramOf returns the value of the parameter key among opts.
 func paramOf(opts []EntryOption, key string) (value string, ok bool) {
@@ -104,8 +113,11 @@ func (b *BlockError) Rule() string { return b.rule }
 // is done; it records completion, response time and the end of the call's
 // concurrency. The zero Entry's Exit does nothing.
 type Entry struct {
-	res     *Resource
-	rules   *ruleSet // as the call found them: Exit reports to its breakers
+	res   *Resource
+	rules *ruleSet // as the call found them: Exit reports to its breakers
+	// inbound are the statistics of inbound calls that counted the entry,
+	// when system rules applied to it.
+	inbound *inboundStats
 	startMs int64
 	count   int64
 	waitMs  int64
@@ -135,18 +147,27 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if now >= rs.expiresAtMs {
 		rs = r.expireRules(now)
 	}
-	count, noWait, prioritized, origin := int64(1), false, false, ""
+	count, noWait, prioritized, inbound, origin := int64(1), false, false, false, ""
 	for _, o := range opts {
 		if o.count > 1 {
 			count = o.count
 		}
 		noWait = noWait || o.noWait
 		prioritized = prioritized || o.prioritized
+		inbound = inbound || o.inbound
 		if o.origin != "" {
 			origin = o.origin
 		}
 	}
 	shadowBlocked, flow, more := false, rs.flow, rs.more
+	var sys *inboundStats
+	if inbound {
+		var blk *BlockError
+		if sys, shadowBlocked, blk = r.eng.checkInbound(now, count); blk != nil {
+			r.recordBlock(now, count)
+			return Entry{}, blk
+		}
+	}
 	if more != nil {
 		for _, a := range more.authority {
 			switch {
@@ -233,7 +254,10 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		inFlight = r.concurrency.Add(count)
 	}
 	r.recordPass(now, markMs, count, seen+count, inFlight, shadowBlocked, rs.feeds)
-	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
+	if sys != nil {
+		sys.pass(now, count)
+	}
+	e := Entry{res: r, rules: rs, inbound: sys, startMs: now, count: count, probes: probes, held: held}
 	if waitNs > 0 {
 		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
 		e.startMs += e.waitMs
@@ -283,6 +307,9 @@ func (e Entry) Release() {
 		e.res.concurrency.Add(-e.count)
 		release(e.held, e.count)
 		cancelProbes(e.rules.breakers, e.probes)
+		if e.inbound != nil {
+			e.inbound.concurrency.Add(-e.count)
+		}
 	}
 }
 
@@ -322,6 +349,9 @@ func (e Entry) Exit(opts ...ExitOption) {
 	r.concurrency.Add(-e.count)
 	release(e.held, e.count)
 	r.recordComplete(now, complete, rt, errors)
+	if e.inbound != nil {
+		e.inbound.complete(now, e.count, complete, rt, errors)
+	}
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
 	}

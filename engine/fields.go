@@ -267,3 +267,28 @@ var AuthorityRuleFields = Fields{
 	{Name: "origins", Type: FieldArray, Label: "Origins", Required: true, Example: []string{"checkout", "billing"},
 		Help: "1 to 1000 origin names of 1 to 256 characters: the origin a call names."},
 }
+
+// SystemRuleFields are the fields of a system rule (SystemRule) besides
+// the name and mode every rule has: a system rule has no resource.
+var SystemRuleFields = Fields{
+	{Name: "metricType", Type: FieldString, Label: "Watches", Required: true, Example: string(SystemCPUUsage),
+		Help: "The figure of the process, over its inbound calls or its own, past which inbound calls are blocked.",
+		// In sentinel-golang's order, which its rule files number.
+		Options: []Option{
+			{string(SystemLoad), "Load average per CPU (load)"},
+			{string(SystemAvgRt), "Average response time, ms (avgRt)"},
+			{string(SystemConcurrency), "Inbound calls in flight (concurrency)"},
+			{string(SystemInboundQPS), "Inbound calls per second (inboundQps)"},
+			{string(SystemCPUUsage), "CPU usage, a ratio of the quota (cpuUsage)"},
+		}},
+	{Name: "triggerCount", Type: FieldNumber, Label: "Trigger", Required: true, Example: 0.8,
+		Min: bound(0), Max: bound(MaxThreshold),
+		Help: "> 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1."},
+	{Name: "strategy", Type: FieldString, Label: "Past the trigger", Example: string(SystemBBR),
+		Help: "Block every inbound call, or (bbr, for load and cpuUsage only, and their default) only those beyond what the process completes at best.",
+		// sentinel-golang numbers them -1 and 1.
+		Options: []Option{
+			{string(SystemNoAdaptive), "Block every inbound call (noAdaptive)"},
+			{string(SystemBBR), "Block calls beyond what completes at best (bbr)"},
+		}},
+}

@@ -71,6 +71,12 @@ type ResourceRules struct {
 	CircuitBreakers []CircuitBreakerRule
 	Hotspot         []HotspotRule
 	Authority       []AuthorityRule
+	// System, when ReplaceSystem is set, replaces every system rule of
+	// the engine (none left if it is empty): they have no resource.
+	// DecodeRules sets ReplaceSystem, as its set holds every rule;
+	// otherwise the system rules stay as they are.
+	System        []SystemRule
+	ReplaceSystem bool
 }
 
 // LoadResourceRules replaces the rules of every kind of the
@@ -81,23 +87,27 @@ type ResourceRules struct {
 // The rules are validated as a whole and with the rules that stay: names
 // are unique per kind across the engine. A *ValidationError names every bad
 // field as "resources[i]", "flow[i].field", "circuitBreakers[i].field",
-// "hotspot[i].field" or "authority[i].field";
+// "hotspot[i].field", "authority[i].field" or "system[i].field";
 // nothing changes then.
 //
 // Each resource whose rules change (its own, or the associated rules of
 // other resources that measure it) switches to them with one atomic store
 // of both kinds together: a call sees every rule the load gives its
 // resource or none of them. The resources switch one after another, all
-// before LoadResourceRules returns. Statistics are kept, and so is the state
-// of every rule loaded again unchanged.
+// before LoadResourceRules returns; the system rules, with ReplaceSystem,
+// switch last, with one store of their own. Statistics are kept, and so is
+// the state of every rule loaded again unchanged.
 func (e *Engine) LoadResourceRules(rules ResourceRules) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	c, err := e.resourceChange(rules)
+	c, system, err := e.resourceChange(rules)
 	if err != nil {
 		return err
 	}
 	e.commit(c)
+	if rules.ReplaceSystem {
+		e.commitSystem(system)
+	}
 	return nil
 }
 
@@ -107,13 +117,13 @@ func (e *Engine) LoadResourceRules(rules ResourceRules) error {
 func (e *Engine) ValidateResourceRules(rules ResourceRules) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	_, err := e.resourceChange(rules)
+	_, _, err := e.resourceChange(rules)
 	return err
 }
 
-// resourceChange validates rules and returns them as a change. The caller
-// holds loadMu.
-func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
+// resourceChange validates rules and returns them as a change, and the
+// system rules with their defaults. The caller holds loadMu.
+func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule, error) {
 	var errs fieldErrors
 	c := newRuleChange(len(rules.Resources))
 	for i, name := range rules.Resources {
@@ -130,6 +140,11 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	errs.merge(err)
 	authority, err := validateSet("authority", rules.Authority, nil)
 	errs.merge(err)
+	system, err := validateSet("system", rules.System, nil)
+	errs.merge(err)
+	if len(rules.System) > 0 && !rules.ReplaceSystem {
+		errs.add("system", "replaces the system rules only with ReplaceSystem set")
+	}
 	const unlisted = "is not one of the resources whose rules are replaced"
 	for i, rule := range rules.Flow {
 		if c.resources[rule.Resource] == nil {
@@ -153,7 +168,7 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	}
 	e.book.checkNames(c, rules, &errs)
 	if len(errs) > 0 {
-		return nil, &ValidationError{Fields: errs}
+		return nil, nil, &ValidationError{Fields: errs}
 	}
 	for _, rule := range flow {
 		rc := c.resources[rule.Resource]
@@ -171,7 +186,7 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 		rc := c.resources[rule.Resource]
 		rc.authority = append(rc.authority, rule)
 	}
-	return c, nil
+	return c, system, nil
 }
 
 // FlowRules returns the loaded flow rules, defaults filled in, grouped by

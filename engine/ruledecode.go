@@ -13,6 +13,7 @@ const (
 	KindCircuitBreaker = "circuitBreaker"
 	KindHotspot        = "hotspot"
 	KindAuthority      = "authority"
+	KindSystem         = "system"
 )
 
 // envelopeFields are the fields every rule of the REST API has besides its
@@ -31,6 +32,7 @@ var kindFields = map[string]Fields{
 	KindCircuitBreaker: BreakerRuleFields,
 	KindHotspot:        HotspotRuleFields,
 	KindAuthority:      AuthorityRuleFields,
+	KindSystem:         SystemRuleFields,
 }
 
 // DecodeRules reads rules in the REST API's JSON shape (the items of
@@ -38,19 +40,20 @@ var kindFields = map[string]Fields{
 // load as: every rule of the set, disabled ones left out, and every
 // resource a rule is on, once, in the order of its first rule. Loaded with
 // LoadResourceRules, together with the resources that hold rules now, the
-// set replaces them all.
+// set replaces them all; it replaces the system rules too (ReplaceSystem),
+// which have no resource.
 //
 // Each rule is checked as the engine would load it. A field the rule's
 // kind does not have is refused rather than ignored, since it may change
 // what the rule does; so is a kind the engine does not enforce. The error
 // is a *ValidationError naming every bad field as "rules[i].field".
 func DecodeRules(items []json.RawMessage) (ResourceRules, error) {
-	var set ResourceRules
+	set := ResourceRules{ReplaceSystem: true}
 	var errs fieldErrors
 	onResource := map[string]bool{}
 	for i, item := range items {
 		resource, ok := decodeRule(item, fmt.Sprintf("rules[%d]", i), &set, &errs)
-		if ok && !onResource[resource] {
+		if ok && resource != "" && !onResource[resource] {
 			onResource[resource] = true
 			set.Resources = append(set.Resources, resource)
 		}
@@ -69,8 +72,8 @@ type apiEnvelope struct {
 }
 
 // decodeRule adds the rule item to set, unless it is disabled, and returns
-// its resource and whether it was added. Its bad fields are added to errs,
-// named from path.
+// its resource ("" for a system rule) and whether it was added. Its bad
+// fields are added to errs, named from path.
 func decodeRule(item json.RawMessage, path string, set *ResourceRules, errs *fieldErrors) (string, bool) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(item, &fields); err != nil || fields == nil {
@@ -84,7 +87,7 @@ func decodeRule(item json.RawMessage, path string, set *ResourceRules, errs *fie
 	}
 	table, known := kindFields[env.Kind]
 	if !known {
-		errs.add(path+".kind", fmt.Sprintf("is %q, not one of %s, %s, %s, %s", env.Kind, KindFlow, KindCircuitBreaker, KindHotspot, KindAuthority))
+		errs.add(path+".kind", fmt.Sprintf("is %q, not one of %s, %s, %s, %s, %s", env.Kind, KindFlow, KindCircuitBreaker, KindHotspot, KindAuthority, KindSystem))
 		return "", false
 	}
 	before := len(*errs)
@@ -92,6 +95,9 @@ func decodeRule(item json.RawMessage, path string, set *ResourceRules, errs *fie
 		if _, own := table.Lookup(name); !own && !envelopeFields[name] {
 			errs.add(path+"."+name, "is not a field of kind "+env.Kind)
 		}
+	}
+	if raw, ok := fields["resource"]; ok && env.Kind == KindSystem && string(raw) != "null" && string(raw) != `""` {
+		errs.add(path+".resource", "is not a field of kind system: its rules guard every inbound call")
 	}
 	var expiresAtMs int64
 	if env.ExpiresAt != nil && *env.ExpiresAt != "" {
@@ -111,6 +117,8 @@ func decodeRule(item json.RawMessage, path string, set *ResourceRules, errs *fie
 		return decodeKindRule(item, path, expiresAtMs, table, &set.CircuitBreakers, errs)
 	case KindHotspot:
 		return decodeKindRule(item, path, expiresAtMs, table, &set.Hotspot, errs)
+	case KindSystem:
+		return decodeKindRule(item, path, expiresAtMs, table, &set.System, errs)
 	default:
 		return decodeKindRule(item, path, expiresAtMs, table, &set.Authority, errs)
 	}
@@ -175,6 +183,7 @@ func (r FlowRule) resource() string           { return r.Resource }
 func (r CircuitBreakerRule) resource() string { return r.Resource }
 func (r HotspotRule) resource() string        { return r.Resource }
 func (r AuthorityRule) resource() string      { return r.Resource }
+func (r SystemRule) resource() string         { return "" }
 
 func (r FlowRule) withExpiresAtMs(ms int64) FlowRule { r.ExpiresAtMs = ms; return r }
 func (r CircuitBreakerRule) withExpiresAtMs(ms int64) CircuitBreakerRule {
@@ -183,3 +192,4 @@ func (r CircuitBreakerRule) withExpiresAtMs(ms int64) CircuitBreakerRule {
 }
 func (r HotspotRule) withExpiresAtMs(ms int64) HotspotRule     { r.ExpiresAtMs = ms; return r }
 func (r AuthorityRule) withExpiresAtMs(ms int64) AuthorityRule { r.ExpiresAtMs = ms; return r }
+func (r SystemRule) withExpiresAtMs(ms int64) SystemRule       { r.ExpiresAtMs = ms; return r }

@@ -28,6 +28,10 @@ func TestDecodeRulesReadsEveryKind(t *testing.T) {
 		  "threshold": 2, "specificItems": {"vip": 20}}`,
 		`{"name": "pay-origins", "kind": "authority", "resource": "pay", "strategy": "deny", "origins": ["bot"]}`,
 		`{"name": "off", "kind": "flow", "resource": "reports", "enabled": false, "threshold": 1}`,
+		// A system rule has no resource: as the API shows it, or null.
+		`{"id": 9, "name": "cpu", "kind": "system", "enabled": true, "mode": "enforce", "metricType": "cpuUsage",
+		  "triggerCount": 0.8, "expiresAt": "2026-12-01T00:00:00Z"}`,
+		`{"name": "rt", "kind": "system", "resource": null, "metricType": "avgRt", "triggerCount": 200, "strategy": "noAdaptive"}`,
 	))
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +45,11 @@ func TestDecodeRulesReadsEveryKind(t *testing.T) {
 		Hotspot: []HotspotRule{{Name: "orders-per-user", Resource: "orders", ParamKey: "user", Threshold: 2,
 			SpecificItems: map[string]float64{"vip": 20}}},
 		Authority: []AuthorityRule{{Name: "pay-origins", Resource: "pay", Strategy: AuthorityDeny, Origins: []string{"bot"}}},
+		System: []SystemRule{
+			{Name: "cpu", Mode: ModeEnforce, MetricType: SystemCPUUsage, TriggerCount: 0.8, ExpiresAtMs: 1796083200000},
+			{Name: "rt", MetricType: SystemAvgRt, TriggerCount: 200, Strategy: SystemNoAdaptive},
+		},
+		ReplaceSystem: true,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
@@ -49,6 +58,16 @@ func TestDecodeRulesReadsEveryKind(t *testing.T) {
 	defer e.Close()
 	if err := e.LoadResourceRules(got); err != nil {
 		t.Fatalf("the decoded rules do not load: %v", err)
+	}
+	if names := len(e.SystemRules()); names != 2 {
+		t.Fatalf("%d system rules loaded, want 2", names)
+	}
+	empty, err := DecodeRules(nil)
+	if err != nil || !empty.ReplaceSystem {
+		t.Fatalf("an empty set: %+v, %v; want one that replaces the system rules", empty, err)
+	}
+	if err := e.LoadResourceRules(empty); err != nil || len(e.SystemRules()) != 0 {
+		t.Fatalf("an empty set left %d system rules (%v), want none", len(e.SystemRules()), err)
 	}
 }
 
@@ -59,8 +78,13 @@ func TestDecodeRulesRefusesBadRules(t *testing.T) {
 		want []FieldError
 	}{
 		{"not an object", `[1]`, []FieldError{{"rules[0]", "must be a JSON object"}}},
-		{"unknown kind", `{"kind": "system", "resource": "x"}`,
-			[]FieldError{{"rules[0].kind", `is "system", not one of flow, circuitBreaker, hotspot, authority`}}},
+		{"unknown kind", `{"kind": "isolation", "resource": "x"}`,
+			[]FieldError{{"rules[0].kind", `is "isolation", not one of flow, circuitBreaker, hotspot, authority, system`}}},
+		{"a system rule on a resource", `{"kind": "system", "resource": "x", "metricType": "load", "triggerCount": 2}`,
+			[]FieldError{{"rules[0].resource", "is not a field of kind system: its rules guard every inbound call"}}},
+		{"a system rule's bad fields", `{"kind": "system", "metricType": "cpuUsage", "triggerCount": 1.5, "strategy": "fast"}`,
+			[]FieldError{{"rules[0].triggerCount", "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota"},
+				{"rules[0].strategy", "must be one of noAdaptive, bbr"}}},
 		{"another kind's field", `{"kind": "flow", "resource": "x", "threshold": 1, "retryTimeoutMs": 5}`,
 			[]FieldError{{"rules[0].retryTimeoutMs", "is not a field of kind flow"}}},
 		{"wrong type", `{"kind": "flow", "resource": "x", "threshold": "ten"}`,

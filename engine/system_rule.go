@@ -1,0 +1,129 @@
+package engine
+
+import (
+	"math"
+	"strings"
+)
+
+// ReasonSystem is a system rule: the process is past a system rule's
+// trigger, and the call is inbound (WithInbound).
+const ReasonSystem BlockReason = "system"
+
+// SystemMetric is the figure of the engine's process a system rule
+// watches.
+type SystemMetric string
+
+// System metrics, in sentinel-golang's order (its metricType 0 … 4).
+const (
+	// SystemLoad is the one-minute load average divided by the CPUs.
+	SystemLoad SystemMetric = "load"
+	// SystemAvgRt is the mean response time, in milliseconds, of the
+	// inbound calls completed in the last second.
+	SystemAvgRt SystemMetric = "avgRt"
+	// SystemConcurrency is the inbound calls in flight.
+	SystemConcurrency SystemMetric = "concurrency"
+	// SystemInboundQPS is the inbound calls let through in the last
+	// second.
+	SystemInboundQPS SystemMetric = "inboundQps"
+	// SystemCPUUsage is the process's CPU time over the last second as a
+	// ratio of its CPU quota (its cgroup's, else every CPU).
+	SystemCPUUsage SystemMetric = "cpuUsage"
+)
+
+// SystemStrategy is what a system rule does past its trigger.
+type SystemStrategy string
+
+// System strategies.
+const (
+	// SystemNoAdaptive blocks every inbound call past the trigger.
+	SystemNoAdaptive SystemStrategy = "noAdaptive"
+	// SystemBBR, past the trigger, still admits an inbound call while the
+	// inbound calls in flight are at most 1 or at most what the process
+	// completes at best: its most completions per second × its least
+	// response time, both over the last second (Sentinel's BBR check). It
+	// applies to load and cpuUsage, and is their default.
+	SystemBBR SystemStrategy = "bbr"
+)
+
+// SystemRule guards every inbound call of the engine's process (Entry
+// WithInbound) against a figure of the process itself, whatever the
+// resource: it has none. Zero values of optional fields mean their
+// defaults; JSON names are those of the REST API.
+type SystemRule struct {
+	// Name identifies the rule in block errors.
+	Name string `json:"name,omitempty"`
+	Mode Mode   `json:"mode,omitempty"`
+
+	MetricType SystemMetric `json:"metricType"`
+	// TriggerCount is the figure past which inbound calls are blocked:
+	// calls per second (inboundQps), calls in flight (concurrency),
+	// milliseconds (avgRt), a ratio in (0, 1] of the CPU quota (cpuUsage),
+	// or the load per CPU (load). A call passes while, with it, the
+	// inbound calls or the calls in flight are at most the trigger, and
+	// while the other figures are at most the trigger.
+	TriggerCount float64        `json:"triggerCount"`
+	Strategy     SystemStrategy `json:"strategy,omitempty"`
+	// ExpiresAtMs, if not 0, is when the rule stops applying (see
+	// FlowRule.ExpiresAtMs).
+	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+}
+
+// WithDefaults returns the rule with its mode and strategy set if unset.
+func (r SystemRule) WithDefaults() SystemRule {
+	if r.Mode == "" {
+		r.Mode = ModeEnforce
+	}
+	if r.Strategy == "" {
+		r.Strategy = SystemNoAdaptive
+		if r.MetricType.sampled() {
+			r.Strategy = SystemBBR
+		}
+	}
+	return r
+}
+
+// sampled reports whether m is a figure the engine samples from the
+// operating system, not one it counts.
+func (m SystemMetric) sampled() bool { return m == SystemLoad || m == SystemCPUUsage }
+
+// Validate checks the rule as WithDefaults would complete it and returns
+// one FieldError for every bad field, named as in JSON.
+func (r SystemRule) Validate() []FieldError {
+	var errs fieldErrors
+	r = r.WithDefaults()
+	// The envelope's resource is a placeholder: a system rule has none.
+	envelope := FlowRule{Name: r.Name, Resource: "system", Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
+	errs = append(errs, envelope.Validate()...)
+	fields := SystemRuleFields
+	metric := fields.field("metricType")
+	switch r.MetricType {
+	case SystemLoad, SystemAvgRt, SystemConcurrency, SystemInboundQPS, SystemCPUUsage:
+	case "":
+		errs.add("metricType", "is required: one of "+strings.Join(metric.OptionValues(), ", "))
+	default:
+		errs.add("metricType", metric.mustBeOneOf())
+	}
+	trigger := fields.field("triggerCount")
+	switch {
+	case math.IsNaN(r.TriggerCount) || math.IsInf(r.TriggerCount, 0):
+		errs.add("triggerCount", "must be a finite number")
+	case r.TriggerCount <= 0:
+		errs.add("triggerCount", "must be > 0")
+	case r.MetricType == SystemCPUUsage && r.TriggerCount > 1:
+		errs.add("triggerCount", "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota")
+	case r.TriggerCount > *trigger.Max:
+		errs.add("triggerCount", "must be at most "+formatBound(*trigger.Max))
+	}
+	switch r.Strategy {
+	case SystemNoAdaptive:
+	case SystemBBR:
+		if !r.MetricType.sampled() {
+			errs.add("strategy", "bbr applies only to metricType load and cpuUsage")
+		}
+	default:
+		errs.add("strategy", fields.field("strategy").mustBeOneOf())
+	}
+	return errs
+}
+
+func (r SystemRule) ruleName() string { return r.Name }
