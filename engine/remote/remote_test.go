@@ -294,7 +294,7 @@ func TestBadSnapshotIsRefusedWhole(t *testing.T) {
 		bad  string
 	}{
 		{"a value out of range", flowRule("orders-qps", "orders", -1)},
-		{"a kind the engine does not enforce", `{"name": "cpu", "kind": "system", "metricType": "cpuUsage", "triggerCount": 0.8}`},
+		{"a kind the engine does not know", `{"name": "pool", "kind": "isolation", "resource": "orders", "threshold": 8}`},
 		{"not a rule", `"orders"`},
 		{"another kind's field", `{"name": "x", "kind": "flow", "resource": "orders", "threshold": 1, "retryTimeoutMs": 5}`},
 	}

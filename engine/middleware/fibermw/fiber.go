@@ -79,8 +79,9 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 		}
 		res = g.routes.Get(route, fiberRouteName)
 	}
+	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
-	opts := buf[:0]
+	opts := append(buf[:0], engine.WithInbound())
 	if g.cfg.origin != nil {
 		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, c))
 	}

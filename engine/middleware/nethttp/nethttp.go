@@ -74,8 +74,9 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
+	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
-	opts := buf[:0]
+	opts := append(buf[:0], engine.WithInbound())
 	if g.cfg.origin != nil {
 		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, r, pattern))
 	}

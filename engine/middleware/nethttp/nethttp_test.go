@@ -305,3 +305,31 @@ func TestGuardedMuxMountedUnderAnother(t *testing.T) {
 		t.Errorf("GET /orders/{id} passes = %d, want 1", got)
 	}
 }
+
+// TestGuardedRequestsAreInbound: a system rule guards every request the
+// middleware lets in, whatever its route.
+func TestGuardedRequestsAreInbound(t *testing.T) {
+	eng := engine.New(engine.Options{})
+	t.Cleanup(eng.Close)
+	if err := eng.LoadSystemRules([]engine.SystemRule{{Name: "inbound", MetricType: engine.SystemInboundQPS, TriggerCount: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /a", func(http.ResponseWriter, *http.Request) {})
+	mux.HandleFunc("GET /b", func(http.ResponseWriter, *http.Request) {})
+	srv := httptest.NewServer(nethttp.Guard(eng)(mux))
+	t.Cleanup(srv.Close)
+	for i, tc := range []struct {
+		path string
+		want int
+	}{{"/a", http.StatusOK}, {"/b", http.StatusTooManyRequests}} {
+		resp, err := srv.Client().Get(srv.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tc.want {
+			t.Errorf("request %d, GET %s = %d, want %d", i, tc.path, resp.StatusCode, tc.want)
+		}
+	}
+}

@@ -21,8 +21,9 @@ func QueryKey(name string) string { return "query:" + name }
 func PathKey(name string) string { return "path:" + name }
 
 // MaxStackOptions is how many entry options a request's call keeps on the
-// stack: an origin, the params and one spare; more still work, on the heap.
-const MaxStackOptions = 8
+// stack: inbound, an origin, the params and one spare; more still work, on
+// the heap.
+const MaxStackOptions = 9
 
 // Proxies are the trusted proxies, whose X-Forwarded-For the client IP
 // extractor believes.
