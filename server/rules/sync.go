@@ -21,9 +21,9 @@ import (
 // validation, the rules it leaves on the resources it touches, against the
 // rules the engine holds for every other resource, and the same for the
 // engine of every app that has rules of its own there; after the commit
-// the engine gets those resources' rules, each resource switching at once. Writes are serialised, so the engine always
-// holds the rules of the last commit: the database and the engine never
-// disagree.
+// the engine gets those resources' rules, each resource switching at once.
+// Writes are serialised, so the engine always holds the rules of the last
+// commit: the database and the engine never disagree.
 //
 // It keeps every stored rule in memory, as of the last commit, indexed by
 // name and by resource, so a write costs what the rules of the resources it
@@ -125,11 +125,12 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 			return err
 		}
 		resources, onResource := s.touched(tx.changed)
-		touched = ruleSet(resources, onResource, s.ruleOf(tx.changed), "")
+		rule := s.ruleOf(tx.changed)
+		touched = ruleSet(resources, onResource, rule, "")
 		if err := s.engine.ValidateResourceRules(touched); err != nil {
 			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
 		}
-		for _, app := range appSets(resources, onResource, s.ruleOf(tx.changed)) {
+		for _, app := range appSets(resources, onResource, rule) {
 			if err := s.engine.ValidateResourceRules(app.rules); err != nil {
 				return requestFields(err, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), app.rules, tx.written)
 			}
