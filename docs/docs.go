@@ -1141,6 +1141,12 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "string",
+                        "description": "only the rules of this app (not those without one): ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$",
+                        "name": "app",
+                        "in": "query"
+                    },
+                    {
                         "type": "boolean",
                         "description": "only enabled (true) or disabled (false) rules",
                         "name": "enabled",
@@ -1620,7 +1626,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The rules an engine of app must run: the enabled rules that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.",
+                "description": "The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.",
                 "produces": [
                     "application/json"
                 ],
@@ -2843,7 +2849,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram, current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.",
+                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.",
                 "produces": [
                     "text/plain"
                 ],
@@ -3931,6 +3937,11 @@ const docTemplate = `{
         "server.Rule": {
             "type": "object",
             "properties": {
+                "app": {
+                    "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
+                    "type": "string",
+                    "example": "checkout"
+                },
                 "burstCount": {
                     "type": "integer",
                     "example": 5
@@ -4128,6 +4139,11 @@ const docTemplate = `{
         "server.RuleContent": {
             "type": "object",
             "properties": {
+                "app": {
+                    "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
+                    "type": "string",
+                    "example": "checkout"
+                },
                 "burstCount": {
                     "type": "integer",
                     "example": 5
@@ -4428,7 +4444,7 @@ const docTemplate = `{
                     "example": 42
                 },
                 "rules": {
-                    "description": "Rules are the enabled, unexpired rules, by id, as GET /rules shows\nthem.",
+                    "description": "Rules are the enabled, unexpired rules without an app and those of\nthe app asked for, by id, as GET /rules shows them.",
                     "type": "array",
                     "items": {
                         "$ref": "#/definitions/server.Rule"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"math"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -60,12 +61,12 @@ func TestPrometheusExpositionParses(t *testing.T) {
 				}
 			}
 			rt := families["sluice_resource_response_time_seconds"]
-			if rt.GetType() != dto.MetricType_SUMMARY || len(rt.GetMetric()) != len(names) {
+			if rt.GetType() != dto.MetricType_HISTOGRAM || len(rt.GetMetric()) != len(names) {
 				t.Fatalf("response time family %v", rt)
 			}
 			for _, m := range rt.GetMetric() {
-				if s := m.GetSummary(); s.GetSampleSum() != 0.25*float64(s.GetSampleCount()) {
-					t.Errorf("%s: sum %v of %d calls of 250 ms", label(m, "resource"), s.GetSampleSum(), s.GetSampleCount())
+				if h := m.GetHistogram(); h.GetSampleSum() != 0.25*float64(h.GetSampleCount()) {
+					t.Errorf("%s: sum %v of %d calls of 250 ms", label(m, "resource"), h.GetSampleSum(), h.GetSampleCount())
 				}
 			}
 			for _, family := range []string{"sluice_resource_concurrency", "sluice_resources_tracked", "sluice_resource_overflow_total", "go_goroutines"} {
@@ -88,4 +89,76 @@ func label(m *dto.Metric, name string) string {
 		}
 	}
 	return ""
+}
+
+// TestPrometheusResponseTimeHistogram: the response time is a histogram
+// family that the Prometheus text parser reads as one, with the buckets
+// of API.md's ms range in seconds, cumulative, +Inf holding every call;
+// its count and sum are exact (the completed counter's), and each
+// collection's calls are counted in the bucket of their mean, as the help
+// says (the engine keeps no per-call distribution).
+func TestPrometheusResponseTimeHistogram(t *testing.T) {
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), engine.NewManualClock(metricsT0), nil)
+	bounds := []float64{0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, math.Inf(1)}
+	steps := []struct {
+		name  string
+		rtsMs []int64 // the calls of one collection
+		// wantNew is the calls each bucket (by upper bound) gains.
+		wantNew map[float64]uint64
+	}{
+		{name: "1 ms is in le 0.001", rtsMs: []int64{1, 1, 1}, wantNew: map[float64]uint64{0.001: 3}},
+		{name: "0 ms too", rtsMs: []int64{0}, wantNew: map[float64]uint64{0.001: 1}},
+		{name: "30 ms in le 0.05", rtsMs: []int64{30, 30}, wantNew: map[float64]uint64{0.05: 2}},
+		{name: "past 10 s only in +Inf", rtsMs: []int64{20000}, wantNew: map[float64]uint64{math.Inf(1): 1}},
+		{name: "one collection counts at its mean", rtsMs: []int64{10, 290}, wantNew: map[float64]uint64{0.25: 2}},
+	}
+	perBucket := map[float64]uint64{}
+	var calls, sumMs int64
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			for _, rt := range step.rtsMs {
+				traffic(t, n.engine, "orders", 1, 0, rt)
+				calls++
+				sumMs += rt
+			}
+			for le, c := range step.wantNew {
+				perBucket[le] += c
+			}
+
+			resp, body := n.call(t, http.MethodGet, "/metrics", nil, nil)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			parser := expfmt.NewTextParser(model.LegacyValidation)
+			families, err := parser.TextToMetricFamilies(bytes.NewReader(body))
+			if err != nil {
+				t.Fatalf("the exposition does not parse: %v", err)
+			}
+			family := families["sluice_resource_response_time_seconds"]
+			if family.GetType() != dto.MetricType_HISTOGRAM || len(family.GetMetric()) != 1 {
+				t.Fatalf("response time family %v, want one histogram", family)
+			}
+			h := family.GetMetric()[0].GetHistogram()
+			completed := families["sluice_resource_completed_total"].GetMetric()[0].GetCounter().GetValue()
+			if h.GetSampleCount() != uint64(calls) || float64(h.GetSampleCount()) != completed {
+				t.Errorf("count %d, want %d calls, as completed_total (%v)", h.GetSampleCount(), calls, completed)
+			}
+			if want := float64(sumMs) / 1000; math.Abs(h.GetSampleSum()-want) > 1e-9 {
+				t.Errorf("sum %v s, want %v", h.GetSampleSum(), want)
+			}
+			buckets := h.GetBucket()
+			if len(buckets) != len(bounds) {
+				t.Fatalf("%d buckets, want %d: %v", len(buckets), len(bounds), buckets)
+			}
+			var want uint64
+			for i, b := range buckets {
+				want += perBucket[bounds[i]]
+				if b.GetUpperBound() != bounds[i] || b.GetCumulativeCount() != want {
+					t.Errorf("bucket %d: le %v holds %d, want le %v holding %d", i, b.GetUpperBound(), b.GetCumulativeCount(), bounds[i], want)
+				}
+			}
+			if want != h.GetSampleCount() {
+				t.Errorf("+Inf holds %d, the count is %d", want, h.GetSampleCount())
+			}
+		})
+	}
 }

@@ -10,24 +10,12 @@ import (
 	"github.com/sluicehq/sluice/server/servertest"
 )
 
-// loadAPIRules gives the server's engine hotspot and authority rules on
-// its own routes. The API does not take these kinds yet, so they go to the
-// engine directly; once POST /api/v1/rules takes them, create them there.
-func loadAPIRules(t *testing.T, n *authNode, hotspot []engine.HotspotRule, authority []engine.AuthorityRule) {
-	t.Helper()
-	if err := n.Engine.LoadHotspotRules(hotspot); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Engine.LoadAuthorityRules(authority); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestProtectParams: the guard of the API's own routes names each
 // request's client IP ("ip") and caller ("identity", also the origin),
 // so hotspot rules limit each client or caller of a route apart and
 // authority rules allow or deny callers; an admin is served all the same,
-// and health and logging in are never guarded. Every request of the test
+// and health and logging in are never guarded. The rules are created
+// through POST /api/v1/rules, as an operator would. Every request of the test
 // comes from one client, 127.0.0.1; the callers are the viewer token ci,
 // the viewer user carol through a session, and the admin token.
 func TestProtectParams(t *testing.T) {
@@ -38,14 +26,13 @@ func TestProtectParams(t *testing.T) {
 	const rules = "/api/v1/rules"
 	tests := []struct {
 		name        string
-		hotspot     []engine.HotspotRule
-		authority   []engine.AuthorityRule
+		rules       []string // bodies of POST /api/v1/rules
 		calls       []call
 		wantMessage string
 	}{
 		{
-			name:    "a hotspot rule on ip limits each client",
-			hotspot: []engine.HotspotRule{{Name: "per-ip", Resource: "GET /api/v1/rules", ParamKey: "ip", Threshold: 1}},
+			name:  "a hotspot rule on ip limits each client",
+			rules: []string{`{"name":"per-ip","kind":"hotspot","resource":"GET /api/v1/rules","paramKey":"ip","threshold":1}`},
 			calls: []call{
 				{"ci", "GET", rules, 200}, {"ci", "GET", rules, 429}, {"carol", "GET", rules, 429},
 				{"admin", "GET", rules, 200}, {"ci", "GET", "/api/v1/me", 200},
@@ -53,8 +40,8 @@ func TestProtectParams(t *testing.T) {
 			wantMessage: "too many requests: blocked by hotspot rule per-ip",
 		},
 		{
-			name:    "a hotspot rule on identity limits each caller",
-			hotspot: []engine.HotspotRule{{Name: "per-caller", Resource: "GET /api/v1/rules", ParamKey: "identity", Threshold: 1}},
+			name:  "a hotspot rule on identity limits each caller",
+			rules: []string{`{"name":"per-caller","kind":"hotspot","resource":"GET /api/v1/rules","paramKey":"identity","threshold":1}`},
 			calls: []call{
 				{"ci", "GET", rules, 200}, {"ci", "GET", rules, 429},
 				{"carol", "GET", rules, 200}, {"carol", "GET", rules, 429},
@@ -63,9 +50,9 @@ func TestProtectParams(t *testing.T) {
 		},
 		{
 			name: "the caller is the origin of authority rules",
-			authority: []engine.AuthorityRule{
-				{Name: "no-ci", Resource: "GET /api/v1/rules", Strategy: engine.AuthorityDeny, Origins: []string{"token:ci"}},
-				{Name: "carol-only", Resource: "GET /api/v1/me", Strategy: engine.AuthorityAllow, Origins: []string{"carol"}},
+			rules: []string{
+				`{"name":"no-ci","kind":"authority","resource":"GET /api/v1/rules","strategy":"deny","origins":["token:ci"]}`,
+				`{"name":"carol-only","kind":"authority","resource":"GET /api/v1/me","strategy":"allow","origins":["carol"]}`,
 			},
 			calls: []call{
 				{"ci", "GET", rules, 429}, {"carol", "GET", rules, 200}, {"carol", "GET", "/api/v1/me", 200},
@@ -74,12 +61,10 @@ func TestProtectParams(t *testing.T) {
 		},
 		{
 			name: "health and logging in are never guarded",
-			hotspot: []engine.HotspotRule{
-				{Name: "health-ip", Resource: "GET /api/v1/health", ParamKey: "ip", Threshold: 0},
-				{Name: "login-ip", Resource: "POST /api/v1/auth/login", ParamKey: "ip", Threshold: 0},
-			},
-			authority: []engine.AuthorityRule{
-				{Name: "health-nobody", Resource: "GET /api/v1/health", Strategy: engine.AuthorityAllow, Origins: []string{"nobody"}},
+			rules: []string{
+				`{"name":"health-ip","kind":"hotspot","resource":"GET /api/v1/health","paramKey":"ip","threshold":0}`,
+				`{"name":"login-ip","kind":"hotspot","resource":"POST /api/v1/auth/login","paramKey":"ip","threshold":0}`,
+				`{"name":"health-nobody","kind":"authority","resource":"GET /api/v1/health","strategy":"allow","origins":["nobody"]}`,
 			},
 			calls: []call{
 				{"", "GET", "/api/v1/health", 200}, {"ci", "GET", "/api/v1/health", 200},
@@ -104,7 +89,11 @@ func TestProtectParams(t *testing.T) {
 				"carol": withCookie(cookie, csrf),
 				"admin": bearer(servertest.AdminToken),
 			}
-			loadAPIRules(t, n, tt.hotspot, tt.authority)
+			for _, rule := range tt.rules {
+				if status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/rules", rule); status != http.StatusCreated {
+					t.Fatalf("create %s: %d %s", rule, status, data)
+				}
+			}
 
 			for i, c := range tt.calls {
 				body := ""

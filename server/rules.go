@@ -131,6 +131,7 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@Produce	json
 //	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority)
 //	@Param		resource	query		string	false	"only rules of this resource (exact name)"
+//	@Param		app			query		string	false	"only the rules of this app (not those without one): ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"
 //	@Param		enabled		query		bool	false	"only enabled (true) or disabled (false) rules"
 //	@Param		q			query		string	false	"case-insensitive substring of the name, resource or description"
 //	@Param		page		query		int		false	"page, from 1"				default(1)	minimum(1)
@@ -150,7 +151,11 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	filter := store.RuleFilter{Kind: c.Query("kind"), Resource: c.Query("resource"), Enabled: enabled, Query: c.Query("q")}
+	app, err := appParam(c)
+	if err != nil {
+		return err
+	}
+	filter := store.RuleFilter{Kind: c.Query("kind"), Resource: c.Query("resource"), App: app, Enabled: enabled, Query: c.Query("q")}
 	found, total, err := h.rules.List(c.UserContext(), filter, page)
 	if err != nil {
 		return err

@@ -1569,3 +1569,274 @@ func TestRuleFields(t *testing.T) {
 		t.Errorf("maxQueueingTimeMs: %+v", interval)
 	}
 }
+
+// checkAnswer is POST /check's answer for resource, as sent.
+func (ts *testServer) checkAnswer(t *testing.T, resource string) string {
+	t.Helper()
+	resp, body := ts.call(t, http.MethodPost, checkPath, fmt.Sprintf(`{"resource":%q}`, resource), nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	return string(bytes.TrimSpace(body))
+}
+
+// TestRuleAppWrites: a rule's app is taken on create, shown by GET,
+// changed and cleared by PATCH and PUT, kept in every revision and brought
+// back by rollback; a rule with an app is never in the server's own
+// engine, so it does not block the server's POST /check on its resource,
+// and the same rule without an app does.
+func TestRuleAppWrites(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	blocked := `{"allowed":false,"waitMs":0,"reason":"flow","rule":"closed"}`
+	r := ts.createRule(t, `{"name":"closed","kind":"flow","app":"shop","resource":"orders","threshold":0}`)
+	if r.App != "shop" {
+		t.Fatalf("created app = %q, want shop", r.App)
+	}
+
+	steps := []struct {
+		name        string
+		method      string
+		path        string
+		body        string
+		wantApp     string
+		wantVersion int64
+	}{
+		{name: "created with an app", wantApp: "shop", wantVersion: 1},
+		{name: "PATCH without app keeps it", method: http.MethodPatch, body: `{"description":"x"}`, wantApp: "shop", wantVersion: 2},
+		{name: "PATCH app null clears it", method: http.MethodPatch, body: `{"app":null}`, wantVersion: 3},
+		{name: "PATCH sets another", method: http.MethodPatch, body: `{"app":"billing"}`, wantApp: "billing", wantVersion: 4},
+		{name: "PATCH app empty clears it", method: http.MethodPatch, body: `{"app":""}`, wantVersion: 5},
+		{name: "PUT with an app", method: http.MethodPut, body: `{"kind":"flow","app":"shop","resource":"orders","threshold":0}`, wantApp: "shop", wantVersion: 6},
+		{name: "PUT without app clears it", method: http.MethodPut, body: `{"kind":"flow","resource":"orders","threshold":0}`, wantVersion: 7},
+		{name: "rollback to a version with an app", method: http.MethodPost, path: "/rollback?toVersion=4", wantApp: "billing", wantVersion: 8},
+		{name: "rollback to a version without", method: http.MethodPost, path: "/rollback?toVersion=3", wantVersion: 9},
+		{name: "rollback to the first", method: http.MethodPost, path: "/rollback?toVersion=1", wantApp: "shop", wantVersion: 10},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			if step.method != "" {
+				var body any
+				if step.body != "" {
+					body = step.body
+				}
+				resp, got := ts.call(t, step.method, ruleURL(r.ID)+step.path, body, nil)
+				mustStatus(t, resp, got, http.StatusOK)
+				if answered := jsonObject(t, got); answered["app"] != nil && answered["app"] != step.wantApp || answered["app"] == nil && step.wantApp != "" {
+					t.Errorf("answered app %v, want %q", answered["app"], step.wantApp)
+				}
+			}
+			stored, _ := ts.getRule(t, r.ID)
+			if stored.App != step.wantApp || stored.Version != step.wantVersion {
+				t.Errorf("stored app %q at version %d, want %q at %d", stored.App, stored.Version, step.wantApp, step.wantVersion)
+			}
+			resp, got := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions?pageSize=1", nil, nil)
+			mustStatus(t, resp, got, http.StatusOK)
+			if revs := decodeStrict[RevisionList](t, got); len(revs.Items) != 1 || revs.Items[0].Rule.App != step.wantApp {
+				t.Errorf("newest revision %+v, want it with app %q", revs.Items, step.wantApp)
+			}
+			_, inEngine := ts.loadedThresholds()["closed"]
+			answer := ts.checkAnswer(t, "orders")
+			if step.wantApp != "" && (inEngine || answer != allowed) {
+				t.Errorf("with app %s: in the server's engine %v, POST /check %s; want out of it, %s", step.wantApp, inEngine, answer, allowed)
+			}
+			if step.wantApp == "" && (!inEngine || answer != blocked) {
+				t.Errorf("without an app: in the server's engine %v, POST /check %s; want in it, %s", inEngine, answer, blocked)
+			}
+		})
+	}
+}
+
+// TestRuleAppValidation: app is a name of at most 64 lower-case letters,
+// digits, ".", "_" and "-", starting and ending with a letter or digit;
+// anything else is a 422 naming app, and nothing is stored.
+func TestRuleAppValidation(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	tests := []struct {
+		app    string
+		wantOK bool
+	}{
+		{app: `"a"`, wantOK: true},
+		{app: `"shop-2.eu_west"`, wantOK: true},
+		{app: `"` + strings.Repeat("a", 64) + `"`, wantOK: true},
+		{app: `"` + strings.Repeat("a", 65) + `"`},
+		{app: `"Shop"`},
+		{app: `"-shop"`},
+		{app: `"shop."`},
+		{app: `"sh op"`},
+		{app: `"shöp"`},
+		{app: `7`},
+		{app: `["shop"]`},
+	}
+	for i, tt := range tests {
+		t.Run(tt.app, func(t *testing.T) {
+			body := fmt.Sprintf(`{"name":"r%d","kind":"flow","resource":"orders","threshold":1,"app":%s}`, i, tt.app)
+
+			resp, got := ts.call(t, http.MethodPost, rulesPath, body, nil)
+
+			if tt.wantOK {
+				mustStatus(t, resp, got, http.StatusCreated)
+				if want := strings.Trim(tt.app, `"`); decodeStrict[rules.APIRule](t, got).App != want {
+					t.Errorf("app answered %s, want %s", got, want)
+				}
+				return
+			}
+			wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", "app")
+			if list := ts.listRules(t, "q="+fmt.Sprintf("r%d", i)); list.Total != 0 {
+				t.Errorf("stored %v", ruleNames(list.Items))
+			}
+		})
+	}
+
+	t.Run("PATCH", func(t *testing.T) {
+		r := ts.createRule(t, `{"name":"patched","kind":"flow","resource":"orders","threshold":1,"app":"shop"}`)
+
+		resp, got := ts.call(t, http.MethodPatch, ruleURL(r.ID), `{"app":"NOPE"}`, nil)
+
+		wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", "app")
+		if stored, _ := ts.getRule(t, r.ID); stored.App != "shop" || stored.Version != 1 {
+			t.Errorf("stored app %q version %d, want shop 1", stored.App, stored.Version)
+		}
+	})
+	t.Run("apply names the rule", func(t *testing.T) {
+		resp, got := ts.call(t, http.MethodPost, applyPath, `{"rules":[{"name":"ok","kind":"flow","resource":"a","threshold":1},{"name":"bad","kind":"flow","resource":"a","threshold":1,"app":"A"}]}`, nil)
+
+		wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", "rules[1].app")
+	})
+}
+
+// TestListRulesByApp: ?app= lists the rules of that app only, with the
+// other filters; a bad app is a 400 naming app.
+func TestListRulesByApp(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	for _, body := range []string{
+		`{"name":"everywhere","kind":"flow","resource":"orders","threshold":1}`,
+		`{"name":"shop-orders","kind":"flow","app":"shop","resource":"orders","threshold":1}`,
+		`{"name":"shop-pay","kind":"circuitBreaker","app":"shop","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":1000}`,
+		`{"name":"billing-orders","kind":"flow","app":"billing","resource":"orders","threshold":1}`,
+	} {
+		ts.createRule(t, body)
+	}
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{query: "", want: []string{"everywhere", "shop-orders", "shop-pay", "billing-orders"}},
+		{query: "app=shop", want: []string{"shop-orders", "shop-pay"}},
+		{query: "app=shop&kind=flow", want: []string{"shop-orders"}},
+		{query: "app=billing&resource=orders", want: []string{"billing-orders"}},
+		{query: "app=nobody", want: []string{}},
+	}
+	for _, tt := range tests {
+		t.Run("?"+tt.query, func(t *testing.T) {
+			list := ts.listRules(t, tt.query)
+			if got := ruleNames(list.Items); !slices.Equal(got, tt.want) || list.Total != int64(len(tt.want)) {
+				t.Errorf("listed %v (total %d), want %v", got, list.Total, tt.want)
+			}
+		})
+	}
+	t.Run("?app=Shop", func(t *testing.T) {
+		resp, body := ts.call(t, http.MethodGet, rulesPath+"?app=Shop", nil, nil)
+		wantError(t, resp, body, http.StatusBadRequest, "bad_request", "app")
+	})
+}
+
+// TestRuleAppRoundTrips: export writes a rule's app, so export → apply is
+// a no-op; apply changes and clears an app as it changes any field, and
+// the server's engine follows.
+func TestRuleAppRoundTrips(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"shop-cap","kind":"flow","app":"shop","resource":"orders","threshold":3}`)
+	ts.createRule(t, `{"name":"cap","kind":"flow","resource":"orders","threshold":5}`)
+
+	for _, format := range []string{"json", "yaml"} {
+		t.Run("export "+format+" then apply", func(t *testing.T) {
+			resp, exported := ts.call(t, http.MethodGet, exportPath+"?format="+format, nil, nil)
+			mustStatus(t, resp, exported, http.StatusOK)
+			if !bytes.Contains(exported, []byte("shop")) {
+				t.Fatalf("the export lost the app:\n%s", exported)
+			}
+			var header reqHeader
+			if format == "yaml" {
+				header = yamlHeader
+			}
+
+			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", exported, header)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			wantPlan(t, decodePlan(t, body), planSummary{unchanged: []string{"cap", "shop-cap"}})
+		})
+	}
+
+	steps := []struct {
+		name        string
+		app         string
+		wantChange  [2]string
+		wantLoaded  map[string]float64
+		wantSnapFor map[string][]string
+	}{
+		{name: "another app", app: `"billing"`, wantChange: [2]string{`"shop"`, `"billing"`},
+			wantLoaded: map[string]float64{"cap": 5}, wantSnapFor: map[string][]string{"shop": {"cap"}, "billing": {"shop-cap", "cap"}}},
+		{name: "no app", app: `null`, wantChange: [2]string{`"billing"`, `null`},
+			wantLoaded: map[string]float64{"cap": 5, "shop-cap": 3}, wantSnapFor: map[string][]string{"shop": {"shop-cap", "cap"}, "billing": {"shop-cap", "cap"}}},
+		{name: "an app again", app: `"shop"`, wantChange: [2]string{`null`, `"shop"`},
+			wantLoaded: map[string]float64{"cap": 5}, wantSnapFor: map[string][]string{"shop": {"shop-cap", "cap"}, "billing": {"cap"}}},
+	}
+	for _, step := range steps {
+		t.Run("apply "+step.name, func(t *testing.T) {
+			file := fmt.Sprintf(`{"rules":[{"name":"shop-cap","kind":"flow","app":%s,"resource":"orders","threshold":3},{"name":"cap","kind":"flow","resource":"orders","threshold":5}]}`, step.app)
+
+			resp, body := ts.call(t, http.MethodPost, applyPath, file, nil)
+
+			mustStatus(t, resp, body, http.StatusOK)
+			plan := decodePlan(t, body)
+			wantPlan(t, plan, planSummary{updated: []string{"shop-cap"}, unchanged: []string{"cap"}})
+			if len(plan.Updated) == 1 {
+				if got := changes(t, plan.Updated[0]); !maps.Equal(got, map[string][2]string{"app": step.wantChange}) {
+					t.Errorf("changes %v, want app %v", got, step.wantChange)
+				}
+			}
+			if got := ts.loadedThresholds(); !maps.Equal(got, step.wantLoaded) {
+				t.Errorf("server engine %v, want %v", got, step.wantLoaded)
+			}
+			for app, want := range step.wantSnapFor {
+				_, snap := ts.getSnapshot(t, "app="+app, nil)
+				if got := ruleNames(snap.Rules); !slices.Equal(got, want) {
+					t.Errorf("snapshot of %s: %v, want %v", app, got, want)
+				}
+			}
+		})
+	}
+}
+
+// TestRuleAppSetsAreValidated: a write must leave a valid rule set for the
+// server's engine and for the instances of every app: a hotspot rule of
+// metric concurrency of app shop beside one without an app is one too
+// many for shop's instances, though the server's engine would hold only
+// one; beside one of another app it is fine.
+func TestRuleAppSetsAreValidated(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	inflight := `{"name":%q,"kind":"hotspot","resource":"orders","paramKey":"ip","metric":"concurrency","threshold":2%s}`
+	ts.createRule(t, fmt.Sprintf(inflight, "billing-inflight", `,"app":"billing"`))
+	ts.createRule(t, fmt.Sprintf(inflight, "shop-inflight", `,"app":"shop"`))
+
+	resp, body := ts.call(t, http.MethodPost, rulesPath, fmt.Sprintf(inflight, "inflight", ""), nil)
+
+	e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "resource")
+	if !strings.Contains(e.Message, `"billing"`) {
+		t.Errorf("message %q does not name the first app whose set is not valid", e.Message)
+	}
+	if list := ts.listRules(t, "q=inflight"); list.Total != 2 {
+		t.Errorf("stored %v, want the two app rules only", ruleNames(list.Items))
+	}
+	if got := ts.Server.engine.HotspotRules(); len(got) != 0 {
+		t.Errorf("the server's engine holds %+v, want none", got)
+	}
+
+	t.Run("moved to its own app", func(t *testing.T) {
+		id := ts.ruleIDByName(t, "shop-inflight")
+		resp, body := ts.call(t, http.MethodPatch, ruleURL(id), `{"app":"billing"}`, nil)
+
+		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "resource")
+		if stored, _ := ts.getRule(t, id); stored.App != "shop" {
+			t.Errorf("stored app %q, want shop", stored.App)
+		}
+	})
+}

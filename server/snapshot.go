@@ -19,8 +19,8 @@ type RuleSnapshot struct {
 	// Revision grows with every rule change, of any rule; it is also the
 	// answer's ETag.
 	Revision int64 `json:"revision" example:"42"`
-	// Rules are the enabled, unexpired rules, by id, as GET /rules shows
-	// them.
+	// Rules are the enabled, unexpired rules without an app and those of
+	// the app asked for, by id, as GET /rules shows them.
 	Rules []rules.APIRule `json:"rules"`
 }
 
@@ -43,7 +43,7 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //
 //	@Summary		Rule snapshot for instances
 //	@ID				getRuleSnapshot
-//	@Description	The rules an engine of app must run: the enabled rules that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: "N". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.
+//	@Description	The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: "N". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.
 //	@Tags			instances
 //	@Produce		json
 //	@Param			app				query		string	false	"the instances' app: ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"

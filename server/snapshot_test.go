@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -211,5 +212,48 @@ func TestSnapshotParams(t *testing.T) {
 	for _, query := range []string{"wait=60s", "wait=60", "wait=0", "wait=1m", "app=shop.eu-1"} {
 		resp, body := ts.call(t, http.MethodGet, snapshotPath+"?"+query, nil, nil)
 		mustStatus(t, resp, body, http.StatusOK)
+	}
+}
+
+// TestSnapshotByApp: the snapshot of an app is the rules without an app
+// and that app's own, by id; another app's rules are not in it, nor in the
+// snapshot asked without an app.
+func TestSnapshotByApp(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	for _, body := range []string{
+		`{"name":"x-cap","kind":"flow","app":"x","resource":"orders","threshold":0}`,
+		`{"name":"everywhere","kind":"flow","resource":"orders","threshold":100}`,
+		`{"name":"y-cap","kind":"flow","app":"y","resource":"orders","threshold":1}`,
+		`{"name":"x-off","kind":"flow","app":"x","resource":"orders","threshold":1,"enabled":false}`,
+		`{"name":"x-deny","kind":"authority","app":"x","resource":"admin","strategy":"deny","origins":["scraper"]}`,
+	} {
+		ts.createRule(t, body)
+	}
+	tests := []struct {
+		query string
+		want  []string
+	}{
+		{query: "app=x", want: []string{"x-cap", "everywhere", "x-deny"}},
+		{query: "app=y", want: []string{"everywhere", "y-cap"}},
+		{query: "app=z", want: []string{"everywhere"}},
+		{query: "", want: []string{"everywhere"}},
+	}
+	for _, tt := range tests {
+		t.Run("?"+tt.query, func(t *testing.T) {
+			resp, snap := ts.getSnapshot(t, tt.query, nil)
+
+			mustStatus(t, resp, nil, http.StatusOK)
+			if got := ruleNames(snap.Rules); !slices.Equal(got, tt.want) {
+				t.Errorf("rules %v, want %v", got, tt.want)
+			}
+			for _, r := range snap.Rules {
+				if r.Name == "x-cap" && r.App != "x" {
+					t.Errorf("x-cap is listed with app %q, want x", r.App)
+				}
+			}
+		})
+	}
+	if answer := ts.checkAnswer(t, "orders"); answer != allowed {
+		t.Errorf("the server's POST /check on orders = %s, want %s: x-cap is x's alone", answer, allowed)
 	}
 }

@@ -17,6 +17,7 @@ type Rule struct {
 	ID          int64 `gorm:"primaryKey"`
 	Name        string
 	Kind        string
+	App         string // the app whose instances alone run it; "" for every engine
 	Resource    string
 	Enabled     bool
 	Mode        string
@@ -58,6 +59,7 @@ func (RuleRevision) TableName() string { return "rule_revisions" }
 type RuleFilter struct {
 	Kind     string
 	Resource string
+	App      string // only the rules of this app
 	Enabled  *bool
 	// Query is a case-insensitive substring of the name, resource or
 	// description.
@@ -83,6 +85,9 @@ func (s *Store) ListRules(ctx context.Context, f RuleFilter, page Page) ([]Rule,
 	}
 	if f.Resource != "" {
 		q = q.Where("resource = ?", f.Resource)
+	}
+	if f.App != "" {
+		q = q.Where("app = ?", f.App)
 	}
 	if f.Enabled != nil {
 		q = q.Where("enabled = ?", *f.Enabled)
@@ -185,6 +190,7 @@ func (t *Tx) UpdateRule(r *Rule) error {
 	res := t.db.Model(&Rule{}).Where("id = ? AND version = ?", r.ID, r.Version).Updates(map[string]any{
 		"name":        r.Name,
 		"kind":        r.Kind,
+		"app":         r.App,
 		"resource":    r.Resource,
 		"enabled":     r.Enabled,
 		"mode":        r.Mode,

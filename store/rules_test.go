@@ -32,12 +32,15 @@ func TestRuleLifecycle(t *testing.T) {
 		t.Fatalf("duplicate name: %v, want ErrConflict", err)
 	}
 
-	a.Resource = "payments"
+	a.Resource, a.App = "payments", "shop"
 	if err := s.InTx(ctx, func(tx *Tx) error { return tx.UpdateRule(&a) }); err != nil {
 		t.Fatal(err)
 	}
 	if a.Version != 2 {
 		t.Fatalf("version after update = %d, want 2", a.Version)
+	}
+	if got, err := s.GetRule(ctx, a.ID); err != nil || got.App != "shop" || got.Resource != "payments" {
+		t.Fatalf("updated rule = %+v, %v; want app shop on payments", got, err)
 	}
 	stale := a
 	stale.Version = 1
@@ -90,7 +93,7 @@ func TestListRulesFilters(t *testing.T) {
 	ctx := t.Context()
 	for _, r := range []Rule{
 		{Name: "orders-qps", Kind: "flow", Resource: "orders", Enabled: true, Description: "Black Friday cap"},
-		{Name: "orders-conc", Kind: "flow", Resource: "orders", Enabled: false},
+		{Name: "orders-conc", Kind: "flow", App: "shop", Resource: "orders", Enabled: false},
 		{Name: "pay_100%", Kind: "circuitBreaker", Resource: "payments", Enabled: true},
 	} {
 		err := s.InTx(ctx, func(tx *Tx) error { r.Spec = "{}"; return tx.CreateRule(&r) })
@@ -109,6 +112,8 @@ func TestListRulesFilters(t *testing.T) {
 		{"all", RuleFilter{}, Page{1, 50}, []string{"orders-qps", "orders-conc", "pay_100%"}, 3},
 		{"by kind", RuleFilter{Kind: "flow"}, Page{1, 50}, []string{"orders-qps", "orders-conc"}, 2},
 		{"by resource", RuleFilter{Resource: "payments"}, Page{1, 50}, []string{"pay_100%"}, 1},
+		{"by app", RuleFilter{App: "shop"}, Page{1, 50}, []string{"orders-conc"}, 1},
+		{"by app and kind", RuleFilter{App: "shop", Kind: "circuitBreaker"}, Page{1, 50}, []string{}, 0},
 		{"disabled", RuleFilter{Enabled: &disabled}, Page{1, 50}, []string{"orders-conc"}, 1},
 		{"query in description, any case", RuleFilter{Query: "FRIDAY"}, Page{1, 50}, []string{"orders-qps"}, 1},
 		{"query with LIKE wildcards", RuleFilter{Query: "_100%"}, Page{1, 50}, []string{"pay_100%"}, 1},

@@ -78,6 +78,7 @@ type minuteKey struct {
 // dropped once its resource has left the engine and all of it is stored.
 type resourceTally struct {
 	totals      engine.Counts
+	rt          rtHistogram // the exposition's response time buckets
 	firstSeenMs int64
 	lastSeenMs  int64
 }
@@ -148,6 +149,7 @@ func (p *Pipeline) addLocked(nowMs int64, resource string, startMs, firstMs int6
 		p.unstored[resource] = struct{}{}
 	}
 	tally.totals.Merge(counts)
+	tally.rt.observe(counts)
 	tally.lastSeenMs = max(tally.lastSeenMs, last)
 	// Nothing in this minute came before the resource existed.
 	first := min(max(startMs, tally.firstSeenMs), last)

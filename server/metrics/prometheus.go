@@ -62,7 +62,48 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 type resourceRow struct {
 	name        string
 	totals      engine.Counts
+	rt          rtHistogram
 	concurrency int64
+}
+
+// rtBucketsMs are the upper bounds of the response time histogram's
+// buckets, in milliseconds; the +Inf bucket follows.
+var rtBucketsMs = [...]float64{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000}
+
+// rtBucketLabels are the le labels of the buckets, in seconds, +Inf last,
+// each closing a label set that its resource label opens.
+var rtBucketLabels = func() []string {
+	labels := make([]string, 0, len(rtBucketsMs)+1)
+	for _, ms := range rtBucketsMs {
+		labels = append(labels, `,le="`+strconv.FormatFloat(ms/1000, 'g', -1, 64)+`"}`)
+	}
+	return append(labels, `,le="+Inf"}`)
+}()
+
+// rtHistogram counts a resource's completed calls by response time, bucket
+// by bucket (not cumulative), the last bucket +Inf.
+//
+// The engine keeps no distribution of response times, only their sum and
+// extremes per minute, so the histogram is approximate: each collection's
+// completed calls (what the engine recorded since the one before; the
+// pipeline collects at every flush, scrape and read) are counted in the
+// bucket of their mean. Its count and sum are exact, the same as the
+// completed counter's and the history's; a slow call among fast ones of
+// the same collection is averaged in.
+type rtHistogram [len(rtBucketsMs) + 1]int64
+
+// observe counts the completed calls of a collected delta in the bucket of
+// their mean response time.
+func (h *rtHistogram) observe(delta engine.Counts) {
+	if delta.Complete <= 0 {
+		return
+	}
+	mean := delta.AvgRtMs()
+	i := 0
+	for i < len(rtBucketsMs) && mean > rtBucketsMs[i] {
+		i++
+	}
+	h[i] += delta.Complete
 }
 
 // resourceFamily is one per-resource metric family of the exposition.
@@ -89,8 +130,16 @@ var resourceFamilies = []resourceFamily{
 	counterFamily("sluice_resource_shadow_blocked_total", "Calls a shadow rule would have blocked (they passed).", func(r *resourceRow) int64 { return r.totals.ShadowBlock }),
 	counterFamily("sluice_resource_completed_total", "Calls completed, failed ones included.", func(r *resourceRow) int64 { return r.totals.Complete }),
 	counterFamily("sluice_resource_errors_total", "Calls completed with an error.", func(r *resourceRow) int64 { return r.totals.Error }),
-	{name: "sluice_resource_response_time_seconds", help: "Response time of the completed calls.", kind: "summary",
+	{name: "sluice_resource_response_time_seconds", kind: "histogram",
+		help: "Response time of the completed calls. Approximate buckets: the calls of each collection (every flush, scrape and read) are counted at their mean; count and sum are exact.",
 		appendSamples: func(b []byte, name, label string, r *resourceRow) []byte {
+			open := label[:len(label)-1]
+			var cumulative int64
+			for i, le := range rtBucketLabels {
+				cumulative += r.rt[i]
+				b = append(append(append(append(b, name...), "_bucket"...), open...), le...)
+				b = append(strconv.AppendInt(append(b, ' '), cumulative, 10), '\n')
+			}
 			b = appendFloatSample(b, name+"_sum", label, float64(r.totals.RtSumMs)/1000)
 			return appendSample(b, name+"_count", label, r.totals.Complete)
 		}},
@@ -172,13 +221,24 @@ func (p *Pipeline) Scrape() (*Scrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	resources := p.engine.Resources()
-	totals := p.totals(resources)
+	return &Scrape{rows: p.rows(p.engine.Resources()), families: families}, nil
+}
+
+// rows collects, then returns the rows of resources: what was collected
+// for each since the server started or the resource came back after an
+// eviction (zero for one never collected), and its calls in flight.
+func (p *Pipeline) rows(resources []*engine.Resource) []resourceRow {
+	p.Collect()
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	rows := make([]resourceRow, len(resources))
 	for i, r := range resources {
-		rows[i] = resourceRow{name: r.Name(), totals: totals[i], concurrency: r.Concurrency()}
+		rows[i] = resourceRow{name: r.Name(), concurrency: r.Concurrency()}
+		if t, ok := p.resources[r.Name()]; ok {
+			rows[i].totals, rows[i].rt = t.totals, t.rt
+		}
 	}
-	return &Scrape{rows: rows, families: families}, nil
+	return rows
 }
 
 // Write writes the scrape to w in the text format, a buffer at a time; an

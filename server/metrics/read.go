@@ -79,22 +79,6 @@ func (p *Pipeline) minuteFigures(ctx context.Context, startMs int64, names []str
 	return figures, nil
 }
 
-// totals collects, then returns what was collected for each of resources
-// since the server started or the resource came back after an eviction:
-// zero for one never collected.
-func (p *Pipeline) totals(resources []*engine.Resource) []engine.Counts {
-	p.Collect()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	out := make([]engine.Counts, len(resources))
-	for i, r := range resources {
-		if t, ok := p.resources[r.Name()]; ok {
-			out[i] = t.totals
-		}
-	}
-	return out
-}
-
 // floorMs rounds ms (>= 0) down to a multiple of step.
 func floorMs(ms, step int64) int64 { return ms - ms%step }
 

@@ -214,6 +214,7 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 	if mode == forApply && r.Name == "" {
 		o.Fail("name", "is required: apply matches rules by name")
 	}
+	o.Str("app", &r.App)
 	o.Str("resource", &r.Resource)
 	o.Bool("enabled", &r.Enabled, true)
 	o.Str("mode", &r.Mode)
@@ -272,6 +273,9 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 			message = fmt.Sprintf("rule %q: %s", label, message)
 		}
 		*errs = append(*errs, engine.FieldError{Field: path + field, Message: message})
+	}
+	if r.App != "" && !AppPattern.MatchString(r.App) {
+		add("app", "must match "+AppPattern.String()+": lower-case letters, digits, \".\", \"_\" and \"-\", at most 64, starting and ending with a letter or digit")
 	}
 	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))

@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"regexp"
 	"strings"
 
 	"github.com/sluicehq/sluice/engine"
@@ -45,6 +46,8 @@ var EnvelopeFields = engine.Fields{
 		Help: "The name the traffic is counted under, e.g. GET:/api/orders."},
 	{Name: "description", Type: engine.FieldString, Label: "Description", Example: "Black Friday cap", MaxLength: 1024, Multiline: true,
 		Help: "Optional; at most 1024 characters."},
+	{Name: "app", Type: engine.FieldString, Label: "App", Example: "checkout", MaxLength: maxAppLen,
+		Help: "Optional: only the instances of this app run the rule, and the server's own engine does not. Left empty, every engine runs it. Lower-case letters, digits, \".\", \"_\" and \"-\"."},
 	{Name: "expiresAt", Type: engine.FieldString, Label: "Expires at", Example: "2026-12-01T00:00:00Z",
 		Help: "Optional: an RFC 3339 time at which the rule stops applying (it stays stored), for rules that must not outlive an incident."},
 	{Name: "enabled", Type: engine.FieldBoolean, Label: "Enabled (a disabled rule is kept but not enforced)", Default: true, Example: true},
@@ -54,3 +57,10 @@ var EnvelopeFields = engine.Fields{
 			{Value: string(engine.ModeShadow), Label: "Shadow: only count what would be blocked"},
 		}},
 }
+
+// maxAppLen is the longest an app's name may be.
+const maxAppLen = 64
+
+// AppPattern is an app's name (API.md, the rule field app), as rules and
+// the instances that run them name it.
+var AppPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)

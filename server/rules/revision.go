@@ -30,6 +30,7 @@ type storedRevision struct {
 	ID          int64           `json:"id"`
 	Name        string          `json:"name"`
 	Kind        string          `json:"kind"`
+	App         string          `json:"app,omitempty"` // absent in revisions written before rules had an app
 	Resource    string          `json:"resource"`
 	Enabled     bool            `json:"enabled"`
 	Mode        string          `json:"mode"`
@@ -56,7 +57,7 @@ func revision(r *Rule, action string, who Actor) (store.RuleRevision, error) {
 		return store.RuleRevision{}, err
 	}
 	content, err := json.Marshal(storedRevision{
-		Format: revisionFormat, ID: r.ID, Name: r.Name, Kind: r.Kind, Resource: r.Resource,
+		Format: revisionFormat, ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource,
 		Enabled: r.Enabled, Mode: r.Mode, Description: r.Description, Spec: spec,
 		Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	})
@@ -79,7 +80,7 @@ func fromRevision(rev store.RuleRevision) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %d revision %d: format %d, not %d", rev.RuleID, rev.Version, stored.Format, revisionFormat)
 	}
 	return fromStore(store.Rule{
-		ID: stored.ID, Name: stored.Name, Kind: stored.Kind, Resource: stored.Resource,
+		ID: stored.ID, Name: stored.Name, Kind: stored.Kind, App: stored.App, Resource: stored.Resource,
 		Enabled: stored.Enabled, Mode: stored.Mode, Description: stored.Description, Spec: string(stored.Spec),
 		Version: stored.Version, CreatedAt: stored.CreatedAt, UpdatedAt: stored.UpdatedAt,
 	})

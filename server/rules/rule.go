@@ -29,6 +29,9 @@ type Content struct {
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
 	Description string `json:"description" example:"Black Friday cap"`
+	// App, if set, is the only app whose instances run the rule; the
+	// server's own engine does not. Absent, every engine runs it.
+	App string `json:"app,omitempty" example:"checkout"`
 	// ExpiresAt is when the rule stops applying; absent, never.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z"`
 	// Threshold is, for flow rules, the passes allowed per statIntervalMs
@@ -113,6 +116,7 @@ type Rule struct {
 	ID          int64
 	Name        string
 	Kind        string
+	App         string // the app whose instances alone run it; "" for every engine
 	Resource    string
 	Enabled     bool
 	Mode        string
@@ -247,7 +251,7 @@ func (r *Rule) validate() []engine.FieldError {
 
 func fromStore(row store.Rule) (Rule, error) {
 	r := Rule{
-		ID: row.ID, Name: row.Name, Kind: row.Kind, Resource: row.Resource, Enabled: row.Enabled,
+		ID: row.ID, Name: row.Name, Kind: row.Kind, App: row.App, Resource: row.Resource, Enabled: row.Enabled,
 		Mode: row.Mode, Description: row.Description, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
@@ -269,7 +273,7 @@ func (r *Rule) toStore() (store.Rule, error) {
 		return store.Rule{}, err
 	}
 	return store.Rule{
-		ID: r.ID, Name: r.Name, Kind: r.Kind, Resource: r.Resource, Enabled: r.Enabled,
+		ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description, Spec: string(spec), Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
@@ -280,7 +284,7 @@ func (r *Rule) toStore() (store.Rule, error) {
 // value).
 func (r *Rule) Content() Content {
 	c := Content{
-		Name: r.Name, Kind: r.Kind, Resource: r.Resource, Enabled: r.Enabled,
+		Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description,
 	}
 	if ms := r.expiresAtMs(); ms != 0 {

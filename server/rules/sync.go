@@ -15,13 +15,15 @@ import (
 )
 
 // Service is the only writer of rules, and the only loader of the
-// engine's rules. Every write runs in one store transaction that ends by
-// checking, with the engine's own validation, the rules it leaves on the
-// resources it touches, against the rules the engine holds for every other
-// resource; after the commit the engine gets those resources' rules, each
-// resource switching at once. Writes are serialised, so the engine always
-// holds the rules of the last commit: the database and the engine never
-// disagree.
+// engine's rules: the rules without an app (a rule with one reaches only
+// that app's instances, through the snapshot). Every write runs in one
+// store transaction that ends by checking, with the engine's own
+// validation, the rules it leaves on the resources it touches, against the
+// rules the engine holds for every other resource, and the same for the
+// engine of every app that has rules of its own there; after the commit
+// the engine gets those resources' rules, each resource switching at once.
+// Writes are serialised, so the engine always holds the rules of the last
+// commit: the database and the engine never disagree.
 //
 // It keeps every stored rule in memory, as of the last commit, indexed by
 // name and by resource, so a write costs what the rules of the resources it
@@ -122,9 +124,16 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		if err := fn(tx); err != nil {
 			return err
 		}
-		touched = s.touchedRules(tx.changed)
+		resources, onResource := s.touched(tx.changed)
+		rule := s.ruleOf(tx.changed)
+		touched = ruleSet(resources, onResource, rule, "")
 		if err := s.engine.ValidateResourceRules(touched); err != nil {
-			return requestFields(err, touched, tx.written)
+			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
+		}
+		for _, app := range appSets(resources, onResource, rule) {
+			if err := s.engine.ValidateResourceRules(app.rules); err != nil {
+				return requestFields(err, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), app.rules, tx.written)
+			}
 		}
 		if dryRun {
 			return errDryRun
@@ -148,9 +157,8 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 // whose fields it names by the set's lists ("hotspot[1].resource"), as a
 // ValidationError that names them as the request does ("resource",
 // "rules[3].resource"); a rule the request does not have is named in the
-// message.
-func requestFields(err error, touched engine.ResourceRules, written map[string]requestPath) error {
-	const failed = "the rules the write leaves are not valid"
+// message. failed says which engine's set is not valid.
+func requestFields(err error, failed string, touched engine.ResourceRules, written map[string]requestPath) error {
 	engineErr, ok := errors.AsType[*engine.ValidationError](err)
 	if !ok {
 		return fmt.Errorf("%s: %w", failed, err)
@@ -194,16 +202,15 @@ func namesOf[R any](rules []R, name func(R) string) []string {
 	return names
 }
 
-// touchedRules returns the enabled rules, as they are once changed is
-// written, of every resource that a changed rule is on or was on: the
-// resources in the order of the lowest changed rule ID on each, each
-// one's rules by ID.
-func (s *Service) touchedRules(changed map[int64]*Rule) engine.ResourceRules {
-	var set engine.ResourceRules
-	ids := map[string][]int64{} // by touched resource, its rules once written
+// touched returns every resource that a changed rule is on or was on, in
+// the order of the lowest changed rule ID on each, and each one's rule IDs
+// once changed is written, ascending.
+func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64) {
+	var resources []string
+	ids := map[string][]int64{}
 	touch := func(resource string) {
 		if _, seen := ids[resource]; !seen {
-			set.Resources = append(set.Resources, resource)
+			resources = append(resources, resource)
 			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
 				_, ok := changed[id]
 				return ok
@@ -224,19 +231,65 @@ func (s *Service) touchedRules(changed map[int64]*Rule) engine.ResourceRules {
 			ids[r.Resource] = append(ids[r.Resource], id)
 		}
 	}
-	for _, resource := range set.Resources {
-		onResource := ids[resource]
-		slices.Sort(onResource)
-		for _, id := range onResource {
-			r, ok := changed[id]
-			if !ok {
-				stored := s.rules[id]
-				r = &stored
+	for _, resource := range resources {
+		slices.Sort(ids[resource])
+	}
+	return resources, ids
+}
+
+// ruleOf returns a lookup of the rules by ID as they are once changed is
+// written.
+func (s *Service) ruleOf(changed map[int64]*Rule) func(id int64) *Rule {
+	return func(id int64) *Rule {
+		if r, ok := changed[id]; ok {
+			return r
+		}
+		stored := s.rules[id]
+		return &stored
+	}
+}
+
+// ruleSet returns the enabled rules of resources, given their rule IDs,
+// that the engine of app runs ("" the server's own engine), each
+// resource's by ID.
+func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule, app string) engine.ResourceRules {
+	set := engine.ResourceRules{Resources: resources}
+	for _, resource := range resources {
+		for _, id := range ids[resource] {
+			if r := rule(id); r.runsIn(app) {
+				r.enforce(&set)
 			}
-			r.enforce(&set)
 		}
 	}
 	return set
+}
+
+// appSet is the rules the instances of app run on some resources.
+type appSet struct {
+	app   string
+	rules engine.ResourceRules
+}
+
+// appSets returns, for every app that has a rule of its own on one of
+// resources, the rules its instances run on those of resources where it
+// has one, by app: on the others they run the server's own set, which is
+// checked already.
+func appSets(resources []string, ids map[string][]int64, rule func(int64) *Rule) []appSet {
+	byApp := map[string][]string{}
+	for _, resource := range resources {
+		seen := map[string]bool{}
+		for _, id := range ids[resource] {
+			if app := rule(id).App; app != "" && !seen[app] {
+				seen[app] = true
+				byApp[app] = append(byApp[app], resource)
+			}
+		}
+	}
+	sets := make([]appSet, 0, len(byApp))
+	for _, app := range slices.Sorted(maps.Keys(byApp)) {
+		sets = append(sets, appSet{app: app, rules: ruleSet(byApp[app], ids, rule, app)})
+	}
+	return sets
 }
 
 // record updates the stored rules and their indexes with changed, which
@@ -274,13 +327,15 @@ func (s *Service) record(changed map[int64]*Rule) {
 	}
 }
 
-// enabledRules returns the engine rules of the enabled rules, by ID; its
-// Resources are left empty.
+// enabledRules returns the engine rules of the enabled rules that the
+// server's own engine runs (those without an app), by ID; its Resources
+// are left empty.
 func enabledRules(rules map[int64]Rule) engine.ResourceRules {
 	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
-		r := rules[id]
-		r.enforce(&set)
+		if r := rules[id]; r.runsIn("") {
+			r.enforce(&set)
+		}
 	}
 	return set
 }

@@ -69,21 +69,23 @@ func TestEngineRefusalRollsTheWriteBack(t *testing.T) {
 	}
 }
 
-// TestIndexesMatchAFullLoad makes random writes of every kind through the
-// domain and checks after each that its indexes are those a fresh Load of
-// the same file builds.
+// TestIndexesMatchAFullLoad makes random writes of every kind, with and
+// without an app, through the domain and checks after each that its
+// indexes, and the rules its engine holds, are those a fresh Load of the
+// same file builds.
 func TestIndexesMatchAFullLoad(t *testing.T) {
 	s := openService(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
 	resource := func() string { return pick("r0", "r1", "r2", "r3") }
+	app := func() string { return pick("null", "null", `"a"`, `"b"`) }
 	name := func() string { return pick("n0", "n1", "n2", "n3", "n4", "n5", "n6", "n7") }
 	ruleBody := func(name string) string {
 		if rng.IntN(4) == 0 {
-			return fmt.Sprintf(`{"kind":"circuitBreaker","name":%q,"resource":%q,"strategy":"errorCount","threshold":%d,"retryTimeoutMs":1000}`,
-				name, resource(), 1+rng.IntN(3))
+			return fmt.Sprintf(`{"kind":"circuitBreaker","name":%q,"app":%s,"resource":%q,"strategy":"errorCount","threshold":%d,"retryTimeoutMs":1000}`,
+				name, app(), resource(), 1+rng.IntN(3))
 		}
-		return fmt.Sprintf(`{"kind":"flow","name":%q,"resource":%q,"threshold":%d,"enabled":%t}`, name, resource(), rng.IntN(3), rng.IntN(4) > 0)
+		return fmt.Sprintf(`{"kind":"flow","name":%q,"app":%s,"resource":%q,"threshold":%d,"enabled":%t}`, name, app(), resource(), rng.IntN(3), rng.IntN(4) > 0)
 	}
 	who := Actor{Name: "test"}
 	succeeded := 0
@@ -107,6 +109,7 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 					fmt.Sprintf(`{"resource":%q}`, resource()),
 					fmt.Sprintf(`{"name":%q}`, name()),
 					fmt.Sprintf(`{"enabled":%t}`, rng.IntN(2) == 0),
+					fmt.Sprintf(`{"app":%s}`, app()),
 				)), ForPatch, who)
 			}
 		default:
@@ -137,8 +140,54 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 		if !indexed {
 			t.Fatalf("step %d: the write path's indexes differ from a full load's", step)
 		}
+		if got, want := loadedNames(s.engine), loadedNames(fresh.engine); !slices.Equal(got, want) {
+			t.Fatalf("step %d: the engine holds %v after the writes, %v after a full load", step, got, want)
+		}
 	}
 	if succeeded < 75 {
 		t.Fatalf("only %d of 150 random writes succeeded", succeeded)
+	}
+}
+
+// loadedNames lists the names of the flow and circuit breaker rules e
+// holds, sorted.
+func loadedNames(e *engine.Engine) []string {
+	var names []string
+	for _, r := range e.FlowRules() {
+		names = append(names, r.Name)
+	}
+	for _, r := range e.CircuitBreakerRules() {
+		names = append(names, r.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestLoadSkipsRulesOfAnApp: a start-up Load puts into the server's engine
+// the enabled rules without an app, never those of one.
+func TestLoadSkipsRulesOfAnApp(t *testing.T) {
+	s := openService(t)
+	for _, body := range []string{
+		`{"kind":"flow","name":"everywhere","resource":"orders","threshold":1}`,
+		`{"kind":"flow","name":"shop-only","app":"shop","resource":"orders","threshold":1}`,
+		`{"kind":"circuitBreaker","name":"shop-breaker","app":"shop","resource":"pay","strategy":"errorCount","threshold":3,"retryTimeoutMs":1000}`,
+	} {
+		if _, err := s.Create(t.Context(), object(t, body), Actor{Name: "test"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := New(s.store, engine.New(engine.Options{Clock: engine.NewManualClock(0)}))
+	if err := fresh.Load(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if got := loadedNames(fresh.engine); !slices.Equal(got, []string{"everywhere"}) {
+		t.Errorf("loaded %v, want everywhere only", got)
+	}
+	snap, err := fresh.Snapshot(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snap.Rules) != 3 {
+		t.Errorf("shop's snapshot holds %d rules, want 3", len(snap.Rules))
 	}
 }

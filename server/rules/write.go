@@ -175,7 +175,7 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 			return err
 		}
 		r = current
-		r.Name, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.Resource, old.Enabled, old.Mode, old.Description
+		r.Name, r.App, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.App, old.Resource, old.Enabled, old.Mode, old.Description
 		r.Flow, r.Breaker, r.Hotspot, r.Authority = old.Flow, old.Breaker, old.Hotspot, old.Authority
 		var errs []engine.FieldError
 		validateRule(&r, "", "", &errs)
