@@ -210,3 +210,13 @@ func BenchmarkHotValues(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHotSketchRecord is what the sketch adds to a call of a busy
+// hotspot rule: the sampling gate, and now and then the lock.
+func BenchmarkHotSketchRecord(b *testing.B) {
+	s := newHotSketch()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.record(0, "user-0", 1, false)
+	}
+}

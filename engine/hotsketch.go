@@ -22,7 +22,7 @@ const (
 	// past it, the rate halves, so that a busy rule takes the sketch's
 	// lock about hotBudget times per slice and rate, whatever its traffic.
 	hotBudget   = 1024
-	maxHotShift = 40
+	maxHotShift = 32
 )
 
 // HotValues is a hotspot rule's hottest values over the last minute:
@@ -245,8 +245,9 @@ func rankHot(counts map[string]int64, n int, hot func(value string, count int64)
 	slices.SortFunc(all, func(a, b ranked) int {
 		return cmp.Or(cmp.Compare(b.count, a.count), strings.Compare(a.value, b.value))
 	})
-	out := make([]HotValue, 0, min(n, len(all)))
-	for _, r := range all[:min(n, len(all))] {
+	n = max(0, min(n, len(all)))
+	out := make([]HotValue, 0, n)
+	for _, r := range all[:n] {
 		out = append(out, hot(r.value, r.count))
 	}
 	return out
@@ -254,8 +255,12 @@ func rankHot(counts map[string]int64, n int, hot func(value string, count int64)
 
 // HotValues returns, for each hotspot rule of the resource in force now,
 // in load order, its n hottest values by passes and by blocks over the
-// last minute (50 to 60 s: see the rule's sketch).
+// last minute (50 to 60 s: see the rule's sketch); none for a nil
+// Resource.
 func (r *Resource) HotValues(n int) []HotValues {
+	if r == nil {
+		return nil
+	}
 	r = r.current()
 	now := r.now()
 	rs := r.rules.Load()

@@ -219,3 +219,26 @@ func TestHotValuesUnderConcurrentCalls(t *testing.T) {
 		t.Errorf("top by passes: %+v, want hot first", got.ByPass)
 	}
 }
+
+// TestHotValuesOfNothing: a nil resource and one without a hotspot rule
+// list no rules; n below 1 ranks no value.
+func TestHotValuesOfNothing(t *testing.T) {
+	var none *Resource
+	if got := none.HotValues(10); got != nil {
+		t.Errorf("a nil resource: %+v", got)
+	}
+	e, _ := newHotspotEngine(t, HotspotRule{Name: "per-user", Resource: "r", ParamKey: "user", Threshold: 0})
+	if got := e.Resource("other").HotValues(10); got == nil || len(got) != 0 {
+		t.Errorf("a resource without a hotspot rule: %#v, want an empty list", got)
+	}
+	r := e.Resource("r")
+	tryPass(r, WithParam("user", "u"))
+	if got := hotValuesOf(t, r, 1); len(got.ByBlock) != 1 || got.ByBlock[0] != (HotValue{"u", 0, 1}) {
+		t.Errorf("n 1: %+v", got)
+	}
+	for _, n := range []int{0, -1} {
+		if got := hotValuesOf(t, r, n); len(got.ByPass) != 0 || len(got.ByBlock) != 0 {
+			t.Errorf("n %d: %+v", n, got)
+		}
+	}
+}
