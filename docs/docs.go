@@ -1015,6 +1015,74 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/resources/{name}/hot-values": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "For each hotspot rule in force on the resource, the values of its paramKey passed and blocked most over the last minute (the current 10 s slice and the five before: 50 to 60 s) by the server's own engine (the check API's traffic; instances do not report values), from a bounded sketch per rule: approximate says whether the counts are estimates. A resource the server's engine does not track is 404; one without a hotspot rule answers \"rules\": [].",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "resources"
+                ],
+                "summary": "Hottest values of a resource's hotspot rules",
+                "operationId": "getResourceHotValues",
+                "parameters": [
+                    {
+                        "type": "string",
+                        "description": "resource name, URL-escaped (GET%3A%2Fapi%2Forders)",
+                        "name": "name",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "maximum": 100,
+                        "minimum": 1,
+                        "type": "integer",
+                        "default": 10,
+                        "description": "values per ranking, 1 to 100",
+                        "name": "limit",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.HotValuesAnswer"
+                        }
+                    },
+                    "400": {
+                        "description": "a bad query parameter, named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "the server's engine does not track the resource",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/resources/{name}/metrics": {
             "get": {
                 "security": [
@@ -3403,6 +3471,39 @@ const docTemplate = `{
                 }
             }
         },
+        "server.HotValue": {
+            "type": "object",
+            "properties": {
+                "block": {
+                    "type": "integer",
+                    "example": 37
+                },
+                "pass": {
+                    "type": "integer",
+                    "example": 120
+                },
+                "value": {
+                    "type": "string",
+                    "example": "42"
+                }
+            }
+        },
+        "server.HotValuesAnswer": {
+            "type": "object",
+            "properties": {
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rules": {
+                    "description": "Rules has one entry per hotspot rule in force on the resource, in\nload order; empty if it has none.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleHotValues"
+                    }
+                }
+            }
+        },
         "server.InstanceItem": {
             "type": "object",
             "properties": {
@@ -4327,6 +4428,37 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/server.RuleContent"
                     }
+                }
+            }
+        },
+        "server.RuleHotValues": {
+            "type": "object",
+            "properties": {
+                "approximate": {
+                    "description": "Approximate is false when every count is exact; true when they are\nestimates (a busy rule is sampled, and a value past the sketch's 64\ncounters per 10 s takes the least counted one's place): each count\nis then off by at most the rule's calls in the minute / 64, plus the\nsampling error.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "byBlock": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "byPass": {
+                    "description": "ByPass is the values passed most, most first (ties by value);\nByBlock those blocked most (for a shadow rule, that it would have\nblocked).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "paramKey": {
+                    "type": "string",
+                    "example": "user"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "orders-per-user"
                 }
             }
         },

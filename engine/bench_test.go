@@ -185,3 +185,38 @@ func BenchmarkHotspotEntryExitParallel(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkHotValues reads the top 10 of a hotspot rule whose sketch is
+// full: every slice of the minute holds as many values as it can.
+func BenchmarkHotValues(b *testing.B) {
+	clock := NewManualClock(0)
+	e := New(Options{Clock: clock})
+	b.Cleanup(e.Close)
+	err := e.LoadHotspotRules([]HotspotRule{{Name: "per-user", Resource: "orders", ParamKey: "user", Threshold: MaxThreshold}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := e.Resource("orders")
+	for ms := range int64(60_000) {
+		clock.Set(ms)
+		if en, blk := r.Entry(WithParam("user", "user-"+strconv.Itoa(int(ms%1000)))); blk == nil {
+			en.Exit()
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if hot := r.HotValues(10); len(hot[0].ByPass) != 10 {
+			b.Fatalf("%d values", len(hot[0].ByPass))
+		}
+	}
+}
+
+// BenchmarkHotSketchRecord is what the sketch adds to a call of a busy
+// hotspot rule: the sampling gate, and now and then the lock.
+func BenchmarkHotSketchRecord(b *testing.B) {
+	s := newHotSketch()
+	b.ReportAllocs()
+	for b.Loop() {
+		s.record(0, "user-0", 1, false)
+	}
+}

@@ -38,6 +38,9 @@ type keyedChecker struct {
 	intervalNs    float64
 	maxQueueingNs int64
 	values        *keyedTable
+	// hot ranks a hotspot rule's values over the last minute; nil for a
+	// flow rule's origins.
+	hot *hotSketch
 }
 
 func newHotspotChecker(rule HotspotRule) *keyedChecker {
@@ -51,6 +54,7 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 		logs:          rule.Metric != MetricConcurrency && rule.ControlBehavior != BehaviorThrottling && rule.BurstCount == 0,
 		intervalNs:    float64(rule.StatIntervalMs * int64(time.Millisecond)),
 		maxQueueingNs: rule.MaxQueueingTimeMs * int64(time.Millisecond),
+		hot:           newHotSketch(),
 	}
 	c.values = newKeyedTable(int(rule.ParamsMaxCapacity), func(key string) *keyedValue {
 		threshold := rule.Threshold
@@ -80,7 +84,7 @@ func newOriginChecker(rule FlowRule, blocked *BlockError) *keyedChecker {
 	c := newHotspotChecker(HotspotRule{Name: rule.Name, Resource: rule.Resource, Mode: rule.Mode, ParamKey: rule.LimitApp,
 		Metric: rule.Metric, Threshold: rule.Threshold, StatIntervalMs: rule.StatIntervalMs, ControlBehavior: rule.ControlBehavior,
 		MaxQueueingTimeMs: rule.MaxQueueingTimeMs, ParamsMaxCapacity: capacity, ExpiresAtMs: rule.ExpiresAtMs})
-	c.source, c.blocked = source, blocked
+	c.source, c.blocked, c.hot = source, blocked, nil
 	return c
 }
 
@@ -174,12 +178,16 @@ func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) b
 // enterKeyed decides more.keyed for count calls with opts from origin at
 // nowMs. If they pass, it numbers and marks the pass of each key that
 // logs them and returns the keys whose calls in flight the entry now
-// holds, and the longest wait; otherwise the rule that blocks.
+// holds, and the longest wait; otherwise the rule that blocks. Each
+// hotspot rule that decided counts the value's pass or block in its hot
+// sketch once: a rule whose values log their passes, when it numbers
+// them (unless it only shadows, which numbers whatever it decided).
 func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
 	// The values whose passes to number, on the stack: few resources
 	// have more keyed rules than this; past them, the value is found again.
 	const maxLogged = 4
 	var logged [maxLogged]*keyedValue
+	var keys [maxLogged]string
 	h := 0
 	for i, c := range more.keyed {
 		key, limited := c.key(opts, origin, more.namedOrigins)
@@ -192,7 +200,10 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 			held[h] = v
 			h++
 		case v != nil && i < maxLogged:
-			logged[i] = v
+			logged[i], keys[i] = v, key
+		}
+		if c.hot != nil && (!ok || !c.logs || c.shadow) {
+			c.hot.record(nowMs, key, count, !ok)
 		}
 		switch {
 		case !ok && c.shadow:
@@ -210,12 +221,20 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 	// values numbered before it keep the pass, which only limits more.
 	for i, c := range more.keyed {
 		var v *keyedValue
+		key := ""
 		if i < maxLogged {
-			v = logged[i]
-		} else if key, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
-			v = c.values.get(key, nowMs)
+			v, key = logged[i], keys[i]
+		} else if k, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
+			v, key = c.values.get(k, nowMs), k
 		}
-		if v != nil && !c.number(r, v, nowMs, count) {
+		if v == nil {
+			continue
+		}
+		numbered := c.number(r, v, nowMs, count)
+		if c.hot != nil && !c.shadow {
+			c.hot.record(nowMs, key, count, !numbered)
+		}
+		if !numbered {
 			release(held, count)
 			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
 		}

@@ -57,6 +57,9 @@ var routePolicy = map[string]string{
 	"GET /api/v1/rules/snapshot":          roleViewer,
 	"POST /api/v1/instances/report":       roleEditor,
 	"GET /api/v1/instances":               roleViewer,
+
+	// A resource's hotspot rules' hottest values (the console's resource page).
+	"GET /api/v1/resources/:name/hot-values": roleViewer,
 }
 
 // instanceRoutes are the routes a token of role instance may use besides
@@ -167,7 +170,8 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		"GET /api/v1/rules/snapshot":          fixed("/api/v1/rules/snapshot", "", ""),
 		"POST /api/v1/instances/report": fixed("/api/v1/instances/report", "",
 			`{"instance":{"id":"walk"},"minutes":[{"resource":"walk","time":"2026-11-20T14:00:00Z","pass":1}],"live":[{"resource":"walk","passQps":1}]}`),
-		"GET /api/v1/instances": fixed("/api/v1/instances", "", ""),
+		"GET /api/v1/instances":                  fixed("/api/v1/instances", "", ""),
+		"GET /api/v1/resources/:name/hot-values": fixed("/api/v1/resources/walk/hot-values", "", ""),
 	}
 }
 

@@ -249,6 +249,7 @@ func (s *Server) routes() {
 	bindInstances(api, &instanceHandler{registry: s.instances, metrics: s.metrics})
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
+	bindHotValues(api, &hotValuesHandler{engine: s.engine})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {

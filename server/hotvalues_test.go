@@ -1,0 +1,107 @@
+package server
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"testing"
+)
+
+// hotValuesPath is the hot values of resource.
+func hotValuesPath(resource, query string) string {
+	p := "/api/v1/resources/" + url.PathEscape(resource) + "/hot-values"
+	if query != "" {
+		p += "?" + query
+	}
+	return p
+}
+
+// getHotValues reads the hot values of resource; it fails the test unless
+// they are 200.
+func (ts *testServer) getHotValues(t *testing.T, resource, query string) HotValuesAnswer {
+	t.Helper()
+	resp, body := ts.call(t, http.MethodGet, hotValuesPath(resource, query), nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	return decodeStrict[HotValuesAnswer](t, body)
+}
+
+// TestHotValuesRankTheRulesValues: checks with params are ranked per
+// hotspot rule by passes and by blocks over the last minute, exactly at
+// this traffic, limited by ?limit=, and gone a minute later.
+func TestHotValuesRankTheRulesValues(t *testing.T) {
+	const resource = "GET:/api/orders"
+	ts, clock := newCheckServer(t,
+		`{"name":"per-user","kind":"hotspot","resource":"GET:/api/orders","paramKey":"user","threshold":2}`,
+		`{"name":"per-key","kind":"hotspot","resource":"GET:/api/orders","paramKey":"key","threshold":1000}`)
+
+	idle := ts.getHotValues(t, resource, "")
+	want := HotValuesAnswer{Resource: resource, Rules: []RuleHotValues{
+		{Rule: "per-user", ParamKey: "user", ByPass: []HotValue{}, ByBlock: []HotValue{}},
+		{Rule: "per-key", ParamKey: "key", ByPass: []HotValue{}, ByBlock: []HotValue{}},
+	}}
+	if !reflect.DeepEqual(idle, want) {
+		t.Fatalf("before any call: %+v\nwant %+v", idle, want)
+	}
+
+	// Within one second: alice 7 calls, bob 3, carol 1; each with a key.
+	for user, calls := range map[string]int{"alice": 7, "bob": 3, "carol": 1} {
+		for i := range calls {
+			body := fmt.Sprintf(`{"resource":%q,"params":{"user":%q,"key":"k%d"}}`, resource, user, i%2)
+			resp, got := ts.call(t, http.MethodPost, checkPath, body, nil)
+			mustStatus(t, resp, got, http.StatusOK)
+		}
+	}
+	clock.Advance(500)
+	want.Rules = []RuleHotValues{
+		{Rule: "per-user", ParamKey: "user",
+			ByPass:  []HotValue{{"alice", 2, 5}, {"bob", 2, 1}, {"carol", 1, 0}},
+			ByBlock: []HotValue{{"alice", 2, 5}, {"bob", 2, 1}}},
+		// The calls per-user blocked never reached per-key.
+		{Rule: "per-key", ParamKey: "key",
+			ByPass:  []HotValue{{"k0", 3, 0}, {"k1", 2, 0}},
+			ByBlock: []HotValue{}},
+	}
+	if got := ts.getHotValues(t, resource, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("after the calls: %+v\nwant %+v", got, want)
+	}
+	top1 := ts.getHotValues(t, resource, "limit=1")
+	if got := top1.Rules[0]; !reflect.DeepEqual(got.ByPass, want.Rules[0].ByPass[:1]) || !reflect.DeepEqual(got.ByBlock, want.Rules[0].ByBlock[:1]) {
+		t.Errorf("limit=1: %+v", got)
+	}
+
+	clock.Advance(70_000)
+	want.Rules = []RuleHotValues{
+		{Rule: "per-user", ParamKey: "user", ByPass: []HotValue{}, ByBlock: []HotValue{}},
+		{Rule: "per-key", ParamKey: "key", ByPass: []HotValue{}, ByBlock: []HotValue{}},
+	}
+	if got := ts.getHotValues(t, resource, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("70 s later: %+v\nwant %+v", got, want)
+	}
+}
+
+// TestHotValuesAnswers: a resource without a hotspot rule answers no
+// rules, one the engine does not track 404, and a bad limit 400 naming it.
+func TestHotValuesAnswers(t *testing.T) {
+	ts, _ := newCheckServer(t, `{"name":"orders-qps","kind":"flow","resource":"orders","threshold":10}`)
+	if got := ts.getHotValues(t, "orders", "limit=100"); got.Resource != "orders" || got.Rules == nil || len(got.Rules) != 0 {
+		t.Errorf("a resource without a hotspot rule: %+v, want no rules", got)
+	}
+	tests := []struct {
+		name, resource, query string
+		status                int
+		code                  string
+		fields                []string
+	}{
+		{"unknown resource", "never-seen", "", http.StatusNotFound, "not_found", nil},
+		{"limit 0", "orders", "limit=0", http.StatusBadRequest, "bad_request", []string{"limit"}},
+		{"limit 101", "orders", "limit=101", http.StatusBadRequest, "bad_request", []string{"limit"}},
+		{"limit not a number", "orders", "limit=ten", http.StatusBadRequest, "bad_request", []string{"limit"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodGet, hotValuesPath(tt.resource, tt.query), nil, nil)
+			wantError(t, resp, body, tt.status, tt.code, tt.fields...)
+		})
+	}
+}
