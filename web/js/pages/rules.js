@@ -1,10 +1,11 @@
 // The rule list: filters by kind, resource, state and text, with links to
-// edit a rule and read its history, and deletion after a confirmation.
+// edit a rule and read its history, and deletion after a confirmation. A
+// rule scoped to an app and one that expires say so.
 
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
+import { appBadge, expiryBadge, isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
 import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
 const pageSize = 50;
@@ -69,10 +70,12 @@ export function render(ctx) {
       h('th', { scope: 'row' },
         h('a', { href: `#/rules/${r.id}/edit` }, r.name),
         isDemoRule(r) ? badge('demo', 'info', 'demo data seeded by sluice --demo') : null,
+        r.app ? [' ', appBadge(r)] : null,
         r.description ? h('div', { class: 'muted small' }, r.description) : null),
       h('td', {}, kindLabel(r.kind)),
       h('td', {}, h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
-      h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null),
+      h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null,
+        r.expiresAt || r.expired ? [' ', expiryBadge(r)] : null),
       h('td', {}, summary(r)),
       h('td', { class: 'num' }, String(r.version)),
       h('td', {}, timeEl(r.updatedAt)),
