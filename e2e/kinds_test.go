@@ -47,6 +47,7 @@ func TestHotspotAndAuthorityForms(t *testing.T) {
 	tb.waitText("#"+items+` li[data-row="1"] .field-error`, "must be >= 0")
 	tb.waitFor("the bad row marked invalid", fmt.Sprintf(`document.querySelector(%s).getAttribute('aria-invalid') === 'true'`, js(itemInput(items, 1, "threshold"))))
 	tb.waitFor("the good row not marked", fmt.Sprintf(`!document.querySelector(%s).hasAttribute('aria-invalid')`, js(itemInput(items, 0, "threshold"))))
+	tb.checkAccessibility("the hotspot form with an error at a row")
 
 	// A value twice is caught before anything is sent.
 	tb.fill(itemInput(items, 1, "value"), "vip")

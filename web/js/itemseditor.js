@@ -20,9 +20,15 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
   const error = h('p', { class: 'field-error', id: errorId, hidden: true });
   const add = h('button', { type: 'button', id: `${id}-add` }, `Add ${/^[aeiou]/.test(noun) ? 'an' : 'a'} ${noun}`);
   const count = h('span', { class: 'muted small', 'aria-live': 'polite' });
+  // Column heads for the eye; each input carries its own label.
+  const head = columns.length > 1
+    ? h('div', { class: 'item-row item-head', 'aria-hidden': 'true', hidden: true },
+      columns.map((c) => h('span', { class: c.numeric ? 'narrow' : null }, c.head)))
+    : null;
   const group = h('fieldset', { class: 'items-field', id, 'aria-describedby': hintId },
     h('legend', {}, label),
     hint ? h('p', { class: 'hint', id: hintId }, hint) : null,
+    head,
     list,
     h('div', { class: 'actions' }, add, count),
     error);
@@ -37,6 +43,9 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
       }
       r.remove.setAttribute('aria-label', `Remove ${noun} ${i + 1}`);
     });
+    if (head) {
+      head.hidden = rows.length === 0;
+    }
     add.disabled = rows.length >= max;
     count.textContent = rows.length >= max ? `${max} at most.` : '';
   }
@@ -130,8 +139,8 @@ export function objectEditor({ id, label, hint, max }) {
   const ed = rowsEditor({
     id, label, hint, max, noun: 'value',
     columns: [
-      { key: 'value', label: (n) => `Value ${n}` },
-      { key: 'threshold', label: (n) => `Threshold of value ${n}`, numeric: true },
+      { key: 'value', head: 'Value', label: (n) => `Value ${n}` },
+      { key: 'threshold', head: 'Its threshold', label: (n) => `Threshold of value ${n}`, numeric: true },
     ],
   });
   const filled = () => ed.rows.filter((r) => r.inputs.value.value.trim() !== '' || r.inputs.threshold.value.trim() !== '');
