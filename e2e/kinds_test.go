@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -150,4 +151,37 @@ func TestRuleExpiry(t *testing.T) {
 	if r := n.rule(t, 2); r.ExpiresAt == nil || !r.ExpiresAt.Equal(at) {
 		t.Fatalf("expiresAt = %v, want %v", r.ExpiresAt, at)
 	}
+}
+
+// TestHottestValues shows, on the resource page, the values a hotspot rule
+// passed and blocked most over the last minute, from the check API's
+// traffic. A server without the hot values endpoint skips it.
+func TestHottestValues(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "GET:/api/orders"
+	rule := map[string]any{"name": "orders-per-user", "kind": "hotspot", "resource": resource, "paramKey": "user", "threshold": 1, "statIntervalMs": 60000}
+	if status, data := n.call(t, http.MethodPost, "/rules", rule); status != http.StatusCreated {
+		t.Fatalf("create the hotspot rule: %d %s", status, data)
+	}
+	for _, user := range []string{"42", "42", "42", "42", "7"} {
+		check := map[string]any{"resource": resource, "params": map[string]string{"user": user}}
+		if status, data := n.call(t, http.MethodPost, "/check", check); status != http.StatusOK {
+			t.Fatalf("check as user %s: %d %s", user, status, data)
+		}
+	}
+	path := "/resources/" + url.PathEscape(resource) + "/hot-values"
+	if status, _ := n.call(t, http.MethodGet, path, nil); status == http.StatusNotFound || status == http.StatusMethodNotAllowed {
+		t.Skipf("GET %s answers %d: this server has no hot values", path, status)
+	}
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	panel := `#hot-values [data-rule="orders-per-user"]`
+	tb.waitText(panel, "orders-per-user: per value of user")
+	tb.waitFor("42 the most blocked", fmt.Sprintf(`document.querySelectorAll(%s)[1]?.querySelector('tbody tr')?.dataset.value === '42'`, js(panel+" table")))
+	tb.waitText(panel+` tr[data-value="42"]`, "3")
+	tb.waitText(panel, "7")
+	tb.checkAccessibility("the resource page with its hottest values")
 }

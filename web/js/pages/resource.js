@@ -289,13 +289,13 @@ export function render(ctx) {
   }
 
   // The hottest values of the last minute, per hotspot rule: the top ones
-  // by passes and by blocks. A server without the endpoint (404, 405)
-  // has no such panel.
+  // by passes and by blocks. The panel is hidden while the server answers
+  // 404 (a resource its engine does not track, or a server without the
+  // endpoint) or 405.
   const hotBody = h('div', { id: 'hot-values' });
   const hotSection = section('Hottest values, last minute', hotBody,
-    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter with the most passes and the most blocks, from a bounded sketch: counts are estimates.'));
+    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute by the server\'s own engine (the check API\'s traffic: instances do not report values).'));
   hotSection.hidden = true;
-  let hotGone = false;
 
   function hotTable(caption, rows, by) {
     return table(caption, ['Value', 'Passed', 'Blocked'], h('tbody', {}, rows.length
@@ -306,20 +306,17 @@ export function render(ctx) {
   }
 
   async function loadHotValues() {
-    if (hotGone) {
-      return;
-    }
     try {
       const { data } = await api('GET', `${resourcePath(name)}/hot-values`);
       hotSection.hidden = data.rules.length === 0;
       replace(hotBody, data.rules.map((r) => h('div', { class: 'hot-rule', dataset: { rule: r.rule } },
         h('h3', {}, `${r.rule}: per value of ${r.paramKey}`),
+        r.approximate ? h('p', { class: 'muted small' }, 'Estimates: this rule sees more values than the sketch counts one by one.') : null,
         h('div', { class: 'split' },
           h('div', {}, h('h4', {}, 'Most passes'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
           h('div', {}, h('h4', {}, 'Most blocks'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
     } catch (err) {
       if (err.status === 404 || err.status === 405) {
-        hotGone = true;
         hotSection.hidden = true;
       } else if (!(err instanceof ConnectionError)) {
         errors.show(err);

@@ -300,7 +300,9 @@ export function render(ctx) {
       // A field's items are named origins[1] or specificItems.vip.
       const f = byName.get(d.field.replace(/[[.].*$/, ''));
       if (f) {
-        f.setError(formWords(kind, d.message), d.field);
+        // An item's message is about the row it is shown at, in its own words.
+        const itemized = f.spec.type === 'object' || f.spec.type === 'array';
+        f.setError(itemized ? d.message : formWords(kind, d.message), d.field);
         first ??= f.input;
       } else {
         elsewhere.push(d);
