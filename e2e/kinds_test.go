@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -184,4 +185,51 @@ func TestHottestValues(t *testing.T) {
 	tb.waitText(panel+` tr[data-value="42"]`, "3")
 	tb.waitText(panel, "7")
 	tb.checkAccessibility("the resource page with its hottest values")
+}
+
+// TestRuleApp scopes a rule to an app through the form, after the API
+// refused a bad app name at the field, and finds the app's badge in the
+// list. A server whose field table has no app skips it.
+func TestRuleApp(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	status, data := n.call(t, http.MethodGet, "/rules/fields", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET /rules/fields: %d %s", status, data)
+	}
+	var fields struct {
+		Envelope []struct{ Name string } `json:"envelope"`
+	}
+	if err := json.Unmarshal(data, &fields); err != nil {
+		t.Fatal(err)
+	}
+	hasApp := false
+	for _, f := range fields.Envelope {
+		hasApp = hasApp || f.Name == "app"
+	}
+	if !hasApp {
+		t.Skip("this server's rules have no app")
+	}
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-name", "shop-orders")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-flow-threshold", "50")
+	tb.fill("#rule-app", "Shop!")
+	tb.click("#rule-save")
+	tb.waitFor("the app marked invalid", `document.querySelector('#rule-app').getAttribute('aria-invalid') === 'true'`)
+	tb.waitText("#rule-app-error", "must match")
+	tb.fill("#rule-app", "shop")
+	tb.click("#rule-save")
+	tb.waitText("main h1", "Rules")
+	tb.waitText(`tr[data-rule="shop-orders"] [data-app="shop"]`, "app: shop")
+	status, data = n.call(t, http.MethodGet, "/rules/1", nil)
+	var stored struct {
+		App string `json:"app"`
+	}
+	if err := json.Unmarshal(data, &stored); status != http.StatusOK || err != nil || stored.App != "shop" {
+		t.Fatalf("GET /rules/1 = %d %s, want the app shop", status, data)
+	}
 }
