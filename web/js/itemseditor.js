@@ -6,11 +6,12 @@
 // shows the API's errors at the row they name (origins[1], or the value an
 // error about specificItems quotes).
 
-import { h, replace } from './dom.js';
+import { h, replace, uid } from './dom.js';
 
 /**
  * rowsEditor is the shared part: a group of rows of one or more columns.
- * columns: [{key, label, numeric}]; noun names a row for people ("value",
+ * columns: [{key, head, label(n), numeric}], head over the column and
+ * label(n) the input's in row n; noun names a row for people ("value",
  * "origin"). It returns the group and its parts for the editors below.
  */
 function rowsEditor({ id, label, hint, columns, noun, max }) {
@@ -25,7 +26,8 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
     ? h('div', { class: 'item-row item-head', 'aria-hidden': 'true', hidden: true },
       columns.map((c) => h('span', { class: c.numeric ? 'narrow' : null }, c.head)))
     : null;
-  const group = h('fieldset', { class: 'items-field', id, 'aria-describedby': hintId },
+  const described = hint ? hintId : null;
+  const group = h('fieldset', { class: 'items-field', id, 'aria-describedby': described },
     h('legend', {}, label),
     hint ? h('p', { class: 'hint', id: hintId }, hint) : null,
     head,
@@ -86,7 +88,7 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
     const text = [row.error.textContent, message].filter(Boolean).join(' ');
     row.error.textContent = text;
     row.error.hidden = !text;
-    row.error.id ||= `${id}-row-${rows.indexOf(row)}-error`;
+    row.error.id ||= uid(`${id}-row-error`);
     for (const input of Object.values(row.inputs)) {
       input.setAttribute('aria-invalid', 'true');
       input.setAttribute('aria-describedby', row.error.id);
@@ -97,14 +99,18 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
     errors.push(message);
     error.textContent = errors.join(' ');
     error.hidden = false;
-    group.setAttribute('aria-describedby', [errorId, hint ? hintId : null].filter(Boolean).join(' '));
+    group.setAttribute('aria-describedby', [errorId, described].filter(Boolean).join(' '));
   }
 
   function clear() {
     errors.length = 0;
     error.textContent = '';
     error.hidden = true;
-    group.setAttribute('aria-describedby', hintId);
+    if (described) {
+      group.setAttribute('aria-describedby', described);
+    } else {
+      group.removeAttribute('aria-describedby');
+    }
     for (const r of rows) {
       r.error.textContent = '';
       r.error.hidden = true;

@@ -88,7 +88,7 @@ function fieldDefault(kind, name) {
 }
 
 /** serverFields are kept by the server and never compared. */
-export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt']);
+export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt', 'expired']);
 
 /** orderedFields lists the fields of the given rules in display order. */
 export function orderedFields(...rules) {
