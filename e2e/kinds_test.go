@@ -211,6 +211,10 @@ func TestRuleApp(t *testing.T) {
 		t.Skip("this server's rules have no app")
 	}
 
+	if status, data := n.call(t, http.MethodPost, "/rules", map[string]any{"name": "everywhere", "kind": "flow", "resource": "GET:/api/orders", "threshold": 5}); status != http.StatusCreated {
+		t.Fatalf("create a rule of no app: %d %s", status, data)
+	}
+
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.visit("/rules/new", "New rule")
@@ -225,11 +229,16 @@ func TestRuleApp(t *testing.T) {
 	tb.click("#rule-save")
 	tb.waitText("main h1", "Rules")
 	tb.waitText(`tr[data-rule="shop-orders"] [data-app="shop"]`, "app: shop")
-	status, data = n.call(t, http.MethodGet, "/rules/1", nil)
+	status, data = n.call(t, http.MethodGet, "/rules/2", nil)
 	var stored struct {
 		App string `json:"app"`
 	}
 	if err := json.Unmarshal(data, &stored); status != http.StatusOK || err != nil || stored.App != "shop" {
-		t.Fatalf("GET /rules/1 = %d %s, want the app shop", status, data)
+		t.Fatalf("GET /rules/2 = %d %s, want the app shop", status, data)
 	}
+
+	// The list filters by app.
+	tb.waitFor("both rules listed", `document.querySelectorAll('tr[data-rule]').length === 2`)
+	tb.fill("#filter-app", "shop")
+	tb.waitFor("only the app's rule listed", `document.querySelectorAll('tr[data-rule]').length === 1 && document.querySelector('tr[data-rule="shop-orders"]')`)
 }

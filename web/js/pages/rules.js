@@ -28,6 +28,11 @@ export function render(ctx) {
     input: h('select', {}, option('', 'Enabled or not'), option('true', 'Enabled', params.get('enabled') === 'true'),
       option('false', 'Disabled', params.get('enabled') === 'false')),
   });
+  // Rules scoped to an app, where the server has them (its field table lists app).
+  const app = ruleSchema().envelope.some((f) => f.name === 'app') ? field({
+    label: 'App', id: 'filter-app',
+    input: h('input', { type: 'text', value: params.get('app') ?? '', autocomplete: 'off', spellcheck: 'false' }),
+  }) : null;
   const text = field({
     label: 'Text', id: 'filter-q',
     input: h('input', { type: 'search', value: params.get('q') ?? '', placeholder: 'name, resource or description' }),
@@ -40,7 +45,7 @@ export function render(ctx) {
   });
 
   function filters() {
-    return { kind: kind.input.value, resource: resource.input.value, enabled: enabled.input.value, q: text.input.value };
+    return { kind: kind.input.value, resource: resource.input.value, app: app?.input.value ?? '', enabled: enabled.input.value, q: text.input.value };
   }
 
   async function remove(rule) {
@@ -107,7 +112,7 @@ export function render(ctx) {
   for (const f of [kind, enabled]) {
     f.input.addEventListener('change', reload);
   }
-  for (const f of [resource, text]) {
+  for (const f of [resource, app, text].filter(Boolean)) {
     f.input.addEventListener('input', () => {
       clearTimeout(typing);
       typing = setTimeout(reload, 250);
@@ -118,7 +123,7 @@ export function render(ctx) {
   return {
     ...page('Rules',
       ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
-      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, enabled.row, text.row),
+      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
       errors.el,
       table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
       pages.el),
