@@ -82,10 +82,13 @@ func TestAccessibility(t *testing.T) {
 			pages := []struct{ route, heading, ready string }{
 				{"/rules", "Rules", `document.querySelector('tr[data-rule="demo-orders-qps"]')`},
 				{"/rules/new", "New rule", `document.querySelector('#rule-name')`},
+				{"/rules/new?kind=hotspot", "New rule", `!document.querySelector('fieldset[data-kind="hotspot"]').hidden && (document.querySelector('#rule-hotspot-specificItems li') ?? document.querySelector('#rule-hotspot-specificItems-add').click())`},
+				{"/rules/new?kind=authority", "New rule", `!document.querySelector('fieldset[data-kind="authority"]').hidden && document.querySelector('#rule-authority-origins li')`},
 				{"/rules/1/edit", "Edit demo-orders-qps", `document.querySelector('#rule-name').value`},
 				{"/rules/1/history", "History of demo-orders-qps", `document.querySelector('li[data-version="1"]')`},
 				{"/resources/" + url.PathEscape(orders), orders, `Number(document.querySelector('#history-chart')?.dataset.traffic ?? 0) > 0`},
 				{"/apply", "Apply a rule file", `document.querySelector('#apply-text')`},
+				{"/instances", "Instances", `document.querySelector('#instances tr:not(.loading)')`},
 				{"/tokens", "API tokens", `document.querySelector('tr[data-token]')`},
 				{"/users", "Users", `document.querySelector('main tbody tr:not(.state-row)')`},
 				{"/account", "Your account", `document.querySelector('#password-form')`},

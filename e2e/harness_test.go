@@ -200,6 +200,12 @@ var client = &http.Client{Timeout: 10 * time.Second}
 // unless it is a string. It answers the status and the body.
 func (n *node) call(t *testing.T, method, path string, body any) (int, []byte) {
 	t.Helper()
+	return n.callAs(t, apiToken, method, path, body)
+}
+
+// callAs sends one API request as call does, with the API token given.
+func (n *node) callAs(t *testing.T, token, method, path string, body any) (int, []byte) {
+	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -216,7 +222,7 @@ func (n *node) call(t *testing.T, method, path string, body any) (int, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Authorization", "Bearer "+apiToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {

@@ -13,6 +13,7 @@ import { toast } from './ui.js';
 import * as account from './pages/account.js';
 import * as apply from './pages/apply.js';
 import * as history from './pages/history.js';
+import * as instances from './pages/instances.js';
 import * as login from './pages/login.js';
 import * as overview from './pages/overview.js';
 import * as resource from './pages/resource.js';
@@ -33,6 +34,7 @@ const routes = [
   { pattern: /^\/rules\/(\d+)\/edit$/, page: ruleForm, nav: '/rules' },
   { pattern: /^\/rules\/(\d+)\/history$/, page: history, nav: '/rules', reload: true },
   { pattern: /^\/apply$/, page: apply, nav: '/apply' },
+  { pattern: /^\/instances$/, page: instances, nav: '/instances', reload: true },
   { pattern: /^\/tokens$/, page: tokens, nav: '/tokens', admin: true, reload: true },
   { pattern: /^\/users$/, page: users, nav: '/users', admin: true, reload: true },
   { pattern: /^\/account$/, page: account },

@@ -81,3 +81,46 @@ export function stepLabel(stepMs) {
   }
   return `${number(stepMs / 60e3)} min`;
 }
+
+/**
+ * span writes a length of time for people, to the minute above an hour:
+ * "45 s", "12 min", "3 h 20 min", "2 days 4 h".
+ */
+export function span(msValue) {
+  const s = Math.max(0, Math.floor(msValue / 1000));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  const min = Math.floor(s / 60);
+  if (min < 60) {
+    return `${min} min`;
+  }
+  const hours = Math.floor(min / 60);
+  if (hours < 24) {
+    return min % 60 ? `${hours} h ${min % 60} min` : `${hours} h`;
+  }
+  const days = Math.floor(hours / 24);
+  const unit = days === 1 ? 'day' : 'days';
+  return hours % 24 ? `${days} ${unit} ${hours % 24} h` : `${days} ${unit}`;
+}
+
+/** ago is a <time> element reading how long ago value was ("12 s ago"), the time on hover. */
+export function ago(value, nowMs = Date.now()) {
+  const d = toDate(value);
+  if (!d) {
+    return h('span', { class: 'muted' }, '—');
+  }
+  return h('time', { datetime: d.toISOString(), title: `${dateTime.format(d)} (${utc(d)})` }, `${span(nowMs - d.getTime())} ago`);
+}
+
+/**
+ * localInput writes a time for a datetime-local input, in the browser's
+ * zone, to the minute or with seconds.
+ */
+export function localInput(value, seconds) {
+  const d = toDate(value);
+  if (!d) {
+    return '';
+  }
+  return new Date(d.getTime() - d.getTimezoneOffset() * 60e3).toISOString().slice(0, seconds ? 19 : 16);
+}

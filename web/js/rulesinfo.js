@@ -4,7 +4,8 @@
 // a one-line summary of a rule.
 
 import { api } from './api.js';
-import { number } from './format.js';
+import { h } from './dom.js';
+import { number, span, utc } from './format.js';
 
 let schema = null;
 let loading = null;
@@ -87,7 +88,7 @@ function fieldDefault(kind, name) {
 }
 
 /** serverFields are kept by the server and never compared. */
-export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt']);
+export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt', 'expired']);
 
 /** orderedFields lists the fields of the given rules in display order. */
 export function orderedFields(...rules) {
@@ -110,16 +111,24 @@ export function show(value) {
   return JSON.stringify(value);
 }
 
+/** perInterval is a qps or concurrency threshold in words: "100 per second". */
+function perInterval(rule, kind) {
+  if (rule.metric === 'concurrency') {
+    return `${number(rule.threshold)} in flight at most`;
+  }
+  const intervalMs = rule.statIntervalMs ?? fieldDefault(kind, 'statIntervalMs');
+  return intervalMs === 1000
+    ? `${number(rule.threshold)} per second`
+    : `${number(rule.threshold)} per ${intervalMs % 1000 === 0 ? `${number(intervalMs / 1000)} seconds` : `${number(intervalMs)} ms`}`;
+}
+
 /** summary is a rule's effect in a few words. */
 export function summary(rule) {
   if (rule.kind === 'flow') {
     if (rule.metric === 'concurrency') {
       return `${number(rule.threshold)} in flight at most`;
     }
-    const intervalMs = rule.statIntervalMs ?? fieldDefault('flow', 'statIntervalMs');
-    let s = intervalMs === 1000
-      ? `${number(rule.threshold)} per second`
-      : `${number(rule.threshold)} per ${intervalMs % 1000 === 0 ? `${number(intervalMs / 1000)} seconds` : `${number(intervalMs)} ms`}`;
+    let s = perInterval(rule, 'flow');
     if (rule.controlBehavior === 'throttling') {
       s += `, spaced evenly (wait up to ${number(rule.maxQueueingTimeMs ?? fieldDefault('flow', 'maxQueueingTimeMs'))} ms)`;
     }
@@ -130,6 +139,25 @@ export function summary(rule) {
       s += `, by the traffic of ${rule.refResource}`;
     }
     return s;
+  }
+  if (rule.kind === 'hotspot') {
+    let s = `per value of ${rule.paramKey}: ${perInterval(rule, 'hotspot')}`;
+    if (rule.controlBehavior === 'throttling') {
+      s += ', spaced evenly';
+    } else if (rule.burstCount) {
+      s += ` (+${number(rule.burstCount)} burst)`;
+    }
+    const items = Object.entries(rule.specificItems ?? {});
+    if (items.length) {
+      const shown = items.slice(0, 3).map(([value, threshold]) => `${value}: ${number(threshold)}`).join(', ');
+      s += `; ${shown}${items.length > 3 ? ` and ${items.length - 3} more` : ''}`;
+    }
+    return s;
+  }
+  if (rule.kind === 'authority') {
+    const origins = rule.origins ?? [];
+    const shown = origins.slice(0, 5).join(', ') + (origins.length > 5 ? ` and ${origins.length - 5} more` : '');
+    return rule.strategy === 'deny' ? `who may call: anyone but ${shown}` : `who may call: only ${shown}`;
   }
   if (rule.kind === 'circuitBreaker') {
     const what = {
@@ -156,4 +184,27 @@ export function stateKind(state) {
 export function isDemoRule(rule) {
   const { namePrefix, descriptionPrefix } = ruleSchema().demo;
   return namePrefix !== null && rule.name.startsWith(namePrefix) && (rule.description ?? '').startsWith(descriptionPrefix);
+}
+
+/**
+ * expiryBadge tells when a rule with expiresAt stops applying: "expires in
+ * 3 h 20 min", or "Expired" once the server lists it expired; null for a
+ * rule that never expires.
+ */
+export function expiryBadge(rule, nowMs = Date.now()) {
+  if (rule.expired) {
+    return h('span', { class: 'badge bad', dataset: { expiry: 'expired' }, title: rule.expiresAt ? `Expired at ${utc(new Date(rule.expiresAt))}: no longer applied` : 'Expired: no longer applied' }, 'Expired');
+  }
+  if (!rule.expiresAt) {
+    return null;
+  }
+  const at = new Date(rule.expiresAt);
+  const left = at.getTime() - nowMs;
+  return h('span', { class: 'badge warn', dataset: { expiry: 'pending' }, title: `Stops applying at ${utc(at)}` },
+    left > 0 ? `expires in ${span(left)}` : 'expiring now');
+}
+
+/** appBadge names the app a rule is scoped to, if any. */
+export function appBadge(rule) {
+  return rule.app ? h('span', { class: 'badge info', dataset: { app: rule.app }, title: `Reaches only the instances of the app ${rule.app}` }, `app: ${rule.app}`) : null;
 }

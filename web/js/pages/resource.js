@@ -1,13 +1,15 @@
 // One resource: its circuit breakers' states and their timeline, a live
 // chart of the last five minutes from the metric stream, its history with a
-// range picker, and its rules with a quick enable/disable.
+// range picker and a choice of instance (default: the sum over the server
+// and every instance), the hottest values of its hotspot rules, and its
+// rules with a quick enable/disable.
 
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
-import { h, replace, uid } from '../dom.js';
+import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
-import { number, stepLabel, timeEl } from '../format.js';
+import { localInput, number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
-import { isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
+import { appBadge, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
@@ -44,12 +46,6 @@ function chooseStep(bounds, fromMs, toMs) {
   }
   const { name, stepMs } = bounds.steps[bounds.steps.length - 1];
   return { name, stepMs, from: Math.floor(fromMs / stepMs) * stepMs, to: Math.ceil(toMs / stepMs) * stepMs };
-}
-
-/** localInput writes a time for a datetime-local input, in the browser's zone. */
-function localInput(msValue) {
-  const d = new Date(msValue - new Date(msValue).getTimezoneOffset() * 60e3);
-  return d.toISOString().slice(0, 16);
 }
 
 function section(title, ...children) {
@@ -163,7 +159,33 @@ export function render(ctx) {
         h('input', { type: 'radio', name: rangeName, id, value, checked: value === (ctx.params.get('range') ?? '1h') }),
         h('label', { for: id }, label));
     }));
-  const historySection = section('History', picker, customForm, historyNote, historyEl);
+  const instanceInput = h('select', { id: 'history-instance' }, option('', 'all (summed)'));
+  instanceInput.value = ctx.params.get('instance') ?? '';
+  const instanceField = h('div', { class: 'field' }, h('label', { for: 'history-instance' }, 'Instance'), instanceInput);
+  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl);
+
+  /**
+   * loadInstances offers the instances that report to the server; the
+   * one chosen stays offered even when it is no longer listed.
+   */
+  async function loadInstances() {
+    try {
+      const { data } = await api('GET', '/instances');
+      const chosen = instanceInput.value;
+      const ids = data.items.map((i) => i.id);
+      if (chosen && !ids.includes(chosen)) {
+        ids.push(chosen);
+      }
+      const apps = new Map(data.items.map((i) => [i.id, i.app]));
+      replace(instanceInput, option('', 'all (summed)'),
+        ids.map((id) => option(id, apps.get(id) ? `${id} (${apps.get(id)})` : id, id === chosen)));
+      instanceInput.value = chosen;
+    } catch (err) {
+      if (!(err instanceof ConnectionError)) {
+        errors.show(err);
+      }
+    }
+  }
   let history = null;
   let historyStep = '';
   let historySeq = 0;
@@ -174,8 +196,9 @@ export function render(ctx) {
     try {
       const bounds = await loadHistorySteps();
       const step = chooseStep(bounds, fromMs, toMs);
+      const instance = instanceInput.value;
       const { data } = await api('GET', `${resourcePath(name)}/metrics`, {
-        query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name },
+        query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name, instance },
       });
       if (seq !== historySeq) {
         return;
@@ -216,18 +239,19 @@ export function render(ctx) {
       }
       history.setData(...cols);
       historyEl.dataset.traffic = String(data.points.length);
-      historyNote.textContent = `${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
+      historyEl.dataset.instance = instance;
+      historyNote.textContent = `${instance ? `Instance ${instance} only. ` : ''}${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
         + `Figures are as fresh as the last flush (every ${number(bounds.flushIntervalMs / 1000)} s).`;
     } catch (err) {
       if (seq === historySeq) {
-        historyNote.textContent = err.status === 404 ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
+        historyNote.textContent = err.status === 404 && !instanceInput.value ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
       }
     }
   }
 
   function pickRange() {
     const value = picker.querySelector('input:checked')?.value ?? '1h';
-    ctx.setParams({ range: value === '1h' ? '' : value });
+    ctx.setParams({ range: value === '1h' ? '' : value, instance: instanceInput.value });
     customForm.hidden = value !== 'custom';
     if (value === 'custom') {
       const now = Date.now();
@@ -243,6 +267,18 @@ export function render(ctx) {
   picker.addEventListener('change', pickRange);
   customForm.addEventListener('submit', (e) => {
     e.preventDefault();
+    showCustom();
+  });
+  instanceInput.addEventListener('change', () => {
+    if (picker.querySelector('input:checked')?.value === 'custom') {
+      ctx.setParams({ range: 'custom', instance: instanceInput.value });
+      showCustom();
+    } else {
+      pickRange();
+    }
+  });
+
+  function showCustom() {
     const from = new Date(fromInput.value).getTime();
     const to = new Date(toInput.value).getTime();
     if (Number.isNaN(from) || Number.isNaN(to) || from >= to) {
@@ -250,7 +286,43 @@ export function render(ctx) {
       return;
     }
     loadHistory(from, to);
-  });
+  }
+
+  // The hottest values of the last minute, per hotspot rule: the top ones
+  // by passes and by blocks. The panel is hidden while the server answers
+  // 404 (a resource its engine does not track, or a server without the
+  // endpoint) or 405.
+  const hotBody = h('div', { id: 'hot-values' });
+  const hotSection = section('Hottest values, last minute', hotBody,
+    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute by the server\'s own engine (the check API\'s traffic: instances do not report values).'));
+  hotSection.hidden = true;
+
+  function hotTable(caption, rows, by) {
+    return table(caption, ['Value', 'Passed', 'Blocked'], h('tbody', {}, rows.length
+      ? rows.map((v) => h('tr', { dataset: { value: v.value } }, h('th', { scope: 'row' }, v.value),
+        h('td', { class: by === 'pass' ? 'num strong' : 'num' }, number(v.pass)),
+        h('td', { class: by === 'block' ? 'num strong' : 'num' }, number(v.block))))
+      : stateRow(3, 'empty', by === 'pass' ? 'No value passed.' : 'No value was blocked.')));
+  }
+
+  async function loadHotValues() {
+    try {
+      const { data } = await api('GET', `${resourcePath(name)}/hot-values`);
+      hotSection.hidden = data.rules.length === 0;
+      replace(hotBody, data.rules.map((r) => h('div', { class: 'hot-rule', dataset: { rule: r.rule } },
+        h('h3', {}, `${r.rule}: per value of ${r.paramKey}`),
+        r.approximate ? h('p', { class: 'muted small' }, 'Estimates: this rule sees more values than the sketch counts one by one.') : null,
+        h('div', { class: 'split' },
+          h('div', {}, h('h4', {}, 'Most passes'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
+          h('div', {}, h('h4', {}, 'Most blocks'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
+    } catch (err) {
+      if (err.status === 404 || err.status === 405) {
+        hotSection.hidden = true;
+      } else if (!(err instanceof ConnectionError)) {
+        errors.show(err);
+      }
+    }
+  }
 
   // Rules of the resource, with a quick enable/disable.
   const rulesBody = h('tbody', {}, stateRow(5, 'loading', 'Loading the rules…'));
@@ -298,7 +370,8 @@ export function render(ctx) {
         const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite, 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
         check.addEventListener('change', () => toggle(r, check));
         return h('tr', { dataset: { rule: r.name } },
-          h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null),
+          h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null,
+            [appBadge(r), expiryBadge(r)].filter(Boolean).map((b) => [' ', b])),
           h('td', {}, kindLabel(r.kind)),
           h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
           h('td', {}, summary(r)),
@@ -312,7 +385,7 @@ export function render(ctx) {
 
   const p = page(name,
     h('p', {}, h('a', { href: '#/' }, '← Overview'), ' · ', h('a', { href: `#/rules?${new URLSearchParams({ resource: name })}` }, 'Rules of this resource')),
-    facts, errors.el, breakerSection, liveSection, historySection, rulesSection);
+    facts, errors.el, breakerSection, liveSection, historySection, hotSection, rulesSection);
 
   // The charts measure their width, so they are made once the page is in.
   requestAnimationFrame(() => {
@@ -341,11 +414,15 @@ export function render(ctx) {
   });
   loadBreakers();
   loadRules();
-  // The breakers' window figures move without a transition to announce it.
+  loadInstances();
+  loadHotValues();
+  // The breakers' window figures and the hottest values move without an
+  // event to announce it.
   const breakerTimer = setInterval(() => {
     if (!breakerSection.hidden) {
       loadBreakers();
     }
+    loadHotValues();
   }, breakerRefreshMs);
 
   return {

@@ -2,16 +2,25 @@
 // fields of the chosen kind that apply to the choices made so far. The API
 // validates; its field errors are shown next to their fields. An edit sends
 // the version it started from, and a rule changed meanwhile (412) is
-// explained and can be reloaded.
+// explained and can be reloaded. Fields of many items (a hotspot rule's
+// thresholds per value, an authority rule's origins) have editors of their
+// own (itemseditor.js); expiresAt is a date and time in the browser's zone.
 
 import { api, etagVersion, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { timeEl } from '../format.js';
-import { formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
+import { localInput, span, timeEl } from '../format.js';
+import { arrayEditor, objectEditor } from '../itemseditor.js';
+import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
 import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
 const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
+
+/** maxItems bounds the rows of an object or array field (API.md: at most 1000). */
+const maxItems = 1000;
+
+/** datetimeFields are the string fields that hold a time (RFC 3339). */
+const datetimeFields = new Set(['expiresAt']);
 
 /**
  * formSpec turns a field of the server's tables into the form's spec:
@@ -23,6 +32,10 @@ function formSpec(f, fields) {
   let type = 'text';
   if (f.options) {
     type = 'select';
+  } else if (f.type === 'object' || f.type === 'array') {
+    type = f.type;
+  } else if (datetimeFields.has(f.name)) {
+    type = 'datetime';
   } else if (f.type === 'boolean') {
     type = 'checkbox';
   } else if (f.multiline) {
@@ -60,6 +73,81 @@ function makeInput(spec) {
   }
 }
 
+/**
+ * entry makes a field of the form: {spec, row, input, setError(message,
+ * path), read(), write(value), check()}; check marks the mistakes the
+ * browser can tell and answers whether there were any.
+ */
+function entry(spec, id) {
+  if (spec.type === 'object' || spec.type === 'array') {
+    const make = spec.type === 'object' ? objectEditor : arrayEditor;
+    const ed = make({ id, label: spec.label, hint: spec.hint, max: maxItems });
+    ed.write(undefined);
+    return Object.assign(ed, { spec });
+  }
+  if (spec.type === 'datetime') {
+    return datetimeEntry(spec, id);
+  }
+  const f = field({ label: spec.label, hint: spec.hint, id, input: makeInput(spec) });
+  writeValue(spec, f.input, undefined);
+  return {
+    ...f,
+    spec,
+    read: () => readValue(spec, f.input),
+    write: (value) => writeValue(spec, f.input, value),
+    check: () => false,
+  };
+}
+
+/**
+ * datetimeEntry is a time in the browser's zone, optional and clearable,
+ * with how long until then said as it is typed.
+ */
+function datetimeEntry(spec, id) {
+  const input = h('input', { type: 'datetime-local', step: 1 });
+  const f = field({ label: `${spec.label} (your time; empty: never)`, hint: spec.hint, id, input });
+  const note = h('p', { class: 'hint', id: `${id}-in`, 'aria-live': 'polite' });
+  const clear = h('button', { type: 'button', id: `${id}-clear`, 'aria-label': `Clear ${spec.label}`, onclick: () => {
+    input.value = '';
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    input.focus();
+  } }, 'Clear');
+  const tell = () => {
+    const at = input.value ? new Date(input.value).getTime() : NaN;
+    clear.disabled = !input.value;
+    if (Number.isNaN(at)) {
+      note.textContent = input.value ? 'Not a complete date and time.' : 'Never expires.';
+    } else {
+      note.textContent = at > Date.now() ? `Expires in ${span(at - Date.now())}.` : 'That time is past: the rule would be stored expired, and not applied.';
+    }
+  };
+  input.addEventListener('input', tell);
+  input.addEventListener('change', tell);
+  const inline = h('div', { class: 'inline' });
+  input.replaceWith(inline);
+  inline.append(input, clear);
+  f.row.querySelector('.field-error').before(note);
+  const write = (value) => {
+    input.value = localInput(value, true);
+    tell();
+  };
+  write(undefined);
+  return {
+    ...f,
+    spec,
+    read() {
+      const at = input.value ? new Date(input.value) : null;
+      if (!at) {
+        return '';
+      }
+      // An incomplete time is sent as typed, for the API to name.
+      return Number.isNaN(at.getTime()) ? input.value : at.toISOString();
+    },
+    write,
+    check: () => false,
+  };
+}
+
 function readValue(spec, input) {
   if (spec.type === 'checkbox') {
     return input.checked;
@@ -84,6 +172,17 @@ function writeValue(spec, input, value) {
   } else {
     input.value = value === undefined || value === null ? '' : String(value);
   }
+}
+
+/** blank tells a value the form leaves out: empty text, list or object. */
+function blank(value) {
+  if (value === '') {
+    return true;
+  }
+  if (Array.isArray(value)) {
+    return value.length === 0;
+  }
+  return typeof value === 'object' && value !== null && Object.keys(value).length === 0;
 }
 
 /** render draws the form: #/rules/new or #/rules/{id}/edit. */
@@ -111,11 +210,7 @@ export function render(ctx) {
   const groups = {};
   for (const [group, list] of Object.entries(specs)) {
     const prefix = idPrefix[group] ?? `rule-${group}`;
-    groups[group] = list.map((spec) => {
-      const f = field({ label: spec.label, hint: spec.hint, id: `${prefix}-${spec.name}`, input: makeInput(spec) });
-      writeValue(spec, f.input, undefined);
-      return { spec, ...f };
-    });
+    groups[group] = list.map((spec) => entry(spec, `${prefix}-${spec.name}`));
   }
   if (!editing && ctx.params.get('resource')) {
     groups.envelope.find((f) => f.spec.name === 'resource').input.value = ctx.params.get('resource');
@@ -127,7 +222,7 @@ export function render(ctx) {
   function values(group) {
     const v = {};
     for (const f of groups[group]) {
-      v[f.spec.name] = readValue(f.spec, f.input);
+      v[f.spec.name] = f.read();
     }
     return v;
   }
@@ -149,14 +244,14 @@ export function render(ctx) {
     const kind = kindInput.value;
     const out = { kind };
     for (const f of groups.envelope) {
-      const value = readValue(f.spec, f.input);
-      if (value !== '' || f.spec.name === 'description') {
+      const value = f.read();
+      if (!blank(value) || f.spec.name === 'description') {
         out[f.spec.name] = value;
       }
     }
     for (const f of groups[kind]) {
-      const value = readValue(f.spec, f.input);
-      if (!f.row.hidden && value !== '') {
+      const value = f.read();
+      if (!f.row.hidden && !blank(value)) {
         out[f.spec.name] = value;
       }
     }
@@ -165,11 +260,8 @@ export function render(ctx) {
 
   function fill(rule) {
     kindInput.value = rule.kind;
-    for (const f of groups.envelope) {
-      writeValue(f.spec, f.input, rule[f.spec.name]);
-    }
-    for (const f of groups[rule.kind] ?? []) {
-      writeValue(f.spec, f.input, rule[f.spec.name]);
+    for (const f of [...groups.envelope, ...groups[rule.kind] ?? []]) {
+      f.write(rule[f.spec.name]);
     }
     visible();
   }
@@ -184,6 +276,19 @@ export function render(ctx) {
     kindField.setError('');
   }
 
+  /**
+   * checkFields marks the mistakes the browser can tell in the fields
+   * that apply, and answers whether there were any.
+   */
+  function checkFields() {
+    const marked = [...groups.envelope, ...groups[kindInput.value]].filter((f) => !f.row.hidden && f.check());
+    if (marked.length) {
+      errors.text('Some fields need a change: see the marks next to them.');
+      marked[0].input.focus?.();
+    }
+    return marked.length > 0;
+  }
+
   /** showErrors puts each field error next to its field; the rest go in the box. */
   function showErrors(err) {
     const kind = kindInput.value;
@@ -192,9 +297,12 @@ export function render(ctx) {
     const elsewhere = [];
     let first = null;
     for (const d of err.details) {
-      const f = byName.get(d.field);
+      // A field's items are named origins[1] or specificItems.vip.
+      const f = byName.get(d.field.replace(/[[.].*$/, ''));
       if (f) {
-        f.setError(formWords(kind, d.message));
+        // An item's message is about the row it is shown at, in its own words.
+        const itemized = f.spec.type === 'object' || f.spec.type === 'array';
+        f.setError(itemized ? d.message : formWords(kind, d.message), d.field);
         first ??= f.input;
       } else {
         elsewhere.push(d);
@@ -266,7 +374,8 @@ export function render(ctx) {
       version = etagVersion(headers) ?? data.version;
       fill(data);
       replace(facts, `Version ${data.version}, last changed `, timeEl(data.updatedAt), '. ',
-        h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null);
+        h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null,
+        [appBadge(data), expiryBadge(data)].filter(Boolean).map((b) => [' ', b]));
       heading.textContent = `Edit ${data.name}`;
       save.disabled = !ctx.session.canWrite;
       return true;
@@ -285,6 +394,9 @@ export function render(ctx) {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     clearErrors();
+    if (checkFields()) {
+      return;
+    }
     save.disabled = true;
     const headers = editing ? ifMatch(version, reason.input.value) : (reason.input.value ? { 'X-Change-Reason': reason.input.value } : {});
     try {

@@ -1,10 +1,11 @@
 // The rule list: filters by kind, resource, state and text, with links to
-// edit a rule and read its history, and deletion after a confirmation.
+// edit a rule and read its history, and deletion after a confirmation. A
+// rule scoped to an app and one that expires say so.
 
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
+import { appBadge, expiryBadge, isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
 import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
 const pageSize = 50;
@@ -27,6 +28,11 @@ export function render(ctx) {
     input: h('select', {}, option('', 'Enabled or not'), option('true', 'Enabled', params.get('enabled') === 'true'),
       option('false', 'Disabled', params.get('enabled') === 'false')),
   });
+  // Rules scoped to an app, where the server has them (its field table lists app).
+  const app = ruleSchema().envelope.some((f) => f.name === 'app') ? field({
+    label: 'App', id: 'filter-app',
+    input: h('input', { type: 'text', value: params.get('app') ?? '', autocomplete: 'off', spellcheck: 'false' }),
+  }) : null;
   const text = field({
     label: 'Text', id: 'filter-q',
     input: h('input', { type: 'search', value: params.get('q') ?? '', placeholder: 'name, resource or description' }),
@@ -39,7 +45,7 @@ export function render(ctx) {
   });
 
   function filters() {
-    return { kind: kind.input.value, resource: resource.input.value, enabled: enabled.input.value, q: text.input.value };
+    return { kind: kind.input.value, resource: resource.input.value, app: app?.input.value ?? '', enabled: enabled.input.value, q: text.input.value };
   }
 
   async function remove(rule) {
@@ -69,10 +75,12 @@ export function render(ctx) {
       h('th', { scope: 'row' },
         h('a', { href: `#/rules/${r.id}/edit` }, r.name),
         isDemoRule(r) ? badge('demo', 'info', 'demo data seeded by sluice --demo') : null,
+        r.app ? [' ', appBadge(r)] : null,
         r.description ? h('div', { class: 'muted small' }, r.description) : null),
       h('td', {}, kindLabel(r.kind)),
       h('td', {}, h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
-      h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null),
+      h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null,
+        r.expiresAt || r.expired ? [' ', expiryBadge(r)] : null),
       h('td', {}, summary(r)),
       h('td', { class: 'num' }, String(r.version)),
       h('td', {}, timeEl(r.updatedAt)),
@@ -104,7 +112,7 @@ export function render(ctx) {
   for (const f of [kind, enabled]) {
     f.input.addEventListener('change', reload);
   }
-  for (const f of [resource, text]) {
+  for (const f of [resource, app, text].filter(Boolean)) {
     f.input.addEventListener('input', () => {
       clearTimeout(typing);
       typing = setTimeout(reload, 250);
@@ -115,7 +123,7 @@ export function render(ctx) {
   return {
     ...page('Rules',
       ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
-      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, enabled.row, text.row),
+      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
       errors.el,
       table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
       pages.el),

@@ -6,6 +6,14 @@ import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
 import { badge, confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
 
+/** roleHints says in one line what a token of each role may do. */
+const roleHints = {
+  viewer: 'Reads rules, resources and metrics; changes nothing.',
+  editor: 'Reads, and writes rules: for CI pipelines that apply rule files.',
+  admin: 'Everything, users and tokens included.',
+  instance: 'For services that embed the engine: reads rules, posts reports, nothing else.',
+};
+
 /** render draws the tokens page. */
 export function render() {
   const errors = errorBox();
@@ -15,9 +23,15 @@ export function render() {
 
   const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy.', input: h('input', { type: 'text', maxlength: 128, autocomplete: 'off' }) });
   const role = field({
-    label: 'Role', id: 'token-role',
-    input: h('select', {}, option('viewer', 'viewer: reads'), option('editor', 'editor: also writes rules (CI)', true), option('admin', 'admin: also users and tokens')),
+    label: 'Role', id: 'token-role', hint: roleHints.editor,
+    input: h('select', {}, option('viewer', 'viewer: reads'), option('editor', 'editor: also writes rules (CI)', true), option('admin', 'admin: also users and tokens'),
+      option('instance', 'instance: a service that embeds the engine')),
   });
+  const roleHint = role.row.querySelector('.hint');
+  const tellRole = () => {
+    roleHint.textContent = roleHints[role.input.value];
+  };
+  role.input.addEventListener('change', tellRole);
   const expires = field({ label: 'Expires (your time; empty: never)', id: 'token-expires', input: h('input', { type: 'datetime-local' }) });
   const fields = { name, role, expiresAt: expires };
 
@@ -40,7 +54,7 @@ export function render() {
       const { data } = await api('GET', '/tokens', { query: { pageSize: 500 } });
       replace(tbody, data.items.length ? data.items.map((t) => h('tr', { dataset: { token: t.name } },
         h('th', { scope: 'row' }, t.name),
-        h('td', {}, badge(t.role, t.role === 'admin' ? 'warn' : 'info')),
+        h('td', {}, badge(t.role, t.role === 'admin' ? 'warn' : 'info', roleHints[t.role])),
         h('td', {}, t.createdBy),
         h('td', {}, timeEl(t.createdAt)),
         h('td', {}, t.expiresAt ? timeEl(t.expiresAt) : 'never'),
@@ -90,6 +104,7 @@ export function render() {
       secret.hidden = false;
       copy.focus();
       form.reset();
+      tellRole();
       load();
     } catch (err) {
       for (const d of err.details ?? []) {
@@ -103,7 +118,8 @@ export function render() {
 
   load();
   return page('API tokens',
-    h('p', {}, 'Tokens let CI and scripts call the API: ', h('code', {}, 'Authorization: Bearer slc_…'), '. Rotate one by creating its successor, switching the pipeline over, then revoking the old one.'),
+    h('p', {}, 'Tokens let CI and scripts call the API: ', h('code', {}, 'Authorization: Bearer slc_…'), '. Rotate one by creating its successor, switching the pipeline over, then revoking the old one. '
+      + 'Services that embed the engine take a token of role instance, which can never change a rule.'),
     secret,
     errors.el,
     table('API tokens', ['Name', 'Role', 'Created by', 'Created', 'Expires', 'Last used', ''], tbody),
