@@ -16,6 +16,7 @@ run:
 # for the nested module.
 test: tools fmt-check vet check-docs bench-once chromium postgres
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
+	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -race -count=1 ./store/
 
 # tools installs, when missing, the OpenAPI validators that the server's
 # tests run on the served spec (TestServedSpecPassesValidators), pinned,
