@@ -35,7 +35,7 @@ type options struct {
 }
 
 // WithNowFunc sets the clock GORM reads for created and updated times; the
-// store converts whatever it returns to UTC. Optional. Default: time.Now.
+// store converts whatever it returns to UTC, to the microsecond. Optional. Default: time.Now.
 func WithNowFunc(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -70,8 +70,10 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	config := func() *gorm.Config {
 		return &gorm.Config{
 			TranslateError: true,
-			NowFunc:        func() time.Time { return o.now().UTC() },
-			Logger:         gormLogger(logger),
+			// Microseconds: PostgreSQL keeps no finer, and a time read
+			// back must equal the one written, on either database.
+			NowFunc: func() time.Time { return o.now().UTC().Truncate(time.Microsecond) },
+			Logger:  gormLogger(logger),
 		}
 	}
 	db, err := gorm.Open(b.dialector, config())
