@@ -70,6 +70,7 @@ require (
 	golang.org/x/tools v0.51.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v2 v2.4.0 // indirect
+	gorm.io/driver/postgres v1.6.3 // indirect
 )
 
 tool github.com/swaggo/swag/cmd/swag

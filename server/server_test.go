@@ -121,8 +121,16 @@ func TestHealth(t *testing.T) {
 		{
 			// A ping that only reads would answer ok; health waits the
 			// busy timeout (5 s) for the write lock, as a write would.
-			name:       "another process holds the write lock",
-			spoil:      func(t *testing.T, _ *testServer, path string) { holdWriteLock(t, path) },
+			name: "another process holds the write lock",
+			// On PostgreSQL: the database ends the server's connections
+			// and refuses new ones.
+			spoil: func(t *testing.T, _ *testServer, path string) {
+				if servertest.OnPostgres() {
+					servertest.RefuseDatabase(t, path)
+					return
+				}
+				holdWriteLock(t, path)
+			},
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
 		},

@@ -35,13 +35,14 @@ var instanceMinutes = metricTable{"instance_minutes", MinuteMs}
 // PutInstance records in, matched by UID: a new instance is inserted, a
 // known one takes in's fields, its first seen time kept. It sets in.ID.
 func (s *Store) PutInstance(ctx context.Context, in *Instance) error {
-	row := s.db.WithContext(ctx).Raw(`INSERT INTO instances
+	db := s.db.WithContext(ctx)
+	row := db.Raw(`INSERT INTO instances AS i
 			(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
 			pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
-			first_seen_ms = min(first_seen_ms, excluded.first_seen_ms),
-			last_seen_ms = max(last_seen_ms, excluded.last_seen_ms)
+			first_seen_ms = `+least(db)+`(i.first_seen_ms, excluded.first_seen_ms),
+			last_seen_ms = `+greatest(db)+`(i.last_seen_ms, excluded.last_seen_ms)
 		RETURNING id, first_seen_ms`,
 		in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs).Row()
 	if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
@@ -117,10 +118,10 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 	if err != nil {
 		return 0, err
 	}
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, `INSERT INTO `+instanceMinutes.name+` (resource_id, start_ms,
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` (resource_id, start_ms,
 			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id, start_ms, instance_id) DO NOTHING`)
+		ON CONFLICT (resource_id, start_ms, instance_id) DO NOTHING`))
 	if err != nil {
 		return 0, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 	}

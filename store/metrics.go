@@ -232,10 +232,10 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 		// A resource named by a rule may have no seen times yet: SQLite's
 		// min and max of a NULL are NULL, so coalesce keeps the new one.
 		sql.WriteString(` ON CONFLICT (name) DO UPDATE SET
-			first_seen_ms = coalesce(min(first_seen_ms, excluded.first_seen_ms), excluded.first_seen_ms),
-			last_seen_ms = coalesce(max(last_seen_ms, excluded.last_seen_ms), excluded.last_seen_ms)
+			first_seen_ms = coalesce(` + least(tx) + `(resources.first_seen_ms, excluded.first_seen_ms), excluded.first_seen_ms),
+			last_seen_ms = coalesce(` + greatest(tx) + `(resources.last_seen_ms, excluded.last_seen_ms), excluded.last_seen_ms)
 			RETURNING id, name`)
-		rows, err := tx.Statement.ConnPool.QueryContext(ctx, sql.String(), args...)
+		rows, err := tx.Statement.ConnPool.QueryContext(ctx, bind(tx, sql.String()), args...)
 		if err != nil {
 			return nil, fmt.Errorf("record resources: %w", err)
 		}
@@ -260,19 +260,20 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
 	// SQLite's two-argument min is NULL if either is: coalesce keeps
 	// whichever side has a minimum.
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, `INSERT INTO `+table+` (resource_id, start_ms,
+	least, greatest := least(tx), greatest(tx)
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
 			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms) DO UPDATE SET
-			pass = pass + excluded.pass,
-			block = block + excluded.block,
-			shadow_block = shadow_block + excluded.shadow_block,
-			complete = complete + excluded.complete,
-			error = error + excluded.error,
-			rt_sum_ms = rt_sum_ms + excluded.rt_sum_ms,
-			rt_min_ms = coalesce(min(rt_min_ms, excluded.rt_min_ms), rt_min_ms, excluded.rt_min_ms),
-			rt_max_ms = max(rt_max_ms, excluded.rt_max_ms),
-			max_concurrency = max(max_concurrency, excluded.max_concurrency)`)
+			pass = m.pass + excluded.pass,
+			block = m.block + excluded.block,
+			shadow_block = m.shadow_block + excluded.shadow_block,
+			complete = m.complete + excluded.complete,
+			error = m.error + excluded.error,
+			rt_sum_ms = m.rt_sum_ms + excluded.rt_sum_ms,
+			rt_min_ms = coalesce(`+least+`(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
+			rt_max_ms = `+greatest+`(m.rt_max_ms, excluded.rt_max_ms),
+			max_concurrency = `+greatest+`(m.max_concurrency, excluded.max_concurrency)`))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", table, err)
 	}
@@ -690,7 +691,7 @@ func (s *Store) oldRows(ctx context.Context, table string, cursor, beforeMs int6
 			SELECT m.resource_id, m.start_ms
 			FROM resources AS r CROSS JOIN `+table+` AS m
 			WHERE r.id >= ? AND m.resource_id = r.id AND m.start_ms < ?
-			ORDER BY r.id, m.start_ms LIMIT ?)
+			ORDER BY r.id, m.start_ms LIMIT ?) AS old
 		GROUP BY resource_id ORDER BY resource_id`, cursor, beforeMs, batchRows).Rows()
 	if err != nil {
 		return nil, 0, err

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"gorm.io/gorm"
+
 	"context"
 	"database/sql"
 	"errors"
@@ -20,12 +22,20 @@ type CatalogueEntry struct {
 }
 
 // nameFilter is the WHERE clause that keeps the names containing q, and
-// its arguments; none when q is "".
-func nameFilter(q string) (string, []any) {
+// its arguments; none when q is "". SQLite's LIKE ignores the case of ASCII
+// letters only; PostgreSQL's LIKE minds case, so it compares the names
+// with their ASCII letters lowered (lower would follow the database's
+// locale, and fold more).
+func nameFilter(db *gorm.DB, q string) (string, []any) {
 	if q == "" {
 		return "", nil
 	}
-	return ` WHERE name LIKE ? ESCAPE '\'`, []any{"%" + escapeLike(q) + "%"}
+	pattern := "%" + escapeLike(q) + "%"
+	if onPostgres(db) {
+		const fold = "'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'abcdefghijklmnopqrstuvwxyz'"
+		return ` WHERE translate(name, ` + fold + `) LIKE translate(?, ` + fold + `) ESCAPE '\'`, []any{pattern}
+	}
+	return ` WHERE name LIKE ? ESCAPE '\'`, []any{pattern}
 }
 
 // NameContains reports whether name contains q as the catalogue's filter
@@ -60,9 +70,10 @@ func lowerASCII(c byte) byte {
 // q (NameContains); all of them if q is "". Without q it reads the name
 // index's pages; with q it scans the names.
 func (s *Store) CountCatalogue(ctx context.Context, q string) (int64, error) {
-	where, args := nameFilter(q)
+	db := s.read.WithContext(ctx)
+	where, args := nameFilter(db, q)
 	var n int64
-	err := s.read.WithContext(ctx).Raw(`SELECT count(*) FROM resources`+where, args...).Scan(&n).Error
+	err := db.Raw(`SELECT count(*) FROM resources`+where, args...).Scan(&n).Error
 	return n, err
 }
 
@@ -70,9 +81,10 @@ func (s *Store) CountCatalogue(ctx context.Context, q string) (int64, error) {
 // catalogue that contain q (NameContains), skipping the first offset and
 // at most limit. It walks the name index, never the table.
 func (s *Store) CatalogueNames(ctx context.Context, q string, offset, limit int) ([]string, error) {
-	where, args := nameFilter(q)
+	db := s.read.WithContext(ctx)
+	where, args := nameFilter(db, q)
 	names := []string{}
-	err := s.read.WithContext(ctx).Raw(`SELECT name FROM resources`+where+` ORDER BY name LIMIT ? OFFSET ?`,
+	err := db.Raw(`SELECT name FROM resources`+where+` ORDER BY name LIMIT ? OFFSET ?`,
 		append(args, limit, offset)...).Scan(&names).Error
 	return names, err
 }

@@ -181,7 +181,7 @@ func TestCatalogueNames(t *testing.T) {
 // TestCatalogueMigration: migrating a database of the previous schema keeps
 // every resource and its id, and counts the rules that name each.
 func TestCatalogueMigration(t *testing.T) {
-	s, _ := openTestStore(t)
+	s, _ := openSQLiteTestStore(t)
 	provider, err := goose.NewProvider(goose.DialectSQLite3, sqlDB(t, s), migrations.FS, goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)

@@ -40,13 +40,21 @@ func queryRows(t *testing.T, db *sql.DB, query string) [][]any {
 	defer rows.Close()
 	out := [][]any{}
 	for rows.Next() {
-		row := make([]any, 11)
-		ptrs := make([]any, len(row))
-		for i := range row {
-			ptrs[i] = &row[i]
+		// Integers all, or NULL: PostgreSQL's sums are numeric, SQLite's
+		// integer, and the rows compare as int64.
+		cells := make([]sql.NullInt64, 11)
+		ptrs := make([]any, len(cells))
+		for i := range cells {
+			ptrs[i] = &cells[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
 			t.Fatal(err)
+		}
+		row := make([]any, len(cells))
+		for i, c := range cells {
+			if c.Valid {
+				row[i] = c.Int64
+			}
 		}
 		out = append(out, row)
 	}
@@ -117,7 +125,7 @@ func TestRollupsSumTheirMinutes(t *testing.T) {
 	assertRollupsSumMinutes(t, db, "after retention")
 	for _, table := range metricTables {
 		var old int
-		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM `+table.name+` WHERE start_ms < ?`,
+		if err := db.QueryRowContext(t.Context(), bind(s.db, `SELECT count(*) FROM `+table.name+` WHERE start_ms < ?`),
 			floorTo(cutMs, table.spanMs)).Scan(&old); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"strings"
 
@@ -11,6 +12,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
+
+	"github.com/sluicehq/sluice/migrations"
 )
 
 // sqliteParams are applied to every connection by the driver. busy_timeout
@@ -52,10 +55,15 @@ type backend struct {
 	sqlDB      *sql.DB
 	dialector  gorm.Dialector
 	migrations goose.Dialect
+	// migrationsFS are the dialect's migrations (package migrations).
+	migrationsFS fs.FS
 	// readDB serves the reads that need no transaction; it is sqlDB when
 	// the database cannot take a second connection.
 	readDB        *sql.DB
 	readDialector gorm.Dialector
+	// writeProbe is a statement that fails, in a transaction, on a
+	// database that cannot be written (Store.Ping).
+	writeProbe string
 }
 
 // close closes the pools.
@@ -97,8 +105,12 @@ func openSQLite(db string) (*backend, error) {
 		sqlDB:         sqlDB,
 		dialector:     sqlite.New(sqlite.Config{Conn: sqlDB}),
 		migrations:    goose.DialectSQLite3,
+		migrationsFS:  migrations.FS,
 		readDB:        readDB,
 		readDialector: sqlite.New(sqlite.Config{Conn: readDB}),
+		// Setting the header's user_version, which Sluice does not use,
+		// takes SQLite's write lock, which a read-only database refuses.
+		writeProbe: "PRAGMA user_version = 0",
 	}, nil
 }
 

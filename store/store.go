@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"time"
 
 	"github.com/pressly/goose/v3"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
-
-	"github.com/sluicehq/sluice/migrations"
 )
 
 // slowQueryThreshold is how long a statement may run before GORM logs it as
@@ -36,7 +35,7 @@ type options struct {
 }
 
 // WithNowFunc sets the clock GORM reads for created and updated times; the
-// store converts whatever it returns to UTC. Optional. Default: time.Now.
+// store converts whatever it returns to UTC, to the microsecond. Optional. Default: time.Now.
 func WithNowFunc(now func() time.Time) Option {
 	return func(o *options) { o.now = now }
 }
@@ -57,15 +56,24 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 		logger = slog.Default()
 	}
 
-	b, err := openSQLite(path)
+	open := openSQLite
+	if IsPostgres(path) {
+		open = openPostgres
+	}
+	b, err := open(path)
 	if err != nil {
 		return nil, err
 	}
+	// The URL of a PostgreSQL database may carry a password: errors and
+	// logs name the database by its location only.
+	path = redacted(path)
 	config := func() *gorm.Config {
 		return &gorm.Config{
 			TranslateError: true,
-			NowFunc:        func() time.Time { return o.now().UTC() },
-			Logger:         gormLogger(logger),
+			// Microseconds: PostgreSQL keeps no finer, and a time read
+			// back must equal the one written, on either database.
+			NowFunc: func() time.Time { return o.now().UTC().Truncate(time.Microsecond) },
+			Logger:  gormLogger(logger),
 		}
 	}
 	db, err := gorm.Open(b.dialector, config())
@@ -91,7 +99,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 // wrote it may have changed the schema in ways this one cannot read, and
 // goose alone would apply nothing and report no error.
 func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
-	provider, err := goose.NewProvider(b.migrations, b.sqlDB, migrations.FS,
+	provider, err := goose.NewProvider(b.migrations, b.sqlDB, b.migrationsFS,
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		return fmt.Errorf("prepare migrations: %w", err)
@@ -132,8 +140,17 @@ func (s *Store) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, "PRAGMA user_version = 0")
+	_, err = tx.ExecContext(ctx, s.b.writeProbe)
 	return errors.Join(err, tx.Rollback())
+}
+
+// redacted is db with the password of a URL replaced by "xxxxx".
+func redacted(db string) string {
+	u, err := url.Parse(db)
+	if err != nil || u.User == nil || !IsPostgres(db) {
+		return db
+	}
+	return u.Redacted()
 }
 
 // Close closes the database. The Store must not be used afterwards.

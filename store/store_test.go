@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -23,9 +24,27 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 var discard = slog.New(slog.DiscardHandler)
 
-// openTestStore opens a Store on a fresh file in t.TempDir and closes it
-// when the test ends.
+// openTestStore opens a Store on a fresh database, a file in t.TempDir or
+// a database of the tests' PostgreSQL server (testPostgres), and closes it
+// when the test ends; it returns what Open opened, to open it again.
 func openTestStore(t *testing.T, opts ...Option) (*Store, string) {
+	t.Helper()
+	if testPostgres == nil {
+		return openSQLiteTestStore(t, opts...)
+	}
+	url := testPostgres.NewDatabase(t)
+	s, err := Open(t.Context(), url, discard, opts...)
+	if err != nil {
+		t.Fatalf("Open(%s): %v", url, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s, url
+}
+
+// openSQLiteTestStore is openTestStore on a SQLite file whatever
+// $SLUICE_TEST_DB says, for what is SQLite's alone (files, URI filenames,
+// its schema table).
+func openSQLiteTestStore(t *testing.T, opts ...Option) (*Store, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	s, err := Open(t.Context(), path, discard, opts...)
@@ -45,9 +64,14 @@ func sqlDB(t *testing.T, s *Store) *sql.DB {
 	return db
 }
 
-// schema renders sqlite_master in a stable order, one object per block.
+// schema renders the database's schema in a stable order, one object per
+// block: sqlite_master for SQLite, the catalogue's columns, indexes and
+// triggers for PostgreSQL.
 func schema(t *testing.T, s *Store) string {
 	t.Helper()
+	if onPostgres(s.db) {
+		return postgresSchema(t, s)
+	}
 	rows, err := sqlDB(t, s).QueryContext(t.Context(),
 		`SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name`)
 	if err != nil {
@@ -75,11 +99,48 @@ func schema(t *testing.T, s *Store) string {
 	return b.String()
 }
 
+// postgresSchema is schema for PostgreSQL: each table's columns, then
+// every index and trigger, by name.
+func postgresSchema(t *testing.T, s *Store) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []struct{ heading, query string }{
+		{"columns", `SELECT table_name || '.' || column_name || ' ' || data_type ||
+				CASE WHEN is_nullable = 'NO' THEN ' NOT NULL' ELSE '' END ||
+				coalesce(' COLLATE ' || collation_name, '') || coalesce(' DEFAULT ' || column_default, '') ||
+				CASE WHEN is_identity = 'YES' THEN ' IDENTITY' ELSE '' END
+			FROM information_schema.columns WHERE table_schema = 'public' ORDER BY table_name, ordinal_position`},
+		{"indexes", `SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' ORDER BY tablename, indexname`},
+		{"triggers", `SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE NOT tgisinternal ORDER BY tgname`},
+	} {
+		fmt.Fprintf(&b, "-- %s\n", q.heading)
+		rows, err := sqlDB(t, s).QueryContext(t.Context(), q.query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				t.Fatal(err)
+			}
+			b.WriteString(line + "\n")
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			t.Fatal(err)
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
 func TestOpenMigratesToGoldenSchema(t *testing.T) {
 	s, _ := openTestStore(t)
 	got := schema(t, s)
 
 	golden := filepath.Join("testdata", "schema.golden")
+	if onPostgres(s.db) {
+		golden = filepath.Join("testdata", "schema_postgres.golden")
+	}
 	if *update {
 		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
 			t.Fatal(err)
@@ -138,7 +199,7 @@ func TestOpenTwiceIsIdempotent(t *testing.T) {
 }
 
 func TestOpenSetsPragmas(t *testing.T) {
-	s, _ := openTestStore(t)
+	s, _ := openSQLiteTestStore(t)
 	tests := []struct {
 		pragma string
 		want   string
@@ -211,7 +272,7 @@ func TestOpenFailsOnUnusablePath(t *testing.T) {
 func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	s, _ := openTestStore(t)
 	want := schema(t, s)
-	provider, err := goose.NewProvider(goose.DialectSQLite3, sqlDB(t, s), migrations.FS,
+	provider, err := goose.NewProvider(s.b.migrations, sqlDB(t, s), s.b.migrationsFS,
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
@@ -220,9 +281,12 @@ func TestMigrationsGoDownAndUpAgain(t *testing.T) {
 	if _, err := provider.DownTo(t.Context(), 0); err != nil {
 		t.Fatalf("down to 0: %v", err)
 	}
+	tablesLeft := `SELECT count(*) FROM sqlite_master WHERE name IN ('rules', 'rule_revisions')`
+	if onPostgres(s.db) {
+		tablesLeft = `SELECT count(*) FROM information_schema.tables WHERE table_name IN ('rules', 'rule_revisions')`
+	}
 	var tables int
-	if err := sqlDB(t, s).QueryRowContext(t.Context(),
-		`SELECT count(*) FROM sqlite_master WHERE name IN ('rules', 'rule_revisions')`).Scan(&tables); err != nil {
+	if err := sqlDB(t, s).QueryRowContext(t.Context(), tablesLeft).Scan(&tables); err != nil {
 		t.Fatal(err)
 	}
 	if tables != 0 {
@@ -279,7 +343,7 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	newer := binary + 4
 	// What a newer binary leaves behind: its own migration recorded.
 	if _, err := db.ExecContext(t.Context(),
-		`INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`, newer); err != nil {
+		bind(s.db, `INSERT INTO goose_db_version (version_id, is_applied) VALUES (?, true)`), newer); err != nil {
 		t.Fatal(err)
 	}
 	want := gooseVersions(t, db)
@@ -297,7 +361,11 @@ func TestOpenRefusesANewerSchema(t *testing.T) {
 	if err.Error() != wantMsg {
 		t.Errorf("Open error = %q, want %q", err, wantMsg)
 	}
-	raw, err := sql.Open("sqlite3", path)
+	driver := "sqlite3"
+	if IsPostgres(path) {
+		driver = "pgx"
+	}
+	raw, err := sql.Open(driver, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +395,7 @@ func TestOpenRefusesADatabaseItCannotWrite(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, path := openTestStore(t)
+			s, path := openSQLiteTestStore(t)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -371,7 +439,7 @@ func TestOpenURIKeepsTheStoreSettings(t *testing.T) {
 // TestConnectionsMapTheFile: every connection reads the file through a
 // memory map of mmapSizeBytes.
 func TestConnectionsMapTheFile(t *testing.T) {
-	s, _ := openTestStore(t)
+	s, _ := openSQLiteTestStore(t)
 	var size int64
 	if err := sqlDB(t, s).QueryRowContext(t.Context(), "PRAGMA mmap_size").Scan(&size); err != nil {
 		t.Fatal(err)

@@ -85,7 +85,7 @@ func Start(t testing.TB, build func(Env) (Server, error), opts ...Option) *Node 
 		env.CertFile, env.KeyFile, n.tls = selfSigned(t)
 	}
 
-	st, err := store.Open(t.Context(), o.dbPath, logger)
+	st, err := store.Open(t.Context(), database(t, o.dbPath), logger)
 	if err != nil {
 		t.Fatalf("servertest: store.Open: %v", err)
 	}

@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -37,6 +38,8 @@ type Server struct {
 	log     bytes.Buffer
 	admin   *sql.DB
 	created atomic.Int64
+	// template is the database NewDatabase copies, "" for an empty one.
+	template string
 }
 
 // Start initialises a cluster in a new temporary directory and starts its
@@ -168,12 +171,36 @@ func (s *Server) dsn(database string) string {
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
 }
 
-// NewDatabase creates an empty database for t and returns its URL; the
-// database is dropped when t ends.
+// UseTemplate makes a database, lets prepare fill it (apply the
+// migrations, say), and has NewDatabase copy it from then on: a copy takes
+// a fraction of what the migrations take.
+func (s *Server) UseTemplate(prepare func(url string) error) error {
+	const name = "sluice_template"
+	if _, err := s.admin.Exec("CREATE DATABASE " + name); err != nil {
+		return fmt.Errorf("create the template: %w", err)
+	}
+	if err := prepare(s.dsn(name)); err != nil {
+		return fmt.Errorf("prepare the template: %w", err)
+	}
+	// A template must have no connection when it is copied.
+	if _, err := s.admin.Exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + name + "'"); err != nil {
+		return err
+	}
+	s.template = name
+	return nil
+}
+
+// NewDatabase creates a database for t, empty or a copy of the template
+// (UseTemplate), and returns its URL; the database is dropped when t
+// ends.
 func (s *Server) NewDatabase(t testing.TB) string {
 	t.Helper()
 	name := fmt.Sprintf("test_%d", s.created.Add(1))
-	if _, err := s.admin.ExecContext(t.Context(), "CREATE DATABASE "+name); err != nil {
+	create := "CREATE DATABASE " + name
+	if s.template != "" {
+		create += " TEMPLATE " + s.template
+	}
+	if _, err := s.admin.ExecContext(t.Context(), create); err != nil {
 		t.Fatalf("create database %s: %v", name, err)
 	}
 	t.Cleanup(func() {
@@ -205,4 +232,26 @@ func (s *Server) Stop() error {
 	}
 	errs = append(errs, os.RemoveAll(s.dir))
 	return errors.Join(errs...)
+}
+
+// Refuse makes the database at url, one of NewDatabase's, unreachable as
+// a server that went away is: its connections are ended and new ones
+// refused until t ends.
+func (s *Server) Refuse(t testing.TB, url string) {
+	t.Helper()
+	name := url[strings.LastIndexByte(url, '/')+1:]
+	name, _, _ = strings.Cut(name, "?")
+	for _, stmt := range []string{
+		"ALTER DATABASE " + name + " ALLOW_CONNECTIONS false",
+		"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" + name + "'",
+	} {
+		if _, err := s.admin.ExecContext(t.Context(), stmt); err != nil {
+			t.Fatalf("refuse %s: %v", name, err)
+		}
+	}
+	t.Cleanup(func() {
+		if _, err := s.admin.Exec("ALTER DATABASE " + name + " ALLOW_CONNECTIONS true"); err != nil {
+			t.Errorf("allow %s again: %v", name, err)
+		}
+	})
 }

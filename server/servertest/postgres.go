@@ -1,0 +1,96 @@
+package servertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/pgtest"
+)
+
+// TestDBEnv names the environment variable that chooses the database the
+// servers of a test binary run on: "sqlite" (or unset), a file in the
+// test's temporary directory; "postgres", a database of a throwaway
+// PostgreSQL server that Main starts (make test runs the server's tests
+// once more so).
+const TestDBEnv = "SLUICE_TEST_DB"
+
+// postgres is the PostgreSQL server of a test binary run with TestDBEnv
+// "postgres", and the database given to each DBPath.
+var postgres struct {
+	server *pgtest.Server
+	mu     sync.Mutex
+	dbs    map[string]string
+}
+
+// Main runs a package's tests, on a throwaway PostgreSQL server when
+// TestDBEnv says "postgres"; call it from TestMain:
+//
+//	func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
+func Main(m *testing.M) int {
+	switch db := os.Getenv(TestDBEnv); db {
+	case "", "sqlite":
+		return m.Run()
+	case "postgres":
+	default:
+		fmt.Fprintf(os.Stderr, "servertest: %s=%q: want sqlite or postgres\n", TestDBEnv, db)
+		return 2
+	}
+	server, err := pgtest.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "servertest:", err)
+		return 1
+	}
+	postgres.server, postgres.dbs = server, map[string]string{}
+	// Each test's database starts as a copy of one migrated once.
+	err = server.UseTemplate(func(url string) error {
+		st, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+		if err != nil {
+			return err
+		}
+		return st.Close()
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "servertest:", errors.Join(err, server.Stop()))
+		return 1
+	}
+	code := m.Run()
+	if err := server.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "servertest:", err)
+		code = 1
+	}
+	return code
+}
+
+// database is what store.Open opens for the database path: path itself,
+// or on PostgreSQL the database made for it, the same one each time a
+// test starts a server on path again.
+func database(t testing.TB, path string) string {
+	if postgres.server == nil {
+		return path
+	}
+	postgres.mu.Lock()
+	defer postgres.mu.Unlock()
+	url, ok := postgres.dbs[path]
+	if !ok {
+		url = postgres.server.NewDatabase(t)
+		postgres.dbs[path] = url
+	}
+	return url
+}
+
+// OnPostgres reports whether the servers of this test binary run on
+// PostgreSQL (Main, TestDBEnv).
+func OnPostgres() bool { return postgres.server != nil }
+
+// RefuseDatabase makes the database of the server started on path, on
+// PostgreSQL, unreachable until t ends (pgtest.Server.Refuse).
+func RefuseDatabase(t testing.TB, path string) {
+	t.Helper()
+	postgres.server.Refuse(t, database(t, path))
+}
