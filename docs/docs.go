@@ -4087,7 +4087,8 @@ const docTemplate = `{
                         "flow",
                         "circuitBreaker",
                         "hotspot",
-                        "authority"
+                        "authority",
+                        "system"
                     ],
                     "example": "flow"
                 },
@@ -4112,6 +4113,17 @@ const docTemplate = `{
                         "concurrency"
                     ],
                     "example": "qps"
+                },
+                "metricType": {
+                    "type": "string",
+                    "enum": [
+                        "load",
+                        "avgRt",
+                        "concurrency",
+                        "inboundQps",
+                        "cpuUsage"
+                    ],
+                    "example": "cpuUsage"
                 },
                 "minRequestAmount": {
                     "type": "integer",
@@ -4165,6 +4177,7 @@ const docTemplate = `{
                     "example": "current"
                 },
                 "resource": {
+                    "description": "Resource is what the rule guards; a system rule has none (it guards\nevery inbound call of its process).",
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
@@ -4196,14 +4209,16 @@ const docTemplate = `{
                     "example": 1000
                 },
                 "strategy": {
-                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied.",
+                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied; for system\nrules, what happens past the trigger.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
                         "errorRatio",
                         "errorCount",
                         "allow",
-                        "deny"
+                        "deny",
+                        "noAdaptive",
+                        "bbr"
                     ],
                     "example": "errorRatio"
                 },
@@ -4219,6 +4234,10 @@ const docTemplate = `{
                         "warmUp"
                     ],
                     "example": "direct"
+                },
+                "triggerCount": {
+                    "type": "number",
+                    "example": 0.8
                 },
                 "updatedAt": {
                     "type": "string"
@@ -4277,7 +4296,8 @@ const docTemplate = `{
                         "flow",
                         "circuitBreaker",
                         "hotspot",
-                        "authority"
+                        "authority",
+                        "system"
                     ],
                     "example": "flow"
                 },
@@ -4302,6 +4322,17 @@ const docTemplate = `{
                         "concurrency"
                     ],
                     "example": "qps"
+                },
+                "metricType": {
+                    "type": "string",
+                    "enum": [
+                        "load",
+                        "avgRt",
+                        "concurrency",
+                        "inboundQps",
+                        "cpuUsage"
+                    ],
+                    "example": "cpuUsage"
                 },
                 "minRequestAmount": {
                     "type": "integer",
@@ -4355,6 +4386,7 @@ const docTemplate = `{
                     "example": "current"
                 },
                 "resource": {
+                    "description": "Resource is what the rule guards; a system rule has none (it guards\nevery inbound call of its process).",
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
@@ -4386,14 +4418,16 @@ const docTemplate = `{
                     "example": 1000
                 },
                 "strategy": {
-                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied.",
+                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied; for system\nrules, what happens past the trigger.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
                         "errorRatio",
                         "errorCount",
                         "allow",
-                        "deny"
+                        "deny",
+                        "noAdaptive",
+                        "bbr"
                     ],
                     "example": "errorRatio"
                 },
@@ -4409,6 +4443,10 @@ const docTemplate = `{
                         "warmUp"
                     ],
                     "example": "direct"
+                },
+                "triggerCount": {
+                    "type": "number",
+                    "example": 0.8
                 },
                 "warmUpColdFactor": {
                     "type": "integer",
@@ -4482,6 +4520,11 @@ const docTemplate = `{
                 "label": {
                     "type": "string",
                     "example": "Flow"
+                },
+                "noResource": {
+                    "description": "NoResource is true for a kind whose rules are on no resource\n(system rules guard their whole process): a form leaves it out.",
+                    "type": "boolean",
+                    "example": false
                 },
                 "title": {
                     "type": "string",

@@ -242,3 +242,29 @@ func TestRuleApp(t *testing.T) {
 	tb.fill("#filter-app", "shop")
 	tb.waitFor("only the app's rule listed", `document.querySelectorAll('tr[data-rule]').length === 1 && document.querySelector('tr[data-rule="shop-orders"]')`)
 }
+
+// TestSystemRuleForm creates a system rule through the form: it has no
+// resource, so the form leaves the resource out.
+func TestSystemRuleForm(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-kind", "system")
+	tb.waitFor("the system fields shown, the resource hidden",
+		`!document.querySelector('fieldset[data-kind="system"]').hidden && document.querySelector('#rule-resource').closest('[hidden]') !== null`)
+	tb.fill("#rule-system-metricType", "cpuUsage")
+	tb.fill("#rule-system-triggerCount", "0.8")
+	tb.click("#rule-save")
+	tb.waitText("main h1", "Rules")
+	sys := n.rule(t, 1)
+	if sys.Kind != "system" || sys.Resource != "" || sys.MetricType == nil || *sys.MetricType != "cpuUsage" || *sys.TriggerCount != 0.8 {
+		t.Fatalf("system rule = %+v, want cpuUsage 0.8 on no resource", sys)
+	}
+	if n.engine.SystemRules()[0].Name != sys.Name {
+		t.Fatalf("the server's engine runs %+v, want %s", n.engine.SystemRules(), sys.Name)
+	}
+}

@@ -60,6 +60,15 @@ func TestProtectParams(t *testing.T) {
 			wantMessage: "too many requests: blocked by authority rule no-ci",
 		},
 		{
+			name:  "a system rule guards every route of the API",
+			rules: []string{`{"name":"api-inbound","kind":"system","metricType":"inboundQps","triggerCount":2}`},
+			calls: []call{
+				{"ci", "GET", rules, 200}, {"carol", "GET", "/api/v1/me", 200}, {"ci", "GET", "/api/v1/me", 429},
+				{"admin", "GET", rules, 200}, {"", "GET", "/api/v1/health", 200},
+			},
+			wantMessage: "too many requests: blocked by system rule api-inbound",
+		},
+		{
 			name: "health and logging in are never guarded",
 			rules: []string{
 				`{"name":"health-ip","kind":"hotspot","resource":"GET /api/v1/health","paramKey":"ip","threshold":0}`,

@@ -71,6 +71,9 @@ type RuleKind struct {
 	Title  string         `json:"title" example:"Flow rule"`
 	Help   string         `json:"help" example:"cap requests per second or calls in flight"`
 	Fields []engine.Field `json:"fields" swaggertype:"array,object"`
+	// NoResource is true for a kind whose rules are on no resource
+	// (system rules guard their whole process): a form leaves it out.
+	NoResource bool `json:"noResource,omitempty" example:"false"`
 }
 
 // DemoMarks tell the rules sluice --demo seeded.
@@ -115,7 +118,7 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
 	kinds := make([]RuleKind, len(rules.Kinds))
 	for i, k := range rules.Kinds {
-		kinds[i] = RuleKind{Kind: k.Kind, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields}
+		kinds[i] = RuleKind{Kind: k.Kind, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource}
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
 		Envelope: rules.EnvelopeFields, Kinds: kinds,

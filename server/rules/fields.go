@@ -17,6 +17,9 @@ type Kind struct {
 	// Help says in a few words what a rule of the kind does.
 	Help   string
 	Fields engine.Fields
+	// NoResource says that a rule of the kind is on no resource: it
+	// guards its whole process.
+	NoResource bool
 }
 
 // Kinds are the rule kinds, in the order clients offer them.
@@ -25,6 +28,7 @@ var Kinds = []Kind{
 	{Kind: KindBreaker, Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
 	{Kind: KindHotspot, Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
 	{Kind: KindAuthority, Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
+	{Kind: KindSystem, Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: engine.SystemRuleFields, NoResource: true},
 }
 
 // knownKinds lists the kinds a rule may have, for error messages.

@@ -16,6 +16,7 @@ const (
 	KindBreaker   = "circuitBreaker"
 	KindHotspot   = "hotspot"
 	KindAuthority = "authority"
+	KindSystem    = "system"
 )
 
 // Content is a rule as apply accepts it and export writes it: the
@@ -24,8 +25,10 @@ const (
 // rule) are left out.
 type Content struct {
 	Name        string `json:"name" example:"orders-qps"`
-	Kind        string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority" example:"flow"`
-	Resource    string `json:"resource" example:"GET:/api/orders"`
+	Kind        string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system" example:"flow"`
+	// Resource is what the rule guards; a system rule has none (it guards
+	// every inbound call of its process).
+	Resource string `json:"resource,omitempty" example:"GET:/api/orders"`
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
 	Description string `json:"description" example:"Black Friday cap"`
@@ -50,12 +53,14 @@ type Content struct {
 	// wait.
 	MaxQueueingTimeMs *int64 `json:"maxQueueingTimeMs,omitempty" example:"500"`
 	// Strategy is, for circuit breakers, what opens them; for authority
-	// rules, whether the origins listed are allowed or denied.
-	Strategy *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount,allow,deny" example:"errorRatio"`
+	// rules, whether the origins listed are allowed or denied; for system
+	// rules, what happens past the trigger.
+	Strategy *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount,allow,deny,noAdaptive,bbr" example:"errorRatio"`
 	FlowFields
 	BreakerFields
 	HotspotFields
 	AuthorityFields
+	SystemFields
 } //@name server.RuleContent
 
 // FlowFields are the fields of a flow rule (kind flow) no other kind has.
@@ -96,6 +101,13 @@ type AuthorityFields struct {
 	Origins *[]string `json:"origins,omitempty" example:"checkout,billing"`
 }
 
+// SystemFields are the fields of a system rule (kind system) no other kind
+// has.
+type SystemFields struct {
+	MetricType   *string  `json:"metricType,omitempty" enums:"load,avgRt,concurrency,inboundQps,cpuUsage" example:"cpuUsage"`
+	TriggerCount *float64 `json:"triggerCount,omitempty" example:"0.8"`
+}
+
 // APIRule is a stored rule as the API shows it: its content, and the fields the
 // server keeps.
 type APIRule struct {
@@ -125,6 +137,7 @@ type Rule struct {
 	Breaker     engine.CircuitBreakerRule // kind circuitBreaker
 	Hotspot     engine.HotspotRule        // kind hotspot
 	Authority   engine.AuthorityRule      // kind authority
+	System      engine.SystemRule         // kind system
 	Version     int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -158,6 +171,22 @@ func (r *Rule) engineAuthority() engine.AuthorityRule {
 	return a
 }
 
+// engineSystem is the system rule the engine loads.
+func (r *Rule) engineSystem() engine.SystemRule {
+	sys := r.System
+	sys.Name, sys.Mode = r.Name, engine.Mode(r.Mode)
+	return sys
+}
+
+// subject is what a name made up for the rule names: its resource, or a
+// system rule's metric ("system-cpuusage").
+func (r *Rule) subject() string {
+	if r.Kind == KindSystem {
+		return string(r.System.MetricType)
+	}
+	return r.Resource
+}
+
 // expiresAt points at when the rule stops applying, in Unix milliseconds,
 // 0 for never: its kind's engine rule keeps it, so it is stored with the
 // spec.
@@ -169,6 +198,8 @@ func (r *Rule) expiresAt() *int64 {
 		return &r.Hotspot.ExpiresAtMs
 	case KindAuthority:
 		return &r.Authority.ExpiresAtMs
+	case KindSystem:
+		return &r.System.ExpiresAtMs
 	}
 	return &r.Flow.ExpiresAtMs
 }
@@ -195,6 +226,8 @@ func (r *Rule) spec() any {
 		return &r.Hotspot
 	case KindAuthority:
 		return &r.Authority
+	case KindSystem:
+		return &r.System
 	}
 	return &r.Flow
 }
@@ -231,6 +264,9 @@ func (r *Rule) withDefaults() {
 	case KindAuthority:
 		r.Authority = r.Authority.WithDefaults()
 		r.Authority.Name, r.Authority.Resource, r.Authority.Mode = "", "", ""
+	case KindSystem:
+		r.System = r.System.WithDefaults()
+		r.System.Name, r.System.Mode = "", ""
 	}
 }
 
@@ -245,6 +281,13 @@ func (r *Rule) validate() []engine.FieldError {
 		return r.engineHotspot().Validate()
 	case KindAuthority:
 		return r.engineAuthority().Validate()
+	case KindSystem:
+		errs := r.engineSystem().Validate()
+		if r.Resource != "" {
+			errs = append(errs, engine.FieldError{Field: "resource",
+				Message: "must be absent: a system rule guards every inbound call of its process"})
+		}
+		return errs
 	}
 	return nil
 }

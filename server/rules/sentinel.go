@@ -102,7 +102,7 @@ func convertSentinel(items []json.RawMessage, kind string, fill func(o *strictjs
 		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
 			r := Rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
 			o.Str("resource", &r.Resource)
-			r.Name, _ = uniqueName(kind, r.Resource, func(name string) (bool, error) { return named[name], nil })
+			r.Name, _ = uniqueName(kind, r.subject(), func(name string) (bool, error) { return named[name], nil })
 			named[r.Name] = true
 			o.Label = r.Name
 			fill(o, &r)

@@ -127,6 +127,7 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		resources, onResource := s.touched(tx.changed)
 		rule := s.ruleOf(tx.changed)
 		touched = ruleSet(resources, onResource, rule, "")
+		touched.System, touched.ReplaceSystem = s.systemSet(tx.changed, "")
 		if err := s.engine.ValidateResourceRules(touched); err != nil {
 			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
 		}
@@ -168,6 +169,7 @@ func requestFields(err error, failed string, touched engine.ResourceRules, writt
 		"circuitBreakers": namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
 		"hotspot":         namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
 		"authority":       namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
+		"system":          namesOf(touched.System, func(r engine.SystemRule) string { return r.Name }),
 	}
 	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
 	for _, fe := range engineErr.Fields {
@@ -217,17 +219,18 @@ func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64
 			})
 		}
 	}
+	// System rules are on no resource: systemSet has them.
 	changedIDs := slices.Sorted(maps.Keys(changed))
 	for _, id := range changedIDs {
-		if old, ok := s.rules[id]; ok {
+		if old, ok := s.rules[id]; ok && old.Kind != KindSystem {
 			touch(old.Resource)
 		}
-		if r := changed[id]; r != nil {
+		if r := changed[id]; r != nil && r.Kind != KindSystem {
 			touch(r.Resource)
 		}
 	}
 	for _, id := range changedIDs {
-		if r := changed[id]; r != nil {
+		if r := changed[id]; r != nil && r.Kind != KindSystem {
 			ids[r.Resource] = append(ids[r.Resource], id)
 		}
 	}
@@ -314,8 +317,10 @@ func (s *Service) record(changed map[int64]*Rule) {
 		if r != nil {
 			s.rules[id] = *r
 			s.named[r.Name] = id
-			s.onResource[r.Resource] = append(s.onResource[r.Resource], id)
-			touched[r.Resource] = true
+			if r.Kind != KindSystem {
+				s.onResource[r.Resource] = append(s.onResource[r.Resource], id)
+				touched[r.Resource] = true
+			}
 		}
 	}
 	for resource := range touched {
@@ -352,14 +357,45 @@ func (r *Rule) enforce(set *engine.ResourceRules) {
 		set.Hotspot = append(set.Hotspot, r.engineHotspot())
 	case r.Kind == KindAuthority:
 		set.Authority = append(set.Authority, r.engineAuthority())
+	case r.Kind == KindSystem:
+		set.System = append(set.System, r.engineSystem())
 	}
+}
+
+// systemSet returns the enabled system rules that the engines of app run
+// (the server's own: ""), the write's changes applied, and true, when the
+// write changed a system rule; they are all loaded together, as a
+// process's. Otherwise nil and false: the engine keeps its own.
+func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.SystemRule, bool) {
+	touched := false
+	for id, r := range changed {
+		old, stored := s.rules[id]
+		touched = touched || (r != nil && r.Kind == KindSystem) || (stored && old.Kind == KindSystem)
+	}
+	if !touched {
+		return nil, false
+	}
+	var set engine.ResourceRules
+	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
+		if _, ok := changed[id]; !ok {
+			if r := s.rules[id]; r.Kind == KindSystem && r.runsIn(app) {
+				r.enforce(&set)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(changed)) {
+		if r := changed[id]; r != nil && r.Kind == KindSystem && r.runsIn(app) {
+			r.enforce(&set)
+		}
+	}
+	return set.System, true
 }
 
 // loadEvery hands every kind of set to the engine, each as a full
 // replacement.
 func loadEvery(e *engine.Engine, set engine.ResourceRules) error {
 	return errors.Join(e.LoadFlowRules(set.Flow), e.LoadCircuitBreakerRules(set.CircuitBreakers),
-		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority))
+		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority), e.LoadSystemRules(set.System))
 }
 
 // NowMs is the engine's time, in Unix milliseconds, by which rules expire.

@@ -211,7 +211,7 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 // createRule stores r, naming it first if it has no name.
 func createRule(tx *Tx, r *Rule, who Actor) error {
 	if r.Name == "" {
-		name, err := uniqueName(r.Kind, r.Resource, func(name string) (bool, error) {
+		name, err := uniqueName(r.Kind, r.subject(), func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
 			if errors.Is(err, store.ErrNotFound) {
 				return false, nil

@@ -233,6 +233,8 @@ export function render(ctx) {
     for (const [k, set] of Object.entries(kindSets)) {
       set.hidden = k !== kind;
     }
+    const resource = groups.envelope.find((f) => f.spec.name === 'resource');
+    resource.row.hidden = Boolean(schema.kinds.find((k) => k.kind === kind)?.noResource);
     const v = values(kind);
     for (const f of groups[kind]) {
       f.row.hidden = Boolean(f.spec.when && !f.spec.when(v));
@@ -245,6 +247,9 @@ export function render(ctx) {
     const out = { kind };
     for (const f of groups.envelope) {
       const value = f.read();
+      if (f.row.hidden) {
+        continue;
+      }
       if (!blank(value) || f.spec.name === 'description') {
         out[f.spec.name] = value;
       }
