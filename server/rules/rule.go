@@ -24,11 +24,11 @@ const (
 // do not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
 // rule) are left out.
 type Content struct {
-	Name        string `json:"name" example:"orders-qps"`
-	Kind        string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system" example:"flow"`
+	Name string `json:"name" example:"orders-qps"`
+	Kind string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system" example:"flow"`
 	// Resource is what the rule guards; a system rule has none (it guards
 	// every inbound call of its process).
-	Resource string `json:"resource,omitempty" example:"GET:/api/orders"`
+	Resource    string `json:"resource,omitempty" example:"GET:/api/orders"`
 	Enabled     bool   `json:"enabled" example:"true"`
 	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
 	Description string `json:"description" example:"Black Friday cap"`
