@@ -127,6 +127,11 @@ type Server struct {
 	ruleFileRoutes ruleFileRoutes // the routes that read large bodies themselves
 	unguardedAPI   bool
 
+	// follow ends the replication listener (follow.go); followed is
+	// closed when it has returned.
+	follow   context.CancelFunc
+	followed chan struct{}
+
 	mu        sync.Mutex
 	listeners []net.Listener
 	stopped   bool
@@ -218,6 +223,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
 	s.metrics.Start()
+	s.startFollowing()
 	return s, nil
 }
 
@@ -408,6 +414,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.close()
+	s.follow()
+	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.
 	s.metrics.Stop()
 	return errors.Join(err, s.metrics.FinalFlush(ctx))

@@ -196,20 +196,30 @@ func (s *Store) DeleteSessionsBefore(ctx context.Context, expiredBefore, idleBef
 }
 
 // CreateToken inserts t and sets its ID; ErrConflict if its name is taken.
+// The other replicas are told (ChangedTokens).
 func (s *Store) CreateToken(ctx context.Context, t *APIToken) error {
 	t.ID = 0
-	return translate(s.db.WithContext(ctx).Create(t).Error)
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := translate(tx.Create(t).Error); err != nil {
+			return err
+		}
+		return announce(tx, ChangedTokens)
+	})
 }
 
 // PutToken stores t under its name, replacing a token of that name: the
-// bootstrap token is registered again at every start, idempotently.
+// bootstrap token is registered again at every start, idempotently. The
+// other replicas are told (ChangedTokens).
 func (s *Store) PutToken(ctx context.Context, t *APIToken) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("name = ?", t.Name).Delete(&APIToken{}).Error; err != nil {
 			return err
 		}
 		t.ID = 0
-		return translate(tx.Create(t).Error)
+		if err := translate(tx.Create(t).Error); err != nil {
+			return err
+		}
+		return announce(tx, ChangedTokens)
 	})
 }
 
@@ -221,15 +231,18 @@ func (s *Store) AllTokens(ctx context.Context) ([]APIToken, error) {
 }
 
 // DeleteToken revokes the token with id; ErrNotFound if there is none.
+// The other replicas are told (ChangedTokens).
 func (s *Store) DeleteToken(ctx context.Context, id int64) error {
-	res := s.db.WithContext(ctx).Where("id = ?", id).Delete(&APIToken{})
-	if res.Error != nil {
-		return res.Error
-	}
-	if res.RowsAffected == 0 {
-		return ErrNotFound
-	}
-	return nil
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		res := tx.Where("id = ?", id).Delete(&APIToken{})
+		if res.Error != nil {
+			return res.Error
+		}
+		if res.RowsAffected == 0 {
+			return ErrNotFound
+		}
+		return announce(tx, ChangedTokens)
+	})
 }
 
 // TouchTokens records when tokens were last used, by ID.

@@ -25,6 +25,9 @@ type Store struct {
 	read   *gorm.DB
 	b      *backend
 	logger *slog.Logger
+	// url is the PostgreSQL database's, for the listener of Changes; ""
+	// on SQLite.
+	url string
 }
 
 // Option changes how Open builds a Store.
@@ -56,9 +59,9 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 		logger = slog.Default()
 	}
 
-	open := openSQLite
+	open, url := openSQLite, ""
 	if IsPostgres(path) {
-		open = openPostgres
+		open, url = openPostgres, path
 	}
 	b, err := open(path)
 	if err != nil {
@@ -84,7 +87,7 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.close())
 	}
-	s := &Store{db: db, read: read, b: b, logger: logger}
+	s := &Store{db: db, read: read, b: b, logger: logger, url: url}
 	if err := s.Ping(ctx); err != nil {
 		return nil, errors.Join(fmt.Errorf("the database %s cannot be written: %w", path, err), b.close())
 	}

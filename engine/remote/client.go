@@ -250,8 +250,9 @@ func (c *Client) Start(ctx context.Context) error {
 }
 
 // Close stops the sync and the reports, posts what the engine counted
-// since the last report (the current minute so far included), and closes
-// the engine: traffic it counts afterwards is not reported. It returns
+// since the last report (the current minute so far included), closes the
+// engine (traffic it counts afterwards is not reported) and the idle
+// connections to the server. It returns
 // that last report's error, if any. Safe to call more than once.
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
@@ -270,6 +271,9 @@ func (c *Client) Close() error {
 			}
 		}
 		c.engine.Close()
+		// Nothing more is sent: a kept-alive connection would hold a
+		// server that shuts down gracefully until its idle timeout.
+		c.http.CloseIdleConnections()
 	})
 	return c.closeErr
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
@@ -91,13 +92,19 @@ func New(st *store.Store, eng *engine.Engine) *Service {
 func (s *Service) Load(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.readAll(ctx); err != nil {
+		return err
+	}
+	return loadEvery(s.engine, enabledRules(s.rules))
+}
+
+// readAll reads every rule from the store in place of those held. The
+// caller holds mu.
+func (s *Service) readAll(ctx context.Context) error {
 	rows, err := s.store.AllRules(ctx)
 	if err != nil {
 		return err
 	}
-	s.rules = make(map[int64]Rule, len(rows))
-	s.named = make(map[string]int64, len(rows))
-	s.onResource = map[string][]int64{}
 	stored := make(map[int64]*Rule, len(rows))
 	for _, row := range rows {
 		r, err := fromStore(row)
@@ -106,8 +113,53 @@ func (s *Service) Load(ctx context.Context) error {
 		}
 		stored[r.ID] = &r
 	}
+	s.rules = make(map[int64]Rule, len(rows))
+	s.named = make(map[string]int64, len(rows))
+	s.onResource = map[string][]int64{}
 	s.record(stored)
-	return loadEvery(s.engine, enabledRules(s.rules))
+	return nil
+}
+
+// Follow keeps the rules in step with the other replicas that share the
+// database (PostgreSQL), until ctx ends: whenever one announces a rule
+// write, or the listener (re)connects and may have missed some, the rules
+// are read again and the engine loaded with them, unless the revision is
+// the one already loaded (the announcement of this replica's own write).
+// Every other announcement goes to also (store.Store.Changes), on the
+// same goroutine. On SQLite it returns at once.
+func (s *Service) Follow(ctx context.Context, logger *slog.Logger, also func(what string)) {
+	s.store.Changes(ctx, func(what string) {
+		if what == store.ChangedRules || what == store.ChangedEverything {
+			if err := s.resync(ctx); err != nil && ctx.Err() == nil {
+				logger.Error("rules: reading the rules another replica wrote failed", "error", err)
+			}
+		}
+		also(what)
+	})
+}
+
+// resync reads every rule again, as Load does, if the store's revision is
+// not the one loaded (every rule write adds a revision, so a missed
+// announcement shows too), and wakes the snapshot's waiters.
+func (s *Service) resync(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rev, err := s.store.RulesRevision(ctx)
+	if err != nil {
+		return err
+	}
+	s.watch.mu.Lock()
+	current := s.watch.loaded && s.watch.revision == rev
+	s.watch.mu.Unlock()
+	if current {
+		return nil
+	}
+	if err := s.readAll(ctx); err != nil {
+		return err
+	}
+	err = loadEvery(s.engine, enabledRules(s.rules))
+	s.changed(ctx)
+	return err
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
@@ -139,7 +191,7 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		if dryRun {
 			return errDryRun
 		}
-		return nil
+		return stx.Changed(store.ChangedRules)
 	})
 	if dryRun && errors.Is(err, errDryRun) {
 		return nil
