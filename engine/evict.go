@@ -137,10 +137,8 @@ func (r *Resource) idleAt(nowMs, ttlMs int64) bool {
 		return false
 	}
 	lastMs := r.firstSeenMs
-	for i := range r.minute.Len() {
-		if start := r.minute.At(i).StartMs(); start >= 0 {
-			lastMs = max(lastMs, start+minuteMs)
-		}
+	if start, ok := r.second.NewestMinuteMs(); ok {
+		lastMs = max(lastMs, start+minuteMs)
 	}
 	return nowMs-lastMs >= ttlMs
 }

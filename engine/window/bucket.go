@@ -32,22 +32,12 @@ type Bucket struct {
 }
 
 // Extremes are the extremes of response time and concurrency over a
-// bucket's span, kept beside the buckets of the windows that ask for them
-// (see LeapArray.KeepExtremes): the minute windows history is made of, not
-// the second windows decisions read, which need the memory less.
+// minute of a Tally: they cannot be told from running totals, so calls
+// record them here too (a load, and a CAS only for a new extreme).
 type Extremes struct {
 	minRt          atomic.Int64
 	maxRt          atomic.Int64
 	maxConcurrency atomic.Int64
-}
-
-// Snapshot is a plain copy of a bucket's values and of its extremes.
-type Snapshot struct {
-	StartMs        int64
-	Counts         [NumEvents]int64
-	MinRtMs        int64 // 0 when no call completed or the window keeps no extremes
-	MaxRtMs        int64
-	MaxConcurrency int64
 }
 
 // StartMs returns the start of the time span the bucket counts.
@@ -84,7 +74,7 @@ func (b *Bucket) reset() {
 	}
 }
 
-// reset forgets the extremes. The caller owns their bucket.
+// reset forgets the extremes. The caller owns their minute.
 func (x *Extremes) reset() {
 	x.minRt.Store(noRt)
 	x.maxRt.Store(0)

@@ -1,0 +1,346 @@
+package window
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// The shape of a Tally: the last second in spans of 100 ms, and minutes.
+const (
+	// SpanMs is the length of one span of a Tally's second.
+	SpanMs = 100
+	// Spans is how many spans a Tally keeps: the last second.
+	Spans = 10
+	// MinuteMs is the length of a Tally's minute.
+	MinuteMs = 60_000
+	// minutes is how many minutes a Tally keeps: the current one and the
+	// one before, so that a finished minute can be collected for a whole
+	// minute after it ends.
+	minutes = 2
+)
+
+// Tally counts a resource's events as running totals, and marks what the
+// totals were as each span of the last second and each of the last two
+// minutes began: what happened in a span (or minute) is the difference
+// between its mark and the next one's, or the totals for the newest. A
+// call adds to the totals, one cache line that it writes and nothing else,
+// however many windows read them; the second and minute windows cost a
+// copy of the totals once per span, made by the call that starts it.
+//
+//	totals       ------------------------------------> T
+//	span marks   | m(90) | m(91) | … | m(99) | m(100) |   (100 ms each)
+//	minute marks | M(0) ………………………………… | M(1)  ………    (60 s each)
+//
+//	passes in span 99 = m(100)[Pass] - m(99)[Pass]
+//	passes in span 100, the newest so far = T[Pass] - m(100)[Pass]
+//
+// The writer that finds the newest span over for its time starts the next
+// one: it claims newest (resetting), copies the totals into the new span's
+// mark (and into the spans it skipped, which saw nothing, and into a new
+// minute's mark), then publishes the span's start; other writers yield
+// meanwhile (a few dozen stores). Spans start in time order: a call whose
+// time is before the newest span (it read the clock just before another
+// call started a span, or a manual clock went back) counts in the newest,
+// so that nothing counted is lost and no span's count is negative. A
+// reader copies the marks and the totals, and again if a span started
+// meanwhile.
+//
+// A Tally must not be copied once used. Its zero value is not ready: call
+// Init.
+type Tally struct {
+	// totals come first: the resource that embeds a Tally puts them on the
+	// cache line of its other per-call counters.
+	totals [NumEvents]atomic.Int64
+	// newest is the start of the newest span, never before the first, or
+	// resetting while a writer starts one.
+	newest atomic.Int64
+	// marks[k % Spans] is what the totals were as span k (start k ×
+	// SpanMs) began, for the Spans spans up to the newest.
+	marks [Spans][NumEvents]atomic.Int64
+	// minutes[m % minutes] is minute m (start m × MinuteMs) if it began,
+	// with what the totals were then.
+	minutes [minutes]minuteMark
+	// collected is what the totals were when Collect last read them; only
+	// Collect, one call at a time, uses it.
+	collected [NumEvents]int64
+}
+
+// minuteMark is a minute's start, the totals as it began and the extremes
+// of its calls.
+type minuteMark struct {
+	start atomic.Int64
+	at    [NumEvents]atomic.Int64
+	x     Extremes
+}
+
+// Span is one span of a Tally's second, as At returns it.
+type Span struct {
+	start  int64
+	counts [NumEvents]int64
+}
+
+// StartMs returns the start of the span.
+func (s Span) StartMs() int64 { return s.start }
+
+// Get returns the count of ev in the span.
+func (s Span) Get(ev Event) int64 { return s.counts[ev] }
+
+// Minute is what Collect hands out for one minute: the counts since the
+// previous collection and the extremes of the whole minute so far.
+type Minute struct {
+	StartMs        int64
+	Counts         [NumEvents]int64
+	MinRtMs        int64 // 0 when no call completed
+	MaxRtMs        int64
+	MaxConcurrency int64
+}
+
+// view is a consistent copy of a Tally's marks and totals.
+type view struct {
+	newest  int64
+	totals  [NumEvents]int64
+	marks   [Spans][NumEvents]int64
+	minutes [minutes]struct {
+		start int64
+		at    [NumEvents]int64
+	}
+}
+
+// Init readies t, which holds nothing yet.
+func (t *Tally) Init() {
+	t.newest.Store(never)
+	for i := range t.minutes {
+		t.minutes[i].start.Store(never)
+		t.minutes[i].x.reset()
+	}
+}
+
+// Current starts the span of nowMs if it is not started, and returns the
+// extremes of the newest minute: record a call with it and Add, after.
+func (t *Tally) Current(nowMs int64) *Extremes {
+	if s := t.newest.Load(); nowMs < s+SpanMs {
+		return &t.minutes[slotOf(s, MinuteMs, minutes)].x
+	}
+	return t.roll(nowMs)
+}
+
+// roll starts the span of nowMs, unless another writer did: Current's
+// slow path.
+func (t *Tally) roll(nowMs int64) *Extremes {
+	for {
+		s := t.newest.Load()
+		switch {
+		case s == resetting:
+			runtime.Gosched()
+			continue
+		case nowMs < s+SpanMs:
+			return &t.minutes[slotOf(s, MinuteMs, minutes)].x
+		case !t.newest.CompareAndSwap(s, resetting):
+			continue
+		}
+		start := floorTo(nowMs, SpanMs)
+		var at [NumEvents]int64
+		for ev := range at {
+			at[ev] = t.totals[ev].Load()
+		}
+		// The spans skipped since the newest saw nothing: they begin
+		// with the same totals.
+		for k := max(s+SpanMs, start-(Spans-1)*SpanMs); k <= start; k += SpanMs {
+			mark := &t.marks[slotOf(k, SpanMs, Spans)]
+			for ev := range at {
+				mark[ev].Store(at[ev])
+			}
+		}
+		minute := floorTo(start, MinuteMs)
+		m := &t.minutes[slotOf(minute, MinuteMs, minutes)]
+		if minute > floorTo(s, MinuteMs) {
+			m.x.reset()
+			for ev := range at {
+				m.at[ev].Store(at[ev])
+			}
+			m.start.Store(minute)
+		}
+		t.newest.Store(start)
+		return &m.x
+	}
+}
+
+// Add counts n events of kind ev, after Current.
+func (t *Tally) Add(ev Event, n int64) { t.totals[ev].Add(n) }
+
+// AddComplete counts n completed calls that took rtMs each, errors of
+// them, after Current.
+func (t *Tally) AddComplete(n, rtMs, errors int64) {
+	t.totals[Complete].Add(n)
+	if rtMs > 0 {
+		t.totals[RtSum].Add(n * rtMs)
+	}
+	if errors > 0 {
+		t.totals[Error].Add(errors)
+	}
+}
+
+// load copies the marks and the totals, consistently: again if a span
+// started meanwhile.
+func (t *Tally) load(v *view) {
+	for {
+		n := t.newest.Load()
+		if n == resetting {
+			runtime.Gosched()
+			continue
+		}
+		for k := range v.marks {
+			for ev := range v.marks[k] {
+				v.marks[k][ev] = t.marks[k][ev].Load()
+			}
+		}
+		for i := range v.minutes {
+			v.minutes[i].start = t.minutes[i].start.Load()
+			for ev := range v.minutes[i].at {
+				v.minutes[i].at[ev] = t.minutes[i].at[ev].Load()
+			}
+		}
+		for ev := range v.totals {
+			v.totals[ev] = t.totals[ev].Load()
+		}
+		if t.newest.Load() == n {
+			v.newest = n
+			return
+		}
+	}
+}
+
+// mark returns what the totals were as span k began, k at most one past
+// the newest span and in the ring: the totals themselves past the newest.
+func (v *view) mark(k int64) *[NumEvents]int64 {
+	if k > v.newest/SpanMs {
+		return &v.totals
+	}
+	return &v.marks[slotOf(k*SpanMs, SpanMs, Spans)]
+}
+
+// sum returns the counts of the spans from first to last, those kept.
+func (v *view) sum(first, last int64) [NumEvents]int64 {
+	var sums [NumEvents]int64
+	if v.newest == never {
+		return sums
+	}
+	newest := floorTo(v.newest, SpanMs) / SpanMs
+	first, last = max(first, newest-Spans+1), min(last, newest)
+	if first > last {
+		return sums
+	}
+	from, to := v.mark(first), v.mark(last+1)
+	for ev := range sums {
+		sums[ev] = to[ev] - from[ev]
+	}
+	return sums
+}
+
+// IntervalMs returns the length of the second the spans cover.
+func (t *Tally) IntervalMs() int64 { return Spans * SpanMs }
+
+// BucketLenMs returns the length of one span.
+func (t *Tally) BucketLenMs() int64 { return SpanMs }
+
+// Len returns the number of spans kept.
+func (t *Tally) Len() int { return Spans }
+
+// At returns the span in slot i, 0 <= i < Len: the latest span up to the
+// newest that it holds. A span before the first holds nothing.
+func (t *Tally) At(i int) Span {
+	var v view
+	t.load(&v)
+	newest := floorTo(v.newest, SpanMs) / SpanMs
+	k := newest - (newest-int64(i))%Spans
+	if (newest-int64(i))%Spans < 0 {
+		k -= Spans
+	}
+	return Span{start: k * SpanMs, counts: v.sum(k, k)}
+}
+
+// SumAll returns the count of every event over the spans that start in
+// (nowMs-interval, nowMs]: the last second, the current span included.
+func (t *Tally) SumAll(nowMs int64) [NumEvents]int64 {
+	var v view
+	t.load(&v)
+	return v.sum(floorTo(nowMs-Spans*SpanMs, SpanMs)/SpanMs+1, floorTo(nowMs, SpanMs)/SpanMs)
+}
+
+// NewestMinuteMs returns the start of the newest minute with a call
+// counted, and false if none was.
+func (t *Tally) NewestMinuteMs() (int64, bool) {
+	for {
+		switch n := t.newest.Load(); n {
+		case resetting:
+			runtime.Gosched()
+		case never:
+			return 0, false
+		default:
+			return floorTo(n, MinuteMs), true
+		}
+	}
+}
+
+// Collect appends to out what the totals counted since the previous call,
+// per minute kept: the older minute has everything before the newest
+// minute began, the newest what came after. Minutes with nothing counted
+// since are left out. Only one Collect may run at a time.
+func (t *Tally) Collect(out []Minute) []Minute {
+	var v view
+	t.load(&v)
+	if v.newest == never {
+		return out
+	}
+	newestMinute := floorTo(v.newest, MinuteMs)
+	cur := slotOf(newestMinute, MinuteMs, minutes)
+	older := (cur + 1) % minutes
+	if s := v.minutes[older].start; s != never && s < newestMinute {
+		out = t.appendMinute(out, older, s, &t.collected, &v.minutes[cur].at)
+	}
+	out = t.appendMinute(out, cur, newestMinute, &v.minutes[cur].at, &v.totals)
+	t.collected = v.totals
+	return out
+}
+
+// appendMinute appends minute slot i, which starts at startMs, with the
+// counts from what was collected (or from, if later) up to to.
+func (t *Tally) appendMinute(out []Minute, i int, startMs int64, from, to *[NumEvents]int64) []Minute {
+	var m Minute
+	counted := false
+	for ev := range m.Counts {
+		if d := to[ev] - max(from[ev], t.collected[ev]); d > 0 {
+			m.Counts[ev], counted = d, true
+		}
+	}
+	if !counted {
+		return out
+	}
+	m.StartMs = startMs
+	x := &t.minutes[i].x
+	if minRt := x.minRt.Load(); minRt != noRt {
+		m.MinRtMs = minRt
+	}
+	m.MaxRtMs = x.maxRt.Load()
+	m.MaxConcurrency = x.maxConcurrency.Load()
+	return append(out, m)
+}
+
+// floorTo rounds ms down to a multiple of unit.
+func floorTo(ms, unit int64) int64 {
+	r := ms % unit
+	if r < 0 {
+		r += unit
+	}
+	return ms - r
+}
+
+// slotOf returns the slot, in a ring of n, of the span of unit that holds
+// ms.
+func slotOf(ms, unit int64, n int) int {
+	k := floorTo(ms, unit) / unit % int64(n)
+	if k < 0 {
+		k += int64(n)
+	}
+	return int(k)
+}
