@@ -52,8 +52,10 @@ type Tally struct {
 	// cache line of its other per-call counters.
 	totals [NumEvents]atomic.Int64
 	// newest is the start of the newest span, never before the first, or
-	// resetting while a writer starts one.
-	newest atomic.Int64
+	// resetting while a writer starts one; newestX the extremes of its
+	// minute.
+	newest  atomic.Int64
+	newestX atomic.Pointer[Extremes]
 	// marks[k % Spans] is what the totals were as span k (start k ×
 	// SpanMs) began, for the Spans spans up to the newest.
 	marks [Spans][NumEvents]atomic.Int64
@@ -103,6 +105,8 @@ type view struct {
 	minutes [minutes]struct {
 		start int64
 		at    [NumEvents]int64
+		// minRt, maxRt and maxConcurrency are the minute's extremes.
+		minRt, maxRt, maxConcurrency int64
 	}
 }
 
@@ -119,7 +123,7 @@ func (t *Tally) Init() {
 // extremes of the newest minute: record a call with it and Add, after.
 func (t *Tally) Current(nowMs int64) *Extremes {
 	if s := t.newest.Load(); nowMs < s+SpanMs {
-		return &t.minutes[slotOf(s, MinuteMs, minutes)].x
+		return t.newestX.Load()
 	}
 	return t.roll(nowMs)
 }
@@ -134,7 +138,7 @@ func (t *Tally) roll(nowMs int64) *Extremes {
 			runtime.Gosched()
 			continue
 		case nowMs < s+SpanMs:
-			return &t.minutes[slotOf(s, MinuteMs, minutes)].x
+			return t.newestX.Load()
 		case !t.newest.CompareAndSwap(s, resetting):
 			continue
 		}
@@ -159,6 +163,7 @@ func (t *Tally) roll(nowMs int64) *Extremes {
 				m.at[ev].Store(at[ev])
 			}
 			m.start.Store(minute)
+			t.newestX.Store(&m.x)
 		}
 		t.newest.Store(start)
 		return &m.x
@@ -180,8 +185,8 @@ func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	}
 }
 
-// load copies the marks and the totals, consistently: again if a span
-// started meanwhile.
+// load copies the marks, the minutes and the totals, consistently: again
+// if a span started meanwhile.
 func (t *Tally) load(v *view) {
 	for {
 		n := t.newest.Load()
@@ -195,10 +200,12 @@ func (t *Tally) load(v *view) {
 			}
 		}
 		for i := range v.minutes {
-			v.minutes[i].start = t.minutes[i].start.Load()
-			for ev := range v.minutes[i].at {
-				v.minutes[i].at[ev] = t.minutes[i].at[ev].Load()
+			m, c := &t.minutes[i], &v.minutes[i]
+			c.start = m.start.Load()
+			for ev := range c.at {
+				c.at[ev] = m.at[ev].Load()
 			}
+			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
 		}
 		for ev := range v.totals {
 			v.totals[ev] = t.totals[ev].Load()
@@ -296,16 +303,16 @@ func (t *Tally) Collect(out []Minute) []Minute {
 	cur := slotOf(newestMinute, MinuteMs, minutes)
 	older := (cur + 1) % minutes
 	if s := v.minutes[older].start; s != never && s < newestMinute {
-		out = t.appendMinute(out, older, s, &t.collected, &v.minutes[cur].at)
+		out = t.appendMinute(out, &v, older, &t.collected, &v.minutes[cur].at)
 	}
-	out = t.appendMinute(out, cur, newestMinute, &v.minutes[cur].at, &v.totals)
+	out = t.appendMinute(out, &v, cur, &v.minutes[cur].at, &v.totals)
 	t.collected = v.totals
 	return out
 }
 
-// appendMinute appends minute slot i, which starts at startMs, with the
-// counts from what was collected (or from, if later) up to to.
-func (t *Tally) appendMinute(out []Minute, i int, startMs int64, from, to *[NumEvents]int64) []Minute {
+// appendMinute appends the minute of v's slot i with the counts from what
+// was collected (or from, if later) up to to.
+func (t *Tally) appendMinute(out []Minute, v *view, i int, from, to *[NumEvents]int64) []Minute {
 	var m Minute
 	counted := false
 	for ev := range m.Counts {
@@ -316,13 +323,11 @@ func (t *Tally) appendMinute(out []Minute, i int, startMs int64, from, to *[NumE
 	if !counted {
 		return out
 	}
-	m.StartMs = startMs
-	x := &t.minutes[i].x
-	if minRt := x.minRt.Load(); minRt != noRt {
-		m.MinRtMs = minRt
+	c := &v.minutes[i]
+	m.StartMs, m.MaxRtMs, m.MaxConcurrency = c.start, c.maxRt, c.maxConcurrency
+	if c.minRt != noRt {
+		m.MinRtMs = c.minRt
 	}
-	m.MaxRtMs = x.maxRt.Load()
-	m.MaxConcurrency = x.maxConcurrency.Load()
 	return append(out, m)
 }
 
