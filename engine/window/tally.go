@@ -122,15 +122,15 @@ func (t *Tally) Init() {
 // Current starts the span of nowMs if it is not started, and returns the
 // extremes of the newest minute: record a call with it and Add, after.
 func (t *Tally) Current(nowMs int64) *Extremes {
-	if s := t.newest.Load(); nowMs < s+SpanMs {
-		return t.newestX.Load()
+	if nowMs >= t.newest.Load()+SpanMs {
+		t.roll(nowMs)
 	}
-	return t.roll(nowMs)
+	return t.newestX.Load()
 }
 
 // roll starts the span of nowMs, unless another writer did: Current's
 // slow path.
-func (t *Tally) roll(nowMs int64) *Extremes {
+func (t *Tally) roll(nowMs int64) {
 	for {
 		s := t.newest.Load()
 		switch {
@@ -138,7 +138,7 @@ func (t *Tally) roll(nowMs int64) *Extremes {
 			runtime.Gosched()
 			continue
 		case nowMs < s+SpanMs:
-			return t.newestX.Load()
+			return
 		case !t.newest.CompareAndSwap(s, resetting):
 			continue
 		}
@@ -155,9 +155,8 @@ func (t *Tally) roll(nowMs int64) *Extremes {
 				mark[ev].Store(at[ev])
 			}
 		}
-		minute := floorTo(start, MinuteMs)
-		m := &t.minutes[slotOf(minute, MinuteMs, minutes)]
-		if minute > floorTo(s, MinuteMs) {
+		if minute := floorTo(start, MinuteMs); minute > floorTo(s, MinuteMs) {
+			m := &t.minutes[slotOf(minute, MinuteMs, minutes)]
 			m.x.reset()
 			for ev := range at {
 				m.at[ev].Store(at[ev])
@@ -166,7 +165,7 @@ func (t *Tally) roll(nowMs int64) *Extremes {
 			t.newestX.Store(&m.x)
 		}
 		t.newest.Store(start)
-		return &m.x
+		return
 	}
 }
 
