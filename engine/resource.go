@@ -119,7 +119,7 @@ func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
-	r.second.Init()
+	r.second.Init(&r.passes)
 	r.rules.Store(noRules)
 	return r
 }
@@ -206,7 +206,11 @@ func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, in
 // when feeds read it.
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
 	x := r.second.Current(nowMs)
-	r.second.Add(window.Pass, count)
+	if len(feeds) == 0 {
+		// Otherwise Entry claimed them on r.passes, which second counts
+		// too (window.Tally.Init).
+		r.second.Add(window.Pass, count)
+	}
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}

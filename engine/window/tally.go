@@ -51,6 +51,9 @@ type Tally struct {
 	// totals come first: the resource that embeds a Tally puts them on the
 	// cache line of its other per-call counters.
 	totals [NumEvents]atomic.Int64
+	// claimed counts passes that are not in totals[Pass]: the owner's
+	// own counter (see Init).
+	claimed *atomic.Int64
 	// newest is the start of the newest span, never before the first, or
 	// resetting while a writer starts one; newestX the extremes of its
 	// minute.
@@ -110,8 +113,13 @@ type view struct {
 	}
 }
 
-// Init readies t, which holds nothing yet.
-func (t *Tally) Init() {
+// Init readies t, which holds nothing yet. claimed is a counter of
+// passes that the owner adds to instead of calling Add(Pass) (a resource
+// claims passes on it when its rules number them): t counts its passes
+// too, as long as each is added after Current for its time, so that the
+// claim falls in the call's span or a later one.
+func (t *Tally) Init(claimed *atomic.Int64) {
+	t.claimed = claimed
 	t.newest.Store(never)
 	for i := range t.minutes {
 		t.minutes[i].start.Store(never)
@@ -143,10 +151,7 @@ func (t *Tally) roll(nowMs int64) {
 			continue
 		}
 		start := floorTo(nowMs, SpanMs)
-		var at [NumEvents]int64
-		for ev := range at {
-			at[ev] = t.totals[ev].Load()
-		}
+		at := t.loadTotals()
 		// The spans skipped since the newest saw nothing: they begin
 		// with the same totals.
 		for k := max(s+SpanMs, start-(Spans-1)*SpanMs); k <= start; k += SpanMs {
@@ -184,6 +189,16 @@ func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	}
 }
 
+// loadTotals returns the totals, the passes claimed included.
+func (t *Tally) loadTotals() [NumEvents]int64 {
+	var totals [NumEvents]int64
+	for ev := range totals {
+		totals[ev] = t.totals[ev].Load()
+	}
+	totals[Pass] += t.claimed.Load()
+	return totals
+}
+
 // load copies the marks, the minutes and the totals, consistently: again
 // if a span started meanwhile.
 func (t *Tally) load(v *view) {
@@ -206,9 +221,7 @@ func (t *Tally) load(v *view) {
 			}
 			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
 		}
-		for ev := range v.totals {
-			v.totals[ev] = t.totals[ev].Load()
-		}
+		v.totals = t.loadTotals()
 		if t.newest.Load() == n {
 			v.newest = n
 			return

@@ -2,12 +2,13 @@ package window
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
 func newTally() *Tally {
 	t := &Tally{}
-	t.Init()
+	t.Init(&atomic.Int64{})
 	return t
 }
 
@@ -65,6 +66,31 @@ func TestTallySkippedSpansHoldNothing(t *testing.T) {
 	}
 	if got := tally.SumAll(5_350); got[Pass] != 5 || got[Block] != 0 {
 		t.Fatalf("SumAll = %v, want 5 passes and no block", got)
+	}
+}
+
+// TestTallyCountsClaimedPasses: passes added to the claimed counter after
+// Current count in the span of their time, as those given to Add do.
+func TestTallyCountsClaimedPasses(t *testing.T) {
+	var claimed atomic.Int64
+	tally := &Tally{}
+	tally.Init(&claimed)
+	tally.Current(1_000)
+	claimed.Add(2)
+	tally.Current(1_150)
+	claimed.Add(3)
+	tally.count(1_160, Pass, 1)
+	if got := tally.At(slotOf(1_000, SpanMs, Spans)).Get(Pass); got != 2 {
+		t.Errorf("span 1000 = %d passes, want 2", got)
+	}
+	if got := tally.At(slotOf(1_100, SpanMs, Spans)).Get(Pass); got != 4 {
+		t.Errorf("span 1100 = %d passes, want 4", got)
+	}
+	if got := tally.SumAll(1_150)[Pass]; got != 6 {
+		t.Errorf("SumAll = %d, want 6", got)
+	}
+	if got := tally.Collect(nil); len(got) != 1 || got[0].Counts[Pass] != 6 {
+		t.Errorf("Collect = %+v, want 6 passes", got)
 	}
 }
 
