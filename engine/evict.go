@@ -130,7 +130,7 @@ func (e *Engine) dropRetired(ms int64) {
 }
 
 // idleAt reports whether, at nowMs, the resource has no call in flight and
-// saw no traffic for ttlMs: its newest minute bucket (or its creation, if
+// saw no traffic for ttlMs: its newest minute with a call (or its creation, if
 // later) ended that long ago.
 func (r *Resource) idleAt(nowMs, ttlMs int64) bool {
 	if r.concurrency.Load() != 0 {

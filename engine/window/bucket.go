@@ -49,15 +49,6 @@ func (b *Bucket) Add(ev Event, n int64) { b.counters[ev].Add(n) }
 // Get returns the count of ev.
 func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
 
-// AddComplete counts n completed calls that took rtMs each, errors of them.
-func (b *Bucket) AddComplete(n, rtMs, errors int64) {
-	b.counters[Complete].Add(n)
-	b.counters[RtSum].Add(n * rtMs)
-	if errors > 0 {
-		b.counters[Error].Add(errors)
-	}
-}
-
 // ObserveRt records a completed call that took rtMs.
 func (x *Extremes) ObserveRt(rtMs int64) {
 	storeMin(&x.minRt, rtMs)

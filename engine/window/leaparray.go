@@ -78,12 +78,6 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 	return nil
 }
 
-// IntervalMs returns the length of the window.
-func (la *LeapArray) IntervalMs() int64 { return la.intervalMs }
-
-// BucketLenMs returns the length of one bucket.
-func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
-
 // Current returns the bucket that counts nowMs, resetting its slot first if
 // it still holds an older span. If the clock went back, the slot may hold a
 // newer span; that bucket is returned as it is, so nothing recorded is lost.
