@@ -9,14 +9,16 @@ import (
 type Event int
 
 // The counted events. RtSum is the sum of response times in milliseconds of
-// completed calls, so that RtSum/Complete is the mean.
+// completed calls, so that RtSum/Complete is the mean. ShadowBlock, which
+// only rules in shadow mode count, comes last: a Tally keeps it apart, only
+// once one is counted.
 const (
 	Pass Event = iota
 	Block
-	ShadowBlock
 	Complete
 	Error
 	RtSum
+	ShadowBlock
 	// NumEvents is the number of events above.
 	NumEvents
 )

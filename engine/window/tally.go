@@ -17,6 +17,8 @@ const (
 	// one before, so that a finished minute can be collected for a whole
 	// minute after it ends.
 	minutes = 2
+	// kept is how many events a Tally keeps inline: all but ShadowBlock.
+	kept = ShadowBlock
 )
 
 // Tally counts a resource's events as running totals, and marks what the
@@ -50,10 +52,14 @@ const (
 type Tally struct {
 	// totals come first: the resource that embeds a Tally puts them on the
 	// cache line of its other per-call counters.
-	totals [NumEvents]atomic.Int64
+	totals [kept]atomic.Int64
 	// claimed counts passes that are not in totals[Pass]: the owner's
 	// own counter (see Init).
 	claimed *atomic.Int64
+	// shadow counts ShadowBlock, nil until the first is counted: most
+	// resources have no rule in shadow mode, and the marks of an event
+	// cost a tenth of a Tally.
+	shadow atomic.Pointer[shadowTally]
 	// newest is the start of the newest span, never before the first, or
 	// resetting while a writer starts one; newestX the extremes of its
 	// minute.
@@ -61,7 +67,7 @@ type Tally struct {
 	newestX atomic.Pointer[Extremes]
 	// marks[k % Spans] is what the totals were as span k (start k ×
 	// SpanMs) began, for the Spans spans up to the newest.
-	marks [Spans][NumEvents]atomic.Int64
+	marks [Spans][kept]atomic.Int64
 	// minutes[m % minutes] is minute m (start m × MinuteMs) if it began,
 	// with what the totals were then.
 	minutes [minutes]minuteMark
@@ -74,8 +80,16 @@ type Tally struct {
 // of its calls.
 type minuteMark struct {
 	start atomic.Int64
-	at    [NumEvents]atomic.Int64
+	at    [kept]atomic.Int64
 	x     Extremes
+}
+
+// shadowTally is ShadowBlock's total and marks, kept as a Tally's others
+// are. Its marks start at zero, the total before the first was counted.
+type shadowTally struct {
+	total     atomic.Int64
+	marks     [Spans]atomic.Int64
+	minuteAts [minutes]atomic.Int64
 }
 
 // Span is one span of a Tally's second, as At returns it.
@@ -154,17 +168,25 @@ func (t *Tally) roll(nowMs int64) {
 		at := t.loadTotals()
 		// The spans skipped since the newest saw nothing: they begin
 		// with the same totals.
+		shadow := t.shadow.Load()
 		for k := max(s+SpanMs, start-(Spans-1)*SpanMs); k <= start; k += SpanMs {
-			mark := &t.marks[slotOf(k, SpanMs, Spans)]
-			for ev := range at {
-				mark[ev].Store(at[ev])
+			i := slotOf(k, SpanMs, Spans)
+			for ev := range kept {
+				t.marks[i][ev].Store(at[ev])
+			}
+			if shadow != nil {
+				shadow.marks[i].Store(at[ShadowBlock])
 			}
 		}
 		if minute := floorTo(start, MinuteMs); minute > floorTo(s, MinuteMs) {
-			m := &t.minutes[slotOf(minute, MinuteMs, minutes)]
+			i := slotOf(minute, MinuteMs, minutes)
+			m := &t.minutes[i]
 			m.x.reset()
-			for ev := range at {
+			for ev := range kept {
 				m.at[ev].Store(at[ev])
+			}
+			if shadow != nil {
+				shadow.minuteAts[i].Store(at[ShadowBlock])
 			}
 			m.start.Store(minute)
 			t.newestX.Store(&m.x)
@@ -175,7 +197,19 @@ func (t *Tally) roll(nowMs int64) {
 }
 
 // Add counts n events of kind ev, after Current.
-func (t *Tally) Add(ev Event, n int64) { t.totals[ev].Add(n) }
+func (t *Tally) Add(ev Event, n int64) {
+	if ev < kept {
+		t.totals[ev].Add(n)
+		return
+	}
+	shadow := t.shadow.Load()
+	if shadow == nil {
+		// Zero marks are right: the total was zero at every mark.
+		t.shadow.CompareAndSwap(nil, &shadowTally{})
+		shadow = t.shadow.Load()
+	}
+	shadow.total.Add(n)
+}
 
 // AddComplete counts n completed calls that took rtMs each, errors of
 // them, after Current.
@@ -189,13 +223,17 @@ func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	}
 }
 
-// loadTotals returns the totals, the passes claimed included.
+// loadTotals returns the totals, the passes claimed and shadow blocks
+// included.
 func (t *Tally) loadTotals() [NumEvents]int64 {
 	var totals [NumEvents]int64
-	for ev := range totals {
+	for ev := range kept {
 		totals[ev] = t.totals[ev].Load()
 	}
 	totals[Pass] += t.claimed.Load()
+	if shadow := t.shadow.Load(); shadow != nil {
+		totals[ShadowBlock] = shadow.total.Load()
+	}
 	return totals
 }
 
@@ -208,16 +246,25 @@ func (t *Tally) load(v *view) {
 			runtime.Gosched()
 			continue
 		}
+		shadow := t.shadow.Load()
 		for k := range v.marks {
-			for ev := range v.marks[k] {
+			for ev := range kept {
 				v.marks[k][ev] = t.marks[k][ev].Load()
+			}
+			v.marks[k][ShadowBlock] = 0
+			if shadow != nil {
+				v.marks[k][ShadowBlock] = shadow.marks[k].Load()
 			}
 		}
 		for i := range v.minutes {
 			m, c := &t.minutes[i], &v.minutes[i]
 			c.start = m.start.Load()
-			for ev := range c.at {
+			for ev := range kept {
 				c.at[ev] = m.at[ev].Load()
+			}
+			c.at[ShadowBlock] = 0
+			if shadow != nil {
+				c.at[ShadowBlock] = shadow.minuteAts[i].Load()
 			}
 			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
 		}

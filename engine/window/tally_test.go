@@ -94,6 +94,36 @@ func TestTallyCountsClaimedPasses(t *testing.T) {
 	}
 }
 
+// TestTallyKeepsShadowBlocksOnceCounted: shadow blocks, kept apart from
+// the first one on, sum and collect as the other events do.
+func TestTallyKeepsShadowBlocksOnceCounted(t *testing.T) {
+	tally := newTally()
+	tally.count(1_000, Pass, 1)
+	if tally.shadow.Load() != nil || tally.SumAll(1_000)[ShadowBlock] != 0 {
+		t.Fatal("shadow blocks kept before any was counted")
+	}
+	tally.count(1_100, ShadowBlock, 2)
+	tally.count(1_250, ShadowBlock, 1)
+	for _, tt := range []struct{ startMs, want int64 }{{1_000, 0}, {1_100, 2}, {1_200, 1}} {
+		if got := tally.At(slotOf(tt.startMs, SpanMs, Spans)).Get(ShadowBlock); got != tt.want {
+			t.Errorf("span %d: %d shadow blocks, want %d", tt.startMs, got, tt.want)
+		}
+	}
+	if got := tally.SumAll(1_250); got[ShadowBlock] != 3 || got[Pass] != 1 {
+		t.Errorf("SumAll = %v, want 3 shadow blocks and 1 pass", got)
+	}
+	if got := tally.SumAll(2_150)[ShadowBlock]; got != 1 {
+		t.Errorf("SumAll a second on = %d, want the 1 of span 1200", got)
+	}
+	if got := tally.Collect(nil); len(got) != 1 || got[0].Counts[ShadowBlock] != 3 || got[0].Counts[Pass] != 1 {
+		t.Fatalf("Collect = %+v, want 3 shadow blocks and 1 pass", got)
+	}
+	tally.count(MinuteMs+5, ShadowBlock, 4)
+	if got := tally.Collect(nil); len(got) != 1 || got[0].StartMs != MinuteMs || got[0].Counts[ShadowBlock] != 4 {
+		t.Fatalf("Collect in the next minute = %+v, want 4 shadow blocks at %d", got, MinuteMs)
+	}
+}
+
 func TestTallyClockSteppingBackLosesNothing(t *testing.T) {
 	tally := newTally()
 	tally.count(5_000, Pass, 4)
@@ -157,17 +187,18 @@ func TestTallyCollectsMinutes(t *testing.T) {
 }
 
 // TestTallyConcurrentWritersAndCollector has writers move through several
-// minutes together, racing to start every span, while a collector takes
-// what they counted: every count is collected exactly once, in the minute
-// of the span it was counted in or a later one.
+// minutes together, racing to start every span (and half of them to keep
+// the first shadow block), while a collector takes what they counted:
+// every count is collected exactly once.
 func TestTallyConcurrentWritersAndCollector(t *testing.T) {
 	tally := newTally()
 	const writers, steps, stepMs = 8, 3_000, 97 // about 5 minutes
 	var wg sync.WaitGroup
-	for range writers {
+	for w := range writers {
+		ev := []Event{Pass, ShadowBlock}[w%2]
 		wg.Go(func() {
 			for i := range int64(steps) {
-				tally.count(i*stepMs, Pass, 1)
+				tally.count(i*stepMs, ev, 1)
 			}
 		})
 	}
@@ -188,15 +219,12 @@ func TestTallyConcurrentWritersAndCollector(t *testing.T) {
 	wg.Wait()
 	close(done)
 	collector.Wait()
-	var total int64
+	var passes, shadowBlocks int64
 	for _, m := range collected {
-		total += m.Counts[Pass]
+		passes, shadowBlocks = passes+m.Counts[Pass], shadowBlocks+m.Counts[ShadowBlock]
 	}
-	if total != writers*steps {
-		t.Fatalf("collected %d passes, want %d", total, writers*steps)
-	}
-	if got := tally.totals[Pass].Load(); got != writers*steps {
-		t.Fatalf("totals %d, want %d", got, writers*steps)
+	if want := int64(writers / 2 * steps); passes != want || shadowBlocks != want {
+		t.Fatalf("collected %d passes and %d shadow blocks, want %d each", passes, shadowBlocks, want)
 	}
 }
 
