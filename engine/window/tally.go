@@ -26,8 +26,12 @@ const (
 // minutes began: what happened in a span (or minute) is the difference
 // between its mark and the next one's, or the totals for the newest. A
 // call adds to the totals, one cache line that it writes and nothing else,
-// however many windows read them; the second and minute windows cost a
-// copy of the totals once per span, made by the call that starts it.
+// however many windows read them (shadow blocks, which only rules in
+// shadow mode count, are kept apart from the first one on); the second and
+// minute windows cost a copy of the totals once per span, made by the call
+// that starts it. What a span held is known while its mark is in the ring:
+// flow decisions, which must hold a threshold in any real window, read a
+// PassLog instead.
 //
 //	totals       ------------------------------------> T
 //	span marks   | m(90) | m(91) | … | m(99) | m(100) |   (100 ms each)
