@@ -214,7 +214,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	}
 	// The statistics count claimed passes from the claim on: the call's
 	// span of time starts before (Resource.recordPass).
-	r.second.Current(now)
+	r.second.Open(now)
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.

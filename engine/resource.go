@@ -205,7 +205,7 @@ func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, in
 // is the resource's pass count with them, claimed by the caller (Entry)
 // when feeds read it.
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
-	x := r.second.Current(nowMs)
+	r.second.Open(nowMs)
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
 		// too (window.Tally.Init).
@@ -214,20 +214,20 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	x.ObserveConcurrency(concurrency)
+	r.second.Extremes().ObserveConcurrency(concurrency)
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
 }
 
 func (r *Resource) recordBlock(nowMs, count int64) {
-	r.second.Current(nowMs)
+	r.second.Open(nowMs)
 	r.second.Add(window.Block, count)
 }
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
-	x := r.second.Current(nowMs)
+	r.second.Open(nowMs)
 	r.second.AddComplete(count, rtMs, errors)
-	x.ObserveRt(rtMs)
+	r.second.Extremes().ObserveRt(rtMs)
 }

@@ -134,7 +134,7 @@ type view struct {
 // Init readies t, which holds nothing yet. claimed is a counter of
 // passes that the owner adds to instead of calling Add(Pass) (a resource
 // claims passes on it when its rules number them): t counts its passes
-// too, as long as each is added after Current for its time, so that the
+// too, as long as each is added after Open for its time, so that the
 // claim falls in the call's span or a later one.
 func (t *Tally) Init(claimed *atomic.Int64) {
 	t.claimed = claimed
@@ -145,17 +145,20 @@ func (t *Tally) Init(claimed *atomic.Int64) {
 	}
 }
 
-// Current starts the span of nowMs if it is not started, and returns the
-// extremes of the newest minute: record a call with it and Add, after.
-func (t *Tally) Current(nowMs int64) *Extremes {
+// Open starts the span of nowMs if it is not started: call it before
+// counting a call of then.
+func (t *Tally) Open(nowMs int64) {
 	if nowMs >= t.newest.Load()+SpanMs {
 		t.roll(nowMs)
 	}
-	return t.newestX.Load()
 }
 
-// roll starts the span of nowMs, unless another writer did: Current's
-// slow path.
+// Extremes returns the extremes of the newest minute, for a call counted
+// after Open.
+func (t *Tally) Extremes() *Extremes { return t.newestX.Load() }
+
+// roll starts the span of nowMs, unless another writer did: Open's slow
+// path.
 func (t *Tally) roll(nowMs int64) {
 	for {
 		s := t.newest.Load()
@@ -200,7 +203,7 @@ func (t *Tally) roll(nowMs int64) {
 	}
 }
 
-// Add counts n events of kind ev, after Current.
+// Add counts n events of kind ev, after Open.
 func (t *Tally) Add(ev Event, n int64) {
 	if ev < kept {
 		t.totals[ev].Add(n)
@@ -216,7 +219,7 @@ func (t *Tally) Add(ev Event, n int64) {
 }
 
 // AddComplete counts n completed calls that took rtMs each, errors of
-// them, after Current.
+// them, after Open.
 func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	t.totals[Complete].Add(n)
 	if rtMs > 0 {

@@ -14,7 +14,7 @@ func newTally() *Tally {
 
 // count records n events of ev at nowMs, as a resource does.
 func (t *Tally) count(nowMs int64, ev Event, n int64) {
-	t.Current(nowMs)
+	t.Open(nowMs)
 	t.Add(ev, n)
 }
 
@@ -70,14 +70,14 @@ func TestTallySkippedSpansHoldNothing(t *testing.T) {
 }
 
 // TestTallyCountsClaimedPasses: passes added to the claimed counter after
-// Current count in the span of their time, as those given to Add do.
+// Open count in the span of their time, as those given to Add do.
 func TestTallyCountsClaimedPasses(t *testing.T) {
 	var claimed atomic.Int64
 	tally := &Tally{}
 	tally.Init(&claimed)
-	tally.Current(1_000)
+	tally.Open(1_000)
 	claimed.Add(2)
-	tally.Current(1_150)
+	tally.Open(1_150)
 	claimed.Add(3)
 	tally.count(1_160, Pass, 1)
 	if got := tally.At(slotOf(1_000, SpanMs, Spans)).Get(Pass); got != 2 {
@@ -143,10 +143,12 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	if got := tally.Collect(nil); len(got) != 0 {
 		t.Fatalf("collection of nothing = %+v", got)
 	}
-	x := tally.Current(minute1 + 10)
+	tally.Open(minute1 + 10)
+	x := tally.Extremes()
 	tally.AddComplete(2, 30, 1)
 	x.ObserveRt(30)
-	x = tally.Current(minute1 + 20)
+	tally.Open(minute1 + 20)
+	x = tally.Extremes()
 	tally.AddComplete(1, 5, 0)
 	x.ObserveRt(5)
 	x.ObserveConcurrency(3)
@@ -163,7 +165,8 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	// A call late in minute 1 after its collection, then minute 2: the
 	// older minute has what came before minute 2 began.
 	tally.count(minute1+59_999, Block, 1)
-	x = tally.Current(minute2 + 5)
+	tally.Open(minute2 + 5)
+	x = tally.Extremes()
 	tally.AddComplete(1, 0, 0)
 	x.ObserveRt(0)
 	got := tally.Collect(nil)
