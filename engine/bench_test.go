@@ -62,6 +62,24 @@ func BenchmarkEntryExitPassParallel(b *testing.B) {
 	})
 }
 
+// BenchmarkEntryExitPassHandleParallel is the same through a resource
+// handle: every call writes the resource's counters, one cache line that
+// the cores pass between them.
+func BenchmarkEntryExitPassHandleParallel(b *testing.B) {
+	r := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12}).Resource("orders")
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			en, blk := r.Entry()
+			if blk != nil {
+				b.Error(blk)
+				return
+			}
+			en.Exit()
+		}
+	})
+}
+
 // BenchmarkEntryBlocked is an Entry that a threshold of 0 blocks.
 func BenchmarkEntryBlocked(b *testing.B) {
 	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 0})

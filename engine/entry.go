@@ -233,6 +233,9 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 		held, waitNs, shadowBlocked = h, max(waitNs, w), shadowBlocked || shadow
 	}
+	// The statistics count claimed passes from the claim on: the call's
+	// span of time starts before (Resource.recordPass).
+	r.second.Open(now)
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.

@@ -130,17 +130,15 @@ func (e *Engine) dropRetired(ms int64) {
 }
 
 // idleAt reports whether, at nowMs, the resource has no call in flight and
-// saw no traffic for ttlMs: its newest minute bucket (or its creation, if
+// saw no traffic for ttlMs: its newest minute with a call (or its creation, if
 // later) ended that long ago.
 func (r *Resource) idleAt(nowMs, ttlMs int64) bool {
 	if r.concurrency.Load() != 0 {
 		return false
 	}
 	lastMs := r.firstSeenMs
-	for i := range r.minute.Len() {
-		if start := r.minute.At(i).StartMs(); start >= 0 {
-			lastMs = max(lastMs, start+minuteMs)
-		}
+	if start, ok := r.second.NewestMinuteMs(); ok {
+		lastMs = max(lastMs, start+minuteMs)
 	}
 	return nowMs-lastMs >= ttlMs
 }

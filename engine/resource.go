@@ -8,42 +8,41 @@ import (
 	"github.com/sluicehq/sluice/engine/window"
 )
 
-// Window shapes every resource keeps.
-const (
-	// secondIntervalMs and secondSamples shape the window the live view
-	// reads: ten buckets of 100 ms.
-	secondIntervalMs = 1000
-	secondSamples    = 10
-	// minuteSamples: the ring of one-minute buckets keeps the current
-	// minute and the one before it, so a finished minute can be collected
-	// for a whole minute after it ends.
-	minuteSamples = 2
-	minuteMs      = 60_000
-)
+// secondSamples is how many buckets a second-long window has: a
+// Resource's (window.Spans) and, by default, a circuit breaker's.
+const secondSamples = window.Spans
+
+// minuteMs is the length of the minutes the engine hands out.
+const minuteMs = window.MinuteMs
 
 // Resource is the statistics and rules of one named resource. Hold the handle
 // from Engine.Resource to call Entry without a name lookup. A handle the
 // engine evicted (Evicted) keeps working: each call goes to the resource the
 // engine tracks under the name by then. A nil *Resource, which the engine
 // never hands out, lets every call pass uncounted.
+//
+// Its fields are laid out for two cores calling at once: the first cache
+// line holds what every call reads and only rule loads write; the second
+// what every call writes, the in-flight and pass counts and the totals
+// the statistics are kept in (window.Tally), so that a call writes one
+// line. Resources are allocated in a size class that is a multiple of 64
+// bytes, so both are whole lines (TestResourceLayout).
 type Resource struct {
 	name        string
 	clock       Clock
 	realClock   *RealClock // the clock again when it is the cached real one, read without an interface call
 	firstSeenMs int64
-
 	rules       atomic.Pointer[ruleSet] // evictedRules once the engine forgot the resource
+	// eng looks the name up again for calls through an evicted handle.
+	eng *Engine
+
 	concurrency atomic.Int64
 	// passes counts the passes while the pass log of a rule reads them:
 	// the numbers the logs go by.
 	passes atomic.Int64
-
-	second window.LeapArray
-	minute window.LeapArray
-
-	// eng looks the name up again for calls through an evicted handle; it
-	// comes last, away from the hot fields.
-	eng *Engine
+	// second counts every call: its totals complete the line above, then
+	// come its marks of the last second and minutes.
+	second window.Tally
 }
 
 // ruleSet is everything Entry needs for one resource, swapped whole on load.
@@ -120,12 +119,7 @@ func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
-	// One allocation for both rings keeps a resource's hot buckets together
-	// and, its size class a multiple of 64 bytes, aligned on cache lines.
-	buf := make([]window.Bucket, secondSamples+minuteSamples)
-	mustInit(&r.second, secondSamples, secondIntervalMs, buf[:secondSamples])
-	mustInit(&r.minute, minuteSamples, minuteSamples*minuteMs, buf[secondSamples:])
-	r.minute.KeepExtremes()
+	r.second.Init(&r.passes)
 	r.rules.Store(noRules)
 	return r
 }
@@ -211,29 +205,29 @@ func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, in
 // is the resource's pass count with them, claimed by the caller (Entry)
 // when feeds read it.
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
-	b := r.second.Current(nowMs)
-	b.Add(window.Pass, count)
-	m, mx := r.minute.CurrentExtremes(nowMs)
-	m.Add(window.Pass, count)
-	mx.ObserveConcurrency(concurrency)
-	if shadowBlocked {
-		b.Add(window.ShadowBlock, count)
-		m.Add(window.ShadowBlock, count)
+	r.second.Open(nowMs)
+	if len(feeds) == 0 {
+		// Otherwise Entry claimed them on r.passes, which second counts
+		// too (window.Tally.Init).
+		r.second.Add(window.Pass, count)
 	}
+	if shadowBlocked {
+		r.second.Add(window.ShadowBlock, count)
+	}
+	r.second.Extremes().ObserveConcurrency(concurrency)
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
 }
 
 func (r *Resource) recordBlock(nowMs, count int64) {
-	r.second.Current(nowMs).Add(window.Block, count)
-	r.minute.Current(nowMs).Add(window.Block, count)
+	r.second.Open(nowMs)
+	r.second.Add(window.Block, count)
 }
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
-	r.second.Current(nowMs).AddComplete(count, rtMs, errors)
-	m, mx := r.minute.CurrentExtremes(nowMs)
-	m.AddComplete(count, rtMs, errors)
-	mx.ObserveRt(rtMs)
+	r.second.Open(nowMs)
+	r.second.AddComplete(count, rtMs, errors)
+	r.second.Extremes().ObserveRt(rtMs)
 }

@@ -93,43 +93,26 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 }
 
 // collectMinutes appends to out what the resource recorded since it was
-// last collected, taking it out of its minute buckets. The caller holds
-// the engine's collectMu.
+// last collected. The caller holds the engine's collectMu.
 func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
-	for i := range r.minute.Len() {
-		b := r.minute.At(i)
-		start := b.StartMs()
-		if start < 0 {
-			continue
-		}
-		taken := r.minute.Take(i)
-		if taken.StartMs != start || b.StartMs() != start {
-			// Reset for a new minute meanwhile: what was taken may be
-			// the new minute's, so it goes back to be collected with it.
-			for ev, n := range taken.Counts {
-				b.Add(window.Event(ev), n)
-			}
-			continue
-		}
-		if taken.Counts == ([window.NumEvents]int64{}) {
-			continue
-		}
+	var buf [2]window.Minute
+	for _, m := range r.second.Collect(buf[:0]) {
 		out = append(out, MinuteStat{
 			Resource: r.name,
-			StartMs:  start,
-			Finished: start+minuteMs <= now,
+			StartMs:  m.StartMs,
+			Finished: m.StartMs+minuteMs <= now,
 			Counts: Counts{
 				Calls: Calls{
-					Pass:        taken.Counts[window.Pass],
-					Block:       taken.Counts[window.Block],
-					ShadowBlock: taken.Counts[window.ShadowBlock],
-					Complete:    taken.Counts[window.Complete],
-					Error:       taken.Counts[window.Error],
+					Pass:        m.Counts[window.Pass],
+					Block:       m.Counts[window.Block],
+					ShadowBlock: m.Counts[window.ShadowBlock],
+					Complete:    m.Counts[window.Complete],
+					Error:       m.Counts[window.Error],
 				},
-				RtSumMs:        taken.Counts[window.RtSum],
-				MinRtMs:        taken.MinRtMs,
-				MaxRtMs:        taken.MaxRtMs,
-				MaxConcurrency: taken.MaxConcurrency,
+				RtSumMs:        m.Counts[window.RtSum],
+				MinRtMs:        m.MinRtMs,
+				MaxRtMs:        m.MaxRtMs,
+				MaxConcurrency: m.MaxConcurrency,
 			},
 		})
 	}
@@ -155,7 +138,7 @@ type LiveStats struct {
 func (r *Resource) Live() LiveStats {
 	sums := r.second.SumAll(r.now())
 	perSecond := func(ev window.Event) float64 {
-		return float64(sums[ev]) * 1000 / secondIntervalMs
+		return float64(sums[ev]) * 1000 / float64(r.second.IntervalMs())
 	}
 	s := LiveStats{
 		PassQps:        perSecond(window.Pass),

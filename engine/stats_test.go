@@ -77,21 +77,36 @@ func TestCollectMinutesAcrossReuse(t *testing.T) {
 	}
 }
 
+// TestLiveIsTheLastSecond, with passes counted by the statistics alone
+// and with passes claimed on the count a rule's pass log reads.
 func TestLiveIsTheLastSecond(t *testing.T) {
-	e, clock := newTestEngine(t, 10_000)
-	r := e.Resource("orders")
-	for i := range 20 {
-		clock.Set(10_000 + int64(i)*100)
-		tryPass(r)
-	}
-	// At 11_950 the window holds the buckets 11_000 … 11_900: 10 calls.
-	clock.Set(11_950)
-	if got := r.Live().PassQps; got != 10 {
-		t.Fatalf("pass qps %v, want 10", got)
-	}
-	clock.Set(20_000)
-	if got := r.Live(); got != (LiveStats{}) {
-		t.Fatalf("live after idling = %+v, want zero", got)
+	for _, tt := range []struct {
+		name  string
+		rules []FlowRule
+	}{
+		{"no rule", nil},
+		{"a QPS rule", []FlowRule{{Resource: "orders", Threshold: 1e6}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, clock := newTestEngine(t, 10_000, tt.rules...)
+			r := e.Resource("orders")
+			for i := range 20 {
+				clock.Set(10_000 + int64(i)*100)
+				tryPass(r)
+			}
+			// At 11_950 the window holds the buckets 11_000 … 11_900: 10 calls.
+			clock.Set(11_950)
+			if got := r.Live().PassQps; got != 10 {
+				t.Fatalf("pass qps %v, want 10", got)
+			}
+			if got := e.CollectMinutes(); len(got) != 1 || got[0].Pass != 20 || got[0].Complete != 20 {
+				t.Fatalf("minutes = %+v, want 20 passes and completions", got)
+			}
+			clock.Set(20_000)
+			if got := r.Live(); got != (LiveStats{}) {
+				t.Fatalf("live after idling = %+v, want zero", got)
+			}
+		})
 	}
 }
 

@@ -9,14 +9,16 @@ import (
 type Event int
 
 // The counted events. RtSum is the sum of response times in milliseconds of
-// completed calls, so that RtSum/Complete is the mean.
+// completed calls, so that RtSum/Complete is the mean. ShadowBlock, which
+// only rules in shadow mode count, comes last: a Tally keeps it apart, only
+// once one is counted.
 const (
 	Pass Event = iota
 	Block
-	ShadowBlock
 	Complete
 	Error
 	RtSum
+	ShadowBlock
 	// NumEvents is the number of events above.
 	NumEvents
 )
@@ -32,22 +34,12 @@ type Bucket struct {
 }
 
 // Extremes are the extremes of response time and concurrency over a
-// bucket's span, kept beside the buckets of the windows that ask for them
-// (see LeapArray.KeepExtremes): the minute windows history is made of, not
-// the second windows decisions read, which need the memory less.
+// minute of a Tally: they cannot be told from running totals, so calls
+// record them here too (a load, and a CAS only for a new extreme).
 type Extremes struct {
 	minRt          atomic.Int64
 	maxRt          atomic.Int64
 	maxConcurrency atomic.Int64
-}
-
-// Snapshot is a plain copy of a bucket's values and of its extremes.
-type Snapshot struct {
-	StartMs        int64
-	Counts         [NumEvents]int64
-	MinRtMs        int64 // 0 when no call completed or the window keeps no extremes
-	MaxRtMs        int64
-	MaxConcurrency int64
 }
 
 // StartMs returns the start of the time span the bucket counts.
@@ -58,15 +50,6 @@ func (b *Bucket) Add(ev Event, n int64) { b.counters[ev].Add(n) }
 
 // Get returns the count of ev.
 func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
-
-// AddComplete counts n completed calls that took rtMs each, errors of them.
-func (b *Bucket) AddComplete(n, rtMs, errors int64) {
-	b.counters[Complete].Add(n)
-	b.counters[RtSum].Add(n * rtMs)
-	if errors > 0 {
-		b.counters[Error].Add(errors)
-	}
-}
 
 // ObserveRt records a completed call that took rtMs.
 func (x *Extremes) ObserveRt(rtMs int64) {
@@ -84,7 +67,7 @@ func (b *Bucket) reset() {
 	}
 }
 
-// reset forgets the extremes. The caller owns their bucket.
+// reset forgets the extremes. The caller owns their minute.
 func (x *Extremes) reset() {
 	x.minRt.Store(noRt)
 	x.maxRt.Store(0)

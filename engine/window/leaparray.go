@@ -32,15 +32,14 @@ const (
 // real window, read a PassLog instead.
 //
 // A slot is reused when its start falls out of the ring: the first writer
-// that sees the stale start claims it with a CAS, zeroes it (and its
-// extremes, if the window keeps them) and publishes the new start; readers
+// that sees the stale start claims it with a CAS, zeroes it and publishes
+// the new start; readers
 // skip a bucket being reset, and other writers yield until it is published
 // (a few stores).
 type LeapArray struct {
 	bucketLenMs int64
 	intervalMs  int64
 	buckets     []Bucket
-	extremes    []Extremes // beside buckets, or nil (KeepExtremes)
 	// current is the slot Current returned last: checking that its bucket
 	// still spans the time is cheaper than the two divisions that find it.
 	current atomic.Int64
@@ -79,36 +78,11 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 	return nil
 }
 
-// KeepExtremes makes the window keep the extremes of response time and
-// concurrency beside each bucket. Call it after Init, before any other use.
-func (la *LeapArray) KeepExtremes() {
-	la.extremes = make([]Extremes, len(la.buckets))
-	for i := range la.extremes {
-		la.extremes[i].reset()
-	}
-}
-
-// IntervalMs returns the length of the window.
-func (la *LeapArray) IntervalMs() int64 { return la.intervalMs }
-
-// BucketLenMs returns the length of one bucket.
-func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
-
 // Current returns the bucket that counts nowMs, resetting its slot first if
 // it still holds an older span. If the clock went back, the slot may hold a
 // newer span; that bucket is returned as it is, so nothing recorded is lost.
 func (la *LeapArray) Current(nowMs int64) *Bucket {
 	return &la.buckets[la.slot(nowMs)]
-}
-
-// CurrentExtremes is Current with the extremes kept beside the bucket, nil
-// if the window keeps none.
-func (la *LeapArray) CurrentExtremes(nowMs int64) (*Bucket, *Extremes) {
-	i := la.slot(nowMs)
-	if la.extremes == nil {
-		return &la.buckets[i], nil
-	}
-	return &la.buckets[i], &la.extremes[i]
 }
 
 // slot returns the slot of Current's bucket.
@@ -136,9 +110,6 @@ func (la *LeapArray) locate(nowMs int64) int64 {
 			runtime.Gosched()
 		case b.start.CompareAndSwap(s, resetting):
 			b.reset()
-			if la.extremes != nil {
-				la.extremes[i].reset()
-			}
 			b.start.Store(start)
 			return i
 		}
@@ -179,24 +150,3 @@ func (la *LeapArray) Len() int { return len(la.buckets) }
 // At returns the bucket in slot i, 0 <= i < Len. Its StartMs is negative
 // while it is unused or being reset.
 func (la *LeapArray) At(i int) *Bucket { return &la.buckets[i] }
-
-// Take returns what the bucket in slot i counted since the last Take and
-// zeroes its counters: each counter is swapped with zero, so an event
-// counted meanwhile is taken now or next time, never twice. The extremes
-// are copied, not zeroed: they are those of the whole span so far.
-func (la *LeapArray) Take(i int) Snapshot {
-	b := &la.buckets[i]
-	s := Snapshot{StartMs: b.start.Load()}
-	for ev := range s.Counts {
-		s.Counts[ev] = b.counters[ev].Swap(0)
-	}
-	if la.extremes != nil {
-		x := &la.extremes[i]
-		if minRt := x.minRt.Load(); minRt != noRt {
-			s.MinRtMs = minRt
-		}
-		s.MaxRtMs = x.maxRt.Load()
-		s.MaxConcurrency = x.maxConcurrency.Load()
-	}
-	return s
-}

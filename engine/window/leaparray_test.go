@@ -120,43 +120,6 @@ func TestClockSteppingBackLosesNothing(t *testing.T) {
 	}
 }
 
-func TestCompleteRecordsExtremes(t *testing.T) {
-	la := newWindow(t, 1, 60_000)
-	la.KeepExtremes()
-	b, x := la.CurrentExtremes(10)
-	if s := la.Take(0); s.MinRtMs != 0 || s.MaxRtMs != 0 {
-		t.Fatalf("empty bucket extremes = %d/%d, want 0/0", s.MinRtMs, s.MaxRtMs)
-	}
-	for _, c := range []struct{ n, rtMs, errors int64 }{{2, 30, 1}, {1, 5, 0}, {3, 70, 0}} {
-		b.AddComplete(c.n, c.rtMs, c.errors)
-		x.ObserveRt(c.rtMs)
-	}
-	x.ObserveConcurrency(4)
-	x.ObserveConcurrency(2)
-	want := Snapshot{StartMs: 0, MinRtMs: 5, MaxRtMs: 70, MaxConcurrency: 4}
-	want.Counts[Complete] = 6
-	want.Counts[Error] = 1
-	want.Counts[RtSum] = 2*30 + 5 + 3*70
-	if s := la.Take(0); s != want {
-		t.Fatalf("first take = %+v, want %+v", s, want)
-	}
-	// A second take has no counts left; the extremes are the span's.
-	b.AddComplete(1, 1, 0)
-	x.ObserveRt(1)
-	want.Counts = [NumEvents]int64{Complete: 1, RtSum: 1}
-	want.MinRtMs = 1
-	if s := la.Take(0); s != want {
-		t.Fatalf("second take = %+v, want %+v", s, want)
-	}
-	// The slot's next span starts with its extremes forgotten.
-	if b, x = la.CurrentExtremes(120_000); b.StartMs() != 120_000 || x.maxRt.Load() != 0 || x.minRt.Load() != noRt {
-		t.Fatalf("reused slot: start %d, extremes %d/%d; want 120000 and none", b.StartMs(), x.minRt.Load(), x.maxRt.Load())
-	}
-	if _, x := newWindow(t, 10, 1000).CurrentExtremes(0); x != nil {
-		t.Fatal("a window that keeps no extremes returned some")
-	}
-}
-
 // TestConcurrentRollover has writers move through the ring together, racing
 // to claim every bucket as its time comes: one resets it, the others wait for
 // that, and no count is lost.

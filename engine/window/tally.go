@@ -1,0 +1,417 @@
+package window
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// The shape of a Tally: the last second in spans of 100 ms, and minutes.
+const (
+	// SpanMs is the length of one span of a Tally's second.
+	SpanMs = 100
+	// Spans is how many spans a Tally keeps: the last second.
+	Spans = 10
+	// MinuteMs is the length of a Tally's minute.
+	MinuteMs = 60_000
+	// minutes is how many minutes a Tally keeps: the current one and the
+	// one before, so that a finished minute can be collected for a whole
+	// minute after it ends.
+	minutes = 2
+	// kept is how many events a Tally keeps inline: all but ShadowBlock.
+	kept = ShadowBlock
+)
+
+// Tally counts a resource's events as running totals, and marks what the
+// totals were as each span of the last second and each of the last two
+// minutes began: what happened in a span (or minute) is the difference
+// between its mark and the next one's, or the totals for the newest. A
+// call adds to the totals, one cache line that it writes and nothing else,
+// however many windows read them (shadow blocks, which only rules in
+// shadow mode count, are kept apart from the first one on); the second and
+// minute windows cost a copy of the totals once per span, made by the call
+// that starts it. What a span held is known while its mark is in the ring:
+// flow decisions, which must hold a threshold in any real window, read a
+// PassLog instead.
+//
+//	totals       ------------------------------------> T
+//	span marks   | m(90) | m(91) | … | m(99) | m(100) |   (100 ms each)
+//	minute marks | M(0) ………………………………… | M(1)  ………    (60 s each)
+//
+//	passes in span 99 = m(100)[Pass] - m(99)[Pass]
+//	passes in span 100, the newest so far = T[Pass] - m(100)[Pass]
+//
+// The writer that finds the newest span over for its time starts the next
+// one: it claims newest (resetting), copies the totals into the new span's
+// mark (and into the spans it skipped, which saw nothing, and into a new
+// minute's mark), then publishes the span's start; other writers yield
+// meanwhile (a few dozen stores). Spans start in time order: a call whose
+// time is before the newest span (it read the clock just before another
+// call started a span, or a manual clock went back) counts in the newest,
+// so that nothing counted is lost and no span's count is negative. A
+// reader copies the marks and the totals, and again if a span started
+// meanwhile.
+//
+// A Tally must not be copied once used. Its zero value is not ready: call
+// Init.
+type Tally struct {
+	// totals come first: the resource that embeds a Tally puts them on the
+	// cache line of its other per-call counters.
+	totals [kept]atomic.Int64
+	// claimed counts passes that are not in totals[Pass]: the owner's
+	// own counter (see Init).
+	claimed *atomic.Int64
+	// shadow counts ShadowBlock, nil until the first is counted: most
+	// resources have no rule in shadow mode, and the marks of an event
+	// cost a tenth of a Tally.
+	shadow atomic.Pointer[shadowTally]
+	// newest is the start of the newest span, never before the first, or
+	// resetting while a writer starts one; newestX the extremes of its
+	// minute.
+	newest  atomic.Int64
+	newestX atomic.Pointer[Extremes]
+	// marks[k % Spans] is what the totals were as span k (start k ×
+	// SpanMs) began, for the Spans spans up to the newest.
+	marks [Spans][kept]atomic.Int64
+	// minutes[m % minutes] is minute m (start m × MinuteMs) if it began,
+	// with what the totals were then.
+	minutes [minutes]minuteMark
+	// collected is what the totals were when Collect last read them; only
+	// Collect, one call at a time, uses it.
+	collected [NumEvents]int64
+}
+
+// minuteMark is a minute's start, the totals as it began and the extremes
+// of its calls.
+type minuteMark struct {
+	start atomic.Int64
+	at    [kept]atomic.Int64
+	x     Extremes
+}
+
+// shadowTally is ShadowBlock's total and marks, kept as a Tally's others
+// are. Its marks start at zero, the total before the first was counted.
+type shadowTally struct {
+	total     atomic.Int64
+	marks     [Spans]atomic.Int64
+	minuteAts [minutes]atomic.Int64
+}
+
+// Span is one span of a Tally's second, as At returns it.
+type Span struct {
+	start  int64
+	counts [NumEvents]int64
+}
+
+// StartMs returns the start of the span.
+func (s Span) StartMs() int64 { return s.start }
+
+// Get returns the count of ev in the span.
+func (s Span) Get(ev Event) int64 { return s.counts[ev] }
+
+// Minute is what Collect hands out for one minute: the counts since the
+// previous collection and the extremes of the whole minute so far.
+type Minute struct {
+	StartMs        int64
+	Counts         [NumEvents]int64
+	MinRtMs        int64 // 0 when no call completed
+	MaxRtMs        int64
+	MaxConcurrency int64
+}
+
+// view is a consistent copy of a Tally's marks and totals.
+type view struct {
+	newest  int64
+	totals  [NumEvents]int64
+	marks   [Spans][NumEvents]int64
+	minutes [minutes]struct {
+		start int64
+		at    [NumEvents]int64
+		// minRt, maxRt and maxConcurrency are the minute's extremes.
+		minRt, maxRt, maxConcurrency int64
+	}
+}
+
+// Init readies t, which holds nothing yet. claimed is a counter of
+// passes that the owner adds to instead of calling Add(Pass) (a resource
+// claims passes on it when its rules number them): t counts its passes
+// too, as long as each is added after Open for its time, so that the
+// claim falls in the call's span or a later one.
+func (t *Tally) Init(claimed *atomic.Int64) {
+	t.claimed = claimed
+	t.newest.Store(never)
+	for i := range t.minutes {
+		t.minutes[i].start.Store(never)
+		t.minutes[i].x.reset()
+	}
+}
+
+// Open starts the span of nowMs if it is not started: call it before
+// counting a call of then.
+func (t *Tally) Open(nowMs int64) {
+	if nowMs >= t.newest.Load()+SpanMs {
+		t.roll(nowMs)
+	}
+}
+
+// Extremes returns the extremes of the newest minute, for a call counted
+// after Open.
+func (t *Tally) Extremes() *Extremes { return t.newestX.Load() }
+
+// roll starts the span of nowMs, unless another writer did: Open's slow
+// path.
+func (t *Tally) roll(nowMs int64) {
+	for {
+		s := t.newest.Load()
+		switch {
+		case s == resetting:
+			runtime.Gosched()
+			continue
+		case nowMs < s+SpanMs:
+			return
+		case !t.newest.CompareAndSwap(s, resetting):
+			continue
+		}
+		start := floorTo(nowMs, SpanMs)
+		at := t.loadTotals()
+		// The spans skipped since the newest saw nothing: they begin
+		// with the same totals.
+		shadow := t.shadow.Load()
+		for k := max(s+SpanMs, start-(Spans-1)*SpanMs); k <= start; k += SpanMs {
+			i := slotOf(k, SpanMs, Spans)
+			for ev := range kept {
+				t.marks[i][ev].Store(at[ev])
+			}
+			if shadow != nil {
+				shadow.marks[i].Store(at[ShadowBlock])
+			}
+		}
+		if minute := floorTo(start, MinuteMs); minute > floorTo(s, MinuteMs) {
+			i := slotOf(minute, MinuteMs, minutes)
+			m := &t.minutes[i]
+			m.x.reset()
+			for ev := range kept {
+				m.at[ev].Store(at[ev])
+			}
+			if shadow != nil {
+				shadow.minuteAts[i].Store(at[ShadowBlock])
+			}
+			m.start.Store(minute)
+			t.newestX.Store(&m.x)
+		}
+		t.newest.Store(start)
+		return
+	}
+}
+
+// Add counts n events of kind ev, after Open.
+func (t *Tally) Add(ev Event, n int64) {
+	if ev < kept {
+		t.totals[ev].Add(n)
+		return
+	}
+	shadow := t.shadow.Load()
+	if shadow == nil {
+		// Zero marks are right: the total was zero at every mark.
+		t.shadow.CompareAndSwap(nil, &shadowTally{})
+		shadow = t.shadow.Load()
+	}
+	shadow.total.Add(n)
+}
+
+// AddComplete counts n completed calls that took rtMs each, errors of
+// them, after Open.
+func (t *Tally) AddComplete(n, rtMs, errors int64) {
+	t.totals[Complete].Add(n)
+	if rtMs > 0 {
+		t.totals[RtSum].Add(n * rtMs)
+	}
+	if errors > 0 {
+		t.totals[Error].Add(errors)
+	}
+}
+
+// loadTotals returns the totals, the passes claimed and shadow blocks
+// included.
+func (t *Tally) loadTotals() [NumEvents]int64 {
+	var totals [NumEvents]int64
+	for ev := range kept {
+		totals[ev] = t.totals[ev].Load()
+	}
+	totals[Pass] += t.claimed.Load()
+	if shadow := t.shadow.Load(); shadow != nil {
+		totals[ShadowBlock] = shadow.total.Load()
+	}
+	return totals
+}
+
+// load copies the marks, the minutes and the totals, consistently: again
+// if a span started meanwhile.
+func (t *Tally) load(v *view) {
+	for {
+		n := t.newest.Load()
+		if n == resetting {
+			runtime.Gosched()
+			continue
+		}
+		shadow := t.shadow.Load()
+		for k := range v.marks {
+			for ev := range kept {
+				v.marks[k][ev] = t.marks[k][ev].Load()
+			}
+			v.marks[k][ShadowBlock] = 0
+			if shadow != nil {
+				v.marks[k][ShadowBlock] = shadow.marks[k].Load()
+			}
+		}
+		for i := range v.minutes {
+			m, c := &t.minutes[i], &v.minutes[i]
+			c.start = m.start.Load()
+			for ev := range kept {
+				c.at[ev] = m.at[ev].Load()
+			}
+			c.at[ShadowBlock] = 0
+			if shadow != nil {
+				c.at[ShadowBlock] = shadow.minuteAts[i].Load()
+			}
+			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
+		}
+		v.totals = t.loadTotals()
+		if t.newest.Load() == n {
+			v.newest = n
+			return
+		}
+	}
+}
+
+// mark returns what the totals were as span k began, k at most one past
+// the newest span and in the ring: the totals themselves past the newest.
+func (v *view) mark(k int64) *[NumEvents]int64 {
+	if k > v.newest/SpanMs {
+		return &v.totals
+	}
+	return &v.marks[slotOf(k*SpanMs, SpanMs, Spans)]
+}
+
+// sum returns the counts of the spans from first to last, those kept.
+func (v *view) sum(first, last int64) [NumEvents]int64 {
+	var sums [NumEvents]int64
+	if v.newest == never {
+		return sums
+	}
+	newest := floorTo(v.newest, SpanMs) / SpanMs
+	first, last = max(first, newest-Spans+1), min(last, newest)
+	if first > last {
+		return sums
+	}
+	from, to := v.mark(first), v.mark(last+1)
+	for ev := range sums {
+		sums[ev] = to[ev] - from[ev]
+	}
+	return sums
+}
+
+// IntervalMs returns the length of the second the spans cover.
+func (t *Tally) IntervalMs() int64 { return Spans * SpanMs }
+
+// BucketLenMs returns the length of one span.
+func (t *Tally) BucketLenMs() int64 { return SpanMs }
+
+// Len returns the number of spans kept.
+func (t *Tally) Len() int { return Spans }
+
+// At returns the span in slot i, 0 <= i < Len: the latest span up to the
+// newest that it holds. A span before the first holds nothing.
+func (t *Tally) At(i int) Span {
+	var v view
+	t.load(&v)
+	newest := floorTo(v.newest, SpanMs) / SpanMs
+	k := newest - (newest-int64(i))%Spans
+	if (newest-int64(i))%Spans < 0 {
+		k -= Spans
+	}
+	return Span{start: k * SpanMs, counts: v.sum(k, k)}
+}
+
+// SumAll returns the count of every event over the spans that start in
+// (nowMs-interval, nowMs]: the last second, the current span included.
+func (t *Tally) SumAll(nowMs int64) [NumEvents]int64 {
+	var v view
+	t.load(&v)
+	return v.sum(floorTo(nowMs-Spans*SpanMs, SpanMs)/SpanMs+1, floorTo(nowMs, SpanMs)/SpanMs)
+}
+
+// NewestMinuteMs returns the start of the newest minute with a call
+// counted, and false if none was.
+func (t *Tally) NewestMinuteMs() (int64, bool) {
+	for {
+		switch n := t.newest.Load(); n {
+		case resetting:
+			runtime.Gosched()
+		case never:
+			return 0, false
+		default:
+			return floorTo(n, MinuteMs), true
+		}
+	}
+}
+
+// Collect appends to out what the totals counted since the previous call,
+// per minute kept: the older minute has everything before the newest
+// minute began, the newest what came after. Minutes with nothing counted
+// since are left out. Only one Collect may run at a time.
+func (t *Tally) Collect(out []Minute) []Minute {
+	var v view
+	t.load(&v)
+	if v.newest == never {
+		return out
+	}
+	newestMinute := floorTo(v.newest, MinuteMs)
+	cur := slotOf(newestMinute, MinuteMs, minutes)
+	older := (cur + 1) % minutes
+	if s := v.minutes[older].start; s != never && s < newestMinute {
+		out = t.appendMinute(out, &v, older, &t.collected, &v.minutes[cur].at)
+	}
+	out = t.appendMinute(out, &v, cur, &v.minutes[cur].at, &v.totals)
+	t.collected = v.totals
+	return out
+}
+
+// appendMinute appends the minute of v's slot i with the counts from what
+// was collected (or from, if later) up to to.
+func (t *Tally) appendMinute(out []Minute, v *view, i int, from, to *[NumEvents]int64) []Minute {
+	var m Minute
+	counted := false
+	for ev := range m.Counts {
+		if d := to[ev] - max(from[ev], t.collected[ev]); d > 0 {
+			m.Counts[ev], counted = d, true
+		}
+	}
+	if !counted {
+		return out
+	}
+	c := &v.minutes[i]
+	m.StartMs, m.MaxRtMs, m.MaxConcurrency = c.start, c.maxRt, c.maxConcurrency
+	if c.minRt != noRt {
+		m.MinRtMs = c.minRt
+	}
+	return append(out, m)
+}
+
+// floorTo rounds ms down to a multiple of unit.
+func floorTo(ms, unit int64) int64 {
+	r := ms % unit
+	if r < 0 {
+		r += unit
+	}
+	return ms - r
+}
+
+// slotOf returns the slot, in a ring of n, of the span of unit that holds
+// ms.
+func slotOf(ms, unit int64, n int) int {
+	k := floorTo(ms, unit) / unit % int64(n)
+	if k < 0 {
+		k += int64(n)
+	}
+	return int(k)
+}
