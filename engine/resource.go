@@ -15,6 +15,10 @@ const secondSamples = window.Spans
 // minuteMs is the length of the minutes the engine hands out.
 const minuteMs = window.MinuteMs
 
+// secondIntervalMs is the length of the second-long windows (the system
+// rules' inbound window).
+const secondIntervalMs = 1000
+
 // Resource is the statistics and rules of one named resource. Hold the handle
 // from Engine.Resource to call Entry without a name lookup. A handle the
 // engine evicted (Evicted) keeps working: each call goes to the resource the

@@ -91,3 +91,12 @@ func storeMin(a *atomic.Int64, v int64) {
 		}
 	}
 }
+
+// AddComplete counts n completed calls that took rtMs each, errors of them.
+func (b *Bucket) AddComplete(n, rtMs, errors int64) {
+	b.counters[Complete].Add(n)
+	b.counters[RtSum].Add(n * rtMs)
+	if errors > 0 {
+		b.counters[Error].Add(errors)
+	}
+}

@@ -32,14 +32,15 @@ const (
 // real window, read a PassLog instead.
 //
 // A slot is reused when its start falls out of the ring: the first writer
-// that sees the stale start claims it with a CAS, zeroes it and publishes
-// the new start; readers
+// that sees the stale start claims it with a CAS, zeroes it (and its
+// extremes, if the window keeps them) and publishes the new start; readers
 // skip a bucket being reset, and other writers yield until it is published
 // (a few stores).
 type LeapArray struct {
 	bucketLenMs int64
 	intervalMs  int64
 	buckets     []Bucket
+	extremes    []Extremes // beside buckets, or nil (KeepExtremes)
 	// current is the slot Current returned last: checking that its bucket
 	// still spans the time is cheaper than the two divisions that find it.
 	current atomic.Int64
@@ -78,6 +79,29 @@ func (la *LeapArray) Init(sampleCount int, intervalMs int64, buf []Bucket) error
 	return nil
 }
 
+// KeepExtremes makes the window keep the extremes of response time and
+// concurrency beside each bucket (the system rules' inbound window). Call
+// it after Init, before any other use.
+func (la *LeapArray) KeepExtremes() {
+	la.extremes = make([]Extremes, len(la.buckets))
+	for i := range la.extremes {
+		la.extremes[i].reset()
+	}
+}
+
+// BucketLenMs returns the length of one bucket.
+func (la *LeapArray) BucketLenMs() int64 { return la.bucketLenMs }
+
+// CurrentExtremes is Current with the extremes kept beside the bucket, nil
+// if the window keeps none.
+func (la *LeapArray) CurrentExtremes(nowMs int64) (*Bucket, *Extremes) {
+	i := la.slot(nowMs)
+	if la.extremes == nil {
+		return &la.buckets[i], nil
+	}
+	return &la.buckets[i], &la.extremes[i]
+}
+
 // Current returns the bucket that counts nowMs, resetting its slot first if
 // it still holds an older span. If the clock went back, the slot may hold a
 // newer span; that bucket is returned as it is, so nothing recorded is lost.
@@ -110,6 +134,9 @@ func (la *LeapArray) locate(nowMs int64) int64 {
 			runtime.Gosched()
 		case b.start.CompareAndSwap(s, resetting):
 			b.reset()
+			if la.extremes != nil {
+				la.extremes[i].reset()
+			}
 			b.start.Store(start)
 			return i
 		}
