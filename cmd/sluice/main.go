@@ -93,7 +93,7 @@ const serveUsage = programUsage + "\nFlags of serve and demo:\n"
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
-	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, or URI filename (file:path?param=value) (env SLUICE_DB)")
+	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, a URI filename (file:path?param=value), or a PostgreSQL URL (postgres://…) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	retention := retentionFlag(metrics.DefaultRetention)
 	fs.Var(&retention, "metrics-retention", "how long metric history is kept: days (30d) or a Go duration (env SLUICE_METRICS_RETENTION)")
