@@ -132,7 +132,7 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@ID			listRules
 //	@Tags		rules
 //	@Produce	json
-//	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority)
+//	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority, system)
 //	@Param		resource	query		string	false	"only rules of this resource (exact name)"
 //	@Param		app			query		string	false	"only the rules of this app (not those without one): ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"
 //	@Param		enabled		query		bool	false	"only enabled (true) or disabled (false) rules"
@@ -564,14 +564,14 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //
 //	@Summary		Import sentinel-golang rules
 //	@ID				importRules
-//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
 //	@Param			format	query		string				true	"the source format"					Enums(sentinel)
-//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker, hotspot)	default(flow)
+//	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker, hotspot, system)	default(flow)
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
-//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}])"
+//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
 //	@Success		200		{object}	rules.ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"

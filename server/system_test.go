@@ -121,3 +121,36 @@ func snapshotRules(t *testing.T, body []byte) []json.RawMessage {
 	}
 	return snap.Rules
 }
+
+// TestImportSentinelSystemRules: sentinel-golang system rules import, named
+// after their metric, twice a no-op; Load, whose trigger means another
+// thing in Sentinel, is refused naming metricType.
+func TestImportSentinelSystemRules(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	file := `[{"id": "s1", "metricType": 4, "triggerCount": 0.7},
+		{"id": "s2", "metricType": 3, "triggerCount": 2000, "strategy": -1},
+		{"metricType": 1, "triggerCount": 150}]`
+	names := []string{"system-cpuusage", "system-inboundqps", "system-avgrt"}
+	for _, want := range []planSummary{{created: names}, {unchanged: names}} {
+		resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=system", file, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		wantPlan(t, decodePlan(t, body), want)
+	}
+	got := map[string]engine.SystemRule{}
+	for _, r := range ts.Server.engine.SystemRules() {
+		got[r.Name] = r
+	}
+	if len(got) != 3 || got["system-cpuusage"].Strategy != engine.SystemBBR || got["system-cpuusage"].TriggerCount != 0.7 ||
+		got["system-inboundqps"].Strategy != engine.SystemNoAdaptive || got["system-avgrt"].TriggerCount != 150 {
+		t.Fatalf("the engine's system rules %+v", got)
+	}
+
+	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=system",
+		`[{"metricType": 0, "triggerCount": 8}, {"metricType": 4, "triggerCount": 0.5, "strategy": 2}]`, nil)
+	mustStatus(t, resp, body, http.StatusUnprocessableEntity)
+	for _, field := range []string{"metricType", "strategy"} {
+		if !strings.Contains(string(body), field) {
+			t.Errorf("the refusal does not name %s: %s", field, body)
+		}
+	}
+}

@@ -54,7 +54,7 @@ func plainFields(table engine.Fields) engine.Fields {
 }
 
 // SentinelKinds are the kinds ImportSentinel converts.
-var SentinelKinds = []string{KindFlow, KindBreaker, KindHotspot}
+var SentinelKinds = []string{KindFlow, KindBreaker, KindHotspot, KindSystem}
 
 // ImportSentinel turns the sentinel-golang rules of kind (one of
 // SentinelKinds) into rules that Apply takes, named in file order and
@@ -65,6 +65,8 @@ func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
 		return convertSentinelBreakerRules(items)
 	case KindHotspot:
 		return convertSentinelHotspotRules(items)
+	case KindSystem:
+		return convertSentinelSystemRules(items)
 	}
 	return convertSentinelFlowRules(items)
 }
@@ -101,11 +103,20 @@ func convertSentinel(items []json.RawMessage, kind string, fill func(o *strictjs
 	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
 		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
 			r := Rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
-			o.Str("resource", &r.Resource)
-			r.Name, _ = uniqueName(kind, r.subject(), func(name string) (bool, error) { return named[name], nil })
-			named[r.Name] = true
-			o.Label = r.Name
-			fill(o, &r)
+			name := func() {
+				r.Name, _ = uniqueName(kind, r.subject(), func(name string) (bool, error) { return named[name], nil })
+				named[r.Name] = true
+				o.Label = r.Name
+			}
+			if kind == KindSystem {
+				// Named after its metric, which fill reads.
+				fill(o, &r)
+				name()
+			} else {
+				o.Str("resource", &r.Resource)
+				name()
+				fill(o, &r)
+			}
 			o.Rest(func(string) string { return "" })
 			return r
 		})
@@ -308,4 +319,42 @@ func sentinelValue(kind int64, text string) (string, string) {
 		return "", "must be a number for valKind 3 (KindFloat64)"
 	}
 	return "", "must be 0 (KindInt), 1 (KindString), 2 (KindBool) or 3 (KindFloat64)"
+}
+
+// convertSentinelSystemRules turns sentinel-golang system rules (metricType
+// 0 Load, 1 AvgRT, 2 Concurrency, 3 InboundQPS, 4 CpuUsage; strategy -1
+// NoAdaptive, 1 BBR, 0 unset) into Sluice rules, named in file order,
+// validated like an apply body. Sentinel's Load trigger is the machine's
+// load average, Sluice's the load per CPU of the machine the rule will run
+// on, which the file does not tell: such a rule is refused rather than
+// guessed. A CpuUsage trigger is a ratio in both.
+func convertSentinelSystemRules(items []json.RawMessage) ([]Rule, error) {
+	return convertSentinel(items, KindSystem, func(o *strictjson.Object, r *Rule) {
+		var id string
+		var metric, strategy int64
+		sys := &r.System
+		o.Str("id", &id)
+		o.Integer("metricType", &metric)
+		o.Number("triggerCount", &sys.TriggerCount)
+		o.Integer("strategy", &strategy)
+		value, ok := sentinelOption(engine.SystemRuleFields, "metricType", metric)
+		switch {
+		case !ok:
+			o.Fail("metricType", "must be 0 (Load), 1 (AvgRT), 2 (Concurrency), 3 (InboundQPS) or 4 (CpuUsage)")
+		case engine.SystemMetric(value) == engine.SystemLoad:
+			o.Fail("metricType", "0 (Load) cannot be mapped: Sentinel's trigger is the machine's load average, Sluice's the load per CPU of the machine that runs the rule; write the rule in Sluice's terms (metricType load)")
+		default:
+			sys.MetricType = engine.SystemMetric(value)
+		}
+		switch strategy {
+		case 0: // unset: Sluice's default for the metric
+		case -1:
+			sys.Strategy = engine.SystemNoAdaptive
+		case 1:
+			sys.Strategy = engine.SystemBBR
+		default:
+			o.Fail("strategy", "must be -1 (NoAdaptive) or 1 (BBR), or 0 (unset)")
+		}
+		r.Description = importedDescription(id)
+	})
 }
