@@ -454,7 +454,7 @@ func TestCreateRuleRejects(t *testing.T) {
 		{name: "description is a number", body: `{"kind":"flow","resource":"r","threshold":1,"description":7}`, wantStatus: 422, wantFields: []string{"description"}},
 		{name: "mode is an object", body: `{"kind":"flow","resource":"r","threshold":1,"mode":{}}`, wantStatus: 422, wantFields: []string{"mode"}},
 		{name: "missing kind", body: `{"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
-		{name: "unknown kind", body: `{"kind":"system","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
+		{name: "unknown kind", body: `{"kind":"isolation","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
 		{name: "kind is a number", body: `{"kind":1,"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
 		{name: "missing resource", body: `{"kind":"flow","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
 		{name: "missing threshold", body: `{"kind":"flow","resource":"r"}`, wantStatus: 422, wantFields: []string{"threshold"}},
@@ -1541,7 +1541,7 @@ func TestRuleFields(t *testing.T) {
 	for _, k := range got.Kinds {
 		kinds = append(kinds, k.Kind)
 	}
-	if want := []string{"flow", "circuitBreaker", "hotspot", "authority"}; !slices.Equal(kinds, want) {
+	if want := []string{"flow", "circuitBreaker", "hotspot", "authority", "system"}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	want, err := json.Marshal(RuleSchema{
@@ -1551,6 +1551,8 @@ func TestRuleFields(t *testing.T) {
 			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
 			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
 			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
+			{Kind: "system", Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight",
+				Fields: engine.SystemRuleFields, NoResource: true},
 		},
 		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
 	})
