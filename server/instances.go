@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"regexp"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -14,6 +13,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
@@ -27,9 +27,6 @@ const (
 	// minute may start: instances' clocks drift, but not by hours.
 	maxReportAheadMs = store.HourMs
 )
-
-// appPattern is an app's name (API.md, the rule field app).
-var appPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)
 
 // InstanceReport is an instance's heartbeat and traffic, posted at most
 // every second.
@@ -178,8 +175,8 @@ func (h *instanceHandler) list(c *fiber.Ctx) error {
 // appParam reads ?app=, empty or an app's name.
 func appParam(c *fiber.Ctx) (string, error) {
 	app := c.Query("app")
-	if app != "" && !appPattern.MatchString(app) {
-		msg := "must match " + appPattern.String()
+	if app != "" && !rules.AppPattern.MatchString(app) {
+		msg := "must match " + rules.AppPattern.String()
 		return "", BadRequest("app "+msg, FieldError{"app", msg})
 	}
 	return app, nil
@@ -258,8 +255,8 @@ func decodeReportingInstance(o *strictjson.Object) instances.Info {
 	if msg := textProblem(info.ID, 1, 128); msg != "" {
 		o.Fail("id", msg)
 	}
-	if o.Str("app", &info.App) && info.App != "" && !appPattern.MatchString(info.App) {
-		o.Fail("app", "must match "+appPattern.String())
+	if o.Str("app", &info.App) && info.App != "" && !rules.AppPattern.MatchString(info.App) {
+		o.Fail("app", "must match "+rules.AppPattern.String())
 	}
 	o.Str("hostname", &info.Hostname)
 	if msg := textProblem(info.Hostname, 0, 255); msg != "" {
