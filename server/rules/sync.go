@@ -39,6 +39,9 @@ type Service struct {
 	named      map[string]int64
 	onResource map[string][]int64
 	watch      watch // the snapshot's revision and its waiters (watch.go)
+	// synced is the store's revision read before the rules were last read
+	// whole (readAll): what is held is at least that recent. Guarded by mu.
+	synced int64
 }
 
 // Tx is a rule write in progress: the store transaction, the rules as
@@ -92,9 +95,15 @@ func New(st *store.Store, eng *engine.Engine) *Service {
 func (s *Service) Load(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	rev, err := s.store.RulesRevision(ctx)
+	if err != nil {
+		return err
+	}
 	if err := s.readAll(ctx); err != nil {
 		return err
 	}
+	s.synced = rev
+	s.revisionIs(rev)
 	return loadEvery(s.engine, enabledRules(s.rules))
 }
 
@@ -122,11 +131,12 @@ func (s *Service) readAll(ctx context.Context) error {
 
 // Follow keeps the rules in step with the other replicas that share the
 // database (PostgreSQL), until ctx ends: whenever one announces a rule
-// write, or the listener (re)connects and may have missed some, the rules
-// are read again and the engine loaded with them, unless the revision is
-// the one already loaded (the announcement of this replica's own write).
-// Every other announcement goes to also (store.Store.Changes), on the
-// same goroutine. On SQLite it returns at once.
+// write, when the listener (re)connects and may have missed some, and
+// every second besides, the store's revision is compared with the one the
+// rules were last read at, and if it moved they are read again and the
+// engine loaded with them. Every announcement goes to also
+// (store.Store.Changes), on the same goroutine. On SQLite it returns at
+// once.
 func (s *Service) Follow(ctx context.Context, logger *slog.Logger, also func(what string)) {
 	s.store.Changes(ctx, func(what string) {
 		if what == store.ChangedRules || what == store.ChangedEverything {
@@ -138,27 +148,33 @@ func (s *Service) Follow(ctx context.Context, logger *slog.Logger, also func(wha
 	})
 }
 
-// resync reads every rule again, as Load does, if the store's revision is
-// not the one loaded (every rule write adds a revision, so a missed
-// announcement shows too), and wakes the snapshot's waiters.
+// resync is resyncLocked under mu.
 func (s *Service) resync(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.resyncLocked(ctx)
+}
+
+// resyncLocked reads every rule again, as Load does, if the store's
+// revision moved since the last such read, loads them into the engine and
+// gives the snapshot that revision, waking its waiters. The revision is
+// read first, so what is held is never older than the revision it is
+// given: a write that lands in between moves the revision again, and the
+// next resync reads it. The caller holds mu.
+func (s *Service) resyncLocked(ctx context.Context) error {
 	rev, err := s.store.RulesRevision(ctx)
 	if err != nil {
 		return err
 	}
-	s.watch.mu.Lock()
-	current := s.watch.loaded && s.watch.revision == rev
-	s.watch.mu.Unlock()
-	if current {
+	if rev == s.synced {
 		return nil
 	}
 	if err := s.readAll(ctx); err != nil {
 		return err
 	}
+	s.synced = rev
 	err = loadEvery(s.engine, enabledRules(s.rules))
-	s.changed(ctx)
+	s.revisionIs(rev)
 	return err
 }
 
@@ -198,6 +214,11 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	}
 	if err != nil {
 		return domainError(err)
+	}
+	if s.store.Replicated() {
+		// Another replica may have written since the rules were read:
+		// what is held, and its revision, must come from one read.
+		return s.resyncLocked(ctx)
 	}
 	s.record(tx.changed)
 	s.changed(ctx)

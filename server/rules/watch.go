@@ -89,14 +89,28 @@ func (s *Service) revisionLocked(ctx context.Context) (int64, error) {
 	return s.watch.revision, nil
 }
 
-// changed is called by every write once it is committed, under mu: it
-// reads the new revision and wakes the waiters. If the store cannot say,
-// the next Watch reads it again.
+// changed is called by every write once it is committed, under mu, on a
+// database no other process writes: it reads the new revision and wakes
+// the waiters. If the store cannot say, the next Watch reads it again.
 func (s *Service) changed(ctx context.Context) {
 	s.watch.mu.Lock()
 	defer s.watch.mu.Unlock()
 	rev, err := s.store.RulesRevision(context.WithoutCancel(ctx))
 	s.watch.revision, s.watch.loaded = rev, err == nil
+	s.wakeLocked()
+}
+
+// revisionIs gives the snapshot revision rev, which the rules held are at
+// least as recent as, and wakes the waiters.
+func (s *Service) revisionIs(rev int64) {
+	s.watch.mu.Lock()
+	defer s.watch.mu.Unlock()
+	s.watch.revision, s.watch.loaded = rev, true
+	s.wakeLocked()
+}
+
+// wakeLocked wakes the snapshot's waiters. The caller holds watch.mu.
+func (s *Service) wakeLocked() {
 	if s.watch.next != nil {
 		close(s.watch.next)
 		s.watch.next = nil
