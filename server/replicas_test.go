@@ -34,20 +34,6 @@ func sharedDatabase(t *testing.T) string {
 	return pg.NewDatabase(t)
 }
 
-// eventually polls cond every 20 ms for up to 5 s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 5 s, still not %s", what)
-		}
-		<-tick.C
-	}
-}
-
 // TestReplicasShareOneDatabase runs two servers on one PostgreSQL
 // database: a rule written on one is in the other's engine, a token made
 // or revoked on one is honoured or refused by the other, their revisions
@@ -62,7 +48,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		`{"name":"closed","kind":"flow","resource":"orders","threshold":0}`); status != http.StatusCreated {
 		t.Fatalf("create on a: %d %s", status, data)
 	}
-	eventually(t, "the rule written on a in b's engine", func() bool {
+	pollUntil(t, "the rule written on a in b's engine", 5*time.Second, func() bool {
 		return len(b.Engine.FlowRules()) == 1
 	})
 	if status, data := b.as(t, admin, http.MethodPost, "/api/v1/check", `{"resource":"orders"}`); status != http.StatusOK ||
@@ -78,14 +64,14 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	}
 
 	token, id := a.newToken(t, "ci", roleViewer, "")
-	eventually(t, "the token made on a accepted by b", func() bool {
+	pollUntil(t, "the token made on a accepted by b", 5*time.Second, func() bool {
 		status, _ := b.as(t, bearer(token), http.MethodGet, "/api/v1/rules", "")
 		return status == http.StatusOK
 	})
 	if status, data := a.as(t, admin, http.MethodDelete, fmt.Sprintf("/api/v1/tokens/%d", id), ""); status != http.StatusNoContent {
 		t.Fatalf("revoke on a: %d %s", status, data)
 	}
-	eventually(t, "the token revoked on a refused by b", func() bool {
+	pollUntil(t, "the token revoked on a refused by b", 5*time.Second, func() bool {
 		status, _ := b.as(t, bearer(token), http.MethodGet, "/api/v1/rules", "")
 		return status == http.StatusUnauthorized
 	})
