@@ -42,6 +42,21 @@ type Options struct {
 	// sys/fs/cgroup/…). Optional. Default: "/"; tests point it at files of
 	// their own.
 	SystemRoot string
+	// Cluster is the count that scope: cluster rules share with the other
+	// engines that run them. Optional: without it, loading a cluster rule
+	// fails, naming scope.
+	Cluster ClusterCounter
+	// ClusterEngine identifies the engine to Cluster among those sharing
+	// it. Optional. Default: random.
+	ClusterEngine string
+	// OnClusterStateChange is told when the engine's cluster rules start
+	// or stop falling back, the count unreachable or back. It runs on the
+	// engine's round goroutine. Optional.
+	OnClusterStateChange func(ClusterStateChange)
+
+	// manualClusterRounds leaves the rounds with Cluster to the engine's
+	// tests, which hold them one by one on a manual clock.
+	manualClusterRounds bool
 }
 
 // Engine decides whether calls to resources may pass. It is safe for
@@ -64,6 +79,8 @@ type Engine struct {
 	created atomic.Int64 // resources created since New
 
 	system systemGuard // the system rules; loadMu guards most of it
+
+	cluster *clusterLink // nil without Options.Cluster
 
 	overflowCalls    atomic.Int64
 	overflowName     atomic.Pointer[string] // a recent name that overflowed
@@ -100,17 +117,30 @@ func New(opts Options) *Engine {
 	e.overflowSampleMs.Store(-overflowSampleEveryMs)
 	e.resources.init()
 	e.sweeping.Go(func() { e.sweepEvery(sweepInterval(ttl)) })
+	if opts.Cluster != nil {
+		e.cluster = newClusterLink(opts, e.clock)
+		if opts.manualClusterRounds {
+			close(e.cluster.done)
+		} else {
+			go e.cluster.run()
+		}
+	}
 	return e
 }
 
-// Close stops the engine's sweep, its sampling of the process's figures
-// and its own clock. Entries still work afterwards, with a clock that no
+// Close stops the engine's sweep, its sampling of the process's figures,
+// its rounds with the cluster count (returning what its leases left) and
+// its own clock. Entries still work afterwards, with a clock that no
 // longer advances. Safe to call more than once.
 func (e *Engine) Close() {
 	e.closeOnce.Do(func() {
 		close(e.stopSweep)
 		e.sweeping.Wait()
 		e.closeSystem()
+		if e.cluster != nil {
+			close(e.cluster.stop)
+			<-e.cluster.done
+		}
 		if rc, ok := e.clock.(*RealClock); ok && e.ownsClock {
 			rc.Stop()
 		}

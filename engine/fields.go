@@ -183,6 +183,17 @@ var FlowRuleFields = Fields{
 			{string(ScopeLocal), "Each engine on its own (local)"},
 			{string(ScopeCluster), "All engines together (cluster)"},
 		}},
+	{Name: "clusterFallback", Type: FieldString, Label: "While the shared count is unreachable", Default: string(FallbackLocal), Example: string(FallbackLocal),
+		AppliesWhen: &Condition{"scope", string(ScopeCluster)},
+		Help:        "What each engine does while it cannot reach the count all engines share.",
+		Options: []Option{
+			{string(FallbackLocal), "Limit its own traffic (local)"},
+			{string(FallbackPass), "Let every call through (pass)"},
+			{string(FallbackBlock), "Block every call (block)"},
+		}},
+	{Name: "clusterFallbackThreshold", Type: FieldNumber, Label: "Threshold of each engine in fallback", Example: 250,
+		AppliesWhen: &Condition{"scope", string(ScopeCluster)},
+		Help:        "With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last."},
 }
 
 // BreakerRuleFields are the fields of a circuit breaker rule

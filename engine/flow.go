@@ -27,6 +27,9 @@ type flowChecker struct {
 	// perOrigin decides the rule, when its limitApp is not default, on
 	// each origin's statistics in place of the above.
 	perOrigin *keyedChecker
+	// cluster decides the rule, when its scope is cluster, on leases of
+	// the count shared with other engines.
+	cluster *clusterShare
 }
 
 func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
@@ -38,6 +41,10 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	c.blocked = &BlockError{reason: reason, rule: rule.Name}
 	if rule.LimitApp != LimitAppDefault {
 		c.perOrigin = newOriginChecker(rule, c.blocked)
+		return c
+	}
+	if rule.Scope == ScopeCluster {
+		c.cluster = newClusterShare(rule)
 		return c
 	}
 	if c.concurrency() {
@@ -114,6 +121,9 @@ func (c *flowChecker) shadow() bool { return c.rule.Mode == ModeShadow }
 // claims once every rule let it through (Resource.Entry).
 // A throttled pass returns how long it must wait, in nanoseconds.
 func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses int64) (ok bool, waitNs int64) {
+	if c.cluster != nil {
+		return c.cluster.take(nowMs, count), 0
+	}
 	threshold := c.rule.Threshold
 	if c.concurrency() {
 		if c.stat != self {

@@ -15,7 +15,7 @@ import (
 // what every flow rule costs; LoadResourceRules replaces the rules of a few
 // resources for what theirs cost.
 func (e *Engine) LoadFlowRules(rules []FlowRule) error {
-	loaded, err := validateFlowRules(rules)
+	loaded, err := validateFlowSet("rules", rules, e.cluster != nil)
 	if err != nil {
 		return err
 	}
@@ -132,7 +132,7 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 			c.of(name).replaced[kind] = true
 		}
 	}
-	flow, err := validateFlowSet("flow", rules.Flow)
+	flow, err := validateFlowSet("flow", rules.Flow, e.cluster != nil)
 	errs.merge(err)
 	breakers, err := validateCircuitBreakerRules("circuitBreakers", rules.CircuitBreakers)
 	errs.merge(err)
@@ -189,6 +189,15 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 	return c, system, nil
 }
 
+// ClusterStatus reports what the engine's cluster rules decide on; Enabled
+// is false without Options.Cluster.
+func (e *Engine) ClusterStatus() ClusterStatus {
+	if e.cluster == nil {
+		return ClusterStatus{}
+	}
+	return e.cluster.status()
+}
+
 // FlowRules returns the loaded flow rules, defaults filled in, grouped by
 // resource: the resources in the order they got their first rule, each
 // one's rules in the order they apply.
@@ -204,25 +213,25 @@ func (e *Engine) FlowRules() []FlowRule {
 	return rules
 }
 
-// ValidateFlowRules checks rules as LoadFlowRules would, without loading
-// them: nil, or a *ValidationError naming every bad field.
+// ValidateFlowRules checks rules as LoadFlowRules would on an engine with
+// a cluster count (Options.Cluster), without loading them: nil, or a
+// *ValidationError naming every bad field as "rules[i].field".
 func ValidateFlowRules(rules []FlowRule) error {
-	_, err := validateFlowRules(rules)
+	_, err := validateFlowSet("rules", rules, true)
 	return err
 }
 
-// validateFlowRules returns the rules with their defaults, or the error that
-// names every bad field as "rules[i].field".
-func validateFlowRules(rules []FlowRule) ([]FlowRule, error) {
-	return validateFlowSet("rules", rules)
-}
-
 // validateFlowSet validates flow rules as a set, fields named
-// "prefix[i].field": an Entry holds the calls in flight of one origin of
-// one concurrency rule with a limitApp per resource at most.
-func validateFlowSet(prefix string, rules []FlowRule) ([]FlowRule, error) {
+// "prefix[i].field", and returns them with their defaults: an Entry holds
+// the calls in flight of one origin of one concurrency rule with a limitApp
+// per resource at most, and cluster rules need an engine with a cluster
+// count (clustered).
+func validateFlowSet(prefix string, rules []FlowRule, clustered bool) ([]FlowRule, error) {
 	held := map[string]int{}
 	return validateSet(prefix, rules, func(i int, rule FlowRule, errs *fieldErrors) {
+		if rule.Scope == ScopeCluster && !clustered {
+			errs.add(fmt.Sprintf("%s[%d].scope", prefix, i), "cluster needs a count shared by every engine, which this engine has not (sluice --redis)")
+		}
 		if rule.Metric != MetricConcurrency || rule.LimitApp == LimitAppDefault {
 			return
 		}

@@ -74,10 +74,25 @@ type Scope string
 const (
 	// ScopeLocal counts each engine's own traffic against the threshold.
 	ScopeLocal Scope = "local"
-	// ScopeCluster counts the traffic of every engine that shares a
-	// cluster count against one threshold; no engine has one yet, so such
-	// a rule is refused.
+	// ScopeCluster counts the traffic of every engine that shares the
+	// engine's cluster count (Options.Cluster) against one threshold.
 	ScopeCluster Scope = "cluster"
+)
+
+// ClusterFallback says what a cluster rule does while its engine cannot
+// reach the shared count.
+type ClusterFallback string
+
+// Cluster fallbacks.
+const (
+	// FallbackLocal limits the engine's own traffic to the rule's
+	// clusterFallbackThreshold (by default its threshold divided by the
+	// engines that shared it last).
+	FallbackLocal ClusterFallback = "local"
+	// FallbackPass lets every call through.
+	FallbackPass ClusterFallback = "pass"
+	// FallbackBlock blocks every call.
+	FallbackBlock ClusterFallback = "block"
 )
 
 // LimitApp values with a meaning of their own; any other is an origin.
@@ -129,6 +144,11 @@ type FlowRule struct {
 	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
 	RefResource            string                 `json:"refResource,omitempty"`
 	Scope                  Scope                  `json:"scope,omitempty"`
+	// ClusterFallback and ClusterFallbackThreshold apply to cluster rules
+	// only; a ClusterFallbackThreshold of 0 means the threshold divided
+	// by the engines that shared the rule last.
+	ClusterFallback          ClusterFallback `json:"clusterFallback,omitempty"`
+	ClusterFallbackThreshold float64         `json:"clusterFallbackThreshold,omitempty"`
 	// LimitApp says whose calls the rule counts and limits:
 	// LimitAppDefault every caller's together; an origin's name only that
 	// origin's (WithOrigin), on their own statistics; LimitAppOther each
@@ -161,6 +181,9 @@ func (r FlowRule) WithDefaults() FlowRule {
 	}
 	if r.Scope == "" {
 		r.Scope = ScopeLocal
+	}
+	if r.Scope == ScopeCluster && r.ClusterFallback == "" {
+		r.ClusterFallback = FallbackLocal
 	}
 	if r.LimitApp == "" {
 		r.LimitApp = LimitAppDefault
@@ -282,12 +305,45 @@ func (r FlowRule) Validate() []FieldError {
 
 	switch r.Scope {
 	case ScopeLocal:
+		if r.ClusterFallback != "" {
+			errs.add("clusterFallback", "applies only with scope cluster")
+		}
+		if r.ClusterFallbackThreshold != 0 {
+			errs.add("clusterFallbackThreshold", "applies only with scope cluster")
+		}
 	case ScopeCluster:
-		errs.add("scope", "cluster needs a count shared by every engine (sluice --redis), which this version has not")
+		r.validateCluster(&errs)
 	default:
 		errs.add("scope", fields.field("scope").mustBeOneOf())
 	}
 	return errs
+}
+
+// validateCluster adds what is wrong with the cluster fields of r, a rule
+// of scope cluster, to errs. The shared count holds passes per window:
+// cluster rules are qps reject rules on their own resource's traffic,
+// counting every caller, and named, since the name keys the count.
+func (r FlowRule) validateCluster(errs *fieldErrors) {
+	if r.Name == "" {
+		errs.add("name", "is required with scope cluster: it names the count the engines share")
+	}
+	plain := r.Metric == MetricQPS && r.ControlBehavior == BehaviorReject && r.TokenCalculateStrategy == StrategyDirect &&
+		r.RelationStrategy == RelationCurrent && r.LimitApp == LimitAppDefault
+	if !plain {
+		errs.add("scope", "cluster applies only to metric qps, controlBehavior reject, tokenCalculateStrategy direct, relationStrategy current and limitApp default")
+	} else if r.StatIntervalMs < MinClusterStatIntervalMs {
+		errs.add("statIntervalMs", fmt.Sprintf("must be at least %d with scope cluster", MinClusterStatIntervalMs))
+	}
+	switch r.ClusterFallback {
+	case FallbackLocal, FallbackPass, FallbackBlock:
+	default:
+		errs.add("clusterFallback", FlowRuleFields.field("clusterFallback").mustBeOneOf())
+	}
+	if t := r.ClusterFallbackThreshold; math.IsNaN(t) || t < 0 || t > MaxThreshold {
+		errs.add("clusterFallbackThreshold", fmt.Sprintf("must be between 0 and %g (0: threshold divided by the engines sharing the rule)", float64(MaxThreshold)))
+	} else if t != 0 && r.ClusterFallback != FallbackLocal {
+		errs.add("clusterFallbackThreshold", "applies only with clusterFallback local")
+	}
 }
 
 func (r FlowRule) ruleName() string { return r.Name }

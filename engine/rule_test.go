@@ -69,7 +69,7 @@ func TestFlowRuleValidate(t *testing.T) {
 		{"associated", func(r *FlowRule) { r.RelationStrategy = RelationAssociated; r.RefResource = "db" }, nil},
 		{"associated with bad ref", func(r *FlowRule) { r.RelationStrategy = RelationAssociated; r.RefResource = "a\nb" }, []string{"refResource"}},
 		{"ref with current", func(r *FlowRule) { r.RefResource = "db" }, []string{"refResource"}},
-		{"cluster scope", func(r *FlowRule) { r.Scope = ScopeCluster }, []string{"scope"}},
+		{"cluster scope on throttling", func(r *FlowRule) { r.Name = "a"; r.Scope = ScopeCluster; r.ControlBehavior = BehaviorThrottling }, []string{"scope"}},
 		{"unknown scope", func(r *FlowRule) { r.Scope = "global" }, []string{"scope"}},
 		{"unknown relation", func(r *FlowRule) { r.RelationStrategy = "sibling" }, []string{"relationStrategy"}},
 		{"every field wrong", func(r *FlowRule) {

@@ -190,7 +190,11 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			delete(names, old.rule.Name)
 		}
 	}
+	loaded := s.flow
 	s.flow = st.e.flowCheckersOf(r, s.flow, rules, st.now)
+	if st.e.cluster != nil {
+		st.e.cluster.replace(clusterShares(loaded), clusterShares(s.flow))
+	}
 	for _, added := range s.flow {
 		if added.stat != r {
 			st.linked[added.stat] = append(st.linked[added.stat], added)
@@ -470,6 +474,17 @@ func (s *ruleSet) measure(c *flowChecker, own bool) {
 	if c.passes != nil {
 		s.feeds = append(s.feeds, c.passes)
 	}
+}
+
+// clusterShares returns the shares of the cluster rules among flow.
+func clusterShares(flow []*flowChecker) []*clusterShare {
+	var shares []*clusterShare
+	for _, c := range flow {
+		if c.cluster != nil {
+			shares = append(shares, c.cluster)
+		}
+	}
+	return shares
 }
 
 // flowCheckersOf returns the checkers of r's new flow rules, reusing those

@@ -1,0 +1,231 @@
+package engine
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/sluicehq/sluice/engine/window"
+)
+
+// clusterShare is a loaded cluster rule's side of the shared count: the
+// leases its engine holds for it, what its calls asked, and, while the
+// count is unreachable, its fallback. Calls read and spend; the engine's
+// rounds (clusterLink) fill and settle.
+type clusterShare struct {
+	rule FlowRule
+
+	// lease is the lease calls spend, nil before the first; next the one
+	// of the coming bucket, asked for ahead.
+	lease atomic.Pointer[clusterLease]
+	next  atomic.Pointer[clusterLease]
+	// asked counts the calls decided since the last round: the demand the
+	// next asks are sized by.
+	asked atomic.Int64
+	// credit counts the passes made since the last round with no lease for
+	// their time (the rule idle until then), up to creditCap; the round
+	// charges them to the count.
+	credit    atomic.Int64
+	creditCap atomic.Int64
+	// fallback, when set, decides in the count's stead.
+	fallback atomic.Pointer[clusterFallback]
+
+	mu      sync.Mutex      // guards the switch of leases and retired
+	retired []*clusterLease // ended leases whose leftovers are to be returned
+
+	// engines is how many engines share the rule, as the count last said.
+	engines atomic.Int64
+
+	// Kept by the rounds only.
+	ratePerMs float64 // calls asked per millisecond, smoothed
+	dropped   bool    // unloaded: the next round returns what it holds and forgets it
+}
+
+// clusterLease is passes leased for one bucket of the shared count, to be
+// spent from startMs until endMs (the engine's clock).
+type clusterLease struct {
+	bucket         int64
+	startMs, endMs int64
+	left           atomic.Int64
+}
+
+// clusterFallback is how a cluster rule decides while the count is
+// unreachable: every call passes, none does, or a local limit.
+type clusterFallback struct {
+	mode  ClusterFallback
+	local *localLimit
+}
+
+func newClusterShare(rule FlowRule) *clusterShare {
+	s := &clusterShare{rule: rule}
+	s.engines.Store(1)
+	s.creditCap.Store(creditCap(rule, 1))
+	return s
+}
+
+// creditCap is how many passes a rule's engine may make on credit per
+// round: its share of one bucket, one at least.
+func creditCap(rule FlowRule, engines int64) int64 {
+	return max(int64(rule.Threshold)/(ClusterBuckets*max(engines, 1)), 1)
+}
+
+// take decides whether count calls may pass at nowMs.
+func (s *clusterShare) take(nowMs, count int64) bool {
+	s.asked.Add(count)
+	if f := s.fallback.Load(); f != nil {
+		return f.take(nowMs, count)
+	}
+	l := s.lease.Load()
+	if l == nil || nowMs >= l.endMs {
+		l = s.advance(nowMs)
+	}
+	if l == nil || nowMs < l.startMs {
+		if s.credit.Add(count) <= s.creditCap.Load() {
+			return true
+		}
+		s.credit.Add(-count)
+		return false
+	}
+	if l.left.Add(-count) >= 0 {
+		return true
+	}
+	l.left.Add(count)
+	return false
+}
+
+// advance makes the lease asked ahead current once the current one ended,
+// and returns the current lease; the ended ones are retired for the next
+// round to return what they left.
+func (s *clusterShare) advance(nowMs int64) *clusterLease {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := s.lease.Load()
+	if l != nil && nowMs < l.endMs {
+		return l
+	}
+	n := s.next.Load()
+	if n == nil || nowMs < n.startMs {
+		return l
+	}
+	if l != nil {
+		s.retired = append(s.retired, l)
+	}
+	s.next.Store(nil)
+	if nowMs >= n.endMs { // answered too late to be spent
+		s.retired = append(s.retired, n)
+		s.lease.Store(nil)
+		return nil
+	}
+	s.lease.Store(n)
+	return n
+}
+
+// settle takes from s what a round gives back at nowMs: the leftovers of
+// the leases that ended, every lease if s was dropped.
+func (s *clusterShare) settle(nowMs int64, returns []ClusterReturn) []ClusterReturn {
+	s.advance(nowMs)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l := s.lease.Load(); l != nil && (s.dropped || nowMs >= l.endMs) {
+		s.retired = append(s.retired, l)
+		s.lease.Store(nil)
+	}
+	if n := s.next.Load(); n != nil && s.dropped {
+		s.retired = append(s.retired, n)
+		s.next.Store(nil)
+	}
+	for _, l := range s.retired {
+		// A call that read the lease before it ended and spends after the
+		// swap finds none left and is blocked.
+		if unused := l.left.Swap(0); unused > 0 {
+			returns = append(returns, ClusterReturn{Key: s.rule.Name, Bucket: l.bucket, Unused: unused})
+		}
+	}
+	s.retired = s.retired[:0]
+	return returns
+}
+
+// grant adds a lease the count answered at nowMs, for the coming bucket
+// or the current one. An answer to an ask that wanted nothing only says
+// how many engines share the rule: a rule with no lease passes its next
+// calls on credit, while a rule that wanted and got nothing blocks.
+func (s *clusterShare) grant(nowMs int64, lease ClusterLease, next, wanted bool) {
+	engines := int64(max(lease.Engines, 1))
+	s.engines.Store(engines)
+	s.creditCap.Store(creditCap(s.rule, engines))
+	if !wanted {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot := &s.lease
+	if next {
+		slot = &s.next
+	}
+	if l := slot.Load(); l != nil && l.bucket == lease.Bucket {
+		l.left.Add(lease.Granted)
+		return
+	}
+	l := &clusterLease{bucket: lease.Bucket, startMs: nowMs + lease.StartsInMs, endMs: nowMs + lease.EndsInMs}
+	l.left.Store(lease.Granted)
+	if old := slot.Swap(l); old != nil {
+		s.retired = append(s.retired, old)
+	}
+}
+
+// fallBack has s decide by its clusterFallback from nowMs on, if it does
+// not already.
+func (s *clusterShare) fallBack(nowMs int64) {
+	if s.fallback.Load() != nil {
+		return
+	}
+	f := &clusterFallback{mode: s.rule.ClusterFallback}
+	if f.mode == FallbackLocal {
+		f.local = newLocalLimit(s.fallbackThreshold(), s.rule.StatIntervalMs)
+	}
+	s.fallback.Store(f)
+}
+
+// fallbackThreshold is the threshold a local fallback holds the engine's
+// traffic to.
+func (s *clusterShare) fallbackThreshold() float64 {
+	if t := s.rule.ClusterFallbackThreshold; t > 0 {
+		return t
+	}
+	return s.rule.Threshold / float64(max(s.engines.Load(), 1))
+}
+
+func (f *clusterFallback) take(nowMs, count int64) bool {
+	switch f.mode {
+	case FallbackPass:
+		return true
+	case FallbackBlock:
+		return false
+	}
+	return f.local.take(nowMs, count)
+}
+
+// localLimit holds passes to a capacity in any window of intervalMs, on a
+// count and pass log of its own.
+type localLimit struct {
+	capacity, intervalMs int64
+	passes               atomic.Int64
+	log                  *window.PassLog
+}
+
+func newLocalLimit(threshold float64, intervalMs int64) *localLimit {
+	capacity := int64(threshold)
+	return &localLimit{capacity: capacity, intervalMs: intervalMs, log: window.NewPassLog(capacity, capacity, 0, 0)}
+}
+
+func (l *localLimit) take(nowMs, count int64) bool {
+	for {
+		seen := l.passes.Load()
+		if !l.log.Admits(seen, count, l.capacity, nowMs-l.intervalMs) {
+			return false
+		}
+		if l.passes.CompareAndSwap(seen, seen+count) {
+			l.log.Mark(nowMs, seen+count)
+			return true
+		}
+	}
+}

@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+)
+
+// memCounter is the shared count as ClusterCounter documents it (the
+// Redis one in server/cluster is tested against a real Redis), in memory
+// and on the tests' clock, so that rounds and calls can be held step by
+// step.
+type memCounter struct {
+	clock Clock
+
+	mu        sync.Mutex
+	fail      error
+	counts    map[string]map[int64]int64 // by key, by bucket
+	seen      map[string]map[string]int64
+	exchanges []ClusterExchange
+}
+
+func newMemCounter(clock Clock) *memCounter {
+	return &memCounter{clock: clock, counts: map[string]map[int64]int64{}, seen: map[string]map[string]int64{}}
+}
+
+func (m *memCounter) setFailing(err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.fail = err
+}
+
+func (m *memCounter) Exchange(_ context.Context, x ClusterExchange) ([]ClusterLease, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.fail != nil {
+		return nil, m.fail
+	}
+	m.exchanges = append(m.exchanges, x)
+	now := m.clock.NowMs()
+	for _, r := range x.Returns {
+		c := m.counts[r.Key][r.Bucket]
+		m.counts[r.Key][r.Bucket] = c - min(r.Unused, c)
+	}
+	leases := make([]ClusterLease, len(x.Asks))
+	for i, a := range x.Asks {
+		if m.counts[a.Key] == nil {
+			m.counts[a.Key], m.seen[a.Key] = map[int64]int64{}, map[string]int64{}
+		}
+		counts := m.counts[a.Key]
+		bucketMs := ClusterBucketMs(a.IntervalMs)
+		cur := now / bucketMs
+		target := cur
+		if a.Next {
+			target++
+		}
+		counts[cur] += a.Charge
+		var used int64
+		for b := target - ClusterBuckets + 1; b <= target; b++ {
+			used += counts[b]
+		}
+		granted := max(min(a.Want, a.Threshold-used), 0)
+		counts[target] += granted
+		m.seen[a.Key][x.Engine] = now
+		engines := 0
+		for _, at := range m.seen[a.Key] {
+			if at > now-2000 {
+				engines++
+			}
+		}
+		leases[i] = ClusterLease{Granted: granted, Bucket: target, StartsInMs: max(target*bucketMs-now, 0),
+			EndsInMs: (target+1)*bucketMs - now, Engines: engines}
+	}
+	return leases, nil
+}
+
+// bucketTotal is what the count holds for key's bucket.
+func (m *memCounter) bucketTotal(key string, bucket int64) int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[key][bucket]
+}
+
+// newClusterEngine returns an engine of counter, on clock, whose rounds
+// the test holds (round).
+func newClusterEngine(t testing.TB, clock *ManualClock, counter ClusterCounter, id string, rules ...FlowRule) *Engine {
+	t.Helper()
+	e := New(Options{Clock: clock, Cluster: counter, ClusterEngine: id, manualClusterRounds: true})
+	t.Cleanup(e.Close)
+	if err := e.LoadFlowRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func round(e *Engine) { e.cluster.round(context.Background()) }
+
+func clusterRule(threshold float64) FlowRule {
+	return FlowRule{Name: "pay", Resource: "pay", Threshold: threshold, Scope: ScopeCluster}
+}
+
+func TestClusterRuleValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		rule  FlowRule
+		field string
+	}{
+		{"needs a name", FlowRule{Resource: "r", Threshold: 1, Scope: ScopeCluster}, "name"},
+		{"qps only", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, Metric: MetricConcurrency}, "scope"},
+		{"reject only", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, ControlBehavior: BehaviorThrottling}, "scope"},
+		{"every caller", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, LimitApp: "x"}, "scope"},
+		{"a second at least", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, StatIntervalMs: 500}, "statIntervalMs"},
+		{"fallback one of", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, ClusterFallback: "maybe"}, "clusterFallback"},
+		{"fallback threshold not negative", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, ClusterFallbackThreshold: -1}, "clusterFallbackThreshold"},
+		{"fallback threshold with local only", FlowRule{Name: "a", Resource: "r", Threshold: 1, Scope: ScopeCluster, ClusterFallback: FallbackPass, ClusterFallbackThreshold: 1}, "clusterFallbackThreshold"},
+		{"no fallback on a local rule", FlowRule{Resource: "r", Threshold: 1, ClusterFallback: FallbackPass}, "clusterFallback"},
+		{"no fallback threshold on a local rule", FlowRule{Resource: "r", Threshold: 1, ClusterFallbackThreshold: 3}, "clusterFallbackThreshold"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			errs := tc.rule.Validate()
+			if len(errs) != 1 || errs[0].Field != tc.field {
+				t.Fatalf("Validate() = %v, want one error on %s", errs, tc.field)
+			}
+		})
+	}
+	if errs := clusterRule(10).Validate(); errs != nil {
+		t.Fatalf("a plain cluster rule: %v", errs)
+	}
+	if got := clusterRule(10).WithDefaults().ClusterFallback; got != FallbackLocal {
+		t.Fatalf("default clusterFallback = %q, want local", got)
+	}
+}
+
+func TestClusterRuleNeedsACount(t *testing.T) {
+	e := New(Options{Clock: NewManualClock(0)})
+	defer e.Close()
+	err := e.LoadFlowRules([]FlowRule{clusterRule(10)})
+	var invalid *ValidationError
+	if !errors.As(err, &invalid) || len(invalid.Fields) != 1 || invalid.Fields[0].Field != "rules[0].scope" {
+		t.Fatalf("LoadFlowRules = %v, want rules[0].scope refused", err)
+	}
+	err = e.LoadResourceRules(ResourceRules{Resources: []string{"pay"}, Flow: []FlowRule{clusterRule(10)}})
+	if !errors.As(err, &invalid) || invalid.Fields[0].Field != "flow[0].scope" {
+		t.Fatalf("LoadResourceRules = %v, want flow[0].scope refused", err)
+	}
+}
+
+// TestClusterRuleHoldsAcrossEngines drives two engines at 3,000 calls a
+// second in all against one cluster rule of 1,000 a second, rounds every
+// 10 ms as the engine holds them: every second of the shared count's clock
+// holds at most the threshold once the first is past, any real second at
+// most one bucket more, and the engines together pass close to it.
+func TestClusterRuleHoldsAcrossEngines(t *testing.T) {
+	const threshold = 1000
+	clock := NewManualClock(1_000_000)
+	counter := newMemCounter(clock)
+	engines := []*Engine{
+		newClusterEngine(t, clock, counter, "a", clusterRule(threshold)),
+		newClusterEngine(t, clock, counter, "b", clusterRule(threshold)),
+	}
+	var passes []int64
+	const seconds = 6
+	for ms := range int64(seconds * 1000) {
+		if ms%10 == 0 {
+			for _, e := range engines {
+				round(e)
+			}
+		}
+		for i := range 3 {
+			if tryPass(engines[i%2].Resource("pay")) {
+				passes = append(passes, clock.NowMs())
+			}
+		}
+		clock.Advance(1)
+	}
+	perSecond := make([]int, seconds)
+	for _, at := range passes {
+		perSecond[(at-1_000_000)/1000]++
+	}
+	for s, n := range perSecond[1:] {
+		if n > threshold {
+			t.Errorf("second %d: %d passes, over the threshold %d (all: %v)", s+1, n, threshold, perSecond)
+		}
+		if n < threshold*95/100 {
+			t.Errorf("second %d: %d passes, under 95%% of the threshold (all: %v)", s+1, n, perSecond)
+		}
+	}
+	t.Logf("passes per second %v, most in any real second %d", perSecond, maxInAnyWindow(passes, 1000))
+	oneBucket := threshold / ClusterBuckets
+	if most := maxInAnyWindow(passes, 1000); most > threshold+oneBucket {
+		t.Errorf("%d passes in one real second, over the threshold and a bucket (%d)", most, threshold+oneBucket)
+	}
+}
+
+// TestClusterFallback has the count fail and come back: the next round
+// falls back as clusterFallback says, the state change is told, and the
+// first round that reaches the count again ends it.
+func TestClusterFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		rule   FlowRule
+		passes int // of 100 calls within one second, in fallback, two engines known
+	}{
+		{"local: the threshold divided by the engines", clusterRule(40), 20},
+		{"local: its own threshold", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallbackThreshold: 7}, 7},
+		{"pass", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackPass}, 100},
+		{"block", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackBlock}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clock := NewManualClock(1_000_000)
+			counter := newMemCounter(clock)
+			var changes []ClusterStateChange
+			e := New(Options{Clock: clock, Cluster: counter, ClusterEngine: "a", manualClusterRounds: true,
+				OnClusterStateChange: func(c ClusterStateChange) { changes = append(changes, c) }})
+			defer e.Close()
+			other := newClusterEngine(t, clock, counter, "b", tc.rule)
+			if err := e.LoadFlowRules([]FlowRule{tc.rule}); err != nil {
+				t.Fatal(err)
+			}
+			round(other)
+			round(e)
+			clock.Advance(1000)
+			lost := errors.New("connection refused")
+			counter.setFailing(lost)
+			round(e)
+			if st := e.ClusterStatus(); st.State != ClusterFallingBack || len(st.Rules) != 1 || !st.Rules[0].FallingBack || st.Rules[0].Engines != 2 {
+				t.Fatalf("status after a failed round = %+v", st)
+			}
+			if len(changes) != 1 || changes[0].State != ClusterFallingBack || !errors.Is(changes[0].Err, lost) {
+				t.Fatalf("changes = %+v, want one to fallback", changes)
+			}
+			passed := 0
+			for range 100 {
+				if tryPass(e.Resource("pay")) {
+					passed++
+				}
+				clock.Advance(5)
+			}
+			if passed != tc.passes {
+				t.Errorf("%d of 100 calls passed in fallback, want %d", passed, tc.passes)
+			}
+			counter.setFailing(nil)
+			round(e)
+			if st := e.ClusterStatus(); st.State != ClusterShared || st.Rules[0].FallingBack {
+				t.Fatalf("status after the count came back = %+v", st)
+			}
+			if len(changes) != 2 || changes[1].State != ClusterShared {
+				t.Fatalf("changes = %+v, want a second, back to cluster", changes)
+			}
+		})
+	}
+}
+
+// TestClusterCreditAndReturns: an idle rule's first calls pass on credit,
+// which the next round charges; what a lease leaves is returned once its
+// bucket ends, and all it holds once the rule is unloaded.
+func TestClusterCreditAndReturns(t *testing.T) {
+	clock := NewManualClock(1_000_000)
+	counter := newMemCounter(clock)
+	rule := clusterRule(1000)
+	e := newClusterEngine(t, clock, counter, "a", rule)
+	round(e) // liveness only: no demand yet
+	cur := clock.NowMs() / ClusterBucketMs(1000)
+	for range 3 {
+		if !tryPass(e.Resource("pay")) {
+			t.Fatal("a call with no lease and credit left was blocked")
+		}
+	}
+	clock.Advance(10)
+	round(e)
+	if got := counter.bucketTotal("pay", cur); got < 3 {
+		t.Fatalf("bucket %d holds %d after the charge, want the 3 passes at least", cur, got)
+	}
+	charged := counter.exchanges[len(counter.exchanges)-1].Asks[0].Charge
+	if charged != 3 {
+		t.Fatalf("charged %d, want 3", charged)
+	}
+	held := counter.bucketTotal("pay", cur) - 3
+	if held <= 0 {
+		t.Fatalf("the round leased nothing for the current bucket (demand 3 calls in 10 ms)")
+	}
+	clock.Advance(ClusterBucketMs(1000)) // the lease ends unspent
+	round(e)
+	if got := counter.bucketTotal("pay", cur); got != 3 {
+		t.Fatalf("bucket %d holds %d once its lease was returned, want the 3 passes made", cur, got)
+	}
+	if err := e.LoadFlowRules(nil); err != nil {
+		t.Fatal(err)
+	}
+	round(e)
+	if st := e.ClusterStatus(); len(st.Rules) != 0 {
+		t.Fatalf("rules after the unload: %+v", st.Rules)
+	}
+	var left int64
+	for b, n := range counter.counts["pay"] {
+		if b != cur {
+			left += n
+		}
+	}
+	if left != 0 {
+		t.Fatalf("the count still holds %d leased to the unloaded rule", left)
+	}
+}
+
+func TestClusterDecisionDoesNotAllocate(t *testing.T) {
+	clock := NewManualClock(1_000_000)
+	e := newClusterEngine(t, clock, newMemCounter(clock), "a", clusterRule(1e9))
+	r := e.Resource("pay")
+	tryPass(r)
+	round(e)
+	if n := testing.AllocsPerRun(1000, func() { tryPass(r) }); n != 0 {
+		t.Fatalf("%v allocations per cluster decision", n)
+	}
+}
