@@ -396,6 +396,144 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/cluster": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Whether the server runs with --redis, and if so whether its scope cluster rules decide on the count shared in Redis (state cluster) or, Redis unreachable, by their clusterFallback (state fallback), since when, and each rule's state: how many engines share it and its fallback threshold.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Cluster rules' state",
+                "operationId": "getClusterStatus",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ClusterStatus"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "an instance token",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/cluster/exchange": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). Tokens of role instance may post it; so may admins.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "instances"
+                ],
+                "summary": "Lease from the cluster count (instances)",
+                "operationId": "exchangeClusterLeases",
+                "parameters": [
+                    {
+                        "description": "the engine, its returns and its asks",
+                        "name": "exchange",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/engine.ClusterExchange"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ClusterExchangeAnswer"
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not a JSON object",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "neither an instance token nor an admin",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "the server has no cluster count (start it with --redis), and the exchange asks or returns",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details (asks[2].want)",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "503": {
+                        "description": "Redis did not answer",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/complete": {
             "post": {
                 "security": [
@@ -2946,6 +3084,90 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "engine.ClusterAsk": {
+            "type": "object",
+            "properties": {
+                "charge": {
+                    "description": "Charge is how many passes the engine made on credit since its last\nexchange (with no lease, after an idle spell): they are counted in\nthe current bucket, room or not.",
+                    "type": "integer"
+                },
+                "intervalMs": {
+                    "type": "integer"
+                },
+                "key": {
+                    "description": "Key names the shared count: the rule's name, the same on every\nengine that runs the rule.",
+                    "type": "string"
+                },
+                "next": {
+                    "description": "Next asks for the bucket after the current one, so that a lease is\nheld when it starts.",
+                    "type": "boolean"
+                },
+                "threshold": {
+                    "description": "Threshold is how many passes every engine together may make in any\nIntervalMs.",
+                    "type": "integer"
+                },
+                "want": {
+                    "description": "Want is how many passes the engine asks for: the counter grants\nwhat the window has room for, up to Want. An ask that wants none\nstill counts the engine among those that share the rule.",
+                    "type": "integer"
+                }
+            }
+        },
+        "engine.ClusterExchange": {
+            "type": "object",
+            "properties": {
+                "asks": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/engine.ClusterAsk"
+                    }
+                },
+                "engine": {
+                    "description": "Engine identifies the engine among those that share the count, for\nas long as it runs (Options.ClusterEngine).",
+                    "type": "string"
+                },
+                "returns": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/engine.ClusterReturn"
+                    }
+                }
+            }
+        },
+        "engine.ClusterLease": {
+            "type": "object",
+            "properties": {
+                "bucket": {
+                    "type": "integer"
+                },
+                "endsInMs": {
+                    "type": "integer"
+                },
+                "engines": {
+                    "description": "Engines is how many engines asked for the key lately, this one\nincluded: a clusterFallback local rule with no\nclusterFallbackThreshold divides its threshold by it.",
+                    "type": "integer"
+                },
+                "granted": {
+                    "type": "integer"
+                },
+                "startsInMs": {
+                    "type": "integer"
+                }
+            }
+        },
+        "engine.ClusterReturn": {
+            "type": "object",
+            "properties": {
+                "bucket": {
+                    "type": "integer"
+                },
+                "key": {
+                    "type": "string"
+                },
+                "unused": {
+                    "type": "integer"
+                }
+            }
+        },
         "engine.LiveStats": {
             "type": "object",
             "properties": {
@@ -3282,6 +3504,88 @@ const docTemplate = `{
                     "description": "WaitMs, when allowed, is how long the caller must wait before the\ncalls (a throttling rule spaces them); the server does not wait.",
                     "type": "integer",
                     "example": 0
+                }
+            }
+        },
+        "server.ClusterExchangeAnswer": {
+            "type": "object",
+            "properties": {
+                "leases": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/engine.ClusterLease"
+                    }
+                }
+            }
+        },
+        "server.ClusterRuleStatus": {
+            "type": "object",
+            "properties": {
+                "engines": {
+                    "description": "Engines is how many engines (server replicas and instances) shared\nthe rule, as Redis last said.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "fallback": {
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "pass",
+                        "block"
+                    ],
+                    "example": "local"
+                },
+                "fallbackThreshold": {
+                    "description": "FallbackThreshold is the server's threshold in a local fallback: in\nforce while fallingBack, what it would be otherwise.",
+                    "type": "number",
+                    "example": 250
+                },
+                "fallingBack": {
+                    "type": "boolean",
+                    "example": false
+                },
+                "name": {
+                    "type": "string",
+                    "example": "payments-global"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                }
+            }
+        },
+        "server.ClusterStatus": {
+            "type": "object",
+            "properties": {
+                "enabled": {
+                    "description": "Enabled is true when the server runs with --redis: scope cluster\nrules are accepted and share one count in Redis.",
+                    "type": "boolean",
+                    "example": true
+                },
+                "lastError": {
+                    "description": "LastError is why Redis was last unreachable.",
+                    "type": "string",
+                    "example": "dial tcp 127.0.0.1:6379: connect: connection refused"
+                },
+                "rules": {
+                    "description": "Rules are the cluster rules the server's engine runs (those without\nan app), by name.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ClusterRuleStatus"
+                    }
+                },
+                "since": {
+                    "description": "Since is when the state began.",
+                    "type": "string"
+                },
+                "state": {
+                    "description": "State is cluster while Redis answers, fallback while it does not\n(each rule then does what its clusterFallback says); absent when not\nenabled.",
+                    "type": "string",
+                    "enum": [
+                        "cluster",
+                        "fallback"
+                    ],
+                    "example": "cluster"
                 }
             }
         },
@@ -4049,6 +4353,21 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 5
                 },
+                "clusterFallback": {
+                    "description": "ClusterFallback is what each engine does with a cluster rule while\nit cannot reach the shared count.",
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "pass",
+                        "block"
+                    ],
+                    "example": "local"
+                },
+                "clusterFallbackThreshold": {
+                    "description": "ClusterFallbackThreshold is each engine's threshold in a local\nfallback; absent or 0: the threshold divided by the engines that\nshared the rule last.",
+                    "type": "number",
+                    "example": 250
+                },
                 "controlBehavior": {
                     "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",
                     "type": "string",
@@ -4269,6 +4588,21 @@ const docTemplate = `{
                 "burstCount": {
                     "type": "integer",
                     "example": 5
+                },
+                "clusterFallback": {
+                    "description": "ClusterFallback is what each engine does with a cluster rule while\nit cannot reach the shared count.",
+                    "type": "string",
+                    "enum": [
+                        "local",
+                        "pass",
+                        "block"
+                    ],
+                    "example": "local"
+                },
+                "clusterFallbackThreshold": {
+                    "description": "ClusterFallbackThreshold is each engine's threshold in a local\nfallback; absent or 0: the threshold divided by the engines that\nshared the rule last.",
+                    "type": "number",
+                    "example": 250
                 },
                 "controlBehavior": {
                     "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",

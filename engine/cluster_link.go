@@ -68,7 +68,9 @@ type ClusterStatus struct {
 	// why the count was last unreachable.
 	SinceMs   int64
 	LastError string
-	Rules     []ClusterRuleStatus
+	// Changes counts the state changes since the engine started.
+	Changes int64
+	Rules   []ClusterRuleStatus
 }
 
 // ClusterRuleStatus is the state of one loaded cluster rule.
@@ -98,6 +100,7 @@ type clusterLink struct {
 	state     ClusterState
 	sinceMs   int64
 	lastError string
+	changes   int64
 
 	roundMu      sync.Mutex // one round at a time; guards the fields below
 	lastLiveness int64
@@ -290,6 +293,7 @@ func (k *clusterLink) setState(state ClusterState, nowMs int64, err error) {
 	changed := k.state != state
 	if changed {
 		k.state, k.sinceMs = state, nowMs
+		k.changes++
 	}
 	if err != nil {
 		k.lastError = err.Error()
@@ -309,7 +313,7 @@ func (k *clusterLink) setState(state ClusterState, nowMs int64, err error) {
 func (k *clusterLink) status() ClusterStatus {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	st := ClusterStatus{Enabled: true, State: k.state, SinceMs: k.sinceMs, LastError: k.lastError}
+	st := ClusterStatus{Enabled: true, State: k.state, SinceMs: k.sinceMs, LastError: k.lastError, Changes: k.changes}
 	for s := range k.shares {
 		st.Rules = append(st.Rules, ClusterRuleStatus{
 			Rule: s.rule.Name, Resource: s.rule.Resource, Engines: int(s.engines.Load()), Fallback: s.rule.ClusterFallback,

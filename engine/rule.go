@@ -121,7 +121,8 @@ const (
 	MaxThreshold            = 1e12
 )
 
-var ruleNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
+// RuleNamePattern is what a rule name must match (API.md).
+var RuleNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
 
 // FlowRule limits the traffic of one resource. Zero values of optional
 // fields mean their defaults (see WithDefaults); JSON names are those of the
@@ -203,7 +204,7 @@ func (r FlowRule) WithDefaults() FlowRule {
 func (r FlowRule) Validate() []FieldError {
 	var errs fieldErrors
 	r = r.WithDefaults()
-	if r.Name != "" && !ruleNamePattern.MatchString(r.Name) {
+	if r.Name != "" && !RuleNamePattern.MatchString(r.Name) {
 		errs.add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit", maxRuleNameLen))
 	}
 	errs.check("resource", validateResourceName(r.Resource))

@@ -60,6 +60,11 @@ var routePolicy = map[string]string{
 
 	// A resource's hotspot rules' hottest values (the console's resource page).
 	"GET /api/v1/resources/:name/hot-values": roleViewer,
+
+	// Scale-out: the cluster rules' state, and the instances' leasing
+	// (admins besides instances, to look into it).
+	"GET /api/v1/cluster":           roleViewer,
+	"POST /api/v1/cluster/exchange": roleAdmin,
 }
 
 // instanceRoutes are the routes a token of role instance may use besides
@@ -68,6 +73,7 @@ var routePolicy = map[string]string{
 var instanceRoutes = map[string]bool{
 	"GET /api/v1/rules/snapshot":    true,
 	"POST /api/v1/instances/report": true,
+	"POST /api/v1/cluster/exchange": true,
 }
 
 // walkPassword is the password of the users the walk logs in as.
@@ -172,6 +178,8 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 			`{"instance":{"id":"walk"},"minutes":[{"resource":"walk","time":"2026-11-20T14:00:00Z","pass":1}],"live":[{"resource":"walk","passQps":1}]}`),
 		"GET /api/v1/instances":                  fixed("/api/v1/instances", "", ""),
 		"GET /api/v1/resources/:name/hot-values": fixed("/api/v1/resources/walk/hot-values", "", ""),
+		"GET /api/v1/cluster":                    fixed("/api/v1/cluster", "", ""),
+		"POST /api/v1/cluster/exchange":          fixed("/api/v1/cluster/exchange", "", `{"engine":"walk"}`),
 	}
 }
 

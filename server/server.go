@@ -102,6 +102,11 @@ type Config struct {
 	// Now tells the time for sessions, tokens, login throttling and the
 	// instances' reports and states. Optional. Default: time.Now, in UTC.
 	Now func() time.Time
+	// Cluster is the count in Redis that scope cluster rules share (the
+	// engine's Options.Cluster too): the instances lease from it through
+	// POST /cluster/exchange. Optional. Default: none; instances' exchanges
+	// are answered 409.
+	Cluster engine.ClusterCounter
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -119,6 +124,7 @@ type Server struct {
 	stream        *streamHub
 	publicMetrics bool
 	instances     *instances.Registry
+	cluster       engine.ClusterCounter
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -218,6 +224,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		s.stream.relayBreakers(cfg.BreakerFeed, cfg.Store, s.logger)
 	}
 	s.publicMetrics = cfg.PublicMetrics
+	s.cluster = cfg.Cluster
 	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
@@ -256,6 +263,7 @@ func (s *Server) routes() {
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
 	bindHotValues(api, &hotValuesHandler{engine: s.engine})
+	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {

@@ -18,6 +18,8 @@ import (
 type engineCollector struct {
 	engine                          *engine.Engine
 	breakerState, tracked, overflow *prometheus.Desc
+	clusterState, clusterChanges    *prometheus.Desc
+	clusterRule, clusterEngines     *prometheus.Desc
 }
 
 func newEngineCollector(eng *engine.Engine) *engineCollector {
@@ -30,12 +32,23 @@ func newEngineCollector(eng *engine.Engine) *engineCollector {
 			"Resources the engine tracks; past --max-resources, calls on new ones are counted under "+engine.OverflowResource+".", nil, nil),
 		overflow: prometheus.NewDesc("sluice_resource_overflow_total",
 			"Calls on new resources that the engine, full (--max-resources), counted under the resource "+engine.OverflowResource+".", nil, nil),
+		clusterState: prometheus.NewDesc("sluice_cluster_state",
+			"With --redis: 1 for the state the server's cluster rules are in (cluster: on the shared count; fallback: Redis unreachable), 0 for the other.",
+			[]string{"state"}, nil),
+		clusterChanges: prometheus.NewDesc("sluice_cluster_state_changes_total",
+			"With --redis: how many times the server's cluster rules fell back or came back.", nil, nil),
+		clusterRule: prometheus.NewDesc("sluice_cluster_rule_fallback",
+			"1 while a cluster rule decides by its clusterFallback (label fallback) on the server, 0 while on the shared count.",
+			[]string{"rule", "resource", "fallback"}, nil),
+		clusterEngines: prometheus.NewDesc("sluice_cluster_rule_engines",
+			"How many engines (server replicas and instances) shared a cluster rule, as Redis last said.",
+			[]string{"rule", "resource"}, nil),
 	}
 }
 
 // Describe sends every metric's description.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.breakerState, c.tracked, c.overflow} {
+	for _, d := range []*prometheus.Desc{c.breakerState, c.tracked, c.overflow, c.clusterState, c.clusterChanges, c.clusterRule, c.clusterEngines} {
 		ch <- d
 	}
 }
@@ -53,6 +66,32 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(c.engine.ResourceCount()))
 	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(c.engine.Overflow().Calls))
+	c.collectCluster(ch)
+}
+
+// collectCluster reads the state of the cluster rules, if the engine has
+// a shared count.
+func (c *engineCollector) collectCluster(ch chan<- prometheus.Metric) {
+	st := c.engine.ClusterStatus()
+	if !st.Enabled {
+		return
+	}
+	for _, state := range []engine.ClusterState{engine.ClusterShared, engine.ClusterFallingBack} {
+		ch <- prometheus.MustNewConstMetric(c.clusterState, prometheus.GaugeValue, flag(st.State == state), string(state))
+	}
+	ch <- prometheus.MustNewConstMetric(c.clusterChanges, prometheus.CounterValue, float64(st.Changes))
+	for _, r := range st.Rules {
+		ch <- prometheus.MustNewConstMetric(c.clusterRule, prometheus.GaugeValue, flag(r.FallingBack), r.Rule, r.Resource, string(r.Fallback))
+		ch <- prometheus.MustNewConstMetric(c.clusterEngines, prometheus.GaugeValue, float64(r.Engines), r.Rule, r.Resource)
+	}
+}
+
+// flag is 1 for true, 0 for false.
+func flag(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // resourceRow is one tracked resource's figures at a scrape: what the

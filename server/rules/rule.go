@@ -72,6 +72,13 @@ type FlowFields struct {
 	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
 	LimitApp               *string `json:"limitApp,omitempty" example:"default"`
 	Scope                  *string `json:"scope,omitempty" enums:"local,cluster" example:"local"`
+	// ClusterFallback is what each engine does with a cluster rule while
+	// it cannot reach the shared count.
+	ClusterFallback *string `json:"clusterFallback,omitempty" enums:"local,pass,block" example:"local"`
+	// ClusterFallbackThreshold is each engine's threshold in a local
+	// fallback; absent or 0: the threshold divided by the engines that
+	// shared the rule last.
+	ClusterFallbackThreshold *float64 `json:"clusterFallbackThreshold,omitempty" example:"250"`
 }
 
 // BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
@@ -274,7 +281,13 @@ func (r *Rule) withDefaults() {
 func (r *Rule) validate() []engine.FieldError {
 	switch r.Kind {
 	case KindFlow:
-		return r.engineFlow().Validate()
+		f := r.engineFlow()
+		if f.Name == "" {
+			// A rule created without a name is given one before it is
+			// stored; a cluster rule needs one, which it will have.
+			f.Name = "unnamed"
+		}
+		return f.Validate()
 	case KindBreaker:
 		return r.engineBreaker().Validate()
 	case KindHotspot:
