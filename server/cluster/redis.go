@@ -24,6 +24,10 @@ const DefaultTimeout = 50 * time.Millisecond
 // its last ask.
 const engineMemory = 2 * time.Second
 
+// maxCount bounds the counts sent to the script: Lua's numbers are
+// doubles, exact up to 2^53, and a threshold that large is no limit.
+const maxCount = 1 << 53
+
 // ErrKey is returned, wrapped, for a rule key that cannot name Redis keys:
 // empty, or holding '{' or '}', which would break the hash tag that keeps
 // one rule's keys in one slot.
@@ -146,7 +150,7 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 			return nil, err
 		}
 		keys = append(keys, base+strconv.FormatInt(ret.Bucket, 10))
-		args = append(args, ret.Unused)
+		args = append(args, min(ret.Unused, maxCount))
 	}
 	for _, ask := range x.Asks {
 		base, err := r.keyBase(ask.Key)
@@ -158,7 +162,8 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 			next = 1
 		}
 		keys = append(keys, base)
-		args = append(args, ask.Threshold, engine.ClusterBucketMs(ask.IntervalMs), ask.Want, ask.Charge, next)
+		args = append(args, min(ask.Threshold, maxCount), engine.ClusterBucketMs(ask.IntervalMs),
+			min(ask.Want, maxCount), min(ask.Charge, maxCount), next)
 	}
 	reply, err := exchangeScript.Run(ctx, r.client, keys, args...).Int64Slice()
 	if err != nil {

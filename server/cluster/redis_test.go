@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"sync"
@@ -237,6 +238,17 @@ func TestExchangeSettlesReturnsAndCharges(t *testing.T) {
 				if leases[i].Granted != want {
 					t.Errorf("ask %d granted %d, want %d", i, leases[i].Granted, want)
 				}
+			}
+		}},
+		{"counts too large for Lua's doubles", func(t *testing.T) {
+			x := ask("huge", math.MaxInt64, math.MaxInt64)
+			x.Asks[0].Charge = 1
+			if l := exchange(t, r, x)[0]; l.Granted != 1<<53-1 {
+				t.Errorf("granted %d of a threshold of MaxInt64 after a charge of 1, want 2^53-1", l.Granted)
+			}
+			x.Asks[0].Charge = math.MaxInt64
+			if l := exchange(t, r, x)[0]; l.Granted != 0 {
+				t.Errorf("granted %d after a charge of MaxInt64, want 0", l.Granted)
 			}
 		}},
 		{"a one-millisecond bucket", func(t *testing.T) {
