@@ -60,7 +60,9 @@ type Options struct {
 // keys share a slot.
 //
 // An Exchange is one Lua script, run atomically: no command is retried, so
-// an exchange that fails is applied once or not at all, never twice. A
+// an exchange is applied once at most; one that fails by a timeout may
+// have been applied with its answer lost (its grants then count unused
+// until their buckets expire, and its returns were made). A
 // Redis that is down is an error within about two timeouts; the client
 // reconnects on its own, within a second or so of Redis coming back.
 //
