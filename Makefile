@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server,./engine --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test tools bench-once chromium postgres fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools bench-once chromium postgres redis fmt-check vet docs check-docs bench bench-metrics
 
 # run starts sluice from the sources; ARGS are its flags, as in
 # make run ARGS="--demo --addr 127.0.0.1:8080".
@@ -16,7 +16,7 @@ run:
 # for the nested module. The store's and the server's tests then run once
 # more on a throwaway PostgreSQL server (SLUICE_TEST_DB=postgres), without
 # the race detector, which the first run has applied to the same code.
-test: tools fmt-check vet check-docs bench-once chromium postgres
+test: tools fmt-check vet check-docs bench-once chromium postgres redis
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/
 
@@ -51,6 +51,13 @@ chromium:
 # loopback, as the postgres user when run as root.
 postgres:
 	@ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql)
+
+# redis installs Debian's Redis server, when it is missing: the cluster
+# count's tests start throwaway servers of their own with it
+# (server/cluster/redistest), on free loopback ports; the package's own
+# service, on 6379, plays no part.
+redis:
+	@command -v redis-server >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
 
 fmt-check:
 	@unformatted=$$(gofmt -l .); \

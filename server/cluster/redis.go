@@ -1,0 +1,195 @@
+package cluster
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// DefaultTimeout bounds each dial, read and write to Redis unless
+// Options.Timeout says otherwise: short, so that an unreachable Redis is an
+// error within about twice that and cluster rules fall back promptly.
+const DefaultTimeout = 50 * time.Millisecond
+
+// engineMemory is how long an engine counts among a rule's engines after
+// its last ask.
+const engineMemory = 2 * time.Second
+
+// maxCount bounds the counts sent to the script: Lua's numbers are
+// doubles, exact up to 2^53, and a threshold that large is no limit.
+const maxCount = 1 << 53
+
+// ErrKey is returned, wrapped, for a rule key that cannot name Redis keys:
+// empty, or holding '{' or '}', which would break the hash tag that keeps
+// one rule's keys in one slot.
+var ErrKey = errors.New("cluster: key is empty or holds '{' or '}'")
+
+//go:embed exchange.lua
+var exchangeSource string
+
+var exchangeScript = redis.NewScript(exchangeSource)
+
+// Options configures a Redis counter.
+type Options struct {
+	// URL is the Redis server, as redis.ParseURL reads it
+	// (redis://[user:password@]host:port/db, rediss:// for TLS).
+	URL string
+	// KeyPrefix starts every key the counter writes.
+	// Optional. Default: "sluice:".
+	KeyPrefix string
+	// Timeout bounds each dial, read and write, whatever the URL says.
+	// Optional. Default: DefaultTimeout (50 ms).
+	Timeout time.Duration
+}
+
+// Redis is an engine.ClusterCounter kept in a Redis server. A rule's
+// count is kept in buckets of engine.ClusterBucketMs(intervalMs), numbered
+// by Redis's clock (milliseconds since the epoch divided by the bucket
+// length), under <prefix>c:{<key>}:<bucket>, each expiring once no window
+// can hold it; the engines that asked for the rule lately are a sorted set
+// under <prefix>c:{<key>}:engines. The braces are a hash tag: one rule's
+// keys share a slot.
+//
+// An Exchange is one Lua script, run atomically: no command is retried, so
+// an exchange is applied once at most; one that fails by a timeout may
+// have been applied with its answer lost (its grants then count unused
+// until their buckets expire, and its returns were made). A
+// Redis that is down is an error within about two timeouts; the client
+// reconnects on its own, within a second or so of Redis coming back.
+//
+// A Redis is safe for concurrent use.
+type Redis struct {
+	client *redis.Client
+	prefix string
+	// engineMemory is how long an engine counts among a rule's engines
+	// after its last ask; tests shorten it.
+	engineMemory time.Duration
+}
+
+var _ engine.ClusterCounter = (*Redis)(nil)
+
+// New returns a counter on the Redis at opts.URL. It does not dial: Ping
+// checks that Redis answers.
+func New(opts Options) (*Redis, error) {
+	ro, err := redis.ParseURL(opts.URL)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: redis URL: %w", err)
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ro.DialTimeout, ro.ReadTimeout, ro.WriteTimeout = timeout, timeout, timeout
+	// One dial per attempt and no retried command: an exchange is not
+	// idempotent, and a Redis that is away must be an error at once.
+	ro.DialerRetries = 1
+	ro.MaxRetries = -1
+	ro.ContextTimeoutEnabled = true
+	ro.DisableIdentity = true
+	ro.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	prefix := opts.KeyPrefix
+	if prefix == "" {
+		prefix = "sluice:"
+	}
+	return &Redis{client: redis.NewClient(ro), prefix: prefix, engineMemory: engineMemory}, nil
+}
+
+// Close closes the connections to Redis.
+func (r *Redis) Close() error { return r.client.Close() }
+
+// Ping reports whether Redis answers.
+func (r *Redis) Ping(ctx context.Context) error {
+	if err := r.client.Ping(ctx).Err(); err != nil {
+		return fmt.Errorf("cluster: ping redis: %w", err)
+	}
+	return nil
+}
+
+// Exchange settles x and answers its asks in one atomic script, by Redis's
+// clock (TIME): nowMs is Redis's time in milliseconds, and for each rule
+// bucketMs = engine.ClusterBucketMs(IntervalMs) and cur = nowMs / bucketMs
+// (rounded down).
+//
+// First each return takes back min(Unused, the bucket's count) from its
+// bucket, if the bucket's key still exists: a count never goes below 0 and
+// an expired bucket is not made again.
+//
+// Then, for each ask in order: Charge (when positive) is added to bucket
+// cur, room or not. The lease is for bucket target: cur+1 if Next, else
+// cur. used is the largest count of ClusterBuckets consecutive buckets
+// that hold target, of the windows ending at target … cur+1 (no count lies
+// beyond cur+1; a window ending at cur+1 holds what others were granted
+// ahead for the next bucket). Granted = max(0, min(Want, Threshold-used))
+// is added to bucket target. Every bucket key written expires
+// (ClusterBuckets+2)*bucketMs later. StartsInMs = max(target*bucketMs -
+// nowMs, 0) and EndsInMs = (target+1)*bucketMs - nowMs; Bucket = target.
+// The asking engine is recorded for the key, and Engines is how many
+// engines asked for it in the last 2 s, this one included.
+//
+// So the grants in any ClusterBuckets consecutive buckets never add up to
+// more than Threshold (charges may). An exchange with neither returns nor
+// asks does not reach Redis. A key that is empty or holds braces is an
+// ErrKey; an answer that does not fit x is an engine.ErrClusterAnswer.
+func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engine.ClusterLease, error) {
+	if len(x.Returns) == 0 && len(x.Asks) == 0 {
+		return []engine.ClusterLease{}, nil
+	}
+	keys := make([]string, 0, len(x.Returns)+len(x.Asks))
+	args := make([]any, 0, 4+len(x.Returns)+5*len(x.Asks))
+	args = append(args, engine.ClusterBuckets, r.engineMemory.Milliseconds(), x.Engine, len(x.Returns))
+	for _, ret := range x.Returns {
+		base, err := r.keyBase(ret.Key)
+		if err != nil {
+			return nil, err
+		}
+		keys = append(keys, base+strconv.FormatInt(ret.Bucket, 10))
+		args = append(args, min(ret.Unused, maxCount))
+	}
+	for _, ask := range x.Asks {
+		base, err := r.keyBase(ask.Key)
+		if err != nil {
+			return nil, err
+		}
+		next := 0
+		if ask.Next {
+			next = 1
+		}
+		keys = append(keys, base)
+		args = append(args, min(ask.Threshold, maxCount), engine.ClusterBucketMs(ask.IntervalMs),
+			min(ask.Want, maxCount), min(ask.Charge, maxCount), next)
+	}
+	reply, err := exchangeScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	if err != nil {
+		return nil, fmt.Errorf("cluster: exchange with redis: %w", err)
+	}
+	if len(reply) != 5*len(x.Asks) {
+		return nil, fmt.Errorf("cluster: redis answered %d numbers for %d asks: %w", len(reply), len(x.Asks), engine.ErrClusterAnswer)
+	}
+	leases := make([]engine.ClusterLease, len(x.Asks))
+	for i := range leases {
+		n := reply[5*i : 5*i+5]
+		leases[i] = engine.ClusterLease{Granted: n[0], Bucket: n[1], StartsInMs: n[2], EndsInMs: n[3], Engines: int(n[4])}
+	}
+	if err := x.Validate(leases); err != nil {
+		return nil, fmt.Errorf("cluster: redis answer: %w", err)
+	}
+	return leases, nil
+}
+
+// keyBase is what a rule's keys start with: the prefix, then the rule key
+// as a hash tag.
+func (r *Redis) keyBase(key string) (string, error) {
+	if key == "" || strings.ContainsAny(key, "{}") {
+		return "", fmt.Errorf("cluster: key %q: %w", key, ErrKey)
+	}
+	return r.prefix + "c:{" + key + "}:", nil
+}
