@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,9 +21,9 @@ const (
 	// clusterRoundFailing is the pause between rounds while the count is
 	// unreachable.
 	clusterRoundFailing = 100 * time.Millisecond
-	// clusterExchangeTimeout bounds a round's exchange: with the pause, a
-	// count that stops answering is known within 100 ms.
-	clusterExchangeTimeout = 50 * time.Millisecond
+	// defaultClusterTimeout bounds a round's exchange by default: with the
+	// pause, a count that stops answering is known within 100 ms.
+	defaultClusterTimeout = 50 * time.Millisecond
 	// clusterAskAheadMs is how long before its lease ends a rule asks for
 	// the next bucket's.
 	clusterAskAheadMs = 30
@@ -92,6 +93,7 @@ type clusterLink struct {
 	counter  ClusterCounter
 	engine   string
 	clock    Clock
+	timeout  time.Duration
 	onChange func(ClusterStateChange)
 
 	mu        sync.Mutex
@@ -114,7 +116,8 @@ type clusterLink struct {
 func newClusterLink(opts Options, clock Clock) *clusterLink {
 	k := &clusterLink{
 		counter: opts.Cluster, engine: opts.ClusterEngine, clock: clock, onChange: opts.OnClusterStateChange,
-		shares: map[*clusterShare]struct{}{}, state: ClusterShared, sinceMs: clock.NowMs(),
+		timeout: cmp.Or(opts.ClusterTimeout, defaultClusterTimeout),
+		shares:  map[*clusterShare]struct{}{}, state: ClusterShared, sinceMs: clock.NowMs(),
 		lastLiveness: math.MinInt64 / 2, lastRound: clock.NowMs(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
 	}
@@ -255,7 +258,7 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 	if liveness {
 		k.lastLiveness = now
 	}
-	ctx, cancel := context.WithTimeout(ctx, clusterExchangeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, k.timeout)
 	leases, err := k.counter.Exchange(ctx, x)
 	cancel()
 	if err == nil {

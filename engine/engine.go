@@ -49,6 +49,9 @@ type Options struct {
 	// ClusterEngine identifies the engine to Cluster among those sharing
 	// it. Optional. Default: random.
 	ClusterEngine string
+	// ClusterTimeout bounds each exchange with Cluster: one that takes
+	// longer has the cluster rules fall back. Optional. Default: 50 ms.
+	ClusterTimeout time.Duration
 	// OnClusterStateChange is told when the engine's cluster rules start
 	// or stop falling back, the count unreachable or back. It runs on the
 	// engine's round goroutine. Optional.

@@ -106,6 +106,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
 	instanceToken := fs.String("instance-token", "", "register this value as an API token of role instance at start-up, for the services that embed the engine (env SLUICE_INSTANCE_TOKEN)")
 	adminPassword := fs.String("admin-password", "", "password of the first admin on an empty database; random and logged once if unset (env SLUICE_ADMIN_PASSWORD)")
+	redisURL := fs.String("redis", "", "Redis URL (redis://[user:password@]host:port/db) holding the count that scope cluster rules share across every replica and instance; without it such rules are refused (env SLUICE_REDIS)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
@@ -139,10 +140,23 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return err
 	}
 	defer func() { err = errors.Join(err, st.Close()) }()
+	counter, err := clusterCounter(ctx, *redisURL, logger)
+	if err != nil {
+		return err
+	}
+	if counter != nil {
+		defer counter.Close()
+	}
 	breakers := server.NewBreakerFeed()
-	eng := engine.New(engine.Options{
+	engineOpts := engine.Options{
 		OnBreakerStateChange: breakers.Notify, MaxResources: *maxResources, ResourceIdleTTL: *idleTTL,
-	})
+	}
+	if counter != nil {
+		engineOpts.Cluster, engineOpts.ClusterEngine = counter, replicaID()
+		engineOpts.OnClusterStateChange = logClusterState(logger)
+	}
+	// Closed before the counter, so that it returns what its leases left.
+	eng := engine.New(engineOpts)
 	defer eng.Close()
 
 	if (*tlsCert == "") != (*tlsKey == "") {
@@ -158,6 +172,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
 		EntryLease: *entryLease, BreakerFeed: breakers,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
+		Cluster: engineOpts.Cluster,
 	})
 	if err != nil {
 		return err

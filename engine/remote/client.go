@@ -62,7 +62,10 @@ type Config struct {
 	// Logger receives failures and rule changes. Optional. Default:
 	// slog.Default().
 	Logger *slog.Logger
-	// Engine configures the engine the Client runs. Optional.
+	// Engine configures the engine the Client runs. Optional. Its
+	// scope cluster rules lease from the server's count (POST
+	// /cluster/exchange, as the instance, within DefaultClusterTimeout)
+	// unless Engine.Cluster says otherwise.
 	Engine engine.Options
 	// PollWait is how long the server may hold a snapshot request while
 	// the rules do not change. Optional. Default: DefaultPollWait (30s);
@@ -202,7 +205,12 @@ func New(cfg Config) (*Client, error) {
 		"app": {cfg.App}, "wait": {cfg.PollWait.String()},
 	}.Encode()
 	c.reportURL = api + "/instances/report"
-	c.engine = engine.New(cfg.Engine)
+	if c.cfg.Engine.Cluster == nil {
+		c.cfg.Engine.Cluster = serverCount{c: c, url: api + "/cluster/exchange"}
+		c.cfg.Engine.ClusterEngine = cfg.InstanceID
+		c.cfg.Engine.ClusterTimeout = cmp.Or(c.cfg.Engine.ClusterTimeout, DefaultClusterTimeout)
+	}
+	c.engine = engine.New(c.cfg.Engine)
 	return c, nil
 }
 
