@@ -75,15 +75,15 @@ func (s *clusterShare) take(nowMs, count int64) bool {
 		return f.take(nowMs, count)
 	}
 	l := s.lease.Load()
-	if l == nil || nowMs >= l.endMs {
-		l = s.advance(nowMs)
-	}
-	if l == nil || nowMs < l.startMs {
-		if s.credit.Add(count) <= s.creditCap.Load() {
-			return true
+	if l == nil || nowMs >= l.endMs || nowMs < l.startMs {
+		if l = s.advance(nowMs); l == nil {
+			return s.onCredit(count)
 		}
-		s.credit.Add(-count)
-		return false
+		if nowMs >= l.endMs || nowMs < l.startMs {
+			// Between the end of one bucket's lease and the start of
+			// the next's, a fraction of a millisecond apart.
+			return false
+		}
 	}
 	if l.left.Add(-count) >= 0 {
 		return true
@@ -92,9 +92,21 @@ func (s *clusterShare) take(nowMs, count int64) bool {
 	return false
 }
 
+// onCredit decides count calls with no lease held nor asked for: the
+// rule was idle. They pass up to creditCap a round, charged to the count by
+// the next round.
+func (s *clusterShare) onCredit(count int64) bool {
+	if s.credit.Add(count) <= s.creditCap.Load() {
+		return true
+	}
+	s.credit.Add(-count)
+	return false
+}
+
 // advance makes the lease asked ahead current once the current one ended,
-// and returns the current lease; the ended ones are retired for the next
-// round to return what they left.
+// and returns the lease for now or, ahead of its start, the next one; nil
+// if there is neither. The ended leases are retired for the next round to
+// return what they left.
 func (s *clusterShare) advance(nowMs int64) *clusterLease {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -103,8 +115,11 @@ func (s *clusterShare) advance(nowMs int64) *clusterLease {
 		return l
 	}
 	n := s.next.Load()
-	if n == nil || nowMs < n.startMs {
-		return l
+	if n == nil {
+		return nil // the ended lease waits for the round to retire it
+	}
+	if nowMs < n.startMs {
+		return n
 	}
 	if l != nil {
 		s.retired = append(s.retired, l)

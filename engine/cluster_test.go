@@ -313,3 +313,20 @@ func TestClusterDecisionDoesNotAllocate(t *testing.T) {
 		t.Fatalf("%v allocations per cluster decision", n)
 	}
 }
+
+// TestClusterSparseCallsPass: calls far under the threshold, too sparse
+// for the rounds to keep a lease for them, all pass, on credit or on the
+// lease their demand brought.
+func TestClusterSparseCallsPass(t *testing.T) {
+	clock := NewManualClock(1_000_000)
+	e := newClusterEngine(t, clock, newMemCounter(clock), "a", clusterRule(100))
+	for ms := range int64(10_000) {
+		if ms%10 == 0 {
+			round(e)
+		}
+		if ms%170 == 0 && !tryPass(e.Resource("pay")) {
+			t.Fatalf("a call at %d ms was blocked, at 6 a second against 100", ms)
+		}
+		clock.Advance(1)
+	}
+}
