@@ -22,6 +22,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/cluster"
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/servertest"
@@ -62,6 +63,9 @@ type nodeConfig struct {
 	demo bool
 	// seed writes to the store before the server opens it the first time.
 	seed func(t *testing.T, st *store.Store)
+	// redisURL, when set, gives the server a cluster count in that Redis
+	// (sluice --redis).
+	redisURL string
 }
 
 func startNode(t *testing.T, cfg nodeConfig) *node {
@@ -78,6 +82,15 @@ func (n *node) start() {
 	n.t.Helper()
 	first := n.served == nil
 	feed := server.NewBreakerFeed()
+	engineOpts := engine.Options{OnBreakerStateChange: feed.Notify}
+	if n.cfg.redisURL != "" {
+		counter, err := cluster.New(cluster.Options{URL: n.cfg.redisURL})
+		if err != nil {
+			n.t.Fatal(err)
+		}
+		n.t.Cleanup(func() { _ = counter.Close() })
+		engineOpts.Cluster = counter
+	}
 	n.served = servertest.Start(n.t, func(env servertest.Env) (servertest.Server, error) {
 		if first && n.cfg.seed != nil {
 			n.cfg.seed(n.t, env.Store)
@@ -85,6 +98,7 @@ func (n *node) start() {
 		srv, err := server.New(context.Background(), server.Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger, BreakerFeed: feed,
 			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
+			Cluster: engineOpts.Cluster,
 		})
 		if err != nil {
 			return nil, err
@@ -97,7 +111,7 @@ func (n *node) start() {
 		}
 		return gated, nil
 	}, servertest.Addr(n.addr), servertest.DBPath(n.dbPath),
-		servertest.EngineOptions(engine.Options{OnBreakerStateChange: feed.Notify}))
+		servertest.EngineOptions(engineOpts))
 	// Registered after the server's stop, so run before it: a server whose
 	// writes are held could not finish its requests and shut down.
 	n.t.Cleanup(n.gate.release)

@@ -208,3 +208,33 @@ export function expiryBadge(rule, nowMs = Date.now()) {
 export function appBadge(rule) {
   return rule.app ? h('span', { class: 'badge info', dataset: { app: rule.app }, title: `Reaches only the instances of the app ${rule.app}` }, `app: ${rule.app}`) : null;
 }
+
+/**
+ * clusterBadges say that a flow rule's threshold is shared by every engine
+ * ("cluster") and, while the shared count (Redis) is unreachable, what
+ * each engine does instead ("fallback: local"); cluster is GET /cluster's
+ * answer, or null when it could not be read. Empty for other rules.
+ */
+export function clusterBadges(rule, cluster) {
+  if (rule.kind !== 'flow' || rule.scope !== 'cluster') {
+    return [];
+  }
+  const badges = [h('span', { class: 'badge info', dataset: { scope: 'cluster' }, title: 'One threshold for every engine together (server replicas and instances), counted in Redis' }, 'cluster')];
+  const state = cluster?.rules.find((r) => r.name === rule.name);
+  if (cluster?.state === 'fallback' || state?.fallingBack) {
+    const fallback = rule.clusterFallback ?? 'local';
+    const what = { local: 'each engine limits its own traffic', pass: 'every call passes', block: 'every call is blocked' }[fallback] ?? fallback;
+    badges.push(h('span', { class: 'badge warn', dataset: { fallback }, title: `Redis is unreachable${cluster.lastError ? ` (${cluster.lastError})` : ''}: ${what}` }, `fallback: ${fallback}`));
+  }
+  return badges;
+}
+
+/** clusterStatus reads GET /cluster, or null when it cannot be read. */
+export async function clusterStatus(api) {
+  try {
+    const { data } = await api('GET', '/cluster');
+    return data.enabled ? data : null;
+  } catch {
+    return null;
+  }
+}

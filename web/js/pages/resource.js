@@ -9,7 +9,7 @@ import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { localInput, number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
-import { appBadge, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
+import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
@@ -365,13 +365,13 @@ export function render(ctx) {
 
   async function loadRules() {
     try {
-      const { data } = await api('GET', '/rules', { query: { resource: name, pageSize: 500 } });
+      const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { resource: name, pageSize: 500 } }), clusterStatus(api)]);
       replace(rulesBody, data.items.length ? data.items.map((r) => {
         const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite, 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
         check.addEventListener('change', () => toggle(r, check));
         return h('tr', { dataset: { rule: r.name } },
           h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null,
-            [appBadge(r), expiryBadge(r)].filter(Boolean).map((b) => [' ', b])),
+            [appBadge(r), expiryBadge(r), ...clusterBadges(r, cluster)].filter(Boolean).map((b) => [' ', b])),
           h('td', {}, kindLabel(r.kind)),
           h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
           h('td', {}, summary(r)),

@@ -1,11 +1,12 @@
 // The rule list: filters by kind, resource, state and text, with links to
 // edit a rule and read its history, and deletion after a confirmation. A
-// rule scoped to an app and one that expires say so.
+// rule scoped to an app, one that expires and a cluster rule (falling back
+// or not) say so.
 
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { appBadge, expiryBadge, isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
+import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
 import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
 const pageSize = 50;
@@ -70,7 +71,7 @@ export function render(ctx) {
     }
   }
 
-  function row(r) {
+  function row(r, cluster) {
     return h('tr', { dataset: { rule: r.name } },
       h('th', { scope: 'row' },
         h('a', { href: `#/rules/${r.id}/edit` }, r.name),
@@ -80,7 +81,8 @@ export function render(ctx) {
       h('td', {}, kindLabel(r.kind)),
       h('td', {}, h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
       h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null,
-        r.expiresAt || r.expired ? [' ', expiryBadge(r)] : null),
+        r.expiresAt || r.expired ? [' ', expiryBadge(r)] : null,
+        clusterBadges(r, cluster).map((b) => [' ', b])),
       h('td', {}, summary(r)),
       h('td', { class: 'num' }, String(r.version)),
       h('td', {}, timeEl(r.updatedAt)),
@@ -93,9 +95,9 @@ export function render(ctx) {
     const f = filters();
     ctx.setParams({ ...f, page: pageNo > 1 ? pageNo : '' });
     try {
-      const { data } = await api('GET', '/rules', { query: { ...f, page: pageNo, pageSize } });
+      const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { ...f, page: pageNo, pageSize } }), clusterStatus(api)]);
       const filtered = Object.values(f).some(Boolean);
-      replace(tbody, data.items.length ? data.items.map(row) : stateRow(8, 'empty',
+      replace(tbody, data.items.length ? data.items.map((r) => row(r, cluster)) : stateRow(8, 'empty',
         filtered ? 'No rule matches these filters.' : ['No rules yet. ', ctx.session.canWrite ? h('a', { href: '#/rules/new' }, 'Create the first one') : null, ' or ', h('a', { href: '#/apply' }, 'apply a rule file'), '.']));
       pages.update(pageNo, pageSize, data.total);
     } catch (err) {
