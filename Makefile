@@ -91,9 +91,11 @@ bench:
 # bench-metrics seeds the metric data set once (1,000 resources x 7 days,
 # about 10 M minute rows; a few minutes) at BENCH_DB and runs the metric
 # benchmarks over HTTP against it; BENCH_METRICS picks some of them
-# (make bench-metrics BENCH_METRICS=MetricsTop10Block1h).
+# (make bench-metrics BENCH_METRICS=MetricsTop10Block1h). BENCH_DB may be a
+# PostgreSQL URL, of a database seeded once with
+# go run ./cmd/sluice-seed --db URL --resources 1000 --days 7.
 BENCH_DB ?= /tmp/sluice-bench.db
 BENCH_METRICS ?= Metrics
 bench-metrics:
-	test -f $(BENCH_DB) || go run ./cmd/sluice-seed --db $(BENCH_DB) --resources 1000 --days 7
-	SLUICE_BENCH_DB=$(BENCH_DB) go test -run '^$$' -bench '$(BENCH_METRICS)' -benchtime 200x ./server
+	case '$(BENCH_DB)' in postgres*) ;; *) test -f '$(BENCH_DB)' || go run ./cmd/sluice-seed --db '$(BENCH_DB)' --resources 1000 --days 7 ;; esac
+	SLUICE_BENCH_DB='$(BENCH_DB)' go test -run '^$$' -bench '$(BENCH_METRICS)' -benchtime 200x ./server

@@ -24,7 +24,7 @@ import (
 )
 
 // The metric benchmarks read the data set that cmd/sluice-seed writes when
-// SLUICE_BENCH_DB names it (1,000 resources x 7 days: about 10 M minute
+// SLUICE_BENCH_DB names it (a SQLite file or a PostgreSQL URL) (1,000 resources x 7 days: about 10 M minute
 // rows, minutes to build; make bench-metrics does both): that is the scale
 // of their figures. Without it they seed a small database of their own, so
 // that the test command runs them and they cannot rot unseen.
@@ -43,6 +43,9 @@ const (
 func benchDB(b *testing.B) string {
 	b.Helper()
 	if path := os.Getenv(benchDBEnv); path != "" {
+		if store.IsPostgres(path) {
+			return path
+		}
 		if _, err := os.Stat(path); err != nil {
 			b.Fatal(err)
 		}
