@@ -3151,6 +3151,10 @@ const docTemplate = `{
                 },
                 "startsInMs": {
                     "type": "integer"
+                },
+                "used": {
+                    "description": "Used is how many passes the window the lease is counted in holds,\nthe grant included, all engines together: a rule that falls back\nwithin the window counts its engine's share of them.",
+                    "type": "integer"
                 }
             }
         },

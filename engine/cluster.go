@@ -82,6 +82,10 @@ type ClusterLease struct {
 	// included: a clusterFallback local rule with no
 	// clusterFallbackThreshold divides its threshold by it.
 	Engines int `json:"engines"`
+	// Used is how many passes the window the lease is counted in holds,
+	// the grant included, all engines together: a rule that falls back
+	// within the window counts its engine's share of them.
+	Used int64 `json:"used"`
 }
 
 // ErrClusterAnswer is returned, wrapped, by a ClusterCounter whose answer
@@ -94,7 +98,7 @@ func (x ClusterExchange) Validate(leases []ClusterLease) error {
 		return ErrClusterAnswer
 	}
 	for i, l := range leases {
-		if l.Granted < 0 || l.Granted > max(x.Asks[i].Want, 0) || l.EndsInMs < l.StartsInMs {
+		if l.Granted < 0 || l.Granted > max(x.Asks[i].Want, 0) || l.EndsInMs < l.StartsInMs || l.Used < 0 {
 			return ErrClusterAnswer
 		}
 	}

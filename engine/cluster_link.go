@@ -19,8 +19,9 @@ const (
 	clusterRoundBusy = 10 * time.Millisecond
 	clusterRoundIdle = 50 * time.Millisecond
 	// clusterRoundFailing is the pause between rounds while the count is
-	// unreachable.
-	clusterRoundFailing = 100 * time.Millisecond
+	// unreachable: short, since the engines that share a rule come back
+	// one by one, each on its first round that reaches the count.
+	clusterRoundFailing = 25 * time.Millisecond
 	// defaultClusterTimeout bounds a round's exchange by default: with the
 	// pause, a count that stops answering is known within 100 ms.
 	defaultClusterTimeout = 50 * time.Millisecond
@@ -227,6 +228,14 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 			s.ratePerMs = 0
 		}
 		ask := ClusterAsk{Key: s.rule.Name, Threshold: int64(s.rule.Threshold), IntervalMs: s.rule.StatIntervalMs, Charge: s.credit.Swap(0)}
+		if ask.Charge > 0 {
+			s.spent = append(s.spent, spentLease{endMs: now, passes: ask.Charge})
+		}
+		if f := s.fallback.Load(); f != nil {
+			// Asked every round while the count is away; the first
+			// answer ends the fallback, its passes charged.
+			ask.Charge += f.owed()
+		}
 		bucketMs := ClusterBucketMs(s.rule.StatIntervalMs)
 		cur, next := s.lease.Load(), s.next.Load()
 		switch {

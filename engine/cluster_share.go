@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -38,14 +39,23 @@ type clusterShare struct {
 	// Kept by the rounds only.
 	ratePerMs float64 // calls asked per millisecond, smoothed
 	dropped   bool    // unloaded: the next round returns what it holds and forgets it
+	// spent is the passes the engine made in the last window on ended
+	// leases and on credit, for a fallback to start from.
+	spent []spentLease
+	// used is the passes of the window, all engines together, as the
+	// count last said, at usedAtMs.
+	used, usedAtMs int64
 }
+
+// spentLease is the passes made on an ended lease, all by endMs.
+type spentLease struct{ endMs, passes int64 }
 
 // clusterLease is passes leased for one bucket of the shared count, to be
 // spent from startMs until endMs (the engine's clock).
 type clusterLease struct {
 	bucket         int64
 	startMs, endMs int64
-	left           atomic.Int64
+	granted, left  atomic.Int64
 }
 
 // clusterFallback is how a cluster rule decides while the count is
@@ -53,6 +63,11 @@ type clusterLease struct {
 type clusterFallback struct {
 	mode  ClusterFallback
 	local *localLimit
+	// made counts the passes made by the fallback, charged to the count
+	// when it answers again.
+	made atomic.Int64
+	// most bounds what is charged: the passes of a window at most.
+	most int64
 }
 
 func newClusterShare(rule FlowRule) *clusterShare {
@@ -151,11 +166,16 @@ func (s *clusterShare) settle(nowMs int64, returns []ClusterReturn) []ClusterRet
 	for _, l := range s.retired {
 		// A call that read the lease before it ended and spends after the
 		// swap finds none left and is blocked.
-		if unused := l.left.Swap(0); unused > 0 {
+		unused := max(l.left.Swap(0), 0)
+		if unused > 0 {
 			returns = append(returns, ClusterReturn{Key: s.rule.Name, Bucket: l.bucket, Unused: unused})
+		}
+		if passes := l.granted.Load() - unused; passes > 0 {
+			s.spent = append(s.spent, spentLease{endMs: min(l.endMs, nowMs), passes: passes})
 		}
 	}
 	s.retired = s.retired[:0]
+	s.spent = slices.DeleteFunc(s.spent, func(p spentLease) bool { return p.endMs <= nowMs-s.rule.StatIntervalMs })
 	return returns
 }
 
@@ -167,6 +187,7 @@ func (s *clusterShare) grant(nowMs int64, lease ClusterLease, next, wanted bool)
 	engines := int64(max(lease.Engines, 1))
 	s.engines.Store(engines)
 	s.creditCap.Store(creditCap(s.rule, engines))
+	s.used, s.usedAtMs = lease.Used, nowMs
 	if !wanted {
 		return
 	}
@@ -177,10 +198,12 @@ func (s *clusterShare) grant(nowMs int64, lease ClusterLease, next, wanted bool)
 		slot = &s.next
 	}
 	if l := slot.Load(); l != nil && l.bucket == lease.Bucket {
+		l.granted.Add(lease.Granted)
 		l.left.Add(lease.Granted)
 		return
 	}
 	l := &clusterLease{bucket: lease.Bucket, startMs: nowMs + lease.StartsInMs, endMs: nowMs + lease.EndsInMs}
+	l.granted.Store(lease.Granted)
 	l.left.Store(lease.Granted)
 	if old := slot.Swap(l); old != nil {
 		s.retired = append(s.retired, old)
@@ -193,9 +216,29 @@ func (s *clusterShare) fallBack(nowMs int64) {
 	if s.fallback.Load() != nil {
 		return
 	}
-	f := &clusterFallback{mode: s.rule.ClusterFallback}
+	f := &clusterFallback{mode: s.rule.ClusterFallback, most: int64(s.rule.Threshold)}
 	if f.mode == FallbackLocal {
+		f.most = int64(s.fallbackThreshold())
 		f.local = newLocalLimit(s.fallbackThreshold(), s.rule.StatIntervalMs)
+		// The window's passes so far count against the fallback
+		// threshold, so that the switch does not double them: the
+		// engine's own, when they were made, and its share of all the
+		// engines' (as many as its threshold is of the rule's), if more,
+		// as made now.
+		var own int64
+		for _, p := range s.spent {
+			f.local.add(p.endMs, p.passes)
+			own += p.passes
+		}
+		if l := s.lease.Load(); l != nil {
+			spent := l.granted.Load() - max(l.left.Load(), 0)
+			f.local.add(nowMs, spent)
+			own += spent
+		}
+		if s.usedAtMs > nowMs-s.rule.StatIntervalMs && s.rule.Threshold > 0 {
+			share := int64(float64(s.used) * float64(f.most) / s.rule.Threshold)
+			f.local.add(nowMs, share-own)
+		}
 	}
 	s.fallback.Store(f)
 }
@@ -212,12 +255,21 @@ func (s *clusterShare) fallbackThreshold() float64 {
 func (f *clusterFallback) take(nowMs, count int64) bool {
 	switch f.mode {
 	case FallbackPass:
-		return true
 	case FallbackBlock:
 		return false
+	default:
+		if !f.local.take(nowMs, count) {
+			return false
+		}
 	}
-	return f.local.take(nowMs, count)
+	f.made.Add(count)
+	return true
 }
+
+// owed is what the fallback's passes charge to the count when it answers
+// again: those of the last window, which a local fallback holds to its
+// threshold, and a pass fallback to the rule's, at most.
+func (f *clusterFallback) owed() int64 { return min(f.made.Load(), f.most) }
 
 // localLimit holds passes to a capacity in any window of intervalMs, on a
 // count and pass log of its own.
@@ -230,6 +282,13 @@ type localLimit struct {
 func newLocalLimit(threshold float64, intervalMs int64) *localLimit {
 	capacity := int64(threshold)
 	return &localLimit{capacity: capacity, intervalMs: intervalMs, log: window.NewPassLog(capacity, capacity, 0, 0)}
+}
+
+// add counts passes made by atMs, at or after those added before.
+func (l *localLimit) add(atMs, passes int64) {
+	if passes > 0 {
+		l.log.Mark(atMs, l.passes.Add(passes))
+	}
 }
 
 func (l *localLimit) take(nowMs, count int64) bool {

@@ -70,7 +70,7 @@ func (m *memCounter) Exchange(_ context.Context, x ClusterExchange) ([]ClusterLe
 			}
 		}
 		leases[i] = ClusterLease{Granted: granted, Bucket: target, StartsInMs: max(target*bucketMs-now, 0),
-			EndsInMs: (target+1)*bucketMs - now, Engines: engines}
+			EndsInMs: (target+1)*bucketMs - now, Engines: engines, Used: used + granted}
 	}
 	return leases, nil
 }
@@ -198,14 +198,15 @@ func TestClusterRuleHoldsAcrossEngines(t *testing.T) {
 // first round that reaches the count again ends it.
 func TestClusterFallback(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		rule   FlowRule
-		passes int // of 100 calls within one second, in fallback, two engines known
+		name    string
+		rule    FlowRule
+		passes  int   // of 100 calls within one second, in fallback, two engines known
+		charged int64 // to the count once it answers: the passes of a window at most
 	}{
-		{"local: the threshold divided by the engines", clusterRule(40), 20},
-		{"local: its own threshold", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallbackThreshold: 7}, 7},
-		{"pass", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackPass}, 100},
-		{"block", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackBlock}, 0},
+		{"local: the threshold divided by the engines", clusterRule(40), 20, 20},
+		{"local: its own threshold", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallbackThreshold: 7}, 7, 7},
+		{"pass", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackPass}, 100, 40},
+		{"block", FlowRule{Name: "pay", Resource: "pay", Threshold: 40, Scope: ScopeCluster, ClusterFallback: FallbackBlock}, 0, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			clock := NewManualClock(1_000_000)
@@ -242,6 +243,9 @@ func TestClusterFallback(t *testing.T) {
 			}
 			counter.setFailing(nil)
 			round(e)
+			if x := counter.exchanges[len(counter.exchanges)-1]; len(x.Asks) != 1 || x.Asks[0].Charge != tc.charged {
+				t.Errorf("the exchange that ended the fallback charged %+v, want %d", x.Asks, tc.charged)
+			}
 			if st := e.ClusterStatus(); st.State != ClusterShared || st.Rules[0].FallingBack {
 				t.Fatalf("status after the count came back = %+v", st)
 			}
@@ -326,6 +330,39 @@ func TestClusterSparseCallsPass(t *testing.T) {
 		}
 		if ms%170 == 0 && !tryPass(e.Resource("pay")) {
 			t.Fatalf("a call at %d ms was blocked, at 6 a second against 100", ms)
+		}
+		clock.Advance(1)
+	}
+}
+
+// TestClusterFallbackCountsTheWindowSoFar: an engine that falls back in the
+// middle of a window counts what it passed on leases in that window
+// against its local threshold, so that the switch does not double it.
+func TestClusterFallbackCountsTheWindowSoFar(t *testing.T) {
+	clock := NewManualClock(1_000_000)
+	counter := newMemCounter(clock)
+	e := newClusterEngine(t, clock, counter, "a", clusterRule(100))
+	r := e.Resource("pay")
+	passed := 0
+	for ms := range int64(500) {
+		if ms%10 == 0 {
+			round(e)
+		}
+		if tryPass(r) {
+			passed++
+		}
+		clock.Advance(1)
+	}
+	if passed != 100 {
+		t.Fatalf("%d passes in the first half second, want the threshold, 100", passed)
+	}
+	counter.setFailing(errors.New("gone"))
+	round(e)
+	// Local fallback: 100 a second on this engine alone, which has passed
+	// 100 in the last half second: nothing until they leave the window.
+	for range 400 {
+		if tryPass(r) {
+			t.Fatalf("a pass at %d in fallback, with the window full", clock.NowMs())
 		}
 		clock.Advance(1)
 	}

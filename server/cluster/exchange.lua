@@ -6,8 +6,8 @@
 -- ARGV: buckets per window, how long an engine is remembered (ms), the
 -- engine, the number of returns; then each return's unused; then each
 -- ask's threshold, bucket length (ms), want, charge and next (1 or 0).
--- Answers five integers per ask: granted, bucket, starts in (ms), ends in
--- (ms), engines.
+-- Answers six integers per ask: granted, bucket, starts in (ms), ends in
+-- (ms), engines, used (the fullest window, the grant included).
 local buckets = tonumber(ARGV[1])
 local memoryMs = tonumber(ARGV[2])
 local engine = ARGV[3]
@@ -91,5 +91,6 @@ for k = returns + 1, #KEYS do
 	answer[#answer + 1] = math.max(target * bucketMs - nowMs, 0)
 	answer[#answer + 1] = (target + 1) * bucketMs - nowMs
 	answer[#answer + 1] = redis.call('ZCARD', engines)
+	answer[#answer + 1] = used + granted
 end
 return answer

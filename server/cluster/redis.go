@@ -132,8 +132,9 @@ func (r *Redis) Ping(ctx context.Context) error {
 // is added to bucket target. Every bucket key written expires
 // (ClusterBuckets+2)*bucketMs later. StartsInMs = max(target*bucketMs -
 // nowMs, 0) and EndsInMs = (target+1)*bucketMs - nowMs; Bucket = target.
-// The asking engine is recorded for the key, and Engines is how many
-// engines asked for it in the last 2 s, this one included.
+// Used = used + Granted. The asking engine is recorded for the key, and
+// Engines is how many engines asked for it in the last 2 s, this one
+// included.
 //
 // So the grants in any ClusterBuckets consecutive buckets never add up to
 // more than Threshold (charges may). An exchange with neither returns nor
@@ -171,13 +172,14 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 	if err != nil {
 		return nil, fmt.Errorf("cluster: exchange with redis: %w", err)
 	}
-	if len(reply) != 5*len(x.Asks) {
+	const per = 6 // numbers per ask
+	if len(reply) != per*len(x.Asks) {
 		return nil, fmt.Errorf("cluster: redis answered %d numbers for %d asks: %w", len(reply), len(x.Asks), engine.ErrClusterAnswer)
 	}
 	leases := make([]engine.ClusterLease, len(x.Asks))
 	for i := range leases {
-		n := reply[5*i : 5*i+5]
-		leases[i] = engine.ClusterLease{Granted: n[0], Bucket: n[1], StartsInMs: n[2], EndsInMs: n[3], Engines: int(n[4])}
+		n := reply[per*i : per*i+per]
+		leases[i] = engine.ClusterLease{Granted: n[0], Bucket: n[1], StartsInMs: n[2], EndsInMs: n[3], Engines: int(n[4]), Used: n[5]}
 	}
 	if err := x.Validate(leases); err != nil {
 		return nil, fmt.Errorf("cluster: redis answer: %w", err)
