@@ -34,22 +34,23 @@ func sharedDatabase(t *testing.T) string {
 	return pg.NewDatabase(t)
 }
 
-// TestReplicasShareOneDatabase runs two servers on one PostgreSQL
-// database: a rule written on one is in the other's engine, a token made
-// or revoked on one is honoured or refused by the other, their revisions
+// TestReplicasShareOneDatabase runs three servers on one PostgreSQL
+// database: a rule written on one is in the others' engines, a token made
+// or revoked on one is honoured or refused by another, their revisions
 // agree, and their metric flushes add up.
 func TestReplicasShareOneDatabase(t *testing.T) {
 	db := sharedDatabase(t)
 	a := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	b := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
+	c := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	admin := bearer(servertest.AdminToken)
 
 	if status, data := a.as(t, admin, http.MethodPost, "/api/v1/rules",
 		`{"name":"closed","kind":"flow","resource":"orders","threshold":0}`); status != http.StatusCreated {
 		t.Fatalf("create on a: %d %s", status, data)
 	}
-	pollUntil(t, "the rule written on a in b's engine", 5*time.Second, func() bool {
-		return len(b.Engine.FlowRules()) == 1
+	pollUntil(t, "the rule written on a in b's and c's engines", 5*time.Second, func() bool {
+		return len(b.Engine.FlowRules()) == 1 && len(c.Engine.FlowRules()) == 1
 	})
 	if status, data := b.as(t, admin, http.MethodPost, "/api/v1/check", `{"resource":"orders"}`); status != http.StatusOK ||
 		!strings.Contains(string(data), `"allowed":false`) {
@@ -59,8 +60,8 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 		resp, _ := n.DoWith(t, http.MethodGet, "/api/v1/rules/snapshot", nil, admin)
 		return resp.Header.Get("ETag")
 	}
-	if ra, rb := revision(a), revision(b); ra != rb || ra == "" {
-		t.Fatalf("snapshot revisions a %q, b %q: want one global revision", ra, rb)
+	if ra, rb, rc := revision(a), revision(b), revision(c); ra != rb || rb != rc || ra == "" {
+		t.Fatalf("snapshot revisions a %q, b %q, c %q: want one global revision", ra, rb, rc)
 	}
 
 	token, id := a.newToken(t, "ci", roleViewer, "")
@@ -77,16 +78,17 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	})
 
 	from := time.Now().UTC().Add(-time.Minute).Format(time.RFC3339)
-	for i, n := range []*authNode{a, a, a, b, b} {
+	for i, n := range []*authNode{a, a, a, b, b, c} {
 		if status, data := n.as(t, admin, http.MethodPost, "/api/v1/check", `{"resource":"shared"}`); status != http.StatusOK {
 			t.Fatalf("check %d: %d %s", i, status, data)
 		}
 	}
 	a.Stop(t) // each flushes what it counted
 	b.Stop(t)
-	c := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
+	c.Stop(t)
+	d := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	to := time.Now().UTC().Add(2 * time.Minute).Format(time.RFC3339)
-	status, data := c.as(t, admin, http.MethodGet, "/api/v1/resources/shared/metrics?from="+url.QueryEscape(from)+"&to="+url.QueryEscape(to), "")
+	status, data := d.as(t, admin, http.MethodGet, "/api/v1/resources/shared/metrics?from="+url.QueryEscape(from)+"&to="+url.QueryEscape(to), "")
 	if status != http.StatusOK {
 		t.Fatalf("history: %d %s", status, data)
 	}
@@ -98,7 +100,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 	for _, p := range history.Points {
 		pass += p.Pass
 	}
-	if pass != 5 {
-		t.Fatalf("passes in the history = %d, want the 5 both replicas counted: %s", pass, data)
+	if pass != 6 {
+		t.Fatalf("passes in the history = %d, want the 6 the three replicas counted (3 + 2 + 1): %s", pass, data)
 	}
 }
