@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -62,18 +64,29 @@ type Options struct {
 // An Exchange is one Lua script, run atomically: no command is retried, so
 // an exchange is applied once at most; one that fails by a timeout may
 // have been applied with its answer lost (its grants then count unused
-// until their buckets expire, and its returns were made). A
-// Redis that is down is an error within about two timeouts; the client
-// reconnects on its own, within a second or so of Redis coming back.
+// until their buckets expire, and its returns were made). A Redis that is
+// down is an error within about two timeouts. The first exchange after
+// Redis comes back succeeds: after a failed exchange the counter dials
+// afresh (a new client, at most every renewEvery), since the Redis
+// client, after enough failed dials, would only dial again once a second.
 //
 // A Redis is safe for concurrent use.
 type Redis struct {
-	client *redis.Client
+	opts   redis.Options
 	prefix string
 	// engineMemory is how long an engine counts among a rule's engines
 	// after its last ask; tests shorten it.
 	engineMemory time.Duration
+
+	client atomic.Pointer[redis.Client]
+	mu     sync.Mutex // guards the renewal and the closing of client
+	closed bool
+	// renewedAt is when the client was last replaced.
+	renewedAt time.Time
 }
+
+// renewEvery is the least time between two replacements of the client.
+const renewEvery = 20 * time.Millisecond
 
 var _ engine.ClusterCounter = (*Redis)(nil)
 
@@ -100,15 +113,36 @@ func New(opts Options) (*Redis, error) {
 	if prefix == "" {
 		prefix = "sluice:"
 	}
-	return &Redis{client: redis.NewClient(ro), prefix: prefix, engineMemory: engineMemory}, nil
+	r := &Redis{opts: *ro, prefix: prefix, engineMemory: engineMemory, renewedAt: time.Now()}
+	r.client.Store(redis.NewClient(ro))
+	return r, nil
 }
 
 // Close closes the connections to Redis.
-func (r *Redis) Close() error { return r.client.Close() }
+func (r *Redis) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return r.client.Load().Close()
+}
+
+// renew replaces failed, the client an exchange failed on, with a new one
+// that dials at once, unless it was replaced already or lately.
+func (r *Redis) renew(failed *redis.Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed || r.client.Load() != failed || time.Since(r.renewedAt) < renewEvery {
+		return
+	}
+	opts := r.opts
+	r.client.Store(redis.NewClient(&opts))
+	r.renewedAt = time.Now()
+	_ = failed.Close() // what it still runs fails, as it was failing
+}
 
 // Ping reports whether Redis answers.
 func (r *Redis) Ping(ctx context.Context) error {
-	if err := r.client.Ping(ctx).Err(); err != nil {
+	if err := r.client.Load().Ping(ctx).Err(); err != nil {
 		return fmt.Errorf("cluster: ping redis: %w", err)
 	}
 	return nil
@@ -168,8 +202,10 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 		args = append(args, min(ask.Threshold, maxCount), engine.ClusterBucketMs(ask.IntervalMs),
 			min(ask.Want, maxCount), min(ask.Charge, maxCount), next)
 	}
-	reply, err := exchangeScript.Run(ctx, r.client, keys, args...).Int64Slice()
+	client := r.client.Load()
+	reply, err := exchangeScript.Run(ctx, client, keys, args...).Int64Slice()
 	if err != nil {
+		r.renew(client)
 		return nil, fmt.Errorf("cluster: exchange with redis: %w", err)
 	}
 	const per = 6 // numbers per ask

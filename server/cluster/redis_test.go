@@ -130,7 +130,7 @@ func TestExchangeSettlesReturnsAndCharges(t *testing.T) {
 	// count reads a bucket's key: its count, or -1 when it does not exist.
 	count := func(t *testing.T, key string, bucket int64) int64 {
 		t.Helper()
-		v, err := r.client.Get(t.Context(), "sluice:c:{"+key+"}:"+strconv.FormatInt(bucket, 10)).Result()
+		v, err := r.client.Load().Get(t.Context(), "sluice:c:{"+key+"}:"+strconv.FormatInt(bucket, 10)).Result()
 		if err != nil {
 			return -1
 		}
@@ -274,7 +274,7 @@ func TestExchangeKeyPrefix(t *testing.T) {
 	defer r.Close()
 	l := exchange(t, r, ask("prefixed", 10, 1))[0]
 	for _, key := range []string{"other:c:{prefixed}:" + strconv.FormatInt(l.Bucket, 10), "other:c:{prefixed}:engines"} {
-		if n, err := r.client.Exists(t.Context(), key).Result(); err != nil || n != 1 {
+		if n, err := r.client.Load().Exists(t.Context(), key).Result(); err != nil || n != 1 {
 			t.Errorf("EXISTS %s = %d, %v; want 1", key, n, err)
 		}
 	}
@@ -337,7 +337,7 @@ func TestExchangeRefusesBadKeys(t *testing.T) {
 			}
 		})
 	}
-	if n, err := r.client.DBSize(t.Context()).Result(); err != nil || n != 0 {
+	if n, err := r.client.Load().DBSize(t.Context()).Result(); err != nil || n != 0 {
 		t.Errorf("DBSIZE = %d, %v after refused exchanges; want 0", n, err)
 	}
 }
@@ -415,7 +415,7 @@ func TestExchangeSurvivesARedisRestart(t *testing.T) {
 	if failedIn > time.Second {
 		t.Errorf("exchange with Redis killed failed after %v, want within 1 s", failedIn)
 	}
-	for range 2 * r.client.Options().PoolSize {
+	for range 2 * r.client.Load().Options().PoolSize {
 		if _, err := r.Exchange(t.Context(), ask("restart", 10, 1)); err == nil {
 			t.Fatal("exchange with Redis killed succeeded")
 		}
