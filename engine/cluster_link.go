@@ -91,9 +91,11 @@ type ClusterRuleStatus struct {
 
 // clusterLink runs an engine's rounds with its ClusterCounter.
 type clusterLink struct {
-	counter  ClusterCounter
-	engine   string
-	clock    Clock
+	counter ClusterCounter
+	engine  string
+	// nowMs reads the engine's clock, exactly for the real one: leases
+	// are for buckets of real time, which a cached reading may lag.
+	nowMs    func() int64
 	timeout  time.Duration
 	onChange func(ClusterStateChange)
 
@@ -116,11 +118,14 @@ type clusterLink struct {
 
 func newClusterLink(opts Options, clock Clock) *clusterLink {
 	k := &clusterLink{
-		counter: opts.Cluster, engine: opts.ClusterEngine, clock: clock, onChange: opts.OnClusterStateChange,
+		counter: opts.Cluster, engine: opts.ClusterEngine, nowMs: clock.NowMs, onChange: opts.OnClusterStateChange,
 		timeout: cmp.Or(opts.ClusterTimeout, defaultClusterTimeout),
 		shares:  map[*clusterShare]struct{}{}, state: ClusterShared, sinceMs: clock.NowMs(),
 		lastLiveness: math.MinInt64 / 2, lastRound: clock.NowMs(),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}),
+	}
+	if rc, ok := clock.(*RealClock); ok {
+		k.nowMs = func() int64 { return max(rc.NowMs(), rc.ceilMs()) }
 	}
 	if k.engine == "" {
 		var id [8]byte
@@ -147,7 +152,7 @@ func (k *clusterLink) replace(removed, added []*clusterShare) {
 	for _, s := range added {
 		k.shares[s] = struct{}{}
 		if k.state == ClusterFallingBack {
-			s.fallBack(k.clock.NowMs())
+			s.fallBack(k.nowMs())
 		}
 	}
 	k.mu.Unlock()
@@ -202,7 +207,7 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 	failing := k.state == ClusterFallingBack
 	k.mu.Unlock()
 
-	now := k.clock.NowMs()
+	now := k.nowMs()
 	x := ClusterExchange{Engine: k.engine}
 	for _, s := range dropped {
 		s.dropped = true
@@ -273,7 +278,7 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 	if err == nil {
 		err = x.Validate(leases)
 	}
-	answered := k.clock.NowMs()
+	answered := k.nowMs()
 	if err != nil {
 		k.fail(answered, err, shares)
 		return clusterRoundFailing, len(shares) > 0

@@ -122,7 +122,9 @@ func (c *flowChecker) shadow() bool { return c.rule.Mode == ModeShadow }
 // A throttled pass returns how long it must wait, in nanoseconds.
 func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses int64) (ok bool, waitNs int64) {
 	if c.cluster != nil {
-		return c.cluster.take(nowMs, count), 0
+		// Leases are for buckets of real time, which a cached reading
+		// may lag; the engine reads the time itself for them.
+		return c.cluster.take(self.realNowMs(nowMs), count), 0
 	}
 	threshold := c.rule.Threshold
 	if c.concurrency() {

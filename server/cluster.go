@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -151,13 +150,8 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 	if msg := textProblem(x.Engine, 1, 128); msg != "" {
 		o.Fail("engine", msg)
 	}
-	for i, item := range exchangeItems(o, "asks") {
-		path := fmt.Sprintf("asks[%d]", i)
-		ao, err := strictjson.Parse(item, path+".", &errs)
-		if err != nil {
-			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
-			continue
-		}
+	const rest = ""
+	x.Asks = decodeObjects(objectList(o, "asks", maxExchangeItems, rest), "asks", &errs, func(ao *strictjson.Object) engine.ClusterAsk {
 		var a engine.ClusterAsk
 		exchangeKey(ao, &a.Key)
 		exchangeCount(ao, "threshold", &a.Threshold)
@@ -166,46 +160,21 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		exchangeCount(ao, "charge", &a.Charge)
 		ao.Bool("next", &a.Next, false)
 		ao.Rest(func(string) string { return "" })
-		x.Asks = append(x.Asks, a)
-	}
-	for i, item := range exchangeItems(o, "returns") {
-		path := fmt.Sprintf("returns[%d]", i)
-		ro, err := strictjson.Parse(item, path+".", &errs)
-		if err != nil {
-			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
-			continue
-		}
+		return a
+	})
+	x.Returns = decodeObjects(objectList(o, "returns", maxExchangeItems, rest), "returns", &errs, func(ro *strictjson.Object) engine.ClusterReturn {
 		var r engine.ClusterReturn
 		exchangeKey(ro, &r.Key)
 		exchangeCount(ro, "bucket", &r.Bucket)
 		exchangeCount(ro, "unused", &r.Unused)
 		ro.Rest(func(string) string { return "" })
-		x.Returns = append(x.Returns, r)
-	}
+		return r
+	})
 	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
 		return engine.ClusterExchange{}, ValidationFailed("the exchange is not valid; nothing was leased or returned; see details", fieldErrors(errs)...)
 	}
 	return x, nil
-}
-
-// exchangeItems reads the optional list field name of an exchange, at most
-// maxExchangeItems long.
-func exchangeItems(o *strictjson.Object, name string) []json.RawMessage {
-	v, _ := o.Value(name)
-	if v == nil {
-		return nil
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(v, &items); err != nil {
-		o.Fail(name, "must be a list of objects")
-		return nil
-	}
-	if len(items) > maxExchangeItems {
-		o.Fail(name, fmt.Sprintf("must hold at most %d items, not %d", maxExchangeItems, len(items)))
-		return nil
-	}
-	return items
 }
 
 // exchangeKey reads the required key of an ask or a return: a rule's name.

@@ -198,41 +198,31 @@ func decodeReport(body []byte, nowMs int64) (instances.Info, []store.MinuteDelta
 	} else {
 		info = decodeReportingInstance(io)
 	}
-	minuteItems := reportRows(o, "minutes")
-	liveItems := reportRows(o, "live")
+	const rest = ": send the rest in another report"
+	minuteItems := objectList(o, "minutes", maxReportRows, rest)
+	liveItems := objectList(o, "live", maxReportRows, rest)
 	o.Rest(func(string) string { return "" })
-	minutes := make([]store.MinuteDelta, 0, len(minuteItems))
-	for i, item := range minuteItems {
-		path := fmt.Sprintf("minutes[%d]", i)
-		if mo, err := strictjson.Parse(item, path+".", &errs); err != nil {
-			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
-		} else {
-			minutes = append(minutes, decodeReportedMinute(mo, nowMs))
-		}
-	}
+	minutes := decodeObjects(minuteItems, "minutes", &errs, func(mo *strictjson.Object) store.MinuteDelta {
+		return decodeReportedMinute(mo, nowMs)
+	})
 	live := make(map[string]engine.LiveStats, len(liveItems))
-	for i, item := range liveItems {
-		path := fmt.Sprintf("live[%d]", i)
-		lo, err := strictjson.Parse(item, path+".", &errs)
-		if err != nil {
-			errs = append(errs, engine.FieldError{Field: path, Message: "must be an object"})
-			continue
-		}
+	decodeObjects(liveItems, "live", &errs, func(lo *strictjson.Object) struct{} {
 		resource, l := decodeReportedLive(lo)
 		if _, twice := live[resource]; twice {
 			lo.Fail("resource", "appears in two live rows")
 		}
 		live[resource] = l
-	}
+		return struct{}{}
+	})
 	if len(errs) > 0 {
 		return instances.Info{}, nil, nil, ValidationFailed("the report is not valid; nothing was recorded; see details", fieldErrors(errs)...)
 	}
 	return info, minutes, live, nil
 }
 
-// reportRows reads the optional list field name of a report, at most
-// maxReportRows long.
-func reportRows(o *strictjson.Object, name string) []json.RawMessage {
+// objectList reads the optional list field name of o: at most most
+// objects, else a failure of the field that says what to do (hint).
+func objectList(o *strictjson.Object, name string, most int, hint string) []json.RawMessage {
 	v, _ := o.Value(name)
 	if v == nil {
 		return nil
@@ -242,11 +232,28 @@ func reportRows(o *strictjson.Object, name string) []json.RawMessage {
 		o.Fail(name, "must be a list of objects")
 		return nil
 	}
-	if len(items) > maxReportRows {
-		o.Fail(name, fmt.Sprintf("must hold at most %d rows, not %d: send the rest in another report", maxReportRows, len(items)))
+	if len(items) > most {
+		o.Fail(name, fmt.Sprintf("must hold at most %d items, not %d%s", most, len(items), hint))
 		return nil
 	}
 	return items
+}
+
+// decodeObjects decodes each of items, an object named name[i] in the
+// request, with decode, and returns what decode made of each; one that is
+// not an object is a failure of errs.
+func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*strictjson.Object) T) []T {
+	out := make([]T, 0, len(items))
+	for i, item := range items {
+		path := fmt.Sprintf("%s[%d]", name, i)
+		o, err := strictjson.Parse(item, path+".", errs)
+		if err != nil {
+			*errs = append(*errs, engine.FieldError{Field: path, Message: "must be an object"})
+			continue
+		}
+		out = append(out, decode(o))
+	}
+	return out
 }
 
 func decodeReportingInstance(o *strictjson.Object) instances.Info {
