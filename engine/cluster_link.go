@@ -31,6 +31,9 @@ const (
 	// clusterLivenessMs is how often an idle rule still asks, so that the
 	// count knows its engine shares it.
 	clusterLivenessMs = 500
+	// clusterTopUpLeastMs is the least time a lease must have left for a
+	// rule that spent it to ask for more in its bucket.
+	clusterTopUpLeastMs = 2
 	// clusterHeadroom is how much more than its demand a rule asks for.
 	clusterHeadroom = 1.25
 	// MinClusterStatIntervalMs is the shortest statIntervalMs of a cluster
@@ -228,7 +231,10 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 		x.Returns = s.settle(now, x.Returns)
 		calls := s.asked.Swap(0)
 		busy = busy || calls > 0
-		s.ratePerMs = 0.5*s.ratePerMs + 0.5*float64(calls)/elapsedMs
+		// Demand rises at once and falls by halves: a lease sized on a
+		// rising demand's average would run out.
+		rate := float64(calls) / elapsedMs
+		s.ratePerMs = max(rate, 0.5*s.ratePerMs+0.5*rate)
 		if calls == 0 && s.ratePerMs < 0.01 {
 			s.ratePerMs = 0
 		}
@@ -247,7 +253,7 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 		case s.ratePerMs > 0 && (cur == nil || now >= cur.endMs || now < cur.startMs) && next == nil:
 			// Demand and nothing to spend: this bucket's share now.
 			ask.Want = s.want(float64(bucketMs - now%bucketMs))
-		case s.ratePerMs > 0 && cur != nil && cur.left.Load() <= 0 && calls > 0 && cur.endMs-now > clusterRoundBusy.Milliseconds():
+		case s.ratePerMs > 0 && cur != nil && cur.left.Load() <= 0 && calls > 0 && cur.endMs-now > clusterTopUpLeastMs:
 			// The lease ran out with the bucket still going: top it up.
 			ask.Want = s.want(float64(cur.endMs - now))
 		}
