@@ -158,6 +158,9 @@ func clusterOutage(ctx context.Context, srv *redisServer, up, down time.Duration
 	back := sinceFirst(changes, engine.ClusterShared, restartedAt)
 	fmt.Printf("  kill → fallback, per engine: %v; worst %v (target ≤ %v)\n", fallback, slices.Max(fallback), targetFallback)
 	fmt.Printf("  restart → back on the cluster count, per engine: %v; worst %v (target ≤ %v)\n", back, slices.Max(back), targetBack)
+	if slices.Contains(fallback, -1) || slices.Contains(back, -1) {
+		return errors.New("outage: an engine never fell back or never came back (-1 above)")
+	}
 	return ctx.Err()
 }
 
