@@ -92,17 +92,19 @@ func clusterFigures(ctx context.Context, args []string) error {
 func clusterAccuracy(ctx context.Context, url string, d time.Duration) error {
 	fmt.Printf("\n== accuracy: a cluster rule of %d/s driven at %d/s, evenly paced over %d engines on one Redis, %v\n",
 		clusterThreshold, clusterRate, clusterEngines, d)
-	es, err := startEngines(url, "accuracy", benchRules(), nil)
+	es, err := startEngines(url, "accuracy", benchRules())
 	if err != nil {
 		return err
 	}
 	defer es.close()
 	start := nextSecond()
-	passes := es.drivePasses(ctx, "bench", start, d)
+	passes, late := es.drivePasses(ctx, "bench", start, d)
 	counts := perSecond(passes, start, int(d/time.Second))
 	fmt.Printf("  passes per second: %v\n", counts)
 	printRate("  after the first second", counts[min(1, len(counts)):])
 	printWindow(passes)
+	printLateness(late)
+	printFallbacks(es.stateChanges(), start)
 	return ctx.Err()
 }
 
@@ -113,23 +115,22 @@ func clusterAccuracy(ctx context.Context, url string, d time.Duration) error {
 // kill and to be back on the shared count after the restart.
 func clusterOutage(ctx context.Context, srv *redisServer, up, down time.Duration) error {
 	fmt.Printf("\n== outage: the same traffic; Redis killed (SIGKILL) after %v, restarted on its port %v later, then %v more\n", up, down, up)
-	var mu sync.Mutex
-	changes := make([][]stateChange, clusterEngines)
-	onChange := func(i int, c engine.ClusterStateChange) {
-		at := time.Now()
-		mu.Lock()
-		defer mu.Unlock()
-		changes[i] = append(changes[i], stateChange{state: c.State, at: at})
-	}
-	es, err := startEngines(srv.url(), "outage", benchRules(), onChange)
+	es, err := startEngines(srv.url(), "outage", benchRules())
 	if err != nil {
 		return err
 	}
 	defer es.close()
 	start := nextSecond()
 	d := up + down + up
-	traffic := make(chan [][]time.Time)
-	go func() { traffic <- es.drivePasses(ctx, "bench", start, d) }()
+	type driven struct {
+		passes [][]time.Time
+		late   time.Duration
+	}
+	traffic := make(chan driven)
+	go func() {
+		passes, late := es.drivePasses(ctx, "bench", start, d)
+		traffic <- driven{passes, late}
+	}()
 
 	time.Sleep(time.Until(start.Add(up)))
 	killedAt := time.Now()
@@ -137,7 +138,8 @@ func clusterOutage(ctx context.Context, srv *redisServer, up, down time.Duration
 	time.Sleep(time.Until(start.Add(up + down)))
 	restartedAt := time.Now()
 	restartErr := srv.start()
-	passes := <-traffic
+	result := <-traffic
+	passes := result.passes
 	if restartErr != nil {
 		return restartErr
 	}
@@ -151,9 +153,9 @@ func clusterOutage(ctx context.Context, srv *redisServer, up, down time.Duration
 	printRate("  Redis down (whole seconds)", secondsBetween(counts, start, killedAt, restartedAt))
 	printRate("  after the restart (whole seconds)", secondsBetween(counts, start, restartedAt, start.Add(d)))
 	printWindow(passes)
-
-	mu.Lock()
-	defer mu.Unlock()
+	printLateness(result.late)
+	changes := es.stateChanges()
+	printFallbacks(changes, start)
 	fallback := sinceFirst(changes, engine.ClusterFallingBack, killedAt)
 	back := sinceFirst(changes, engine.ClusterShared, restartedAt)
 	fmt.Printf("  kill → fallback, per engine: %v; worst %v (target ≤ %v)\n", fallback, slices.Max(fallback), targetFallback)
@@ -174,7 +176,7 @@ func clusterCost(ctx context.Context, url string, rate int, d time.Duration) err
 		{Name: "cost-cluster", Resource: "cost-cluster", Threshold: float64(2 * rate * clusterEngines), Scope: engine.ScopeCluster},
 		{Name: "cost-local", Resource: "cost-local", Threshold: float64(2 * rate)},
 	}
-	es, err := startEngines(url, "cost", rules, nil)
+	es, err := startEngines(url, "cost", rules)
 	if err != nil {
 		return err
 	}
@@ -196,7 +198,7 @@ func clusterCost(ctx context.Context, url string, rate int, d time.Duration) err
 		resources[i] = [2]*engine.Resource{eng.Resource(rules[0].Resource), eng.Resource(rules[1].Resource)}
 	}
 	start := nextSecond()
-	paceEngines(ctx, float64(rate*clusterEngines), start, d, func(i int) {
+	late := paceEngines(ctx, float64(rate*clusterEngines), start, d, func(i int) {
 		s := &samples[i]
 		for r, res := range resources[i] {
 			began := time.Now()
@@ -227,6 +229,8 @@ func clusterCost(ctx context.Context, url string, rate int, d time.Duration) err
 			fmt.Printf("    target: p99 ≤ %v per engine\n", targetCostP99)
 		}
 	}
+	printLateness(late)
+	printFallbacks(es.stateChanges(), start)
 	return ctx.Err()
 }
 
@@ -241,25 +245,32 @@ func benchRules() []engine.FlowRule {
 type benchEngines struct {
 	engines []*engine.Engine
 	clients []*cluster.Redis
+
+	mu      sync.Mutex
+	changes [][]stateChange // by engine
 }
 
 // startEngines starts the engines with rules loaded, their keys under a
-// prefix of their own so that no figure counts another's passes;
-// onChange, if set, is told each engine's cluster state changes.
-func startEngines(url, figure string, rules []engine.FlowRule, onChange func(i int, c engine.ClusterStateChange)) (*benchEngines, error) {
+// prefix of their own so that no figure counts another's passes, and
+// keeps their cluster state changes.
+func startEngines(url, figure string, rules []engine.FlowRule) (*benchEngines, error) {
 	prefix := fmt.Sprintf("sluice-bench:%d:%s:", time.Now().UnixNano(), figure)
-	es := &benchEngines{}
+	es := &benchEngines{changes: make([][]stateChange, clusterEngines)}
 	for i := range clusterEngines {
 		client, err := cluster.New(cluster.Options{URL: url, KeyPrefix: prefix})
 		if err != nil {
 			es.close()
 			return nil, err
 		}
-		opts := engine.Options{Cluster: client, ClusterEngine: fmt.Sprintf("e%d", i+1)}
-		if onChange != nil {
-			opts.OnClusterStateChange = func(c engine.ClusterStateChange) { onChange(i, c) }
-		}
-		eng := engine.New(opts)
+		eng := engine.New(engine.Options{
+			Cluster: client, ClusterEngine: fmt.Sprintf("e%d", i+1),
+			OnClusterStateChange: func(c engine.ClusterStateChange) {
+				at := time.Now()
+				es.mu.Lock()
+				defer es.mu.Unlock()
+				es.changes[i] = append(es.changes[i], stateChange{state: c.State, at: at, err: c.Err})
+			},
+		})
 		es.engines, es.clients = append(es.engines, eng), append(es.clients, client)
 		if err := eng.LoadFlowRules(rules); err != nil {
 			es.close()
@@ -267,6 +278,17 @@ func startEngines(url, figure string, rules []engine.FlowRule, onChange func(i i
 		}
 	}
 	return es, nil
+}
+
+// stateChanges is a copy of the engines' cluster state changes so far.
+func (es *benchEngines) stateChanges() [][]stateChange {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	changes := make([][]stateChange, len(es.changes))
+	for i, cs := range es.changes {
+		changes[i] = slices.Clone(cs)
+	}
+	return changes
 }
 
 // close closes the engines, which return their leases, then the clients.
@@ -281,28 +303,30 @@ func (es *benchEngines) close() {
 
 // drivePasses calls Entry on resource, clusterRate times a second in
 // total over the engines, from start for d, and returns when each pass was
-// decided, by engine.
-func (es *benchEngines) drivePasses(ctx context.Context, resource string, start time.Time, d time.Duration) [][]time.Time {
+// decided, by engine, and how late the latest call was made.
+func (es *benchEngines) drivePasses(ctx context.Context, resource string, start time.Time, d time.Duration) ([][]time.Time, time.Duration) {
 	passes := make([][]time.Time, len(es.engines))
 	resources := make([]*engine.Resource, len(es.engines))
 	for i, eng := range es.engines {
 		resources[i] = eng.Resource(resource)
 	}
-	paceEngines(ctx, clusterRate, start, d, func(i int) {
+	late := paceEngines(ctx, clusterRate, start, d, func(i int) {
 		if e, blocked := resources[i].Entry(); blocked == nil {
 			passes[i] = append(passes[i], time.Now())
 			e.Exit()
 		}
 	})
-	return passes
+	return passes, late
 }
 
 // paceEngines makes calls at rate calls a second in total from start
 // until d has passed: call j is due at start + j/rate and goes to engine
 // j mod clusterEngines, each engine's calls on a goroutine of its own that
-// makes those due every millisecond.
-func paceEngines(ctx context.Context, rate float64, start time.Time, d time.Duration, call func(engine int)) {
+// makes those due every millisecond. It returns how late the latest call
+// was made: a loaded machine delays the pacing itself.
+func paceEngines(ctx context.Context, rate float64, start time.Time, d time.Duration, call func(engine int)) time.Duration {
 	var wg sync.WaitGroup
+	late := make([]time.Duration, clusterEngines)
 	for i := range clusterEngines {
 		wg.Go(func() {
 			time.Sleep(time.Until(start))
@@ -316,6 +340,7 @@ func paceEngines(ctx context.Context, rate float64, start time.Time, d time.Dura
 					if due > elapsed {
 						break
 					}
+					late[i] = max(late[i], elapsed-due)
 					call(i)
 				}
 				time.Sleep(time.Millisecond)
@@ -323,6 +348,12 @@ func paceEngines(ctx context.Context, rate float64, start time.Time, d time.Dura
 		})
 	}
 	wg.Wait()
+	return slices.Max(late)
+}
+
+// printLateness prints how late the latest call of a figure was made.
+func printLateness(late time.Duration) {
+	fmt.Printf("  pacing: the latest call was made %v after it was due\n", late.Round(100*time.Microsecond))
 }
 
 // nextSecond is the next whole wall-clock second, with a moment to spare.
@@ -398,6 +429,31 @@ func printWindow(passes [][]time.Time) {
 type stateChange struct {
 	state engine.ClusterState
 	at    time.Time
+	err   error
+}
+
+// printFallbacks prints each spell of an engine on its fallback, from
+// start on: a figure's traffic decided without the shared count while
+// Redis was up, an exchange slower than its timeout (50 ms) or failing.
+func printFallbacks(changes [][]stateChange, start time.Time) {
+	var spells []string
+	for i, cs := range changes {
+		for j, c := range cs {
+			if c.state != engine.ClusterFallingBack {
+				continue
+			}
+			spell := fmt.Sprintf("e%d at +%v", i+1, c.at.Sub(start).Round(time.Millisecond))
+			if j+1 < len(cs) {
+				spell += fmt.Sprintf(" for %v", cs[j+1].at.Sub(c.at).Round(time.Millisecond))
+			}
+			spells = append(spells, spell+fmt.Sprintf(" (%v)", c.err))
+		}
+	}
+	if len(spells) == 0 {
+		fmt.Println("  no engine fell back")
+		return
+	}
+	fmt.Printf("  engines fell back %d times: %s\n", len(spells), strings.Join(spells, "; "))
 }
 
 // sinceFirst is, per engine, the time from since to the engine's first

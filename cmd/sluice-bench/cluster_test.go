@@ -45,9 +45,9 @@ func TestSinceFirst(t *testing.T) {
 	since := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 	at := func(ms int) time.Time { return since.Add(time.Duration(ms) * time.Millisecond) }
 	changes := [][]stateChange{
-		{{engine.ClusterFallingBack, at(-500)}, {engine.ClusterShared, at(-400)}, {engine.ClusterFallingBack, at(20)}},
-		{{engine.ClusterShared, at(5)}, {engine.ClusterFallingBack, at(30)}, {engine.ClusterFallingBack, at(90)}},
-		{{engine.ClusterFallingBack, at(-10)}},
+		{{engine.ClusterFallingBack, at(-500), nil}, {engine.ClusterShared, at(-400), nil}, {engine.ClusterFallingBack, at(20), nil}},
+		{{engine.ClusterShared, at(5), nil}, {engine.ClusterFallingBack, at(30), nil}, {engine.ClusterFallingBack, at(90), nil}},
+		{{engine.ClusterFallingBack, at(-10), nil}},
 	}
 	want := []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, -1}
 	if got := sinceFirst(changes, engine.ClusterFallingBack, since); !slices.Equal(got, want) {
