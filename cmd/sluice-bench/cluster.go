@@ -44,6 +44,8 @@ const (
 	targetCostP99  = 50 * time.Microsecond
 )
 
+// clusterFigures runs the figures the flags ask for, on a Redis of its own
+// unless -redis names one.
 func clusterFigures(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
 	redisURL := fs.String("redis", "", "a running Redis (redis://host:port/db); default: start a throwaway redis-server on loopback, which the outage figure needs")
@@ -457,16 +459,25 @@ func printFallbacks(changes [][]stateChange, start time.Time) {
 }
 
 // sinceFirst is, per engine, the time from since to the engine's first
-// change to state after it, or -1 if none came.
+// change to state after it: 0 if the engine was in state already, -1 if
+// no change came.
 func sinceFirst(changes [][]stateChange, state engine.ClusterState, since time.Time) []time.Duration {
 	took := make([]time.Duration, len(changes))
 	for i, cs := range changes {
 		took[i] = -1
+		already := false // the state in force at since is state
 		for _, c := range cs {
-			if c.state == state && !c.at.Before(since) {
+			if c.at.Before(since) {
+				already = c.state == state
+				continue
+			}
+			if c.state == state {
 				took[i] = c.at.Sub(since).Round(100 * time.Microsecond)
 				break
 			}
+		}
+		if already {
+			took[i] = 0
 		}
 	}
 	return took

@@ -48,8 +48,9 @@ func TestSinceFirst(t *testing.T) {
 		{{engine.ClusterFallingBack, at(-500), nil}, {engine.ClusterShared, at(-400), nil}, {engine.ClusterFallingBack, at(20), nil}},
 		{{engine.ClusterShared, at(5), nil}, {engine.ClusterFallingBack, at(30), nil}, {engine.ClusterFallingBack, at(90), nil}},
 		{{engine.ClusterFallingBack, at(-10), nil}},
+		{{engine.ClusterFallingBack, at(-20), nil}, {engine.ClusterShared, at(-10), nil}},
 	}
-	want := []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, -1}
+	want := []time.Duration{20 * time.Millisecond, 30 * time.Millisecond, 0, -1}
 	if got := sinceFirst(changes, engine.ClusterFallingBack, since); !slices.Equal(got, want) {
 		t.Errorf("sinceFirst = %v, want %v", got, want)
 	}
