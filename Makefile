@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server,./engine --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test tools bench-once chromium postgres redis fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools bench-once chromium postgres redis replicas fmt-check vet docs check-docs bench bench-metrics
 
 # run starts sluice from the sources; ARGS are its flags, as in
 # make run ARGS="--demo --addr 127.0.0.1:8080".
@@ -58,6 +58,12 @@ postgres:
 # service, on 6379, plays no part.
 redis:
 	@command -v redis-server >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server)
+
+# replicas starts PostgreSQL, Redis and three sluice replicas on loopback
+# (127.0.0.1:8081-8083) to try scale-out with, until Ctrl-C, which stops them
+# and removes their temporary directory (scripts/replicas.sh).
+replicas:
+	scripts/replicas.sh
 
 fmt-check:
 	@unformatted=$$(gofmt -l .); \

@@ -7,6 +7,8 @@
 //	sluice-bench propagation [-server …] [-example ./sluice-example] [-instances 20] [-changes 30]
 //	sluice-bench reporters [-server …] [-instances 500] [-resources 10] [-duration 65s] [-server-pid PID]
 //	sluice-bench instance-overhead [-server …] [-rate 10000] [-duration 30s]
+//	sluice-bench cluster [-redis redis://…] [-accuracy 15s] [-outage-up 5s] [-outage-down 5s] [-cost 10s] [-cost-rate 10000]
+//	sluice-bench replicas [-sluice ./sluice] [-changes 50]
 //
 // hello serves the HTTP ceiling of the machine: a Fiber handler answering a
 // POST with a fixed 60-byte JSON. accuracy creates a reject rule through a
@@ -18,7 +20,11 @@
 // propagation, reporters and instance-overhead are the fleet's figures
 // (fleet.go): a rule change reaching every sluice-example process, the
 // server under many reporting instances, and what an instance pays for
-// its sync and reports.
+// its sync and reports. cluster is the cluster rules' figures (cluster.go):
+// a global 1,000/s rule over 4 engines on one Redis, held per second, across
+// a Redis kill, and what a decision on it costs. replicas (replicas.go) is
+// how long a rule written on one of three replicas on one PostgreSQL takes
+// to reach the other two.
 package main
 
 import (
@@ -54,7 +60,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead [flags]")
+		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead|cluster|replicas [flags]")
 	}
 	switch args[0] {
 	case "hello":
@@ -69,8 +75,12 @@ func run(ctx context.Context, args []string) error {
 		return reporters(ctx, args[1:])
 	case "instance-overhead":
 		return instanceOverhead(ctx, args[1:])
+	case "cluster":
+		return clusterFigures(ctx, args[1:])
+	case "replicas":
+		return replicas(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead", args[0])
+	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead, cluster, replicas", args[0])
 }
 
 // helloBody is the fixed answer, 60 bytes.
