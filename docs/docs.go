@@ -3088,7 +3088,10 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "charge": {
-                    "description": "Charge is how many passes the engine made on credit since its last\nexchange (with no lease, after an idle spell): they are counted in\nthe current bucket, room or not.",
+                    "description": "Charge is how many passes the engine made without a lease since\nits last exchange (on credit after an idle spell, or falling back\nwhile the count was unreachable): they are counted, room or not, in\nthe current bucket or, with ChargeSpanMs, spread evenly over the\nbuckets of the last ChargeSpanMs, as they were made.",
+                    "type": "integer"
+                },
+                "chargeSpanMs": {
                     "type": "integer"
                 },
                 "intervalMs": {

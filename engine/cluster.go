@@ -53,10 +53,13 @@ type ClusterAsk struct {
 	// what the window has room for, up to Want. An ask that wants none
 	// still counts the engine among those that share the rule.
 	Want int64 `json:"want"`
-	// Charge is how many passes the engine made on credit since its last
-	// exchange (with no lease, after an idle spell): they are counted in
-	// the current bucket, room or not.
-	Charge int64 `json:"charge"`
+	// Charge is how many passes the engine made without a lease since
+	// its last exchange (on credit after an idle spell, or falling back
+	// while the count was unreachable): they are counted, room or not, in
+	// the current bucket or, with ChargeSpanMs, spread evenly over the
+	// buckets of the last ChargeSpanMs, as they were made.
+	Charge       int64 `json:"charge"`
+	ChargeSpanMs int64 `json:"chargeSpanMs"`
 	// Next asks for the bucket after the current one, so that a lease is
 	// held when it starts.
 	Next bool `json:"next"`

@@ -244,8 +244,11 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 		}
 		if f := s.fallback.Load(); f != nil {
 			// Asked every round while the count is away; the first
-			// answer ends the fallback, its passes charged.
-			ask.Charge += f.owed()
+			// answer ends the fallback, its passes charged over the
+			// time they were made in.
+			owed, spanMs := f.owed(now, s.rule.StatIntervalMs)
+			ask.Charge += owed
+			ask.ChargeSpanMs = spanMs
 		}
 		bucketMs := ClusterBucketMs(s.rule.StatIntervalMs)
 		cur, next := s.lease.Load(), s.next.Load()

@@ -64,8 +64,9 @@ type clusterFallback struct {
 	mode  ClusterFallback
 	local *localLimit
 	// made counts the passes made by the fallback, charged to the count
-	// when it answers again.
-	made atomic.Int64
+	// when it answers again, as made since sinceMs.
+	made    atomic.Int64
+	sinceMs int64
 	// most bounds what is charged: the passes of a window at most.
 	most int64
 }
@@ -216,7 +217,7 @@ func (s *clusterShare) fallBack(nowMs int64) {
 	if s.fallback.Load() != nil {
 		return
 	}
-	f := &clusterFallback{mode: s.rule.ClusterFallback, most: int64(s.rule.Threshold)}
+	f := &clusterFallback{mode: s.rule.ClusterFallback, most: int64(s.rule.Threshold), sinceMs: nowMs}
 	if f.mode == FallbackLocal {
 		f.most = int64(s.fallbackThreshold())
 		f.local = newLocalLimit(s.fallbackThreshold(), s.rule.StatIntervalMs)
@@ -267,9 +268,12 @@ func (f *clusterFallback) take(nowMs, count int64) bool {
 }
 
 // owed is what the fallback's passes charge to the count when it answers
-// again: those of the last window, which a local fallback holds to its
-// threshold, and a pass fallback to the rule's, at most.
-func (f *clusterFallback) owed() int64 { return min(f.made.Load(), f.most) }
+// again at nowMs, and the span they were made over: those of the last
+// window, which a local fallback holds to its threshold, and a pass
+// fallback to the rule's, at most.
+func (f *clusterFallback) owed(nowMs, intervalMs int64) (passes, spanMs int64) {
+	return min(f.made.Load(), f.most), min(max(nowMs-f.sinceMs, 0), intervalMs)
+}
 
 // localLimit holds passes to a capacity in any window of intervalMs, on a
 // count and pass log of its own.

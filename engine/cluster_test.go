@@ -55,7 +55,11 @@ func (m *memCounter) Exchange(_ context.Context, x ClusterExchange) ([]ClusterLe
 		if a.Next {
 			target++
 		}
-		counts[cur] += a.Charge
+		spread := min(max((a.ChargeSpanMs+bucketMs-1)/bucketMs, 1), ClusterBuckets)
+		for k := range spread {
+			counts[cur-k] += a.Charge / spread
+		}
+		counts[cur] += a.Charge % spread
 		var used int64
 		for b := target - ClusterBuckets + 1; b <= target; b++ {
 			used += counts[b]

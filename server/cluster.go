@@ -111,6 +111,7 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 		threshold := int64(rule.Threshold)
 		a.Threshold, a.IntervalMs = threshold, rule.StatIntervalMs
 		a.Want, a.Charge = min(a.Want, threshold), min(a.Charge, threshold)
+		a.ChargeSpanMs = min(a.ChargeSpanMs, rule.StatIntervalMs)
 		forward.Asks = append(forward.Asks, a)
 	}
 	for _, r := range x.Returns {
@@ -158,6 +159,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		exchangeCount(ao, "intervalMs", &a.IntervalMs)
 		exchangeCount(ao, "want", &a.Want)
 		exchangeCount(ao, "charge", &a.Charge)
+		exchangeCount(ao, "chargeSpanMs", &a.ChargeSpanMs)
 		ao.Bool("next", &a.Next, false)
 		ao.Rest(func(string) string { return "" })
 		return a

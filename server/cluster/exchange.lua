@@ -5,7 +5,8 @@
 -- appended).
 -- ARGV: buckets per window, how long an engine is remembered (ms), the
 -- engine, the number of returns; then each return's unused; then each
--- ask's threshold, bucket length (ms), want, charge and next (1 or 0).
+-- ask's threshold, bucket length (ms), want, charge, next (1 or 0) and
+-- the span of the charge (ms).
 -- Answers six integers per ask: granted, bucket, starts in (ms), ends in
 -- (ms), engines, used (the fullest window, the grant included).
 local buckets = tonumber(ARGV[1])
@@ -41,7 +42,8 @@ for k = returns + 1, #KEYS do
 	local want = tonumber(ARGV[a + 3])
 	local charge = tonumber(ARGV[a + 4])
 	local next = ARGV[a + 5] == '1'
-	a = a + 5
+	local chargeSpanMs = tonumber(ARGV[a + 6])
+	a = a + 6
 	local ttlMs = int((buckets + 2) * bucketMs)
 	local cur = math.floor(nowMs / bucketMs)
 	local target = cur
@@ -49,9 +51,21 @@ for k = returns + 1, #KEYS do
 		target = cur + 1
 	end
 
+	-- A charge made over the last chargeSpanMs is spread evenly over the
+	-- buckets of that span, the current one taking the remainder.
 	if charge > 0 then
-		redis.call('INCRBY', base .. int(cur), int(charge))
-		redis.call('PEXPIRE', base .. int(cur), ttlMs)
+		local spread = math.min(math.max(math.ceil(chargeSpanMs / bucketMs), 1), buckets)
+		local each = math.floor(charge / spread)
+		for k = 0, spread - 1 do
+			local n = each
+			if k == 0 then
+				n = each + charge % spread
+			end
+			if n > 0 then
+				redis.call('INCRBY', base .. int(cur - k), int(n))
+				redis.call('PEXPIRE', base .. int(cur - k), ttlMs)
+			end
+		end
 	end
 
 	-- Counts exist up to bucket cur+1 (asks for the next bucket), so the

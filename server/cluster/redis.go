@@ -157,8 +157,10 @@ func (r *Redis) Ping(ctx context.Context) error {
 // bucket, if the bucket's key still exists: a count never goes below 0 and
 // an expired bucket is not made again.
 //
-// Then, for each ask in order: Charge (when positive) is added to bucket
-// cur, room or not. The lease is for bucket target: cur+1 if Next, else
+// Then, for each ask in order: Charge (when positive) is added, room or
+// not, to bucket cur or, with ChargeSpanMs, spread evenly over the buckets
+// of that span up to cur (ClusterBuckets at most), cur taking the
+// remainder. The lease is for bucket target: cur+1 if Next, else
 // cur. used is the largest count of ClusterBuckets consecutive buckets
 // that hold target, of the windows ending at target … cur+1 (no count lies
 // beyond cur+1; a window ending at cur+1 holds what others were granted
@@ -179,7 +181,7 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 		return []engine.ClusterLease{}, nil
 	}
 	keys := make([]string, 0, len(x.Returns)+len(x.Asks))
-	args := make([]any, 0, 4+len(x.Returns)+5*len(x.Asks))
+	args := make([]any, 0, 4+len(x.Returns)+6*len(x.Asks))
 	args = append(args, engine.ClusterBuckets, r.engineMemory.Milliseconds(), x.Engine, len(x.Returns))
 	for _, ret := range x.Returns {
 		base, err := r.keyBase(ret.Key)
@@ -200,7 +202,7 @@ func (r *Redis) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engin
 		}
 		keys = append(keys, base)
 		args = append(args, min(ask.Threshold, maxCount), engine.ClusterBucketMs(ask.IntervalMs),
-			min(ask.Want, maxCount), min(ask.Charge, maxCount), next)
+			min(ask.Want, maxCount), min(ask.Charge, maxCount), next, min(max(ask.ChargeSpanMs, 0), maxCount))
 	}
 	client := r.client.Load()
 	reply, err := exchangeScript.Run(ctx, client, keys, args...).Int64Slice()

@@ -192,6 +192,22 @@ func TestExchangeSettlesReturnsAndCharges(t *testing.T) {
 				t.Errorf("the current bucket holds %d, want the charge 15", n)
 			}
 		}},
+		{"a charge over a span is spread over its buckets", func(t *testing.T) {
+			x := ask("spread", 1000, 0)
+			x.Asks[0].IntervalMs, x.Asks[0].Charge, x.Asks[0].ChargeSpanMs = 1000, 103, 500 // 10 buckets of 50 ms
+			l := exchange(t, r, x)[0]
+			if n := count(t, "spread", l.Bucket); n != 13 {
+				t.Errorf("the current bucket holds %d, want 10 and the remainder 3", n)
+			}
+			for b := l.Bucket - 9; b < l.Bucket; b++ {
+				if n := count(t, "spread", b); n != 10 {
+					t.Errorf("bucket %d (%d back) holds %d, want 10", b, l.Bucket-b, n)
+				}
+			}
+			if n := count(t, "spread", l.Bucket-10); n != -1 {
+				t.Errorf("a bucket before the span holds %d", n)
+			}
+		}},
 		{"a charge takes room from the ask", func(t *testing.T) {
 			x := ask("charge-room", 10, 10)
 			x.Asks[0].Charge = 4
