@@ -70,13 +70,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	took := time.Since(start)
+	fmt.Fprintf(stdout, "seeded %d minute rows (%d resources x %d days, up to %s) in %v\n",
+		rows, plan.resources, plan.days, time.UnixMilli(plan.endMs).UTC().Format(time.RFC3339), took.Round(time.Millisecond))
+	if store.IsPostgres(*dbPath) {
+		return nil // the size is the server's business: pg_database_size
+	}
 	info, err := os.Stat(*dbPath)
 	if err != nil {
 		return err
 	}
 	mib := float64(info.Size()) / (1 << 20)
-	fmt.Fprintf(stdout, "seeded %d minute rows (%d resources x %d days, up to %s) in %v\n",
-		rows, plan.resources, plan.days, time.UnixMilli(plan.endMs).UTC().Format(time.RFC3339), took.Round(time.Millisecond))
 	fmt.Fprintf(stdout, "%s: %.1f MiB, %.1f MiB per million minute rows (rollups and resources included)\n",
 		*dbPath, mib, mib/(float64(rows)/1e6))
 	return nil
