@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,9 +233,7 @@ func benchHistory(b *testing.B, rangeMs int64, step string, targetMs float64) {
 // writer. It runs on a copy of the data set, which the flushes grow.
 func BenchmarkMetricsHistoryDuringFlush(b *testing.B) {
 	const resourceCount = 10_000
-	path := filepath.Join(b.TempDir(), "during-flush.db")
-	copyFile(b, benchDB(b), path)
-	s := startSeededAt(b, path)
+	s := startSeededAt(b, copyDB(b, benchDB(b)))
 	ctx, cancel := context.WithCancel(b.Context())
 	var flushes sync.WaitGroup
 	defer flushes.Wait()
@@ -300,11 +299,13 @@ func reportTarget(b *testing.B, targetMs float64) {
 // rows, the rollups and the resources included.
 func BenchmarkMetricsDBSize(b *testing.B) {
 	path := benchDB(b)
-	info, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
+	var db *sql.DB
+	var err error
+	if store.IsPostgres(path) {
+		db, err = sql.Open("pgx", path)
+	} else {
+		db, err = sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	}
-	db, err := sql.Open("sqlite3", "file:"+(&url.URL{Path: path}).EscapedPath()+"?mode=ro")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -318,8 +319,21 @@ func BenchmarkMetricsDBSize(b *testing.B) {
 	if rows == 0 {
 		b.Fatalf("%s holds no minute rows", path)
 	}
+	var size int64
+	if store.IsPostgres(path) {
+		err = db.QueryRowContext(b.Context(), "SELECT pg_database_size(current_database())").Scan(&size)
+	} else {
+		var info os.FileInfo
+		info, err = os.Stat(path)
+		if info != nil {
+			size = info.Size()
+		}
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportMetric(float64(rows)/1e6, "Mrows")
-	b.ReportMetric(float64(info.Size())/(1<<20)/(float64(rows)/1e6), "MiB/Mrows")
+	b.ReportMetric(float64(size)/(1<<20)/(float64(rows)/1e6), "MiB/Mrows")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -333,7 +347,7 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 	const resourceCount, historyMinutes = 10_000, 120
 	path := filepath.Join(b.TempDir(), "flush.db")
 	if src := os.Getenv(benchDBEnv); src != "" {
-		copyFile(b, src, path)
+		path = copyDB(b, src)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	st, err := store.Open(b.Context(), path, logger)
@@ -384,6 +398,46 @@ func BenchmarkMetricsFlush10k(b *testing.B) {
 		clock.Advance(store.MinuteMs)
 	}
 	reportLatencies(b, latencies)
+}
+
+// copyDB returns a copy of the database at from, removed when b ends: a
+// file in b's temporary directory, or a PostgreSQL database made from it
+// as a template on the same server.
+func copyDB(b *testing.B, from string) string {
+	b.Helper()
+	if !store.IsPostgres(from) {
+		to := filepath.Join(b.TempDir(), "copy.db")
+		copyFile(b, from, to)
+		return to
+	}
+	u, err := url.Parse(from)
+	if err != nil {
+		b.Fatal(err)
+	}
+	template := strings.TrimPrefix(u.Path, "/")
+	copied := fmt.Sprintf("%s_copy_%d", template, time.Now().UnixNano())
+	admin := *u
+	admin.Path = "/postgres"
+	db, err := sql.Open("pgx", admin.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(b.Context(), fmt.Sprintf("CREATE DATABASE %q TEMPLATE %q", copied, template)); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		db, err := sql.Open("pgx", admin.String())
+		if err == nil {
+			_, err = db.Exec(fmt.Sprintf("DROP DATABASE %q WITH (FORCE)", copied))
+			err = errors.Join(err, db.Close())
+		}
+		if err != nil {
+			b.Error(err)
+		}
+	})
+	u.Path = "/" + copied
+	return u.String()
 }
 
 func copyFile(b *testing.B, from, to string) {
