@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -151,7 +152,7 @@ func TestHotSketchBoundedWithAMillionValues(t *testing.T) {
 		if value == "" {
 			value = "value-" + strconv.Itoa(i)
 		}
-		s.record(nowMs, value, 1, false)
+		s.record(nowMs, value, 1, false, rand.Uint64())
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"math"
+	"math/rand/v2"
 	"time"
 )
 
@@ -134,17 +135,18 @@ func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total in
 
 // number numbers count passes of v, and marks them at nowMs, if they
 // still fit under c (or c only shadows): by compare-and-swap, so that two
-// calls on one value at once cannot both take its last room. False if a
-// call took it since check.
-func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) bool {
+// calls on one value at once cannot both take its last room. It returns
+// v's pass count with them, or false if they do not fit (a call took the
+// room since check, or, for a rule numbered unchecked, there was none).
+func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) (int64, bool) {
 	for {
 		total := v.state.Load()
 		if !c.admits(r, v, nowMs, count, total) && !c.shadow {
-			return false
+			return total, false
 		}
 		if v.state.CompareAndSwap(total, total+count) {
 			v.log.Mark(nowMs, total+count)
-			return true
+			return total + count, true
 		}
 	}
 }
@@ -203,7 +205,7 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 			logged[i], keys[i] = v, key
 		}
 		if c.hot != nil && (!ok || !c.logs || c.shadow) {
-			c.hot.record(nowMs, key, count, !ok)
+			c.hot.record(nowMs, key, count, !ok, rand.Uint64())
 		}
 		switch {
 		case !ok && c.shadow:
@@ -230,9 +232,13 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 		if v == nil {
 			continue
 		}
-		numbered := c.number(r, v, nowMs, count)
+		total, numbered := c.number(r, v, nowMs, count)
 		if c.hot != nil && !c.shadow {
-			c.hot.record(nowMs, key, count, !numbered)
+			draw := passDraw(total, nowMs)
+			if !numbered {
+				draw = rand.Uint64()
+			}
+			c.hot.record(nowMs, key, count, !numbered, draw)
 		}
 		if !numbered {
 			release(held, count)
