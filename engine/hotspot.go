@@ -184,17 +184,25 @@ func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) b
 // hotspot rule that decided counts the value's pass or block in its hot
 // sketch once: a rule whose values log their passes, when it numbers
 // them (unless it only shadows, which numbers whatever it decided).
+//
+// The last rule, if its values log their passes and it enforces, is not
+// checked before it numbers: numbering checks it again anyway, and no
+// rule after it can block the call once it took its room.
 func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
 	// The values whose passes to number, on the stack: few resources
 	// have more keyed rules than this; past them, the value is found again.
 	const maxLogged = 4
 	var logged [maxLogged]*keyedValue
 	var keys [maxLogged]string
-	h := 0
+	h, last := 0, len(more.keyed)-1
 	for i, c := range more.keyed {
 		key, limited := c.key(opts, origin, more.namedOrigins)
 		if !limited {
 			continue
+		}
+		if i == last && i < maxLogged && c.logs && !c.shadow {
+			logged[i], keys[i] = c.values.get(key, nowMs), key
+			break
 		}
 		ok, w, v, holds := c.check(r, nowMs, count, key)
 		switch {
