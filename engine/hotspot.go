@@ -38,7 +38,10 @@ type keyedChecker struct {
 	logs          bool    // a reject rule without burst: its values log their passes
 	intervalNs    float64
 	maxQueueingNs int64
-	values        *keyedTable
+	// thresholds are the rule's threshold, then its specific items', a
+	// value's found at its item.
+	thresholds []float64
+	values     *keyedTable
 	// hot ranks a hotspot rule's values over the last minute; nil for a
 	// flow rule's origins.
 	hot *hotSketch
@@ -57,12 +60,15 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 		maxQueueingNs: rule.MaxQueueingTimeMs * int64(time.Millisecond),
 		hot:           newHotSketch(),
 	}
-	c.values = newKeyedTable(int(rule.ParamsMaxCapacity), func(key string) *keyedValue {
-		threshold := rule.Threshold
-		if t, ok := rule.SpecificItems[key]; ok {
-			threshold = t
-		}
-		v := &keyedValue{threshold: threshold}
+	c.thresholds = append(make([]float64, 0, 1+len(rule.SpecificItems)), rule.Threshold)
+	items := make(map[string]uint32, len(rule.SpecificItems))
+	for value, threshold := range rule.SpecificItems {
+		items[value] = uint32(len(c.thresholds))
+		c.thresholds = append(c.thresholds, threshold)
+	}
+	c.values = newKeyedTable(int(rule.ParamsMaxCapacity), c.concurrency, func(key string) *keyedValue {
+		v := &keyedValue{item: items[key]}
+		threshold := c.thresholds[v.item]
 		switch {
 		case c.concurrency:
 		case c.throttling:
@@ -109,19 +115,20 @@ func (c *keyedChecker) key(opts []EntryOption, origin string, named map[string]s
 // (a concurrency rule's, counted already: held).
 func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bool, waitNs int64, v *keyedValue, held bool) {
 	v = c.values.get(key, nowMs)
+	threshold := c.thresholds[v.item]
 	switch {
 	case c.concurrency:
-		ok = float64(v.inFlight.Add(count)) <= v.threshold
+		ok = float64(v.state.Add(count)) <= threshold
 		if ok || c.shadow { // a shadow block lets the call go: it is in flight
 			return ok, 0, v, true
 		}
-		v.inFlight.Add(-count)
+		v.state.Add(-count)
 		return false, 0, nil, false
 	case c.throttling:
-		ok, waitNs = throttle(&v.state, c.intervalNs, c.maxQueueingNs, nowMs, count, v.threshold)
+		ok, waitNs = throttle(&v.state, c.intervalNs, c.maxQueueingNs, nowMs, count, threshold)
 		return ok, waitNs, nil, false
 	case c.burst > 0:
-		return v.takeTokens(nowMs, count, c.burst, c.intervalNs), 0, nil, false
+		return v.takeTokens(nowMs, count, threshold, c.burst, c.intervalNs), 0, nil, false
 	}
 	total := v.state.Load()
 	return c.admits(r, v, nowMs, count, total), 0, v, false
@@ -130,7 +137,7 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 // admits reports whether count more passes of v fit under c at nowMs,
 // v's passes numbered up to total.
 func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total int64) bool {
-	return r.admits(&v.log, total, count, int64(v.threshold), nowMs, c.rule.StatIntervalMs)
+	return r.admits(&v.log, total, count, int64(c.thresholds[v.item]), nowMs, c.rule.StatIntervalMs)
 }
 
 // number numbers count passes of v, and marks them at nowMs, if they
@@ -154,16 +161,16 @@ func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) (i
 // takeTokens takes count tokens from the value's bucket of threshold+burst
 // tokens, refilled by threshold per interval (GCRA: one theoretical
 // arrival time, moved by compare-and-swap).
-func (v *keyedValue) takeTokens(nowMs, count int64, burst, intervalNs float64) bool {
-	if v.threshold <= 0 {
+func (v *keyedValue) takeTokens(nowMs, count int64, threshold, burst, intervalNs float64) bool {
+	if threshold <= 0 {
 		return false
 	}
-	emissionNs := intervalNs / v.threshold
+	emissionNs := intervalNs / threshold
 	costNs := float64(count) * emissionNs
 	if costNs > maxSlotNs {
 		return false
 	}
-	toleranceNs := (v.threshold + burst) * emissionNs
+	toleranceNs := (threshold + burst) * emissionNs
 	now := nowMs * int64(time.Millisecond)
 	for {
 		tat := v.state.Load()
@@ -260,7 +267,7 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 func release(held [maxHeldKeys]*keyedValue, count int64) {
 	for _, v := range held {
 		if v != nil {
-			v.inFlight.Add(-count)
+			v.state.Add(-count)
 		}
 	}
 }

@@ -42,9 +42,11 @@ const evictionSample = 8
 // shard's whole sample is in flight, the new key shares the table's
 // overflow value, which only ever limits more.
 type keyedTable struct {
-	seed     maphash.Seed
-	mask     uint64
-	shards   []keyedShard
+	seed   maphash.Seed
+	mask   uint64
+	shards []keyedShard
+	// inFlight: the values' state is their calls in flight.
+	inFlight bool
 	newValue func(key string) *keyedValue
 	overflow *keyedValue
 }
@@ -69,33 +71,35 @@ type keyedSlots struct {
 // tombstone fills the slot of an evicted key.
 var tombstone = &keyedValue{}
 
-// keyedValue is one key's statistics.
+// keyedValue is one key's statistics, 96 bytes with its log: a million
+// of them are a hotspot rule's largest part.
 type keyedValue struct {
 	key string
-	// threshold is the key's own: a hotspot rule's specific item's, or
-	// the rule's.
-	threshold float64
-	// lastUsedMs is when a call last found the value, for eviction.
-	lastUsedMs atomic.Int64
-	// state is, for a reject rule, the count of the value's passes that
-	// log numbers; for throttling, the time of its last slot (ns); with a
-	// burst, the theoretical arrival time of its token bucket (ns).
-	state    atomic.Int64
-	inFlight atomic.Int64
+	// state is, for a concurrency rule, the value's calls in flight; for
+	// a reject rule, the count of its passes that log numbers; for
+	// throttling, the time of its last slot (ns); with a burst, the
+	// theoretical arrival time of its token bucket (ns).
+	state atomic.Int64
+	// lastUsed is the low 32 bits of the time (ms) a call last found the
+	// value, for eviction, which tells ages apart up to 49 days.
+	lastUsed atomic.Uint32
+	// item is where the value's threshold is in its rule's list: 0 for
+	// the rule's own, i for its specific item i-1's.
+	item uint32
 	// log is a reject rule's (burstCount 0), in the value so that a value
 	// is one allocation but for its marks.
 	log window.PassLog
 }
 
 // newKeyedTable returns a table of at most capacity keys, each made by
-// newValue.
-func newKeyedTable(capacity int, newValue func(key string) *keyedValue) *keyedTable {
+// newValue, whose state counts calls in flight if inFlight.
+func newKeyedTable(capacity int, inFlight bool, newValue func(key string) *keyedValue) *keyedTable {
 	shards := keyedShards
 	for shards > 1 && capacity/shards < minKeysPerShard {
 		shards /= 2
 	}
 	t := &keyedTable{seed: maphash.MakeSeed(), mask: uint64(shards - 1), shards: make([]keyedShard, shards),
-		newValue: newValue, overflow: newValue("")}
+		inFlight: inFlight, newValue: newValue, overflow: newValue("")}
 	for i := range t.shards {
 		// Capacities add up to capacity exactly, each at least 1.
 		c := capacity / shards
@@ -133,23 +137,25 @@ func (t *keyedTable) get(key string, nowMs int64) *keyedValue {
 	h >>= 6 // the bits that chose the shard are the same for all its keys
 	v := s.slots.Load().find(h, key)
 	if v == nil {
-		v = t.add(s, h, key)
+		v = t.add(s, h, key, nowMs)
 	}
-	if v.lastUsedMs.Load() < nowMs {
-		v.lastUsedMs.Store(nowMs)
+	// Only forward: a call that read the clock a little earlier than
+	// another leaves the later time.
+	if now := uint32(nowMs); int32(now-v.lastUsed.Load()) > 0 {
+		v.lastUsed.Store(now)
 	}
 	return v
 }
 
-// add tracks key, hashed h, in s, making room if s is full.
-func (t *keyedTable) add(s *keyedShard, h uint64, key string) *keyedValue {
+// add tracks key, hashed h, in s at nowMs, making room if s is full.
+func (t *keyedTable) add(s *keyedShard, h uint64, key string, nowMs int64) *keyedValue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slots := s.slots.Load()
 	if v := slots.find(h, key); v != nil {
 		return v
 	}
-	if s.live >= s.capacity && !s.evictOne(slots) {
+	if s.live >= s.capacity && !t.evictOne(s, slots, nowMs) {
 		return t.overflow
 	}
 	// At most three quarters of the slots in use, so that probes stay
@@ -199,11 +205,11 @@ func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
 	return slots
 }
 
-// evictOne forgets the least recently used of a sample of s's keys with
-// nothing in flight, taken from a random slot on; false if the sample had
-// none. The caller holds s.mu.
-func (s *keyedShard) evictOne(slots *keyedSlots) bool {
-	victim, oldest, seen := -1, int64(0), 0
+// evictOne forgets the least recently used at nowMs of a sample of s's
+// keys with nothing in flight, taken from a random slot on; false if the
+// sample had none. The caller holds s.mu.
+func (t *keyedTable) evictOne(s *keyedShard, slots *keyedSlots, nowMs int64) bool {
+	victim, oldest, seen := -1, uint32(0), 0
 	start := rand.Uint64()
 	for k := range uint64(len(slots.slots)) {
 		i := (start + k) & slots.mask
@@ -211,9 +217,9 @@ func (s *keyedShard) evictOne(slots *keyedSlots) bool {
 		if v == nil || v == tombstone {
 			continue
 		}
-		if v.inFlight.Load() == 0 {
-			if used := v.lastUsedMs.Load(); victim < 0 || used < oldest {
-				victim, oldest = int(i), used
+		if !t.inFlight || v.state.Load() == 0 {
+			if age := uint32(nowMs) - v.lastUsed.Load(); victim < 0 || age > oldest {
+				victim, oldest = int(i), age
 			}
 		}
 		if seen++; seen == evictionSample*4 || victim >= 0 && seen >= evictionSample {
