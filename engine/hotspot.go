@@ -193,23 +193,40 @@ func (v *keyedValue) takeTokens(nowMs, count int64, threshold, burst, intervalNs
 // them (unless it only shadows, which numbers whatever it decided).
 //
 // The last rule, if its values log their passes and it enforces, is not
-// checked before it numbers: numbering checks it again anyway, and no
-// rule after it can block the call once it took its room.
+// checked before it numbers: numbering checks it anyway, and it numbers
+// once the others were checked, before they number, so that its block
+// leaves their room as it was. A resource with one such rule, the common
+// case, runs only that.
 func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
+	rules := more.keyed
+	last := rules[len(rules)-1]
+	switch {
+	case !last.logs || last.shadow:
+		return enterChecked(r, more, rules, nil, nowMs, count, opts, origin)
+	case len(rules) > 1:
+		return enterChecked(r, more, rules[:len(rules)-1], last, nowMs, count, opts, origin)
+	}
+	if key, limited := last.key(opts, origin, more.namedOrigins); limited && !last.numberCounted(r, last.values.get(key, nowMs), key, nowMs, count) {
+		return held, 0, false, last.blocked
+	}
+	return held, 0, false, nil
+}
+
+// enterChecked decides rules, of more, as enterKeyed does, each checked
+// first; if every one let the calls through, it numbers the passes of
+// unchecked (if not nil, a rule whose values log their passes), then
+// those of the values of rules that log theirs.
+func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked *keyedChecker, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
 	// The values whose passes to number, on the stack: few resources
 	// have more keyed rules than this; past them, the value is found again.
 	const maxLogged = 4
 	var logged [maxLogged]*keyedValue
 	var keys [maxLogged]string
-	h, last := 0, len(more.keyed)-1
-	for i, c := range more.keyed {
+	h := 0
+	for i, c := range rules {
 		key, limited := c.key(opts, origin, more.namedOrigins)
 		if !limited {
 			continue
-		}
-		if i == last && i < maxLogged && c.logs && !c.shadow {
-			logged[i], keys[i] = c.values.get(key, nowMs), key
-			break
 		}
 		ok, w, v, holds := c.check(r, nowMs, count, key)
 		switch {
@@ -232,11 +249,18 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 			waitNs = w
 		}
 	}
+	if unchecked != nil {
+		key, limited := unchecked.key(opts, origin, more.namedOrigins)
+		if limited && !unchecked.numberCounted(r, unchecked.values.get(key, nowMs), key, nowMs, count) {
+			release(held, count)
+			return [maxHeldKeys]*keyedValue{}, 0, false, unchecked.blocked
+		}
+	}
 	// Every rule passed: the reject rules' values number their passes
 	// now, and only now, so that a blocked call takes no room. A value
 	// whose room a concurrent call took meanwhile blocks the call; the
 	// values numbered before it keep the pass, which only limits more.
-	for i, c := range more.keyed {
+	for i, c := range rules {
 		var v *keyedValue
 		key := ""
 		if i < maxLogged {
@@ -244,23 +268,27 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 		} else if k, limited := c.key(opts, origin, more.namedOrigins); limited && c.logs {
 			v, key = c.values.get(k, nowMs), k
 		}
-		if v == nil {
-			continue
-		}
-		total, numbered := c.number(r, v, nowMs, count)
-		if c.hot != nil && !c.shadow {
-			draw := passDraw(total, nowMs)
-			if !numbered {
-				draw = rand.Uint64()
-			}
-			c.hot.record(nowMs, key, count, !numbered, draw)
-		}
-		if !numbered {
+		if v != nil && !c.numberCounted(r, v, key, nowMs, count) {
 			release(held, count)
 			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
 		}
 	}
 	return held, waitNs, shadowBlocked, nil
+}
+
+// numberCounted numbers count passes of key's value v as number does,
+// and counts them, or the block, in c's hot sketch unless c only shadows
+// (it counted its decision when it checked).
+func (c *keyedChecker) numberCounted(r *Resource, v *keyedValue, key string, nowMs, count int64) bool {
+	total, numbered := c.number(r, v, nowMs, count)
+	if c.hot != nil && !c.shadow {
+		draw := passDraw(total, nowMs)
+		if !numbered {
+			draw = rand.Uint64()
+		}
+		c.hot.record(nowMs, key, count, !numbered, draw)
+	}
+	return numbered
 }
 
 // release ends count calls in flight of each held value.

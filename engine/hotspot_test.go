@@ -359,35 +359,41 @@ func TestStressKeyedRules(t *testing.T) {
 	}
 }
 
-// TestManyKeyedRules: with more keyed rules than Entry keeps on its
-// stack, each still logs its values' passes.
+// TestManyKeyedRules: with two keyed rules, and with more than Entry
+// keeps on its stack, each logs its values' passes, and a call that the
+// last one blocks takes no room from the others.
 func TestManyKeyedRules(t *testing.T) {
-	var rules []HotspotRule
-	for i := range 7 {
-		rules = append(rules, HotspotRule{Name: "h" + strconv.Itoa(i), Resource: "r", ParamKey: "k" + strconv.Itoa(i), Threshold: float64(10 - i)})
-	}
-	e, clock := newHotspotEngine(t, rules...)
-	r := e.Resource("r")
-	for i, rule := range rules {
-		key := "k" + strconv.Itoa(i)
-		if got := passes(r, 20, WithParam(key, "v")); got != int(rule.Threshold) {
-			t.Errorf("%s: %d passes, want %v", rule.Name, got, rule.Threshold)
-		}
-		if _, blk := r.Entry(WithParam(key, "v")); blk == nil || blk.Rule() != rule.Name {
-			t.Errorf("%s: block %v", rule.Name, blk)
-		}
-	}
-	clock.Set(1000)
-	all := make([]EntryOption, len(rules))
-	for i := range rules {
-		all[i] = WithParam("k"+strconv.Itoa(i), "w")
-	}
-	if got := passes(r, 20, all...); got != 4 {
-		t.Errorf("with every key: %d passes, want the least threshold, 4", got)
-	}
-	for i := range rules {
-		if got := passes(r, 20, WithParam("k"+strconv.Itoa(i), "w")); got != 10-i-4 {
-			t.Errorf("k%d after the calls with every key: %d passes, want %d", i, got, 10-i-4)
-		}
+	for _, n := range []int{2, 7} {
+		t.Run(strconv.Itoa(n)+" rules", func(t *testing.T) {
+			var rules []HotspotRule
+			for i := range n {
+				rules = append(rules, HotspotRule{Name: "h" + strconv.Itoa(i), Resource: "r", ParamKey: "k" + strconv.Itoa(i), Threshold: float64(10 - i)})
+			}
+			e, clock := newHotspotEngine(t, rules...)
+			r := e.Resource("r")
+			for i, rule := range rules {
+				key := "k" + strconv.Itoa(i)
+				if got := passes(r, 20, WithParam(key, "v")); got != int(rule.Threshold) {
+					t.Errorf("%s: %d passes, want %v", rule.Name, got, rule.Threshold)
+				}
+				if _, blk := r.Entry(WithParam(key, "v")); blk == nil || blk.Rule() != rule.Name {
+					t.Errorf("%s: block %v", rule.Name, blk)
+				}
+			}
+			clock.Set(1000)
+			all := make([]EntryOption, len(rules))
+			for i := range rules {
+				all[i] = WithParam("k"+strconv.Itoa(i), "w")
+			}
+			least := 10 - (n - 1)
+			if got := passes(r, 20, all...); got != least {
+				t.Errorf("with every key: %d passes, want the least threshold, %d", got, least)
+			}
+			for i := range rules {
+				if got := passes(r, 20, WithParam("k"+strconv.Itoa(i), "w")); got != 10-i-least {
+					t.Errorf("k%d after the calls with every key: %d passes, want %d", i, got, 10-i-least)
+				}
+			}
+		})
 	}
 }
