@@ -3,7 +3,10 @@ package engine
 import (
 	"math"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
+
+	"github.com/sluicehq/sluice/engine/window"
 )
 
 // Bounds of the keyed rules of one resource: an Entry holds the keys
@@ -39,8 +42,10 @@ type keyedChecker struct {
 	intervalNs    float64
 	maxQueueingNs int64
 	// thresholds are the rule's threshold, then its specific items', a
-	// value's found at its item.
+	// value's found at its item; perMark, for a rule whose values log
+	// their passes, the group size of their logs (window.LogShape).
 	thresholds []float64
+	perMark    []int64
 	values     *keyedTable
 	// hot ranks a hotspot rule's values over the last minute; nil for a
 	// flow rule's origins.
@@ -66,15 +71,23 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 		items[value] = uint32(len(c.thresholds))
 		c.thresholds = append(c.thresholds, threshold)
 	}
+	rings := make([]int, len(c.thresholds))
+	c.perMark = make([]int64, len(c.thresholds))
+	for i, threshold := range c.thresholds {
+		c.perMark[i] = 1
+		if capacity := int64(threshold); c.logs && capacity > 0 {
+			c.perMark[i], rings[i] = window.LogShape(capacity, capacity)
+		}
+	}
 	c.values = newKeyedTable(int(rule.ParamsMaxCapacity), c.concurrency, func(key string) *keyedValue {
-		v := &keyedValue{item: items[key]}
-		threshold := c.thresholds[v.item]
+		item := items[key]
+		v := newKeyedValue(key, item, rings[item])
 		switch {
 		case c.concurrency:
 		case c.throttling:
 			v.state.Store(math.MinInt64 / 2)
 		case c.logs:
-			v.log.Init(int64(threshold), int64(threshold), 0, 0)
+			v.log.Init(c.perMark[item])
 		}
 		return v
 	})
@@ -131,13 +144,22 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 		return v.takeTokens(nowMs, count, threshold, c.burst, c.intervalNs), 0, nil, false
 	}
 	total := v.state.Load()
-	return c.admits(r, v, nowMs, count, total), 0, v, false
+	return c.admits(r, v, v.ring(), nowMs, count, total), 0, v, false
 }
 
-// admits reports whether count more passes of v fit under c at nowMs,
-// v's passes numbered up to total.
-func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total int64) bool {
-	return r.admits(&v.log, total, count, int64(c.thresholds[v.item]), nowMs, c.rule.StatIntervalMs)
+// admits reports whether count more passes of v, its log's ring marks,
+// fit under c at nowMs, v's passes numbered up to total: as
+// Resource.admits decides on a flow rule's log.
+func (c *keyedChecker) admits(r *Resource, v *keyedValue, marks []atomic.Uint32, nowMs, count, total int64) bool {
+	atMs, known := v.log.FreeAtMs(c.perMark[v.item], marks, total, count, int64(c.thresholds[v.item]))
+	intervalMs := c.rule.StatIntervalMs
+	switch {
+	case !known:
+		return false
+	case atMs <= nowMs-intervalMs-r.slackMs(intervalMs):
+		return true
+	}
+	return r.realClock != nil && atMs <= nowMs-intervalMs+r.realClock.SlackMs(0) && r.realClock.ReplacedBy(atMs, intervalMs)
 }
 
 // number numbers count passes of v, and marks them at nowMs, if they
@@ -146,13 +168,14 @@ func (c *keyedChecker) admits(r *Resource, v *keyedValue, nowMs, count, total in
 // v's pass count with them, or false if they do not fit (a call took the
 // room since check, or, for a rule numbered unchecked, there was none).
 func (c *keyedChecker) number(r *Resource, v *keyedValue, nowMs, count int64) (int64, bool) {
+	marks := v.ring()
 	for {
 		total := v.state.Load()
-		if !c.admits(r, v, nowMs, count, total) && !c.shadow {
+		if !c.admits(r, v, marks, nowMs, count, total) && !c.shadow {
 			return total, false
 		}
 		if v.state.CompareAndSwap(total, total+count) {
-			v.log.Mark(nowMs, total+count)
+			v.log.Mark(c.perMark[v.item], marks, nowMs, total+count)
 			return total + count, true
 		}
 	}

@@ -3,7 +3,6 @@ package engine
 import (
 	"hash/maphash"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -71,10 +70,11 @@ type keyedSlots struct {
 // tombstone fills the slot of an evicted key.
 var tombstone = &keyedValue{}
 
-// keyedValue is one key's statistics, 96 bytes with its log: a million
-// of them are a hotspot rule's largest part.
+// keyedValue is one key's statistics: 64 bytes, and its words. A million
+// of them are a hotspot rule's largest part, so a value keeps its key and
+// its log's ring in one allocation, and its log's constants are its
+// rule's.
 type keyedValue struct {
-	key string
 	// state is, for a concurrency rule, the value's calls in flight; for
 	// a reject rule, the count of its passes that log numbers; for
 	// throttling, the time of its last slot (ns); with a burst, the
@@ -86,9 +86,85 @@ type keyedValue struct {
 	// item is where the value's threshold is in its rule's list: 0 for
 	// the rule's own, i for its specific item i-1's.
 	item uint32
-	// log is a reject rule's (burstCount 0), in the value so that a value
-	// is one allocation but for its marks.
-	log window.PassLog
+	// log is a reject rule's (burstCount 0).
+	log window.ValueLog
+	// words are the value's key, its length in bytes then its bytes four
+	// to a word (little-endian), and after it the log's ring of marks.
+	words []atomic.Uint32
+}
+
+// newKeyedValue returns a value of key, copied, with item and a ring of
+// ring marks.
+func newKeyedValue(key string, item uint32, ring int) *keyedValue {
+	n := (len(key) + 3) / 4
+	v := &keyedValue{item: item, words: make([]atomic.Uint32, 1+n+ring)}
+	v.words[0].Store(uint32(len(key)))
+	for i := range n {
+		v.words[1+i].Store(keyWord(key[4*i:]))
+	}
+	return v
+}
+
+// keyWord returns the first four bytes of k, or all of them if fewer,
+// as a little-endian word, zeros past k's end.
+func keyWord(k string) uint32 {
+	switch len(k) {
+	case 0:
+		return 0
+	case 1:
+		return uint32(k[0])
+	case 2:
+		return uint32(k[0]) | uint32(k[1])<<8
+	case 3:
+		return uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16
+	}
+	return uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
+}
+
+// is reports whether v's key is key.
+func (v *keyedValue) is(key string) bool {
+	n := len(key)
+	if len(v.words) == 0 || int(v.words[0].Load()) != n {
+		return false
+	}
+	w := v.words[1 : 1+(n+3)/4]
+	full := n / 4
+	for i := range full {
+		k := key[4*i : 4*i+4]
+		if w[i].Load() != uint32(k[0])|uint32(k[1])<<8|uint32(k[2])<<16|uint32(k[3])<<24 {
+			return false
+		}
+	}
+	return n%4 == 0 || w[full].Load() == keyWord(key[4*full:])
+}
+
+// key returns v's key.
+func (v *keyedValue) key() string {
+	b := make([]byte, v.words[0].Load())
+	for i := range b {
+		b[i] = byte(v.words[1+i/4].Load() >> (8 * (i % 4)))
+	}
+	return string(b)
+}
+
+// ring returns v's log's ring of marks.
+func (v *keyedValue) ring() []atomic.Uint32 {
+	return v.words[1+(v.words[0].Load()+3)/4:]
+}
+
+// hash returns maphash.String(seed, v.key()), without making the string.
+func (v *keyedValue) hash(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	n := int(v.words[0].Load())
+	for i := 0; i < n; i += 4 {
+		w := v.words[1+i/4].Load()
+		for j := i; j < min(i+4, n); j++ {
+			h.WriteByte(byte(w))
+			w >>= 8
+		}
+	}
+	return h.Sum64()
 }
 
 // newKeyedTable returns a table of at most capacity keys, each made by
@@ -123,7 +199,7 @@ func (s *keyedSlots) find(h uint64, key string) *keyedValue {
 		if v == nil {
 			return nil
 		}
-		if v != tombstone && v.key == key {
+		if v != tombstone && v.is(key) {
 			return v
 		}
 	}
@@ -163,9 +239,7 @@ func (t *keyedTable) add(s *keyedShard, h uint64, key string, nowMs int64) *keye
 	if 4*(s.used+1) > 3*len(slots.slots) {
 		slots = t.rebuild(s, slots)
 	}
-	key = strings.Clone(key) // the caller's memory may be reused
-	v := t.newValue(key)
-	v.key = key
+	v := t.newValue(key) // a copy: the caller's memory may be reused
 	i := h & slots.mask
 	for {
 		if cur := slots.slots[i].Load(); cur == nil || cur == tombstone {
@@ -194,7 +268,7 @@ func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
 		if v == nil || v == tombstone {
 			continue
 		}
-		j := (maphash.String(t.seed, v.key) >> 6) & slots.mask
+		j := (v.hash(t.seed) >> 6) & slots.mask
 		for slots.slots[j].Load() != nil {
 			j = (j + 1) & slots.mask
 		}
