@@ -188,11 +188,23 @@ func TestHotspotConcurrency(t *testing.T) {
 
 // TestHotspotCapacity: the values tracked stay within paramsMaxCapacity;
 // a value in use survives a stream of values seen once, and one with
-// calls in flight is never forgotten.
+// calls in flight is never forgotten. Values keep 32 bits of their last
+// use: the test runs from 0 and from a time whose low 32 bits read as
+// negative, as half of the wall clock's do.
 func TestHotspotCapacity(t *testing.T) {
+	for _, startMs := range []int64{0, 1<<32 + 1<<31 + 5} {
+		t.Run(strconv.FormatInt(startMs, 10), func(t *testing.T) {
+			hotspotCapacity(t, startMs)
+		})
+	}
+}
+
+// hotspotCapacity runs TestHotspotCapacity from startMs.
+func hotspotCapacity(t *testing.T, startMs int64) {
 	e, clock := newHotspotEngine(t,
 		HotspotRule{Name: "qps", Resource: "r", ParamKey: "k", Threshold: 1, ParamsMaxCapacity: 8},
 		HotspotRule{Name: "conc", Resource: "c", ParamKey: "k", Metric: MetricConcurrency, Threshold: 1, ParamsMaxCapacity: 8})
+	clock.Set(startMs)
 	r, c := e.Resource("r"), e.Resource("c")
 	tryPass(r, WithParam("k", "hot"))
 	held, blk := c.Entry(WithParam("k", "held"))

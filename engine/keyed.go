@@ -2,6 +2,7 @@ package engine
 
 import (
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,11 @@ const minKeysPerShard = 64
 // it forgets: the least recently used of them (Redis's approximated LRU).
 // Eight come within a few percent of true LRU's hit ratio.
 const evictionSample = 8
+
+// maxAheadMs is how far past a call's reading of the clock a value's
+// last use may be and still be taken as newer (read later by another
+// call), not as 49 days older: ages are 32 bits of milliseconds.
+const maxAheadMs = 1 << 16
 
 // keyedTable is the per-key statistics of one rule (a hotspot rule's per
 // parameter value, a limitApp rule's per origin), at most capacity keys.
@@ -215,9 +221,10 @@ func (t *keyedTable) get(key string, nowMs int64) *keyedValue {
 	if v == nil {
 		v = t.add(s, h, key, nowMs)
 	}
-	// Only forward: a call that read the clock a little earlier than
-	// another leaves the later time.
-	if now := uint32(nowMs); int32(now-v.lastUsed.Load()) > 0 {
+	// A call that read the clock a little earlier than another may move
+	// it back a millisecond, which eviction does not mind; ordering them
+	// would misread times 24 days apart.
+	if now := uint32(nowMs); v.lastUsed.Load() != now {
 		v.lastUsed.Store(now)
 	}
 	return v
@@ -292,7 +299,11 @@ func (t *keyedTable) evictOne(s *keyedShard, slots *keyedSlots, nowMs int64) boo
 			continue
 		}
 		if !t.inFlight || v.state.Load() == 0 {
-			if age := uint32(nowMs) - v.lastUsed.Load(); victim < 0 || age > oldest {
+			age := uint32(nowMs) - v.lastUsed.Load()
+			if age > math.MaxUint32-maxAheadMs {
+				age = 0 // used since this call read the clock
+			}
+			if victim < 0 || age > oldest {
 				victim, oldest = int(i), age
 			}
 		}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"hash/maphash"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -40,5 +41,42 @@ func TestKeyedValueKey(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestKeyedEvictionAges: a full table forgets its least recently used
+// key, by 32-bit ages from the wall clock's range too; a key used at a
+// reading just after the adding call's own counts as the newest, not as
+// 49 days old.
+func TestKeyedEvictionAges(t *testing.T) {
+	tests := []struct {
+		name      string
+		aMs, bMs  int64 // the last uses of a and b
+		cMs       int64 // when c comes
+		forgotten string
+	}{
+		{"from 0", 100, 50, 101, "b"},
+		{"wall clock", 1_790_000_000_100, 1_790_000_000_050, 1_790_000_000_101, "b"},
+		{"a used after c's reading", 1_790_000_000_100, 1_790_000_000_050, 1_790_000_000_099, "b"},
+		{"b used after c's reading", 1_790_000_000_050, 1_790_000_000_100, 1_790_000_000_099, "a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			table := newKeyedTable(2, false, func(key string) *keyedValue { return newKeyedValue(key, 0, 0) })
+			table.get("a", tt.aMs)
+			table.get("b", tt.bMs)
+			table.get("c", tt.cMs)
+			var kept []string
+			for i := range table.shards {
+				for j := range table.shards[i].slots.Load().slots {
+					if v := table.shards[i].slots.Load().slots[j].Load(); v != nil && v != tombstone {
+						kept = append(kept, v.key())
+					}
+				}
+			}
+			if len(kept) != 2 || slices.Contains(kept, tt.forgotten) || !slices.Contains(kept, "c") {
+				t.Errorf("kept %v, want c and not %s", kept, tt.forgotten)
+			}
+		})
 	}
 }
