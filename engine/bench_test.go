@@ -234,7 +234,7 @@ func BenchmarkHotValues(b *testing.B) {
 func BenchmarkHotSketchRecord(b *testing.B) {
 	s := newHotSketch()
 	b.ReportAllocs()
-	for b.Loop() {
-		s.record(0, "user-0", 1, false)
+	for total := int64(1); b.Loop(); total++ {
+		s.record(0, "user-0", 1, false, passDraw(total, 0))
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"hash/maphash"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -63,7 +62,7 @@ type HotValue struct {
 // call that finds it taken is not counted, and the minute is then marked
 // approximate. Past hotBudget calls in a slice, calls are sampled, one in
 // 2^shift counted 2^shift times, the rate halving at each further
-// budget: a busy rule pays a random number and two atomic loads per call,
+// budget: a busy rule pays a draw (see passDraw) and two atomic loads per call,
 // and the lock a few thousand times per slice. Memory is at most
 // 2 × hotSlices × hotCounters counters and their values' copies, whatever
 // the number of distinct values; a value is copied when it takes a
@@ -117,14 +116,34 @@ func newHotSketch() *hotSketch {
 	return s
 }
 
-// record counts count calls of value at nowMs, blocked or passed.
-func (s *hotSketch) record(nowMs int64, value string, count int64, blocked bool) {
-	weight, sampled := count, false
-	if shift := s.shift.Load(); shift > 0 && nowMs < s.sliceEndMs.Load() {
-		if rand.Uint64()&(1<<shift-1) != 0 {
-			return
-		}
-		weight, sampled = count<<shift, true
+// record counts count calls of value at nowMs, blocked or passed. draw
+// decides whether a sampled call counts: a uniform random number, or as
+// good for sampling, passDraw's. The gate, all that most calls of a busy
+// rule run, is small enough to inline.
+func (s *hotSketch) record(nowMs int64, value string, count int64, blocked bool, draw uint64) {
+	// draw>>64 is 0: with shift 0, every call counts.
+	if shift := s.shift.Load(); draw>>(64-shift) == 0 || nowMs >= s.sliceEndMs.Load() {
+		s.lock(nowMs, value, count, blocked, shift)
+	}
+}
+
+// passDraw is the draw of the pass that brought a value's pass count to
+// total at nowMs: a Weyl sequence of the count, started at a point the
+// time moves, in place of a random number. Its top bits are spread
+// evenly over a value's consecutive passes, which it then samples one
+// in 2^shift almost exactly, and the times scatter values with few
+// passes; it costs a multiply where a random number costs a generator's
+// round.
+func passDraw(total, nowMs int64) uint64 {
+	return (uint64(total) + uint64(nowMs)*0xd6e8feb86659fd93) * 0x9e3779b97f4a7c15
+}
+
+// lock counts count calls of value at nowMs under the lock, if it is
+// free at once: one in 2^shift if the slice of nowMs samples them so.
+func (s *hotSketch) lock(nowMs int64, value string, count int64, blocked bool, shift uint32) {
+	sampled := shift > 0 && nowMs < s.sliceEndMs.Load()
+	if sampled {
+		count <<= shift
 	}
 	if !s.mu.TryLock() {
 		if s.contendedMs.Load() < nowMs {
@@ -132,7 +151,7 @@ func (s *hotSketch) record(nowMs int64, value string, count int64, blocked bool)
 		}
 		return
 	}
-	s.add(nowMs, value, weight, blocked, sampled)
+	s.add(nowMs, value, count, blocked, sampled)
 	s.mu.Unlock()
 }
 

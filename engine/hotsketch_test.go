@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"reflect"
 	"runtime"
 	"strconv"
@@ -118,8 +119,23 @@ func TestHotValuesAgeOut(t *testing.T) {
 // among three heavy ones fill at most the sketch's counters, take a
 // bounded heap, and leave the heavy values ranked first, their counts
 // marked approximate and within a quarter (the sampling's error: a few
-// percent for the first, more for the third).
+// percent for the first, more for the third); sampled by random draws,
+// and by the draws of the values' pass counts that passes make.
 func TestHotSketchBoundedWithAMillionValues(t *testing.T) {
+	tests := []struct {
+		name        string
+		byPassCount bool
+	}{{"random draws", false}, {"pass count draws", true}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hotSketchWithAMillionValues(t, tt.byPassCount)
+		})
+	}
+}
+
+// hotSketchWithAMillionValues runs TestHotSketchBoundedWithAMillionValues,
+// each call's draw made from its value's pass count if byPassCount.
+func hotSketchWithAMillionValues(t *testing.T, byPassCount bool) {
 	heavy := []struct {
 		value string
 		calls int
@@ -140,18 +156,23 @@ func TestHotSketchBoundedWithAMillionValues(t *testing.T) {
 	sent := make([]int, len(heavy))
 	for i := range total {
 		nowMs := int64(i) * 59_999 / int64(total)
-		value := ""
+		value, passes := "", 1
 		for j, h := range heavy {
 			if i%3 == 0 && sent[j] < h.calls {
 				value = h.value
 				sent[j]++
+				passes = sent[j]
 				break
 			}
 		}
 		if value == "" {
 			value = "value-" + strconv.Itoa(i)
 		}
-		s.record(nowMs, value, 1, false)
+		draw := rand.Uint64()
+		if byPassCount {
+			draw = passDraw(int64(passes), nowMs)
+		}
+		s.record(nowMs, value, 1, false, draw)
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)

@@ -2,8 +2,8 @@ package engine
 
 import (
 	"hash/maphash"
+	"math"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -25,6 +25,11 @@ const minKeysPerShard = 64
 // Eight come within a few percent of true LRU's hit ratio.
 const evictionSample = 8
 
+// maxAheadMs is how far past a call's reading of the clock a value's
+// last use may be and still be taken as newer (read later by another
+// call), not as 49 days older: ages are 32 bits of milliseconds.
+const maxAheadMs = 1 << 16
+
 // keyedTable is the per-key statistics of one rule (a hotspot rule's per
 // parameter value, a limitApp rule's per origin), at most capacity keys.
 //
@@ -42,9 +47,11 @@ const evictionSample = 8
 // shard's whole sample is in flight, the new key shares the table's
 // overflow value, which only ever limits more.
 type keyedTable struct {
-	seed     maphash.Seed
-	mask     uint64
-	shards   []keyedShard
+	seed   maphash.Seed
+	mask   uint64
+	shards []keyedShard
+	// inFlight: the values' state is their calls in flight.
+	inFlight bool
 	newValue func(key string) *keyedValue
 	overflow *keyedValue
 }
@@ -69,33 +76,112 @@ type keyedSlots struct {
 // tombstone fills the slot of an evicted key.
 var tombstone = &keyedValue{}
 
-// keyedValue is one key's statistics.
+// keyedValue is one key's statistics: 64 bytes, and its words. A million
+// of them are a hotspot rule's largest part, so a value keeps its key and
+// its log's ring in one allocation, and its log's constants are its
+// rule's.
 type keyedValue struct {
-	key string
-	// threshold is the key's own: a hotspot rule's specific item's, or
-	// the rule's.
-	threshold float64
-	// lastUsedMs is when a call last found the value, for eviction.
-	lastUsedMs atomic.Int64
-	// state is, for a reject rule, the count of the value's passes that
-	// log numbers; for throttling, the time of its last slot (ns); with a
-	// burst, the theoretical arrival time of its token bucket (ns).
-	state    atomic.Int64
-	inFlight atomic.Int64
-	// log is a reject rule's (burstCount 0), in the value so that a value
-	// is one allocation but for its marks.
-	log window.PassLog
+	// state is, for a concurrency rule, the value's calls in flight; for
+	// a reject rule, the count of its passes that log numbers; for
+	// throttling, the time of its last slot (ns); with a burst, the
+	// theoretical arrival time of its token bucket (ns).
+	state atomic.Int64
+	// lastUsed is the low 32 bits of the time (ms) a call last found the
+	// value, for eviction, which tells ages apart up to 49 days.
+	lastUsed atomic.Uint32
+	// item is where the value's threshold is in its rule's list: 0 for
+	// the rule's own, i for its specific item i-1's.
+	item uint32
+	// log is a reject rule's (burstCount 0).
+	log window.ValueLog
+	// words are the value's key, its length in bytes then its bytes four
+	// to a word (little-endian), and after it the log's ring of marks.
+	words []atomic.Uint32
+}
+
+// newKeyedValue returns a value of key, copied, with item and a ring of
+// ring marks.
+func newKeyedValue(key string, item uint32, ring int) *keyedValue {
+	n := (len(key) + 3) / 4
+	v := &keyedValue{item: item, words: make([]atomic.Uint32, 1+n+ring)}
+	v.words[0].Store(uint32(len(key)))
+	for i := range n {
+		v.words[1+i].Store(keyWord(key[4*i:]))
+	}
+	return v
+}
+
+// keyWord returns the first four bytes of k, or all of them if fewer,
+// as a little-endian word, zeros past k's end.
+func keyWord(k string) uint32 {
+	switch len(k) {
+	case 0:
+		return 0
+	case 1:
+		return uint32(k[0])
+	case 2:
+		return uint32(k[0]) | uint32(k[1])<<8
+	case 3:
+		return uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16
+	}
+	return uint32(k[0]) | uint32(k[1])<<8 | uint32(k[2])<<16 | uint32(k[3])<<24
+}
+
+// is reports whether v's key is key.
+func (v *keyedValue) is(key string) bool {
+	n := len(key)
+	if len(v.words) == 0 || int(v.words[0].Load()) != n {
+		return false
+	}
+	w := v.words[1 : 1+(n+3)/4]
+	full := n / 4
+	for i := range full {
+		k := key[4*i : 4*i+4]
+		if w[i].Load() != uint32(k[0])|uint32(k[1])<<8|uint32(k[2])<<16|uint32(k[3])<<24 {
+			return false
+		}
+	}
+	return n%4 == 0 || w[full].Load() == keyWord(key[4*full:])
+}
+
+// key returns v's key.
+func (v *keyedValue) key() string {
+	b := make([]byte, v.words[0].Load())
+	for i := range b {
+		b[i] = byte(v.words[1+i/4].Load() >> (8 * (i % 4)))
+	}
+	return string(b)
+}
+
+// ring returns v's log's ring of marks.
+func (v *keyedValue) ring() []atomic.Uint32 {
+	return v.words[1+(v.words[0].Load()+3)/4:]
+}
+
+// hash returns maphash.String(seed, v.key()), without making the string.
+func (v *keyedValue) hash(seed maphash.Seed) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	n := int(v.words[0].Load())
+	for i := 0; i < n; i += 4 {
+		w := v.words[1+i/4].Load()
+		for j := i; j < min(i+4, n); j++ {
+			h.WriteByte(byte(w))
+			w >>= 8
+		}
+	}
+	return h.Sum64()
 }
 
 // newKeyedTable returns a table of at most capacity keys, each made by
-// newValue.
-func newKeyedTable(capacity int, newValue func(key string) *keyedValue) *keyedTable {
+// newValue, whose state counts calls in flight if inFlight.
+func newKeyedTable(capacity int, inFlight bool, newValue func(key string) *keyedValue) *keyedTable {
 	shards := keyedShards
 	for shards > 1 && capacity/shards < minKeysPerShard {
 		shards /= 2
 	}
 	t := &keyedTable{seed: maphash.MakeSeed(), mask: uint64(shards - 1), shards: make([]keyedShard, shards),
-		newValue: newValue, overflow: newValue("")}
+		inFlight: inFlight, newValue: newValue, overflow: newValue("")}
 	for i := range t.shards {
 		// Capacities add up to capacity exactly, each at least 1.
 		c := capacity / shards
@@ -119,7 +205,7 @@ func (s *keyedSlots) find(h uint64, key string) *keyedValue {
 		if v == nil {
 			return nil
 		}
-		if v != tombstone && v.key == key {
+		if v != tombstone && v.is(key) {
 			return v
 		}
 	}
@@ -133,23 +219,26 @@ func (t *keyedTable) get(key string, nowMs int64) *keyedValue {
 	h >>= 6 // the bits that chose the shard are the same for all its keys
 	v := s.slots.Load().find(h, key)
 	if v == nil {
-		v = t.add(s, h, key)
+		v = t.add(s, h, key, nowMs)
 	}
-	if v.lastUsedMs.Load() < nowMs {
-		v.lastUsedMs.Store(nowMs)
+	// A call that read the clock a little earlier than another may move
+	// it back a millisecond, which eviction does not mind; ordering them
+	// would misread times 24 days apart.
+	if now := uint32(nowMs); v.lastUsed.Load() != now {
+		v.lastUsed.Store(now)
 	}
 	return v
 }
 
-// add tracks key, hashed h, in s, making room if s is full.
-func (t *keyedTable) add(s *keyedShard, h uint64, key string) *keyedValue {
+// add tracks key, hashed h, in s at nowMs, making room if s is full.
+func (t *keyedTable) add(s *keyedShard, h uint64, key string, nowMs int64) *keyedValue {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slots := s.slots.Load()
 	if v := slots.find(h, key); v != nil {
 		return v
 	}
-	if s.live >= s.capacity && !s.evictOne(slots) {
+	if s.live >= s.capacity && !t.evictOne(s, slots, nowMs) {
 		return t.overflow
 	}
 	// At most three quarters of the slots in use, so that probes stay
@@ -157,9 +246,7 @@ func (t *keyedTable) add(s *keyedShard, h uint64, key string) *keyedValue {
 	if 4*(s.used+1) > 3*len(slots.slots) {
 		slots = t.rebuild(s, slots)
 	}
-	key = strings.Clone(key) // the caller's memory may be reused
-	v := t.newValue(key)
-	v.key = key
+	v := t.newValue(key) // a copy: the caller's memory may be reused
 	i := h & slots.mask
 	for {
 		if cur := slots.slots[i].Load(); cur == nil || cur == tombstone {
@@ -188,7 +275,7 @@ func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
 		if v == nil || v == tombstone {
 			continue
 		}
-		j := (maphash.String(t.seed, v.key) >> 6) & slots.mask
+		j := (v.hash(t.seed) >> 6) & slots.mask
 		for slots.slots[j].Load() != nil {
 			j = (j + 1) & slots.mask
 		}
@@ -199,11 +286,11 @@ func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
 	return slots
 }
 
-// evictOne forgets the least recently used of a sample of s's keys with
-// nothing in flight, taken from a random slot on; false if the sample had
-// none. The caller holds s.mu.
-func (s *keyedShard) evictOne(slots *keyedSlots) bool {
-	victim, oldest, seen := -1, int64(0), 0
+// evictOne forgets the least recently used at nowMs of a sample of s's
+// keys with nothing in flight, taken from a random slot on; false if the
+// sample had none. The caller holds s.mu.
+func (t *keyedTable) evictOne(s *keyedShard, slots *keyedSlots, nowMs int64) bool {
+	victim, oldest, seen := -1, uint32(0), 0
 	start := rand.Uint64()
 	for k := range uint64(len(slots.slots)) {
 		i := (start + k) & slots.mask
@@ -211,9 +298,13 @@ func (s *keyedShard) evictOne(slots *keyedSlots) bool {
 		if v == nil || v == tombstone {
 			continue
 		}
-		if v.inFlight.Load() == 0 {
-			if used := v.lastUsedMs.Load(); victim < 0 || used < oldest {
-				victim, oldest = int(i), used
+		if !t.inFlight || v.state.Load() == 0 {
+			age := uint32(nowMs) - v.lastUsed.Load()
+			if age > math.MaxUint32-maxAheadMs {
+				age = 0 // used since this call read the clock
+			}
+			if victim < 0 || age > oldest {
+				victim, oldest = int(i), age
 			}
 		}
 		if seen++; seen == evictionSample*4 || victim >= 0 && seen >= evictionSample {

@@ -52,17 +52,31 @@ const (
 // decoded back from the newest mark's full time; marks that grow ancientMs
 // older than a new one are forgotten (floor) before they could be misread.
 type PassLog struct {
+	marker
+	perMark int64
+	missed  int64           // passes the resource's counter did not count
+	marks   []atomic.Uint32 // marks[g % len(marks)]: group g's mark, low 32 bits
+}
+
+// marker is what of a log changes as passes are marked.
+type marker struct {
 	// nextMark is the number of the pass that completes the first group
 	// not marked yet: the fence.
 	nextMark atomic.Int64
 	// newest is the latest time a mark was written, in full; floor is the
 	// latest group forgotten: it and every group before it are out of any
 	// window.
-	newest  atomic.Int64
-	floor   atomic.Int64
-	perMark int64
-	missed  int64           // passes the resource's counter did not count
-	marks   []atomic.Uint32 // marks[g % len(marks)]: group g's mark, low 32 bits
+	newest atomic.Int64
+	floor  atomic.Int64
+}
+
+// ValueLog is a PassLog for one of many counters of the same capacities
+// (a hotspot rule's values), 24 bytes: their owner keeps once the
+// group size all share (LogShape) and each one's ring of marks where it
+// likes, and gives both to every call. Its passes are numbered from 0,
+// none missed.
+type ValueLog struct {
+	marker
 }
 
 // NewPassLog returns a log for decisions on capacities from least to most
@@ -76,36 +90,65 @@ func NewPassLog(least, most, passes, missed int64) *PassLog {
 	return l
 }
 
+// LogShape returns the group size (passes per mark) and the length of
+// the ring of marks of a log for capacities least to most > 0, as
+// NewPassLog makes them.
+func LogShape(least, most int64) (perMark int64, ring int) {
+	perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
+	// The groups of passes total-most+1 … total, and one more that a
+	// writer may be completing.
+	return perMark, int(most/perMark + 2)
+}
+
 // Init sets up a zero PassLog in place as NewPassLog would, for a log
-// embedded in a larger value (one allocation per hotspot value, not two);
-// the log must not be copied afterwards.
+// embedded in a larger value; the log must not be copied afterwards.
 func (l *PassLog) Init(least, most, passes, missed int64) {
 	l.perMark, l.missed = 1, missed
-	l.newest.Store(never)
 	if most > 0 {
-		l.perMark = max(1+(least-1)/groupsPerCapacity, 1+most/(maxMarks-2))
-		// The groups of passes total-most+1 … total, and one more that a
-		// writer may be completing.
-		l.marks = make([]atomic.Uint32, most/l.perMark+2)
+		var ring int
+		l.perMark, ring = LogShape(least, most)
+		l.marks = make([]atomic.Uint32, ring)
 	}
-	forgotten := passes / l.perMark
+	l.init(l.perMark, passes)
+}
+
+// Init sets up a zero ValueLog of group size perMark (LogShape's) in
+// place; the log must not be copied afterwards.
+func (l *ValueLog) Init(perMark int64) {
+	l.init(perMark, 0)
+}
+
+func (l *marker) init(perMark, passes int64) {
+	l.newest.Store(never)
+	forgotten := passes / perMark
 	l.floor.Store(forgotten)
-	l.nextMark.Store((forgotten + 1) * l.perMark)
+	l.nextMark.Store((forgotten + 1) * perMark)
 }
 
 // Mark tells the log that the resource's passes up to its counter's total
 // were all recorded by nowMs.
 func (l *PassLog) Mark(nowMs, total int64) {
-	total += l.missed
+	l.mark(l.perMark, l.marks, nowMs, total+l.missed)
+}
+
+// Mark tells the log of group size perMark and ring marks that the passes
+// up to total were all recorded by nowMs.
+func (l *ValueLog) Mark(perMark int64, marks []atomic.Uint32, nowMs, total int64) {
+	l.mark(perMark, marks, nowMs, total)
+}
+
+// mark marks the groups of passes up to total, the log's numbering, at
+// nowMs.
+func (l *marker) mark(perMark int64, marks []atomic.Uint32, nowMs, total int64) {
 	fence := l.nextMark.Load()
-	if total < fence || l.marks == nil {
+	if total < fence || len(marks) == 0 {
 		return
 	}
-	ring := int64(len(l.marks))
-	first, last := fence/l.perMark, total/l.perMark // the groups to mark
+	ring := int64(len(marks))
+	first, last := fence/perMark, total/perMark // the groups to mark
 	newest := l.newest.Load()
 	for g := max(l.floor.Load()+1, first-ring+1); g < first; g++ {
-		if decode(newest, l.marks[g%ring].Load()) > nowMs-ancientMs {
+		if decode(newest, marks[g%ring].Load()) > nowMs-ancientMs {
 			break
 		}
 		storeMax(&l.floor, g)
@@ -115,7 +158,7 @@ func (l *PassLog) Mark(nowMs, total int64) {
 	storeMax(&l.newest, nowMs)
 	newest = l.newest.Load()
 	for g := max(first, last-ring+1); g <= last; g++ {
-		slot := &l.marks[g%ring]
+		slot := &marks[g%ring]
 		for {
 			mark := slot.Load()
 			if decode(newest, mark) >= nowMs || slot.CompareAndSwap(mark, uint32(nowMs)) {
@@ -123,26 +166,15 @@ func (l *PassLog) Mark(nowMs, total int64) {
 			}
 		}
 	}
-	storeMax(&l.nextMark, (last+1)*l.perMark)
+	storeMax(&l.nextMark, (last+1)*perMark)
 }
 
 // Admits reports whether n more passes leave at most capacity (no more than
 // the log's most) of the resource's passes after sinceMs, the resource's
 // counter at total.
 func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
-	k := total + l.missed + n - capacity // it and every pass before it must be out
-	if k <= 0 {
-		return true
-	}
-	g := (k + l.perMark - 1) / l.perMark
-	switch {
-	case g <= l.floor.Load():
-		return true
-	case g*l.perMark >= l.nextMark.Load(): // not marked: recorded just now, or n > capacity
-		return false
-	}
-	mark := l.marks[g%int64(len(l.marks))].Load()
-	return decode(l.newest.Load(), mark) <= sinceMs
+	atMs, ok := l.freeAt(l.perMark, l.marks, total+l.missed+n-capacity)
+	return ok && atMs <= sinceMs
 }
 
 // decode returns the latest time at or before newestMs whose low 32 bits are
@@ -157,16 +189,27 @@ func decode(newestMs int64, mark uint32) int64 {
 // or after it. ok is false when the log cannot tell: that pass is not
 // marked yet (it was recorded just now), or n is over capacity.
 func (l *PassLog) FreeAtMs(total, n, capacity int64) (atMs int64, ok bool) {
-	k := total + l.missed + n - capacity
+	return l.freeAt(l.perMark, l.marks, total+l.missed+n-capacity)
+}
+
+// FreeAtMs is PassLog.FreeAtMs for the log of group size perMark and
+// ring marks, its passes numbered up to total.
+func (l *ValueLog) FreeAtMs(perMark int64, marks []atomic.Uint32, total, n, capacity int64) (atMs int64, ok bool) {
+	return l.freeAt(perMark, marks, total+n-capacity)
+}
+
+// freeAt returns when pass k of the log's numbering happened (see
+// FreeAtMs): math.MinInt64 if it is out of every window.
+func (l *marker) freeAt(perMark int64, marks []atomic.Uint32, k int64) (atMs int64, ok bool) {
 	if k <= 0 {
 		return math.MinInt64, true
 	}
-	g := (k + l.perMark - 1) / l.perMark
+	g := (k + perMark - 1) / perMark
 	switch {
 	case g <= l.floor.Load():
 		return math.MinInt64, true
-	case g*l.perMark >= l.nextMark.Load():
+	case g*perMark >= l.nextMark.Load():
 		return 0, false
 	}
-	return decode(l.newest.Load(), l.marks[g%int64(len(l.marks))].Load()), true
+	return decode(l.newest.Load(), marks[g%int64(len(marks))].Load()), true
 }
