@@ -152,14 +152,7 @@ func (c *keyedChecker) check(r *Resource, nowMs, count int64, key string) (ok bo
 // Resource.admits decides on a flow rule's log.
 func (c *keyedChecker) admits(r *Resource, v *keyedValue, marks []atomic.Uint32, nowMs, count, total int64) bool {
 	atMs, known := v.log.FreeAtMs(c.perMark[v.item], marks, total, count, int64(c.thresholds[v.item]))
-	intervalMs := c.rule.StatIntervalMs
-	switch {
-	case !known:
-		return false
-	case atMs <= nowMs-intervalMs-r.slackMs(intervalMs):
-		return true
-	}
-	return r.realClock != nil && atMs <= nowMs-intervalMs+r.realClock.SlackMs(0) && r.realClock.ReplacedBy(atMs, intervalMs)
+	return r.roomAfter(atMs, known, nowMs, c.rule.StatIntervalMs)
 }
 
 // number numbers count passes of v, and marks them at nowMs, if they

@@ -195,6 +195,13 @@ func (r *Resource) realNowMs(nowMs int64) int64 {
 // was replaced, and that pass happened before then.
 func (r *Resource) admits(log *window.PassLog, total, count, capacity, nowMs, intervalMs int64) bool {
 	atMs, known := log.FreeAtMs(total, count, capacity)
+	return r.roomAfter(atMs, known, nowMs, intervalMs)
+}
+
+// roomAfter is admits' verdict once the log said when the pass that must
+// leave happened (atMs), if it knew (known): for the pass logs of flow
+// rules and of hotspot values alike.
+func (r *Resource) roomAfter(atMs int64, known bool, nowMs, intervalMs int64) bool {
 	switch {
 	case !known:
 		return false

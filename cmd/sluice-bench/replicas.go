@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"crypto/rand"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,16 +12,14 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/sluicehq/sluice/store/pgtest"
 )
 
 // The replicas' figure (issue #16): how long a rule written on one of
@@ -43,13 +40,22 @@ func replicas(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pg, err := startPostgres()
+	pg, err := pgtest.StartDurable()
 	if err != nil {
 		return err
 	}
-	defer pg.stop()
+	defer func() { _ = pg.Stop() }()
+	db, err := pg.CreateDatabase(ctx, "sluice")
+	if err != nil {
+		return err
+	}
+	logs, err := os.MkdirTemp("", "sluice-bench-replicas-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(logs)
 	token := randomHex(24)
-	nodes, err := startReplicas(ctx, *binary, pg.url("sluice"), token, pg.dir, 3)
+	nodes, err := startReplicas(ctx, *binary, db, token, logs, 3)
 	defer stopReplicas(nodes)
 	if err != nil {
 		return err
@@ -90,7 +96,7 @@ func replicas(ctx context.Context, args []string) error {
 		each = append(each, took...)
 		all = append(all, slices.Max(took))
 	}
-	fmt.Printf("rule change on replica 1 → new revision on replicas 2 and 3, %d changes, PostgreSQL %s, load %s\n", len(all), pg.version, loadAverage())
+	fmt.Printf("rule change on replica 1 → new revision on replicas 2 and 3, %d changes, PostgreSQL %s, load %s\n", len(all), pg.Version(), loadAverage())
 	fmt.Printf("  each replica:  %s\n", summary(each))
 	fmt.Printf("  both replicas: %s (target p99 ≤ %v)\n", summary(all), targetPropagationP99)
 	return ctx.Err()
@@ -191,137 +197,6 @@ func (n *replicaNode) revision(token string, after int64) (int64, error) {
 			return snap.Revision, nil
 		}
 	}
-}
-
-// postgresServer is a throwaway PostgreSQL server on a free loopback
-// port, its cluster in a temporary directory, started as store/pgtest
-// starts the tests' (as the postgres user when run as root).
-type postgresServer struct {
-	dir, version string
-	port         int
-	cmd          *exec.Cmd
-	exited       chan struct{}
-}
-
-// startPostgres initialises a cluster, starts its server, waits until it
-// answers and creates the database sluice.
-func startPostgres() (*postgresServer, error) {
-	bins, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
-	if len(bins) == 0 {
-		return nil, errors.New("no PostgreSQL server in /usr/lib/postgresql/*/bin: run make postgres")
-	}
-	slices.SortFunc(bins, func(a, b string) int { return pgVersion(b) - pgVersion(a) })
-	bin := filepath.Dir(bins[0])
-	cred, err := postgresCredential()
-	if err != nil {
-		return nil, err
-	}
-	dir, err := os.MkdirTemp("", "sluice-bench-pg-")
-	if err != nil {
-		return nil, err
-	}
-	s := &postgresServer{dir: dir, version: strconv.Itoa(pgVersion(bins[0])), exited: make(chan struct{})}
-	if err := s.start(bin, cred); err != nil {
-		s.stop()
-		return nil, err
-	}
-	return s, nil
-}
-
-// pgVersion is the major version in a path /usr/lib/postgresql/N/bin/….
-func pgVersion(path string) int {
-	v, _ := strconv.Atoi(strings.Split(path, "/")[4])
-	return v
-}
-
-func (s *postgresServer) start(bin string, cred *syscall.Credential) error {
-	if cred != nil {
-		if err := os.Chown(s.dir, int(cred.Uid), int(cred.Gid)); err != nil {
-			return err
-		}
-	}
-	data := filepath.Join(s.dir, "data")
-	initdb := exec.Command(filepath.Join(bin, "initdb"), "-D", data, "-U", "postgres", "--auth=trust",
-		"--no-sync", "--encoding=UTF8", "--locale=C")
-	initdb.Dir, initdb.SysProcAttr = s.dir, &syscall.SysProcAttr{Credential: cred}
-	if out, err := initdb.CombinedOutput(); err != nil {
-		return fmt.Errorf("initdb: %w\n%s", err, out)
-	}
-	var err error
-	if s.port, err = freeLoopbackPort(); err != nil {
-		return err
-	}
-	logFile, err := os.Create(filepath.Join(s.dir, "postgres.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.dir)
-	s.cmd.Dir, s.cmd.SysProcAttr = s.dir, &syscall.SysProcAttr{Credential: cred, Setpgid: true}
-	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
-	if err := s.cmd.Start(); err != nil {
-		return fmt.Errorf("start postgres: %w", err)
-	}
-	go func() {
-		_ = s.cmd.Wait()
-		close(s.exited)
-	}()
-	admin, err := sql.Open("pgx", s.url("postgres"))
-	if err != nil {
-		return err
-	}
-	defer admin.Close()
-	for deadline := time.Now().Add(30 * time.Second); admin.Ping() != nil; {
-		select {
-		case <-s.exited:
-			log, _ := os.ReadFile(filepath.Join(s.dir, "postgres.log"))
-			return fmt.Errorf("postgres exited:\n%s", log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			return errors.New("postgres does not answer after 30 s")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_, err = admin.Exec("CREATE DATABASE sluice")
-	return err
-}
-
-func (s *postgresServer) url(database string) string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/%s?sslmode=disable", s.port, database)
-}
-
-// stop stops the server (SIGINT, PostgreSQL's fast shutdown) and removes
-// its directory.
-func (s *postgresServer) stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
-		_ = s.cmd.Process.Signal(syscall.SIGINT)
-		select {
-		case <-s.exited:
-		case <-time.After(30 * time.Second):
-			_ = s.cmd.Process.Kill()
-			<-s.exited
-		}
-	}
-	_ = os.RemoveAll(s.dir)
-}
-
-// postgresCredential is whom the server runs as: the caller, or, for
-// root, which PostgreSQL refuses, the postgres user the package made.
-func postgresCredential() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("running as root, PostgreSQL needs the postgres user: %w (make postgres installs it)", err)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err := errors.Join(err1, err2); err != nil {
-		return nil, err
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
 }
 
 // freeLoopbackPort returns a loopback port nothing listens on now.

@@ -32,6 +32,7 @@ import (
 // Server is a running throwaway PostgreSQL server.
 type Server struct {
 	dir     string
+	bin     string // /usr/lib/postgresql/<major>/bin
 	port    int
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -43,8 +44,16 @@ type Server struct {
 }
 
 // Start initialises a cluster in a new temporary directory and starts its
-// server on a free loopback port. Stop removes both.
-func Start() (*Server, error) {
+// server on a free loopback port, without fsync (a test's data need not
+// survive a crash). Stop removes both.
+func Start() (*Server, error) { return start(false) }
+
+// StartDurable is Start with PostgreSQL's default durability (fsync and
+// synchronous commits), for benchmarks whose figures must be a real
+// server's.
+func StartDurable() (*Server, error) { return start(true) }
+
+func start(durable bool) (*Server, error) {
 	bin, err := binDir()
 	if err != nil {
 		return nil, err
@@ -53,14 +62,26 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, exited: make(chan struct{})}
-	if err := s.start(bin); err != nil {
+	s := &Server{dir: dir, bin: bin, exited: make(chan struct{})}
+	if err := s.start(bin, durable); err != nil {
 		return nil, errors.Join(err, s.Stop())
 	}
 	return s, nil
 }
 
-func (s *Server) start(bin string) error {
+// CreateDatabase creates an empty database called name and returns its
+// URL.
+func (s *Server) CreateDatabase(ctx context.Context, name string) (string, error) {
+	if _, err := s.admin.ExecContext(ctx, "CREATE DATABASE "+name); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return s.dsn(name), nil
+}
+
+// Version is the server's major version, such as "15".
+func (s *Server) Version() string { return filepath.Base(filepath.Dir(s.bin)) }
+
+func (s *Server) start(bin string, durable bool) error {
 	cred, err := serverCredential()
 	if err != nil {
 		return err
@@ -80,9 +101,11 @@ func (s *Server) start(bin string) error {
 	if s.port, err = freePort(); err != nil {
 		return err
 	}
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port),
-		"-k", s.dir, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
-		"-c", "max_connections=200")
+	args := []string{"-D", data, "-h", "127.0.0.1", "-p", strconv.Itoa(s.port), "-k", s.dir, "-c", "max_connections=200"}
+	if !durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	s.cmd = exec.Command(filepath.Join(bin, "postgres"), args...)
 	s.cmd.Dir, s.cmd.SysProcAttr = s.dir, &syscall.SysProcAttr{Credential: cred, Setpgid: true}
 	s.cmd.Stdout, s.cmd.Stderr = &s.log, &s.log
 	if err := s.cmd.Start(); err != nil {
