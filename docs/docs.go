@@ -721,7 +721,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Tokens of role instance may post it; so may editors and admins.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. A new instance id is answered 429 while 10,000 instances have reported in the last 5 minutes. Tokens of role instance may post it; so may editors and admins.",
                 "consumes": [
                     "application/json"
                 ],
@@ -782,7 +782,7 @@ const docTemplate = `{
                         }
                     },
                     "429": {
-                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "description": "a rule on the API's own routes blocked the call (never an admin's), or a new instance id while 10,000 instances have reported in the last 5 minutes; see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

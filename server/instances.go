@@ -2,8 +2,10 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -26,6 +28,9 @@ const (
 	// maxReportAheadMs is how far past the server's clock a reported
 	// minute may start: instances' clocks drift, but not by hours.
 	maxReportAheadMs = store.HourMs
+	// retryNewInstanceSec is the Retry-After of a report refused for a
+	// registry full of instances not gone.
+	retryNewInstanceSec = 60
 )
 
 // InstanceReport is an instance's heartbeat and traffic, posted at most
@@ -107,7 +112,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Tokens of role instance may post it; so may editors and admins.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. A new instance id is answered 429 while 10,000 instances have reported in the last 5 minutes. Tokens of role instance may post it; so may editors and admins.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
@@ -118,7 +123,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
-//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while 10,000 instances have reported in the last 5 minutes; see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
@@ -128,6 +133,10 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	}
 	ctx := c.UserContext()
 	key, err := h.registry.Report(ctx, info)
+	if errors.Is(err, instances.ErrTooManyInstances) {
+		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryNewInstanceSec))
+		return NewError(http.StatusTooManyRequests, err.Error()+"; a new instance id is refused until some are gone")
+	}
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package instances
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,6 +18,10 @@ const (
 	DefaultStaleAfter = 10 * time.Second
 	// DefaultGoneAfter is how long without a report makes it gone.
 	DefaultGoneAfter = 5 * time.Minute
+	// DefaultMaxInstances is how many instances, by default, may have
+	// reported within DefaultGoneAfter: past it, a new id is refused
+	// until some are gone.
+	DefaultMaxInstances = 10_000
 	// persistEvery is how stale the stored last report of an instance may
 	// grow before a report writes it again: a restart loses at most this
 	// much of it.
@@ -60,13 +65,22 @@ type Options struct {
 	// instance stale and gone. Optional. Defaults: DefaultStaleAfter and
 	// DefaultGoneAfter.
 	StaleAfter, GoneAfter time.Duration
+	// MaxInstances bounds the instances not gone, so that a holder of an
+	// instance token cannot grow the registry (memory and rows) without
+	// end by inventing ids. Optional. Default: DefaultMaxInstances.
+	MaxInstances int
 }
+
+// ErrTooManyInstances is returned by Report for a new id while
+// MaxInstances instances that are not gone have reported.
+var ErrTooManyInstances = errors.New("instances: too many instances report")
 
 // Registry is the instances registry; it is safe for concurrent use.
 type Registry struct {
 	store                 *store.Store
 	now                   func() time.Time
 	staleAfter, goneAfter time.Duration
+	maxInstances          int
 
 	mu sync.Mutex
 	// reported holds, by id, the instances that reported since the
@@ -85,9 +99,10 @@ type reported struct {
 func New(opts Options) *Registry {
 	r := &Registry{
 		store: opts.Store, now: opts.Now,
-		staleAfter: cmp.Or(opts.StaleAfter, DefaultStaleAfter),
-		goneAfter:  cmp.Or(opts.GoneAfter, DefaultGoneAfter),
-		reported:   map[string]*reported{},
+		staleAfter:   cmp.Or(opts.StaleAfter, DefaultStaleAfter),
+		goneAfter:    cmp.Or(opts.GoneAfter, DefaultGoneAfter),
+		maxInstances: cmp.Or(opts.MaxInstances, DefaultMaxInstances),
+		reported:     map[string]*reported{},
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -101,8 +116,13 @@ func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 	nowMs := r.now().UnixMilli()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.sweepLocked(nowMs)
+	r.sweepLocked(nowMs, false)
 	last, known := r.reported[info.ID]
+	if !known && len(r.reported) >= r.maxInstances {
+		if r.sweepLocked(nowMs, true); len(r.reported) >= r.maxInstances {
+			return 0, fmt.Errorf("%w: %d have reported in the last %v", ErrTooManyInstances, len(r.reported), r.goneAfter)
+		}
+	}
 	if known && last.row.App == info.App && last.row.Hostname == info.Hostname && last.row.PID == info.PID &&
 		last.row.Version == info.Version && last.row.RulesRevision == info.RulesRevision &&
 		nowMs-last.storedLastSeenMs < persistEvery.Milliseconds() {
@@ -120,15 +140,16 @@ func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 	return row.ID, nil
 }
 
-// sweepLocked forgets, once per goneAfter, the instances gone whose last
-// report is stored: the store lists them. The caller holds mu.
-func (r *Registry) sweepLocked(nowMs int64) {
-	if nowMs-r.lastSweepMs < r.goneAfter.Milliseconds() {
+// sweepLocked forgets, once per goneAfter unless now, the instances gone:
+// the store lists them, with a last report at most persistEvery older
+// than their last. The caller holds mu.
+func (r *Registry) sweepLocked(nowMs int64, now bool) {
+	if !now && nowMs-r.lastSweepMs < r.goneAfter.Milliseconds() {
 		return
 	}
 	r.lastSweepMs = nowMs
 	for id, last := range r.reported {
-		if last.storedLastSeenMs == last.row.LastSeenMs && nowMs-last.row.LastSeenMs >= r.goneAfter.Milliseconds() {
+		if nowMs-last.row.LastSeenMs >= r.goneAfter.Milliseconds() {
 			delete(r.reported, id)
 		}
 	}

@@ -1,6 +1,7 @@
 package instances
 
 import (
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -73,5 +74,38 @@ func TestRegistryOutlivesARestart(t *testing.T) {
 	}
 	if _, err := restarted.Key(t.Context(), "b"); err == nil {
 		t.Error("the key of an instance never seen: no error")
+	}
+}
+
+// TestRegistryIsBounded: past MaxInstances instances not gone, a new id
+// is refused and a known one still reports; once some are gone, and
+// forgotten, a new id is taken. Instances that reported between two
+// stored reports are forgotten too.
+func TestRegistryIsBounded(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	c := &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	r := New(Options{Store: st, Now: c.Now, MaxInstances: 2})
+	for _, id := range []string{"a", "b"} {
+		if _, err := r.Report(t.Context(), Info{ID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.advance(time.Second) // a's last report is not stored now
+	if _, err := r.Report(t.Context(), Info{ID: "a"}); err != nil {
+		t.Fatalf("a known id with the registry full: %v", err)
+	}
+	if _, err := r.Report(t.Context(), Info{ID: "c"}); !errors.Is(err, ErrTooManyInstances) {
+		t.Fatalf("a third id with a limit of 2: %v, want ErrTooManyInstances", err)
+	}
+	c.advance(DefaultGoneAfter)
+	if _, err := r.Report(t.Context(), Info{ID: "c"}); err != nil {
+		t.Fatalf("a new id once the others are gone: %v", err)
+	}
+	if len(r.reported) != 1 {
+		t.Fatalf("the registry holds %d instances, want c alone", len(r.reported))
 	}
 }
