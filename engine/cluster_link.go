@@ -200,9 +200,16 @@ func (k *clusterLink) run() {
 func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 	k.roundMu.Lock()
 	defer k.roundMu.Unlock()
+	now := k.nowMs()
 	k.mu.Lock()
 	shares := make([]*clusterShare, 0, len(k.shares))
 	for s := range k.shares {
+		if exp := s.rule.ExpiresAtMs; exp != 0 && now >= exp {
+			// Expired: it leases no more, and is no longer listed.
+			delete(k.shares, s)
+			k.dropped = append(k.dropped, s)
+			continue
+		}
 		shares = append(shares, s)
 	}
 	dropped := k.dropped
@@ -210,7 +217,6 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 	failing := k.state == ClusterFallingBack
 	k.mu.Unlock()
 
-	now := k.nowMs()
 	x := ClusterExchange{Engine: k.engine}
 	for _, s := range dropped {
 		s.dropped = true
@@ -266,7 +272,7 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 		}
 		if s.ratePerMs > 0 && next == nil && cur != nil && cur.endMs-now <= clusterAskAheadMs {
 			ahead := ask
-			ahead.Charge, ahead.Next, ahead.Want = 0, true, s.want(float64(bucketMs))
+			ahead.Charge, ahead.ChargeSpanMs, ahead.Next, ahead.Want = 0, 0, true, s.want(float64(bucketMs))
 			asks = append(asks, asked{share: s, next: true})
 			x.Asks = append(x.Asks, ahead)
 		}

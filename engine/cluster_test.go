@@ -371,3 +371,33 @@ func TestClusterFallbackCountsTheWindowSoFar(t *testing.T) {
 		clock.Advance(1)
 	}
 }
+
+// TestClusterRuleExpires: a cluster rule past its expiresAt returns what
+// it holds and is no longer listed, with no load and no call needed.
+func TestClusterRuleExpires(t *testing.T) {
+	clock := NewManualClock(1_000_000)
+	counter := newMemCounter(clock)
+	rule := clusterRule(100)
+	rule.ExpiresAtMs = 1_002_000
+	e := newClusterEngine(t, clock, counter, "a", rule)
+	for range 20 {
+		tryPass(e.Resource("pay"))
+		clock.Advance(10)
+		round(e)
+	}
+	if st := e.ClusterStatus(); len(st.Rules) != 1 {
+		t.Fatalf("rules before the expiry: %+v", st.Rules)
+	}
+	clock.Set(rule.ExpiresAtMs)
+	round(e)
+	if st := e.ClusterStatus(); len(st.Rules) != 0 {
+		t.Fatalf("rules after the expiry: %+v", st.Rules)
+	}
+	var passes int64
+	for _, n := range counter.counts["pay"] {
+		passes += n
+	}
+	if passes != 20 {
+		t.Fatalf("the count holds %d once the expired rule returned its leases, want the 20 passes made", passes)
+	}
+}
