@@ -57,11 +57,7 @@ func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, b := range c.engine.Breakers() {
 		for _, state := range []engine.BreakerState{engine.BreakerClosed, engine.BreakerOpen, engine.BreakerHalfOpen} {
-			v := 0.0
-			if b.State == state {
-				v = 1
-			}
-			ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, v, b.Rule, b.Resource, string(state))
+			ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, flag(b.State == state), b.Rule, b.Resource, string(state))
 		}
 	}
 	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(c.engine.ResourceCount()))
