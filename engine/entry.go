@@ -115,21 +115,28 @@ func (b *BlockError) Rule() string { return b.rule }
 type Entry struct {
 	res   *Resource
 	rules *ruleSet // as the call found them: Exit reports to its breakers
-	// inbound are the statistics of inbound calls that counted the entry,
-	// when system rules applied to it.
-	inbound *inboundStats
+	// startMs is when the call started, after its wait.
 	startMs int64
 	count   int64
-	waitMs  int64
-	probes  uint64 // bit i: a probe of rules.breakers[i], which is half-open
+	// wait is the call's wait in milliseconds (WaitMs) times two, plus
+	// one if the inbound statistics (of system rules) counted it. An
+	// Entry has eight fields, none an array, so that it is returned and
+	// passed in registers, not copied through memory: the flag rides
+	// with the wait rather than in a ninth.
+	wait   int64
+	probes uint64 // bit i: a probe of rules.breakers[i], which is half-open
 	// held are the keys (hotspot values) whose calls in flight count the
 	// entry's.
-	held [maxHeldKeys]*keyedValue
+	held heldKeys
 }
 
 // WaitMs returns how long the call was queued by a throttling rule: slept
 // already, or owed by the caller with WithNoWait.
-func (e Entry) WaitMs() int64 { return e.waitMs }
+func (e Entry) WaitMs() int64 { return e.wait >> 1 }
+
+// countedInbound reports whether the inbound statistics counted the
+// entry.
+func (e Entry) countedInbound() bool { return e.wait&1 != 0 }
 
 // Entry asks for count calls (WithCount, default 1) to pass the resource's
 // rules. A nil BlockError means the call may go ahead (after Entry.WaitMs when
@@ -220,7 +227,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			return Entry{}, b.blocked
 		}
 	}
-	var held [maxHeldKeys]*keyedValue
+	var held heldKeys
 	if more != nil && len(more.keyed) > 0 {
 		h, w, shadow, blk := enterKeyed(r, more, now, count, opts, origin)
 		if blk != nil {
@@ -244,7 +251,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)
-			release(held, count)
+			held.release(count)
 			if rs.reserveConcurrency {
 				r.concurrency.Add(-count)
 			}
@@ -260,10 +267,14 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if sys != nil {
 		sys.pass(now, count)
 	}
-	e := Entry{res: r, rules: rs, inbound: sys, startMs: now, count: count, probes: probes, held: held}
+	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
+	if sys != nil {
+		e.wait = 1
+	}
 	if waitNs > 0 {
-		e.waitMs = (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
-		e.startMs += e.waitMs
+		waitMs := (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
+		e.wait += waitMs << 1
+		e.startMs += waitMs
 		if !noWait {
 			r.clock.Sleep(time.Duration(waitNs))
 		}
@@ -308,10 +319,10 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 func (e Entry) Release() {
 	if e.res != nil {
 		e.res.concurrency.Add(-e.count)
-		release(e.held, e.count)
+		e.held.release(e.count)
 		cancelProbes(e.rules.breakers, e.probes)
-		if e.inbound != nil {
-			e.inbound.concurrency.Add(-e.count)
+		if e.countedInbound() {
+			e.res.eng.system.stats.concurrency.Add(-e.count)
 		}
 	}
 }
@@ -350,10 +361,10 @@ func (e Entry) Exit(opts ...ExitOption) {
 		errors = complete
 	}
 	r.concurrency.Add(-e.count)
-	release(e.held, e.count)
+	e.held.release(e.count)
 	r.recordComplete(now, complete, rt, errors)
-	if e.inbound != nil {
-		e.inbound.complete(now, e.count, complete, rt, errors)
+	if e.countedInbound() {
+		r.eng.system.stats.complete(now, e.count, complete, rt, errors)
 	}
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
@@ -393,5 +404,5 @@ func (e Entry) NeedsExit() bool {
 // end may then end them. An entry that needs an Exit without it is only a
 // half-open breaker's probe.
 func (e Entry) CountsInFlight() bool {
-	return e.res != nil && (e.rules.inFlightMatters || e.held[0] != nil)
+	return e.res != nil && (e.rules.inFlightMatters || e.held.first != nil)
 }

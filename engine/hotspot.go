@@ -12,10 +12,31 @@ import (
 // Bounds of the keyed rules of one resource: an Entry holds the keys
 // whose calls in flight it counts, at most one of a hotspot rule and one
 // of a flow rule with a limitApp.
-const (
-	maxHotspotPerResource = 16
-	maxHeldKeys           = 2
-)
+const maxHotspotPerResource = 16
+
+// heldKeys are the keys whose calls in flight an entry holds: at most
+// two (see the bounds above), as two fields rather than an array, so
+// that an Entry is passed and returned in registers.
+type heldKeys struct{ first, second *keyedValue }
+
+// add holds v: first, then second.
+func (h *heldKeys) add(v *keyedValue) {
+	if h.first == nil {
+		h.first = v
+	} else {
+		h.second = v
+	}
+}
+
+// release ends count calls in flight of each held key.
+func (h heldKeys) release(count int64) {
+	if h.first != nil {
+		h.first.state.Add(-count)
+	}
+	if h.second != nil {
+		h.second.state.Add(-count)
+	}
+}
 
 // keySource is where a keyed rule finds a call's key.
 type keySource int
@@ -213,7 +234,7 @@ func (v *keyedValue) takeTokens(nowMs, count int64, threshold, burst, intervalNs
 // once the others were checked, before they number, so that its block
 // leaves their room as it was. A resource with one such rule, the common
 // case, runs only that.
-func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
+func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOption, origin string) (held heldKeys, waitNs int64, shadowBlocked bool, blocked *BlockError) {
 	rules := more.keyed
 	last := rules[len(rules)-1]
 	switch {
@@ -232,13 +253,12 @@ func enterKeyed(r *Resource, more *moreRules, nowMs, count int64, opts []EntryOp
 // first; if every one let the calls through, it numbers the passes of
 // unchecked (if not nil, a rule whose values log their passes), then
 // those of the values of rules that log theirs.
-func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked *keyedChecker, nowMs, count int64, opts []EntryOption, origin string) (held [maxHeldKeys]*keyedValue, waitNs int64, shadowBlocked bool, blocked *BlockError) {
+func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked *keyedChecker, nowMs, count int64, opts []EntryOption, origin string) (held heldKeys, waitNs int64, shadowBlocked bool, blocked *BlockError) {
 	// The values whose passes to number, on the stack: few resources
 	// have more keyed rules than this; past them, the value is found again.
 	const maxLogged = 4
 	var logged [maxLogged]*keyedValue
 	var keys [maxLogged]string
-	h := 0
 	for i, c := range rules {
 		key, limited := c.key(opts, origin, more.namedOrigins)
 		if !limited {
@@ -247,8 +267,7 @@ func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked
 		ok, w, v, holds := c.check(r, nowMs, count, key)
 		switch {
 		case holds:
-			held[h] = v
-			h++
+			held.add(v)
 		case v != nil && i < maxLogged:
 			logged[i], keys[i] = v, key
 		}
@@ -259,8 +278,8 @@ func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked
 		case !ok && c.shadow:
 			shadowBlocked = true
 		case !ok:
-			release(held, count)
-			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
+			held.release(count)
+			return heldKeys{}, 0, false, c.blocked
 		case w > waitNs && !c.shadow:
 			waitNs = w
 		}
@@ -268,8 +287,8 @@ func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked
 	if unchecked != nil {
 		key, limited := unchecked.key(opts, origin, more.namedOrigins)
 		if limited && !unchecked.numberCounted(r, unchecked.values.get(key, nowMs), key, nowMs, count) {
-			release(held, count)
-			return [maxHeldKeys]*keyedValue{}, 0, false, unchecked.blocked
+			held.release(count)
+			return heldKeys{}, 0, false, unchecked.blocked
 		}
 	}
 	// Every rule passed: the reject rules' values number their passes
@@ -285,8 +304,8 @@ func enterChecked(r *Resource, more *moreRules, rules []*keyedChecker, unchecked
 			v, key = c.values.get(k, nowMs), k
 		}
 		if v != nil && !c.numberCounted(r, v, key, nowMs, count) {
-			release(held, count)
-			return [maxHeldKeys]*keyedValue{}, 0, false, c.blocked
+			held.release(count)
+			return heldKeys{}, 0, false, c.blocked
 		}
 	}
 	return held, waitNs, shadowBlocked, nil
@@ -305,13 +324,4 @@ func (c *keyedChecker) numberCounted(r *Resource, v *keyedValue, key string, now
 		c.hot.record(nowMs, key, count, !numbered, draw)
 	}
 	return numbered
-}
-
-// release ends count calls in flight of each held value.
-func release(held [maxHeldKeys]*keyedValue, count int64) {
-	for _, v := range held {
-		if v != nil {
-			v.state.Add(-count)
-		}
-	}
 }

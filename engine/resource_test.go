@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"reflect"
 	"testing"
 	"unsafe"
 )
@@ -24,5 +25,41 @@ func TestResourceLayout(t *testing.T) {
 	}
 	if size := unsafe.Sizeof(r); size < 512 {
 		t.Errorf("Resource is %d bytes: below 512, its size class may not be a multiple of 64", size)
+	}
+}
+
+// TestEntryFitsInRegisters: Go passes and returns a struct in registers
+// only when its fields (arrays of more than one element taking none) fit
+// the nine integer registers, with the *BlockError that Entry returns
+// beside it. Past that, every Entry and Exit copies the struct through
+// memory, which cost about a fifth of an Entry+Exit.
+func TestEntryFitsInRegisters(t *testing.T) {
+	var words func(reflect.Type) (int, bool)
+	words = func(ty reflect.Type) (int, bool) {
+		switch ty.Kind() {
+		case reflect.Struct:
+			n := 0
+			for f := range ty.Fields() {
+				w, ok := words(f.Type)
+				if !ok {
+					return 0, false
+				}
+				n += w
+			}
+			return n, true
+		case reflect.Array:
+			if ty.Len() > 1 {
+				return 0, false
+			}
+			return words(ty.Elem())
+		case reflect.Pointer, reflect.Int64, reflect.Uint64, reflect.Int, reflect.Bool:
+			return 1, true
+		}
+		t.Fatalf("%s: a kind the test does not count", ty)
+		return 0, false
+	}
+	n, ok := words(reflect.TypeFor[Entry]())
+	if !ok || n > 8 {
+		t.Errorf("Entry takes %d registers (register-assignable: %v), want at most 8", n, ok)
 	}
 }

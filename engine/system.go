@@ -15,11 +15,15 @@ type systemGuard struct {
 	rules atomic.Pointer[systemRules]
 	files procFiles
 
+	// stats is made by the first load, under Engine.loadMu, and kept ever
+	// after: it is set before any call could count in it (it does so
+	// through a published set), so an Exit reads it without the lock.
+	stats *inboundStats
+
 	// Guarded by Engine.loadMu.
-	loaded  []SystemRule  // as loaded, defaults filled in
-	stats   *inboundStats // made by the first load, kept ever after
-	sampler *sampler      // made by the first load that needs it
-	closed  bool          // the engine is closed: no sampler starts
+	loaded  []SystemRule // as loaded, defaults filled in
+	sampler *sampler     // made by the first load that needs it
+	closed  bool         // the engine is closed: no sampler starts
 }
 
 // systemRules is a published set of system rules.
