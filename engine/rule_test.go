@@ -3,6 +3,7 @@ package engine
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -155,4 +156,63 @@ func FuzzFlowRuleJSON(f *testing.F) {
 			t.Fatalf("round trip of %+v gave %+v, %v", rule, again, err)
 		}
 	})
+}
+
+// TestValidateWithoutLoading: each kind's Validate function passes what
+// its Load function takes and refuses what it refuses, naming the field,
+// so that callers can check a set of rules before they store it.
+func TestValidateWithoutLoading(t *testing.T) {
+	tests := []struct {
+		name      string
+		good, bad func() error
+		field     string
+	}{
+		{
+			name: "authority",
+			good: func() error {
+				return ValidateAuthorityRules([]AuthorityRule{{Resource: "r", Strategy: AuthorityDeny, Origins: []string{"crawler"}}})
+			},
+			bad:   func() error { return ValidateAuthorityRules([]AuthorityRule{{Resource: "r", Strategy: "maybe"}}) },
+			field: "rules[0].strategy",
+		},
+		{
+			name: "circuit breaker",
+			good: func() error {
+				return ValidateCircuitBreakerRules([]CircuitBreakerRule{{Resource: "pay", Strategy: StrategyErrorCount,
+					Threshold: 3, MinRequestAmount: 5, RetryTimeoutMs: 5000}})
+			},
+			bad: func() error {
+				return ValidateCircuitBreakerRules([]CircuitBreakerRule{{Resource: "pay", Strategy: StrategyErrorCount,
+					Threshold: -1, MinRequestAmount: 5, RetryTimeoutMs: 5000}})
+			},
+			field: "rules[0].threshold",
+		},
+		{
+			name: "hotspot",
+			good: func() error {
+				return ValidateHotspotRules([]HotspotRule{{Resource: "r", ParamKey: "user", Threshold: 2}})
+			},
+			bad: func() error {
+				return ValidateHotspotRules([]HotspotRule{{Resource: "r", ParamKey: "user", Threshold: -2}})
+			},
+			field: "rules[0].threshold",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.good(); err != nil {
+				t.Fatalf("a good rule: %v", err)
+			}
+			var verr *ValidationError
+			if err := tt.bad(); !errors.As(err, &verr) {
+				t.Fatalf("a bad rule: %v, want a *ValidationError", err)
+			}
+			for _, f := range verr.Fields {
+				if f.Field == tt.field {
+					return
+				}
+			}
+			t.Errorf("fields %+v do not name %s", verr.Fields, tt.field)
+		})
+	}
 }
