@@ -899,6 +899,7 @@ func TestPatchRule(t *testing.T) {
 		{name: "negative threshold", patch: `{"threshold": -1}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"threshold"}},
 		{name: "wrong type", patch: `{"enabled": "no"}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"enabled"}},
 		{name: "threshold as a string", patch: `{"threshold": "5"}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"threshold"}},
+		{name: "threshold null", patch: `{"threshold": null}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"threshold"}},
 		{name: "unknown field", patch: `{"colour": "red"}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"colour"}},
 		{name: "bad enum", patch: `{"metric": "rps"}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"metric"}},
 		{name: "a field that does not apply", patch: `{"maxQueueingTimeMs": 100}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"maxQueueingTimeMs"}},

@@ -87,13 +87,14 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 			}
 		}
 	}
-	if !required {
-		return
-	}
 	// In reverse, so that a breaker's missing retryTimeoutMs is reported
-	// before its threshold, as it always was.
+	// before its threshold, as it always was. Without required (PATCH),
+	// an absent field keeps its value, but a null one is no value at all.
 	for _, f := range slices.Backward(table) {
-		if f.Required && f.Options == nil && !o.Has(f.Name) {
+		if !f.Required || f.Options != nil {
+			continue
+		}
+		if v, present := o.Value(f.Name); v == nil && (required || present) {
 			o.Fail(f.Name, "is required")
 		}
 	}
