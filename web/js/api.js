@@ -13,6 +13,8 @@ const base = '/api/v1';
 const requestTimeoutMs = 10000;
 
 let csrfToken = '';
+// csrfUser is the id of the user whose session csrfToken belongs to.
+let csrfUser = null;
 const unauthorizedHandlers = new Set();
 
 /** ApiError is an error answer in the API's envelope. */
@@ -63,9 +65,13 @@ async function send(url, init) {
   return resp;
 }
 
-/** setCsrf keeps the session's CSRF token for the writes that follow. */
-export function setCsrf(token) {
+/**
+ * setCsrf keeps the session's CSRF token, and the id of its user, for the
+ * writes that follow.
+ */
+export function setCsrf(token, userId = null) {
   csrfToken = token || '';
+  csrfUser = userId;
 }
 
 /**
@@ -107,7 +113,8 @@ export async function api(method, path, options = {}) {
   let resp = await send(url, { method, headers, body });
   if (resp.status === 403 && writes.has(method) && await refreshCsrf()) {
     // A login in another tab replaced the session cookie this tab sends:
-    // the write goes again with the new session's token.
+    // the write goes again with the new session's token, if it is the
+    // same user's (refreshCsrf reloads the tab otherwise).
     headers.set('X-CSRF-Token', csrfToken);
     resp = await send(url, { method, headers, body });
   }
@@ -145,7 +152,9 @@ export async function api(method, path, options = {}) {
 
 /**
  * refreshCsrf asks for the session's CSRF token again and tells whether it
- * changed.
+ * changed for the same user. A session of another user (a login as
+ * someone else in another tab) never takes this tab's writes: the tab
+ * reloads as that user instead.
  */
 async function refreshCsrf() {
   if (!csrfToken) {
@@ -155,6 +164,10 @@ async function refreshCsrf() {
     const resp = await send(new URL(`${base}/me`, window.location.origin), {});
     const me = resp.ok ? await resp.json() : null;
     if (!me?.csrfToken || me.csrfToken === csrfToken) {
+      return false;
+    }
+    if (me.user?.id !== csrfUser) {
+      window.location.reload();
       return false;
     }
     csrfToken = me.csrfToken;

@@ -88,7 +88,7 @@ function setParams(params) {
 async function loadSession() {
   const { data } = await api('GET', '/me');
   session.me = data;
-  setCsrf(data.csrfToken);
+  setCsrf(data.csrfToken, data.user?.id ?? null);
   feed.start();
   renderHeader();
   checkDemo();
