@@ -216,8 +216,10 @@ func checkProblems(q checkQuery, path string) []FieldError {
 	if msg := countProblem(q.count); msg != "" {
 		errs = append(errs, FieldError{path + "count", msg})
 	}
-	if msg := originProblem(q.origin); q.origin != "" && msg != "" {
-		errs = append(errs, FieldError{path + "origin", msg})
+	if q.origin != "" {
+		if msg := originProblem(q.origin); msg != "" {
+			errs = append(errs, FieldError{path + "origin", msg})
+		}
 	}
 	for _, p := range q.params {
 		if msg := paramProblem(p.value); msg != "" {

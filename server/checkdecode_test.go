@@ -130,3 +130,20 @@ func checkBatchDecodersAgree(t *testing.T, body []byte) {
 		t.Errorf("%q: decodeBatch = %+v, %v; the full decoder: %+v, %v", body, queries, err, wantQueries, wantErr)
 	}
 }
+
+// TestCheckProblemsOfAGoodCheckAllocateNothing: judging a valid scanned
+// check, with or without an origin, allocates nothing (an absent origin
+// once cost a formatted message per check of a batch).
+func TestCheckProblemsOfAGoodCheckAllocateNothing(t *testing.T) {
+	for _, q := range []checkQuery{
+		{resource: "orders", count: 1},
+		{resource: "orders", count: 2, origin: "shop", params: []checkParam{{"user", "42"}}},
+	} {
+		if errs := checkProblems(q, "checks.0."); errs != nil {
+			t.Fatalf("checkProblems(%+v) = %v, want none", q, errs)
+		}
+		if allocs := testing.AllocsPerRun(100, func() { checkProblems(q, "checks.0.") }); allocs != 0 {
+			t.Errorf("checkProblems(%+v) allocates %v times", q, allocs)
+		}
+	}
+}
