@@ -163,25 +163,35 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 // how long to wait instead. The entry is released at once unless a
 // concurrency rule counts it or a circuit breaker waits for it as a probe;
 // then it is held until complete. The options stay on the stack: passing
-// origin, params and priority allocates nothing.
+// origin, params and priority allocates nothing, and a check with few
+// params does not clear room for the most a check may have.
 func (h *checkHandler) decide(q checkQuery) CheckResult {
-	res := h.engine.Resource(q.resource)
+	if len(q.params) <= fewCheckParams {
+		var opts [4 + fewCheckParams]engine.EntryOption
+		return h.decideWith(q, opts[:0])
+	}
 	var opts [4 + maxCheckParams]engine.EntryOption
-	opts[0], opts[1] = engine.WithCount(q.count), engine.WithNoWait()
-	n := 2
+	return h.decideWith(q, opts[:0])
+}
+
+// fewCheckParams is how many params a check may have for decide's
+// smaller room of options.
+const fewCheckParams = 3
+
+// decideWith is decide, with opts, empty, room for the check's options.
+func (h *checkHandler) decideWith(q checkQuery, opts []engine.EntryOption) CheckResult {
+	res := h.engine.Resource(q.resource)
+	opts = append(opts, engine.WithCount(q.count), engine.WithNoWait())
 	if q.origin != "" {
-		opts[n] = engine.WithOrigin(q.origin)
-		n++
+		opts = append(opts, engine.WithOrigin(q.origin))
 	}
 	if q.prioritized {
-		opts[n] = engine.WithPrioritized()
-		n++
+		opts = append(opts, engine.WithPrioritized())
 	}
 	for _, p := range q.params {
-		opts[n] = engine.WithParam(p.key, p.value)
-		n++
+		opts = append(opts, engine.WithParam(p.key, p.value))
 	}
-	e, blk := res.Entry(opts[:n]...)
+	e, blk := res.Entry(opts...)
 	if blk != nil {
 		return CheckResult{Reason: string(blk.Reason()), Rule: blk.Rule()}
 	}

@@ -710,6 +710,11 @@ func TestDecidePassesNewFieldsWithoutAllocating(t *testing.T) {
 		`{"name":"cap","kind":"flow","resource":"orders","threshold":1e9}`)
 	h := &checkHandler{engine: ts.Server.engine, entries: ts.Server.entries}
 	params := []checkParam{{"ip", "10.0.0.1"}, {"user", "42"}}
+	var manyParams []checkParam
+	for i := range maxCheckParams - 1 {
+		manyParams = append(manyParams, checkParam{fmt.Sprintf("k%02d", i), "v"})
+	}
+	manyParams = append(manyParams, checkParam{"user", "42"})
 	tests := []struct {
 		name       string
 		q          checkQuery
@@ -718,6 +723,7 @@ func TestDecidePassesNewFieldsWithoutAllocating(t *testing.T) {
 		{"passes", checkQuery{resource: "orders", count: 1, origin: "shop", prioritized: true, params: params}, ""},
 		{"a hotspot rule blocks", checkQuery{resource: "orders", count: 1, origin: "shop", params: []checkParam{{"user", "banned"}}}, "hotspot"},
 		{"an authority rule blocks", checkQuery{resource: "orders", count: 1, origin: "other", params: params}, "authority"},
+		{"passes with many params", checkQuery{resource: "orders", count: 1, origin: "shop", params: manyParams}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

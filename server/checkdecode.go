@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -448,7 +449,9 @@ func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
 	if key, ok := s.str(); !ok || string(key) != "checks" || !s.byte(':') || !s.byte('[') {
 		return nil, false
 	}
-	queries := make([]checkQuery, 0, 16)
+	// Each check is an object: the body's braces bound how many there
+	// are, so that the slice is made once.
+	queries := make([]checkQuery, 0, min(bytes.Count(body, []byte{'{'}), maxBatch+1))
 	if !s.byte(']') {
 		for {
 			if len(queries) == maxBatch+1 {
