@@ -332,7 +332,9 @@ func (k *clusterLink) setState(state ClusterState, nowMs int64, err error) {
 	}
 	if state == ClusterShared {
 		for s := range k.shares {
-			s.fallback.Store(nil)
+			if f := s.fallback.Swap(nil); f != nil && f.local != nil {
+				s.rejoin.Store(&clusterRejoin{local: f.local, untilMs: nowMs + 2*s.rule.StatIntervalMs})
+			}
 		}
 	}
 	k.mu.Unlock()

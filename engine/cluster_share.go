@@ -29,6 +29,9 @@ type clusterShare struct {
 	creditCap atomic.Int64
 	// fallback, when set, decides in the count's stead.
 	fallback atomic.Pointer[clusterFallback]
+	// rejoin, when set, holds the calls to a local fallback's limit as
+	// well as to the leases, for a window after the count answered again.
+	rejoin atomic.Pointer[clusterRejoin]
 
 	mu      sync.Mutex      // guards the switch of leases and retired
 	retired []*clusterLease // ended leases whose leftovers are to be returned
@@ -84,28 +87,64 @@ func creditCap(rule FlowRule, engines int64) int64 {
 	return max(int64(rule.Threshold)/(ClusterBuckets*max(engines, 1)), 1)
 }
 
+// clusterRejoin is a local fallback's limit kept for two windows after
+// the count answers again. The count learns of the passes the engines
+// made falling back only as each of them reaches it again, and then as if
+// spread evenly over the window before: an engine back first would be
+// granted, by a count that does not hold them yet or holds them in the
+// wrong buckets, what the others passed. Held to its fallback threshold as
+// well as to its leases, as every engine still falling back is, it passes
+// at most its share in any window until the count holds every engine's
+// passes where they were made: two windows, for engines that find the
+// count again within a window of each other.
+type clusterRejoin struct {
+	local   *localLimit
+	untilMs int64
+}
+
 // take decides whether count calls may pass at nowMs.
 func (s *clusterShare) take(nowMs, count int64) bool {
 	s.asked.Add(count)
 	if f := s.fallback.Load(); f != nil {
 		return f.take(nowMs, count)
 	}
+	r := s.rejoin.Load()
+	if r != nil && nowMs >= r.untilMs {
+		s.rejoin.CompareAndSwap(r, nil)
+		r = nil
+	}
+	l, ok := s.takeShared(nowMs, count)
+	if !ok || r == nil || r.local.take(nowMs, count) {
+		return ok
+	}
+	// Refused by the fallback's limit: the passes taken go back.
+	if l != nil {
+		l.left.Add(count)
+	} else {
+		s.credit.Add(-count)
+	}
+	return false
+}
+
+// takeShared decides count calls on the shared count at nowMs, and
+// returns the lease they were taken from: nil if on credit.
+func (s *clusterShare) takeShared(nowMs, count int64) (*clusterLease, bool) {
 	l := s.lease.Load()
 	if l == nil || nowMs >= l.endMs || nowMs < l.startMs {
 		if l = s.advance(nowMs); l == nil {
-			return s.onCredit(count)
+			return nil, s.onCredit(count)
 		}
 		if nowMs >= l.endMs || nowMs < l.startMs {
 			// Between the end of one bucket's lease and the start of
 			// the next's, a fraction of a millisecond apart.
-			return false
+			return nil, false
 		}
 	}
 	if l.left.Add(-count) >= 0 {
-		return true
+		return l, true
 	}
 	l.left.Add(count)
-	return false
+	return nil, false
 }
 
 // onCredit decides count calls with no lease held nor asked for: the
