@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -211,13 +212,13 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Success		201				{object}	rules.APIRule
 //	@Header			201				{string}	Location		"the new rule's URL"
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
-//	@Failure		400				{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		400				{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules [post]
@@ -260,7 +261,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
@@ -287,7 +288,7 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.For
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
@@ -448,7 +449,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for a body that is no mapping)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/apply [post]
@@ -462,22 +463,22 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	body := c.Body()
-	var scalars strictjson.Scalars
 	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
 	if yamlBody {
-		body, scalars, err = yamlToJSON(body) // which refuses duplicate keys itself
+		body, err = yamlToJSON(body) // which refuses duplicate keys itself
 	} else {
-		err = refuseDuplicateKeys(body)
+		err = checkJSONBody(body)
 	}
 	if err != nil {
 		return err
 	}
 	var errs []engine.FieldError
 	o, err := strictjson.Parse(body, "", &errs)
-	switch {
-	case err != nil && yamlBody:
-		return BadRequest("the body must be a YAML mapping: a rule file is a mapping with a rules list")
-	case err != nil:
+	if _, ok := errors.AsType[*strictjson.NotObjectError](err); ok && yamlBody {
+		msg := "must be a YAML mapping: a rule file is a mapping with a rules list"
+		return ValidationFailed("the body "+msg, FieldError{"body", msg})
+	}
+	if err != nil {
 		return errNotJSONObject(err)
 	}
 	var items []json.RawMessage
@@ -490,7 +491,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return ValidationFailed("the body is not a valid rule file; see details", fieldErrors(errs)...)
 	}
-	want, err := rules.DecodeFile(items, scalars)
+	want, err := rules.DecodeFile(items)
 	if err != nil {
 		return err
 	}
@@ -573,12 +574,12 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
 //	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
 //	@Success		200		{object}	rules.ApplyPlan
-//	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
+//	@Failure		400		{object}	ErrorResponse	"not JSON, or a bad query parameter"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for JSON that is no array)"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/import [post]
@@ -599,12 +600,17 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var items []json.RawMessage
-	if err := refuseDuplicateKeys(c.Body()); err != nil {
+	if err := checkJSONBody(c.Body()); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
-		return BadRequest("the body must be a JSON array of sentinel-golang rules")
+	var items []json.RawMessage
+	err = json.Unmarshal(c.Body(), &items)
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return BadRequest("the body must be a JSON array of sentinel-golang rules: " + err.Error())
+	}
+	if err != nil || items == nil {
+		msg := "must be a JSON array of sentinel-golang rules"
+		return ValidationFailed("the body "+msg, FieldError{"body", msg})
 	}
 	want, err := rules.ImportSentinel(kind, items)
 	if err != nil {

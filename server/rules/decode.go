@@ -129,8 +129,7 @@ func numberObject(o *strictjson.Object, name string) (map[string]float64, bool) 
 
 // stringArray reads the field name, an array of strings such as origins,
 // if it is present (null is empty); an item that is not a string is
-// reported by its index. In a YAML body, a number, true or false is taken
-// as its text.
+// reported by its index.
 func stringArray(o *strictjson.Object, name string) ([]string, bool) {
 	v, present := o.Value(name)
 	if v == nil {
@@ -145,10 +144,6 @@ func stringArray(o *strictjson.Object, name string) ([]string, bool) {
 	bad := false
 	for i, item := range raw {
 		if json.Unmarshal(item, &list[i]) == nil {
-			continue
-		}
-		if text, ok := o.Scalars[fmt.Sprintf("%s%s[%d]", o.Path, name, i)]; ok && string(item) != "null" {
-			list[i] = text
 			continue
 		}
 		o.Fail(fmt.Sprintf("%s[%d]", name, i), "must be a string")
