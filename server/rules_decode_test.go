@@ -1,0 +1,142 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/sluicehq/sluice/server/rules"
+)
+
+// withField is rule, a JSON object, with more fields set.
+func withField(t *testing.T, rule string, more map[string]any) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(rule), &m); err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(m, more)
+	return m
+}
+
+// TestSentZeroIsNoDefault checks that a field sent as 0 or "" where the
+// engine would take it as unset and give it its default is a 422 naming
+// the field once, on every write that decodes a rule: POST, PUT, PATCH and
+// apply, in JSON and YAML. Left out, the field takes its default; where
+// it does not apply, a zero is no value and is taken.
+func TestSentZeroIsNoDefault(t *testing.T) {
+	const (
+		flow    = `{"kind": "flow", "resource": "r", "threshold": 5}`
+		warmUp  = `{"kind": "flow", "resource": "r", "threshold": 5, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10}`
+		breaker = `{"kind": "circuitBreaker", "resource": "r", "strategy": "errorRatio", "threshold": 0.5, "retryTimeoutMs": 1000}`
+		hotspot = `{"kind": "hotspot", "resource": "r", "paramKey": "ip", "threshold": 5}`
+		system  = `{"kind": "system", "metricType": "cpuUsage", "triggerCount": 0.8}`
+	)
+	tests := []struct {
+		rule  string
+		field string
+		zero  any
+	}{
+		{breaker, "minRequestAmount", 0},
+		{breaker, "probeNum", 0},
+		{breaker, "statIntervalMs", 0},
+		{hotspot, "paramsMaxCapacity", 0},
+		{hotspot, "statIntervalMs", 0},
+		{hotspot, "metric", ""},
+		{hotspot, "controlBehavior", ""},
+		{flow, "statIntervalMs", 0},
+		{flow, "metric", ""},
+		{flow, "controlBehavior", ""},
+		{flow, "tokenCalculateStrategy", ""},
+		{flow, "relationStrategy", ""},
+		{flow, "limitApp", ""},
+		{flow, "scope", ""},
+		{flow, "mode", ""},
+		{warmUp, "warmUpColdFactor", 0},
+		{system, "strategy", ""},
+	}
+	ts := startServer(t, nil, nil)
+	yaml := reqHeader{"Content-Type": "application/yaml"}
+	for i, tt := range tests {
+		sent := map[string]any{tt.field: tt.zero}
+		t.Run(fmt.Sprintf("%d %s %q", i, tt.field, fmt.Sprint(tt.zero)), func(t *testing.T) {
+			r := ts.createRule(t, withField(t, tt.rule, map[string]any{"name": fmt.Sprintf("zero-%d", i)}))
+			file := map[string]any{"rules": []any{withField(t, tt.rule, map[string]any{"name": "a", tt.field: tt.zero})}}
+			fileJSON, _ := json.Marshal(file)
+			writes := []struct {
+				method, path string
+				body         any
+				header       reqHeader
+				field        string
+			}{
+				{http.MethodPost, rulesPath, withField(t, tt.rule, sent), nil, tt.field},
+				{http.MethodPut, ruleURL(r.ID), withField(t, tt.rule, sent), nil, tt.field},
+				{http.MethodPatch, ruleURL(r.ID), sent, nil, tt.field},
+				{http.MethodPost, applyPath, file, nil, "rules[0]." + tt.field},
+				{http.MethodPost, applyPath, string(fileJSON), yaml, "rules[0]." + tt.field},
+			}
+			for _, w := range writes {
+				resp, got := ts.call(t, w.method, w.path, w.body, w.header)
+				e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", w.field)
+				if len(e.Details) != 1 || !strings.Contains(e.Details[0].Message, "leave it out for the default") {
+					t.Errorf("%s %s: details = %+v, want one that tells how to get the default", w.method, w.path, e.Details)
+				}
+			}
+			if after, _ := ts.getRule(t, r.ID); after.Version != r.Version {
+				t.Errorf("version = %d after refused writes, want %d", after.Version, r.Version)
+			}
+		})
+	}
+}
+
+// TestZeroWhereTheFieldDoesNotApply checks that a zero stays accepted
+// where its field does not apply (API.md: such a field is refused only
+// with a non-zero, non-empty value), and that a field left out takes its
+// default.
+func TestZeroWhereTheFieldDoesNotApply(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	tests := []struct {
+		name, body string
+		want       func(r rules.APIRule) bool
+	}{
+		{"statIntervalMs of a concurrency rule", `{"kind": "flow", "resource": "a", "metric": "concurrency", "threshold": 5, "statIntervalMs": 0, "controlBehavior": ""}`,
+			func(r rules.APIRule) bool { return r.StatIntervalMs == nil }},
+		{"warmUpColdFactor of a direct rule", `{"kind": "flow", "resource": "b", "threshold": 5, "warmUpColdFactor": 0}`,
+			func(r rules.APIRule) bool { return r.WarmUpColdFactor == nil }},
+		{"clusterFallback of a local rule", `{"kind": "flow", "resource": "c", "threshold": 5, "clusterFallback": ""}`,
+			func(r rules.APIRule) bool { return r.ClusterFallback == nil }},
+		{"statIntervalMs of a concurrency hotspot rule", `{"kind": "hotspot", "resource": "d", "paramKey": "ip", "metric": "concurrency", "threshold": 5, "statIntervalMs": 0}`,
+			func(r rules.APIRule) bool { return r.StatIntervalMs == nil }},
+		{"a breaker's fields left out take their defaults", `{"kind": "circuitBreaker", "resource": "e", "strategy": "errorCount", "threshold": 3, "retryTimeoutMs": 1000}`,
+			func(r rules.APIRule) bool {
+				return *r.MinRequestAmount == 5 && *r.ProbeNum == 1 && *r.StatIntervalMs == 1000
+			}},
+		{"null is left out", `{"kind": "hotspot", "resource": "f", "paramKey": "ip", "threshold": 5, "paramsMaxCapacity": null, "statIntervalMs": null}`,
+			func(r rules.APIRule) bool { return *r.ParamsMaxCapacity == 100000 && *r.StatIntervalMs == 1000 }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := ts.createRule(t, tt.body)
+			if !tt.want(r) {
+				got, _ := json.Marshal(r)
+				t.Errorf("rule = %s", got)
+			}
+		})
+	}
+	t.Run("a Sentinel import's zeros are unset", func(t *testing.T) {
+		body := `[{"resource": "g", "strategy": 1, "threshold": 0.5, "retryTimeoutMs": 1000, "minRequestAmount": 0, "probeNum": 0, "statIntervalMs": 0}]`
+		resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=circuitBreaker", body, nil)
+		mustStatus(t, resp, got, http.StatusOK)
+		list := ts.listRules(t, "resource=g")
+		if len(list.Items) != 1 {
+			t.Fatalf("rules of g = %+v, want one", list.Items)
+		}
+		if r := list.Items[0]; *r.MinRequestAmount != 5 || *r.ProbeNum != 1 || *r.StatIntervalMs != 1000 {
+			got, _ := json.Marshal(r)
+			t.Errorf("imported rule = %s, want the defaults 5, 1 and 1000", got)
+		}
+	})
+}
