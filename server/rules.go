@@ -159,7 +159,15 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	filter := store.RuleFilter{Kind: c.Query("kind"), Resource: c.Query("resource"), App: app, Enabled: enabled, Query: c.Query("q")}
+	kind, err := kindParam(c)
+	if err != nil {
+		return err
+	}
+	resource, err := resourceParam(c)
+	if err != nil {
+		return err
+	}
+	filter := store.RuleFilter{Kind: kind, Resource: resource, App: app, Enabled: enabled, Query: c.Query("q")}
 	found, total, err := h.rules.List(c.UserContext(), filter, page)
 	if err != nil {
 		return err
@@ -626,4 +634,31 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 func (h *ruleHandler) answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
 	setETag(c, r.Version)
 	return writeJSON(c, status, r.API(h.rules.NowMs()))
+}
+
+// kindParam reads ?kind=, empty or a rule kind.
+func kindParam(c *fiber.Ctx) (string, error) {
+	kind := c.Query("kind")
+	names := make([]string, len(rules.Kinds))
+	for i, k := range rules.Kinds {
+		names[i] = k.Kind
+	}
+	if kind == "" || slices.Contains(names, kind) {
+		return kind, nil
+	}
+	msg := "must be one of " + strings.Join(names, ", ")
+	return "", BadRequest("kind "+msg, FieldError{"kind", msg})
+}
+
+// resourceParam reads ?resource=, empty or a name a rule's resource may
+// have.
+func resourceParam(c *fiber.Ctx) (string, error) {
+	resource := c.Query("resource")
+	if resource == "" {
+		return "", nil
+	}
+	if problem := engine.ValidateResourceName(resource); problem != "" {
+		return "", BadRequest("resource "+problem, FieldError{"resource", problem})
+	}
+	return resource, nil
 }

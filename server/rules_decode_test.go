@@ -140,3 +140,39 @@ func TestZeroWhereTheFieldDoesNotApply(t *testing.T) {
 		}
 	})
 }
+
+// TestRuleListFilters checks that a list filter with a value no rule can
+// have is a 400 naming it, on the rules list as on the other lists,
+// instead of an empty page.
+func TestRuleListFilters(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name": "one", "kind": "flow", "resource": "r", "threshold": 5}`)
+	tests := []struct {
+		query, wantField string
+	}{
+		{rulesPath + "?kind=bogus", "kind"},
+		{rulesPath + "?kind=Flow", "kind"},
+		{rulesPath + "?resource=" + strings.Repeat("r", 257), "resource"},
+		{rulesPath + "?resource=a%01b", "resource"},
+		{rulesPath + "?enabled=maybe", "enabled"},
+		{rulesPath + "?app=Shop", "app"},
+		{rulesPath + "?page=0", "page"},
+		{rulesPath + "?pageSize=501", "pageSize"},
+		{rulesPath + "/1/revisions?pageSize=0", "pageSize"},
+		{"/api/v1/resources?sort=bogus", "sort"},
+		{"/api/v1/metrics/top?by=bogus", "by"},
+		{"/api/v1/metrics/top?limit=0", "limit"},
+		{"/api/v1/instances?app=Shop", "app"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.query, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodGet, tt.query, nil, nil)
+			wantError(t, resp, got, http.StatusBadRequest, "bad_request", tt.wantField)
+		})
+	}
+	for query, want := range map[string]int{"kind=flow": 1, "kind=hotspot": 0, "resource=r": 1, "resource=s": 0, "kind=": 1} {
+		if got := ts.listRules(t, query); len(got.Items) != want {
+			t.Errorf("GET /rules?%s: %d rules, want %d", query, len(got.Items), want)
+		}
+	}
+}
