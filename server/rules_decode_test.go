@@ -176,3 +176,79 @@ func TestRuleListFilters(t *testing.T) {
 		}
 	}
 }
+
+// TestNoOpWriteKeepsTheVersion checks that a PUT or PATCH that changes
+// nothing answers 200 with the rule as it was: its version, ETag, history
+// and the snapshot's revision stay; and that a write that changes
+// something still makes a version.
+func TestNoOpWriteKeepsTheVersion(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	r := ts.createRule(t, `{"name": "orders", "kind": "flow", "resource": "orders", "threshold": 5, "description": "cap"}`)
+	asGot, _ := json.Marshal(r)
+	tests := []struct {
+		name, method, body string
+		wantChange         bool
+	}{
+		{"PUT of the rule as GET answers it", http.MethodPut, string(asGot), false},
+		{"PUT of the content only", http.MethodPut, `{"kind": "flow", "resource": "orders", "threshold": 5, "description": "cap"}`, false},
+		{"PUT with the defaults spelled out", http.MethodPut, `{"kind": "flow", "resource": "orders", "threshold": 5, "description": "cap", "metric": "qps", "statIntervalMs": 1000, "enabled": true, "mode": "enforce"}`, false},
+		{"PATCH of an empty object", http.MethodPatch, `{}`, false},
+		{"PATCH of the same threshold", http.MethodPatch, `{"threshold": 5}`, false},
+		{"PATCH of the same name and enabled", http.MethodPatch, `{"name": "orders", "enabled": true}`, false},
+		{"PATCH of another threshold", http.MethodPatch, `{"threshold": 6}`, true},
+		{"PUT of another description", http.MethodPut, `{"kind": "flow", "resource": "orders", "threshold": 6, "description": "new"}`, true},
+		{"PATCH of another name", http.MethodPatch, `{"name": "orders-2"}`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before, _ := ts.getRule(t, r.ID)
+			_, snapBefore := ts.getSnapshot(t, "", nil)
+			revs := ts.revisionCount(t, r.ID)
+			resp, got := ts.call(t, tt.method, ruleURL(r.ID), tt.body, reqHeader{"If-Match": fmt.Sprintf(`"%d"`, before.Version)})
+			mustStatus(t, resp, got, http.StatusOK)
+			answered := decodeStrict[rules.APIRule](t, got)
+			_, snapAfter := ts.getSnapshot(t, "", nil)
+			wantVersion, wantRevision, wantRevs := before.Version, snapBefore.Revision, revs
+			if tt.wantChange {
+				wantVersion, wantRevision, wantRevs = before.Version+1, snapBefore.Revision+1, revs+1
+			}
+			if answered.Version != wantVersion || resp.Header.Get("ETag") != fmt.Sprintf(`"%d"`, wantVersion) {
+				t.Errorf("version = %d, ETag %s, want %d", answered.Version, resp.Header.Get("ETag"), wantVersion)
+			}
+			if !tt.wantChange && !answered.UpdatedAt.Equal(before.UpdatedAt) {
+				t.Errorf("updatedAt = %v, want %v", answered.UpdatedAt, before.UpdatedAt)
+			}
+			if snapAfter.Revision != wantRevision {
+				t.Errorf("snapshot revision = %d, want %d", snapAfter.Revision, wantRevision)
+			}
+			if got := ts.revisionCount(t, r.ID); got != wantRevs {
+				t.Errorf("%d revisions, want %d", got, wantRevs)
+			}
+		})
+	}
+	t.Run("apply of the rules as they are", func(t *testing.T) {
+		_, before := ts.getSnapshot(t, "", nil)
+		resp, got := ts.call(t, http.MethodGet, rulesPath+"/export", nil, nil)
+		mustStatus(t, resp, got, http.StatusOK)
+		resp, got = ts.call(t, http.MethodPost, applyPath, got, nil)
+		mustStatus(t, resp, got, http.StatusOK)
+		if plan := decodePlan(t, got); len(plan.Unchanged) != 1 || len(plan.Updated)+len(plan.Created) != 0 {
+			t.Errorf("plan = %+v, want one rule unchanged", plan)
+		}
+		if _, after := ts.getSnapshot(t, "", nil); after.Revision != before.Revision {
+			t.Errorf("snapshot revision = %d after a no-op apply, want %d", after.Revision, before.Revision)
+		}
+	})
+	t.Run("a stale If-Match is refused still", func(t *testing.T) {
+		resp, got := ts.call(t, http.MethodPatch, ruleURL(r.ID), `{}`, reqHeader{"If-Match": `"1"`})
+		wantError(t, resp, got, http.StatusPreconditionFailed, "precondition_failed")
+	})
+}
+
+// revisionCount is how many versions rule id's history holds.
+func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
+	t.Helper()
+	resp, got := ts.call(t, http.MethodGet, ruleURL(id)+"/revisions", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	return decodeStrict[RevisionList](t, got).Total
+}
