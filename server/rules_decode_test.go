@@ -252,3 +252,57 @@ func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
 	mustStatus(t, resp, got, http.StatusOK)
 	return decodeStrict[RevisionList](t, got).Total
 }
+
+// TestSentinelHotspotMetricType checks the import of sentinel-golang
+// hotspot rules as sentinel-golang reads them: metricType 0, and a missing
+// one, is Concurrency, whose QPS fields it ignores; a missing metricType
+// with a field only QPS reads is refused as unclear, and so is a
+// paramIndex beside a paramKey, which sentinel-golang refuses.
+func TestSentinelHotspotMetricType(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	tests := []struct {
+		name, rule string
+		wantMetric string
+		wantMs     int64
+		wantField  string
+	}{
+		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5, "burstCount": 2}`, wantMetric: "concurrency"},
+		{name: "no metricType", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4}`, wantMetric: "concurrency"},
+		{name: "no metricType and Sentinel's zeros", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
+		{name: "metricType 1", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantMetric: "qps", wantMs: 5000},
+		{name: "metricType 1 without durationInSec", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4}`, wantMetric: "qps", wantMs: 1000},
+		{name: "paramIndex 0 beside a paramKey", rule: `{"resource": "r", "metricType": 1, "paramIndex": 0, "paramKey": "ip", "threshold": 4}`, wantMetric: "qps", wantMs: 1000},
+		{name: "no metricType with durationInSec", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 2}`, wantField: "rules[0].metricType"},
+		{name: "no metricType with controlBehavior", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantField: "rules[0].metricType"},
+		{name: "no metricType with burstCount", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "burstCount": 3}`, wantField: "rules[0].metricType"},
+		{name: "a paramIndex beside a paramKey", rule: `{"resource": "r", "metricType": 1, "paramIndex": 2, "paramKey": "ip", "threshold": 4}`, wantField: "rules[0].paramIndex"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", "["+tt.rule+"]", nil)
+			if tt.wantField != "" {
+				e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantField)
+				if len(e.Details) != 1 {
+					t.Errorf("details = %+v, want one", e.Details)
+				}
+				return
+			}
+			mustStatus(t, resp, got, http.StatusOK)
+			list := ts.listRules(t, "kind=hotspot")
+			if len(list.Items) != 1 {
+				t.Fatalf("hotspot rules = %+v, want one", list.Items)
+			}
+			r := list.Items[0]
+			if *r.Metric != tt.wantMetric || tt.wantMs == 0 && r.StatIntervalMs != nil || tt.wantMs != 0 && *r.StatIntervalMs != tt.wantMs {
+				got, _ := json.Marshal(r)
+				t.Errorf("rule = %s, want metric %s, statIntervalMs %d", got, tt.wantMetric, tt.wantMs)
+			}
+			if tt.wantMetric == "concurrency" && (r.ControlBehavior != nil || r.BurstCount != nil) {
+				got, _ := json.Marshal(r)
+				t.Errorf("rule = %s, want no QPS fields", got)
+			}
+			resp, got = ts.call(t, http.MethodDelete, ruleURL(r.ID), nil, nil)
+			mustStatus(t, resp, got, http.StatusNoContent)
+		})
+	}
+}
