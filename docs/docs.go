@@ -1463,7 +1463,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "the body is not a JSON object",
+                        "description": "the body is not JSON, or not UTF-8, or has a key twice",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1499,7 +1499,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad fields, each named in details",
+                        "description": "bad fields, each named in details (the field body for JSON that is no object)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1602,7 +1602,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad rules, each field named as rules[i].field",
+                        "description": "bad rules, each field named as rules[i].field (the field body for a body that is no mapping)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1719,7 +1719,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType). A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1783,7 +1783,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "not a JSON array, or a bad query parameter",
+                        "description": "not JSON, or a bad query parameter",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1813,7 +1813,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad rules, each field named as rules[i].field",
+                        "description": "bad rules, each field named as rules[i].field (the field body for JSON that is no array)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2079,7 +2079,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad fields, each named in details",
+                        "description": "bad fields, each named in details (the field body for JSON that is no object)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2270,7 +2270,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad fields, each named in details",
+                        "description": "bad fields, each named in details (the field body for JSON that is no object)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

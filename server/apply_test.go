@@ -911,7 +911,7 @@ func TestImportSentinelRejects(t *testing.T) {
 		{name: "associated without refResource", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"relationStrategy":1}]`, wantStatus: 422, wantFields: []string{"rules[0].refResource"}},
 		{name: "format missing", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
 		{name: "unknown format", query: "format=nacos", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
-		{name: "body is an object", query: "format=sentinel", body: `{"resource":"a","threshold":1}`, wantStatus: 400},
+		{name: "body is an object", query: "format=sentinel", body: `{"resource":"a","threshold":1}`, wantStatus: 422, wantFields: []string{"body"}},
 		{name: "body is not JSON", query: "format=sentinel", body: `resource: a`, wantStatus: 400},
 		{name: "body is empty", query: "format=sentinel", body: ``, wantStatus: 400},
 		{name: "unknown kind", query: "format=sentinel&kind=authority", body: `[]`, wantStatus: 400, wantFields: []string{"kind"}},

@@ -296,7 +296,7 @@ func TestCheckErrors(t *testing.T) {
 		wantFields []string
 	}{
 		{"not JSON", checkPath, `{"resource":`, 400, nil},
-		{"not an object", checkPath, `["orders"]`, 400, nil},
+		{"not an object", checkPath, `["orders"]`, 422, []string{"body"}},
 		{"empty body", checkPath, ``, 400, nil},
 		{"two values", checkPath, `{"resource": "a"} {"resource": "b"}`, 400, nil},
 		{"no resource", checkPath, `{}`, 422, []string{"resource"}},

@@ -114,9 +114,19 @@ func PreconditionFailed(message string) *Error {
 	return NewError(http.StatusPreconditionFailed, message)
 }
 
-// ValidationFailed is a 422 for bad body fields, each named in details.
+// ValidationFailed is a 422 for bad body fields, each named in details
+// once (API.md): a field found bad twice (a number where a string belongs,
+// and so missing) is told by its first detail.
 func ValidationFailed(message string, details ...FieldError) *Error {
-	return NewError(http.StatusUnprocessableEntity, message, details...)
+	once := make([]FieldError, 0, len(details))
+	named := make(map[string]bool, len(details))
+	for _, d := range details {
+		if !named[d.Field] {
+			named[d.Field] = true
+			once = append(once, d)
+		}
+	}
+	return NewError(http.StatusUnprocessableEntity, message, once...)
 }
 
 // handleError is the app's only writer of error bodies: handler errors,

@@ -117,20 +117,30 @@ func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 	return rules.Actor{Name: principalOf(c).actorName(), Reason: reason}, nil
 }
 
-// errNotJSONObject is the 400 for a body that is not a JSON object.
+// errNotJSONObject is the answer for a body that is not a JSON object:
+// 400 for one that is not JSON at all, or that strictjson.CheckBody
+// refuses; 422 naming the body for JSON of another type (API.md: a wrong
+// JSON type).
 func errNotJSONObject(err error) error {
 	if dup, ok := errors.AsType[*strictjson.DuplicateKeyError](err); ok {
 		return BadRequest(dup.Error(), FieldError{dup.Path, "appears twice in one object"})
 	}
+	if text, ok := errors.AsType[*strictjson.TextError](err); ok {
+		return BadRequest(text.Error())
+	}
+	if shape, ok := errors.AsType[*strictjson.NotObjectError](err); ok {
+		return ValidationFailed("the body "+shape.Error(), FieldError{"body", shape.Error()})
+	}
 	return BadRequest("the body must be a JSON object: " + err.Error())
 }
 
-// refuseDuplicateKeys answers 400 naming the first key that appears twice
-// in one object of the JSON in data. JSON it cannot read is left to the
-// decoder that follows, which says what is wrong with it.
-func refuseDuplicateKeys(data []byte) error {
-	if path, ok := strictjson.DuplicateKey(data); ok {
-		return errNotJSONObject(&strictjson.DuplicateKeyError{Path: path})
+// checkJSONBody answers 400 for a body that strictjson.CheckBody refuses:
+// text that is not UTF-8, or a key twice in one object, which it names.
+// JSON it cannot read is left to the decoder that follows, which says
+// what is wrong with it.
+func checkJSONBody(data []byte) error {
+	if err := strictjson.CheckBody(data); err != nil {
+		return errNotJSONObject(err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -158,7 +159,15 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	filter := store.RuleFilter{Kind: c.Query("kind"), Resource: c.Query("resource"), App: app, Enabled: enabled, Query: c.Query("q")}
+	kind, err := kindParam(c)
+	if err != nil {
+		return err
+	}
+	resource, err := resourceParam(c)
+	if err != nil {
+		return err
+	}
+	filter := store.RuleFilter{Kind: kind, Resource: resource, App: app, Enabled: enabled, Query: c.Query("q")}
 	found, total, err := h.rules.List(c.UserContext(), filter, page)
 	if err != nil {
 		return err
@@ -211,13 +220,13 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Success		201				{object}	rules.APIRule
 //	@Header			201				{string}	Location		"the new rule's URL"
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
-//	@Failure		400				{object}	ErrorResponse	"the body is not a JSON object"
+//	@Failure		400				{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules [post]
@@ -260,7 +269,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
@@ -287,7 +296,7 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.For
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details"
+//	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
@@ -448,7 +457,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for a body that is no mapping)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/apply [post]
@@ -462,22 +471,22 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	body := c.Body()
-	var scalars strictjson.Scalars
 	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
 	if yamlBody {
-		body, scalars, err = yamlToJSON(body) // which refuses duplicate keys itself
+		body, err = yamlToJSON(body) // which refuses duplicate keys itself
 	} else {
-		err = refuseDuplicateKeys(body)
+		err = checkJSONBody(body)
 	}
 	if err != nil {
 		return err
 	}
 	var errs []engine.FieldError
 	o, err := strictjson.Parse(body, "", &errs)
-	switch {
-	case err != nil && yamlBody:
-		return BadRequest("the body must be a YAML mapping: a rule file is a mapping with a rules list")
-	case err != nil:
+	if _, ok := errors.AsType[*strictjson.NotObjectError](err); ok && yamlBody {
+		msg := "must be a YAML mapping: a rule file is a mapping with a rules list"
+		return ValidationFailed("the body "+msg, FieldError{"body", msg})
+	}
+	if err != nil {
 		return errNotJSONObject(err)
 	}
 	var items []json.RawMessage
@@ -490,7 +499,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return ValidationFailed("the body is not a valid rule file; see details", fieldErrors(errs)...)
 	}
-	want, err := rules.DecodeFile(items, scalars)
+	want, err := rules.DecodeFile(items)
 	if err != nil {
 		return err
 	}
@@ -564,7 +573,7 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //
 //	@Summary		Import sentinel-golang rules
 //	@ID				importRules
-//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is Sentinel's Concurrency. A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped and is refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType). A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped, and a paramIndex > 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.
 //	@Tags			rules
 //	@Accept			json
 //	@Produce		json
@@ -573,12 +582,12 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
 //	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
 //	@Success		200		{object}	rules.ApplyPlan
-//	@Failure		400		{object}	ErrorResponse	"not a JSON array, or a bad query parameter"
+//	@Failure		400		{object}	ErrorResponse	"not JSON, or a bad query parameter"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field"
+//	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for JSON that is no array)"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/import [post]
@@ -599,12 +608,17 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var items []json.RawMessage
-	if err := refuseDuplicateKeys(c.Body()); err != nil {
+	if err := checkJSONBody(c.Body()); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(c.Body(), &items); err != nil || items == nil {
-		return BadRequest("the body must be a JSON array of sentinel-golang rules")
+	var items []json.RawMessage
+	err = json.Unmarshal(c.Body(), &items)
+	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
+		return BadRequest("the body must be a JSON array of sentinel-golang rules: " + err.Error())
+	}
+	if err != nil || items == nil {
+		msg := "must be a JSON array of sentinel-golang rules"
+		return ValidationFailed("the body "+msg, FieldError{"body", msg})
 	}
 	want, err := rules.ImportSentinel(kind, items)
 	if err != nil {
@@ -620,4 +634,31 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 func (h *ruleHandler) answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
 	setETag(c, r.Version)
 	return writeJSON(c, status, r.API(h.rules.NowMs()))
+}
+
+// kindParam reads ?kind=, empty or a rule kind.
+func kindParam(c *fiber.Ctx) (string, error) {
+	kind := c.Query("kind")
+	names := make([]string, len(rules.Kinds))
+	for i, k := range rules.Kinds {
+		names[i] = k.Kind
+	}
+	if kind == "" || slices.Contains(names, kind) {
+		return kind, nil
+	}
+	msg := "must be one of " + strings.Join(names, ", ")
+	return "", BadRequest("kind "+msg, FieldError{"kind", msg})
+}
+
+// resourceParam reads ?resource=, empty or a name a rule's resource may
+// have.
+func resourceParam(c *fiber.Ctx) (string, error) {
+	resource := c.Query("resource")
+	if resource == "" {
+		return "", nil
+	}
+	if problem := engine.ValidateResourceName(resource); problem != "" {
+		return "", BadRequest("resource "+problem, FieldError{"resource", problem})
+	}
+	return resource, nil
 }

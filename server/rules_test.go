@@ -435,10 +435,10 @@ func TestCreateRuleRejects(t *testing.T) {
 		wantFields []string
 	}{
 		{name: "not JSON", body: `kind: flow`, wantStatus: http.StatusBadRequest},
-		{name: "a JSON array", body: `[{"kind":"flow","resource":"r","threshold":1}]`, wantStatus: http.StatusBadRequest},
+		{name: "a JSON array", body: `[{"kind":"flow","resource":"r","threshold":1}]`, wantStatus: 422, wantFields: []string{"body"}},
 		{name: "empty body", body: ``, wantStatus: http.StatusBadRequest},
-		{name: "JSON null", body: `null`, wantStatus: http.StatusBadRequest},
-		{name: "a JSON string", body: `"rule"`, wantStatus: http.StatusBadRequest},
+		{name: "JSON null", body: `null`, wantStatus: 422, wantFields: []string{"body"}},
+		{name: "a JSON string", body: `"rule"`, wantStatus: 422, wantFields: []string{"body"}},
 		{name: "two objects", body: `{"kind":"flow","resource":"r","threshold":1}{}`, wantStatus: http.StatusBadRequest},
 		{name: "truncated JSON", body: `{"kind":"flow","resource":"r",`, wantStatus: http.StatusBadRequest},
 
@@ -907,7 +907,7 @@ func TestPatchRule(t *testing.T) {
 		{name: "another kind", patch: `{"kind": "circuitBreaker"}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"kind"}},
 		{name: "several bad fields", patch: `{"threshold": -1, "mode": "dry", "colour": 1}`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"threshold", "mode", "colour"}},
 		{name: "a taken name", patch: `{"name": "taken"}`, wantStatus: 409, wantCode: "conflict"},
-		{name: "not a JSON object", patch: `[{"enabled": false}]`, wantStatus: 400, wantCode: "bad_request"},
+		{name: "not a JSON object", patch: `[{"enabled": false}]`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"body"}},
 	}
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {

@@ -9,8 +9,6 @@ import (
 	"math"
 
 	"go.yaml.in/yaml/v3"
-
-	"github.com/sluicehq/sluice/server/strictjson"
 )
 
 // maxYAMLExpansion bounds what a YAML body's anchors and aliases may
@@ -23,38 +21,37 @@ const maxYAMLExpansion = 4
 // its aliases must expand to at most maxYAMLExpansion times the body's
 // size; that is decided on the parsed tree, in which an alias is one node,
 // before anything is expanded. Scalars follow YAML 1.2's core schema, so
-// "on", "yes" and "y" are strings; the source text of those that are
-// numbers, true or false is returned beside the JSON, for the fields that
-// take a string. Merge keys ("<<: *defaults") are merged; the mapping's own
-// keys win.
-func yamlToJSON(body []byte) ([]byte, strictjson.Scalars, error) {
+// "on", "yes" and "y" are strings, and 123 and true are no strings, as in
+// JSON. Merge keys ("<<: *defaults") are merged; the mapping's own keys
+// win.
+func yamlToJSON(body []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, nil, BadRequest("the body is empty: a rule file is a YAML mapping with a rules list")
+			return nil, BadRequest("the body is empty: a rule file is a YAML mapping with a rules list")
 		}
-		return nil, nil, BadRequest("the body is not YAML: " + err.Error())
+		return nil, BadRequest("the body is not YAML: " + err.Error())
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
+		return nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
 	}
-	c := yamlConverter{sizes: map[*yaml.Node]int{}, scalars: strictjson.Scalars{}}
+	c := yamlConverter{sizes: map[*yaml.Node]int{}}
 	budget := maxYAMLExpansion * len(body)
 	size, err := c.size(&doc, budget)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if size > budget {
-		return nil, nil, BadRequest(fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", maxYAMLExpansion))
+		return nil, BadRequest(fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", maxYAMLExpansion))
 	}
 	var buf bytes.Buffer
 	buf.Grow(size)
 	if err := c.write(&buf, &doc, ""); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return buf.Bytes(), c.scalars, nil
+	return buf.Bytes(), nil
 }
 
 // yamlConverter writes a YAML node tree as JSON.
@@ -63,9 +60,6 @@ type yamlConverter struct {
 	// sizing many aliases of one anchor costs one walk of it; -1 marks an
 	// anchor being sized, so that an alias inside its own anchor is found.
 	sizes map[*yaml.Node]int
-	// scalars collects the text of the values written as numbers, true or
-	// false, where the JSON differs from it.
-	scalars strictjson.Scalars
 }
 
 // size is about the number of bytes n expands to as JSON, aliases
@@ -241,9 +235,6 @@ func (c *yamlConverter) writeScalar(buf *bytes.Buffer, n *yaml.Node, path string
 			return BadRequest("the value cannot be written as JSON", FieldError{orRoot(path), err.Error()})
 		}
 		buf.Write(data)
-		if string(data) != n.Value {
-			c.scalars[path] = n.Value
-		}
 		return nil
 	}
 	writeJSONString(buf, n.Value)

@@ -59,7 +59,7 @@ func seedDemo(ctx context.Context, svc *rules.Service) (int, error) {
 	for i, r := range demoRules {
 		items[i] = json.RawMessage(r)
 	}
-	want, err := rules.DecodeFile(items, nil)
+	want, err := rules.DecodeFile(items)
 	if err != nil {
 		return 0, err
 	}

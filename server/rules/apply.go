@@ -49,14 +49,12 @@ type ApplyPlan struct {
 	Unchanged []PlanItem `json:"unchanged"`
 } //@name server.ApplyPlan
 
-// DecodeFile decodes and validates the rules of a rule file (apply's body),
-// with scalars if it was YAML; every bad field is named rules[i].field, and
-// its message names the rule.
-func DecodeFile(items []json.RawMessage, scalars strictjson.Scalars) ([]Rule, error) {
+// DecodeFile decodes and validates the rules of a rule file (apply's body);
+// every bad field is named rules[i].field, and its message names the rule.
+func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
 		func(i int, o *strictjson.Object, errs *[]engine.FieldError) Rule {
-			o.Scalars = scalars
 			// Peeked, not read: decodeRule reads the name, and reports it
 			// once if it is bad.
 			if o.Label = o.PeekStr("name"); o.Label == "" {

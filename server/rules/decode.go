@@ -6,6 +6,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -54,9 +55,13 @@ var fieldKinds = func() map[string]string {
 // the kind's engine rule, whose struct fields carry the same JSON names.
 // With required, a required field that is absent is reported; a field
 // with options is not, as the engine's validation names its values then.
-func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required bool) {
+// It returns the fields sent with their type's zero value (0 or "") that
+// the engine would take as unset (zeroMeansDefault): only the decoder can
+// tell them from fields left out.
+func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required bool) []engine.Field {
 	v := reflect.ValueOf(spec).Elem()
 	index := structFields(v.Type())
+	var zeros []engine.Field
 	for _, f := range table {
 		dst := v.FieldByIndex(index[f.Name])
 		// A bad value leaves the field as it was, like a typed decoder.
@@ -86,6 +91,9 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 				dst.Set(reflect.ValueOf(list))
 			}
 		}
+		if len(*o.Errs) == before && o.Has(f.Name) && dst.IsZero() && zeroMeansDefault(f) {
+			zeros = append(zeros, f)
+		}
 	}
 	// In reverse, so that a breaker's missing retryTimeoutMs is reported
 	// before its threshold, as it always was. Without required (PATCH),
@@ -98,7 +106,77 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 			o.Fail(f.Name, "is required")
 		}
 	}
+	return zeros
 }
+
+// zeroMeansDefault reports whether the engine gives f its default when
+// f holds its type's zero value, 0 or "", which is not one of f's own
+// values: a behaviour's name, or a number below f's least. Sent, such a
+// zero is out of range, not a request for the default.
+func zeroMeansDefault(f engine.Field) bool {
+	switch f.Type {
+	case engine.FieldString:
+		return f.Options != nil && !f.Required || f.Default != nil && f.Default != ""
+	case engine.FieldNumber, engine.FieldInteger:
+		return f.Default != nil && f.Min != nil && *f.Min > 0
+	}
+	return false
+}
+
+// refuseZeros reports each of zeros, the fields of table that the rule
+// object o sent as 0 or "" (decodeFields), that applies to r: there the
+// engine would silently take the zero as unset. A field that does not
+// apply may carry a zero (API.md, "Strict decoding").
+func refuseZeros(o *strictjson.Object, r Rule, table engine.Fields, zeros []engine.Field) {
+	if len(zeros) == 0 {
+		return
+	}
+	r.withDefaults() // a copy: to judge what applies as the rule will be
+	spec := reflect.ValueOf(r.spec()).Elem()
+	for _, f := range zeros {
+		if applies(table, spec, f) {
+			o.Fail(f.Name, zeroMessage(f))
+		}
+	}
+}
+
+// applies reports whether f applies to spec, an engine rule with its
+// defaults: whether the fields it depends on, each applying, hold the
+// values it needs.
+func applies(table engine.Fields, spec reflect.Value, f engine.Field) bool {
+	index := structFields(spec.Type())
+	for when := f.AppliesWhen; when != nil; {
+		if spec.FieldByIndex(index[when.Field]).String() != when.Value {
+			return false
+		}
+		on, _ := table.Lookup(when.Field)
+		when = on.AppliesWhen
+	}
+	return true
+}
+
+// zeroMessage says why a zero sent for f, a field of zeroMeansDefault, is
+// refused, and how to ask for the default.
+func zeroMessage(f engine.Field) string {
+	var msg string
+	switch {
+	case f.Options != nil:
+		msg = "must be one of " + strings.Join(f.OptionValues(), ", ")
+	case f.Type == engine.FieldString:
+		msg = "must not be empty"
+	case f.Max != nil:
+		msg = fmt.Sprintf("must be between %s and %s", formatNumber(*f.Min), formatNumber(*f.Max))
+	default:
+		msg = "must be at least " + formatNumber(*f.Min)
+	}
+	if f.Default == nil {
+		return msg + "; leave it out for the default"
+	}
+	return fmt.Sprintf("%s; leave it out for the default, %v", msg, f.Default)
+}
+
+// formatNumber writes a bound as a plain number: 600000, not 6e+05.
+func formatNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // numberObject reads the field name, an object of numbers such as
 // specificItems, if it is present (null is empty); a value that is not a
@@ -129,8 +207,7 @@ func numberObject(o *strictjson.Object, name string) (map[string]float64, bool) 
 
 // stringArray reads the field name, an array of strings such as origins,
 // if it is present (null is empty); an item that is not a string is
-// reported by its index. In a YAML body, a number, true or false is taken
-// as its text.
+// reported by its index.
 func stringArray(o *strictjson.Object, name string) ([]string, bool) {
 	v, present := o.Value(name)
 	if v == nil {
@@ -145,10 +222,6 @@ func stringArray(o *strictjson.Object, name string) ([]string, bool) {
 	bad := false
 	for i, item := range raw {
 		if json.Unmarshal(item, &list[i]) == nil {
-			continue
-		}
-		if text, ok := o.Scalars[fmt.Sprintf("%s%s[%d]", o.Path, name, i)]; ok && string(item) != "null" {
-			list[i] = text
 			continue
 		}
 		o.Fail(fmt.Sprintf("%s[%d]", name, i), "must be a string")
@@ -218,6 +291,10 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 	o.Str("app", &r.App)
 	o.Str("resource", &r.Resource)
 	o.Bool("enabled", &r.Enabled, true)
+	if v, _ := o.Value("mode"); string(v) == `""` {
+		mode, _ := EnvelopeFields.Lookup("mode")
+		o.Fail("mode", zeroMessage(mode))
+	}
 	o.Str("mode", &r.Mode)
 	if r.Mode == "" {
 		r.Mode = string(engine.ModeEnforce)
@@ -239,7 +316,7 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		if keep {
 			withoutDefaults(table, r.spec())
 		}
-		decodeFields(o, table, r.spec(), !keep)
+		refuseZeros(o, r, table, decodeFields(o, table, r.spec(), !keep))
 	} else {
 		// Without a valid kind, its fields cannot be judged; the kind's
 		// error says what to fix.

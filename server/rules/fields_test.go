@@ -91,3 +91,29 @@ func TestStoredSpecTakesNewFieldsDefaults(t *testing.T) {
 		t.Errorf("scope %v, want local", c.Scope)
 	}
 }
+
+// TestZeroMeansDefaultFields lists the fields whose zero (0 or "") the
+// engine takes as unset and gives its default, so that a zero sent for
+// them is refused rather than replaced: a field that joins the tables
+// with a default joins this list, or says why not.
+func TestZeroMeansDefaultFields(t *testing.T) {
+	want := map[string][]string{
+		KindFlow: {"metric", "statIntervalMs", "controlBehavior", "tokenCalculateStrategy", "warmUpColdFactor",
+			"relationStrategy", "limitApp", "scope", "clusterFallback"},
+		KindBreaker:   {"minRequestAmount", "statIntervalMs", "probeNum"},
+		KindHotspot:   {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
+		KindAuthority: nil,
+		KindSystem:    {"strategy"},
+	}
+	for _, k := range Kinds {
+		var got []string
+		for _, f := range k.Fields {
+			if zeroMeansDefault(f) {
+				got = append(got, f.Name)
+			}
+		}
+		if !slices.Equal(got, want[k.Kind]) {
+			t.Errorf("%s: zeroMeansDefault holds for %v, want %v", k.Kind, got, want[k.Kind])
+		}
+	}
+}

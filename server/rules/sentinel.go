@@ -81,6 +81,8 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 		b := &r.Breaker
 		o.Str("id", &id)
 		o.Integer("strategy", &strategy)
+		// Sentinel's zero values mean unset (API.md): the zeros sent
+		// take Sluice's defaults.
 		decodeFields(o, plainFields(engine.BreakerRuleFields), b, false)
 		o.Integer("statSlidingWindowBucketCount", &ignored)
 		if value, ok := sentinelOption(engine.BreakerRuleFields, "strategy", strategy); ok {
@@ -192,8 +194,11 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // order, validated like an apply body. A rule's parameter is its paramKey
 // or, without one, "argN" for its paramIndex N >= 0 (a negative index
 // counts from the end of the call's arguments, which no named parameter
-// can follow); durationInSec becomes statIntervalMs; fields Sentinel
-// ignores for the rule's behaviour are dropped.
+// can follow; and sentinel-golang refuses a paramIndex > 0 beside a
+// paramKey); durationInSec becomes statIntervalMs; fields Sentinel
+// ignores for the rule's behaviour are dropped. A missing metricType is
+// sentinel-golang's 0, Concurrency, unless the rule sets a field only QPS
+// reads: such a rule is refused, as its intent is unclear.
 func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 	return convertSentinel(items, KindHotspot, func(o *strictjson.Object, r *Rule) {
 		var sr struct {
@@ -216,6 +221,9 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 		switch {
 		case sr.paramKey != "":
 			h.ParamKey = sr.paramKey
+			if sr.index > 0 {
+				o.Fail("paramIndex", "must be 0 or left out beside a paramKey: sentinel-golang refuses a rule with both")
+			}
 		case sr.index >= 0:
 			h.ParamKey = fmt.Sprintf("arg%d", sr.index)
 		default:
@@ -223,7 +231,19 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 		}
 		switch sr.metric {
 		case 0:
-			h.Metric = engine.MetricConcurrency // Sentinel ignores the rest
+			h.Metric = engine.MetricConcurrency // sentinel-golang ignores the rest
+			if o.Has("metricType") {
+				break
+			}
+			for _, f := range []struct {
+				name  string
+				value int64
+			}{{"durationInSec", sr.secs}, {"controlBehavior", sr.behavior}, {"burstCount", sr.burst}, {"maxQueueingTimeMs", sr.queueing}} {
+				if f.value != 0 {
+					o.Fail("metricType", fmt.Sprintf("is missing, which sentinel-golang reads as 0 (Concurrency), but %s is set, which only 1 (QPS) reads: set metricType to 0 or 1", f.name))
+					break
+				}
+			}
 		case 1:
 			h.Metric = engine.MetricQPS
 			if sr.secs < 0 || sr.secs > maxDurationInSec {

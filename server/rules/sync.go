@@ -180,8 +180,9 @@ func (s *Service) resyncLocked(ctx context.Context) error {
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
 // not rules the engine accepts, nothing is written. With dryRun the
-// transaction is always rolled back and the engine left alone. Its errors
-// are the domain's (domainError).
+// transaction is always rolled back and the engine left alone; if fn
+// changes no rule, the rules' revision stays as it is. Its errors are the
+// domain's (domainError).
 func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -207,6 +208,9 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		if dryRun {
 			return errDryRun
 		}
+		if len(tx.changed) == 0 {
+			return nil // nothing written: the revision stays
+		}
 		return stx.Changed(store.ChangedRules)
 	})
 	if dryRun && errors.Is(err, errDryRun) {
@@ -214,6 +218,9 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	}
 	if err != nil {
 		return domainError(err)
+	}
+	if len(tx.changed) == 0 {
+		return nil
 	}
 	if s.store.Replicated() {
 		// Another replica may have written since the rules were read:

@@ -118,7 +118,7 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 				items = append(items, json.RawMessage(ruleBody(fmt.Sprintf("n%d", wanted))))
 			}
 			var want []Rule
-			if want, err = DecodeFile(items, nil); err == nil {
+			if want, err = DecodeFile(items); err == nil {
 				_, err = s.Apply(t.Context(), want, rng.IntN(4) == 0, rng.IntN(3) == 0, who)
 			}
 		}

@@ -107,7 +107,9 @@ func (s *Service) Create(ctx context.Context, o *strictjson.Object, who Actor) (
 }
 
 // Update decodes the rule object o onto rule id, as mode says, and writes
-// the result as its next version.
+// the result as its next version; a result that changes nothing (apply
+// would call it unchanged) is not written, and the rule keeps its
+// version.
 func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *strictjson.Object, mode Mode, who Actor) (Rule, error) {
 	var r Rule
 	err := s.write(ctx, false, func(tx *Tx) error {
@@ -120,10 +122,24 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *strict
 		if len(*o.Errs) > 0 {
 			return invalidRule(*o.Errs)
 		}
+		if same, err := sameContent(&current, &r); err != nil || same {
+			r = current
+			return err
+		}
 		tx.from(r.Name, requestPath{})
 		return updateRule(tx, &r, store.ActionUpdate, who)
 	})
 	return r, err
+}
+
+// sameContent reports whether rule b holds what rule a does, its name
+// included: writing one over the other would change nothing.
+func sameContent(a, b *Rule) (bool, error) {
+	if a.Name != b.Name {
+		return false, nil
+	}
+	changes, err := contentChanges(a.Content(), b.Content())
+	return len(changes) == 0, err
 }
 
 // Delete removes rule id; its history stays readable.

@@ -5,16 +5,19 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
 )
 
-// object decodes one JSON object field by field, so that every field gets
+// Object decodes one JSON object field by field, so that every field gets
 // its own error: unknown fields, wrong JSON types and fractional whole
 // numbers are all reported, named by their path, instead of stopping at the
 // first. A null value means "not set", like an absent field.
@@ -25,27 +28,58 @@ type Object struct {
 	// which rule they are about.
 	Label string
 	// Errs collects every bad field.
-	Errs *[]engine.FieldError
-	// Scalars, for an object of a YAML body (never nil then), is the text
-	// of its numbers, true and false that JSON changed; its string fields
-	// take their text.
-	Scalars Scalars
-	fields  map[string]json.RawMessage
-	seen    map[string]bool
+	Errs   *[]engine.FieldError
+	fields map[string]json.RawMessage
+	seen   map[string]bool
 }
 
-// Parse reads data as one JSON object. A body that is not a JSON
-// object at all is an error of the whole body.
+// Parse reads data as one JSON object. Data that is not JSON is an
+// error; JSON that is no object (an array, a string, a number, true,
+// false or null) is a *NotObjectError.
 func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&fields); err != nil || fields == nil {
-		return nil, errors.New("not a JSON object")
+	err := dec.Decode(&fields)
+	_, wrongType := errors.AsType[*json.UnmarshalTypeError](err)
+	switch {
+	case errors.Is(err, io.EOF):
+		return nil, errors.New("no JSON value")
+	case err != nil && !wrongType:
+		return nil, err
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("more than one JSON value")
 	}
+	if wrongType || fields == nil {
+		return nil, &NotObjectError{Got: jsonType(data)}
+	}
 	return &Object{Path: path, fields: fields, seen: map[string]bool{}, Errs: errs}, nil
+}
+
+// NotObjectError is JSON of another type where an object belongs.
+type NotObjectError struct {
+	// Got names the JSON's type with its article: "an array", "null".
+	Got string
+}
+
+func (e *NotObjectError) Error() string { return "must be a JSON object, not " + e.Got }
+
+// jsonType names the type of data, one JSON value, with its article.
+func jsonType(data []byte) string {
+	v := bytes.TrimLeft(data, " \t\r\n")
+	switch v[0] {
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't':
+		return "true"
+	case 'f':
+		return "false"
+	case 'n':
+		return "null"
+	}
+	return "a number"
 }
 
 // Fail adds an error for the field name, labelled with the object's Label.
@@ -74,8 +108,8 @@ func (o *Object) Has(name string) bool {
 }
 
 // Str decodes a string field into dst if the field is present (null sets
-// "", in YAML too: ~ and null are not set); it reports whether it was. A
-// YAML number, true or false is taken as its text.
+// ""; in YAML too, where ~ and null are not set); it reports whether it
+// was. A YAML number, true or false is no string, as in JSON.
 func (o *Object) Str(name string, dst *string) bool {
 	v, present := o.Value(name)
 	if v == nil {
@@ -85,37 +119,19 @@ func (o *Object) Str(name string, dst *string) bool {
 		return present
 	}
 	if err := json.Unmarshal(v, dst); err != nil {
-		text, ok := o.yamlText(name, v)
-		if !ok {
-			o.Fail(name, "must be a string")
-			return true
-		}
-		*dst = text
+		o.Fail(name, "must be a string")
 	}
 	return true
 }
 
-// yamlText is the source text of v, the field's value, if the object is
-// of a YAML body and v a number, true or false.
-func (o *Object) yamlText(name string, v json.RawMessage) (string, bool) {
-	if o.Scalars == nil || !isJSONNumber(v) && string(v) != "true" && string(v) != "false" {
-		return "", false
-	}
-	if text, ok := o.Scalars[o.Path+name]; ok {
-		return text, true
-	}
-	return string(v), true
-}
-
 // PeekStr is what Str would read from the field, or "" if it is absent
-// or no string; unlike str it neither marks the field read nor reports a
+// or no string; unlike Str it neither marks the field read nor reports a
 // bad value, so that a rule's name can label its errors before its fields
 // are read.
 func (o *Object) PeekStr(name string) string {
-	v := o.fields[name]
 	var s string
-	if json.Unmarshal(v, &s) != nil {
-		s, _ = o.yamlText(name, v)
+	if json.Unmarshal(o.fields[name], &s) != nil {
+		return ""
 	}
 	return s
 }
@@ -210,15 +226,104 @@ func (o *Object) Rest(other func(name string) string) {
 	}
 }
 
-// ParseBody reads a request body as one JSON object, like Parse,
-// after refusing one that has a key twice in any of its objects: which of
-// the two a decoder keeps is an accident, and a typo in CI must not pass
-// silently.
+// ParseBody reads a request body as one JSON object, like Parse, after
+// refusing what CheckBody refuses.
 func ParseBody(data []byte, errs *[]engine.FieldError) (*Object, error) {
-	if path, ok := DuplicateKey(data); ok {
-		return nil, &DuplicateKeyError{Path: path}
+	if err := CheckBody(data); err != nil {
+		return nil, err
 	}
 	return Parse(data, "", errs)
+}
+
+// CheckBody refuses a request body whose text is no JSON text a decoder
+// should take (a *TextError), and one that has a key twice in any of its
+// objects (a *DuplicateKeyError): which of the two a decoder keeps is an
+// accident, and a typo in CI must not pass silently. JSON it cannot read
+// is left to the decoder, which says what is wrong with it.
+func CheckBody(data []byte) error {
+	if err := checkText(data); err != nil {
+		return err
+	}
+	if path, ok := DuplicateKey(data); ok {
+		return &DuplicateKeyError{Path: path}
+	}
+	return nil
+}
+
+// TextError is a body whose text no JSON decoder should take.
+type TextError struct {
+	// Offset is the byte at which the text goes wrong.
+	Offset int
+	// Problem says what is wrong: "is not valid UTF-8".
+	Problem string
+}
+
+func (e *TextError) Error() string {
+	return fmt.Sprintf("the body %s (at byte %d)", e.Problem, e.Offset)
+}
+
+// checkText refuses a body that is not UTF-8, or that escapes half of a
+// UTF-16 surrogate pair (a lone "\ud800"): Go's JSON decoder would read
+// either as U+FFFD and store a character nobody sent. JSON (RFC 8259)
+// is UTF-8, and I-JSON (RFC 7493) refuses lone surrogates.
+func checkText(data []byte) error {
+	if !utf8.Valid(data) {
+		for i := 0; i < len(data); {
+			r, size := utf8.DecodeRune(data[i:])
+			if r == utf8.RuneError && size <= 1 {
+				return &TextError{Offset: i, Problem: "is not valid UTF-8"}
+			}
+			i += size
+		}
+	}
+	if !bytes.Contains(data, []byte(`\u`)) {
+		return nil
+	}
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			if i+1 < len(data) && data[i+1] == 'u' {
+				if n := surrogateEscape(data, i); n < 0 {
+					return &TextError{Offset: i, Problem: "escapes half of a surrogate pair, which is no character"}
+				} else if n > 0 {
+					i += n - 1
+					continue
+				}
+			}
+			i++ // the escaped character
+		}
+	}
+	return nil
+}
+
+// surrogateEscape judges the \u escape at data[i:]: 0 if it is no
+// surrogate (or no escape of four hex digits, which the decoder refuses), the
+// length of the pair if it starts a high surrogate followed by an escaped
+// low one, and -1 for half a pair.
+func surrogateEscape(data []byte, i int) int {
+	r, ok := hexEscape(data, i)
+	switch {
+	case !ok || !utf16.IsSurrogate(r):
+		return 0
+	case r >= 0xDC00: // a low surrogate first
+		return -1
+	}
+	if low, ok := hexEscape(data, i+6); ok && low >= 0xDC00 && low <= 0xDFFF {
+		return 12
+	}
+	return -1
+}
+
+// hexEscape reads the \uXXXX escape at data[i:].
+func hexEscape(data []byte, i int) (rune, bool) {
+	if i+6 > len(data) || data[i] != '\\' || data[i+1] != 'u' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(data[i+2:i+6]), 16, 16)
+	return rune(n), err == nil
 }
 
 // DuplicateKeyError is a body with a key twice in one object, at Path.
@@ -398,13 +503,3 @@ func joinTrail(trail []string) string {
 	}
 	return b.String()
 }
-
-// Scalars is the source text of the scalars of a YAML body that its
-// JSON holds as a number, true or false written otherwise (1.0 as 1, 0755
-// as 755, True as true), by the value's field path ("rules[3].name"). A
-// field that takes a string takes the text as written: a name 1.0 is
-// "1.0", not "1", and a resource 0755 is "0755". The YAML converter cannot do
-// it alone, for it does not know which fields take strings; it records
-// only the texts that JSON changed, so that a 64 MiB rule file of
-// thresholds does not double its size here.
-type Scalars map[string]string
