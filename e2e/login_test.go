@@ -60,3 +60,40 @@ func TestViewerReadsOnly(t *testing.T) {
 	tb.visit("/tokens", "Overview")
 	tb.waitText("#toast", "That page is for admins")
 }
+
+// TestLoginAsAnotherUserInAnotherTab logs in as editor alice in one tab
+// and as editor bob in a second tab of the same browser (one cookie jar):
+// alice's tab, saving a rule after that, must not write it as bob, whose
+// session its requests now carry. It writes nothing and reloads as bob.
+func TestLoginAsAnotherUserInAnotherTab(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	for _, u := range []string{"alice", "bob"} {
+		if status, resp := n.call(t, http.MethodPost, "/users", map[string]string{"username": u, "role": "editor", "password": u + "-password"}); status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", u, status, resp)
+		}
+	}
+	if status, resp := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
+		t.Fatalf("create a rule: %d %s", status, resp)
+	}
+	alice := newTab(t, n.url)
+	alice.loginAs("alice", "alice-password")
+	alice.visit("/rules/1/edit", "Edit orders-qps")
+	alice.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '10'`)
+
+	bob := alice.another()
+	bob.loginAs("bob", "bob-password")
+	bob.waitText("#whoami", "bob (editor)")
+
+	alice.fill("#rule-flow-threshold", "20")
+	alice.click("#rule-save")
+	alice.waitText("#whoami", "bob (editor)")
+	alice.waitText("main h1", "Edit orders-qps")
+	revs := n.revisions(t, 1)
+	if len(revs) != 1 || revs[0].Actor == "bob" {
+		t.Fatalf("rule 1 has %d versions, the newest by %q; want only the first: alice's save must not be made as bob", len(revs), revs[0].Actor)
+	}
+	if r := n.rule(t, 1); *r.Threshold != 10 {
+		t.Fatalf("threshold = %v, want 10: nothing written", *r.Threshold)
+	}
+}
