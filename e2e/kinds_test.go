@@ -268,3 +268,37 @@ func TestSystemRuleForm(t *testing.T) {
 		t.Fatalf("the server's engine runs %+v, want %s", n.engine.SystemRules(), sys.Name)
 	}
 }
+
+// TestHalfTypedExpiry types a date without its time as the expiry of a
+// rule and of a token: the browser holds such a date as no value at all,
+// which must be a field error, not "never expires".
+func TestHalfTypedExpiry(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+
+	for _, c := range []struct {
+		route, heading, input, submit string
+		fill                          map[string]string
+		list, name                    string
+	}{
+		{route: "/rules/new", heading: "New rule", input: "#rule-expiresAt", submit: "#rule-save",
+			fill: map[string]string{"#rule-name": "orders-qps", "#rule-resource": "GET:/api/orders", "#rule-flow-threshold": "10"}, list: "/rules", name: "orders-qps"},
+		{route: "/tokens", heading: "API tokens", input: "#token-expires", submit: "#token-create",
+			fill: map[string]string{"#token-name": "ci-deploy"}, list: "/tokens", name: "ci-deploy"},
+	} {
+		tb.visit(c.route, c.heading)
+		for sel, value := range c.fill {
+			tb.fill(sel, value)
+		}
+		tb.do("type a date without its time", chromedp.SendKeys(chromedp.CSS(c.input), "12252030"))
+		tb.waitFor("the date held as incomplete", fmt.Sprintf(`document.querySelector(%s).validity.badInput`, js(c.input)))
+		tb.click(c.submit)
+		tb.waitText(c.input+"-error", "Not a complete date and time")
+		tb.waitFor("the expiry marked invalid", fmt.Sprintf(`document.querySelector(%s).getAttribute('aria-invalid') === 'true'`, js(c.input)))
+		if status, body := n.call(t, http.MethodGet, c.list, nil); status != http.StatusOK || strings.Contains(string(body), c.name) {
+			t.Fatalf("GET %s after saving a half-typed expiry = %d %s, want no %s: it must not be created", c.list, status, body, c.name)
+		}
+	}
+}

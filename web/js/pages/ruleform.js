@@ -114,8 +114,11 @@ function datetimeEntry(spec, id) {
   } }, 'Clear');
   const tell = () => {
     const at = input.value ? new Date(input.value).getTime() : NaN;
-    clear.disabled = !input.value;
-    if (Number.isNaN(at)) {
+    clear.disabled = !input.value && !input.validity.badInput;
+    if (input.validity.badInput) {
+      // A date without its time: the browser holds it, the value is empty.
+      note.textContent = 'Not a complete date and time.';
+    } else if (Number.isNaN(at)) {
       note.textContent = input.value ? 'Not a complete date and time.' : 'Never expires.';
     } else {
       note.textContent = at > Date.now() ? `Expires in ${span(at - Date.now())}.` : 'That time is past: the rule would be stored expired, and not applied.';
@@ -144,7 +147,13 @@ function datetimeEntry(spec, id) {
       return Number.isNaN(at.getTime()) ? input.value : at.toISOString();
     },
     write,
-    check: () => false,
+    check() {
+      if (input.validity.badInput) {
+        f.setError('Not a complete date and time: give the time too, or clear the field for never.');
+        return true;
+      }
+      return false;
+    },
   };
 }
 

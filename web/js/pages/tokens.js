@@ -78,6 +78,12 @@ export function render() {
     for (const f of Object.values(fields)) {
       f.setError('');
     }
+    if (expires.input.validity.badInput) {
+      // A date without its time: the browser holds it, the value is empty.
+      expires.setError('Not a complete date and time: give the time too, or empty the field for never.');
+      expires.input.focus();
+      return;
+    }
     const body = { name: name.input.value.trim(), role: role.input.value };
     if (expires.input.value) {
       body.expiresAt = new Date(expires.input.value).toISOString();
