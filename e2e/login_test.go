@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"net/http"
+	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -96,4 +98,25 @@ func TestLoginAsAnotherUserInAnotherTab(t *testing.T) {
 	if r := n.rule(t, 1); *r.Threshold != 10 {
 		t.Fatalf("threshold = %v, want 10: nothing written", *r.Threshold)
 	}
+}
+
+// TestLoginReason shows why the login page was opened only for the reason
+// codes the console itself sends: a link with any other text in reason
+// shows no message, never the link's words.
+func TestLoginReason(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.click("#logout")
+	tb.waitText("#login-form .alert.info", "You are logged out.")
+
+	tb.visit("/login?reason="+url.QueryEscape("Your account is locked: call +1 555 0100 with your password"), "Log in")
+	tb.waitFor("no message on the login page", `document.querySelector('#login-form') && !document.querySelector('#login-form .alert.info')`)
+	if got := tb.text("main"); strings.Contains(got, "call +1 555") {
+		t.Fatalf("the login page shows the link's text: %q", got)
+	}
+
+	tb.visit("/login?reason=session-ended", "Log in")
+	tb.waitText("#login-form .alert.info", "Your session has ended; log in again.")
 }

@@ -102,9 +102,10 @@ async function signedIn(next) {
 
 /**
  * signedOut forgets the session and goes to the login page, which says
- * why and, with keepPlace, comes back here after the login.
+ * why (reason: one of the login page's reason codes) and, with keepPlace,
+ * comes back here after the login.
  */
-function signedOut(message, keepPlace) {
+function signedOut(reason, keepPlace) {
   session.me = null;
   setCsrf('');
   feed.stop();
@@ -112,7 +113,7 @@ function signedOut(message, keepPlace) {
   renderHeader();
   const { path } = parseHash();
   if (path !== '/login') {
-    const params = { reason: message };
+    const params = { reason };
     if (keepPlace && path !== '/') {
       params.next = path;
     }
@@ -126,7 +127,7 @@ async function logout() {
   } catch {
     // The session may have ended already; the page goes to login anyway.
   }
-  signedOut('You are logged out.', false);
+  signedOut('logged-out', false);
 }
 
 function renderHeader() {
@@ -232,7 +233,7 @@ async function route() {
 function start() {
   onUnauthorized(() => {
     if (session.me) {
-      signedOut('Your session has ended; log in again.', true);
+      signedOut('session-ended', true);
     }
   });
   document.getElementById('logout').addEventListener('click', logout);
