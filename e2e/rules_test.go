@@ -1,10 +1,16 @@
 package e2e
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/server/rules"
 )
 
 // TestRuleLifecycle manages one rule through the console the way a person
@@ -112,4 +118,48 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.waitText("main", "The rule is deleted")
 	tb.waitText(`li[data-version="6"]`, "delete")
 	tb.waitFor("no rollback of a deleted rule", `document.querySelectorAll('button[data-rollback]').length === 0`)
+}
+
+// TestUntouchedSaveKeepsTheRule saves rules from the form without touching
+// a field: what is sent is the rule as loaded, so nothing changes — not a
+// resource, an origin or a value with spaces around it (the inputs show
+// them trimmed), nor the milliseconds of expiresAt (the input has none).
+func TestUntouchedSaveKeepsTheRule(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	expires := time.Now().Add(48 * time.Hour).UTC().Truncate(time.Millisecond).Add(678 * time.Millisecond)
+	for _, body := range []map[string]any{
+		{"name": "spaced-qps", "kind": "flow", "resource": " api:spaced ", "threshold": 10, "expiresAt": expires.Format(time.RFC3339Nano)},
+		{"name": "spaced-callers", "kind": "authority", "resource": "GET:/api/orders", "strategy": "allow", "origins": []string{" checkout ", "billing"}},
+		{"name": "spaced-values", "kind": "hotspot", "resource": "GET:/api/orders", "paramKey": "user", "threshold": 5, "specificItems": map[string]float64{" vip ": 50}},
+	} {
+		if status, data := n.call(t, http.MethodPost, "/rules", body); status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", body["name"], status, data)
+		}
+	}
+	before := []rules.APIRule{n.rule(t, 1), n.rule(t, 2), n.rule(t, 3)}
+	tb := newTab(t, n.url)
+	tb.login()
+	for _, r := range before {
+		tb.visit(fmt.Sprintf("/rules/%d/edit", r.ID), "Edit "+r.Name)
+		tb.waitFor("the form filled in", `document.querySelector('main .muted')?.textContent.startsWith('Version')`)
+		tb.click("#rule-save")
+		tb.waitText("main h1", "Rules")
+		after := n.rule(t, r.ID)
+		if after.Resource != r.Resource {
+			t.Errorf("%s: resource %q after an untouched save, want %q", r.Name, after.Resource, r.Resource)
+		}
+		if (after.ExpiresAt == nil) != (r.ExpiresAt == nil) || after.ExpiresAt != nil && !after.ExpiresAt.Equal(*r.ExpiresAt) {
+			t.Errorf("%s: expiresAt %v after an untouched save, want %v", r.Name, after.ExpiresAt, r.ExpiresAt)
+		}
+		if r.Origins != nil && !slices.Equal(*after.Origins, *r.Origins) {
+			t.Errorf("%s: origins %q after an untouched save, want %q", r.Name, *after.Origins, *r.Origins)
+		}
+		if r.SpecificItems != nil && !maps.Equal(*after.SpecificItems, *r.SpecificItems) {
+			t.Errorf("%s: specificItems %v after an untouched save, want %v", r.Name, *after.SpecificItems, *r.SpecificItems)
+		}
+	}
+	if want := expires; before[0].ExpiresAt == nil || !before[0].ExpiresAt.Equal(want) {
+		t.Fatalf("the server stored expiresAt %v, want %v: the test needs its milliseconds", before[0].ExpiresAt, want)
+	}
 }

@@ -131,6 +131,22 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
   return { group, rows, add, addRow, setRowError, setGroupError, clear, write };
 }
 
+/**
+ * untouched keeps the value an editor was filled with while the person
+ * has not edited it: kept.value is that value, exactly as the rule has it
+ * (the rows show it trimmed), until an edit in group makes it undefined.
+ */
+function untouched(group) {
+  const kept = { value: undefined };
+  group.addEventListener('input', () => {
+    kept.value = undefined;
+  });
+  group.addEventListener('change', () => {
+    kept.value = undefined;
+  });
+  return kept;
+}
+
 /** firstInvalid is the first input of the editor marked invalid, for focus. */
 function firstInvalid(group) {
   return group.querySelector('[aria-invalid="true"]') ?? group;
@@ -150,12 +166,16 @@ export function objectEditor({ id, label, hint, max }) {
     ],
   });
   const filled = () => ed.rows.filter((r) => r.inputs.value.value.trim() !== '' || r.inputs.threshold.value.trim() !== '');
+  const kept = untouched(ed.group);
   return {
     row: ed.group,
     get input() {
       return firstInvalid(ed.group);
     },
     read() {
+      if (kept.value) {
+        return kept.value;
+      }
       const out = {};
       for (const r of filled()) {
         const raw = r.inputs.threshold.value.trim();
@@ -165,6 +185,7 @@ export function objectEditor({ id, label, hint, max }) {
       return out;
     },
     write(value) {
+      kept.value = value;
       ed.write(Object.entries(value ?? {}).map(([v, threshold]) => ({ value: v, threshold })));
     },
     /** check marks the plain mistakes and tells whether there were any. */
@@ -224,15 +245,17 @@ export function arrayEditor({ id, label, hint, max }) {
     columns: [{ key: 'name', label: (n) => `Origin ${n}` }],
   });
   const filled = () => ed.rows.filter((r) => r.inputs.name.value.trim() !== '');
+  const kept = untouched(ed.group);
   return {
     row: ed.group,
     get input() {
       return firstInvalid(ed.group);
     },
     read() {
-      return filled().map((r) => r.inputs.name.value.trim());
+      return kept.value ?? filled().map((r) => r.inputs.name.value.trim());
     },
     write(value) {
+      kept.value = value;
       const names = value ?? [];
       ed.write((names.length ? names : ['']).map((name) => ({ name })));
     },

@@ -89,13 +89,40 @@ function entry(spec, id) {
     return datetimeEntry(spec, id);
   }
   const f = field({ label: spec.label, hint: spec.hint, id, input: makeInput(spec) });
+  const kept = untouched(f.input);
   writeValue(spec, f.input, undefined);
   return {
     ...f,
     spec,
-    read: () => readValue(spec, f.input),
-    write: (value) => writeValue(spec, f.input, value),
+    read: () => kept.read(() => readValue(spec, f.input)),
+    write(value) {
+      kept.write(value);
+      writeValue(spec, f.input, value);
+    },
     check: () => false,
+  };
+}
+
+/**
+ * untouched keeps the value a field was filled with until the person
+ * edits it: read(typed) answers that value, exactly as the rule had it,
+ * while the field is untouched (the input shows it trimmed, or without
+ * its milliseconds), else what typed() reads.
+ */
+function untouched(input) {
+  let value = null;
+  let edited = false;
+  const edit = () => {
+    edited = true;
+  };
+  input.addEventListener('input', edit);
+  input.addEventListener('change', edit);
+  return {
+    read: (typed) => (edited || value === null || value === undefined ? typed() : value),
+    write(v) {
+      value = v;
+      edited = false;
+    },
   };
 }
 
@@ -130,7 +157,9 @@ function datetimeEntry(spec, id) {
   input.replaceWith(inline);
   inline.append(input, clear);
   f.row.querySelector('.field-error').before(note);
+  const kept = untouched(input);
   const write = (value) => {
+    kept.write(value);
     input.value = localInput(value, true);
     tell();
   };
@@ -138,14 +167,14 @@ function datetimeEntry(spec, id) {
   return {
     ...f,
     spec,
-    read() {
+    read: () => kept.read(() => {
       const at = input.value ? new Date(input.value) : null;
       if (!at) {
         return '';
       }
       // An incomplete time is sent as typed, for the API to name.
       return Number.isNaN(at.getTime()) ? input.value : at.toISOString();
-    },
+    }),
     write,
     check() {
       if (input.validity.badInput) {
