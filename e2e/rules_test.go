@@ -5,6 +5,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +162,45 @@ func TestUntouchedSaveKeepsTheRule(t *testing.T) {
 	}
 	if want := expires; before[0].ExpiresAt == nil || !before[0].ExpiresAt.Equal(want) {
 		t.Fatalf("the server stored expiresAt %v, want %v: the test needs its milliseconds", before[0].ExpiresAt, want)
+	}
+}
+
+// TestNumberFieldsTakeDecimalsOnly types numbers the way JavaScript reads
+// them but JSON does not (0x10, 0b101, Infinity): each is a field error
+// and nothing is sent, where they were sent as 16 and 5.
+func TestNumberFieldsTakeDecimalsOnly(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-name", "orders-qps")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	for _, typed := range []string{"0x10", "0b101", "Infinity", "1_000"} {
+		tb.fill("#rule-flow-threshold", typed)
+		tb.click("#rule-save")
+		tb.waitText("#rule-flow-threshold-error", "Not a number: write it in decimal")
+		tb.waitFor("the focus on the threshold", `document.activeElement?.id === 'rule-flow-threshold'`)
+	}
+
+	const items = "#rule-hotspot-specificItems"
+	tb.fill("#rule-kind", "hotspot")
+	tb.fill("#rule-hotspot-paramKey", "user")
+	tb.fill("#rule-hotspot-threshold", "1e1")
+	tb.click(items + "-add")
+	tb.fill(items+` li[data-row="0"] input[data-col="value"]`, "vip")
+	tb.fill(items+` li[data-row="0"] input[data-col="threshold"]`, "0b101")
+	tb.click("#rule-save")
+	tb.waitText(items+` li[data-row="0"] .field-error`, "in decimal")
+	if status, body := n.call(t, http.MethodGet, "/rules", nil); status != http.StatusOK || !strings.Contains(string(body), `"total":0`) {
+		t.Fatalf("rules after the refused saves = %d %s, want none", status, body)
+	}
+
+	tb.fill(items+` li[data-row="0"] input[data-col="threshold"]`, "2.5")
+	tb.click("#rule-save")
+	tb.waitText("main h1", "Rules")
+	if r := n.rule(t, 1); *r.Threshold != 10 || (*r.SpecificItems)["vip"] != 2.5 {
+		t.Fatalf("saved threshold %v, specificItems %v; want 10 and vip 2.5", *r.Threshold, *r.SpecificItems)
 	}
 }

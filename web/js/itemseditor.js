@@ -7,6 +7,7 @@
 // error about specificItems quotes).
 
 import { h, replace, uid } from './dom.js';
+import { decimalNumber } from './format.js';
 
 /**
  * rowsEditor is the shared part: a group of rows of one or more columns.
@@ -179,8 +180,7 @@ export function objectEditor({ id, label, hint, max }) {
       const out = {};
       for (const r of filled()) {
         const raw = r.inputs.threshold.value.trim();
-        const n = Number(raw);
-        out[r.inputs.value.value.trim()] = raw !== '' && Number.isFinite(n) ? n : raw;
+        out[r.inputs.value.value.trim()] = decimalNumber(raw) ?? raw;
       }
       return out;
     },
@@ -202,8 +202,8 @@ export function objectEditor({ id, label, hint, max }) {
           ed.setRowError(r, `"${value}" is listed twice: keep one row per value.`);
           bad = true;
         }
-        if (raw === '' || !Number.isFinite(Number(raw))) {
-          ed.setRowError(r, 'Give a threshold: a number ≥ 0.');
+        if (decimalNumber(raw) === null) {
+          ed.setRowError(r, 'Give a threshold: a number ≥ 0, in decimal, such as 100 or 2.5.');
           bad = true;
         }
         seen.set(value, r);

@@ -8,7 +8,7 @@
 
 import { api, etagVersion, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { localInput, span, timeEl } from '../format.js';
+import { decimalNumber, localInput, span, timeEl } from '../format.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
 import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
@@ -99,7 +99,14 @@ function entry(spec, id) {
       kept.write(value);
       writeValue(spec, f.input, value);
     },
-    check: () => false,
+    check() {
+      const raw = f.input.value.trim();
+      if (spec.type === 'number' && raw !== '' && decimalNumber(raw) === null) {
+        f.setError('Not a number: write it in decimal, such as 100 or 2.5.');
+        return true;
+      }
+      return false;
+    },
   };
 }
 
@@ -197,9 +204,8 @@ function readValue(spec, input) {
   if (raw === '') {
     return '';
   }
-  const n = Number(raw);
-  // Not a number: sent as typed, for the API to name what is wrong.
-  return Number.isFinite(n) ? n : raw;
+  // Not a number (check marks it before a save): kept as typed.
+  return decimalNumber(raw) ?? raw;
 }
 
 function writeValue(spec, input, value) {
