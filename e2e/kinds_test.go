@@ -302,3 +302,34 @@ func TestHalfTypedExpiry(t *testing.T) {
 		}
 	}
 }
+
+// TestSystemRuleInTheList lists a system rule, which has no resource: it
+// has a summary, no link to a resource, and its delete dialog names what
+// it guards; and a flow rule's summary says whose calls it limits.
+func TestSystemRuleInTheList(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	for _, body := range []string{
+		`{"name": "cpu-guard", "kind": "system", "metricType": "cpuUsage", "triggerCount": 0.8, "strategy": "bbr"}`,
+		`{"name": "checkout-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10, "limitApp": "checkout"}`,
+	} {
+		if status, data := n.call(t, http.MethodPost, "/rules", body); status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", body, status, data)
+		}
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules", "Rules")
+	tb.waitText(`tr[data-rule="cpu-guard"]`, "past a CPU usage of 0.8, each engine blocks the inbound calls beyond what it completes at best")
+	tb.waitText(`tr[data-rule="cpu-guard"]`, "every inbound call")
+	tb.waitFor("no link to a resource", `!document.querySelector('tr[data-rule="cpu-guard"] a[href^="#/resources/"]')`)
+	tb.waitText(`tr[data-rule="checkout-qps"]`, "10 per second, for the calls of checkout only")
+
+	tb.click(`button[aria-label="Delete cpu-guard"]`)
+	tb.waitText("dialog[open]", "The rule stops applying to every inbound call of each engine at once.")
+	if got := tb.text("dialog[open]"); strings.Contains(got, "undefined") {
+		t.Fatalf("the delete dialog reads %q", got)
+	}
+	tb.click(`dialog[open] button[data-action="cancel"]`)
+	tb.waitFor("the dialog gone", `!document.querySelector('dialog')`)
+}

@@ -4,7 +4,7 @@
 
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { show } from '../rulesinfo.js';
+import { ruleTarget, show } from '../rulesinfo.js';
 import { confirmDialog, errorBox, field, page, reasonHeaders, table, toast } from '../ui.js';
 
 const example = `rules:
@@ -28,7 +28,7 @@ function planList(title, id, items, render) {
 }
 
 function itemParts(it) {
-  return [h('strong', {}, it.name), ` — ${it.kind} on `, h('code', {}, it.resource)];
+  return [h('strong', {}, it.name), ` — ${it.kind} on `, it.resource ? h('code', {}, it.resource) : ruleTarget(it)];
 }
 
 function item(it) {
