@@ -74,3 +74,24 @@ func TestApplyRuleFile(t *testing.T) {
 	tb.click("#apply-dry-run")
 	tb.waitText("main [role=alert]", "rules[0].threshold")
 }
+
+// TestViewerPreviewsOnly previews a rule file as a viewer, which the API
+// allows (a dry run writes nothing), and is never offered to apply it.
+func TestViewerPreviewsOnly(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/users", `{"username": "victor", "role": "viewer", "password": "viewer-password"}`); status != http.StatusCreated {
+		t.Fatalf("create the viewer: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.loginAs("victor", "viewer-password")
+	tb.visit("/apply", "Apply a rule file")
+	tb.waitText("main .alert.warn", "can preview a rule file and export rules, but not apply them")
+	tb.fill("#apply-text", ruleFile)
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+	tb.waitFor("Apply still disabled", `document.querySelector('#apply-apply').disabled`)
+	if status, body := n.call(t, http.MethodGet, "/rules", nil); status != http.StatusOK || !strings.Contains(string(body), `"total":0`) {
+		t.Fatalf("rules after a viewer's preview = %d %s, want none", status, body)
+	}
+}

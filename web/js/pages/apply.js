@@ -80,6 +80,8 @@ export function render(ctx) {
   const plan = h('div', { class: 'plan', id: 'plan', 'aria-live': 'polite' });
   let previewed = '';
   let previewPlan = null;
+  // A viewer may preview a file (a dry run writes nothing), never apply it.
+  const readOnly = !ctx.session.canWrite;
 
   function request() {
     return `${text.input.value}\u0000${format.input.value}\u0000${prune.input.checked}`;
@@ -143,8 +145,8 @@ export function render(ctx) {
       if (dry) {
         previewed = wanted;
         previewPlan = data;
-        applyButton.disabled = false;
-        applyButton.title = '';
+        applyButton.disabled = readOnly;
+        applyButton.title = readOnly ? `Your role (${ctx.session.me.role}) cannot apply rules` : '';
       } else {
         previewed = '';
         applyButton.disabled = true;
@@ -181,13 +183,9 @@ export function render(ctx) {
     }
   }
 
-  const readOnly = !ctx.session.canWrite;
-  if (readOnly) {
-    dryRun.disabled = true;
-  }
   return page('Apply a rule file',
     h('p', {}, 'Sync the rules to a file, the way CI does: rules are matched by name; new ones are created, changed ones updated, and with prune the others deleted — all in one transaction, or none of it.'),
-    readOnly ? h('p', { class: 'alert warn' }, `Your role (${ctx.session.me.role}) can export rules but not apply them.`) : null,
+    readOnly ? h('p', { class: 'alert warn' }, `Your role (${ctx.session.me.role}) can preview a rule file and export rules, but not apply them.`) : null,
     h('section', { class: 'card', 'aria-label': 'Rule file' },
       errors.el,
       text.row,
