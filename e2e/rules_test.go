@@ -110,6 +110,8 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.visit("/rules", "Rules")
 	tb.click(`button[aria-label="Delete orders-qps"]`)
 	tb.waitText("dialog[open]", "Delete orders-qps?")
+	// What it says is true: a deleted rule has no rollback (404).
+	tb.waitText("dialog[open]", "A deleted rule cannot be restored")
 	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitText("main tbody", "No rules yet")
 	if status, body := n.call(t, http.MethodGet, "/rules/1", nil); status != http.StatusNotFound {
@@ -119,6 +121,9 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.waitText("main", "The rule is deleted")
 	tb.waitText(`li[data-version="6"]`, "delete")
 	tb.waitFor("no rollback of a deleted rule", `document.querySelectorAll('button[data-rollback]').length === 0`)
+	if status, body := n.call(t, http.MethodPost, "/rules/1/rollback?toVersion=5", nil); status != http.StatusNotFound {
+		t.Fatalf("rollback of the deleted rule = %d %s, want 404, as the delete dialog says", status, body)
+	}
 }
 
 // TestUntouchedSaveKeepsTheRule saves rules from the form without touching

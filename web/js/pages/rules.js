@@ -52,7 +52,7 @@ export function render(ctx) {
   async function remove(rule) {
     const confirmed = await confirmThen({
       title: `Delete ${rule.name}?`,
-      message: `The rule stops applying to ${ruleTarget(rule)} at once. Its history stays readable, and it can be created again from there.`,
+      message: `The rule stops applying to ${ruleTarget(rule)} at once. A deleted rule cannot be restored: its history stays readable, and shows its last content should you create it again.`,
       confirmLabel: 'Delete the rule',
       askReason: true,
     }, async (reason) => {
