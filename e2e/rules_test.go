@@ -209,3 +209,34 @@ func TestNumberFieldsTakeDecimalsOnly(t *testing.T) {
 		t.Fatalf("saved threshold %v, specificItems %v; want 10 and vip 2.5", *r.Threshold, *r.SpecificItems)
 	}
 }
+
+// TestSaveRuleDeletedMeanwhile saves a rule that someone else deleted
+// after the form was opened: the form says so, instead of the API's bare
+// 404, and creates it again with the form's values when asked.
+func TestSaveRuleDeletedMeanwhile(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules/1/edit", "Edit orders-qps")
+	tb.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '10'`)
+	if status, body := n.call(t, http.MethodDelete, "/rules/1", nil); status != http.StatusNoContent {
+		t.Fatalf("delete: %d %s", status, body)
+	}
+
+	tb.fill("#rule-flow-threshold", "20")
+	tb.click("#rule-save")
+	tb.waitText("#conflict", "Someone else deleted this rule after you opened it")
+	tb.waitText("#conflict", "(delete)")
+	tb.waitFor("the focus on Create it again", `document.activeElement?.id === 'conflict-recreate'`)
+	tb.waitFor("Back to the rules offered", `document.querySelector('#conflict-list')?.getAttribute('href') === '#/rules'`)
+	tb.click("#conflict-recreate")
+	tb.waitText("main h1", "Rules")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "20 per second")
+	if r := n.rule(t, 2); r.Name != "orders-qps" || *r.Threshold != 20 || r.Version != 1 {
+		t.Fatalf("rule 2 = %s v%d threshold %v, want orders-qps v1 with the form's threshold 20", r.Name, r.Version, *r.Threshold)
+	}
+}

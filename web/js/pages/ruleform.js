@@ -11,7 +11,7 @@ import { h, option, replace } from '../dom.js';
 import { decimalNumber, localInput, span, timeEl } from '../format.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
-import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
+import { badge, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
 const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
@@ -374,22 +374,27 @@ export function render(ctx) {
   const p = page(editing ? 'Edit rule' : 'New rule', facts, form);
   const heading = p.heading;
 
-  /** explainConflict says who changed the rule since it was opened, and offers to reload it. */
-  async function explainConflict() {
+  /**
+   * explainConflict says who changed the rule since it was opened, and
+   * offers to reload it; or, when it was deleted meanwhile (a save of it
+   * is 404), says so and offers to create it again.
+   */
+  async function explainConflict(deleted) {
     let who = '';
+    let gone = deleted;
     try {
       const { data } = await api('GET', `/rules/${id}/revisions`, { query: { pageSize: 1 } });
       const last = data.items[0];
       if (last) {
         who = `${last.actor || 'someone'} made version ${last.version} (${last.action})`;
-        if (last.action === 'delete') {
-          replace(conflict, h('p', {}, `This rule was deleted meanwhile (${who}). Your changes were not saved. `, h('a', { href: `#/rules/${id}/history` }, 'Its history'), ' can bring it back.'));
-          conflict.hidden = false;
-          return;
-        }
+        gone ||= last.action === 'delete';
       }
     } catch {
       who = '';
+    }
+    if (gone) {
+      explainDeleted(who);
+      return;
     }
     const reloadButton = h('button', { type: 'button', id: 'conflict-reload', onclick: reloadCurrent }, 'Load the current version');
     replace(conflict,
@@ -399,6 +404,17 @@ export function render(ctx) {
       h('div', { class: 'actions' }, reloadButton, h('a', { href: `#/rules/${id}/history` }, 'See what changed')));
     conflict.hidden = false;
     reloadButton.focus();
+  }
+
+  /** explainDeleted says the rule was deleted by someone else, and offers to create it again or go back to the list. */
+  function explainDeleted(who) {
+    const recreate = h('button', { type: 'button', id: 'conflict-recreate', onclick: () => send(true) }, 'Create it again');
+    replace(conflict,
+      h('p', {}, h('strong', {}, 'Someone else deleted this rule after you opened it'), who ? ` (${who}).` : '.', ' Your changes were not saved.'),
+      h('p', {}, 'Create it again with the values in this form — as a new rule, with an id and a history of its own — or go back to the list.'),
+      h('div', { class: 'actions' }, recreate, h('a', { href: '#/rules', id: 'conflict-list' }, 'Back to the rules')));
+    conflict.hidden = false;
+    recreate.focus();
   }
 
   async function reloadCurrent() {
@@ -440,19 +456,23 @@ export function render(ctx) {
     }
   }
 
-  form.addEventListener('submit', async (e) => {
-    e.preventDefault();
+  /**
+   * send saves the form: the edited rule, or a new one when creating or
+   * when asNew (the edited rule was deleted meanwhile).
+   */
+  async function send(asNew) {
     clearErrors();
     if (checkFields()) {
       return;
     }
     save.disabled = true;
-    const headers = editing ? ifMatch(version, reason.input.value) : (reason.input.value ? { 'X-Change-Reason': reason.input.value } : {});
+    const creating = !editing || asNew;
+    const headers = creating ? reasonHeaders(reason.input.value) : ifMatch(version, reason.input.value);
     try {
-      const { data } = editing
-        ? await api('PUT', `/rules/${id}`, { body: body(), headers })
-        : await api('POST', '/rules', { body: body(), headers });
-      toast(`${editing ? 'Saved' : 'Created'} ${data.name} (version ${data.version}).`);
+      const { data } = creating
+        ? await api('POST', '/rules', { body: body(), headers })
+        : await api('PUT', `/rules/${id}`, { body: body(), headers });
+      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`);
       ctx.refreshDemo();
       ctx.go('/rules');
     } catch (err) {
@@ -461,14 +481,19 @@ export function render(ctx) {
       } else if (err.status === 409) {
         groups.envelope[0].setError(err.message);
         errors.show(err, []);
-      } else if (err.status === 412) {
-        await explainConflict();
+      } else if (err.status === 412 || (err.status === 404 && !creating)) {
+        await explainConflict(err.status === 404);
       } else {
         errors.text(messageOf(err));
       }
     } finally {
       save.disabled = !ctx.session.canWrite || (editing && !loaded);
     }
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    send(false);
   });
 
   visible();
