@@ -53,9 +53,24 @@ function section(title, ...children) {
   return h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, title), ...children);
 }
 
+/**
+ * notFound is the page of an address that names no resource: one whose
+ * escapes do not decode (#/resources/%E0%A4%A).
+ */
+function notFound() {
+  return page('No such resource',
+    h('p', { class: 'alert warn', role: 'status' }, 'This address names no resource: its name is not a validly escaped text.'),
+    h('p', {}, h('a', { href: '#/' }, '← Overview'), ' lists the resources Sluice has seen.'));
+}
+
 /** render draws a resource's page. */
 export function render(ctx) {
-  const name = decodeURIComponent(ctx.match[1]);
+  let name;
+  try {
+    name = decodeURIComponent(ctx.match[1]);
+  } catch {
+    return notFound();
+  }
   const errors = errorBox();
   const facts = h('p', { class: 'muted' });
   const cleanups = [];
