@@ -264,17 +264,33 @@ export function render(ctx) {
     }
   }
 
+  // A custom range keeps its bounds in the URL (from, to: RFC 3339), so
+  // that a reload or a shared link shows the same range.
+  const customFrom = Date.parse(ctx.params.get('from') ?? '');
+  const customTo = Date.parse(ctx.params.get('to') ?? '');
+  let customFromURL = ctx.params.get('range') === 'custom' && !Number.isNaN(customFrom) && !Number.isNaN(customTo);
+  if (customFromURL) {
+    fromInput.value = localInput(customFrom);
+    toInput.value = localInput(customTo);
+  }
+
   function pickRange() {
     const value = picker.querySelector('input:checked')?.value ?? '1h';
-    ctx.setParams({ range: value === '1h' ? '' : value, instance: instanceInput.value });
     customForm.hidden = value !== 'custom';
     if (value === 'custom') {
+      if (customFromURL) {
+        customFromURL = false;
+        showCustom();
+        return;
+      }
+      ctx.setParams({ range: 'custom', instance: instanceInput.value });
       const now = Date.now();
       fromInput.value ||= localInput(now - 24 * 3600e3);
       toInput.value ||= localInput(now);
       fromInput.focus();
       return;
     }
+    ctx.setParams({ range: value === '1h' ? '' : value, instance: instanceInput.value });
     const span = ranges.find(([v]) => v === value)[2];
     const now = Date.now();
     loadHistory(now - span, now);
@@ -286,7 +302,6 @@ export function render(ctx) {
   });
   instanceInput.addEventListener('change', () => {
     if (picker.querySelector('input:checked')?.value === 'custom') {
-      ctx.setParams({ range: 'custom', instance: instanceInput.value });
       showCustom();
     } else {
       pickRange();
@@ -300,6 +315,7 @@ export function render(ctx) {
       historyNote.textContent = 'Give a "from" before the "to".';
       return;
     }
+    ctx.setParams({ range: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString(), instance: instanceInput.value });
     loadHistory(from, to);
   }
 
