@@ -95,3 +95,37 @@ func TestViewerPreviewsOnly(t *testing.T) {
 		t.Fatalf("rules after a viewer's preview = %d %s, want none", status, body)
 	}
 }
+
+// TestApplyOnlyWhatWasPreviewed changes the file after its preview in a
+// way the page hears nothing of (a script setting the text): Apply asks
+// for a new preview instead of applying a plan nobody saw.
+func TestApplyOnlyWhatWasPreviewed(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/apply", "Apply a rule file")
+	tb.fill("#apply-text", ruleFile)
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+
+	changed := strings.Replace(ruleFile, "threshold: 100", "threshold: 1", 1)
+	if _, err := eval[bool](tb, "(document.querySelector('#apply-text').value = "+js(changed)+", true)"); err != nil {
+		t.Fatal(err)
+	}
+	tb.click("#apply-apply")
+	tb.waitText("main [role=alert]", "preview it again, then apply")
+	tb.waitFor("Apply disabled", `document.querySelector('#apply-apply').disabled && !document.querySelector('dialog')`)
+	if status, body := n.call(t, http.MethodGet, "/rules", nil); status != http.StatusOK || !strings.Contains(string(body), `"total":0`) {
+		t.Fatalf("rules after Apply of an unpreviewed file = %d %s, want none", status, body)
+	}
+
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+	tb.click("#apply-apply")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("#plan-headline", "Applied: 2 rules changed")
+	if r := n.rule(t, 1); *r.Threshold != 1 {
+		t.Fatalf("orders-qps threshold = %v, want the previewed 1", *r.Threshold)
+	}
+}

@@ -114,8 +114,19 @@ export function render(ctx) {
 
   async function send(dry) {
     errors.clear();
+    // What is sent is read now: the file and options as previewed, or
+    // (below) Apply refuses them.
+    const body = text.input.value;
+    const wanted = request();
     let reason = '';
     if (!dry) {
+      if (wanted !== previewed) {
+        // Changed without an event the page heard (a script, an
+        // extension): the plan shown is not this file's.
+        invalidate();
+        errors.text('The file changed after its preview: preview it again, then apply.');
+        return;
+      }
       const answer = await confirmDialog({
         title: 'Apply the rule file?',
         message: `${planSummary(previewPlan)} The rules change at once, for every instance.`,
@@ -127,13 +138,11 @@ export function render(ctx) {
       }
       reason = answer.reason;
     }
-    const body = text.input.value;
     if (!body.trim()) {
       errors.text('Paste a rule file or load one first.');
       text.input.focus();
       return;
     }
-    const wanted = request();
     try {
       const { data } = await api('POST', '/rules/apply', {
         query: { dryRun: dry, prune: prune.input.checked },
@@ -147,6 +156,8 @@ export function render(ctx) {
         previewPlan = data;
         applyButton.disabled = readOnly;
         applyButton.title = readOnly ? `Your role (${ctx.session.me.role}) cannot apply rules` : '';
+        // Changed while the preview was on its way: it is not this file's.
+        invalidate();
       } else {
         previewed = '';
         applyButton.disabled = true;
