@@ -333,3 +333,21 @@ func TestSystemRuleInTheList(t *testing.T) {
 	tb.click(`dialog[open] button[data-action="cancel"]`)
 	tb.waitFor("the dialog gone", `!document.querySelector('dialog')`)
 }
+
+// TestOriginsErrorKeepsFocus saves an authority rule without origins: the
+// API's error is about the whole list, shown under it, and the focus goes
+// into the list, where it was lost (the list itself cannot take it).
+func TestOriginsErrorKeepsFocus(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-kind", "authority")
+	tb.fill("#rule-name", "orders-callers")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-authority-strategy", "allow")
+	tb.click("#rule-save")
+	tb.waitFor("the error under the origins", `!document.querySelector('#rule-authority-origins-error').hidden`)
+	tb.waitFor("the focus in the origins", `document.querySelector('#rule-authority-origins').contains(document.activeElement) && document.activeElement.tagName !== 'FIELDSET'`)
+}

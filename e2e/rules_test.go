@@ -75,6 +75,7 @@ func TestRuleLifecycle(t *testing.T) {
 	tb.screenshot("rule-conflict")
 	tb.click("#conflict-reload")
 	tb.waitText("#conflict", "Loaded version 3, the current one")
+	tb.waitFor("the focus on what replaced the button", `document.activeElement?.id === 'conflict'`)
 	tb.waitText("#unsaved-values", "threshold: yours 200, now 175")
 	if got := tb.value("#rule-flow-threshold"); got != "175" {
 		t.Fatalf("threshold after reloading = %q, want the other tab's 175", got)

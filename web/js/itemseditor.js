@@ -148,9 +148,14 @@ function untouched(group) {
   return kept;
 }
 
-/** firstInvalid is the first input of the editor marked invalid, for focus. */
+/**
+ * firstInvalid is where focus goes for an error of the editor: its first
+ * input marked invalid, else (an error about the whole group, under it)
+ * its first input or its add button; never the group itself, which
+ * cannot take focus.
+ */
 function firstInvalid(group) {
-  return group.querySelector('[aria-invalid="true"]') ?? group;
+  return group.querySelector('[aria-invalid="true"]') ?? group.querySelector('input, button:not(:disabled)');
 }
 
 /**

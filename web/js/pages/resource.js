@@ -376,6 +376,7 @@ export function render(ctx) {
       return;
     }
     input.disabled = true;
+    errors.clear();
     try {
       const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: enabling }, headers: ifMatch(rule.version, answer.reason) });
       input.checked = data.enabled;

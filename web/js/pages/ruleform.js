@@ -234,7 +234,7 @@ export function render(ctx) {
   const id = ctx.match[1] ? Number(ctx.match[1]) : null;
   const editing = id !== null;
   const errors = errorBox();
-  const conflict = h('div', { class: 'alert warn', role: 'alert', id: 'conflict', hidden: true });
+  const conflict = h('div', { class: 'alert warn', role: 'alert', id: 'conflict', tabindex: '-1', hidden: true });
   const facts = h('p', { class: 'muted' });
   let version = null;
   let loaded = null;
@@ -430,6 +430,8 @@ export function render(ctx) {
         lost.length ? ' Your unsaved values were:' : ' Your unsaved values match it.'),
       lost.length ? h('ul', { id: 'unsaved-values' }, lost.map((k) => h('li', {}, h('code', {}, k), `: yours ${show(mine[k])}, now ${show(current[k])}`))) : null);
     conflict.hidden = false;
+    // The button that had focus is gone: focus moves to what replaced it.
+    conflict.focus();
   }
 
   async function load() {

@@ -56,6 +56,7 @@ export function render(ctx) {
       confirmLabel: 'Delete the rule',
       askReason: true,
     }, async (reason) => {
+      errors.clear();
       await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version, reason) });
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();

@@ -41,6 +41,7 @@ export function render() {
       message: 'Its next request is refused. This cannot be undone; a new token can be created instead.',
       confirmLabel: 'Revoke the token',
     }, async () => {
+      errors.clear();
       await api('DELETE', `/tokens/${t.id}`);
       toast(`Revoked ${t.name}.`);
     }, (err) => errors.show(err));
@@ -75,6 +76,10 @@ export function render() {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     formErrors.clear();
+    // The last token's secret goes with the next try: it would sit next
+    // to this one's error as if it were its answer.
+    secret.hidden = true;
+    secret.replaceChildren();
     for (const f of Object.values(fields)) {
       f.setError('');
     }
