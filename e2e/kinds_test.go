@@ -270,7 +270,7 @@ func TestSystemRuleForm(t *testing.T) {
 }
 
 // TestHalfTypedExpiry types a date without its time as the expiry of a
-// rule and of a token: the browser holds such a date as no value at all,
+// token and of a rule: the browser holds such a date as no value at all,
 // which must be a field error, not "never expires".
 func TestHalfTypedExpiry(t *testing.T) {
 	t.Parallel()
@@ -283,10 +283,10 @@ func TestHalfTypedExpiry(t *testing.T) {
 		fill                          map[string]string
 		list, name                    string
 	}{
-		{route: "/rules/new", heading: "New rule", input: "#rule-expiresAt", submit: "#rule-save",
-			fill: map[string]string{"#rule-name": "orders-qps", "#rule-resource": "GET:/api/orders", "#rule-flow-threshold": "10"}, list: "/rules", name: "orders-qps"},
 		{route: "/tokens", heading: "API tokens", input: "#token-expires", submit: "#token-create",
 			fill: map[string]string{"#token-name": "ci-deploy"}, list: "/tokens", name: "ci-deploy"},
+		{route: "/rules/new", heading: "New rule", input: "#rule-expiresAt", submit: "#rule-save",
+			fill: map[string]string{"#rule-name": "orders-qps", "#rule-resource": "GET:/api/orders", "#rule-flow-threshold": "10"}, list: "/rules", name: "orders-qps"},
 	} {
 		tb.visit(c.route, c.heading)
 		for sel, value := range c.fill {

@@ -241,3 +241,53 @@ func TestSaveRuleDeletedMeanwhile(t *testing.T) {
 		t.Fatalf("rule 2 = %s v%d threshold %v, want orders-qps v1 with the form's threshold 20", r.Name, r.Version, *r.Threshold)
 	}
 }
+
+// TestUnsavedChangesPrompt leaves a rule form with changes not saved: the
+// console asks first, whether by its Cancel, by its menu, or by the
+// browser unloading the page; an untouched form is left at once.
+func TestUnsavedChangesPrompt(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+
+	// Untouched: no question.
+	tb.visit("/rules/1/edit", "Edit orders-qps")
+	tb.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '10'`)
+	tb.visit("/rules", "Rules")
+	tb.waitFor("no dialog", `!document.querySelector('dialog')`)
+
+	tb.visit("/rules/1/edit", "Edit orders-qps")
+	tb.waitFor("the form filled in", `document.querySelector('#rule-flow-threshold').value === '10'`)
+	tb.fill("#rule-flow-threshold", "20")
+	unloadAsks := `(() => {
+		const e = new Event('beforeunload', {cancelable: true});
+		window.dispatchEvent(e);
+		return e.defaultPrevented;
+	})()`
+	tb.waitFor("the browser asked before unloading", unloadAsks)
+
+	// Cancel, then stay: the form and its address stay as they were.
+	tb.click(`#rule-form .actions a[href="#/rules"]`)
+	tb.waitText("dialog[open]", "Leave without saving?")
+	tb.click(`dialog[open] button[data-action="cancel"]`)
+	tb.waitFor("the dialog gone", `!document.querySelector('dialog')`)
+	tb.waitText("main h1", "Edit orders-qps")
+	if got := tb.value("#rule-flow-threshold"); got != "20" {
+		t.Fatalf("after staying the threshold reads %q, want the unsaved 20", got)
+	}
+	tb.waitFor("the address of the form", `location.hash === '#/rules/1/edit'`)
+
+	// The menu, then leave: nothing saved.
+	tb.click(`#nav a[href="#/rules"]`)
+	tb.waitText("dialog[open]", "Leave without saving?")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("main h1", "Rules")
+	if r := n.rule(t, 1); *r.Threshold != 10 || r.Version != 1 {
+		t.Fatalf("rule after leaving = v%d threshold %v, want v1 threshold 10", r.Version, *r.Threshold)
+	}
+	tb.waitFor("the page unloads freely again", `!`+unloadAsks)
+}

@@ -54,6 +54,9 @@ const session = {
 const main = document.getElementById('main');
 let current = null;
 let currentRoute = null;
+// currentHash is the address of the page shown, to go back to when the
+// page keeps the person from leaving it.
+let currentHash = '';
 // unreached is set when the page could not even learn who is logged in
 // because the server did not answer; it is drawn once the server is back.
 let unreached = false;
@@ -175,6 +178,20 @@ async function route() {
   if (!path.startsWith('/')) {
     return; // an in-page anchor
   }
+  // A page with unsaved changes asks before it is left (leave resolves
+  // to whether to go); kept, the address goes back to it.
+  if (session.me && current?.leave && window.location.hash !== currentHash) {
+    const target = window.location.hash;
+    if (!await current.leave()) {
+      if (seq === renders) {
+        window.history.replaceState(null, '', currentHash);
+      }
+      return;
+    }
+    if (seq !== renders || window.location.hash !== target) {
+      return;
+    }
+  }
   const found = routes.find((r) => r.pattern.test(path)) ?? routes[1];
   if (!found.public && !session.me) {
     try {
@@ -222,6 +239,7 @@ async function route() {
     refreshDemo: checkDemo,
   };
   currentRoute = found;
+  currentHash = window.location.hash;
   current = found.page.render(ctx);
   replace(main, current.node);
   document.title = `${current.title} · Sluice`;

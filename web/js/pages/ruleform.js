@@ -6,12 +6,12 @@
 // thresholds per value, an authority rule's origins) have editors of their
 // own (itemseditor.js); expiresAt is a date and time in the browser's zone.
 
-import { api, etagVersion, ifMatch } from '../api.js';
+import { api, etagVersion, ifMatch, onSessionReplaced } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { decimalNumber, localInput, span, timeEl } from '../format.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
-import { badge, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
 const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
@@ -371,6 +371,27 @@ export function render(ctx) {
     h('div', { class: 'actions' }, save, h('a', { href: '#/rules', class: 'button' }, 'Cancel')));
   form.addEventListener('change', visible);
   form.addEventListener('input', visible);
+
+  // Changes not saved yet: leaving asks first, in the console (leave) and
+  // when the browser would unload the page.
+  let dirty = false;
+  const touched = () => {
+    dirty = true;
+  };
+  form.addEventListener('input', touched);
+  form.addEventListener('change', touched);
+  const beforeUnload = (e) => {
+    if (dirty) {
+      e.preventDefault();
+      e.returnValue = '';
+    }
+  };
+  window.addEventListener('beforeunload', beforeUnload);
+  // Another tab logged in as someone else: this tab reloads as them, and
+  // the changes cannot be saved from here any more.
+  const unsubscribe = onSessionReplaced(() => {
+    dirty = false;
+  });
   const p = page(editing ? 'Edit rule' : 'New rule', facts, form);
   const heading = p.heading;
 
@@ -475,6 +496,7 @@ export function render(ctx) {
         ? await api('POST', '/rules', { body: body(), headers })
         : await api('PUT', `/rules/${id}`, { body: body(), headers });
       toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`);
+      dirty = false;
       ctx.refreshDemo();
       ctx.go('/rules');
     } catch (err) {
@@ -507,5 +529,23 @@ export function render(ctx) {
     errors.text(`Your role (${ctx.session.me.role}) can read rules but not change them.`);
     save.disabled = true;
   }
-  return p;
+  return {
+    ...p,
+    /** leave resolves to whether to leave the form: at once unless it has unsaved changes. */
+    async leave() {
+      if (!dirty || !ctx.session.canWrite) {
+        return true;
+      }
+      const answer = await confirmDialog({
+        title: 'Leave without saving?',
+        message: editing ? 'Your changes to this rule are not saved; leaving drops them.' : 'This rule is not created yet; leaving drops what you filled in.',
+        confirmLabel: 'Leave without saving',
+      });
+      return answer !== null;
+    },
+    cleanup() {
+      window.removeEventListener('beforeunload', beforeUnload);
+      unsubscribe();
+    },
+  };
 }
