@@ -74,3 +74,58 @@ func TestApplyRuleFile(t *testing.T) {
 	tb.click("#apply-dry-run")
 	tb.waitText("main [role=alert]", "rules[0].threshold")
 }
+
+// TestViewerPreviewsOnly previews a rule file as a viewer, which the API
+// allows (a dry run writes nothing), and is never offered to apply it.
+func TestViewerPreviewsOnly(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/users", `{"username": "victor", "role": "viewer", "password": "viewer-password"}`); status != http.StatusCreated {
+		t.Fatalf("create the viewer: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.loginAs("victor", "viewer-password")
+	tb.visit("/apply", "Apply a rule file")
+	tb.waitText("main .alert.warn", "can preview a rule file and export rules, but not apply them")
+	tb.fill("#apply-text", ruleFile)
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+	tb.waitFor("Apply still disabled", `document.querySelector('#apply-apply').disabled`)
+	if status, body := n.call(t, http.MethodGet, "/rules", nil); status != http.StatusOK || !strings.Contains(string(body), `"total":0`) {
+		t.Fatalf("rules after a viewer's preview = %d %s, want none", status, body)
+	}
+}
+
+// TestApplyOnlyWhatWasPreviewed changes the file after its preview in a
+// way the page hears nothing of (a script setting the text): Apply asks
+// for a new preview instead of applying a plan nobody saw.
+func TestApplyOnlyWhatWasPreviewed(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/apply", "Apply a rule file")
+	tb.fill("#apply-text", ruleFile)
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+
+	changed := strings.Replace(ruleFile, "threshold: 100", "threshold: 1", 1)
+	if _, err := eval[bool](tb, "(document.querySelector('#apply-text').value = "+js(changed)+", true)"); err != nil {
+		t.Fatal(err)
+	}
+	tb.click("#apply-apply")
+	tb.waitText("main [role=alert]", "preview it again, then apply")
+	tb.waitFor("Apply disabled", `document.querySelector('#apply-apply').disabled && !document.querySelector('dialog')`)
+	if status, body := n.call(t, http.MethodGet, "/rules", nil); status != http.StatusOK || !strings.Contains(string(body), `"total":0`) {
+		t.Fatalf("rules after Apply of an unpreviewed file = %d %s, want none", status, body)
+	}
+
+	tb.click("#apply-dry-run")
+	tb.waitText("#plan-headline", "Dry run: applying would change 2 rules")
+	tb.click("#apply-apply")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("#plan-headline", "Applied: 2 rules changed")
+	if r := n.rule(t, 1); *r.Threshold != 1 {
+		t.Fatalf("orders-qps threshold = %v, want the previewed 1", *r.Threshold)
+	}
+}

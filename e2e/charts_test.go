@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
@@ -146,5 +148,41 @@ func seedHistory(t *testing.T, st *store.Store, resource string, span time.Durat
 	}
 	if err := st.AddMetrics(context.Background(), rows); err != nil {
 		t.Fatalf("seed the history: %v", err)
+	}
+}
+
+// TestHistoryCustomRangeInURL shows a custom range of a resource's
+// history, then reloads the page: the range is in the URL, so the same
+// range is shown again.
+func TestHistoryCustomRangeInURL(t *testing.T) {
+	t.Parallel()
+	const resource = "e2e:seeded"
+	n := startNode(t, nodeConfig{seed: func(t *testing.T, st *store.Store) {
+		seedHistory(t, st, resource, 24*time.Hour)
+	}})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	tb.waitText("#history-note", "steps of")
+
+	to := time.Now().Add(-time.Hour).Truncate(time.Minute)
+	from := to.Add(-2 * time.Hour)
+	const layout = "2006-01-02T15:04"
+	tb.click(`#history-range label[for$="-custom"]`)
+	tb.fill("#history-from", from.Format(layout))
+	tb.fill("#history-to", to.Format(layout))
+	tb.click(`#history-custom button[type=submit]`)
+	tb.waitText("#history-note", "120 steps of 1 min")
+	tb.waitFor("the range in the URL", `location.hash.includes('range=custom') && location.hash.includes('from=') && location.hash.includes('to=')`)
+
+	tb.do("reload the page", chromedp.Reload())
+	tb.waitText("main h1", resource)
+	tb.waitFor("Custom chosen", `document.querySelector('#history-range input[value="custom"]')?.checked`)
+	tb.waitText("#history-note", "120 steps of 1 min")
+	if got := tb.value("#history-from"); got != from.Format(layout) {
+		t.Fatalf("from after the reload = %q, want %q", got, from.Format(layout))
+	}
+	if got := tb.value("#history-to"); got != to.Format(layout) {
+		t.Fatalf("to after the reload = %q, want %q", got, to.Format(layout))
 	}
 }

@@ -62,3 +62,30 @@ func TestConfirmWithReason(t *testing.T) {
 		t.Fatalf("newest revision = %s %q, want delete with the dialog's reason", got.Action, got.Reason)
 	}
 }
+
+// TestRetriedDeleteClearsItsAlert deletes a rule changed by someone else
+// since the list was loaded (412, explained), then deletes it again: the
+// alert that said it was not deleted goes once it is.
+func TestRetriedDeleteClearsItsAlert(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, body)
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules", "Rules")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "50 per second")
+	if status, body := n.call(t, http.MethodPatch, "/rules/1", `{"threshold": 60}`); status != http.StatusOK {
+		t.Fatalf("change: %d %s", status, body)
+	}
+	tb.click(`button[aria-label="Delete orders-qps"]`)
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("main .alert.error", "so it was not deleted")
+	tb.waitText(`tr[data-rule="orders-qps"]`, "60 per second")
+
+	tb.click(`button[aria-label="Delete orders-qps"]`)
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitText("main tbody", "No rules yet")
+	tb.waitFor("the alert gone", `document.querySelector('main .alert.error').hidden`)
+}

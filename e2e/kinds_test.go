@@ -268,3 +268,86 @@ func TestSystemRuleForm(t *testing.T) {
 		t.Fatalf("the server's engine runs %+v, want %s", n.engine.SystemRules(), sys.Name)
 	}
 }
+
+// TestHalfTypedExpiry types a date without its time as the expiry of a
+// token and of a rule: the browser holds such a date as no value at all,
+// which must be a field error, not "never expires".
+func TestHalfTypedExpiry(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+
+	for _, c := range []struct {
+		route, heading, input, submit string
+		fill                          map[string]string
+		list, name                    string
+	}{
+		{route: "/tokens", heading: "API tokens", input: "#token-expires", submit: "#token-create",
+			fill: map[string]string{"#token-name": "ci-deploy"}, list: "/tokens", name: "ci-deploy"},
+		{route: "/rules/new", heading: "New rule", input: "#rule-expiresAt", submit: "#rule-save",
+			fill: map[string]string{"#rule-name": "orders-qps", "#rule-resource": "GET:/api/orders", "#rule-flow-threshold": "10"}, list: "/rules", name: "orders-qps"},
+	} {
+		tb.visit(c.route, c.heading)
+		for sel, value := range c.fill {
+			tb.fill(sel, value)
+		}
+		tb.do("type a date without its time", chromedp.SendKeys(chromedp.CSS(c.input), "12252030"))
+		tb.waitFor("the date held as incomplete", fmt.Sprintf(`document.querySelector(%s).validity.badInput`, js(c.input)))
+		tb.click(c.submit)
+		tb.waitText(c.input+"-error", "Not a complete date and time")
+		tb.waitFor("the expiry marked invalid", fmt.Sprintf(`document.querySelector(%s).getAttribute('aria-invalid') === 'true'`, js(c.input)))
+		if status, body := n.call(t, http.MethodGet, c.list, nil); status != http.StatusOK || strings.Contains(string(body), c.name) {
+			t.Fatalf("GET %s after saving a half-typed expiry = %d %s, want no %s: it must not be created", c.list, status, body, c.name)
+		}
+	}
+}
+
+// TestSystemRuleInTheList lists a system rule, which has no resource: it
+// has a summary, no link to a resource, and its delete dialog names what
+// it guards; and a flow rule's summary says whose calls it limits.
+func TestSystemRuleInTheList(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	for _, body := range []string{
+		`{"name": "cpu-guard", "kind": "system", "metricType": "cpuUsage", "triggerCount": 0.8, "strategy": "bbr"}`,
+		`{"name": "checkout-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10, "limitApp": "checkout"}`,
+	} {
+		if status, data := n.call(t, http.MethodPost, "/rules", body); status != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", body, status, data)
+		}
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules", "Rules")
+	tb.waitText(`tr[data-rule="cpu-guard"]`, "past a CPU usage of 0.8, each engine blocks the inbound calls beyond what it completes at best")
+	tb.waitText(`tr[data-rule="cpu-guard"]`, "every inbound call")
+	tb.waitFor("no link to a resource", `!document.querySelector('tr[data-rule="cpu-guard"] a[href^="#/resources/"]')`)
+	tb.waitText(`tr[data-rule="checkout-qps"]`, "10 per second, for the calls of checkout only")
+
+	tb.click(`button[aria-label="Delete cpu-guard"]`)
+	tb.waitText("dialog[open]", "The rule stops applying to every inbound call of each engine at once.")
+	if got := tb.text("dialog[open]"); strings.Contains(got, "undefined") {
+		t.Fatalf("the delete dialog reads %q", got)
+	}
+	tb.click(`dialog[open] button[data-action="cancel"]`)
+	tb.waitFor("the dialog gone", `!document.querySelector('dialog')`)
+}
+
+// TestOriginsErrorKeepsFocus saves an authority rule without origins: the
+// API's error is about the whole list, shown under it, and the focus goes
+// into the list, where it was lost (the list itself cannot take it).
+func TestOriginsErrorKeepsFocus(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/rules/new", "New rule")
+	tb.fill("#rule-kind", "authority")
+	tb.fill("#rule-name", "orders-callers")
+	tb.fill("#rule-resource", "GET:/api/orders")
+	tb.fill("#rule-authority-strategy", "allow")
+	tb.click("#rule-save")
+	tb.waitFor("the error under the origins", `!document.querySelector('#rule-authority-origins-error').hidden`)
+	tb.waitFor("the focus in the origins", `document.querySelector('#rule-authority-origins').contains(document.activeElement) && document.activeElement.tagName !== 'FIELDSET'`)
+}

@@ -26,3 +26,15 @@ func TestHistoryStates(t *testing.T) {
 	tb.waitText("#revisions li.error [role=alert]", "")
 	tb.waitText("#revisions li.error", "Try again")
 }
+
+// TestResourceAddressNotEscaped opens a resource page whose address does
+// not decode (a cut %-escape): the page says no such resource, where
+// decoding it threw and left the page as it was.
+func TestResourceAddressNotEscaped(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/%E0%A4%A", "No such resource")
+	tb.waitText("main .alert", "This address names no resource")
+}

@@ -16,6 +16,7 @@ let csrfToken = '';
 // csrfUser is the id of the user whose session csrfToken belongs to.
 let csrfUser = null;
 const unauthorizedHandlers = new Set();
+const replacedHandlers = new Set();
 
 /** ApiError is an error answer in the API's envelope. */
 export class ApiError extends Error {
@@ -80,6 +81,15 @@ export function setCsrf(token, userId = null) {
  */
 export function onUnauthorized(fn) {
   unauthorizedHandlers.add(fn);
+}
+
+/**
+ * onSessionReplaced registers fn to run just before the tab reloads as
+ * the user another tab logged in as; it returns the undo.
+ */
+export function onSessionReplaced(fn) {
+  replacedHandlers.add(fn);
+  return () => replacedHandlers.delete(fn);
 }
 
 const writes = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -167,6 +177,9 @@ async function refreshCsrf() {
       return false;
     }
     if (me.user?.id !== csrfUser) {
+      for (const fn of replacedHandlers) {
+        fn();
+      }
       window.location.reload();
       return false;
     }

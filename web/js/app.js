@@ -54,6 +54,9 @@ const session = {
 const main = document.getElementById('main');
 let current = null;
 let currentRoute = null;
+// currentHash is the address of the page shown, to go back to when the
+// page keeps the person from leaving it.
+let currentHash = '';
 // unreached is set when the page could not even learn who is logged in
 // because the server did not answer; it is drawn once the server is back.
 let unreached = false;
@@ -102,9 +105,10 @@ async function signedIn(next) {
 
 /**
  * signedOut forgets the session and goes to the login page, which says
- * why and, with keepPlace, comes back here after the login.
+ * why (reason: one of the login page's reason codes) and, with keepPlace,
+ * comes back here after the login.
  */
-function signedOut(message, keepPlace) {
+function signedOut(reason, keepPlace) {
   session.me = null;
   setCsrf('');
   feed.stop();
@@ -112,7 +116,7 @@ function signedOut(message, keepPlace) {
   renderHeader();
   const { path } = parseHash();
   if (path !== '/login') {
-    const params = { reason: message };
+    const params = { reason };
     if (keepPlace && path !== '/') {
       params.next = path;
     }
@@ -126,7 +130,7 @@ async function logout() {
   } catch {
     // The session may have ended already; the page goes to login anyway.
   }
-  signedOut('You are logged out.', false);
+  signedOut('logged-out', false);
 }
 
 function renderHeader() {
@@ -173,6 +177,20 @@ async function route() {
   const { path, params } = parseHash();
   if (!path.startsWith('/')) {
     return; // an in-page anchor
+  }
+  // A page with unsaved changes asks before it is left (leave resolves
+  // to whether to go); kept, the address goes back to it.
+  if (session.me && current?.leave && window.location.hash !== currentHash) {
+    const target = window.location.hash;
+    if (!await current.leave()) {
+      if (seq === renders) {
+        window.history.replaceState(null, '', currentHash);
+      }
+      return;
+    }
+    if (seq !== renders || window.location.hash !== target) {
+      return;
+    }
   }
   const found = routes.find((r) => r.pattern.test(path)) ?? routes[1];
   if (!found.public && !session.me) {
@@ -221,6 +239,7 @@ async function route() {
     refreshDemo: checkDemo,
   };
   currentRoute = found;
+  currentHash = window.location.hash;
   current = found.page.render(ctx);
   replace(main, current.node);
   document.title = `${current.title} · Sluice`;
@@ -232,7 +251,7 @@ async function route() {
 function start() {
   onUnauthorized(() => {
     if (session.me) {
-      signedOut('Your session has ended; log in again.', true);
+      signedOut('session-ended', true);
     }
   });
   document.getElementById('logout').addEventListener('click', logout);

@@ -49,6 +49,16 @@ export function timeEl(value, short) {
 const grouped = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
 const oneDecimal = new Intl.NumberFormat(undefined, { maximumFractionDigits: 1 });
 
+/**
+ * decimalNumber reads text written as a JSON number (100, -2.5, 1e3), as
+ * the API's number fields take them, and answers null for anything else:
+ * 0x10, 0b101, Infinity, 1_000, .5 are no numbers here, though Number()
+ * reads most of them.
+ */
+export function decimalNumber(text) {
+  return /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(text) ? Number(text) : null;
+}
+
 /** number writes n with one decimal under 100 and none above. */
 export function number(n) {
   if (n === null || n === undefined || Number.isNaN(n)) {

@@ -7,6 +7,7 @@
 // error about specificItems quotes).
 
 import { h, replace, uid } from './dom.js';
+import { decimalNumber } from './format.js';
 
 /**
  * rowsEditor is the shared part: a group of rows of one or more columns.
@@ -131,9 +132,30 @@ function rowsEditor({ id, label, hint, columns, noun, max }) {
   return { group, rows, add, addRow, setRowError, setGroupError, clear, write };
 }
 
-/** firstInvalid is the first input of the editor marked invalid, for focus. */
+/**
+ * untouched keeps the value an editor was filled with while the person
+ * has not edited it: kept.value is that value, exactly as the rule has it
+ * (the rows show it trimmed), until an edit in group makes it undefined.
+ */
+function untouched(group) {
+  const kept = { value: undefined };
+  group.addEventListener('input', () => {
+    kept.value = undefined;
+  });
+  group.addEventListener('change', () => {
+    kept.value = undefined;
+  });
+  return kept;
+}
+
+/**
+ * firstInvalid is where focus goes for an error of the editor: its first
+ * input marked invalid, else (an error about the whole group, under it)
+ * its first input or its add button; never the group itself, which
+ * cannot take focus.
+ */
 function firstInvalid(group) {
-  return group.querySelector('[aria-invalid="true"]') ?? group;
+  return group.querySelector('[aria-invalid="true"]') ?? group.querySelector('input, button:not(:disabled)');
 }
 
 /**
@@ -150,21 +172,25 @@ export function objectEditor({ id, label, hint, max }) {
     ],
   });
   const filled = () => ed.rows.filter((r) => r.inputs.value.value.trim() !== '' || r.inputs.threshold.value.trim() !== '');
+  const kept = untouched(ed.group);
   return {
     row: ed.group,
     get input() {
       return firstInvalid(ed.group);
     },
     read() {
+      if (kept.value) {
+        return kept.value;
+      }
       const out = {};
       for (const r of filled()) {
         const raw = r.inputs.threshold.value.trim();
-        const n = Number(raw);
-        out[r.inputs.value.value.trim()] = raw !== '' && Number.isFinite(n) ? n : raw;
+        out[r.inputs.value.value.trim()] = decimalNumber(raw) ?? raw;
       }
       return out;
     },
     write(value) {
+      kept.value = value;
       ed.write(Object.entries(value ?? {}).map(([v, threshold]) => ({ value: v, threshold })));
     },
     /** check marks the plain mistakes and tells whether there were any. */
@@ -181,8 +207,8 @@ export function objectEditor({ id, label, hint, max }) {
           ed.setRowError(r, `"${value}" is listed twice: keep one row per value.`);
           bad = true;
         }
-        if (raw === '' || !Number.isFinite(Number(raw))) {
-          ed.setRowError(r, 'Give a threshold: a number ≥ 0.');
+        if (decimalNumber(raw) === null) {
+          ed.setRowError(r, 'Give a threshold: a number ≥ 0, in decimal, such as 100 or 2.5.');
           bad = true;
         }
         seen.set(value, r);
@@ -224,15 +250,17 @@ export function arrayEditor({ id, label, hint, max }) {
     columns: [{ key: 'name', label: (n) => `Origin ${n}` }],
   });
   const filled = () => ed.rows.filter((r) => r.inputs.name.value.trim() !== '');
+  const kept = untouched(ed.group);
   return {
     row: ed.group,
     get input() {
       return firstInvalid(ed.group);
     },
     read() {
-      return filled().map((r) => r.inputs.name.value.trim());
+      return kept.value ?? filled().map((r) => r.inputs.name.value.trim());
     },
     write(value) {
+      kept.value = value;
       const names = value ?? [];
       ed.write((names.length ? names : ['']).map((name) => ({ name })));
     },

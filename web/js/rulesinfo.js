@@ -138,6 +138,11 @@ export function summary(rule) {
     if (rule.relationStrategy === 'associated') {
       s += `, by the traffic of ${rule.refResource}`;
     }
+    if (rule.limitApp === 'other') {
+      s += ', for each origin no other rule names';
+    } else if (rule.limitApp && rule.limitApp !== 'default') {
+      s += `, for the calls of ${rule.limitApp} only`;
+    }
     return s;
   }
   if (rule.kind === 'hotspot') {
@@ -167,7 +172,29 @@ export function summary(rule) {
     }[rule.strategy] ?? rule.strategy;
     return `opens on ${what} in ${number(rule.statIntervalMs)} ms, retries after ${number(rule.retryTimeoutMs)} ms`;
   }
+  if (rule.kind === 'system') {
+    const figure = systemFigures[rule.metricType] ?? rule.metricType;
+    const blocks = rule.strategy === 'bbr' ? 'the inbound calls beyond what it completes at best' : 'every inbound call';
+    return `past ${figure} ${number(rule.triggerCount)}, each engine blocks ${blocks}`;
+  }
   return '';
+}
+
+/** systemFigures name a system rule's metricType in a summary. */
+const systemFigures = {
+  load: 'a load per CPU of',
+  cpuUsage: 'a CPU usage of',
+  avgRt: 'an average response time (ms) of',
+  concurrency: 'inbound calls in flight numbering',
+  inboundQps: 'inbound calls per second numbering',
+};
+
+/**
+ * ruleTarget says what a rule guards, for sentences: its resource, or
+ * for a system rule (which has none) every inbound call of an engine.
+ */
+export function ruleTarget(rule) {
+  return rule.resource || 'every inbound call of each engine';
 }
 
 /** stateLabel names a circuit breaker state for people. */

@@ -24,7 +24,7 @@ export function render(ctx) {
     }
     try {
       await api('PATCH', '/me/password', { body: { currentPassword: current.input.value, newPassword: next.input.value } });
-      ctx.signedOut('Your password is changed. Log in with the new one.', false);
+      ctx.signedOut('password-changed', false);
     } catch (err) {
       for (const d of err.details ?? []) {
         fields[d.field]?.setError(d.message);

@@ -4,7 +4,7 @@
 
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { show } from '../rulesinfo.js';
+import { ruleTarget, show } from '../rulesinfo.js';
 import { confirmDialog, errorBox, field, page, reasonHeaders, table, toast } from '../ui.js';
 
 const example = `rules:
@@ -28,7 +28,7 @@ function planList(title, id, items, render) {
 }
 
 function itemParts(it) {
-  return [h('strong', {}, it.name), ` — ${it.kind} on `, h('code', {}, it.resource)];
+  return [h('strong', {}, it.name), ` — ${it.kind} on `, it.resource ? h('code', {}, it.resource) : ruleTarget(it)];
 }
 
 function item(it) {
@@ -80,6 +80,8 @@ export function render(ctx) {
   const plan = h('div', { class: 'plan', id: 'plan', 'aria-live': 'polite' });
   let previewed = '';
   let previewPlan = null;
+  // A viewer may preview a file (a dry run writes nothing), never apply it.
+  const readOnly = !ctx.session.canWrite;
 
   function request() {
     return `${text.input.value}\u0000${format.input.value}\u0000${prune.input.checked}`;
@@ -112,8 +114,19 @@ export function render(ctx) {
 
   async function send(dry) {
     errors.clear();
+    // What is sent is read now: the file and options as previewed, or
+    // (below) Apply refuses them.
+    const body = text.input.value;
+    const wanted = request();
     let reason = '';
     if (!dry) {
+      if (wanted !== previewed) {
+        // Changed without an event the page heard (a script, an
+        // extension): the plan shown is not this file's.
+        invalidate();
+        errors.text('The file changed after its preview: preview it again, then apply.');
+        return;
+      }
       const answer = await confirmDialog({
         title: 'Apply the rule file?',
         message: `${planSummary(previewPlan)} The rules change at once, for every instance.`,
@@ -125,13 +138,11 @@ export function render(ctx) {
       }
       reason = answer.reason;
     }
-    const body = text.input.value;
     if (!body.trim()) {
       errors.text('Paste a rule file or load one first.');
       text.input.focus();
       return;
     }
-    const wanted = request();
     try {
       const { data } = await api('POST', '/rules/apply', {
         query: { dryRun: dry, prune: prune.input.checked },
@@ -143,8 +154,10 @@ export function render(ctx) {
       if (dry) {
         previewed = wanted;
         previewPlan = data;
-        applyButton.disabled = false;
-        applyButton.title = '';
+        applyButton.disabled = readOnly;
+        applyButton.title = readOnly ? `Your role (${ctx.session.me.role}) cannot apply rules` : '';
+        // Changed while the preview was on its way: it is not this file's.
+        invalidate();
       } else {
         previewed = '';
         applyButton.disabled = true;
@@ -181,13 +194,9 @@ export function render(ctx) {
     }
   }
 
-  const readOnly = !ctx.session.canWrite;
-  if (readOnly) {
-    dryRun.disabled = true;
-  }
   return page('Apply a rule file',
     h('p', {}, 'Sync the rules to a file, the way CI does: rules are matched by name; new ones are created, changed ones updated, and with prune the others deleted — all in one transaction, or none of it.'),
-    readOnly ? h('p', { class: 'alert warn' }, `Your role (${ctx.session.me.role}) can export rules but not apply them.`) : null,
+    readOnly ? h('p', { class: 'alert warn' }, `Your role (${ctx.session.me.role}) can preview a rule file and export rules, but not apply them.`) : null,
     h('section', { class: 'card', 'aria-label': 'Rule file' },
       errors.el,
       text.row,

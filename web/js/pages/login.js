@@ -4,13 +4,24 @@ import { api } from '../api.js';
 import { h } from '../dom.js';
 import { errorBox, field, page } from '../ui.js';
 
+/**
+ * reasons are the messages of the reason codes the console sends to the
+ * login page (#/login?reason=session-ended). Anything else in the URL is
+ * ignored: a link must not make the page say what its sender wrote.
+ */
+const reasons = {
+  'logged-out': 'You are logged out.',
+  'session-ended': 'Your session has ended; log in again.',
+  'password-changed': 'Your password is changed. Log in with the new one.',
+};
+
 /** render draws the login form. */
 export function render(ctx) {
   const username = field({ label: 'Username', id: 'login-username', input: h('input', { name: 'username', autocomplete: 'username', required: true }) });
   const password = field({ label: 'Password', id: 'login-password', input: h('input', { name: 'password', type: 'password', autocomplete: 'current-password', required: true }) });
   const errors = errorBox();
   const submit = h('button', { type: 'submit', class: 'primary' }, 'Log in');
-  const reason = ctx.params.get('reason');
+  const reason = Object.hasOwn(reasons, ctx.params.get('reason')) ? reasons[ctx.params.get('reason')] : null;
 
   const form = h('form', { class: 'card narrow', id: 'login-form', novalidate: true },
     reason ? h('p', { class: 'alert info', role: 'status' }, reason) : null,

@@ -53,9 +53,24 @@ function section(title, ...children) {
   return h('section', { class: 'card', 'aria-labelledby': id }, h('h2', { id }, title), ...children);
 }
 
+/**
+ * notFound is the page of an address that names no resource: one whose
+ * escapes do not decode (#/resources/%E0%A4%A).
+ */
+function notFound() {
+  return page('No such resource',
+    h('p', { class: 'alert warn', role: 'status' }, 'This address names no resource: its name is not a validly escaped text.'),
+    h('p', {}, h('a', { href: '#/' }, '← Overview'), ' lists the resources Sluice has seen.'));
+}
+
 /** render draws a resource's page. */
 export function render(ctx) {
-  const name = decodeURIComponent(ctx.match[1]);
+  let name;
+  try {
+    name = decodeURIComponent(ctx.match[1]);
+  } catch {
+    return notFound();
+  }
   const errors = errorBox();
   const facts = h('p', { class: 'muted' });
   const cleanups = [];
@@ -249,17 +264,33 @@ export function render(ctx) {
     }
   }
 
+  // A custom range keeps its bounds in the URL (from, to: RFC 3339), so
+  // that a reload or a shared link shows the same range.
+  const customFrom = Date.parse(ctx.params.get('from') ?? '');
+  const customTo = Date.parse(ctx.params.get('to') ?? '');
+  let customFromURL = ctx.params.get('range') === 'custom' && !Number.isNaN(customFrom) && !Number.isNaN(customTo);
+  if (customFromURL) {
+    fromInput.value = localInput(customFrom);
+    toInput.value = localInput(customTo);
+  }
+
   function pickRange() {
     const value = picker.querySelector('input:checked')?.value ?? '1h';
-    ctx.setParams({ range: value === '1h' ? '' : value, instance: instanceInput.value });
     customForm.hidden = value !== 'custom';
     if (value === 'custom') {
+      if (customFromURL) {
+        customFromURL = false;
+        showCustom();
+        return;
+      }
+      ctx.setParams({ range: 'custom', instance: instanceInput.value });
       const now = Date.now();
       fromInput.value ||= localInput(now - 24 * 3600e3);
       toInput.value ||= localInput(now);
       fromInput.focus();
       return;
     }
+    ctx.setParams({ range: value === '1h' ? '' : value, instance: instanceInput.value });
     const span = ranges.find(([v]) => v === value)[2];
     const now = Date.now();
     loadHistory(now - span, now);
@@ -271,7 +302,6 @@ export function render(ctx) {
   });
   instanceInput.addEventListener('change', () => {
     if (picker.querySelector('input:checked')?.value === 'custom') {
-      ctx.setParams({ range: 'custom', instance: instanceInput.value });
       showCustom();
     } else {
       pickRange();
@@ -285,6 +315,7 @@ export function render(ctx) {
       historyNote.textContent = 'Give a "from" before the "to".';
       return;
     }
+    ctx.setParams({ range: 'custom', from: new Date(from).toISOString(), to: new Date(to).toISOString(), instance: instanceInput.value });
     loadHistory(from, to);
   }
 
@@ -345,6 +376,7 @@ export function render(ctx) {
       return;
     }
     input.disabled = true;
+    errors.clear();
     try {
       const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { enabled: enabling }, headers: ifMatch(rule.version, answer.reason) });
       input.checked = data.enabled;

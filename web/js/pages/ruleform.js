@@ -6,12 +6,12 @@
 // thresholds per value, an authority rule's origins) have editors of their
 // own (itemseditor.js); expiresAt is a date and time in the browser's zone.
 
-import { api, etagVersion, ifMatch } from '../api.js';
+import { api, etagVersion, ifMatch, onSessionReplaced } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { localInput, span, timeEl } from '../format.js';
+import { decimalNumber, localInput, span, timeEl } from '../format.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
-import { badge, errorBox, field, messageOf, page, toast } from '../ui.js';
+import { badge, confirmDialog, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
 const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
@@ -89,13 +89,47 @@ function entry(spec, id) {
     return datetimeEntry(spec, id);
   }
   const f = field({ label: spec.label, hint: spec.hint, id, input: makeInput(spec) });
+  const kept = untouched(f.input);
   writeValue(spec, f.input, undefined);
   return {
     ...f,
     spec,
-    read: () => readValue(spec, f.input),
-    write: (value) => writeValue(spec, f.input, value),
-    check: () => false,
+    read: () => kept.read(() => readValue(spec, f.input)),
+    write(value) {
+      kept.write(value);
+      writeValue(spec, f.input, value);
+    },
+    check() {
+      const raw = f.input.value.trim();
+      if (spec.type === 'number' && raw !== '' && decimalNumber(raw) === null) {
+        f.setError('Not a number: write it in decimal, such as 100 or 2.5.');
+        return true;
+      }
+      return false;
+    },
+  };
+}
+
+/**
+ * untouched keeps the value a field was filled with until the person
+ * edits it: read(typed) answers that value, exactly as the rule had it,
+ * while the field is untouched (the input shows it trimmed, or without
+ * its milliseconds), else what typed() reads.
+ */
+function untouched(input) {
+  let value = null;
+  let edited = false;
+  const edit = () => {
+    edited = true;
+  };
+  input.addEventListener('input', edit);
+  input.addEventListener('change', edit);
+  return {
+    read: (typed) => (edited || value === null || value === undefined ? typed() : value),
+    write(v) {
+      value = v;
+      edited = false;
+    },
   };
 }
 
@@ -114,8 +148,11 @@ function datetimeEntry(spec, id) {
   } }, 'Clear');
   const tell = () => {
     const at = input.value ? new Date(input.value).getTime() : NaN;
-    clear.disabled = !input.value;
-    if (Number.isNaN(at)) {
+    clear.disabled = !input.value && !input.validity.badInput;
+    if (input.validity.badInput) {
+      // A date without its time: the browser holds it, the value is empty.
+      note.textContent = 'Not a complete date and time.';
+    } else if (Number.isNaN(at)) {
       note.textContent = input.value ? 'Not a complete date and time.' : 'Never expires.';
     } else {
       note.textContent = at > Date.now() ? `Expires in ${span(at - Date.now())}.` : 'That time is past: the rule would be stored expired, and not applied.';
@@ -127,7 +164,9 @@ function datetimeEntry(spec, id) {
   input.replaceWith(inline);
   inline.append(input, clear);
   f.row.querySelector('.field-error').before(note);
+  const kept = untouched(input);
   const write = (value) => {
+    kept.write(value);
     input.value = localInput(value, true);
     tell();
   };
@@ -135,16 +174,22 @@ function datetimeEntry(spec, id) {
   return {
     ...f,
     spec,
-    read() {
+    read: () => kept.read(() => {
       const at = input.value ? new Date(input.value) : null;
       if (!at) {
         return '';
       }
       // An incomplete time is sent as typed, for the API to name.
       return Number.isNaN(at.getTime()) ? input.value : at.toISOString();
-    },
+    }),
     write,
-    check: () => false,
+    check() {
+      if (input.validity.badInput) {
+        f.setError('Not a complete date and time: give the time too, or clear the field for never.');
+        return true;
+      }
+      return false;
+    },
   };
 }
 
@@ -159,9 +204,8 @@ function readValue(spec, input) {
   if (raw === '') {
     return '';
   }
-  const n = Number(raw);
-  // Not a number: sent as typed, for the API to name what is wrong.
-  return Number.isFinite(n) ? n : raw;
+  // Not a number (check marks it before a save): kept as typed.
+  return decimalNumber(raw) ?? raw;
 }
 
 function writeValue(spec, input, value) {
@@ -190,7 +234,7 @@ export function render(ctx) {
   const id = ctx.match[1] ? Number(ctx.match[1]) : null;
   const editing = id !== null;
   const errors = errorBox();
-  const conflict = h('div', { class: 'alert warn', role: 'alert', id: 'conflict', hidden: true });
+  const conflict = h('div', { class: 'alert warn', role: 'alert', id: 'conflict', tabindex: '-1', hidden: true });
   const facts = h('p', { class: 'muted' });
   let version = null;
   let loaded = null;
@@ -327,25 +371,51 @@ export function render(ctx) {
     h('div', { class: 'actions' }, save, h('a', { href: '#/rules', class: 'button' }, 'Cancel')));
   form.addEventListener('change', visible);
   form.addEventListener('input', visible);
+
+  // Changes not saved yet: leaving asks first, in the console (leave) and
+  // when the browser would unload the page.
+  let dirty = false;
+  const touched = () => {
+    dirty = true;
+  };
+  form.addEventListener('input', touched);
+  form.addEventListener('change', touched);
+  const beforeUnload = (e) => {
+    if (dirty) {
+      e.preventDefault();
+      e.returnValue = '';
+    }
+  };
+  window.addEventListener('beforeunload', beforeUnload);
+  // Another tab logged in as someone else: this tab reloads as them, and
+  // the changes cannot be saved from here any more.
+  const unsubscribe = onSessionReplaced(() => {
+    dirty = false;
+  });
   const p = page(editing ? 'Edit rule' : 'New rule', facts, form);
   const heading = p.heading;
 
-  /** explainConflict says who changed the rule since it was opened, and offers to reload it. */
-  async function explainConflict() {
+  /**
+   * explainConflict says who changed the rule since it was opened, and
+   * offers to reload it; or, when it was deleted meanwhile (a save of it
+   * is 404), says so and offers to create it again.
+   */
+  async function explainConflict(deleted) {
     let who = '';
+    let gone = deleted;
     try {
       const { data } = await api('GET', `/rules/${id}/revisions`, { query: { pageSize: 1 } });
       const last = data.items[0];
       if (last) {
         who = `${last.actor || 'someone'} made version ${last.version} (${last.action})`;
-        if (last.action === 'delete') {
-          replace(conflict, h('p', {}, `This rule was deleted meanwhile (${who}). Your changes were not saved. `, h('a', { href: `#/rules/${id}/history` }, 'Its history'), ' can bring it back.'));
-          conflict.hidden = false;
-          return;
-        }
+        gone ||= last.action === 'delete';
       }
     } catch {
       who = '';
+    }
+    if (gone) {
+      explainDeleted(who);
+      return;
     }
     const reloadButton = h('button', { type: 'button', id: 'conflict-reload', onclick: reloadCurrent }, 'Load the current version');
     replace(conflict,
@@ -355,6 +425,17 @@ export function render(ctx) {
       h('div', { class: 'actions' }, reloadButton, h('a', { href: `#/rules/${id}/history` }, 'See what changed')));
     conflict.hidden = false;
     reloadButton.focus();
+  }
+
+  /** explainDeleted says the rule was deleted by someone else, and offers to create it again or go back to the list. */
+  function explainDeleted(who) {
+    const recreate = h('button', { type: 'button', id: 'conflict-recreate', onclick: () => send(true) }, 'Create it again');
+    replace(conflict,
+      h('p', {}, h('strong', {}, 'Someone else deleted this rule after you opened it'), who ? ` (${who}).` : '.', ' Your changes were not saved.'),
+      h('p', {}, 'Create it again with the values in this form — as a new rule, with an id and a history of its own — or go back to the list.'),
+      h('div', { class: 'actions' }, recreate, h('a', { href: '#/rules', id: 'conflict-list' }, 'Back to the rules')));
+    conflict.hidden = false;
+    recreate.focus();
   }
 
   async function reloadCurrent() {
@@ -370,6 +451,8 @@ export function render(ctx) {
         lost.length ? ' Your unsaved values were:' : ' Your unsaved values match it.'),
       lost.length ? h('ul', { id: 'unsaved-values' }, lost.map((k) => h('li', {}, h('code', {}, k), `: yours ${show(mine[k])}, now ${show(current[k])}`))) : null);
     conflict.hidden = false;
+    // The button that had focus is gone: focus moves to what replaced it.
+    conflict.focus();
   }
 
   async function load() {
@@ -396,19 +479,24 @@ export function render(ctx) {
     }
   }
 
-  form.addEventListener('submit', async (e) => {
-    e.preventDefault();
+  /**
+   * send saves the form: the edited rule, or a new one when creating or
+   * when asNew (the edited rule was deleted meanwhile).
+   */
+  async function send(asNew) {
     clearErrors();
     if (checkFields()) {
       return;
     }
     save.disabled = true;
-    const headers = editing ? ifMatch(version, reason.input.value) : (reason.input.value ? { 'X-Change-Reason': reason.input.value } : {});
+    const creating = !editing || asNew;
+    const headers = creating ? reasonHeaders(reason.input.value) : ifMatch(version, reason.input.value);
     try {
-      const { data } = editing
-        ? await api('PUT', `/rules/${id}`, { body: body(), headers })
-        : await api('POST', '/rules', { body: body(), headers });
-      toast(`${editing ? 'Saved' : 'Created'} ${data.name} (version ${data.version}).`);
+      const { data } = creating
+        ? await api('POST', '/rules', { body: body(), headers })
+        : await api('PUT', `/rules/${id}`, { body: body(), headers });
+      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`);
+      dirty = false;
       ctx.refreshDemo();
       ctx.go('/rules');
     } catch (err) {
@@ -417,14 +505,19 @@ export function render(ctx) {
       } else if (err.status === 409) {
         groups.envelope[0].setError(err.message);
         errors.show(err, []);
-      } else if (err.status === 412) {
-        await explainConflict();
+      } else if (err.status === 412 || (err.status === 404 && !creating)) {
+        await explainConflict(err.status === 404);
       } else {
         errors.text(messageOf(err));
       }
     } finally {
       save.disabled = !ctx.session.canWrite || (editing && !loaded);
     }
+  }
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    send(false);
   });
 
   visible();
@@ -436,5 +529,23 @@ export function render(ctx) {
     errors.text(`Your role (${ctx.session.me.role}) can read rules but not change them.`);
     save.disabled = true;
   }
-  return p;
+  return {
+    ...p,
+    /** leave resolves to whether to leave the form: at once unless it has unsaved changes. */
+    async leave() {
+      if (!dirty || !ctx.session.canWrite) {
+        return true;
+      }
+      const answer = await confirmDialog({
+        title: 'Leave without saving?',
+        message: editing ? 'Your changes to this rule are not saved; leaving drops them.' : 'This rule is not created yet; leaving drops what you filled in.',
+        confirmLabel: 'Leave without saving',
+      });
+      return answer !== null;
+    },
+    cleanup() {
+      window.removeEventListener('beforeunload', beforeUnload);
+      unsubscribe();
+    },
+  };
 }

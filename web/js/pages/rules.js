@@ -6,7 +6,7 @@
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
-import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, ruleSchema, summary } from '../rulesinfo.js';
+import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, ruleSchema, ruleTarget, summary } from '../rulesinfo.js';
 import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
 const pageSize = 50;
@@ -52,10 +52,11 @@ export function render(ctx) {
   async function remove(rule) {
     const confirmed = await confirmThen({
       title: `Delete ${rule.name}?`,
-      message: `The rule stops applying to ${rule.resource} at once. Its history stays readable, and it can be created again from there.`,
+      message: `The rule stops applying to ${ruleTarget(rule)} at once. A deleted rule cannot be restored: its history stays readable, and shows its last content should you create it again.`,
       confirmLabel: 'Delete the rule',
       askReason: true,
     }, async (reason) => {
+      errors.clear();
       await api('DELETE', `/rules/${rule.id}`, { headers: ifMatch(rule.version, reason) });
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();
@@ -79,7 +80,7 @@ export function render(ctx) {
         r.app ? [' ', appBadge(r)] : null,
         r.description ? h('div', { class: 'muted small' }, r.description) : null),
       h('td', {}, kindLabel(r.kind)),
-      h('td', {}, h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
+      h('td', {}, !r.resource ? h('span', { class: 'muted' }, 'every inbound call') : h('a', { href: `#/resources/${encodeURIComponent(r.resource)}` }, r.resource)),
       h('td', {}, r.enabled ? badge('enabled', 'ok') : badge('disabled', 'muted'), ' ', r.mode === 'shadow' ? badge('shadow', 'warn') : null,
         r.expiresAt || r.expired ? [' ', expiryBadge(r)] : null,
         clusterBadges(r, cluster).map((b) => [' ', b])),

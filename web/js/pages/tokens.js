@@ -41,6 +41,7 @@ export function render() {
       message: 'Its next request is refused. This cannot be undone; a new token can be created instead.',
       confirmLabel: 'Revoke the token',
     }, async () => {
+      errors.clear();
       await api('DELETE', `/tokens/${t.id}`);
       toast(`Revoked ${t.name}.`);
     }, (err) => errors.show(err));
@@ -75,8 +76,18 @@ export function render() {
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     formErrors.clear();
+    // The last token's secret goes with the next try: it would sit next
+    // to this one's error as if it were its answer.
+    secret.hidden = true;
+    secret.replaceChildren();
     for (const f of Object.values(fields)) {
       f.setError('');
+    }
+    if (expires.input.validity.badInput) {
+      // A date without its time: the browser holds it, the value is empty.
+      expires.setError('Not a complete date and time: give the time too, or empty the field for never.');
+      expires.input.focus();
+      return;
     }
     const body = { name: name.input.value.trim(), role: role.input.value };
     if (expires.input.value) {

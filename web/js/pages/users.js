@@ -1,7 +1,7 @@
 // Console users, for admins: the list, a form that adds one, and per user
 // a role change, a new password and deletion.
 
-import { api } from '../api.js';
+import { ApiError, api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { timeEl } from '../format.js';
 import { confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
@@ -10,6 +10,17 @@ const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rule
 
 function roleSelect(selected, id) {
   return h('select', { id }, roles.map(([value, label]) => option(value, label, value === selected)));
+}
+
+/**
+ * showUserError shows an error about user u, the user named by username
+ * where the API's message names them by id ("user 1 is the last admin").
+ */
+function showUserError(errors, u, err) {
+  if (err instanceof ApiError) {
+    err.message = err.message.replace(new RegExp(`\\buser ${u.id}\\b`, 'g'), u.username);
+  }
+  errors.show(err);
 }
 
 /** render draws the users page. */
@@ -24,7 +35,7 @@ export function render(ctx) {
       await api('PATCH', `/users/${u.id}`, { body });
       toast(`${u.username}: ${what}.`);
     } catch (err) {
-      errors.show(err);
+      showUserError(errors, u, err);
     }
     load();
   }
@@ -35,9 +46,10 @@ export function render(ctx) {
       message: 'Their sessions end at once. The rules they changed keep their name in the history.',
       confirmLabel: 'Delete the user',
     }, async () => {
+      errors.clear();
       await api('DELETE', `/users/${u.id}`);
       toast(`Deleted ${u.username}.`);
-    }, (err) => errors.show(err));
+    }, (err) => showUserError(errors, u, err));
     if (confirmed) {
       load();
     }
