@@ -218,8 +218,10 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// requireCredentials lets through any authenticated caller, whatever its
-// role: it guards /metrics, which Prometheus scrapes with a bearer token.
+// requireCredentials lets through any authenticated caller of role
+// viewer or above: it guards /metrics, which Prometheus scrapes with a
+// bearer token. An instance token is refused there, as on every route but
+// the instances' own (API.md, "Instances").
 func (a *auth) requireCredentials(c *fiber.Ctx) error {
 	p, err := a.authenticate(c)
 	if err != nil {
@@ -228,6 +230,9 @@ func (a *auth) requireCredentials(c *fiber.Ctx) error {
 	if p == nil {
 		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="sluice"`)
 		return NewError(http.StatusUnauthorized, "credentials are required: a bearer token (or start the server with --public-metrics)")
+	}
+	if roleRank[p.role] < roleRank[roleViewer] {
+		return NewError(http.StatusForbidden, fmt.Sprintf("this needs the %s role; yours is %s", roleViewer, p.role))
 	}
 	return c.Next()
 }
