@@ -246,8 +246,8 @@ func safeMethod(method string) bool {
 // revoked is an error; no credential at all is a nil principal.
 func (a *auth) authenticate(c *fiber.Ctx) (*principal, error) {
 	if h := c.Get(fiber.HeaderAuthorization); h != "" {
-		secret, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || secret == "" {
+		secret, ok := bearerSecret(h)
+		if !ok {
 			return nil, NewError(http.StatusUnauthorized, "the Authorization header must be \"Bearer <token>\"")
 		}
 		return a.tokenPrincipal(c.UserContext(), secret)
@@ -256,6 +256,16 @@ func (a *auth) authenticate(c *fiber.Ctx) (*principal, error) {
 		return a.sessionPrincipal(c.UserContext(), cookie)
 	}
 	return nil, nil
+}
+
+// bearerSecret reads the token of an Authorization header of the Bearer
+// scheme. The scheme is case-insensitive and followed by one or more
+// spaces (RFC 7235, section 2.1): "bearer <token>" is as good as
+// "Bearer <token>".
+func bearerSecret(header string) (string, bool) {
+	scheme, rest, _ := strings.Cut(header, " ")
+	secret := strings.TrimLeft(rest, " ")
+	return secret, strings.EqualFold(scheme, "Bearer") && secret != ""
 }
 
 func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, error) {
