@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -38,6 +39,12 @@ func (h *prometheusHandler) serve(c *fiber.Ctx) error {
 	gzipped := strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip")
 	if gzipped {
 		c.Set(fiber.HeaderContentEncoding, "gzip")
+	}
+	// HEAD answers the headers alone: a streamed body, even one left
+	// unsent, would put the end of a chunked body on the connection,
+	// where the client reads it as the start of its next answer.
+	if c.Method() == http.MethodHead {
+		return nil
 	}
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		var out io.Writer = w
