@@ -117,7 +117,7 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 	}
 	a := h.auth
 	nowMs, client := a.cfg.now().UnixMilli(), c.IP()
-	if wait := a.logins.retryAfterMs(nowMs, req.Username, client); wait > 0 {
+	if wait := a.logins.begin(nowMs, req.Username, client); wait > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((wait+999)/1000, 10))
 		return NewError(http.StatusTooManyRequests, "too many failed logins; try again later")
 	}
@@ -128,13 +128,14 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 		// which usernames exist.
 		_ = bcrypt.CompareHashAndPassword(a.dummyHash(), []byte(req.Password))
 	case err != nil:
+		a.logins.abandon(req.Username, client)
 		return err
 	}
 	if err != nil || bcrypt.CompareHashAndPassword([]byte(user.PasswordHash), []byte(req.Password)) != nil {
 		a.logins.fail(nowMs, req.Username, client)
 		return NewError(http.StatusUnauthorized, "wrong username or password")
 	}
-	a.logins.succeed(req.Username)
+	a.logins.succeed(req.Username, client)
 	sess, err := a.newSession(c, user)
 	if err != nil {
 		return err
