@@ -1,9 +1,14 @@
 package server
 
 import (
+	"bufio"
+	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/server/servertest"
 )
@@ -57,7 +62,7 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 		}
 		path := strings.Replace(routeParam.ReplaceAllString(route.Path, "999999"), "*", "index.html", 1)
 		t.Run(key, func(t *testing.T) {
-			anonymous, _ := n.as(t, nil, route.Method, path, "{}")
+			anonymous := statusLine(t, n.Addr, route.Method, path, nil, "{}")
 			for _, role := range []string{roleInstance, roleViewer, roleEditor, roleAdmin} {
 				h := bearer(tokens[role])
 				if ownAccountRoutes[policyKey] && role != roleInstance {
@@ -69,18 +74,18 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 				if role == roleInstance {
 					allowed = instanceRoutes[policyKey]
 				}
-				status, body := n.as(t, h, route.Method, path, "{}")
+				status := statusLine(t, n.Addr, route.Method, path, h, "{}")
 				switch {
 				case need == "":
 					if status != anonymous {
-						t.Errorf("as %s: %d %s, want %d as without credentials: the route is public", role, status, body, anonymous)
+						t.Errorf("as %s: %d, want %d as without credentials: the route is public", role, status, anonymous)
 					}
 				case !allowed:
 					if status != http.StatusForbidden {
-						t.Errorf("as %s: %d %s, want 403: the route needs %s", role, status, body, need)
+						t.Errorf("as %s: %d, want 403: the route needs %s", role, status, need)
 					}
 				case status == http.StatusForbidden || status == http.StatusUnauthorized:
-					t.Errorf("as %s: %d %s, want past authorisation: the route needs %s", role, status, body, need)
+					t.Errorf("as %s: %d, want past authorisation: the route needs %s", role, status, need)
 				}
 			}
 		})
@@ -90,4 +95,40 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 			t.Errorf("%s is in outsideAPIPolicy but not registered", key)
 		}
 	}
+}
+
+// statusLine sends method and target with header and body on a
+// connection of its own and answers the status of the answer's first
+// line, reading nothing more: an event stream does not hold it, and what
+// one answer leaves on a connection cannot decide the next one's.
+func statusLine(t *testing.T, addr, method, target string, header http.Header, body string) int {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	req := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: sluice.test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", method, target, len(body))
+	for k, vs := range header {
+		for _, v := range vs {
+			req += k + ": " + v + "\r\n"
+		}
+	}
+	if _, err := conn.Write([]byte(req + "\r\n" + body)); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		t.Fatalf("%s %s: reading the answer: %v", method, target, err)
+	}
+	proto, rest, _ := strings.Cut(line, " ")
+	code, _, _ := strings.Cut(rest, " ")
+	status, err := strconv.Atoi(code)
+	if err != nil || !strings.HasPrefix(proto, "HTTP/1.") {
+		t.Fatalf("%s %s: status line %q", method, target, line)
+	}
+	return status
 }
