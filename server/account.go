@@ -133,6 +133,7 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 	}
 	if err != nil || bcrypt.CompareHashAndPassword([]byte(user.PasswordHash), []byte(req.Password)) != nil {
 		a.logins.fail(nowMs, req.Username, client)
+		c.Set(fiber.HeaderWWWAuthenticate, bearerChallenge)
 		return NewError(http.StatusUnauthorized, "wrong username or password")
 	}
 	a.logins.succeed(req.Username, client)

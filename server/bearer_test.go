@@ -2,6 +2,7 @@ package server
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -35,4 +36,43 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestEvery401Challenges: every 401 carries the WWW-Authenticate
+// challenge RFC 7235 requires of one, whatever the credential was wrong
+// with, on every route that needs one, and on a failed login.
+func TestEvery401Challenges(t *testing.T) {
+	n := startAuthNode(t)
+	credentials := map[string]http.Header{
+		"none":                  nil,
+		"an unknown token":      bearer("slc_unknown"),
+		"another scheme":        {"Authorization": {"Basic YWRtaW46YWRtaW4="}},
+		"an unknown session":    {"Cookie": {sessionCookie + "=unknown"}},
+		"an empty bearer token": {"Authorization": {"Bearer"}},
+	}
+	check := func(t *testing.T, what string, status int, header http.Header) {
+		t.Helper()
+		if status != http.StatusUnauthorized || header.Get("WWW-Authenticate") != bearerChallenge {
+			t.Errorf("%s: %d with WWW-Authenticate %q, want 401 with %q", what, status, header.Get("WWW-Authenticate"), bearerChallenge)
+		}
+	}
+	seen := map[string]bool{}
+	for _, route := range n.app.GetRoutes(true) {
+		key := route.Method + " " + route.Path
+		need, known := routePolicy[key]
+		if !strings.HasPrefix(route.Path, apiPrefix) {
+			need, known = outsideAPIPolicy[key]
+		}
+		if seen[key] || !known || need == "" {
+			continue
+		}
+		seen[key] = true
+		path := routeParam.ReplaceAllString(route.Path, "999999")
+		for name, h := range credentials {
+			resp, _ := n.DoWith(t, route.Method, path, strings.NewReader("{}"), h)
+			check(t, key+" with "+name, resp.StatusCode, resp.Header)
+		}
+	}
+	resp, _ := n.DoWith(t, http.MethodPost, "/api/v1/auth/login", strings.NewReader(`{"username":"admin","password":"wrong-password"}`), nil)
+	check(t, "a failed login", resp.StatusCode, resp.Header)
 }
