@@ -834,6 +834,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
+                "description": "A wrong current password counts as a failed login for the user: after repeated failures, this and logging in are answered 429 with Retry-After for a while, even with the right password.",
                 "consumes": [
                     "application/json"
                 ],
@@ -894,7 +895,7 @@ const docTemplate = `{
                         }
                     },
                     "429": {
-                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "description": "too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestLoginLimiterCountsLoginsInFlight: logins whose password is still
@@ -96,5 +97,37 @@ func TestConcurrentGuessesAreThrottled(t *testing.T) {
 	right := `{"username":"admin","password":"` + adminPassword + `"}`
 	if status, body := n.as(t, nil, http.MethodPost, "/api/v1/auth/login", right); status != http.StatusTooManyRequests {
 		t.Errorf("the right password after the burst: %d %s, want 429", status, body)
+	}
+}
+
+// TestPasswordChangeIsThrottled: a wrong current password in PATCH
+// /me/password counts as a failed login, so a stolen session cannot guess
+// the password without limit: after maxFailuresPerUser wrong ones, the
+// right one is 429 there and at login, until the window has passed.
+func TestPasswordChangeIsThrottled(t *testing.T) {
+	n := startAuthNode(t)
+	_, name := n.newUser(t, roleViewer)
+	cookie, csrf := n.login(t, name, walkPassword)
+	session := withCookie(cookie, csrf)
+	change := func(current string) string {
+		return fmt.Sprintf(`{"currentPassword":%q,"newPassword":"a-new-password-0123"}`, current)
+	}
+	for i := range maxFailuresPerUser {
+		if status, body := n.as(t, session, http.MethodPatch, "/api/v1/me/password", change(fmt.Sprintf("guess-%d-guess", i))); status != http.StatusUnprocessableEntity {
+			t.Fatalf("wrong guess %d: %d %s, want 422", i+1, status, body)
+		}
+	}
+	resp, body := n.DoWith(t, http.MethodPatch, "/api/v1/me/password", strings.NewReader(change(walkPassword)), session)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("the right password after %d wrong ones: %d %s (Retry-After %q), want 429 with Retry-After",
+			maxFailuresPerUser, resp.StatusCode, body, resp.Header.Get("Retry-After"))
+	}
+	login := fmt.Sprintf(`{"username":%q,"password":%q}`, name, walkPassword)
+	if status, body := n.as(t, nil, http.MethodPost, "/api/v1/auth/login", login); status != http.StatusTooManyRequests {
+		t.Fatalf("logging in after the wrong guesses: %d %s, want 429", status, body)
+	}
+	n.clock.Advance(loginWindowMs * time.Millisecond)
+	if status, body := n.as(t, session, http.MethodPatch, "/api/v1/me/password", change(walkPassword)); status != http.StatusNoContent {
+		t.Fatalf("the right password once the window passed: %d %s, want 204", status, body)
 	}
 }
