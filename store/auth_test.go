@@ -1,6 +1,7 @@
 package store
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -62,5 +63,33 @@ func TestPutTokenIsIdempotent(t *testing.T) {
 			}
 			want = got
 		})
+	}
+}
+
+// TestPutTokenConcurrently: replicas that start together register the
+// same token at once; every one succeeds, and one row is stored.
+func TestPutTokenConcurrently(t *testing.T) {
+	s, _ := openTestStore(t)
+	const replicas = 8
+	errs := make(chan error, replicas)
+	var wg sync.WaitGroup
+	for range replicas {
+		wg.Go(func() {
+			errs <- s.PutToken(t.Context(), &APIToken{Name: "bootstrap", Role: "admin", TokenHash: "hash-1", CreatedBy: "--bootstrap-token", CreatedAt: time.Now()})
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("PutToken: %v", err)
+		}
+	}
+	all, err := s.AllTokens(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 1 {
+		t.Errorf("%d tokens stored, want 1: %+v", len(all), all)
 	}
 }
