@@ -834,6 +834,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
+                "description": "A wrong current password counts as a failed login for the user: after repeated failures, this and logging in are answered 429 with Retry-After for a while, even with the right password.",
                 "consumes": [
                     "application/json"
                 ],
@@ -894,7 +895,7 @@ const docTemplate = `{
                         }
                     },
                     "429": {
-                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "description": "too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3057,7 +3058,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.",
+                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of role viewer or above (not an instance token), unless the server runs with --public-metrics.",
                 "produces": [
                     "text/plain"
                 ],
@@ -3075,6 +3076,12 @@ const docTemplate = `{
                     },
                     "401": {
                         "description": "no credentials, or a wrong, expired or revoked one (without --public-metrics)",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "an instance token (without --public-metrics)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

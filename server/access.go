@@ -96,6 +96,7 @@ func (r apiRoutes) add(method, path string, need access, handlers ...fiber.Handl
 		if p == nil {
 			// The auth middleware lets only the public routes through
 			// without a principal, and they are not bound here.
+			c.Set(fiber.HeaderWWWAuthenticate, bearerChallenge)
 			return NewError(http.StatusUnauthorized, "credentials are required: a bearer token or a console session")
 		}
 		if want := need(c); roleRank[p.role] < roleRank[want] {

@@ -117,7 +117,7 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 	}
 	a := h.auth
 	nowMs, client := a.cfg.now().UnixMilli(), c.IP()
-	if wait := a.logins.retryAfterMs(nowMs, req.Username, client); wait > 0 {
+	if wait := a.logins.begin(nowMs, req.Username, client); wait > 0 {
 		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((wait+999)/1000, 10))
 		return NewError(http.StatusTooManyRequests, "too many failed logins; try again later")
 	}
@@ -128,13 +128,15 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 		// which usernames exist.
 		_ = bcrypt.CompareHashAndPassword(a.dummyHash(), []byte(req.Password))
 	case err != nil:
+		a.logins.abandon(req.Username, client)
 		return err
 	}
 	if err != nil || bcrypt.CompareHashAndPassword([]byte(user.PasswordHash), []byte(req.Password)) != nil {
 		a.logins.fail(nowMs, req.Username, client)
+		c.Set(fiber.HeaderWWWAuthenticate, bearerChallenge)
 		return NewError(http.StatusUnauthorized, "wrong username or password")
 	}
-	a.logins.succeed(req.Username)
+	a.logins.succeed(req.Username, client)
 	sess, err := a.newSession(c, user)
 	if err != nil {
 		return err
@@ -190,23 +192,26 @@ func (h *accountHandler) me(c *fiber.Ctx) error {
 }
 
 // changePassword changes the caller's own password and ends all their
-// sessions, this one included.
+// sessions, this one included. Its check of the current password counts
+// with the logins' (loginLimiter): else a stolen session could guess the
+// password without limit.
 //
-//	@Summary	Change one's own password
-//	@ID			changePassword
-//	@Tags		auth
-//	@Accept		json
-//	@Param		change	body	PasswordChange	true	"the current and the new password"
-//	@Success	204
-//	@Failure	400	{object}	ErrorResponse
-//	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"an API token has no password"
-//	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
-//	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
-//	@Failure	422	{object}	ErrorResponse	"the current password is wrong, or the new one too weak"
-//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
-//	@Security	BearerAuth
-//	@Router		/api/v1/me/password [patch]
+//	@Summary		Change one's own password
+//	@ID				changePassword
+//	@Description	A wrong current password counts as a failed login for the user: after repeated failures, this and logging in are answered 429 with Retry-After for a while, even with the right password.
+//	@Tags			auth
+//	@Accept			json
+//	@Param			change	body	PasswordChange	true	"the current and the new password"
+//	@Success		204
+//	@Failure		400	{object}	ErrorResponse
+//	@Failure		401	{object}	ErrorResponse
+//	@Failure		403	{object}	ErrorResponse	"an API token has no password"
+//	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure		422	{object}	ErrorResponse	"the current password is wrong, or the new one too weak"
+//	@Failure		429	{object}	ErrorResponse	"too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/me/password [patch]
 func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 	p := principalOf(c)
 	if p.user == nil {
@@ -222,8 +227,17 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 	o.Str("newPassword", &req.NewPassword)
 	o.Rest(func(string) string { return "" })
 	errs := fieldErrors(bodyErrs)
+	a := h.auth
+	nowMs, client := a.cfg.now().UnixMilli(), c.IP()
+	if wait := a.logins.begin(nowMs, p.user.Username, client); wait > 0 {
+		c.Set(fiber.HeaderRetryAfter, strconv.FormatInt((wait+999)/1000, 10))
+		return NewError(http.StatusTooManyRequests, "too many wrong passwords; try again later")
+	}
 	if bcrypt.CompareHashAndPassword([]byte(p.user.PasswordHash), []byte(req.CurrentPassword)) != nil {
+		a.logins.fail(nowMs, p.user.Username, client)
 		errs = append(errs, FieldError{"currentPassword", "is wrong"})
+	} else {
+		a.logins.succeed(p.user.Username, client)
 	}
 	errs = append(errs, checkPassword("newPassword", req.NewPassword)...)
 	if len(errs) > 0 {

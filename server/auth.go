@@ -38,8 +38,10 @@ var roleRank = map[string]int{roleViewer: 1, roleEditor: 2, roleAdmin: 3}
 
 // Auth defaults.
 const (
-	sessionCookie      = "sluice_session"
-	csrfHeader         = "X-CSRF-Token"
+	sessionCookie = "sluice_session"
+	csrfHeader    = "X-CSRF-Token"
+	// bearerChallenge is the WWW-Authenticate of a 401.
+	bearerChallenge    = `Bearer realm="sluice"`
 	defaultSessionIdle = 2 * time.Hour
 	defaultSessionMax  = 24 * time.Hour
 	// touchEvery bounds how often a session's or token's last use is
@@ -202,13 +204,9 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 	if publicPaths[c.Path()] {
 		return c.Next()
 	}
-	p, err := a.authenticate(c)
+	p, err := a.authenticate(c, "credentials are required: a bearer token or a console session")
 	if err != nil {
 		return err
-	}
-	if p == nil {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="sluice"`)
-		return NewError(http.StatusUnauthorized, "credentials are required: a bearer token or a console session")
 	}
 	if p.session != nil && !safeMethod(c.Method()) &&
 		subtle.ConstantTimeCompare([]byte(c.Get(csrfHeader)), []byte(p.session.CSRFToken)) != 1 {
@@ -218,16 +216,17 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// requireCredentials lets through any authenticated caller, whatever its
-// role: it guards /metrics, which Prometheus scrapes with a bearer token.
+// requireCredentials lets through any authenticated caller of role
+// viewer or above: it guards /metrics, which Prometheus scrapes with a
+// bearer token. An instance token is refused there, as on every route but
+// the instances' own (API.md, "Instances").
 func (a *auth) requireCredentials(c *fiber.Ctx) error {
-	p, err := a.authenticate(c)
+	p, err := a.authenticate(c, "credentials are required: a bearer token (or start the server with --public-metrics)")
 	if err != nil {
 		return err
 	}
-	if p == nil {
-		c.Set(fiber.HeaderWWWAuthenticate, `Bearer realm="sluice"`)
-		return NewError(http.StatusUnauthorized, "credentials are required: a bearer token (or start the server with --public-metrics)")
+	if roleRank[p.role] < roleRank[roleViewer] {
+		return NewError(http.StatusForbidden, fmt.Sprintf("this needs the %s role; yours is %s", roleViewer, p.role))
 	}
 	return c.Next()
 }
@@ -236,13 +235,28 @@ func safeMethod(method string) bool {
 	return method == http.MethodGet || method == http.MethodHead || method == http.MethodOptions
 }
 
-// authenticate finds the request's principal: a bearer token, else a
+// authenticate finds the request's principal. No credential, or one that
+// is wrong, expired or revoked, is a 401 (noCredentials is its message
+// when there is none), with the WWW-Authenticate challenge RFC 7235
+// requires of every 401.
+func (a *auth) authenticate(c *fiber.Ctx, noCredentials string) (*principal, error) {
+	p, err := a.credentials(c)
+	if err == nil && p == nil {
+		err = NewError(http.StatusUnauthorized, noCredentials)
+	}
+	if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusUnauthorized {
+		c.Set(fiber.HeaderWWWAuthenticate, bearerChallenge)
+	}
+	return p, err
+}
+
+// credentials finds the request's principal: a bearer token, else a
 // session cookie. A credential that is present but wrong, expired or
 // revoked is an error; no credential at all is a nil principal.
-func (a *auth) authenticate(c *fiber.Ctx) (*principal, error) {
+func (a *auth) credentials(c *fiber.Ctx) (*principal, error) {
 	if h := c.Get(fiber.HeaderAuthorization); h != "" {
-		secret, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || secret == "" {
+		secret, ok := bearerSecret(h)
+		if !ok {
 			return nil, NewError(http.StatusUnauthorized, "the Authorization header must be \"Bearer <token>\"")
 		}
 		return a.tokenPrincipal(c.UserContext(), secret)
@@ -251,6 +265,16 @@ func (a *auth) authenticate(c *fiber.Ctx) (*principal, error) {
 		return a.sessionPrincipal(c.UserContext(), cookie)
 	}
 	return nil, nil
+}
+
+// bearerSecret reads the token of an Authorization header of the Bearer
+// scheme. The scheme is case-insensitive and followed by one or more
+// spaces (RFC 7235, section 2.1): "bearer <token>" is as good as
+// "Bearer <token>".
+func bearerSecret(header string) (string, bool) {
+	scheme, rest, _ := strings.Cut(header, " ")
+	secret := strings.TrimLeft(rest, " ")
+	return secret, strings.EqualFold(scheme, "Bearer") && secret != ""
 }
 
 func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, error) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,11 +22,12 @@ type prometheusHandler struct {
 //
 //	@Summary		Prometheus metrics
 //	@ID				getPrometheusMetrics
-//	@Description	The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of any role, unless the server runs with --public-metrics.
+//	@Description	The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of role viewer or above (not an instance token), unless the server runs with --public-metrics.
 //	@Tags			metrics
 //	@Produce		plain
 //	@Success		200	{string}	string			"the text exposition format 0.0.4"
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one (without --public-metrics)"
+//	@Failure		403	{object}	ErrorResponse	"an instance token (without --public-metrics)"
 //	@Security		BearerAuth
 //	@Router			/metrics [get]
 func (h *prometheusHandler) serve(c *fiber.Ctx) error {
@@ -37,6 +39,12 @@ func (h *prometheusHandler) serve(c *fiber.Ctx) error {
 	gzipped := strings.Contains(c.Get(fiber.HeaderAcceptEncoding), "gzip")
 	if gzipped {
 		c.Set(fiber.HeaderContentEncoding, "gzip")
+	}
+	// HEAD answers the headers alone: a streamed body, even one left
+	// unsent, would put the end of a chunked body on the connection,
+	// where the client reads it as the start of its next answer.
+	if c.Method() == http.MethodHead {
+		return nil
 	}
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		var out io.Writer = w

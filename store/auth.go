@@ -207,11 +207,33 @@ func (s *Store) CreateToken(ctx context.Context, t *APIToken) error {
 	})
 }
 
-// PutToken stores t under its name, replacing a token of that name: the
-// bootstrap token is registered again at every start, idempotently. The
-// other replicas are told (ChangedTokens).
+// PutToken registers t under its name, idempotently: the bootstrap token
+// is registered again at every start. When a token of that name already
+// has t's secret and role, that row is kept as it is (its ID, CreatedAt
+// and LastUsedAt) and t becomes a copy of it; otherwise the token of that
+// name, if any, is replaced by t, and the other replicas are told
+// (ChangedTokens). Replicas that start together on one database may race
+// to insert the same token: the one that loses finds the winner's row when
+// it tries again.
 func (s *Store) PutToken(ctx context.Context, t *APIToken) error {
+	err := s.putToken(ctx, t)
+	if errors.Is(err, ErrConflict) {
+		err = s.putToken(ctx, t)
+	}
+	return err
+}
+
+func (s *Store) putToken(ctx context.Context, t *APIToken) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var existing APIToken
+		err := tx.Where("name = ?", t.Name).Take(&existing).Error
+		switch {
+		case err == nil && existing.TokenHash == t.TokenHash && existing.Role == t.Role:
+			*t = existing
+			return nil
+		case err != nil && !errors.Is(err, gorm.ErrRecordNotFound):
+			return err
+		}
 		if err := tx.Where("name = ?", t.Name).Delete(&APIToken{}).Error; err != nil {
 			return err
 		}
