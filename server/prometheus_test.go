@@ -168,36 +168,44 @@ func TestPrometheusResponseTimeHistogram(t *testing.T) {
 	}
 }
 
-// TestPrometheusHeadLeavesTheConnectionClean: HEAD /metrics answers its
-// headers and nothing more, so the next request on the same connection
-// reads its own answer.
-func TestPrometheusHeadLeavesTheConnectionClean(t *testing.T) {
+// TestHeadOfAStreamLeavesTheConnectionClean: HEAD of a route that streams
+// its body answers the headers alone, and the next request on the same
+// connection is answered as it should be; a streamed body left unsent put
+// the end of a chunked body ("\r\n") on the connection.
+func TestHeadOfAStreamLeavesTheConnectionClean(t *testing.T) {
 	n := startServer(t, nil, nil)
-	conn, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	header := "Host: sluice.test\r\nAuthorization: Bearer " + servertest.AdminToken + "\r\n"
-	if _, err := io.WriteString(conn, "HEAD /metrics HTTP/1.1\r\n"+header+"\r\nGET /api/v1/health HTTP/1.1\r\n"+header+"\r\n"); err != nil {
-		t.Fatal(err)
-	}
-	r := bufio.NewReader(conn)
-	for _, method := range []string{http.MethodHead, http.MethodGet} {
-		resp, err := http.ReadResponse(r, &http.Request{Method: method})
-		if err != nil {
-			t.Fatalf("the %s answer: %v", method, err)
-		}
-		body, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("the %s answer: %d %v %s", method, resp.StatusCode, err, body)
-		}
-		if method == http.MethodHead && resp.Header.Get("Content-Type") != metrics.ExpositionContentType {
-			t.Errorf("HEAD Content-Type %q, want GET's %q", resp.Header.Get("Content-Type"), metrics.ExpositionContentType)
-		}
+	for _, tc := range []struct{ path, contentType string }{
+		{"/metrics", metrics.ExpositionContentType},
+		{"/api/v1/metrics/stream", "text/event-stream"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			conn, err := net.DialTimeout("tcp", n.Addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			header := "Host: sluice.test\r\nAuthorization: Bearer " + servertest.AdminToken + "\r\n"
+			if _, err := io.WriteString(conn, "HEAD "+tc.path+" HTTP/1.1\r\n"+header+"\r\nGET /api/v1/health HTTP/1.1\r\n"+header+"\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			r := bufio.NewReader(conn)
+			for _, method := range []string{http.MethodHead, http.MethodGet} {
+				resp, err := http.ReadResponse(r, &http.Request{Method: method})
+				if err != nil {
+					t.Fatalf("the %s answer: %v", method, err)
+				}
+				body, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if err != nil || resp.StatusCode != http.StatusOK {
+					t.Fatalf("the %s answer: %d %v %s", method, resp.StatusCode, err, body)
+				}
+				if method == http.MethodHead && resp.Header.Get("Content-Type") != tc.contentType {
+					t.Errorf("HEAD Content-Type %q, want GET's %q", resp.Header.Get("Content-Type"), tc.contentType)
+				}
+			}
+		})
 	}
 }

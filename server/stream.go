@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
+	"net/http"
 	"strconv"
 	"sync"
 	"time"
@@ -400,14 +401,19 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/stream [get]
 func (h *metricsHandler) streamStats(c *fiber.Ctx) error {
-	sub, ok := h.stream.subscribe(c.Query("resource"))
-	if !ok {
-		return NewError(fiber.StatusServiceUnavailable, "the server is shutting down")
-	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-cache")
 	c.Set(fiber.HeaderConnection, "keep-alive")
 	c.Set("X-Accel-Buffering", "no") // proxies must not hold events back
+	// HEAD answers the headers alone: a streamed body, even one left
+	// unsent, would put the end of a chunked body on the connection.
+	if c.Method() == http.MethodHead {
+		return nil
+	}
+	sub, ok := h.stream.subscribe(c.Query("resource"))
+	if !ok {
+		return NewError(fiber.StatusServiceUnavailable, "the server is shutting down")
+	}
 	hub := h.stream
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer hub.unsubscribe(sub)
