@@ -438,7 +438,11 @@ func instanceOverhead(ctx context.Context, args []string) error {
 		}
 		fmt.Printf("  %-22s CPU %.2f%% of a core\n", run.name, 100*float64(used[i])/float64(*duration))
 	}
-	fmt.Printf("  sync and reports: %.2f%% of a core\n", 100*float64(used[1]-used[0])/float64(*duration))
+	if extra := used[1] - used[0]; extra > 0 {
+		fmt.Printf("  sync and reports: %.2f%% of a core\n", 100*float64(extra)/float64(*duration))
+	} else {
+		fmt.Println("  sync and reports: less than the runs differ by on their own (the client's run used no more CPU)")
+	}
 	return nil
 }
 
