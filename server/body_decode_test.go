@@ -167,8 +167,8 @@ func TestYAMLStringFieldsTakeNoNumbers(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", "rules:\n  - "+tt.rule+"\n", yaml)
 			e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantField)
-			if len(e.Details) != 1 || !strings.HasSuffix(e.Details[0].Message, "must be a string") {
-				t.Errorf("details = %+v, want one saying it must be a string", e.Details)
+			if len(e.Details) != 1 || !strings.Contains(e.Details[0].Message, `must be a string (in YAML, quote`) {
+				t.Errorf("details = %+v, want one saying it must be a string and how YAML writes one", e.Details)
 			}
 		})
 	}

@@ -501,6 +501,9 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	}
 	want, err := rules.DecodeFile(items)
 	if err != nil {
+		if yamlBody {
+			quoteHint(err)
+		}
 		return err
 	}
 	plan, err := h.rules.Apply(c.UserContext(), want, dryRun, prune, who)
@@ -508,6 +511,21 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	return writeJSON(c, http.StatusOK, plan)
+}
+
+// quoteHint tells, in each "must be a string" of err's fields, how a YAML
+// rule file writes one: a plain 123, 0755 or true is a number or a
+// boolean there, as in JSON.
+func quoteHint(err error) {
+	invalid, ok := errors.AsType[*rules.ValidationError](err)
+	if !ok {
+		return
+	}
+	for i, f := range invalid.Fields {
+		if strings.HasSuffix(f.Message, "must be a string") {
+			invalid.Fields[i].Message += ` (in YAML, quote a value that would read as a number or true/false: "123")`
+		}
+	}
 }
 
 func applyParams(c *fiber.Ctx) (dryRun, prune bool, err error) {
