@@ -2895,6 +2895,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
+                "description": "Removes the user and ends their sessions. An admin's admin tokens, and those these created in turn, go with them. The last admin cannot be deleted.",
                 "tags": [
                     "users"
                 ],
@@ -2957,7 +2958,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted.",
+                "description": "Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.",
                 "consumes": [
                     "application/json"
                 ],

@@ -70,7 +70,7 @@ type principal struct {
 // "token:<name>".
 func (p *principal) actorName() string {
 	if p.token != nil {
-		return "token:" + p.token.Name
+		return store.TokenActor(p.token.Name)
 	}
 	return p.user.Username
 }

@@ -157,7 +157,7 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 //
 //	@Summary		Update a user
 //	@ID				updateUser
-//	@Description	Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted.
+//	@Description	Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.
 //	@Tags			users
 //	@Accept			json
 //	@Produce		json
@@ -214,24 +214,32 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 	if err != nil {
 		return userMissing(id, err)
 	}
+	if current.Role == roleAdmin && role != roleAdmin {
+		// The admin tokens the user made are gone from the store.
+		if err := h.auth.reloadTokens(c.UserContext()); err != nil {
+			return err
+		}
+	}
 	return writeJSON(c, http.StatusOK, userOf(u))
 }
 
-// delete removes a user and ends their sessions.
+// delete removes a user, ends their sessions and, for an admin, revokes
+// their admin tokens.
 //
-//	@Summary	Delete a user
-//	@ID			deleteUser
-//	@Tags		users
-//	@Param		id	path	int	true	"user id"
-//	@Success	204
-//	@Failure	400	{object}	ErrorResponse
-//	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
-//	@Failure	404	{object}	ErrorResponse	"no such user"
-//	@Failure	409	{object}	ErrorResponse	"the last admin cannot be deleted"
-//	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
-//	@Security	BearerAuth
-//	@Router		/api/v1/users/{id} [delete]
+//	@Summary		Delete a user
+//	@ID				deleteUser
+//	@Description	Removes the user and ends their sessions. An admin's admin tokens, and those these created in turn, go with them. The last admin cannot be deleted.
+//	@Tags			users
+//	@Param			id	path	int	true	"user id"
+//	@Success		204
+//	@Failure		400	{object}	ErrorResponse
+//	@Failure		401	{object}	ErrorResponse
+//	@Failure		403	{object}	ErrorResponse	"admins only"
+//	@Failure		404	{object}	ErrorResponse	"no such user"
+//	@Failure		409	{object}	ErrorResponse	"the last admin cannot be deleted"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/users/{id} [delete]
 func (h *userHandler) delete(c *fiber.Ctx) error {
 	id, err := idParam(c, "id")
 	if err != nil {
@@ -239,6 +247,10 @@ func (h *userHandler) delete(c *fiber.Ctx) error {
 	}
 	if err := h.auth.store.DeleteUser(c.UserContext(), id); err != nil {
 		return userMissing(id, err)
+	}
+	// An admin's admin tokens are gone from the store with them.
+	if err := h.auth.reloadTokens(c.UserContext()); err != nil {
+		return err
 	}
 	return c.SendStatus(http.StatusNoContent)
 }

@@ -91,9 +91,10 @@ func (s *Store) ListUsers(ctx context.Context, page Page) ([]User, int64, error)
 }
 
 // UpdateUser changes a user's role and, when passwordHash is not empty,
-// password; a new password ends every session of the user. In one
-// transaction; ErrNotFound if the user is gone, ErrConflict if the change
-// would leave no admin.
+// password; a new password ends every session of the user, and an admin
+// demoted loses the admin tokens they created (revokeAdminTokensOf). In
+// one transaction; ErrNotFound if the user is gone, ErrConflict if the
+// change would leave no admin.
 func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash string) (User, error) {
 	var u User
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -102,6 +103,11 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash str
 		}
 		if u.Role == roleAdmin && role != roleAdmin {
 			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+		}
+		if u.Role == roleAdmin && role != roleAdmin {
+			if err := revokeAdminTokensOf(tx, u.Username); err != nil {
 				return err
 			}
 		}
@@ -122,8 +128,9 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash str
 	return s.GetUser(ctx, id)
 }
 
-// DeleteUser removes a user and their sessions; ErrNotFound if there is no
-// such user, ErrConflict if they are the last admin.
+// DeleteUser removes a user and their sessions, and an admin's admin
+// tokens (revokeAdminTokensOf); ErrNotFound if there is no such user,
+// ErrConflict if they are the last admin.
 func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var u User
@@ -132,6 +139,9 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 		}
 		if u.Role == roleAdmin {
 			if err := keepAnAdmin(tx, id); err != nil {
+				return err
+			}
+			if err := revokeAdminTokensOf(tx, u.Username); err != nil {
 				return err
 			}
 		}
@@ -144,6 +154,42 @@ func (s *Store) DeleteUser(ctx context.Context, id int64) error {
 
 // roleAdmin is the role keepAnAdmin protects; the server owns the roles.
 const roleAdmin = "admin"
+
+// TokenActor is how a change made with the token named name is
+// attributed (APIToken.CreatedBy, revisions' actors); a user's changes are
+// attributed to their username, which has no colon.
+func TokenActor(name string) string { return "token:" + name }
+
+// revokeAdminTokensOf deletes, within tx, the admin tokens that the user
+// named username created, then those that these created, and so on: a
+// token created with an admin's role ends with that admin's role, so that
+// someone demoted or deleted keeps no admin access through it. The other
+// replicas are told (ChangedTokens) if any went.
+func revokeAdminTokensOf(tx *gorm.DB, username string) error {
+	creators := []string{username}
+	revoked := false
+	for len(creators) > 0 {
+		var names []string
+		if err := tx.Model(&APIToken{}).Where("role = ? AND created_by IN ?", roleAdmin, creators).Pluck("name", &names).Error; err != nil {
+			return err
+		}
+		if len(names) == 0 {
+			break
+		}
+		if err := tx.Where("role = ? AND name IN ?", roleAdmin, names).Delete(&APIToken{}).Error; err != nil {
+			return err
+		}
+		revoked = true
+		creators = creators[:0]
+		for _, name := range names {
+			creators = append(creators, TokenActor(name))
+		}
+	}
+	if !revoked {
+		return nil
+	}
+	return announce(tx, ChangedTokens)
+}
 
 // ErrLastAdmin is a change that would leave no admin; it is an ErrConflict.
 var ErrLastAdmin = errors.Join(ErrConflict, errors.New("the last admin cannot be removed or demoted"))
