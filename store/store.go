@@ -162,12 +162,38 @@ func (s *Store) Close() error {
 }
 
 // gormLogger sends failed and slow statements to logger, without their
-// parameters, which may carry secrets.
+// parameters, which may carry secrets. A duplicate key is no failure of
+// the database's: it is a caller's conflict (ErrConflict, a 409), as a
+// missing row is a 404.
 func gormLogger(l *slog.Logger) logger.Interface {
-	return logger.NewSlogLogger(l, logger.Config{
+	return quietConflicts{logger.NewSlogLogger(l, logger.Config{
 		SlowThreshold:             slowQueryThreshold,
 		IgnoreRecordNotFoundError: true,
 		ParameterizedQueries:      true,
 		LogLevel:                  logger.Warn,
-	})
+	})}
+}
+
+// quietConflicts is a GORM logger that logs a statement refused for a
+// duplicate key as it would a statement that succeeded: only if slow.
+type quietConflicts struct{ logger.Interface }
+
+func (q quietConflicts) LogMode(level logger.LogLevel) logger.Interface {
+	return quietConflicts{q.Interface.LogMode(level)}
+}
+
+func (q quietConflicts) Trace(ctx context.Context, begin time.Time, fc func() (string, int64), err error) {
+	if errors.Is(err, gorm.ErrDuplicatedKey) {
+		err = nil
+	}
+	q.Interface.Trace(ctx, begin, fc, err)
+}
+
+// ParamsFilter is the wrapped logger's, which leaves the parameters out
+// of what it logs: GORM asks the logger it holds, this one.
+func (q quietConflicts) ParamsFilter(ctx context.Context, sql string, params ...any) (string, []any) {
+	if f, ok := q.Interface.(gorm.ParamsFilter); ok {
+		return f.ParamsFilter(ctx, sql, params...)
+	}
+	return sql, params
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -497,5 +498,38 @@ func TestSharesFile(t *testing.T) {
 		if got := sharesFile(tt.db); got != tt.want {
 			t.Errorf("sharesFile(%q) = %v, want %v", tt.db, got, tt.want)
 		}
+	}
+}
+
+// TestConflictsAreNotLoggedAsErrors: a duplicate key is the caller's
+// conflict (ErrConflict, a 409), not an error of the database's, so the
+// store does not log it as one; a statement that fails otherwise is
+// logged, without its parameters.
+func TestConflictsAreNotLoggedAsErrors(t *testing.T) {
+	var logs bytes.Buffer
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	s, err := Open(t.Context(), path, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	logs.Reset()
+	for range 2 {
+		err = s.CreateToken(t.Context(), &APIToken{Name: "twice", Role: "viewer", TokenHash: "h"})
+	}
+	if !errors.Is(err, ErrConflict) {
+		t.Fatalf("the second CreateToken: %v, want ErrConflict", err)
+	}
+	if logs.Len() != 0 {
+		t.Errorf("a conflict was logged:\n%s", logs.String())
+	}
+	if err := s.db.Exec("SELECT * FROM no_such_table WHERE secret = ?", "the-secret-value").Error; err == nil {
+		t.Fatal("a statement on no table succeeded")
+	}
+	if !strings.Contains(logs.String(), "level=ERROR") {
+		t.Errorf("a failed statement was not logged as an error:\n%s", logs.String())
+	}
+	if strings.Contains(logs.String(), "the-secret-value") {
+		t.Errorf("a failed statement was logged with its parameters:\n%s", logs.String())
 	}
 }
