@@ -50,7 +50,7 @@ func admin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 func resetPasswordFlags() (fs *flag.FlagSet, dbPath, password *string) {
 	fs = flag.NewFlagSet("sluice admin reset-password", flag.ContinueOnError)
-	dbPath = fs.String("db", "./sluice.db", "the server's SQLite database file (env SLUICE_DB)")
+	dbPath = fs.String("db", "./sluice.db", "the server's database: a SQLite file or a PostgreSQL URL, as the server's --db (env SLUICE_DB)")
 	password = fs.String("password", "", "the new password, 10 to 72 bytes; if unset, a random one is printed once (env SLUICE_PASSWORD)")
 	return fs, dbPath, password
 }
@@ -81,8 +81,9 @@ func resetPassword(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return fmt.Errorf("admin reset-password: --password %s", problem)
 	}
 	// store.Open would create a missing file: a mistyped --db must not
-	// pass for a database without that user.
-	if !strings.HasPrefix(*dbPath, "file:") {
+	// pass for a database without that user. A PostgreSQL URL names a
+	// database that must exist already.
+	if !strings.HasPrefix(*dbPath, "file:") && !store.IsPostgres(*dbPath) {
 		if _, err := os.Stat(*dbPath); err != nil {
 			return fmt.Errorf("admin reset-password: no database at %s (--db): %w", *dbPath, err)
 		}

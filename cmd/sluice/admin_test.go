@@ -3,12 +3,18 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/sluicehq/sluice/store"
+	"github.com/sluicehq/sluice/store/pgtest"
 )
 
 // login posts a username and password to the server at addr and answers
@@ -107,5 +113,39 @@ func TestAdminResetPassword(t *testing.T) {
 	}
 	if status, _ := login(t, r.addr, "admin", m[1]); status != http.StatusOK {
 		t.Errorf("login after the refusals = %d, want 200: a refusal changes nothing", status)
+	}
+}
+
+// TestAdminResetPasswordOnPostgres resets a password in a PostgreSQL
+// database named by its URL, as a deployment's --db is: the new password
+// is the user's; before, the URL was taken for a missing file.
+func TestAdminResetPasswordOnPostgres(t *testing.T) {
+	pg, err := pgtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := pg.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	url := pg.NewDatabase(t)
+	st, err := store.Open(t.Context(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if err := st.CreateUser(t.Context(), &store.User{Username: "admin", Role: "admin", PasswordHash: "not a hash"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := runProcess(t, "admin", "reset-password", "admin", "--db", url, "--password", "a-new-password-42"); code != 0 || stderr != "" {
+		t.Fatalf("reset-password: exit %d, stderr %q; want 0 and nothing", code, stderr)
+	}
+	u, err := st.UserByName(t.Context(), "admin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bcrypt.CompareHashAndPassword([]byte(u.PasswordHash), []byte("a-new-password-42")) != nil {
+		t.Error("the new password is not the user's")
 	}
 }
