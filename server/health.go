@@ -46,7 +46,7 @@ func bindHealth(api fiber.Router, st *store.Store, version string, logger *slog.
 //
 //	@Summary		Health of the server and its database
 //	@ID				getHealth
-//	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, or locked by another process).
+//	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, or a SQLite file removed or replaced while the server runs).
 //	@Tags			health
 //	@Produce		json
 //	@Success		200	{object}	HealthResponse

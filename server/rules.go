@@ -502,7 +502,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	want, err := rules.DecodeFile(items)
 	if err != nil {
 		if yamlBody {
-			quoteHint(err)
+			quoteHint(err, items)
 		}
 		return err
 	}
@@ -513,17 +513,30 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	return writeJSON(c, http.StatusOK, plan)
 }
 
-// quoteHint tells, in each "must be a string" of err's fields, how a YAML
-// rule file writes one: a plain 123, 0755 or true is a number or a
-// boolean there, as in JSON.
-func quoteHint(err error) {
+// quoteHint tells, in each "must be a string" of err that a rule of items
+// (a YAML rule file's, as JSON) earned with a number or a boolean, how
+// YAML writes one: a plain 123, 0755 or true is no string there, as in
+// JSON.
+func quoteHint(err error, items []json.RawMessage) {
 	invalid, ok := errors.AsType[*rules.ValidationError](err)
 	if !ok {
 		return
 	}
 	for i, f := range invalid.Fields {
-		if strings.HasSuffix(f.Message, "must be a string") {
-			invalid.Fields[i].Message += ` (in YAML, quote a value that would read as a number or true/false: "123")`
+		var index int
+		var field string
+		if !strings.HasSuffix(f.Message, "must be a string") {
+			continue
+		}
+		if n, _ := fmt.Sscanf(f.Field, "rules[%d].%s", &index, &field); n != 2 || index < 0 || index >= len(items) {
+			continue
+		}
+		var rule map[string]json.RawMessage
+		if json.Unmarshal(items[index], &rule) != nil {
+			continue
+		}
+		if v := rule[field]; len(v) > 0 && strings.ContainsRune("-0123456789tf", rune(v[0])) {
+			invalid.Fields[i].Message += " (in YAML, quote it: a plain 123, 0755 or true is no string)"
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"strings"
 
 	"github.com/mattn/go-sqlite3"
@@ -64,6 +65,41 @@ type backend struct {
 	// writeProbe is a statement that fails, in a transaction, on a
 	// database that cannot be written (Store.Ping).
 	writeProbe string
+	// file is the SQLite database's file, "" for another database; the
+	// file it was when the store opened (identify) is what the store
+	// writes to until it closes, whatever the path comes to name.
+	file   string
+	opened os.FileInfo
+}
+
+// ErrFileGone is a write to, or a Ping of, a SQLite database whose file
+// was removed or replaced while the store had it open: the writes would go
+// to a file that no path names, and be lost when the store closes.
+var ErrFileGone = errors.New("the database file was removed or replaced while the server runs; restart it on the file it should use")
+
+// identify remembers which file the SQLite database is, once it exists.
+func (b *backend) identify() error {
+	if b.file == "" {
+		return nil
+	}
+	info, err := os.Stat(b.file)
+	if err != nil {
+		return err
+	}
+	b.opened = info
+	return nil
+}
+
+// fileGone is ErrFileGone, wrapped with the path, if the path no longer
+// names the file the store opened.
+func (b *backend) fileGone() error {
+	if b.opened == nil {
+		return nil
+	}
+	if info, err := os.Stat(b.file); err != nil || !os.SameFile(info, b.opened) {
+		return fmt.Errorf("%s: %w", b.file, ErrFileGone)
+	}
+	return nil
 }
 
 // close closes the pools.
@@ -111,6 +147,7 @@ func openSQLite(db string) (*backend, error) {
 		// Setting the header's user_version, which Sluice does not use,
 		// takes SQLite's write lock, which a read-only database refuses.
 		writeProbe: "PRAGMA user_version = 0",
+		file:       sqliteFile(db),
 	}, nil
 }
 
@@ -118,6 +155,19 @@ func openSQLite(db string) (*backend, error) {
 // first writes: not for an in-memory database (each connection would have
 // its own), nor for a URI that names a VFS or a locking mode, as
 // unix-excl does, which may hold the file for one connection alone.
+// sqliteFile is the path of db's file, "" if it has none of its own.
+func sqliteFile(db string) string {
+	if !sharesFile(db) {
+		return ""
+	}
+	uri, ok := strings.CutPrefix(db, "file:")
+	if !ok {
+		return db
+	}
+	path, _, _ := strings.Cut(uri, "?")
+	return path
+}
+
 func sharesFile(db string) bool {
 	if db == ":memory:" || db == "" {
 		return false

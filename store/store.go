@@ -94,7 +94,30 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	if err := s.migrate(ctx, b, path); err != nil {
 		return nil, errors.Join(err, b.close())
 	}
+	if err := b.identify(); err != nil {
+		return nil, errors.Join(fmt.Errorf("open database %s: %w", path, err), b.close())
+	}
+	refuseWritesToAGoneFile(db, b)
 	return s, nil
+}
+
+// refuseWritesToAGoneFile fails every statement that writes through db
+// (creates, updates, deletes, Exec) once b's file is gone (ErrFileGone),
+// rather than acknowledging writes that a restart would lose.
+func refuseWritesToAGoneFile(db *gorm.DB, b *backend) {
+	if b.file == "" {
+		return
+	}
+	check := func(tx *gorm.DB) {
+		if err := b.fileGone(); err != nil {
+			_ = tx.AddError(err)
+		}
+	}
+	cb := db.Callback()
+	_ = cb.Create().Before("gorm:create").Register("sluice:file_gone", check)
+	_ = cb.Update().Before("gorm:update").Register("sluice:file_gone", check)
+	_ = cb.Delete().Before("gorm:delete").Register("sluice:file_gone", check)
+	_ = cb.Raw().Before("gorm:raw").Register("sluice:file_gone", check)
 }
 
 // migrate applies the embedded migrations that the database has not seen,
@@ -132,9 +155,13 @@ func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 // enough: SQLite grants it on a database opened read-only. Ping fails on a
 // database opened read-only (by its file's or directory's permissions, a
 // read-only mount, mode=ro or _query_only), on a closed store, and when
-// another process holds the write lock past the busy timeout; a full disk
-// only shows on a write that commits.
+// another process holds the write lock past the busy timeout, and with
+// ErrFileGone once a SQLite database's file is removed or replaced; a full
+// disk only shows on a write that commits.
 func (s *Store) Ping(ctx context.Context) error {
+	if err := s.b.fileGone(); err != nil {
+		return err
+	}
 	sqlDB, err := s.db.DB()
 	if err != nil {
 		return err

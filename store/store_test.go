@@ -533,3 +533,53 @@ func TestConflictsAreNotLoggedAsErrors(t *testing.T) {
 		t.Errorf("a failed statement was logged with its parameters:\n%s", logs.String())
 	}
 }
+
+// TestAGoneFileRefusesWrites: a SQLite file removed (or replaced) under an
+// open store fails Ping and every write with ErrFileGone, instead of
+// acknowledging writes that no path names and a restart loses; reads
+// still answer.
+func TestAGoneFileRefusesWrites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gone func(t *testing.T, path string)
+	}{
+		{"removed", func(t *testing.T, path string) {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+					t.Fatal(err)
+				}
+			}
+		}},
+		{"replaced", func(t *testing.T, path string) {
+			if err := os.Rename(path, path+".old"); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(path, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, path := openSQLiteTestStore(t)
+			if err := s.Ping(t.Context()); err != nil {
+				t.Fatalf("Ping before: %v", err)
+			}
+			if err := s.CreateToken(t.Context(), &APIToken{Name: "before", Role: "viewer", TokenHash: "a"}); err != nil {
+				t.Fatal(err)
+			}
+			tc.gone(t, path)
+			if err := s.Ping(t.Context()); !errors.Is(err, ErrFileGone) {
+				t.Errorf("Ping after: %v, want ErrFileGone", err)
+			}
+			if err := s.CreateToken(t.Context(), &APIToken{Name: "after", Role: "viewer", TokenHash: "b"}); !errors.Is(err, ErrFileGone) {
+				t.Errorf("CreateToken after: %v, want ErrFileGone", err)
+			}
+			if err := s.DeleteToken(t.Context(), 1); !errors.Is(err, ErrFileGone) {
+				t.Errorf("DeleteToken after: %v, want ErrFileGone", err)
+			}
+			if _, err := s.AllTokens(t.Context()); err != nil {
+				t.Errorf("AllTokens after: %v, want the tokens", err)
+			}
+		})
+	}
+}
