@@ -134,6 +134,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		return fmt.Errorf("--resource-idle-ttl %v: must be more than zero", *idleTTL)
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if (*tlsCert == "") != (*tlsKey == "") {
+		return errors.New("--tls-cert and --tls-key go together")
+	}
+	useTLS := *tlsCert != ""
+
+	// The address first: a start that cannot listen must not migrate a
+	// database, nor create its first user and print a password for it.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *addr, err)
+	}
+	defer ln.Close() // a second close, after Serve's, is harmless
 
 	st, err := store.Open(ctx, *dbPath, logger)
 	if err != nil {
@@ -159,10 +171,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	eng := engine.New(engineOpts)
 	defer eng.Close()
 
-	if (*tlsCert == "") != (*tlsKey == "") {
-		return errors.New("--tls-cert and --tls-key go together")
-	}
-	useTLS := *tlsCert != ""
 	demoFleetToken := *instanceToken
 	if *demoFlag && demoFleetToken == "" {
 		demoFleetToken = "slc_demo_" + rand.Text()
@@ -176,10 +184,6 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	})
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return errors.Join(fmt.Errorf("listen on %s: %w", *addr, err), srv.Shutdown(ctx))
 	}
 	var demoRun *demo.Traffic // nil without --demo
 	var demoFleet *demo.Fleet // nil without --demo, and with TLS

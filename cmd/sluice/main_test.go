@@ -208,6 +208,14 @@ func TestRunRejectsBadInput(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Errorf("run(%q) = %v, want an error containing %q", args, err, tt.wantErr)
 			}
+			// Refused before the database: none is made, and no first
+			// user's password is printed for it.
+			if _, err := os.Stat(filepath.Join(dir, "x.db")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("run(%q) left a database: %v", args, err)
+			}
+			if strings.Contains(stderr.String(), "created the first user") {
+				t.Errorf("run(%q) created a first user:\n%s", args, stderr.String())
+			}
 		})
 	}
 }
