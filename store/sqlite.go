@@ -70,6 +70,8 @@ type backend struct {
 	// writes to until it closes, whatever the path comes to name.
 	file   string
 	opened os.FileInfo
+	// unlock releases the file's Exclusive lock; nil if none was taken.
+	unlock func() error
 }
 
 // ErrFileGone is a write to, or a Ping of, a SQLite database whose file
@@ -104,10 +106,14 @@ func (b *backend) fileGone() error {
 
 // close closes the pools.
 func (b *backend) close() error {
-	if b.readDB == b.sqlDB {
-		return b.sqlDB.Close()
+	err := b.sqlDB.Close()
+	if b.readDB != b.sqlDB {
+		err = errors.Join(b.readDB.Close(), err)
 	}
-	return errors.Join(b.readDB.Close(), b.sqlDB.Close())
+	if b.unlock != nil {
+		err = errors.Join(err, b.unlock())
+	}
+	return err
 }
 
 // openSQLite opens the SQLite database at db (a file path or a URI

@@ -34,8 +34,22 @@ type Store struct {
 type Option func(*options)
 
 type options struct {
-	now func() time.Time
+	now       func() time.Time
+	exclusive bool
 }
+
+// Exclusive has Open refuse, with ErrInUse, a SQLite database file that
+// a Store opened with Exclusive holds, in this process or another: two
+// servers on one file would each answer with rules that the other's
+// engine never loads. Opens without it (sluice admin reset-password) are
+// not refused. On PostgreSQL, which replicas share by design, it does
+// nothing.
+func Exclusive() Option {
+	return func(o *options) { o.exclusive = true }
+}
+
+// ErrInUse is Open refusing, for Exclusive, a database another Store holds.
+var ErrInUse = errors.New("another sluice server has this database open")
 
 // WithNowFunc sets the clock GORM reads for created and updated times; the
 // store converts whatever it returns to UTC, to the microsecond. Optional. Default: time.Now.
@@ -63,10 +77,21 @@ func Open(ctx context.Context, path string, logger *slog.Logger, opts ...Option)
 	if IsPostgres(path) {
 		open, url = openPostgres, path
 	}
+	var unlock func() error
+	if file := sqliteFile(path); o.exclusive && url == "" && file != "" {
+		var err error
+		if unlock, err = lockFile(file); err != nil {
+			return nil, err
+		}
+	}
 	b, err := open(path)
 	if err != nil {
+		if unlock != nil {
+			err = errors.Join(err, unlock())
+		}
 		return nil, err
 	}
+	b.unlock = unlock
 	// The URL of a PostgreSQL database may carry a password: errors and
 	// logs name the database by its location only.
 	path = redacted(path)

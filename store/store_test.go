@@ -583,3 +583,35 @@ func TestAGoneFileRefusesWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestExclusiveRefusesASecondServer: a SQLite file that a Store opened
+// with Exclusive holds cannot be opened with Exclusive again, in this
+// process or another, until that Store closes; an open without it (the
+// CLI's password reset) still can.
+func TestExclusiveRefusesASecondServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	first, err := Open(t.Context(), path, discard, Exclusive())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(t.Context(), path, discard, Exclusive()); !errors.Is(err, ErrInUse) {
+		t.Fatalf("a second Exclusive open: %v, want ErrInUse", err)
+	}
+	plain, err := Open(t.Context(), path, discard)
+	if err != nil {
+		t.Fatalf("an open without Exclusive: %v", err)
+	}
+	if err := plain.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(t.Context(), path, discard, Exclusive())
+	if err != nil {
+		t.Fatalf("an Exclusive open once the first closed: %v", err)
+	}
+	if err := again.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

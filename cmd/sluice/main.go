@@ -147,7 +147,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	defer ln.Close() // a second close, after Serve's, is harmless
 
-	st, err := store.Open(ctx, *dbPath, logger)
+	st, err := store.Open(ctx, *dbPath, logger, store.Exclusive())
 	if err != nil {
 		return err
 	}

@@ -220,6 +220,20 @@ func TestRunRejectsBadInput(t *testing.T) {
 	}
 }
 
+// TestASecondServerOnOneFileIsRefused: a second sluice on a SQLite file
+// that a running one serves exits with an error naming the cause; two
+// would each answer with rules the other's engine never loads.
+func TestASecondServerOnOneFileIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "sluice.db")
+	r := startSluice(t, dir, []string{"--addr", "127.0.0.1:0", "--db", db}, nil)
+	defer r.stop(t)
+	_, stderr, code := runProcess(t, "--addr", "127.0.0.1:0", "--db", db)
+	if code != 1 || !strings.Contains(stderr, "another sluice server has this database open") {
+		t.Errorf("a second server on %s: exit %d, stderr %q; want 1 and the cause", db, code, stderr)
+	}
+}
+
 // listenBusy holds a port for the test's duration and returns its address.
 func listenBusy(t *testing.T) string {
 	t.Helper()
