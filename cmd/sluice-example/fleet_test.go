@@ -190,10 +190,11 @@ func (in *instance) call(method, path string) int {
 
 // state reads the service's /sluice/state.
 func (in *instance) state() (s struct {
-	Revision  int64
-	HasRules  bool
-	FromCache bool
-	LastError string
+	Revision    int64
+	HasRules    bool
+	FromCache   bool
+	LastError   string
+	LastErrorAt *time.Time
 }) {
 	in.t.Helper()
 	resp, err := http.Get(in.base + "/sluice/state")
@@ -319,6 +320,10 @@ func TestFleetOutlivesTheServer(t *testing.T) {
 	if s := restarted.state(); !s.HasRules || !s.FromCache {
 		t.Errorf("restarted without the server: state %+v, want the cached rules in force", s)
 	}
+	waitUntil(t, "the restarted instance's failed sync, with its time", 10*time.Second, func() bool {
+		s := restarted.state()
+		return s.LastError != "" && s.LastErrorAt != nil && !s.LastErrorAt.IsZero()
+	})
 	if got := restarted.call(http.MethodPost, "/checkout"); got != http.StatusTooManyRequests {
 		t.Errorf("restarted without the server, POST /checkout = %d, want 429 from the cached rules", got)
 	}

@@ -44,13 +44,15 @@ func Handler(client *remote.Client) http.Handler {
 	mux.Handle("/", guard(shop))
 	mux.HandleFunc("GET /sluice/state", func(w http.ResponseWriter, _ *http.Request) {
 		s := client.State()
-		lastError := ""
+		// The last error with when it was: later than lastSync and
+		// lastReport, it is current; earlier, it was overcome.
+		lastError, lastErrorAt := "", any(nil)
 		if s.LastError != nil {
-			lastError = s.LastError.Error()
+			lastError, lastErrorAt = s.LastError.Error(), s.LastErrorAt
 		}
 		writeJSON(w, http.StatusOK, map[string]any{
 			"revision": s.Revision, "hasRules": s.HasRules, "fromCache": s.FromCache,
-			"lastSync": s.LastSync, "lastReport": s.LastReport, "lastError": lastError,
+			"lastSync": s.LastSync, "lastReport": s.LastReport, "lastError": lastError, "lastErrorAt": lastErrorAt,
 			"bufferedMinutes": s.BufferedMinutes, "droppedMinutes": s.DroppedMinutes,
 		})
 	})
