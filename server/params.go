@@ -60,10 +60,13 @@ func boolParam(c *fiber.Ctx, name string) (*bool, error) {
 	return &b, nil
 }
 
-// idParam reads a positive integer path parameter.
+// idParam reads a positive integer path parameter in its one spelling:
+// decimal digits without a sign or a leading zero (API.md: a path has one
+// spelling), so /rules/04 and /rules/+4 are not /rules/4.
 func idParam(c *fiber.Ctx, name string) (int64, error) {
-	id, err := strconv.ParseInt(c.Params(name), 10, 64)
-	if err != nil || id < 1 {
+	raw := c.Params(name)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 || strconv.FormatInt(id, 10) != raw {
 		return 0, BadRequest(name+" must be a positive whole number", FieldError{name, "must be a positive whole number"})
 	}
 	return id, nil

@@ -1,0 +1,44 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"testing"
+)
+
+// TestPathIDsHaveOneSpelling checks that an id in a path is decimal
+// without a sign or a leading zero: any other spelling of a record's id
+// is 400 naming id, never that record (API.md: a path has one spelling).
+func TestPathIDsHaveOneSpelling(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	rule := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
+	resp, body := ts.call(t, http.MethodPost, "/api/v1/users", `{"username":"ann","role":"viewer","password":"a long enough password"}`, nil)
+	mustStatus(t, resp, body, http.StatusCreated)
+	user := decodeStrict[User](t, body)
+	rid, uid := strconv.FormatInt(rule.ID, 10), strconv.FormatInt(user.ID, 10)
+	for _, tc := range []struct{ method, path string }{
+		{http.MethodGet, rulesPath + "/0" + rid},
+		{http.MethodGet, rulesPath + "/+" + rid},
+		{http.MethodGet, rulesPath + "/000" + rid + "/revisions"},
+		{http.MethodPatch, rulesPath + "/0" + rid},
+		{http.MethodDelete, rulesPath + "/+" + rid},
+		{http.MethodPost, rulesPath + "/0" + rid + "/rollback?toVersion=1"},
+		{http.MethodGet, "/api/v1/users/0" + uid},
+		{http.MethodGet, "/api/v1/users/+" + uid},
+		{http.MethodDelete, "/api/v1/users/0" + uid},
+	} {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			var reqBody any
+			if tc.method == http.MethodPatch {
+				reqBody = `{"threshold":20}`
+			}
+			resp, body := ts.call(t, tc.method, tc.path, reqBody, nil)
+			wantError(t, resp, body, http.StatusBadRequest, "bad_request", "id")
+		})
+	}
+	if got, _ := ts.getRule(t, rule.ID); got.Version != 1 {
+		t.Errorf("rule version = %d after the refused writes, want 1", got.Version)
+	}
+	resp, body = ts.call(t, http.MethodGet, "/api/v1/users/"+uid, nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+}
