@@ -42,3 +42,27 @@ func TestPathIDsHaveOneSpelling(t *testing.T) {
 	resp, body = ts.call(t, http.MethodGet, "/api/v1/users/"+uid, nil, nil)
 	mustStatus(t, resp, body, http.StatusOK)
 }
+
+// TestFreeTextFiltersRefuseControlCharacters checks that every list's
+// free-text filter holding a control character is 400 naming it: a NUL
+// in ?q= made the LIKE pattern match every rule and resource.
+func TestFreeTextFiltersRefuseControlCharacters(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
+	for _, tc := range []struct{ path, field string }{
+		{rulesPath + "?q=%00zzzz", "q"},
+		{rulesPath + "?q=ord%07", "q"},
+		{"/api/v1/resources?q=%00", "q"},
+		{"/api/v1/resources?q=r%7F", "q"},
+		{"/api/v1/resources?q=%C2%85", "q"},
+		{"/api/v1/breakers/transitions?resource=%00", "resource"},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodGet, tc.path, nil, nil)
+			wantError(t, resp, body, http.StatusBadRequest, "bad_request", tc.field)
+		})
+	}
+	if got := ts.listRules(t, "q=zzzz"); got.Total != 0 {
+		t.Errorf("q=zzzz total = %d, want 0", got.Total)
+	}
+}

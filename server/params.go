@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -58,6 +59,18 @@ func boolParam(c *fiber.Ctx, name string) (*bool, error) {
 		return nil, BadRequest(name+" must be true or false", FieldError{name, "must be true or false"})
 	}
 	return &b, nil
+}
+
+// searchParam reads a free-text query parameter such as ?q=: any text
+// without control characters, which (a NUL, say) would otherwise reach
+// the database's LIKE pattern.
+func searchParam(c *fiber.Ctx, name string) (string, error) {
+	v := c.Query(name)
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		msg := "must not contain control characters"
+		return "", BadRequest(name+" "+msg, FieldError{name, msg})
+	}
+	return v, nil
 }
 
 // idParam reads a positive integer path parameter in its one spelling:

@@ -106,7 +106,11 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 		msg := "must be one of name, -blockQps, -passQps"
 		return BadRequest("sort "+msg, FieldError{"sort", msg})
 	}
-	views, total, err := h.metrics.Resources(c.UserContext(), c.Query("q"), order, page)
+	q, err := searchParam(c, "q")
+	if err != nil {
+		return err
+	}
+	views, total, err := h.metrics.Resources(c.UserContext(), q, order, page)
 	if err != nil {
 		return err
 	}
