@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"strconv"
 	"testing"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // TestPathIDsHaveOneSpelling checks that an id in a path is decimal
@@ -65,4 +67,34 @@ func TestFreeTextFiltersRefuseControlCharacters(t *testing.T) {
 	if got := ts.listRules(t, "q=zzzz"); got.Total != 0 {
 		t.Errorf("q=zzzz total = %d, want 0", got.Total)
 	}
+}
+
+// TestChangeReasonRefusesControlCharacters checks that an X-Change-Reason
+// holding a control character is 400 naming the header, and that the
+// write it came with changes nothing.
+func TestChangeReasonRefusesControlCharacters(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	rule := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
+	path := ruleURL(rule.ID)
+	body := `{"threshold":20}`
+	for _, tc := range []struct{ name, reason string }{
+		{"a bell", "sale\a"},
+		{"a tab", "sale\tnow"},
+		{"an escape", "\x1b[31mred"},
+		{"a C1 control", "sale\u0085"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			head := "PATCH " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+				"Authorization: Bearer " + servertest.AdminToken + "\r\n" +
+				"Content-Type: application/json\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n" +
+				"X-Change-Reason: " + tc.reason + "\r\n\r\n" + body
+			resp, got := ts.DoRaw(t, head)
+			wantError(t, resp, got, http.StatusBadRequest, "bad_request", "X-Change-Reason")
+		})
+	}
+	if got, _ := ts.getRule(t, rule.ID); got.Version != 1 {
+		t.Errorf("rule version = %d after the refused writes, want 1", got.Version)
+	}
+	resp, got := ts.call(t, http.MethodPatch, path, body, reqHeader{"X-Change-Reason": "sale"})
+	mustStatus(t, resp, got, http.StatusOK)
 }

@@ -123,11 +123,16 @@ func setETag(c *fiber.Ctx, version int64) {
 	c.Set(fiber.HeaderETag, `"`+strconv.FormatInt(version, 10)+`"`)
 }
 
-// changeActor is who makes a write and why (X-Change-Reason).
+// changeActor is who makes a write and why (X-Change-Reason: at most
+// maxReasonLen characters of UTF-8, no control characters).
 func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 	reason := c.Get("X-Change-Reason")
 	if utf8.RuneCountInString(reason) > maxReasonLen || !utf8.ValidString(reason) {
 		msg := fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen)
+		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
+	}
+	if strings.ContainsFunc(reason, unicode.IsControl) {
+		msg := "must not contain control characters"
 		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
 	}
 	return rules.Actor{Name: principalOf(c).actorName(), Reason: reason}, nil
