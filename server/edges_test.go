@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/server/servertest"
@@ -97,4 +98,45 @@ func TestChangeReasonRefusesControlCharacters(t *testing.T) {
 	}
 	resp, got := ts.call(t, http.MethodPatch, path, body, reqHeader{"X-Change-Reason": "sale"})
 	mustStatus(t, resp, got, http.StatusOK)
+}
+
+// TestBadDryRunIsNamedForEveryRole checks that a bad dryRun on apply and
+// import is 400 naming it whatever the caller's role, not 403 for a
+// viewer and 400 for an editor, and that a viewer still cannot write.
+func TestBadDryRunIsNamedForEveryRole(t *testing.T) {
+	n := startAuthNode(t)
+	viewer, _ := n.newToken(t, "ci-viewer", roleViewer, "")
+	editor, _ := n.newToken(t, "ci-editor", roleEditor, "")
+	applyBody := `{"rules":[{"name":"orders","kind":"flow","resource":"r","threshold":10}]}`
+	importBody := `[{"resource":"r","threshold":10}]`
+	for _, tc := range []struct {
+		name, token, path, body string
+		status                  int
+		field                   string
+	}{
+		{"viewer apply", viewer, "/api/v1/rules/apply?dryRun=yes", applyBody, http.StatusBadRequest, "dryRun"},
+		{"editor apply", editor, "/api/v1/rules/apply?dryRun=yes", applyBody, http.StatusBadRequest, "dryRun"},
+		{"viewer import", viewer, "/api/v1/rules/import?format=sentinel&dryRun=1x", importBody, http.StatusBadRequest, "dryRun"},
+		{"editor import", editor, "/api/v1/rules/import?format=sentinel&dryRun=1x", importBody, http.StatusBadRequest, "dryRun"},
+		{"viewer apply without dryRun", viewer, "/api/v1/rules/apply", applyBody, http.StatusForbidden, ""},
+		{"viewer import with dryRun=false", viewer, "/api/v1/rules/import?format=sentinel&dryRun=false", importBody, http.StatusForbidden, ""},
+		{"viewer apply plan", viewer, "/api/v1/rules/apply?dryRun=true", applyBody, http.StatusOK, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			header := bearer(tc.token)
+			header.Set("Content-Type", "application/json")
+			resp, body := n.DoWith(t, http.MethodPost, tc.path, strings.NewReader(tc.body), header)
+			switch tc.status {
+			case http.StatusBadRequest:
+				wantError(t, resp, body, tc.status, "bad_request", tc.field)
+			case http.StatusForbidden:
+				wantError(t, resp, body, tc.status, "forbidden")
+			default:
+				mustStatus(t, resp, body, tc.status)
+			}
+		})
+	}
+	if got := n.listRules(t, ""); got.Total != 0 {
+		t.Errorf("%d rules stored, want none", got.Total)
+	}
 }
