@@ -5130,6 +5130,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "name": {
+                    "description": "Name follows the username rule: 1-64 letters, digits, '.', '_', '@'\nor '-', starting with a letter or digit.",
                     "type": "string",
                     "example": "ci-deploy"
                 },

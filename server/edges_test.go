@@ -140,3 +140,35 @@ func TestBadDryRunIsNamedForEveryRole(t *testing.T) {
 		t.Errorf("%d rules stored, want none", got.Total)
 	}
 }
+
+// TestTokenNamesFollowTheUsernameRule checks that a token name is refused
+// 422 naming name unless it is one a username may be: no whitespace-only,
+// control or invisible characters.
+func TestTokenNamesFollowTheUsernameRule(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	for _, tc := range []struct {
+		name, tokenName string
+		status          int
+	}{
+		{"whitespace only", "   ", http.StatusUnprocessableEntity},
+		{"a zero-width space", "bootstrap\u200b", http.StatusUnprocessableEntity},
+		{"a bell", "bell\a", http.StatusUnprocessableEntity},
+		{"a NUL", "ci\x00deploy", http.StatusUnprocessableEntity},
+		{"an inner space", "ci deploy", http.StatusUnprocessableEntity},
+		{"empty", "", http.StatusUnprocessableEntity},
+		{"65 characters", strings.Repeat("a", 65), http.StatusUnprocessableEntity},
+		{"a leading dot", ".ci", http.StatusUnprocessableEntity},
+		{"a plain name", "ci-deploy", http.StatusCreated},
+		{"64 characters", strings.Repeat("b", 64), http.StatusCreated},
+		{"an address", "ci.bot_1@example.com", http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodPost, "/api/v1/tokens", map[string]string{"name": tc.tokenName, "role": roleViewer}, nil)
+			if tc.status == http.StatusCreated {
+				mustStatus(t, resp, body, tc.status)
+				return
+			}
+			wantError(t, resp, body, tc.status, "validation_failed", "name")
+		})
+	}
+}
