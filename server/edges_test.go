@@ -172,3 +172,36 @@ func TestTokenNamesFollowTheUsernameRule(t *testing.T) {
 		})
 	}
 }
+
+// TestBodyMayBeginWithABOM checks that a JSON (or YAML) body beginning
+// with a UTF-8 byte order mark decodes as the same body without it, on
+// every body route: RFC 8259 lets a parser ignore the mark.
+func TestBodyMayBeginWithABOM(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	const bom = "\xef\xbb\xbf"
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   reqHeader
+		status                   int
+	}{
+		{"a rule", http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`, nil, http.StatusCreated},
+		{"a patch", http.MethodPatch, rulesPath + "/1", `{"threshold":20}`, nil, http.StatusOK},
+		{"an apply", http.MethodPost, applyPath + "?dryRun=true", `{"rules":[]}`, nil, http.StatusOK},
+		{"a YAML apply", http.MethodPost, applyPath + "?dryRun=true", "rules: []\n", reqHeader{"Content-Type": "application/yaml"}, http.StatusOK},
+		{"an import", http.MethodPost, importPath + "?format=sentinel&dryRun=true", `[{"resource":"r","threshold":1}]`, nil, http.StatusOK},
+		{"a check", http.MethodPost, "/api/v1/check", `{"resource":"r"}`, nil, http.StatusOK},
+		{"a token", http.MethodPost, "/api/v1/tokens", `{"name":"ci","role":"viewer"}`, nil, http.StatusCreated},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := ts.call(t, tc.method, tc.path, bom+tc.body, tc.header)
+			mustStatus(t, resp, body, tc.status)
+		})
+	}
+	if got, _ := ts.getRule(t, 1); got.Name != "orders" || got.Version != 2 {
+		t.Errorf("rule 1 = %s version %d, want orders version 2", got.Name, got.Version)
+	}
+	t.Run("a mark alone in the middle", func(t *testing.T) {
+		resp, body := ts.call(t, http.MethodPatch, rulesPath+"/1", ` `+bom+`{"threshold":30}`, nil)
+		wantError(t, resp, body, http.StatusBadRequest, "bad_request")
+	})
+}
