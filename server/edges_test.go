@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice/server/servertest"
 )
@@ -204,4 +205,39 @@ func TestBodyMayBeginWithABOM(t *testing.T) {
 		resp, body := ts.call(t, http.MethodPatch, rulesPath+"/1", ` `+bom+`{"threshold":30}`, nil)
 		wantError(t, resp, body, http.StatusBadRequest, "bad_request")
 	})
+}
+
+// TestHistoryEndStaysWithinRFC3339 checks that a history range whose end,
+// rounded up to the step, passes 9999-12-31T23:59:59Z is 400 naming to,
+// instead of answering "to": "10000-01-01T00:00:00Z", which is not
+// RFC 3339; the last range that fits still answers, and so does a
+// ranking up to the last millisecond (it answers no times).
+func TestHistoryEndStaysWithinRFC3339(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"res","kind":"flow","resource":"res","threshold":10}`)
+	const history = "/api/v1/resources/res/metrics?"
+	for _, tc := range []struct {
+		query, wantTo string
+	}{
+		{"from=9999-12-31T23:30:00Z&to=9999-12-31T23:59:59Z&step=1d", ""},
+		{"from=9999-12-31T23:30:00Z&to=9999-12-31T23:59:01Z&step=1m", ""},
+		{"from=9999-12-31T00:00:00Z&to=9999-12-31T00:00:00.001Z&step=1d", ""},
+		{"from=253402300000000&to=253402300799999&step=1h", ""},
+		{"from=9999-12-31T23:00:00Z&to=9999-12-31T23:59:00Z&step=1m", "9999-12-31T23:59:00Z"},
+		{"from=9999-12-30T00:00:00Z&to=9999-12-31T00:00:00Z&step=1d", "9999-12-31T00:00:00Z"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodGet, history+tc.query, nil, nil)
+			if tc.wantTo == "" {
+				wantError(t, resp, body, http.StatusBadRequest, "bad_request", "to")
+				return
+			}
+			mustStatus(t, resp, body, http.StatusOK)
+			if got := decodeStrict[MetricHistory](t, body).To.UTC().Format(time.RFC3339); got != tc.wantTo {
+				t.Errorf("to = %s, want %s", got, tc.wantTo)
+			}
+		})
+	}
+	resp, body := ts.call(t, http.MethodGet, "/api/v1/metrics/top?from=9999-12-31T23:30:00Z&to=9999-12-31T23:59:59.999Z", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
 }
