@@ -241,3 +241,48 @@ func TestHistoryEndStaysWithinRFC3339(t *testing.T) {
 	resp, body := ts.call(t, http.MethodGet, "/api/v1/metrics/top?from=9999-12-31T23:30:00Z&to=9999-12-31T23:59:59.999Z", nil, nil)
 	mustStatus(t, resp, body, http.StatusOK)
 }
+
+// TestHistoryOfAResourceAsTheListHasIt checks that a resource's history
+// is 404 exactly when the resource list does not hold it: a resource a
+// deleted rule named, with no traffic ever, is neither listed nor 200;
+// one a rule names, or one with traffic, is both.
+func TestHistoryOfAResourceAsTheListHasIt(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	gone := ts.createRule(t, `{"name":"gone","kind":"flow","resource":"gone","threshold":10}`)
+	resp, body := ts.call(t, http.MethodDelete, ruleURL(gone.ID), nil, nil)
+	mustStatus(t, resp, body, http.StatusNoContent)
+	ts.createRule(t, `{"name":"idle","kind":"flow","resource":"idle","threshold":10}`)
+	traffic(t, ts.Engine, "busy", 2, 0, 1)
+	again := ts.createRule(t, `{"name":"again","kind":"flow","resource":"again","threshold":10}`)
+	traffic(t, ts.Engine, "again", 1, 0, 1)
+	resp, body = ts.call(t, http.MethodDelete, ruleURL(again.ID), nil, nil)
+	mustStatus(t, resp, body, http.StatusNoContent)
+	for _, tc := range []struct {
+		resource string
+		known    bool
+	}{
+		{"gone", false},
+		{"never", false},
+		{"idle", true},
+		{"busy", true},
+		{"again", true},
+	} {
+		t.Run(tc.resource, func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodGet, "/api/v1/resources?q="+tc.resource, nil, nil)
+			mustStatus(t, resp, body, http.StatusOK)
+			listed := false
+			for _, r := range decodeStrict[ResourceList](t, body).Items {
+				listed = listed || r.Name == tc.resource
+			}
+			if listed != tc.known {
+				t.Errorf("listed = %t, want %t", listed, tc.known)
+			}
+			resp, body = ts.call(t, http.MethodGet, "/api/v1/resources/"+tc.resource+"/metrics", nil, nil)
+			if !tc.known {
+				wantError(t, resp, body, http.StatusNotFound, "not_found")
+				return
+			}
+			mustStatus(t, resp, body, http.StatusOK)
+		})
+	}
+}

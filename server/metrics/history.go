@@ -82,8 +82,7 @@ type History struct {
 // History reads the resource's history from fromMs (inclusive) to toMs
 // (exclusive), both rounded out to the step. More than MaxHistoryPoints
 // steps is a ParamError for step, and an end rounded up past year 9999
-// one for to; a resource never seen (stored, not
-// flushed yet, named by a rule or tracked by the engine) is an
+// one for to; a resource the resource list does not hold (known) is an
 // UnknownResourceError.
 func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, toMs int64) (History, error) {
 	return p.history(ctx, name, step, fromMs, toMs, p.store.ResourceMetrics)
@@ -113,18 +112,22 @@ func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, 
 	return History{FromMs: fromMs, ToMs: toMs, Points: points}, nil
 }
 
-// known returns an UnknownResourceError unless the resource is in the
-// catalogue (it had stored traffic or a rule names it), has figures not
-// flushed yet or is tracked by the engine.
+// known returns an UnknownResourceError unless the resource is one the
+// resource list holds: in the catalogue (it had stored traffic or a rule
+// names it) or with figures collected from the engine or an instance.
+// That the engine tracks it is not enough: the engine keeps a resource a
+// deleted rule named, though it never had traffic.
 func (p *Pipeline) known(ctx context.Context, name string) error {
-	entries, err := p.store.CatalogueEntries(ctx, []string{name})
-	if err != nil {
-		return err
-	}
-	if len(entries) > 0 || len(p.seen([]string{name})) > 0 || p.engine.Lookup(name) != nil {
-		return nil
-	}
-	return &UnknownResourceError{Name: name}
+	return p.readStore(func() error {
+		entries, err := p.store.CatalogueEntries(ctx, []string{name})
+		if err != nil {
+			return err
+		}
+		if len(entries) > 0 || len(p.seen([]string{name})) > 0 {
+			return nil
+		}
+		return &UnknownResourceError{Name: name}
+	})
 }
 
 // Top ranks the resources by their stored traffic from fromMs (inclusive)
