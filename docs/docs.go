@@ -1229,7 +1229,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
+                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
                 "produces": [
                     "application/json"
                 ],
@@ -5131,6 +5131,7 @@ const docTemplate = `{
                     "type": "string"
                 },
                 "name": {
+                    "description": "Name follows the username rule: 1-64 letters, digits, '.', '_', '@'\nor '-', starting with a letter or digit.",
                     "type": "string",
                     "example": "ci-deploy"
                 },

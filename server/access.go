@@ -41,9 +41,10 @@ func instancesOr(need access) access {
 // editor, but a dry run only answers the plan and changes nothing, so a
 // viewer may ask for it (a pull request's pipeline needs no secret that
 // can change production). It reads dryRun as the handlers do; a bad value
-// needs an editor, who then gets the handler's 400.
+// needs only a viewer too, so that every role gets the handler's 400
+// naming dryRun rather than a 403 that hides it.
 func editorsOrPlans(c *fiber.Ctx) string {
-	if dryRun, err := boolParam(c, "dryRun"); err == nil && dryRun != nil && *dryRun {
+	if dryRun, err := boolParam(c, "dryRun"); err != nil || dryRun != nil && *dryRun {
 		return roleViewer
 	}
 	return roleEditor

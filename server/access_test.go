@@ -387,7 +387,7 @@ func TestPlansAreReads(t *testing.T) {
 		if strings.Contains(tt.path, "?") {
 			sep = "&"
 		}
-		for _, q := range []string{"", "dryRun=false", "dryRun=nope"} {
+		for _, q := range []string{"", "dryRun=false"} {
 			path := tt.path
 			if q != "" {
 				path += sep + q

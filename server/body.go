@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // Request body bounds (API.md, "Bodies"). The server streams bodies
@@ -69,8 +70,9 @@ func readBody(limit int) fiber.Handler {
 	}
 }
 
-// readBodyUpTo reads the body stream into the request's body, or answers
-// 413 if it is over limit. A body already read is left as it is.
+// readBodyUpTo reads the body stream into the request's body, less a
+// leading byte order mark, or answers 413 if it is over limit. A body
+// already read is left as it is but for that mark.
 func readBodyUpTo(c *fiber.Ctx, limit int) error {
 	req := c.Request()
 	stream := req.BodyStream()
@@ -78,6 +80,7 @@ func readBodyUpTo(c *fiber.Ctx, limit int) error {
 		if len(req.Body()) > limit {
 			return errBodyTooLarge(limit)
 		}
+		dropBOM(req)
 		return nil
 	}
 	size := req.Header.ContentLength()
@@ -99,7 +102,22 @@ func readBodyUpTo(c *fiber.Ctx, limit int) error {
 		return errBodyTooLarge(limit)
 	}
 	req.SetBodyRaw(buf.Bytes())
+	dropBOM(req)
 	return nil
+}
+
+// utf8BOM is the UTF-8 encoding of U+FEFF, the byte order mark.
+var utf8BOM = []byte("\xef\xbb\xbf")
+
+// dropBOM removes a byte order mark that begins the body: RFC 8259 lets a
+// JSON parser ignore one (and YAML allows one), so a body saved by an
+// editor that writes one decodes as the same body without it.
+func dropBOM(req *fasthttp.Request) {
+	if body := req.Body(); bytes.HasPrefix(body, utf8BOM) {
+		// A copy: the body may live in a buffer that setting a new one
+		// gives back to fasthttp's pool.
+		req.SetBodyRaw(bytes.Clone(body[len(utf8BOM):]))
+	}
 }
 
 // discardBody throws away what is left of the body stream, up to

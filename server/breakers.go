@@ -116,7 +116,11 @@ func (h *breakerHandler) transitions(c *fiber.Ctx) error {
 	if err := checkRange(fromMs, toMs); err != nil {
 		return err
 	}
-	rows, err := h.store.BreakerTransitions(c.UserContext(), c.Query("resource"), fromMs, toMs, maxBreakerTransitions+1)
+	resource, err := resourceParam(c)
+	if err != nil {
+		return err
+	}
+	rows, err := h.store.BreakerTransitions(c.UserContext(), resource, fromMs, toMs, maxBreakerTransitions+1)
 	if err != nil {
 		return err
 	}

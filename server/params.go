@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
@@ -60,10 +61,25 @@ func boolParam(c *fiber.Ctx, name string) (*bool, error) {
 	return &b, nil
 }
 
-// idParam reads a positive integer path parameter.
+// searchParam reads a free-text query parameter such as ?q=: any text
+// without control characters, which (a NUL, say) would otherwise reach
+// the database's LIKE pattern.
+func searchParam(c *fiber.Ctx, name string) (string, error) {
+	v := c.Query(name)
+	if strings.ContainsFunc(v, unicode.IsControl) {
+		msg := "must not contain control characters"
+		return "", BadRequest(name+" "+msg, FieldError{name, msg})
+	}
+	return v, nil
+}
+
+// idParam reads a positive integer path parameter in its one spelling:
+// decimal digits without a sign or a leading zero (API.md: a path has one
+// spelling), so /rules/04 and /rules/+4 are not /rules/4.
 func idParam(c *fiber.Ctx, name string) (int64, error) {
-	id, err := strconv.ParseInt(c.Params(name), 10, 64)
-	if err != nil || id < 1 {
+	raw := c.Params(name)
+	id, err := strconv.ParseInt(raw, 10, 64)
+	if err != nil || id < 1 || strconv.FormatInt(id, 10) != raw {
 		return 0, BadRequest(name+" must be a positive whole number", FieldError{name, "must be a positive whole number"})
 	}
 	return id, nil
@@ -107,11 +123,16 @@ func setETag(c *fiber.Ctx, version int64) {
 	c.Set(fiber.HeaderETag, `"`+strconv.FormatInt(version, 10)+`"`)
 }
 
-// changeActor is who makes a write and why (X-Change-Reason).
+// changeActor is who makes a write and why (X-Change-Reason: at most
+// maxReasonLen characters of UTF-8, no control characters).
 func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 	reason := c.Get("X-Change-Reason")
 	if utf8.RuneCountInString(reason) > maxReasonLen || !utf8.ValidString(reason) {
 		msg := fmt.Sprintf("must be valid UTF-8 of at most %d characters", maxReasonLen)
+		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
+	}
+	if strings.ContainsFunc(reason, unicode.IsControl) {
+		msg := "must not contain control characters"
 		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
 	}
 	return rules.Actor{Name: principalOf(c).actorName(), Reason: reason}, nil

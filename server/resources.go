@@ -106,7 +106,11 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 		msg := "must be one of name, -blockQps, -passQps"
 		return BadRequest("sort "+msg, FieldError{"sort", msg})
 	}
-	views, total, err := h.metrics.Resources(c.UserContext(), c.Query("q"), order, page)
+	q, err := searchParam(c, "q")
+	if err != nil {
+		return err
+	}
+	views, total, err := h.metrics.Resources(c.UserContext(), q, order, page)
 	if err != nil {
 		return err
 	}
@@ -124,7 +128,7 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //
 //	@Summary		Metric history of a resource
 //	@ID				getResourceMetrics
-//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
+//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
 //	@Tags			resources
 //	@Produce		json
 //	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"

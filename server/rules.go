@@ -167,7 +167,11 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	filter := store.RuleFilter{Kind: kind, Resource: resource, App: app, Enabled: enabled, Query: c.Query("q")}
+	q, err := searchParam(c, "q")
+	if err != nil {
+		return err
+	}
+	filter := store.RuleFilter{Kind: kind, Resource: resource, App: app, Enabled: enabled, Query: q}
 	found, total, err := h.rules.List(c.UserContext(), filter, page)
 	if err != nil {
 		return err

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -44,6 +43,8 @@ type NewAPIToken struct {
 
 // TokenRequest creates an API token.
 type TokenRequest struct {
+	// Name follows the username rule: 1-64 letters, digits, '.', '_', '@'
+	// or '-', starting with a letter or digit.
 	Name string `json:"name" example:"ci-deploy"`
 	// Role instance may only read the rule snapshot and post instance
 	// reports: the token an app process that embeds the engine is given.
@@ -132,8 +133,8 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 	o.Str("expiresAt", &expires)
 	o.Rest(func(string) string { return "" })
 	errs := fieldErrors(bodyErrs)
-	if n := utf8.RuneCountInString(name); n < 1 || n > 128 {
-		errs = append(errs, FieldError{"name", "is required, at most 128 characters"})
+	if !usernamePattern.MatchString(name) {
+		errs = append(errs, FieldError{"name", "must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"})
 	}
 	if roleRank[role] == 0 && role != roleInstance {
 		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer, instance"})

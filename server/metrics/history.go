@@ -18,6 +18,9 @@ const (
 	DefaultHistorySteps = 60
 	// DefaultTopRangeMs is the range of a ranking that names no start.
 	DefaultTopRangeMs = store.HourMs
+	// lastTimeMs is the end of year 9999, the last time RFC 3339 can
+	// write: a history's end rounded up past it could not be answered.
+	lastTimeMs = 253_402_300_799_999
 )
 
 // Step is a step of the history: its name in the API and its length.
@@ -78,8 +81,8 @@ type History struct {
 
 // History reads the resource's history from fromMs (inclusive) to toMs
 // (exclusive), both rounded out to the step. More than MaxHistoryPoints
-// steps is a ParamError for step; a resource never seen (stored, not
-// flushed yet, named by a rule or tracked by the engine) is an
+// steps is a ParamError for step, and an end rounded up past year 9999
+// one for to; a resource the resource list does not hold (known) is an
 // UnknownResourceError.
 func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, toMs int64) (History, error) {
 	return p.history(ctx, name, step, fromMs, toMs, p.store.ResourceMetrics)
@@ -88,6 +91,10 @@ func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, 
 // history is History with the points read by read.
 func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, toMs int64,
 	read func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error)) (History, error) {
+	if ceilMs(toMs, step.Ms) > lastTimeMs {
+		return History{}, &ParamError{"to", fmt.Sprintf("rounded up to the step (%s) passes 9999-12-31T23:59:59Z, the last time RFC 3339 can write: end the range by %s",
+			step.Name, formatMs(floorMs(lastTimeMs, step.Ms)))}
+	}
 	fromMs, toMs = floorMs(fromMs, step.Ms), ceilMs(toMs, step.Ms)
 	if points := (toMs - fromMs) / step.Ms; points > MaxHistoryPoints {
 		return History{}, &ParamError{"step", fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
@@ -105,18 +112,22 @@ func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, 
 	return History{FromMs: fromMs, ToMs: toMs, Points: points}, nil
 }
 
-// known returns an UnknownResourceError unless the resource is in the
-// catalogue (it had stored traffic or a rule names it), has figures not
-// flushed yet or is tracked by the engine.
+// known returns an UnknownResourceError unless the resource is one the
+// resource list holds: in the catalogue (it had stored traffic or a rule
+// names it) or with figures collected from the engine or an instance.
+// That the engine tracks it is not enough: the engine keeps a resource a
+// deleted rule named, though it never had traffic.
 func (p *Pipeline) known(ctx context.Context, name string) error {
-	entries, err := p.store.CatalogueEntries(ctx, []string{name})
-	if err != nil {
-		return err
-	}
-	if len(entries) > 0 || len(p.seen([]string{name})) > 0 || p.engine.Lookup(name) != nil {
-		return nil
-	}
-	return &UnknownResourceError{Name: name}
+	return p.readStore(func() error {
+		entries, err := p.store.CatalogueEntries(ctx, []string{name})
+		if err != nil {
+			return err
+		}
+		if len(entries) > 0 || len(p.seen([]string{name})) > 0 {
+			return nil
+		}
+		return &UnknownResourceError{Name: name}
+	})
 }
 
 // Top ranks the resources by their stored traffic from fromMs (inclusive)
