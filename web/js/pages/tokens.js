@@ -21,7 +21,7 @@ export function render() {
   const tbody = h('tbody', {}, stateRow(7, 'loading', 'Loading the tokens…'));
   const secret = h('div', { class: 'alert ok', id: 'token-secret-box', role: 'status', hidden: true });
 
-  const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy.', input: h('input', { type: 'text', maxlength: 128, autocomplete: 'off' }) });
+  const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy: up to 64 letters, digits, dots, underscores, @ or hyphens.', input: h('input', { type: 'text', maxlength: 64, autocomplete: 'off' }) });
   const role = field({
     label: 'Role', id: 'token-role', hint: roleHints.editor,
     input: h('select', {}, option('viewer', 'viewer: reads'), option('editor', 'editor: also writes rules (CI)', true), option('admin', 'admin: also users and tokens'),
