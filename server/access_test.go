@@ -1,10 +1,8 @@
 package server
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -236,39 +234,6 @@ func spellings(pattern, path string) []string {
 		}
 	}
 	return out
-}
-
-// rawRequest sends method and target exactly as written, on a connection
-// of its own, and answers the status; it reads no body, so an event stream
-// does not hold it.
-func rawRequest(t *testing.T, addr, method, target string, header http.Header, body string) int {
-	t.Helper()
-	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.SetDeadline(time.Now().Add(10 * time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: sluice.test\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", method, target, len(body))
-	for k, vs := range header {
-		for _, v := range vs {
-			fmt.Fprintf(&b, "%s: %s\r\n", k, v)
-		}
-	}
-	b.WriteString("\r\n")
-	b.WriteString(body)
-	if _, err := conn.Write([]byte(b.String())); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatalf("%s %s: reading the answer: %v", method, target, err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
 }
 
 // TestNoSpellingGivesARoleMore walks every registered /api/v1 route with

@@ -62,7 +62,7 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 		}
 		path := strings.Replace(routeParam.ReplaceAllString(route.Path, "999999"), "*", "index.html", 1)
 		t.Run(key, func(t *testing.T) {
-			anonymous := statusLine(t, n.Addr, route.Method, path, nil, "{}")
+			anonymous := rawRequest(t, n.Addr, route.Method, path, nil, "{}")
 			for _, role := range []string{roleInstance, roleViewer, roleEditor, roleAdmin} {
 				h := bearer(tokens[role])
 				if ownAccountRoutes[policyKey] && role != roleInstance {
@@ -74,7 +74,7 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 				if role == roleInstance {
 					allowed = instanceRoutes[policyKey]
 				}
-				status := statusLine(t, n.Addr, route.Method, path, h, "{}")
+				status := rawRequest(t, n.Addr, route.Method, path, h, "{}")
 				switch {
 				case need == "":
 					if status != anonymous {
@@ -97,11 +97,11 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 	}
 }
 
-// statusLine sends method and target with header and body on a
-// connection of its own and answers the status of the answer's first
-// line, reading nothing more: an event stream does not hold it, and what
-// one answer leaves on a connection cannot decide the next one's.
-func statusLine(t *testing.T, addr, method, target string, header http.Header, body string) int {
+// rawRequest sends method and target exactly as written, with header and
+// body, on a connection of its own and answers the status of the answer's
+// first line, reading nothing more: an event stream does not hold it, and
+// what one answer leaves on a connection cannot decide the next one's.
+func rawRequest(t *testing.T, addr, method, target string, header http.Header, body string) int {
 	t.Helper()
 	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
