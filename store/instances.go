@@ -88,6 +88,10 @@ func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas
 	if len(deltas) == 0 {
 		return 0, nil
 	}
+	// As AddMetrics, past the callbacks that refuse writes to a gone file.
+	if err := s.b.fileGone(); err != nil {
+		return 0, err
+	}
 	added := 0
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		added = 0

@@ -135,6 +135,11 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 	if len(deltas) == 0 {
 		return nil
 	}
+	// Its statements go straight to the connection, past the callbacks
+	// that refuse writes to a gone file.
+	if err := s.b.fileGone(); err != nil {
+		return err
+	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
 			if err := addMetricsIn(ctx, tx, chunk); err != nil {

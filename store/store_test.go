@@ -577,6 +577,13 @@ func TestAGoneFileRefusesWrites(t *testing.T) {
 			if err := s.DeleteToken(t.Context(), 1); !errors.Is(err, ErrFileGone) {
 				t.Errorf("DeleteToken after: %v, want ErrFileGone", err)
 			}
+			minute := []MinuteDelta{{Resource: "r", StartMs: 60_000, Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}}}
+			if err := s.AddMetrics(t.Context(), minute); !errors.Is(err, ErrFileGone) {
+				t.Errorf("AddMetrics after: %v, want ErrFileGone", err)
+			}
+			if _, err := s.AddInstanceMinutes(t.Context(), 1, minute); !errors.Is(err, ErrFileGone) {
+				t.Errorf("AddInstanceMinutes after: %v, want ErrFileGone", err)
+			}
 			if _, err := s.AllTokens(t.Context()); err != nil {
 				t.Errorf("AllTokens after: %v, want the tokens", err)
 			}
