@@ -25,9 +25,7 @@ const ruleFile = `rules:
 func TestApplyRuleFile(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
 	tb.login()
 

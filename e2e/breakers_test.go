@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"errors"
-	"net/http"
 	"net/url"
 	"slices"
 	"testing"
@@ -40,10 +39,8 @@ func TestBreakerTimeline(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
 	const resource = "e2e:breaker"
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:breaker",
-		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 500}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:breaker",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 500}`)
 	if e, blk := n.engine.Entry(resource); blk == nil {
 		e.Exit(engine.WithError(errors.New("failed")))
 	}
@@ -71,10 +68,8 @@ func TestBreakerTimeline(t *testing.T) {
 func TestFormWords(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay",
-		"strategy": "errorRatio", "threshold": 0.5, "retryTimeoutMs": 5000}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay",
+		"strategy": "errorRatio", "threshold": 0.5, "retryTimeoutMs": 5000}`)
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.visit("/resources/pay", "pay")

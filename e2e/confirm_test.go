@@ -15,9 +15,7 @@ import (
 func TestConfirmWithReason(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
 	tb.login()
 
@@ -69,9 +67,7 @@ func TestConfirmWithReason(t *testing.T) {
 func TestRetriedDeleteClearsItsAlert(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.visit("/rules", "Rules")

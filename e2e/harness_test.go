@@ -250,6 +250,15 @@ func (n *node) callAs(t *testing.T, token, method, path string, body any) (int, 
 	return resp.StatusCode, data
 }
 
+// createRule creates the rule body describes through the API, failing t
+// unless it is created.
+func (n *node) createRule(t *testing.T, body string) {
+	t.Helper()
+	if status, data := n.call(t, http.MethodPost, "/rules", body); status != http.StatusCreated {
+		t.Fatalf("create: %d %s", status, data)
+	}
+}
+
 // rule reads one rule through the API.
 func (n *node) rule(t *testing.T, id int64) rules.APIRule {
 	t.Helper()

@@ -44,9 +44,7 @@ func TestViewerReadsOnly(t *testing.T) {
 	if status, resp := n.call(t, http.MethodPost, "/users", `{"username": "victor", "role": "viewer", "password": "viewer-password"}`); status != http.StatusCreated {
 		t.Fatalf("create the viewer: %d %s", status, resp)
 	}
-	if status, resp := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
-		t.Fatalf("create a rule: %d %s", status, resp)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`)
 	tb := newTab(t, n.url)
 	tb.loginAs("victor", "viewer-password")
 	tb.waitText("#whoami", "victor (viewer)")
@@ -75,9 +73,7 @@ func TestLoginAsAnotherUserInAnotherTab(t *testing.T) {
 			t.Fatalf("create %s: %d %s", u, status, resp)
 		}
 	}
-	if status, resp := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
-		t.Fatalf("create a rule: %d %s", status, resp)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`)
 	alice := newTab(t, n.url)
 	alice.loginAs("alice", "alice-password")
 	alice.visit("/rules/1/edit", "Edit orders-qps")

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -18,9 +17,7 @@ const bannerShown = `!document.querySelector('#connection-banner').hidden &&
 func TestOutage(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.waitText("#live-status", "live")

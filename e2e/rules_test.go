@@ -217,9 +217,7 @@ func TestNumberFieldsTakeDecimalsOnly(t *testing.T) {
 func TestSaveRuleDeletedMeanwhile(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`)
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.visit("/rules/1/edit", "Edit orders-qps")
@@ -248,9 +246,7 @@ func TestSaveRuleDeletedMeanwhile(t *testing.T) {
 func TestUnsavedChangesPrompt(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10}`)
 	tb := newTab(t, n.url)
 	tb.login()
 

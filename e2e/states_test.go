@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"net/http"
 	"testing"
 )
 
@@ -11,9 +10,7 @@ import (
 func TestHistoryStates(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
-	if status, body := n.call(t, http.MethodPost, "/rules", `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`); status != http.StatusCreated {
-		t.Fatalf("create: %d %s", status, body)
-	}
+	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
 	tb.login()
 	n.gate.hold()
