@@ -22,15 +22,7 @@ func sharedDatabase(t *testing.T) string {
 	if servertest.OnPostgres() {
 		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
 	}
-	pg, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pg.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	pg := pgtest.StartForTest(t)
 	return pg.NewDatabase(t)
 }
 

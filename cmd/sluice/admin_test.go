@@ -120,15 +120,7 @@ func TestAdminResetPassword(t *testing.T) {
 // database named by its URL, as a deployment's --db is: the new password
 // is the user's; before, the URL was taken for a missing file.
 func TestAdminResetPasswordOnPostgres(t *testing.T) {
-	pg, err := pgtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := pg.Stop(); err != nil {
-			t.Error(err)
-		}
-	})
+	pg := pgtest.StartForTest(t)
 	url := pg.NewDatabase(t)
 	st, err := store.Open(t.Context(), url, slog.New(slog.DiscardHandler))
 	if err != nil {

@@ -48,6 +48,22 @@ type Server struct {
 // survive a crash). Stop removes both.
 func Start() (*Server, error) { return start(false) }
 
+// StartForTest is Start for one test: it fails t if the server does not
+// start, and stops it when t ends.
+func StartForTest(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return s
+}
+
 // StartDurable is Start with PostgreSQL's default durability (fsync and
 // synchronous commits), for benchmarks whose figures must be a real
 // server's.
