@@ -135,12 +135,38 @@ func (s *Store) ListRevisions(ctx context.Context, ruleID int64, page Page) ([]R
 	return revs, total, err
 }
 
-// InTx runs fn in one transaction: committed if fn returns nil, rolled back
-// otherwise.
+// InTx runs fn in one transaction of rule writes: committed if fn returns
+// nil, rolled back otherwise. The transactions of every Store on the
+// database, every replica's, take turns: one begins only once the one
+// before has ended, and reads what that one committed. So a write that
+// reads the rules in its transaction checks the set it commits, which no
+// other writer changes in between. On PostgreSQL the turn is the rule
+// write lock, taken first (lockRules); on SQLite, one process's single
+// writer connection, whose transactions begin IMMEDIATE, gives it.
 func (s *Store) InTx(ctx context.Context, fn func(tx *Tx) error) error {
 	return s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		if err := lockRules(db); err != nil {
+			return err
+		}
 		return fn(&Tx{db: db})
 	})
+}
+
+// rulesLockKey is the PostgreSQL advisory lock of rule writes: an
+// arbitrary number ("sluice" and 1 in ASCII), unlikely to be another
+// application's key in a shared database.
+const rulesLockKey int64 = 0x736c7569636501
+
+// lockRules takes the rule write lock in db's transaction, waiting for
+// the transaction that holds it to end; PostgreSQL releases it when this
+// one ends. The statements after it each read what committed before they
+// began (READ COMMITTED, the default), so they see what the last holder
+// wrote. Nothing on SQLite.
+func lockRules(db *gorm.DB) error {
+	if !onPostgres(db) {
+		return nil
+	}
+	return db.Exec("SELECT pg_advisory_xact_lock(?)", rulesLockKey).Error
 }
 
 // Tx is a transaction in progress; see Store.InTx.
@@ -153,6 +179,9 @@ func (t *Tx) GetRule(id int64) (Rule, error) { return getRule(t.db, id) }
 
 // AllRules returns every rule, by ID.
 func (t *Tx) AllRules() ([]Rule, error) { return allRules(t.db) }
+
+// RulesRevision is Store.RulesRevision read in the transaction.
+func (t *Tx) RulesRevision() (int64, error) { return rulesRevision(t.db) }
 
 // RuleByName returns the rule called name, or ErrNotFound.
 func (t *Tx) RuleByName(name string) (Rule, error) {

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"testing"
+	"time"
 )
 
 func createRule(t *testing.T, s *Store, name string) Rule {
@@ -140,5 +141,83 @@ func TestListRulesFilters(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRuleWritesTakeTurns: a rule write (InTx) begins only once the one
+// before it has ended, though another Store on the same database (on
+// PostgreSQL another replica's) runs it, and then reads what that one
+// committed.
+func TestRuleWritesTakeTurns(t *testing.T) {
+	first, db := openTestStore(t)
+	second := first
+	if testPostgres != nil {
+		var err error
+		if second, err = Open(t.Context(), db, discard); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = second.Close() })
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() {
+		firstDone <- first.InTx(t.Context(), func(tx *Tx) error {
+			r := Rule{Name: "first", Kind: "flow", Resource: "orders", Enabled: true, Mode: "enforce", Spec: "{}"}
+			if err := tx.CreateRule(&r); err != nil {
+				return err
+			}
+			if err := tx.AddRevision(&RuleRevision{RuleID: r.ID, Version: 1, Action: ActionCreate, Content: "{}"}); err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	var seen []Rule
+	secondDone := make(chan error, 1)
+	go func() {
+		secondDone <- second.InTx(t.Context(), func(tx *Tx) error {
+			var err error
+			seen, err = tx.AllRules()
+			return err
+		})
+	}()
+	waitForRuleWrite(t, first)
+	close(release)
+	if err := errors.Join(<-firstDone, <-secondDone); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != 1 || seen[0].Name != "first" {
+		t.Errorf("the second write read %+v, want the rule the first committed", seen)
+	}
+}
+
+// waitForRuleWrite returns once a rule write waits for its turn on s's
+// database: for the rule write lock on PostgreSQL, for the one writer
+// connection on SQLite.
+func waitForRuleWrite(t *testing.T, s *Store) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var waiting int64
+		if testPostgres != nil {
+			err := s.db.WithContext(t.Context()).Raw(`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Row().Scan(&waiting)
+			if err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			waiting = sqlDB(t, s).Stats().WaitCount
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no rule write waits for its turn")
+		}
+		<-tick.C
 	}
 }

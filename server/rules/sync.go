@@ -24,7 +24,10 @@ import (
 // engine of every app that has rules of its own there; after the commit
 // the engine gets those resources' rules, each resource switching at once.
 // Writes are serialised, so the engine always holds the rules of the last
-// commit: the database and the engine never disagree.
+// commit: the database and the engine never disagree. On PostgreSQL so are
+// the writes of every replica (store.Store.InTx), and each first reads
+// again, in its transaction, the rules another replica wrote since they
+// were last read (catchUp): what it checks is what it commits.
 //
 // It keeps every stored rule in memory, as of the last commit, indexed by
 // name and by resource, so a write costs what the rules of the resources it
@@ -40,7 +43,7 @@ type Service struct {
 	onResource map[string][]int64
 	watch      watch // the snapshot's revision and its waiters (watch.go)
 	// synced is the store's revision read before the rules were last read
-	// whole (readAll): what is held is at least that recent. Guarded by mu.
+	// whole (reload): what is held is at least that recent. Guarded by mu.
 	synced int64
 }
 
@@ -99,21 +102,30 @@ func (s *Service) Load(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.readAll(ctx); err != nil {
-		return err
-	}
-	s.synced = rev
-	s.revisionIs(rev)
-	return loadEvery(s.engine, enabledRules(s.rules))
-}
-
-// readAll reads every rule from the store in place of those held. The
-// caller holds mu.
-func (s *Service) readAll(ctx context.Context) error {
 	rows, err := s.store.AllRules(ctx)
 	if err != nil {
 		return err
 	}
+	return s.reload(rev, rows)
+}
+
+// reload holds rows, every stored rule as read at revision rev or later,
+// in place of the rules held, gives the snapshot that revision, waking its
+// waiters, and loads the enabled rules into the engine. The caller holds
+// mu.
+func (s *Service) reload(rev int64, rows []store.Rule) error {
+	if err := s.hold(rows); err != nil {
+		return err
+	}
+	s.synced = rev
+	err := loadEvery(s.engine, enabledRules(s.rules))
+	s.revisionIs(rev)
+	return err
+}
+
+// hold puts rows, every stored rule, in place of the rules held. The
+// caller holds mu.
+func (s *Service) hold(rows []store.Rule) error {
 	stored := make(map[int64]*Rule, len(rows))
 	for _, row := range rows {
 		r, err := fromStore(row)
@@ -169,13 +181,38 @@ func (s *Service) resyncLocked(ctx context.Context) error {
 	if rev == s.synced {
 		return nil
 	}
-	if err := s.readAll(ctx); err != nil {
+	rows, err := s.store.AllRules(ctx)
+	if err != nil {
 		return err
 	}
-	s.synced = rev
-	err = loadEvery(s.engine, enabledRules(s.rules))
-	s.revisionIs(rev)
-	return err
+	return s.reload(rev, rows)
+}
+
+// catchUp is resyncLocked read in stx, the transaction of a write, on a
+// database that other replicas write (PostgreSQL): stx has the rule write
+// lock, so no other replica writes until it ends, and the write is checked
+// against the rules the database holds, not those this replica had heard
+// of, up to a second behind. Were it checked against those, two replicas
+// could each commit a rule that the other's makes invalid (a second
+// concurrency hotspot rule on a resource), and no engine would load the
+// set. On SQLite every write is s's own, and what s holds is the database's.
+// The caller holds mu.
+func (s *Service) catchUp(stx *store.Tx) error {
+	if !s.store.Replicated() {
+		return nil
+	}
+	rev, err := stx.RulesRevision()
+	if err != nil || rev == s.synced {
+		return err
+	}
+	rows, err := stx.AllRules()
+	if err != nil {
+		return err
+	}
+	if err := s.reload(rev, rows); err != nil {
+		return fmt.Errorf("the stored rules are not a set this server's engine loads: %w", err)
+	}
+	return nil
 }
 
 // write runs fn in a transaction. If fn fails, or the rules it leaves are
@@ -189,6 +226,9 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	var tx *Tx
 	var touched engine.ResourceRules
 	err := s.store.InTx(ctx, func(stx *store.Tx) error {
+		if err := s.catchUp(stx); err != nil {
+			return err
+		}
 		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}, written: map[string]requestPath{}}
 		if err := fn(tx); err != nil {
 			return err
@@ -223,8 +263,9 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		return nil
 	}
 	if s.store.Replicated() {
-		// Another replica may have written since the rules were read:
-		// what is held, and its revision, must come from one read.
+		// Another replica may write as soon as the commit ends this
+		// one's turn: what is held, and its revision, must come from one
+		// read.
 		return s.resyncLocked(ctx)
 	}
 	s.record(tx.changed)
