@@ -252,6 +252,41 @@ func TestReportValidation(t *testing.T) {
 	}
 }
 
+// TestReportFigureBounds: a report's figures are bounded by what one
+// instance can count (so that no sum of them overflows the history's
+// columns), and a minute older than the retention is refused, each named
+// by its field; nothing of a refused report is recorded.
+func TestReportFigureBounds(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	now := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
+	minute := func(fields string) string {
+		return `{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"` + now + `"},{"resource":"r2","time":"` + now + `",` + fields + `}]}`
+	}
+	for _, tt := range []struct {
+		body   string
+		fields []string
+	}{
+		{minute(`"pass":9223372036854775807,"block":6000000001,"shadowBlock":1,"complete":1,"error":1`),
+			[]string{"minutes[1].pass", "minutes[1].block"}},
+		{minute(`"complete":2,"rtSumMs":100,"minRtMs":9,"maxRtMs":8`),
+			[]string{"minutes[1].minRtMs", "minutes[1].rtSumMs"}},
+		{minute(`"complete":1,"maxRtMs":86400001,"maxConcurrency":100000001`),
+			[]string{"minutes[1].maxRtMs", "minutes[1].maxConcurrency"}},
+		{minute(`"rtSumMs":1`), []string{"minutes[1].rtSumMs"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"1971-01-01T00:00:00Z","pass":1}]}`, []string{"minutes[0].time"}},
+		{`{"instance":{"id":"a"},"live":[{"resource":"r","passQps":1},{"resource":"r2"},` +
+			`{"resource":"r3","passQps":1e12,"errorQps":1e400,"avgRtMs":86400001,"concurrency":100000001}]}`,
+			[]string{"live[2].passQps", "live[2].errorQps", "live[2].avgRtMs", "live[2].concurrency"}},
+	} {
+		resp, body := ts.report(t, servertest.AdminToken, tt.body)
+		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", tt.fields...)
+	}
+	ok := minute(`"pass":6000000000,"complete":6000000000,"error":6000000000,"rtSumMs":600000000000,"minRtMs":0,"maxRtMs":86400000,"maxConcurrency":100000000`)
+	if resp, body := ts.report(t, servertest.AdminToken, ok); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a report at every bound: %d %s, want 204", resp.StatusCode, body)
+	}
+}
+
 // BenchmarkReport posts a report of one instance with 50 minute rows, each
 // a new minute, and its live rows.
 func BenchmarkReport(b *testing.B) {

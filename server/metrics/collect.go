@@ -112,6 +112,9 @@ func New(opts Options) *Pipeline {
 // NowMs reads the pipeline's clock, which every metric time follows.
 func (p *Pipeline) NowMs() int64 { return p.clock.NowMs() }
 
+// Retention is how long the history keeps rows.
+func (p *Pipeline) Retention() time.Duration { return p.retention }
+
 // FlushInterval is how often the figures reach the store: how fresh the
 // history is.
 func (p *Pipeline) FlushInterval() time.Duration { return p.flushInterval }
