@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -284,6 +285,78 @@ func TestReportFigureBounds(t *testing.T) {
 	ok := minute(`"pass":6000000000,"complete":6000000000,"error":6000000000,"rtSumMs":600000000000,"minRtMs":0,"maxRtMs":86400000,"maxConcurrency":100000000`)
 	if resp, body := ts.report(t, servertest.AdminToken, ok); resp.StatusCode != http.StatusNoContent {
 		t.Errorf("a report at every bound: %d %s, want 204", resp.StatusCode, body)
+	}
+}
+
+// TestReportStoresAtMostMaxResources: reports that name new resources
+// without end leave at most --max-resources resources stored, the minutes
+// of the others counted under (overflow), every pass counted once (a
+// retried report adds nothing), and live rows of new names beyond the cap
+// count under (overflow) too.
+func TestReportStoresAtMostMaxResources(t *testing.T) {
+	const maxResources, reports, namesPerReport = 1000, 10, 5000
+	clock := engine.NewManualClock(metricsT0 + 10_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
+		func(o *engine.Options) { o.MaxResources = maxResources })
+	token := n.instanceToken(t)
+	at := time.UnixMilli(metricsT0).UTC().Format(time.RFC3339)
+	body := func(r int) string {
+		rows := make([]string, namesPerReport)
+		for i := range rows {
+			rows[i] = fmt.Sprintf(`{"resource":"leak-%d-%d","time":%q,"pass":1}`, r, i, at)
+		}
+		return `{"instance":{"id":"a"},"minutes":[` + strings.Join(rows, ",") + `]}`
+	}
+	for r := range reports {
+		if resp, got := n.report(t, token, body(r)); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report %d: %d %s", r, resp.StatusCode, got)
+		}
+	}
+	if resp, got := n.report(t, token, body(reports-1)); resp.StatusCode != http.StatusNoContent { // a retry
+		t.Fatalf("retry: %d %s", resp.StatusCode, got)
+	}
+	resp, got := n.call(t, http.MethodGet, "/api/v1/resources?pageSize=1", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	if list := decodeStrict[ResourceList](t, got); list.Total != maxResources+1 {
+		t.Errorf("%d resources stored, want %d and %s", list.Total, maxResources, engine.OverflowResource)
+	}
+	hour := rangeQuery(metricsT0, metricsT0+store.HourMs, "1h")
+	const folded = reports*namesPerReport - maxResources
+	if h := n.history(t, engine.OverflowResource, hour); passes(h.Points) != folded {
+		t.Errorf("%s counted %d passes, want %d", engine.OverflowResource, passes(h.Points), folded)
+	}
+	if h := n.history(t, engine.OverflowResource, hour+"&instance=a"); passes(h.Points) != folded {
+		t.Errorf("instance a's %s counted %d passes, want %d", engine.OverflowResource, passes(h.Points), folded)
+	}
+	top, err := n.store.TopResources(t.Context(), metricsT0, metricsT0+store.HourMs, store.TopByPass, 2*maxResources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, r := range top {
+		total += r.Pass
+	}
+	if total != reports*namesPerReport {
+		t.Errorf("%d passes in all, want every one of the %d reported", total, reports*namesPerReport)
+	}
+
+	live := make([]string, 2*maxResources)
+	for i := range live {
+		live[i] = fmt.Sprintf(`{"resource":"live-%d","passQps":1}`, i)
+	}
+	if resp, got := n.report(t, token, `{"instance":{"id":"a"},"live":[`+strings.Join(live, ",")+`]}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("live report: %d %s", resp.StatusCode, got)
+	}
+	resp, got = n.call(t, http.MethodGet, "/api/v1/resources?pageSize=1", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	if list := decodeStrict[ResourceList](t, got); list.Total != 2*maxResources+1 {
+		t.Errorf("%d resources listed after %d live names, want %d", list.Total, len(live), 2*maxResources+1)
+	}
+	resp, got = n.call(t, http.MethodGet, "/api/v1/resources?q="+url.QueryEscape(engine.OverflowResource), nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	list := decodeStrict[ResourceList](t, got)
+	if len(list.Items) != 1 || list.Items[0].Live.PassQps != float64(len(live)-maxResources) {
+		t.Errorf("%s listed as %+v, want the %d passes a second of the live names beyond the cap", engine.OverflowResource, list.Items, len(live)-maxResources)
 	}
 }
 

@@ -64,7 +64,8 @@ func TestAddInstanceMinutesCountsEachMinuteOnce(t *testing.T) {
 		wantAdded int
 		wantPass  int64
 	}{{a, 2, 11}, {a, 0, 11}, {b, 2, 21}} {
-		added, err := s.AddInstanceMinutes(t.Context(), tt.instance, report)
+		n, err := s.AddInstanceMinutes(t.Context(), tt.instance, report, 0)
+		added := n.Added
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +100,7 @@ func TestPruneInstances(t *testing.T) {
 		if _, err := s.AddInstanceMinutes(t.Context(), key, []MinuteDelta{
 			{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 			{Resource: "orders", StartMs: minute(200), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
-		}); err != nil {
+		}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
