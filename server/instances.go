@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
@@ -117,6 +120,27 @@ type InstanceList struct {
 type instanceHandler struct {
 	registry *instances.Registry
 	metrics  *metrics.Pipeline
+	logger   *slog.Logger
+	// refused counts the reports of new ids refused for a full registry.
+	refused prometheus.Counter
+
+	mu sync.Mutex // guards the fields below
+	// refusedWarnedMs is when a refusal was last logged, if
+	// refusedWarned: at most once a minute.
+	refusedWarnedMs int64
+	refusedWarned   bool
+}
+
+func newInstanceHandler(registry *instances.Registry, pipeline *metrics.Pipeline, logger *slog.Logger) *instanceHandler {
+	h := &instanceHandler{
+		registry: registry, metrics: pipeline, logger: logger,
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_instances_refused_total",
+			Help: "Reports of a new instance id refused because --max-instances instances had reported in the last 5 minutes.",
+		}),
+	}
+	pipeline.MustRegister(h.refused)
+	return h
 }
 
 func bindInstances(api apiRoutes, h *instanceHandler) {
@@ -129,7 +153,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 while 10,000 instances have reported in the last 5 minutes. Tokens of role instance may post it; so may editors and admins.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
@@ -140,7 +164,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
-//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while 10,000 instances have reported in the last 5 minutes; see Retry-After"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
@@ -152,8 +176,10 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	ctx := c.UserContext()
 	key, err := h.registry.Report(ctx, info)
 	if errors.Is(err, instances.ErrTooManyInstances) {
+		h.refuse(info.ID, err)
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryNewInstanceSec))
-		return NewError(http.StatusTooManyRequests, err.Error()+"; a new instance id is refused until some are gone")
+		msg := "a new instance id is refused until some are gone (--max-instances)"
+		return NewError(http.StatusTooManyRequests, err.Error()+"; "+msg, FieldError{"instance.id", msg})
 	}
 	if err != nil {
 		return err
@@ -163,6 +189,21 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	}
 	h.metrics.SetInstanceLive(info.ID, live)
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// refuse counts a report of the new id refused for err, and logs it at
+// most once a minute.
+func (h *instanceHandler) refuse(id string, err error) {
+	h.refused.Inc()
+	nowMs := h.metrics.NowMs()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refusedWarned && nowMs-h.refusedWarnedMs < time.Minute.Milliseconds() {
+		return
+	}
+	h.refusedWarned, h.refusedWarnedMs = true, nowMs
+	h.logger.Warn("instances: a report of a new instance id was refused (raise --max-instances if the fleet is that large; sluice_instances_refused_total counts them all)",
+		"id", id, "err", err)
 }
 
 // list answers the instances registry.

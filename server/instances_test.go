@@ -360,6 +360,58 @@ func TestReportStoresAtMostMaxResources(t *testing.T) {
 	}
 }
 
+// TestReportRefusesNewInstancesPastTheCap: past --max-instances instances
+// not gone, a report of a new id is 429 naming instance.id, counted in
+// sluice_instances_refused_total and logged once a minute at most; known
+// ids still report, and a new one is taken once one is gone.
+func TestReportRefusesNewInstancesPastTheCap(t *testing.T) {
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clock := engine.NewManualClock(now.UnixMilli())
+	ts := startServer(t, func(cfg *Config) {
+		cfg.MaxInstances = 2
+		cfg.Now = func() time.Time { return time.UnixMilli(clock.NowMs()).UTC() }
+	}, nil, servertest.EngineOptions(engine.Options{Clock: clock}))
+	token := ts.instanceToken(t)
+	post := func(id string) (*http.Response, []byte) {
+		return ts.report(t, token, `{"instance":{"id":"`+id+`"}}`)
+	}
+	for _, id := range []string{"a", "b"} {
+		if resp, body := post(id); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report of %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	for _, id := range []string{"c", "d"} {
+		resp, body := post(id)
+		wantError(t, resp, body, http.StatusTooManyRequests, "too_many_requests", "instance.id")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Errorf("refusal of %s without Retry-After", id)
+		}
+	}
+	if resp, body := post("a"); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a known id past the cap: %d %s, want 204", resp.StatusCode, body)
+	}
+	if got := strings.Count(ts.Logs(), "a report of a new instance id was refused"); got != 1 {
+		t.Errorf("two refusals in a minute logged %d times, want once:\n%s", got, ts.Logs())
+	}
+	resp, body := ts.Do(t, http.MethodGet, "/metrics", nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if !strings.Contains(string(body), "sluice_instances_refused_total 2\n") {
+		t.Errorf("the exposition lacks sluice_instances_refused_total 2:\n%s", body)
+	}
+
+	clock.Advance(5 * time.Minute.Milliseconds())
+	if resp, body := post("a"); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("a after 5 minutes: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post("e")
+	mustStatus(t, resp, body, http.StatusNoContent)
+	resp, body = post("f")
+	wantError(t, resp, body, http.StatusTooManyRequests, "too_many_requests", "instance.id")
+	if got := strings.Count(ts.Logs(), "a report of a new instance id was refused"); got != 2 {
+		t.Errorf("a refusal a minute later logged %d times in all, want twice", got)
+	}
+}
+
 // BenchmarkReport posts a report of one instance with 50 minute rows, each
 // a new minute, and its live rows.
 func BenchmarkReport(b *testing.B) {
