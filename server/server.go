@@ -268,7 +268,7 @@ func (s *Server) routes() {
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
 	bindHotValues(api, &hotValuesHandler{engine: s.engine})
-	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, logger: s.logger})
+	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {
