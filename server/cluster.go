@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
 )
@@ -59,10 +60,11 @@ type ClusterRuleStatus struct {
 // the shared count, which they reach through the server (they hold no
 // Redis credentials), and the state of the server's cluster rules.
 type clusterHandler struct {
-	counter engine.ClusterCounter // nil without --redis
-	engine  *engine.Engine
-	rules   *rules.Service
-	logger  *slog.Logger
+	counter   engine.ClusterCounter // nil without --redis
+	engine    *engine.Engine
+	rules     *rules.Service
+	instances *instances.Registry
+	logger    *slog.Logger
 }
 
 func bindCluster(api apiRoutes, h *clusterHandler) {
@@ -74,7 +76,7 @@ func bindCluster(api apiRoutes, h *clusterHandler) {
 //
 //	@Summary		Lease from the cluster count (instances)
 //	@ID				exchangeClusterLeases
-//	@Description	An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). Tokens of role instance may post it; so may admins.
+//	@Description	An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.
 //	@Tags			instances
 //	@Accept			json
 //	@Produce		json
@@ -102,7 +104,7 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 	// Each ask is judged by the stored rule, not by what the instance says
 	// of it; keys that are no cluster rule get nothing.
 	known := make([]bool, len(x.Asks))
-	forward := engine.ClusterExchange{Engine: "instance:" + x.Engine}
+	var forward engine.ClusterExchange
 	for i, a := range x.Asks {
 		rule, ok := h.rules.ClusterRule(a.Key)
 		if known[i] = ok; !ok {
@@ -122,6 +124,18 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 	}
 	var granted []engine.ClusterLease
 	if len(forward.Asks) > 0 || len(forward.Returns) > 0 {
+		// A rule's engines set each engine's fallback share, so an
+		// exchange counts as an engine only while the instance it names
+		// reports (else it leases as no engine): a token cannot lower
+		// every engine's share by naming engines without end, and an
+		// instance that stops reporting stops counting StaleAfter later.
+		live, err := h.instances.Reporting(c.UserContext(), x.Engine)
+		if err != nil {
+			return err
+		}
+		if live {
+			forward.Engine = "instance:" + x.Engine
+		}
 		if granted, err = h.counter.Exchange(c.UserContext(), forward); err != nil {
 			h.logger.Warn("cluster: an instance's exchange failed: Redis did not answer", "instance", x.Engine, "err", err)
 			return NewError(http.StatusServiceUnavailable, "the cluster count (Redis) did not answer; the instance's cluster rules fall back")

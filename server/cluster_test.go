@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -230,5 +231,72 @@ func TestClusterExchange(t *testing.T) {
 	}
 	if st := clusterState(t, plain); st.Enabled || st.State != "" || len(st.Rules) != 0 {
 		t.Errorf("GET /cluster without --redis: %+v", st)
+	}
+}
+
+// TestClusterEnginesAreReportingInstances: an exchange counts among a
+// rule's engines only while the instance it names reports: names that
+// report nothing count as none, however many, and an instance that stops
+// reporting stops counting.
+func TestClusterEnginesAreReportingInstances(t *testing.T) {
+	rds := redistest.Start(t)
+	counter, err := cluster.New(cluster.Options{URL: rds.URL()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = counter.Close() })
+	var nowMs atomic.Int64
+	nowMs.Store(time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC).UnixMilli())
+	ts := startServer(t, func(cfg *Config) {
+		cfg.Cluster = counter
+		cfg.Now = func() time.Time { return time.UnixMilli(nowMs.Load()).UTC() }
+	}, nil, servertest.EngineOptions(engine.Options{Cluster: counter, ClusterEngine: "server"}))
+	n := &authNode{testServer: ts}
+	if status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/rules",
+		`{"name":"pay","kind":"flow","resource":"pay","threshold":20,"scope":"cluster","app":"shop"}`); status != http.StatusCreated {
+		t.Fatalf("create the cluster rule: %d %s", status, data)
+	}
+	token, _ := n.newToken(t, "fleet", roleInstance, "")
+	engines := func(id string) int {
+		t.Helper()
+		status, data := n.as(t, bearer(token), http.MethodPost, "/api/v1/cluster/exchange",
+			`{"engine":"`+id+`","asks":[{"key":"pay","want":1}]}`)
+		if status != http.StatusOK {
+			t.Fatalf("exchange as %s: %d %s", id, status, data)
+		}
+		var answer ClusterExchangeAnswer
+		if err := json.Unmarshal(data, &answer); err != nil {
+			t.Fatal(err)
+		}
+		return answer.Leases[0].Engines
+	}
+	report := func(id string) {
+		t.Helper()
+		if status, data := n.as(t, bearer(token), http.MethodPost, reportPath, `{"instance":{"id":"`+id+`","app":"shop"}}`); status != http.StatusNoContent {
+			t.Fatalf("report of %s: %d %s", id, status, data)
+		}
+	}
+
+	base := engines("x0")
+	for i := 1; i <= 50; i++ {
+		if got := engines(fmt.Sprintf("x%d", i)); got != base {
+			t.Fatalf("after %d names that report nothing: %d engines, want %d", i+1, got, base)
+		}
+	}
+	report("r1")
+	report("r2")
+	engines("r1")
+	if got := engines("r2"); got != base+2 {
+		t.Errorf("two reporting instances, and names that do not: %d engines, want %d", got, base+2)
+	}
+
+	nowMs.Add(20_000) // r1 stops reporting: stale
+	report("r2")
+	deadline := time.Now().Add(10 * time.Second)
+	for got := engines("r1"); got != base+1; got = engines("r1") {
+		if time.Now().After(deadline) {
+			t.Fatalf("r1 stale: %d engines, want %d (r2 alone)", got, base+1)
+		}
+		engines("r2")
 	}
 }

@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
@@ -28,6 +31,23 @@ const (
 	// maxReportAheadMs is how far past the server's clock a reported
 	// minute may start: instances' clocks drift, but not by hours.
 	maxReportAheadMs = store.HourMs
+	// maxReportedCalls bounds each count of a reported minute: 100
+	// million calls a second, beyond any one process. Summed over the
+	// default --max-instances of instances and a day's 1,440 minutes it
+	// still fits the day rows' 64-bit columns.
+	maxReportedCalls = 6_000_000_000
+	// maxReportedRtSumMs bounds a reported minute's rtSumMs: its calls'
+	// mean response time times maxReportedCalls is 100 ms; it fits the day
+	// rows as maxReportedCalls does.
+	maxReportedRtSumMs = 600_000_000_000
+	// maxReportedRtMs bounds a call's response time, as the check API's
+	// rtMs: a day.
+	maxReportedRtMs = 86_400_000
+	// maxReportedConcurrency bounds the calls in flight one instance
+	// reports.
+	maxReportedConcurrency = 100_000_000
+	// maxReportedQps bounds a live rate: maxReportedCalls a minute.
+	maxReportedQps = maxReportedCalls / 60
 	// retryNewInstanceSec is the Retry-After of a report refused for a
 	// registry full of instances not gone.
 	retryNewInstanceSec = 60
@@ -100,6 +120,27 @@ type InstanceList struct {
 type instanceHandler struct {
 	registry *instances.Registry
 	metrics  *metrics.Pipeline
+	logger   *slog.Logger
+	// refused counts the reports of new ids refused for a full registry.
+	refused prometheus.Counter
+
+	mu sync.Mutex // guards the fields below
+	// refusedWarnedMs is when a refusal was last logged, if
+	// refusedWarned: at most once a minute.
+	refusedWarnedMs int64
+	refusedWarned   bool
+}
+
+func newInstanceHandler(registry *instances.Registry, pipeline *metrics.Pipeline, logger *slog.Logger) *instanceHandler {
+	h := &instanceHandler{
+		registry: registry, metrics: pipeline, logger: logger,
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "sluice_instances_refused_total",
+			Help: "Reports of a new instance id refused because --max-instances instances had reported in the last 5 minutes.",
+		}),
+	}
+	pipeline.MustRegister(h.refused)
+	return h
 }
 
 func bindInstances(api apiRoutes, h *instanceHandler) {
@@ -112,7 +153,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. A new instance id is answered 429 while 10,000 instances have reported in the last 5 minutes. Tokens of role instance may post it; so may editors and admins.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
@@ -123,19 +164,22 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
-//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while 10,000 instances have reported in the last 5 minutes; see Retry-After"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
-	info, minutes, live, err := decodeReport(c.Body(), h.metrics.NowMs())
+	nowMs := h.metrics.NowMs()
+	info, minutes, live, err := decodeReport(c.Body(), nowMs-h.metrics.Retention().Milliseconds(), nowMs)
 	if err != nil {
 		return err
 	}
 	ctx := c.UserContext()
 	key, err := h.registry.Report(ctx, info)
 	if errors.Is(err, instances.ErrTooManyInstances) {
+		h.refuse(info.ID, err)
 		c.Set(fiber.HeaderRetryAfter, strconv.Itoa(retryNewInstanceSec))
-		return NewError(http.StatusTooManyRequests, err.Error()+"; a new instance id is refused until some are gone")
+		msg := "a new instance id is refused until some are gone (--max-instances)"
+		return NewError(http.StatusTooManyRequests, err.Error()+"; "+msg, FieldError{"instance.id", msg})
 	}
 	if err != nil {
 		return err
@@ -145,6 +189,21 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	}
 	h.metrics.SetInstanceLive(info.ID, live)
 	return c.SendStatus(http.StatusNoContent)
+}
+
+// refuse counts a report of the new id refused for err, and logs it at
+// most once a minute.
+func (h *instanceHandler) refuse(id string, err error) {
+	h.refused.Inc()
+	nowMs := h.metrics.NowMs()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.refusedWarned && nowMs-h.refusedWarnedMs < time.Minute.Milliseconds() {
+		return
+	}
+	h.refusedWarned, h.refusedWarnedMs = true, nowMs
+	h.logger.Warn("instances: a report of a new instance id was refused (raise --max-instances if the fleet is that large; sluice_instances_refused_total counts them all)",
+		"id", id, "err", err)
 }
 
 // list answers the instances registry.
@@ -192,8 +251,9 @@ func appParam(c *fiber.Ctx) (string, error) {
 }
 
 // decodeReport decodes and validates a report; every bad field is named
-// in the 422. nowMs bounds the minutes' times.
-func decodeReport(body []byte, nowMs int64) (instances.Info, []store.MinuteDelta, map[string]engine.LiveStats, error) {
+// in the 422. A minute must start at oldestMs or later (older ones would
+// be pruned at once), and at most maxReportAheadMs past nowMs.
+func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.MinuteDelta, map[string]engine.LiveStats, error) {
 	var errs []engine.FieldError
 	o, err := strictjson.ParseBody(body, &errs)
 	if err != nil {
@@ -212,7 +272,7 @@ func decodeReport(body []byte, nowMs int64) (instances.Info, []store.MinuteDelta
 	liveItems := objectList(o, "live", maxReportRows, rest)
 	o.Rest(func(string) string { return "" })
 	minutes := decodeObjects(minuteItems, "minutes", &errs, func(mo *strictjson.Object) store.MinuteDelta {
-		return decodeReportedMinute(mo, nowMs)
+		return decodeReportedMinute(mo, oldestMs, nowMs)
 	})
 	live := make(map[string]engine.LiveStats, len(liveItems))
 	decodeObjects(liveItems, "live", &errs, func(lo *strictjson.Object) struct{} {
@@ -288,7 +348,7 @@ func decodeReportingInstance(o *strictjson.Object) instances.Info {
 	return info
 }
 
-func decodeReportedMinute(o *strictjson.Object, nowMs int64) store.MinuteDelta {
+func decodeReportedMinute(o *strictjson.Object, oldestMs, nowMs int64) store.MinuteDelta {
 	var d store.MinuteDelta
 	before := len(*o.Errs)
 	o.Str("resource", &d.Resource)
@@ -309,6 +369,8 @@ func decodeReportedMinute(o *strictjson.Object, nowMs int64) store.MinuteDelta {
 		o.Fail("time", "must be the start of a UTC minute, such as 2026-11-24T10:15:00Z")
 	case t.UnixMilli() > nowMs+maxReportAheadMs:
 		o.Fail("time", "is more than an hour ahead of the server's clock")
+	case t.UnixMilli() < oldestMs:
+		o.Fail("time", "is older than the metrics retention (--metrics-retention): its rows would be pruned at once")
 	default:
 		d.StartMs = t.UnixMilli()
 	}
@@ -316,15 +378,24 @@ func decodeReportedMinute(o *strictjson.Object, nowMs int64) store.MinuteDelta {
 	for _, f := range []struct {
 		name string
 		dst  *int64
+		most int64
 	}{
-		{"pass", &c.Pass}, {"block", &c.Block}, {"shadowBlock", &c.ShadowBlock}, {"complete", &c.Complete},
-		{"error", &c.Error}, {"rtSumMs", &c.RtSumMs}, {"minRtMs", &c.MinRtMs}, {"maxRtMs", &c.MaxRtMs},
-		{"maxConcurrency", &c.MaxConcurrency},
+		{"pass", &c.Pass, maxReportedCalls}, {"block", &c.Block, maxReportedCalls},
+		{"shadowBlock", &c.ShadowBlock, maxReportedCalls}, {"complete", &c.Complete, maxReportedCalls},
+		{"error", &c.Error, maxReportedCalls}, {"rtSumMs", &c.RtSumMs, maxReportedRtSumMs},
+		{"minRtMs", &c.MinRtMs, maxReportedRtMs}, {"maxRtMs", &c.MaxRtMs, maxReportedRtMs},
+		{"maxConcurrency", &c.MaxConcurrency, maxReportedConcurrency},
 	} {
-		nonNegative(o, f.name, f.dst)
+		bounded(o, f.name, f.dst, f.most)
 	}
 	if c.Error > c.Complete {
 		o.Fail("error", "must be at most complete: an errored call is a completed one")
+	}
+	if c.Complete > 0 && c.MinRtMs > c.MaxRtMs {
+		o.Fail("minRtMs", "must be at most maxRtMs")
+	}
+	if c.Complete <= maxReportedCalls && c.MaxRtMs <= maxReportedRtMs && c.RtSumMs > c.Complete*c.MaxRtMs {
+		o.Fail("rtSumMs", "must be at most complete × maxRtMs: the sum of the completed calls' response times")
 	}
 	o.Rest(func(string) string { return "" })
 	return d
@@ -347,11 +418,15 @@ func decodeReportedLive(o *strictjson.Object) (string, engine.LiveStats) {
 		{"passQps", &l.PassQps}, {"blockQps", &l.BlockQps}, {"shadowBlockQps", &l.ShadowBlockQps},
 		{"completeQps", &l.CompleteQps}, {"errorQps", &l.ErrorQps}, {"avgRtMs", &l.AvgRtMs},
 	} {
-		if o.Number(f.name, f.dst) && *f.dst < 0 {
-			o.Fail(f.name, "must be >= 0")
+		most := float64(maxReportedQps)
+		if f.name == "avgRtMs" {
+			most = maxReportedRtMs
+		}
+		if o.Number(f.name, f.dst) && (*f.dst < 0 || *f.dst > most) {
+			o.Fail(f.name, fmt.Sprintf("must be between 0 and %.0f", most))
 		}
 	}
-	nonNegative(o, "concurrency", &l.Concurrency)
+	bounded(o, "concurrency", &l.Concurrency, maxReportedConcurrency)
 	o.Rest(func(string) string { return "" })
 	return resource, l
 }
@@ -361,6 +436,14 @@ func nonNegative(o *strictjson.Object, name string, dst *int64) {
 	before := len(*o.Errs)
 	if o.Integer(name, dst) && len(*o.Errs) == before && *dst < 0 {
 		o.Fail(name, "must be >= 0")
+	}
+}
+
+// bounded reads the optional whole number name into dst, 0 to most.
+func bounded(o *strictjson.Object, name string, dst *int64, most int64) {
+	before := len(*o.Errs)
+	if o.Integer(name, dst) && len(*o.Errs) == before && (*dst < 0 || *dst > most) {
+		o.Fail(name, fmt.Sprintf("must be between 0 and %d", most))
 	}
 }
 

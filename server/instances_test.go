@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -249,6 +250,165 @@ func TestReportValidation(t *testing.T) {
 	resp, body := ts.Do(t, http.MethodGet, "/api/v1/instances", nil)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"items":[]`) {
 		t.Errorf("after bad reports only: %d %s, want no instance", resp.StatusCode, body)
+	}
+}
+
+// TestReportFigureBounds: a report's figures are bounded by what one
+// instance can count (so that no sum of them overflows the history's
+// columns), and a minute older than the retention is refused, each named
+// by its field; nothing of a refused report is recorded.
+func TestReportFigureBounds(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	now := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
+	minute := func(fields string) string {
+		return `{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"` + now + `"},{"resource":"r2","time":"` + now + `",` + fields + `}]}`
+	}
+	for _, tt := range []struct {
+		body   string
+		fields []string
+	}{
+		{minute(`"pass":9223372036854775807,"block":6000000001,"shadowBlock":1,"complete":1,"error":1`),
+			[]string{"minutes[1].pass", "minutes[1].block"}},
+		{minute(`"complete":2,"rtSumMs":100,"minRtMs":9,"maxRtMs":8`),
+			[]string{"minutes[1].minRtMs", "minutes[1].rtSumMs"}},
+		{minute(`"complete":1,"maxRtMs":86400001,"maxConcurrency":100000001`),
+			[]string{"minutes[1].maxRtMs", "minutes[1].maxConcurrency"}},
+		{minute(`"rtSumMs":1`), []string{"minutes[1].rtSumMs"}},
+		{`{"instance":{"id":"a"},"minutes":[{"resource":"r","time":"1971-01-01T00:00:00Z","pass":1}]}`, []string{"minutes[0].time"}},
+		{`{"instance":{"id":"a"},"live":[{"resource":"r","passQps":1},{"resource":"r2"},` +
+			`{"resource":"r3","passQps":1e12,"errorQps":1e400,"avgRtMs":86400001,"concurrency":100000001}]}`,
+			[]string{"live[2].passQps", "live[2].errorQps", "live[2].avgRtMs", "live[2].concurrency"}},
+	} {
+		resp, body := ts.report(t, servertest.AdminToken, tt.body)
+		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", tt.fields...)
+	}
+	ok := minute(`"pass":6000000000,"complete":6000000000,"error":6000000000,"rtSumMs":600000000000,"minRtMs":0,"maxRtMs":86400000,"maxConcurrency":100000000`)
+	if resp, body := ts.report(t, servertest.AdminToken, ok); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a report at every bound: %d %s, want 204", resp.StatusCode, body)
+	}
+}
+
+// TestReportStoresAtMostMaxResources: reports that name new resources
+// without end leave at most --max-resources resources stored, the minutes
+// of the others counted under (overflow), every pass counted once (a
+// retried report adds nothing), and live rows of new names beyond the cap
+// count under (overflow) too.
+func TestReportStoresAtMostMaxResources(t *testing.T) {
+	const maxResources, reports, namesPerReport = 1000, 10, 5000
+	clock := engine.NewManualClock(metricsT0 + 10_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
+		func(o *engine.Options) { o.MaxResources = maxResources })
+	token := n.instanceToken(t)
+	at := time.UnixMilli(metricsT0).UTC().Format(time.RFC3339)
+	body := func(r int) string {
+		rows := make([]string, namesPerReport)
+		for i := range rows {
+			rows[i] = fmt.Sprintf(`{"resource":"leak-%d-%d","time":%q,"pass":1}`, r, i, at)
+		}
+		return `{"instance":{"id":"a"},"minutes":[` + strings.Join(rows, ",") + `]}`
+	}
+	for r := range reports {
+		if resp, got := n.report(t, token, body(r)); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report %d: %d %s", r, resp.StatusCode, got)
+		}
+	}
+	if resp, got := n.report(t, token, body(reports-1)); resp.StatusCode != http.StatusNoContent { // a retry
+		t.Fatalf("retry: %d %s", resp.StatusCode, got)
+	}
+	resp, got := n.call(t, http.MethodGet, "/api/v1/resources?pageSize=1", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	if list := decodeStrict[ResourceList](t, got); list.Total != maxResources+1 {
+		t.Errorf("%d resources stored, want %d and %s", list.Total, maxResources, engine.OverflowResource)
+	}
+	hour := rangeQuery(metricsT0, metricsT0+store.HourMs, "1h")
+	const folded = reports*namesPerReport - maxResources
+	if h := n.history(t, engine.OverflowResource, hour); passes(h.Points) != folded {
+		t.Errorf("%s counted %d passes, want %d", engine.OverflowResource, passes(h.Points), folded)
+	}
+	if h := n.history(t, engine.OverflowResource, hour+"&instance=a"); passes(h.Points) != folded {
+		t.Errorf("instance a's %s counted %d passes, want %d", engine.OverflowResource, passes(h.Points), folded)
+	}
+	top, err := n.store.TopResources(t.Context(), metricsT0, metricsT0+store.HourMs, store.TopByPass, 2*maxResources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total int64
+	for _, r := range top {
+		total += r.Pass
+	}
+	if total != reports*namesPerReport {
+		t.Errorf("%d passes in all, want every one of the %d reported", total, reports*namesPerReport)
+	}
+
+	live := make([]string, 2*maxResources)
+	for i := range live {
+		live[i] = fmt.Sprintf(`{"resource":"live-%d","passQps":1}`, i)
+	}
+	if resp, got := n.report(t, token, `{"instance":{"id":"a"},"live":[`+strings.Join(live, ",")+`]}`); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("live report: %d %s", resp.StatusCode, got)
+	}
+	resp, got = n.call(t, http.MethodGet, "/api/v1/resources?pageSize=1", nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	if list := decodeStrict[ResourceList](t, got); list.Total != 2*maxResources+1 {
+		t.Errorf("%d resources listed after %d live names, want %d", list.Total, len(live), 2*maxResources+1)
+	}
+	resp, got = n.call(t, http.MethodGet, "/api/v1/resources?q="+url.QueryEscape(engine.OverflowResource), nil, nil)
+	mustStatus(t, resp, got, http.StatusOK)
+	list := decodeStrict[ResourceList](t, got)
+	if len(list.Items) != 1 || list.Items[0].Live.PassQps != float64(len(live)-maxResources) {
+		t.Errorf("%s listed as %+v, want the %d passes a second of the live names beyond the cap", engine.OverflowResource, list.Items, len(live)-maxResources)
+	}
+}
+
+// TestReportRefusesNewInstancesPastTheCap: past --max-instances instances
+// not gone, a report of a new id is 429 naming instance.id, counted in
+// sluice_instances_refused_total and logged once a minute at most; known
+// ids still report, and a new one is taken once one is gone.
+func TestReportRefusesNewInstancesPastTheCap(t *testing.T) {
+	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
+	clock := engine.NewManualClock(now.UnixMilli())
+	ts := startServer(t, func(cfg *Config) {
+		cfg.MaxInstances = 2
+		cfg.Now = func() time.Time { return time.UnixMilli(clock.NowMs()).UTC() }
+	}, nil, servertest.EngineOptions(engine.Options{Clock: clock}))
+	token := ts.instanceToken(t)
+	post := func(id string) (*http.Response, []byte) {
+		return ts.report(t, token, `{"instance":{"id":"`+id+`"}}`)
+	}
+	for _, id := range []string{"a", "b"} {
+		if resp, body := post(id); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report of %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	for _, id := range []string{"c", "d"} {
+		resp, body := post(id)
+		wantError(t, resp, body, http.StatusTooManyRequests, "too_many_requests", "instance.id")
+		if resp.Header.Get("Retry-After") == "" {
+			t.Errorf("refusal of %s without Retry-After", id)
+		}
+	}
+	if resp, body := post("a"); resp.StatusCode != http.StatusNoContent {
+		t.Errorf("a known id past the cap: %d %s, want 204", resp.StatusCode, body)
+	}
+	if got := strings.Count(ts.Logs(), "a report of a new instance id was refused"); got != 1 {
+		t.Errorf("two refusals in a minute logged %d times, want once:\n%s", got, ts.Logs())
+	}
+	resp, body := ts.Do(t, http.MethodGet, "/metrics", nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if !strings.Contains(string(body), "sluice_instances_refused_total 2\n") {
+		t.Errorf("the exposition lacks sluice_instances_refused_total 2:\n%s", body)
+	}
+
+	clock.Advance(5 * time.Minute.Milliseconds())
+	if resp, body := post("a"); resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("a after 5 minutes: %d %s", resp.StatusCode, body)
+	}
+	resp, body = post("e")
+	mustStatus(t, resp, body, http.StatusNoContent)
+	resp, body = post("f")
+	wantError(t, resp, body, http.StatusTooManyRequests, "too_many_requests", "instance.id")
+	if got := strings.Count(ts.Logs(), "a report of a new instance id was refused"); got != 2 {
+		t.Errorf("a refusal a minute later logged %d times in all, want twice", got)
 	}
 }
 

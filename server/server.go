@@ -102,6 +102,11 @@ type Config struct {
 	// Now tells the time for sessions, tokens, login throttling and the
 	// instances' reports and states. Optional. Default: time.Now, in UTC.
 	Now func() time.Time
+	// MaxInstances bounds the instances that may have reported within 5
+	// minutes (not gone): past it, a report of a new id is refused, so a
+	// leaked instance token cannot grow the registry without end.
+	// Optional. Default: instances.DefaultMaxInstances.
+	MaxInstances int
 	// Cluster is the count in Redis that scope cluster rules share (the
 	// engine's Options.Cluster too): the instances lease from it through
 	// POST /cluster/exchange. Optional. Default: none; instances' exchanges
@@ -217,7 +222,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
 		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
 	})
-	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now})
+	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
 	s.closing = make(chan struct{})
 	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {
@@ -259,11 +264,11 @@ func (s *Server) routes() {
 	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
 	bindRules(api, &ruleHandler{rules: s.rules})
-	bindInstances(api, &instanceHandler{registry: s.instances, metrics: s.metrics})
+	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
 	bindHotValues(api, &hotValuesHandler{engine: s.engine})
-	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, logger: s.logger})
+	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {

@@ -3,9 +3,13 @@ package store
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
+	"maps"
 	"slices"
 
 	"gorm.io/gorm"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 // Instance is one row of the instances registry: an app process that
@@ -84,75 +88,264 @@ func rulesRevision(db *gorm.DB) (int64, error) {
 	return rev, err
 }
 
+// AddedMinutes is what AddInstanceMinutes made of a report's minutes.
+type AddedMinutes struct {
+	// Added is how many minutes were new (not a retry), folded ones
+	// included.
+	Added int
+	// Folded is how many of those were of new names beyond the budget,
+	// counted under engine.OverflowResource.
+	Folded int
+}
+
 // AddInstanceMinutes adds an instance's minutes to its own rows and, in
 // the same transaction, to the summed minute rows, their rollups and the
 // resources' seen times, like AddMetrics. A minute of a resource that the
 // instance reported before (a retried report) is skipped: only the first
-// report of it counts, and only once. It returns how many deltas it
-// added.
-func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas []MinuteDelta) (int, error) {
+// report of it counts, and only once.
+//
+// maxResources, when above 0, is the stored-resource budget: a name the
+// resources table lacks while it holds maxResources names
+// (engine.OverflowResource aside) gets no row, and its minutes are counted
+// under engine.OverflowResource instead, as the engine counts the calls it
+// has no room for; so are the instance's own minutes of
+// engine.OverflowResource. A folded minute is still counted once:
+// instance_folds keeps, per instance and minute, a hash of each name
+// folded. Names the resources table holds (a rule's among them) are never
+// folded. Across replicas the budget may be overshot by what reports
+// committed side by side add.
+func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
 	if len(deltas) == 0 {
-		return 0, nil
+		return AddedMinutes{}, nil
 	}
 	// As AddMetrics, past the callbacks that refuse writes to a gone file.
 	if err := s.b.fileGone(); err != nil {
-		return 0, err
+		return AddedMinutes{}, err
 	}
-	added := 0
+	var sum AddedMinutes
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		added = 0
+		sum = AddedMinutes{}
 		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
-			n, err := addInstanceMinutesIn(ctx, tx, instanceID, chunk)
+			n, err := addInstanceMinutesIn(ctx, tx, instanceID, chunk, maxResources)
 			if err != nil {
 				return err
 			}
-			added += n
+			sum.Added += n.Added
+			sum.Folded += n.Folded
 		}
 		return nil
 	})
-	return added, err
+	return sum, err
 }
 
 // addInstanceMinutesIn is AddInstanceMinutes for one chunk, within tx.
-func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta) (int, error) {
+func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
+	folded, err := namesToFold(ctx, tx, deltas, maxResources)
+	if err != nil {
+		return AddedMinutes{}, err
+	}
 	seen := map[string]*MetricResource{}
 	for _, d := range deltas {
-		r, ok := seen[d.Resource]
+		name := d.Resource
+		if folded[name] {
+			name = engine.OverflowResource
+		}
+		r, ok := seen[name]
 		if !ok {
-			seen[d.Resource] = &MetricResource{Name: d.Resource, FirstSeenMs: d.StartMs, LastSeenMs: d.StartMs + MinuteMs - 1}
+			seen[name] = &MetricResource{Name: name, FirstSeenMs: d.StartMs, LastSeenMs: d.StartMs + MinuteMs - 1}
 			continue
 		}
 		r.FirstSeenMs, r.LastSeenMs = min(r.FirstSeenMs, d.StartMs), max(r.LastSeenMs, d.StartMs+MinuteMs-1)
 	}
 	ids, err := upsertResources(ctx, tx, seen)
 	if err != nil {
-		return 0, err
+		return AddedMinutes{}, err
 	}
+	fresh, err := addOwnMinutes(ctx, tx, instanceID, deltas, folded, ids)
+	if err != nil {
+		return AddedMinutes{}, err
+	}
+	overflow, err := addFoldedMinutes(ctx, tx, instanceID, deltas, folded, ids[engine.OverflowResource])
+	if err != nil {
+		return AddedMinutes{}, err
+	}
+	n := AddedMinutes{Added: len(fresh)}
+	for _, r := range overflow {
+		fresh = append(fresh, r.row)
+		n.Folded += r.minutes
+	}
+	n.Added += n.Folded
+	return n, addMinuteRows(ctx, tx, fresh)
+}
+
+// namesToFold returns the names of deltas whose minutes are counted under
+// engine.OverflowResource: that name itself, and, with maxResources above
+// 0, the names the resources table lacks beyond its room, in name order.
+func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxResources int) (map[string]bool, error) {
+	folded := map[string]bool{}
+	names := map[string]bool{}
+	for _, d := range deltas {
+		if d.Resource == engine.OverflowResource {
+			folded[d.Resource] = true
+		} else {
+			names[d.Resource] = true
+		}
+	}
+	if maxResources <= 0 {
+		return folded, nil
+	}
+	sorted := slices.Sorted(maps.Keys(names))
+	for batch := range slices.Chunk(sorted, namesPerQuery) {
+		var known []string
+		if err := tx.Raw(`SELECT name FROM resources WHERE name IN ?`, batch).Scan(&known).Error; err != nil {
+			return nil, fmt.Errorf("look up resources: %w", err)
+		}
+		for _, name := range known {
+			delete(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return folded, nil
+	}
+	var stored int64
+	if err := tx.Raw(`SELECT count(*) FROM resources WHERE name <> ?`, engine.OverflowResource).Scan(&stored).Error; err != nil {
+		return nil, fmt.Errorf("count resources: %w", err)
+	}
+	room := max(int64(maxResources)-stored, 0)
+	for _, name := range slices.Sorted(maps.Keys(names)) {
+		if room > 0 {
+			room--
+			continue
+		}
+		folded[name] = true
+	}
+	return folded, nil
+}
+
+// addOwnMinutes inserts the instance's rows of the deltas not folded, and
+// returns those new (not a retry) as rows to add to the sums.
+func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, folded map[string]bool, ids map[string]int64) ([]countRow, error) {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` (resource_id, start_ms,
 			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms, instance_id) DO NOTHING`))
 	if err != nil {
-		return 0, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
+		return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 	}
 	defer stmt.Close()
 	// As in upsertCounts: no goroutine per statement.
 	uncancelled := context.WithoutCancel(ctx)
 	fresh := make([]countRow, 0, len(deltas))
 	for _, d := range deltas {
+		if folded[d.Resource] {
+			continue
+		}
 		c := d.Counts
 		res, err := stmt.ExecContext(uncancelled, ids[d.Resource], d.StartMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
 			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency)
 		if err != nil {
-			return 0, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
+			return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 		}
 		if n, err := res.RowsAffected(); err != nil {
-			return 0, err
+			return nil, err
 		} else if n == 1 {
 			fresh = append(fresh, countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: c})
 		}
 	}
-	return len(fresh), addMinuteRows(ctx, tx, fresh)
+	return fresh, nil
+}
+
+// foldedMinute is the counts folded into the overflow resource's row of
+// one minute, and how many reported minutes they hold.
+type foldedMinute struct {
+	row     countRow
+	minutes int
+}
+
+// addFoldedMinutes records each folded delta in instance_folds and adds
+// those new there to the instance's row of the overflow resource
+// (overflowID), which adds up, and returns what it added, by minute, as
+// rows to add to the sums.
+func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, folded map[string]bool, overflowID int64) ([]foldedMinute, error) {
+	if len(folded) == 0 {
+		return nil, nil
+	}
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO instance_folds (start_ms, instance_id, name_hash)
+		VALUES (?, ?, ?) ON CONFLICT (start_ms, instance_id, name_hash) DO NOTHING`))
+	if err != nil {
+		return nil, fmt.Errorf("add to instance_folds: %w", err)
+	}
+	defer stmt.Close()
+	uncancelled := context.WithoutCancel(ctx)
+	byMinute := map[int64]int{}
+	var out []foldedMinute
+	for _, d := range deltas {
+		if !folded[d.Resource] {
+			continue
+		}
+		res, err := stmt.ExecContext(uncancelled, d.StartMs, instanceID, nameHash(d.Resource))
+		if err != nil {
+			return nil, fmt.Errorf("add to instance_folds: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return nil, err
+		} else if n == 0 {
+			continue
+		}
+		i, ok := byMinute[d.StartMs]
+		if !ok {
+			i = len(out)
+			byMinute[d.StartMs] = i
+			out = append(out, foldedMinute{row: countRow{resourceID: overflowID, startMs: d.StartMs}})
+		}
+		out[i].row.counts.Merge(d.Counts)
+		out[i].minutes++
+	}
+	rows := make([]countRow, len(out))
+	for i, m := range out {
+		rows[i] = m.row
+	}
+	return out, upsertInstanceCounts(ctx, tx, instanceID, rows)
+}
+
+// upsertInstanceCounts adds rows to the instance's own rows, as
+// upsertCounts adds to the summed ones.
+func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, rows []countRow) error {
+	least, greatest := least(tx), greatest(tx)
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` AS m (resource_id, start_ms,
+			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource_id, start_ms, instance_id) DO UPDATE SET
+			pass = m.pass + excluded.pass,
+			block = m.block + excluded.block,
+			shadow_block = m.shadow_block + excluded.shadow_block,
+			complete = m.complete + excluded.complete,
+			error = m.error + excluded.error,
+			rt_sum_ms = m.rt_sum_ms + excluded.rt_sum_ms,
+			rt_min_ms = coalesce(`+least+`(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
+			rt_max_ms = `+greatest+`(m.rt_max_ms, excluded.rt_max_ms),
+			max_concurrency = `+greatest+`(m.max_concurrency, excluded.max_concurrency)`))
+	if err != nil {
+		return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
+	}
+	defer stmt.Close()
+	uncancelled := context.WithoutCancel(ctx)
+	for _, r := range rows {
+		c := r.counts
+		if _, err := stmt.ExecContext(uncancelled, r.resourceID, r.startMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency); err != nil {
+			return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
+		}
+	}
+	return nil
+}
+
+// nameHash is a resource name's key in instance_folds: its 64-bit FNV-1a
+// hash, as the signed integer the column holds.
+func nameHash(name string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return int64(h.Sum64())
 }
 
 // InstanceMetrics is ResourceMetrics narrowed to what one instance

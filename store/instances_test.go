@@ -47,6 +47,65 @@ func TestPutInstance(t *testing.T) {
 	}
 }
 
+// TestAddInstanceMinutesFoldsBeyondTheBudget: past the budget, new names'
+// minutes add to (overflow) (the instance's own rows too) and get no
+// resource; a retry adds nothing, the instance's own (overflow) minutes
+// add to the folded ones, known names are never folded, and pruning
+// forgets the folded minutes.
+func TestAddInstanceMinutesFoldsBeyondTheBudget(t *testing.T) {
+	s, _ := openTestStore(t)
+	a := putInstance(t, s, "a", minute(1))
+	pass := func(name string, n int64) MinuteDelta {
+		return MinuteDelta{Resource: name, StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: n}}}
+	}
+	for _, tt := range []struct {
+		report     []MinuteDelta
+		want       AddedMinutes
+		wantStored int64
+	}{
+		{[]MinuteDelta{pass("k1", 1), pass("k2", 2), pass("n1", 4), pass("n2", 8)}, AddedMinutes{Added: 4, Folded: 2}, 3},
+		{[]MinuteDelta{pass("k1", 1), pass("k2", 2), pass("n1", 4), pass("n2", 8)}, AddedMinutes{}, 3}, // a retry
+		{[]MinuteDelta{pass(engine.OverflowResource, 16), pass("n3", 32)}, AddedMinutes{Added: 2, Folded: 2}, 3},
+		{[]MinuteDelta{pass(engine.OverflowResource, 16)}, AddedMinutes{}, 3},
+	} {
+		got, err := s.AddInstanceMinutes(t.Context(), a, tt.report, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := s.CountCatalogue(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != tt.want || stored != tt.wantStored {
+			t.Errorf("%+v: %+v with %d resources stored, want %+v with %d", tt.report, got, stored, tt.want, tt.wantStored)
+		}
+	}
+	for name, want := range map[string]int64{"k1": 1, "k2": 2, engine.OverflowResource: 4 + 8 + 16 + 32} {
+		all, err := s.ResourceMetrics(t.Context(), name, minute(0), minute(60), MinuteMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own, err := s.InstanceMetrics(t.Context(), name, a, minute(0), minute(60), MinuteMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != 1 || all[0].Pass != want || len(own) != 1 || own[0].Pass != want {
+			t.Errorf("%s: %+v, instance's %+v; want %d passes in each", name, all, own, want)
+		}
+	}
+	assertRollupsSumMinutes(t, sqlDB(t, s), "after folded reports")
+	if _, err := s.GetMetricResource(t.Context(), "n1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a folded name: %v, want ErrNotFound", err)
+	}
+	if _, err := s.PruneMetrics(t.Context(), minute(6), 1); err != nil {
+		t.Fatal(err)
+	}
+	var folds int64
+	if err := sqlDB(t, s).QueryRow(`SELECT count(*) FROM instance_folds`).Scan(&folds); err != nil || folds != 0 {
+		t.Errorf("after pruning: %d folded minutes, %v; want none", folds, err)
+	}
+}
+
 // TestAddInstanceMinutesCountsEachMinuteOnce: an instance's minutes add to
 // the summed minutes and their rollups, once per instance, resource and
 // minute however often they are reported, and its own rows hold only its
@@ -64,7 +123,8 @@ func TestAddInstanceMinutesCountsEachMinuteOnce(t *testing.T) {
 		wantAdded int
 		wantPass  int64
 	}{{a, 2, 11}, {a, 0, 11}, {b, 2, 21}} {
-		added, err := s.AddInstanceMinutes(t.Context(), tt.instance, report)
+		n, err := s.AddInstanceMinutes(t.Context(), tt.instance, report, 0)
+		added := n.Added
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,7 +159,7 @@ func TestPruneInstances(t *testing.T) {
 		if _, err := s.AddInstanceMinutes(t.Context(), key, []MinuteDelta{
 			{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
 			{Resource: "orders", StartMs: minute(200), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}},
-		}); err != nil {
+		}, 0); err != nil {
 			t.Fatal(err)
 		}
 	}

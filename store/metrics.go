@@ -566,7 +566,7 @@ func (s *Store) MinuteMetrics(ctx context.Context, startMs int64, names []string
 }
 
 // PruneMetrics deletes the metric rows that start before beforeMs (the
-// instances' own minute rows included), then the instances and the
+// instances' own minute rows and folded minutes included), then the instances and the
 // resources last seen before it, in transactions of at most batchRows
 // rows each, so that flushes are never held up for long; a resource that
 // rules name stays, without seen times. A rollup row whose span holds
@@ -598,6 +598,16 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 	deleted += n
 	if err != nil {
 		return deleted, fmt.Errorf("prune %s: %w", instanceMinutes.name, err)
+	}
+	for {
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM instance_folds WHERE (start_ms, instance_id, name_hash) IN
+			(SELECT start_ms, instance_id, name_hash FROM instance_folds WHERE start_ms < ? LIMIT ?)`, beforeMs, batchRows)
+		if res.Error != nil {
+			return deleted, fmt.Errorf("prune instance_folds: %w", res.Error)
+		}
+		if res.RowsAffected < int64(batchRows) {
+			break
+		}
 	}
 	if err := s.db.WithContext(ctx).Where("last_seen_ms < ?", beforeMs).Delete(&Instance{}).Error; err != nil {
 		return deleted, fmt.Errorf("prune instances: %w", err)

@@ -581,7 +581,7 @@ func TestAGoneFileRefusesWrites(t *testing.T) {
 			if err := s.AddMetrics(t.Context(), minute); !errors.Is(err, ErrFileGone) {
 				t.Errorf("AddMetrics after: %v, want ErrFileGone", err)
 			}
-			if _, err := s.AddInstanceMinutes(t.Context(), 1, minute); !errors.Is(err, ErrFileGone) {
+			if _, err := s.AddInstanceMinutes(t.Context(), 1, minute, 0); !errors.Is(err, ErrFileGone) {
 				t.Errorf("AddInstanceMinutes after: %v, want ErrFileGone", err)
 			}
 			if _, err := s.AllTokens(t.Context()); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/demo"
+	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
@@ -101,6 +102,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	publicMetrics := fs.Bool("public-metrics", false, "serve the Prometheus /metrics without credentials (env SLUICE_PUBLIC_METRICS)")
 	entryLease := fs.Duration("entry-lease", server.DefaultEntryLease, "how long the check API holds a concurrency entry that is never completed before releasing it as an error (env SLUICE_ENTRY_LEASE)")
 	maxResources := fs.Int("max-resources", engine.DefaultMaxResources, "how many resources the engine tracks at most, rules' resources aside; past it, calls on new ones are counted under (overflow) (env SLUICE_MAX_RESOURCES)")
+	maxInstances := fs.Int("max-instances", instances.DefaultMaxInstances, "how many instances may have reported in the last 5 minutes; past it, a report of a new instance id is refused (env SLUICE_MAX_INSTANCES)")
 	idleTTL := fs.Duration("resource-idle-ttl", engine.DefaultResourceIdleTTL, "how long a resource no rule names may go without traffic before the engine forgets it; its history stays (env SLUICE_RESOURCE_IDLE_TTL)")
 	demoFlag := fs.Bool("demo", false, "seed demo rules (named demo-…) and drive synthetic traffic through them; 'sluice demo' is the same (env SLUICE_DEMO)")
 	bootstrapToken := fs.String("bootstrap-token", "", "register this value as an admin API token at start-up (env SLUICE_BOOTSTRAP_TOKEN)")
@@ -129,6 +131,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	if *maxResources < 1 {
 		return fmt.Errorf("--max-resources %d: must be at least 1", *maxResources)
+	}
+	if *maxInstances < 1 {
+		return fmt.Errorf("--max-instances %d: must be at least 1", *maxInstances)
 	}
 	if *idleTTL <= 0 {
 		return fmt.Errorf("--resource-idle-ttl %v: must be more than zero", *idleTTL)
@@ -180,7 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
 		EntryLease: *entryLease, BreakerFeed: breakers,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
-		Cluster: engineOpts.Cluster,
+		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances,
 	})
 	if err != nil {
 		return err

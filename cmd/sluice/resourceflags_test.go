@@ -78,6 +78,8 @@ func TestResourceBoundsMustBePositive(t *testing.T) {
 		{name: "no resources", args: []string{"--max-resources", "0"}, wantErr: "--max-resources"},
 		{name: "resources from the environment", env: map[string]string{"SLUICE_MAX_RESOURCES": "-5"}, wantErr: "--max-resources"},
 		{name: "resources not a number", args: []string{"--max-resources", "many"}, wantErr: "max-resources"},
+		{name: "no instances", args: []string{"--max-instances", "0"}, wantErr: "--max-instances"},
+		{name: "instances from the environment", env: map[string]string{"SLUICE_MAX_INSTANCES": "-1"}, wantErr: "--max-instances"},
 		{name: "no idle time", args: []string{"--resource-idle-ttl", "0s"}, wantErr: "--resource-idle-ttl"},
 		{name: "idle time from the environment", env: map[string]string{"SLUICE_RESOURCE_IDLE_TTL": "-1m"}, wantErr: "--resource-idle-ttl"},
 		{name: "idle time not a duration", args: []string{"--resource-idle-ttl", "1 hour"}, wantErr: "resource-idle-ttl"},

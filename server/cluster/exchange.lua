@@ -4,7 +4,7 @@
 -- (<prefix>c:{<rule key>}:, to which a bucket number or "engines" is
 -- appended).
 -- ARGV: buckets per window, how long an engine is remembered (ms), the
--- engine, the number of returns; then each return's unused; then each
+-- engine (empty: counted as none), the number of returns; then each return's unused; then each
 -- ask's threshold, bucket length (ms), want, charge, next (1 or 0) and
 -- the span of the charge (ms).
 -- Answers six integers per ask: granted, bucket, starts in (ms), ends in
@@ -96,7 +96,9 @@ for k = returns + 1, #KEYS do
 	end
 
 	local engines = base .. 'engines'
-	redis.call('ZADD', engines, int(nowMs), engine)
+	if engine ~= '' then
+		redis.call('ZADD', engines, int(nowMs), engine)
+	end
 	redis.call('ZREMRANGEBYSCORE', engines, '-inf', '(' .. int(nowMs - memoryMs))
 	redis.call('PEXPIRE', engines, int(memoryMs))
 

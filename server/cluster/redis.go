@@ -170,7 +170,9 @@ func (r *Redis) Ping(ctx context.Context) error {
 // nowMs, 0) and EndsInMs = (target+1)*bucketMs - nowMs; Bucket = target.
 // Used = used + Granted. The asking engine is recorded for the key, and
 // Engines is how many engines asked for it in the last 2 s, this one
-// included.
+// included; an exchange whose Engine is empty leases as any other but is
+// recorded as no engine (the server sends those of callers it does not
+// trust to be one).
 //
 // So the grants in any ClusterBuckets consecutive buckets never add up to
 // more than Threshold (charges may). An exchange with neither returns nor

@@ -87,6 +87,15 @@ type Registry struct {
 	// server started, as last reported, with the last report stored.
 	reported    map[string]*reported
 	lastSweepMs int64
+	// elsewhere caches, by id, the store's last report of instances that
+	// did not report here (to another replica, or never), for Reporting.
+	elsewhere map[string]storedReport
+}
+
+// storedReport is an instance's last report as the store held it at
+// readMs; lastSeenMs is 0 for an id the store lacks.
+type storedReport struct {
+	lastSeenMs, readMs int64
 }
 
 // reported is an instance's last report and what the store holds of it.
@@ -103,6 +112,7 @@ func New(opts Options) *Registry {
 		goneAfter:    cmp.Or(opts.GoneAfter, DefaultGoneAfter),
 		maxInstances: cmp.Or(opts.MaxInstances, DefaultMaxInstances),
 		reported:     map[string]*reported{},
+		elsewhere:    map[string]storedReport{},
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -153,6 +163,45 @@ func (r *Registry) sweepLocked(nowMs int64, now bool) {
 			delete(r.reported, id)
 		}
 	}
+}
+
+// Reporting reports whether the instance id is live: whether it reported
+// within StaleAfter, here or, through a shared database, to another
+// replica, whose last report the store holds up to persistEvery late. The
+// store is read only for an id not live here, at most once a second an id,
+// and what it said is kept for at most MaxInstances ids, so that callers
+// naming ids without end cost neither memory nor a read per call.
+func (r *Registry) Reporting(ctx context.Context, id string) (bool, error) {
+	nowMs := r.now().UnixMilli()
+	r.mu.Lock()
+	var hereMs int64
+	if last, ok := r.reported[id]; ok {
+		hereMs = last.row.LastSeenMs
+	}
+	cached, ok := r.elsewhere[id]
+	r.mu.Unlock()
+	if nowMs-hereMs < r.staleAfter.Milliseconds() {
+		return true, nil
+	}
+	if !ok || nowMs-cached.readMs >= time.Second.Milliseconds() {
+		cached = storedReport{readMs: nowMs}
+		row, err := r.store.InstanceByUID(ctx, id)
+		switch {
+		case err == nil:
+			cached.lastSeenMs = row.LastSeenMs
+		case !errors.Is(err, store.ErrNotFound):
+			return false, err
+		}
+		r.mu.Lock()
+		if len(r.elsewhere) >= r.maxInstances {
+			clear(r.elsewhere)
+		}
+		r.elsewhere[id] = cached
+		r.mu.Unlock()
+	}
+	// Only a report stored after this registry's last is another
+	// replica's.
+	return cached.lastSeenMs > hereMs && nowMs-cached.lastSeenMs < (r.staleAfter+persistEvery).Milliseconds(), nil
 }
 
 // List returns the instances, by id, with their states; with app set,

@@ -109,3 +109,37 @@ func TestRegistryIsBounded(t *testing.T) {
 		t.Fatalf("the registry holds %d instances, want c alone", len(r.reported))
 	}
 }
+
+// TestReportingAcrossReplicas: an instance is reporting while it reported
+// within StaleAfter, to this registry or to another on the same store (as
+// stored, up to persistEvery late); an id never seen is not.
+func TestReportingAcrossReplicas(t *testing.T) {
+	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	c := &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	here, other := New(Options{Store: st, Now: c.Now}), New(Options{Store: st, Now: c.Now})
+	if _, err := here.Report(t.Context(), Info{ID: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		after    time.Duration
+		r        *Registry
+		id       string
+		want     bool
+		describe string
+	}{
+		{0, here, "a", true, "here, just reported"},
+		{0, other, "a", true, "on another replica"},
+		{0, other, "b", false, "never seen"},
+		{DefaultStaleAfter, here, "a", false, "here, stale"},
+		{persistEvery, other, "a", false, "on another replica, stale even if stored late"},
+	} {
+		c.advance(tt.after)
+		if got, err := tt.r.Reporting(t.Context(), tt.id); err != nil || got != tt.want {
+			t.Errorf("%s: %v, %v; want %v", tt.describe, got, err, tt.want)
+		}
+	}
+}

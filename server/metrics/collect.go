@@ -63,9 +63,13 @@ type Pipeline struct {
 	collectedMs      int64
 	collectedCreated int64
 
-	liveMu sync.Mutex // guards instanceLive
+	liveMu sync.Mutex // guards the fields below
 	// instanceLive is the last live figures of each instance, by its id.
 	instanceLive map[string]*instanceLive
+	// foldWarnedMs is when a report's minutes were last said to be
+	// counted under engine.OverflowResource, if foldWarned.
+	foldWarnedMs int64
+	foldWarned   bool
 }
 
 type minuteKey struct {
@@ -111,6 +115,9 @@ func New(opts Options) *Pipeline {
 
 // NowMs reads the pipeline's clock, which every metric time follows.
 func (p *Pipeline) NowMs() int64 { return p.clock.NowMs() }
+
+// Retention is how long the history keeps rows.
+func (p *Pipeline) Retention() time.Duration { return p.retention }
 
 // FlushInterval is how often the figures reach the store: how fresh the
 // history is.

@@ -24,35 +24,70 @@ type instanceLive struct {
 // AddInstanceMinutes adds the finished minutes an instance reported,
 // instanceID being its registry key, to the history: at once, in the
 // store's summed rows and the instance's own. A minute of a resource the
-// instance reported before (a retry) is counted once. It returns how many
-// minutes were new.
+// instance reported before (a retry) is counted once. The store keeps at
+// most the engine's MaxResources names: a new name beyond is counted under
+// engine.OverflowResource (store.AddInstanceMinutes), and a warning says
+// so at most once a minute. It returns how many minutes were new.
 func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, minutes []store.MinuteDelta) (int, error) {
-	return p.store.AddInstanceMinutes(ctx, instanceID, minutes)
+	n, err := p.store.AddInstanceMinutes(ctx, instanceID, minutes, p.engine.MaxResources())
+	if err != nil {
+		return 0, err
+	}
+	if n.Folded > 0 {
+		p.warnFolded(minutes, n.Folded)
+	}
+	return n.Added, nil
+}
+
+// warnFolded warns, at most once a minute, that a report's minutes of new
+// names were counted under engine.OverflowResource.
+func (p *Pipeline) warnFolded(minutes []store.MinuteDelta, folded int) {
+	nowMs := p.NowMs()
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	if p.foldWarned && nowMs-p.foldWarnedMs < overflowWarnEveryMs {
+		return
+	}
+	p.foldWarned, p.foldWarnedMs = true, nowMs
+	p.logger.Warn("resources: the database holds its maximum of resources; instances' minutes of new ones are counted under "+engine.OverflowResource+
+		" (raise --max-resources if these names are meant to be resources of their own)",
+		"minutes", folded, "maxResources", p.engine.MaxResources(), "example", minutes[len(minutes)-1].Resource)
 }
 
 // SetInstanceLive replaces the live figures of instance uid, by resource:
 // the live figures are the engine's plus those of every instance that
 // reported within InstanceLiveMs. A resource with figures is listed from
-// then on, as one the engine counted would be.
+// then on, as one the engine counted would be; while the pipeline knows
+// the engine's MaxResources resources, the figures of a new one count
+// under engine.OverflowResource instead, so that reports cannot grow the
+// pipeline's memory without bound.
 func (p *Pipeline) SetInstanceLive(uid string, figures map[string]engine.LiveStats) {
 	nowMs := p.NowMs()
-	p.liveMu.Lock()
-	p.instanceLive[uid] = &instanceLive{atMs: nowMs, figures: figures}
-	p.liveMu.Unlock()
 	p.mu.Lock()
-	defer p.mu.Unlock()
+	kept := make(map[string]engine.LiveStats, len(figures))
 	for name, l := range figures {
 		if l == (engine.LiveStats{}) {
 			continue
 		}
 		tally, known := p.resources[name]
+		if !known && len(p.resources) >= p.engine.MaxResources() {
+			name = engine.OverflowResource
+			tally, known = p.resources[name]
+		}
 		if !known {
 			tally = &resourceTally{firstSeenMs: nowMs}
 			p.resources[name] = tally
 			p.unstored[name] = struct{}{}
 		}
 		tally.lastSeenMs = max(tally.lastSeenMs, nowMs)
+		sum := kept[name]
+		addLive(&sum, l)
+		kept[name] = sum
 	}
+	p.mu.Unlock()
+	p.liveMu.Lock()
+	p.instanceLive[uid] = &instanceLive{atMs: nowMs, figures: kept}
+	p.liveMu.Unlock()
 }
 
 // reportedLive sums, by resource, the live figures of the instances that

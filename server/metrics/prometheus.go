@@ -242,6 +242,10 @@ func newRegistry(eng *engine.Engine) *prometheus.Registry {
 	return reg
 }
 
+// MustRegister adds collectors to the exposition, beside the engine's
+// figures.
+func (p *Pipeline) MustRegister(cs ...prometheus.Collector) { p.registry.MustRegister(cs...) }
+
 // Scrape is the Prometheus exposition's figures as one scrape took them.
 type Scrape struct {
 	rows     []resourceRow
