@@ -9,7 +9,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/mattn/go-sqlite3"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
@@ -23,25 +22,11 @@ import (
 // write lock at BEGIN, so a transaction never fails half-way on an upgrade.
 const sqliteParams = "_busy_timeout=5000&_journal_mode=WAL&_foreign_keys=on&_synchronous=NORMAL&_txlock=immediate"
 
-// mmapSizeBytes is how much of the database file each connection reads
-// through a memory map (PRAGMA mmap_size) instead of a read(2) per page into
-// SQLite's 2 MiB page cache: a ranking seeks a thousand places in the
-// metric tables, and the system calls were a third of its time. The pages
-// are the kernel's file cache, shared, not the process's own memory.
-const mmapSizeBytes = 1 << 30
-
-// sqliteDriver is the mattn driver (cgo) with the connection settings
-// that the DSN cannot carry.
+// sqliteDriver is the name the store opens SQLite databases by: the mattn
+// driver (cgo) with the connection settings that the DSN cannot carry
+// (sqlite_cgo.go), or, in a build without cgo, its stub, whose every open
+// says that SQLite needs cgo (sqlite_nocgo.go).
 const sqliteDriver = "sqlite3-sluice"
-
-func init() {
-	sql.Register(sqliteDriver, &sqlite3.SQLiteDriver{
-		ConnectHook: func(conn *sqlite3.SQLiteConn) error {
-			_, err := conn.Exec(fmt.Sprintf("PRAGMA mmap_size = %d", mmapSizeBytes), nil)
-			return err
-		},
-	})
-}
 
 // readConns is how many connections serve the metric and catalogue reads
 // beside the writer's one: in WAL mode a reader sees the last commit and

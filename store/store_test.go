@@ -437,19 +437,6 @@ func TestOpenURIKeepsTheStoreSettings(t *testing.T) {
 	}
 }
 
-// TestConnectionsMapTheFile: every connection reads the file through a
-// memory map of mmapSizeBytes.
-func TestConnectionsMapTheFile(t *testing.T) {
-	s, _ := openSQLiteTestStore(t)
-	var size int64
-	if err := sqlDB(t, s).QueryRowContext(t.Context(), "PRAGMA mmap_size").Scan(&size); err != nil {
-		t.Fatal(err)
-	}
-	if size != mmapSizeBytes {
-		t.Errorf("mmap_size = %d, want %d", size, mmapSizeBytes)
-	}
-}
-
 // TestReadsDoNotWaitForTheWriter: while a write transaction is open, as a
 // long flush holds one, the metric and catalogue reads answer at once from
 // the last commit.
