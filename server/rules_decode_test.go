@@ -255,9 +255,10 @@ func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
 
 // TestSentinelHotspotMetricType checks the import of sentinel-golang
 // hotspot rules as sentinel-golang reads them: metricType 0, and a missing
-// one, is Concurrency, whose QPS fields it ignores; a missing metricType
-// with a field only QPS reads is refused as unclear, and so is a
-// paramIndex beside a paramKey, which sentinel-golang refuses.
+// one, is Concurrency; a field only QPS reads is refused on metricType 0,
+// naming it, as nothing of it would be imported, and beside a missing
+// metricType, naming that, as unclear; so is a paramIndex beside a
+// paramKey, which sentinel-golang refuses.
 func TestSentinelHotspotMetricType(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	tests := []struct {
@@ -266,7 +267,11 @@ func TestSentinelHotspotMetricType(t *testing.T) {
 		wantMs     int64
 		wantField  string
 	}{
-		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5, "burstCount": 2}`, wantMetric: "concurrency"},
+		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
+		{name: "metricType 0 with durationInSec", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantField: "rules[0].durationInSec"},
+		{name: "metricType 0 with controlBehavior", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantField: "rules[0].controlBehavior"},
+		{name: "metricType 0 with burstCount", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "burstCount": 2}`, wantField: "rules[0].burstCount"},
+		{name: "metricType 0 with maxQueueingTimeMs", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "maxQueueingTimeMs": 500}`, wantField: "rules[0].maxQueueingTimeMs"},
 		{name: "no metricType", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4}`, wantMetric: "concurrency"},
 		{name: "no metricType and Sentinel's zeros", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
 		{name: "metricType 1", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantMetric: "qps", wantMs: 5000},

@@ -196,9 +196,13 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // counts from the end of the call's arguments, which no named parameter
 // can follow; and sentinel-golang refuses a paramIndex > 0 beside a
 // paramKey); durationInSec becomes statIntervalMs; fields Sentinel
-// ignores for the rule's behaviour are dropped. A missing metricType is
-// sentinel-golang's 0, Concurrency, unless the rule sets a field only QPS
-// reads: such a rule is refused, as its intent is unclear.
+// ignores for the rule's behaviour (reject or throttling) are dropped, as
+// for flow rules. A field only QPS reads is refused on a concurrency rule
+// (metricType 0), naming it, since nothing of it would be imported: such
+// a rule is a QPS one written wrong more often than a concurrency one. A
+// missing metricType is sentinel-golang's 0, Concurrency, unless the rule
+// sets a field only QPS reads: such a rule is refused, naming
+// metricType, as its intent is unclear.
 func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 	return convertSentinel(items, KindHotspot, func(o *strictjson.Object, r *Rule) {
 		var sr struct {
@@ -231,17 +235,18 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 		}
 		switch sr.metric {
 		case 0:
-			h.Metric = engine.MetricConcurrency // sentinel-golang ignores the rest
-			if o.Has("metricType") {
-				break
-			}
+			h.Metric = engine.MetricConcurrency
 			for _, f := range []struct {
 				name  string
 				value int64
 			}{{"durationInSec", sr.secs}, {"controlBehavior", sr.behavior}, {"burstCount", sr.burst}, {"maxQueueingTimeMs", sr.queueing}} {
-				if f.value != 0 {
+				switch {
+				case f.value == 0:
+				case !o.Has("metricType"):
 					o.Fail("metricType", fmt.Sprintf("is missing, which sentinel-golang reads as 0 (Concurrency), but %s is set, which only 1 (QPS) reads: set metricType to 0 or 1", f.name))
-					break
+					return
+				default:
+					o.Fail(f.name, fmt.Sprintf("is %d, but only metricType 1 (QPS) reads it, and this rule's is 0 (Concurrency): nothing would be imported of it; remove it or set metricType 1", f.value))
 				}
 			}
 		case 1:
