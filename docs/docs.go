@@ -2551,7 +2551,7 @@ const docTemplate = `{
                 "operationId": "createToken",
                 "parameters": [
                     {
-                        "description": "name, role and optional expiry",
+                        "description": "name, role, optional expiry and optional apps",
                         "name": "token",
                         "in": "body",
                         "required": true,
@@ -2759,7 +2759,7 @@ const docTemplate = `{
                 "operationId": "createUser",
                 "parameters": [
                     {
-                        "description": "username, role and password",
+                        "description": "username, role, password and optional apps",
                         "name": "user",
                         "in": "body",
                         "required": true,
@@ -2958,7 +2958,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.",
+                "description": "Changes the role, the scope (apps; null clears it, and a scoped user cannot be made admin without clearing it) and/or the password (which ends the user's sessions). A change of scope holds from the user's next request. The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.",
                 "consumes": [
                     "application/json"
                 ],
@@ -2979,7 +2979,7 @@ const docTemplate = `{
                         "required": true
                     },
                     {
-                        "description": "role and/or password; the username cannot change",
+                        "description": "role, apps and/or password; the username cannot change",
                         "name": "user",
                         "in": "body",
                         "required": true,
@@ -3221,6 +3221,16 @@ const docTemplate = `{
         "server.APIToken": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the token's scope (API.md, \"Per-app scopes\"); absent when it\nhas none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -3934,6 +3944,17 @@ const docTemplate = `{
         "server.Me": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the caller's scope (API.md, \"Per-app scopes\"); absent when\nit has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "csrfToken": {
                     "description": "CSRFToken is the session's token for X-CSRF-Token (sessions only).",
                     "type": "string"
@@ -4076,6 +4097,16 @@ const docTemplate = `{
         "server.NewAPIToken": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the token's scope; absent when it has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -5126,6 +5157,16 @@ const docTemplate = `{
         "server.TokenRequest": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (API.md, \"Per-app\nscopes\"). Absent or null: no scope.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "expiresAt": {
                     "description": "ExpiresAt is optional: without it the token does not expire.",
                     "type": "string"
@@ -5196,6 +5237,17 @@ const docTemplate = `{
         "server.User": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the user's scope (API.md, \"Per-app scopes\"); absent when\nthe user has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -5244,6 +5296,17 @@ const docTemplate = `{
         "server.UserRequest": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps scopes the user to the rules of these apps (API.md, \"Per-app\nscopes\"): 1 to 64 app names, none twice; not for an admin. Absent or\nnull on create: no scope; on PATCH, absent keeps it and null clears\nit.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "password": {
                     "description": "Password is write-only; changing it ends the user's sessions.",
                     "type": "string",
