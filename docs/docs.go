@@ -1476,7 +1476,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1521,7 +1521,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.",
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (API.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -1585,7 +1585,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1764,6 +1764,12 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "string",
+                        "description": "the app every imported rule names (the rule field app); a caller scoped to apps must give one of them",
+                        "name": "app",
+                        "in": "query"
+                    },
+                    {
                         "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)",
                         "name": "rules",
                         "in": "body",
@@ -1796,7 +1802,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2044,7 +2050,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2142,7 +2148,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2235,7 +2241,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2424,7 +2430,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

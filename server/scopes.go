@@ -3,7 +3,9 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
@@ -27,6 +29,16 @@ func (p *principal) apps() store.Apps {
 func (p *principal) mayUseApp(app string) bool {
 	scope := p.apps()
 	return len(scope) == 0 || slices.Contains(scope, app)
+}
+
+// outOfScope is the 403 of a request about app, at field, from p, whose
+// scope does not hold it.
+func outOfScope(p *principal, field, app string) *Error {
+	msg := fmt.Sprintf("app %q is not one of yours (%s)", app, strings.Join(p.apps(), ", "))
+	if app == "" {
+		msg = fmt.Sprintf("an app is required: you are held to yours (%s)", strings.Join(p.apps(), ", "))
+	}
+	return NewError(http.StatusForbidden, msg, FieldError{field, msg})
 }
 
 // readApps reads the optional field apps of a user or token request: its

@@ -173,3 +173,149 @@ func TestScopeValidation(t *testing.T) {
 		t.Errorf("promote and clear the scope: %d %s", status, data)
 	}
 }
+
+// scopeFixture is the rules TestScopeEditorWrites starts from, by name:
+// co (app checkout, at version 2 by a change of threshold), pay (app
+// payments), global (no app) and moved (app payments at version 1,
+// moved to checkout at version 2).
+func scopeFixture(t *testing.T, n *authNode) map[string]int64 {
+	t.Helper()
+	admin := bearer(servertest.AdminToken)
+	ids := map[string]int64{}
+	for _, r := range []struct{ name, app string }{{"co", "checkout"}, {"pay", "payments"}, {"global", ""}, {"moved", "payments"}} {
+		body := fmt.Sprintf(`{"name":%q,"kind":"flow","resource":"GET:/%s","threshold":10}`, r.name, r.name)
+		if r.app != "" {
+			body = fmt.Sprintf(`{"name":%q,"kind":"flow","app":%q,"resource":"GET:/%s","threshold":10}`, r.name, r.app, r.name)
+		}
+		status, data := n.as(t, admin, http.MethodPost, "/api/v1/rules", body)
+		var created struct {
+			ID int64 `json:"id"`
+		}
+		if err := json.Unmarshal(data, &created); status != http.StatusCreated || err != nil {
+			t.Fatalf("create %s: %d %s", r.name, status, data)
+		}
+		ids[r.name] = created.ID
+	}
+	for name, patch := range map[string]string{"co": `{"threshold":20}`, "moved": `{"app":"checkout"}`} {
+		if status, data := n.as(t, admin, http.MethodPatch, fmt.Sprintf("/api/v1/rules/%d", ids[name]), patch); status != http.StatusOK {
+			t.Fatalf("PATCH %s: %d %s", name, status, data)
+		}
+	}
+	return ids
+}
+
+// TestScopeEditorWrites: an editor scoped to checkout and search writes
+// (create, PUT, PATCH, DELETE, rollback, apply in JSON and YAML with and
+// without prune or dry run, import) the rules of those apps; a write of a
+// rule of another app or of none, or that would move a rule into or out
+// of the scope, is 403 naming the app field and writes nothing; its
+// apply's prune and plan leave the other apps' rules out.
+func TestScopeEditorWrites(t *testing.T) {
+	const (
+		inScope   = `{"rules":[{"name":"co","kind":"flow","app":"checkout","resource":"GET:/co","threshold":30},{"name":"new","kind":"flow","app":"search","resource":"GET:/new","threshold":5}]}`
+		inScopeYA = "rules:\n  - name: co\n    kind: flow\n    app: checkout\n    resource: GET:/co\n    threshold: 30\n"
+		otherApp  = `{"rules":[{"name":"co","kind":"flow","app":"checkout","resource":"GET:/co","threshold":30},{"name":"new","kind":"flow","app":"payments","resource":"GET:/new","threshold":5}]}`
+		otherYA   = "rules:\n  - name: new\n    kind: flow\n    resource: GET:/new\n    threshold: 5\n"
+		takeOver  = `{"rules":[{"name":"pay","kind":"flow","app":"checkout","resource":"GET:/pay","threshold":10}]}`
+		sentinel  = `[{"resource":"GET:/imported","threshold":7}]`
+	)
+	yaml := http.Header{"Content-Type": {"application/yaml"}}
+	for _, tc := range []struct {
+		name, method, path, body string
+		header                   http.Header
+		want                     int
+		field                    string   // the 403's detail
+		deleted                  []string // an apply's plan.deleted
+	}{
+		{"create in scope", http.MethodPost, "/api/v1/rules", `{"name":"new","kind":"flow","app":"search","resource":"GET:/new","threshold":1}`, nil, http.StatusCreated, "", nil},
+		{"create of another app", http.MethodPost, "/api/v1/rules", `{"name":"new","kind":"flow","app":"payments","resource":"GET:/new","threshold":1}`, nil, http.StatusForbidden, "app", nil},
+		{"create without app", http.MethodPost, "/api/v1/rules", `{"name":"new","kind":"flow","resource":"GET:/new","threshold":1}`, nil, http.StatusForbidden, "app", nil},
+		{"PUT in scope", http.MethodPut, "/api/v1/rules/{co}", `{"kind":"flow","app":"checkout","resource":"GET:/co","threshold":1}`, nil, http.StatusOK, "", nil},
+		{"PUT moving out", http.MethodPut, "/api/v1/rules/{co}", `{"kind":"flow","app":"payments","resource":"GET:/co","threshold":1}`, nil, http.StatusForbidden, "app", nil},
+		{"PUT dropping the app", http.MethodPut, "/api/v1/rules/{co}", `{"kind":"flow","resource":"GET:/co","threshold":1}`, nil, http.StatusForbidden, "app", nil},
+		{"PUT moving in", http.MethodPut, "/api/v1/rules/{pay}", `{"kind":"flow","app":"checkout","resource":"GET:/pay","threshold":1}`, nil, http.StatusForbidden, "app", nil},
+		{"PATCH in scope", http.MethodPatch, "/api/v1/rules/{co}", `{"threshold":1}`, nil, http.StatusOK, "", nil},
+		{"PATCH between own apps", http.MethodPatch, "/api/v1/rules/{co}", `{"app":"search"}`, nil, http.StatusOK, "", nil},
+		{"PATCH moving out", http.MethodPatch, "/api/v1/rules/{co}", `{"app":"payments"}`, nil, http.StatusForbidden, "app", nil},
+		{"PATCH clearing the app", http.MethodPatch, "/api/v1/rules/{co}", `{"app":null}`, nil, http.StatusForbidden, "app", nil},
+		{"PATCH moving in", http.MethodPatch, "/api/v1/rules/{pay}", `{"app":"checkout"}`, nil, http.StatusForbidden, "app", nil},
+		{"PATCH of a rule without app", http.MethodPatch, "/api/v1/rules/{global}", `{"app":"checkout"}`, nil, http.StatusForbidden, "app", nil},
+		{"DELETE in scope", http.MethodDelete, "/api/v1/rules/{co}", "", nil, http.StatusNoContent, "", nil},
+		{"DELETE of another app", http.MethodDelete, "/api/v1/rules/{pay}", "", nil, http.StatusForbidden, "app", nil},
+		{"DELETE of a rule without app", http.MethodDelete, "/api/v1/rules/{global}", "", nil, http.StatusForbidden, "app", nil},
+		{"rollback in scope", http.MethodPost, "/api/v1/rules/{co}/rollback?toVersion=1", "", nil, http.StatusOK, "", nil},
+		{"rollback to another app", http.MethodPost, "/api/v1/rules/{moved}/rollback?toVersion=1", "", nil, http.StatusForbidden, "app", nil},
+		{"rollback of another app", http.MethodPost, "/api/v1/rules/{pay}/rollback?toVersion=1", "", nil, http.StatusForbidden, "app", nil},
+		{"apply in scope", http.MethodPost, "/api/v1/rules/apply", inScope, nil, http.StatusOK, "", []string{}},
+		{"apply with prune", http.MethodPost, "/api/v1/rules/apply?prune=true", inScope, nil, http.StatusOK, "", []string{"moved"}},
+		{"apply with prune, dry run", http.MethodPost, "/api/v1/rules/apply?prune=true&dryRun=true", inScope, nil, http.StatusOK, "", []string{"moved"}},
+		{"apply YAML with prune", http.MethodPost, "/api/v1/rules/apply?prune=true", inScopeYA, yaml, http.StatusOK, "", []string{"moved"}},
+		{"apply of another app", http.MethodPost, "/api/v1/rules/apply", otherApp, nil, http.StatusForbidden, "rules[1].app", nil},
+		{"apply of another app, dry run", http.MethodPost, "/api/v1/rules/apply?dryRun=true&prune=true", otherApp, nil, http.StatusForbidden, "rules[1].app", nil},
+		{"apply YAML without app", http.MethodPost, "/api/v1/rules/apply?prune=true", otherYA, yaml, http.StatusForbidden, "rules[0].app", nil},
+		{"apply taking another app's rule", http.MethodPost, "/api/v1/rules/apply", takeOver, nil, http.StatusForbidden, "rules[0].app", nil},
+		{"import in scope", http.MethodPost, "/api/v1/rules/import?format=sentinel&app=checkout", sentinel, nil, http.StatusOK, "", []string{}},
+		{"import in scope, dry run", http.MethodPost, "/api/v1/rules/import?format=sentinel&app=search&dryRun=true", sentinel, nil, http.StatusOK, "", []string{}},
+		{"import to another app", http.MethodPost, "/api/v1/rules/import?format=sentinel&app=payments", sentinel, nil, http.StatusForbidden, "app", nil},
+		{"import without app", http.MethodPost, "/api/v1/rules/import?format=sentinel", sentinel, nil, http.StatusForbidden, "rules[0].app", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := startAuthNode(t)
+			ids := scopeFixture(t, n)
+			editor := bearer(n.scopedToken(t, "ci-checkout", roleEditor, `["checkout","search"]`))
+			for k, v := range tc.header {
+				editor[k] = v
+			}
+			path := tc.path
+			for name, id := range ids {
+				path = strings.ReplaceAll(path, "{"+name+"}", fmt.Sprint(id))
+			}
+			export := func() string {
+				t.Helper()
+				status, data := n.as(t, bearer(servertest.AdminToken), http.MethodGet, "/api/v1/rules/export", "")
+				if status != http.StatusOK {
+					t.Fatalf("export: %d %s", status, data)
+				}
+				return string(data)
+			}
+			before := export()
+			status, data := n.as(t, editor, tc.method, path, tc.body)
+			if status != tc.want {
+				t.Fatalf("%s %s: %d %s, want %d", tc.method, path, status, data, tc.want)
+			}
+			if tc.want == http.StatusForbidden {
+				var answer ErrorResponse
+				if err := json.Unmarshal(data, &answer); err != nil || answer.Error.Code != "forbidden" ||
+					len(answer.Error.Details) == 0 || answer.Error.Details[0].Field != tc.field {
+					t.Errorf("the 403: %s, want forbidden naming %s", data, tc.field)
+				}
+				if after := export(); after != before {
+					t.Errorf("a refused write changed the rules:\nbefore %s\nafter  %s", before, after)
+				}
+			}
+			if tc.deleted != nil {
+				var plan struct {
+					Deleted []struct {
+						Name string `json:"name"`
+					} `json:"deleted"`
+				}
+				if err := json.Unmarshal(data, &plan); err != nil {
+					t.Fatal(err)
+				}
+				var deleted []string
+				for _, d := range plan.Deleted {
+					deleted = append(deleted, d.Name)
+				}
+				if !slices.Equal(deleted, tc.deleted) && len(deleted)+len(tc.deleted) > 0 {
+					t.Errorf("plan.deleted %q, want %q", deleted, tc.deleted)
+				}
+				after := export()
+				for _, kept := range []string{`"pay"`, `"global"`} {
+					if !strings.Contains(after, kept) {
+						t.Errorf("the apply deleted %s, outside the scope: %s", kept, after)
+					}
+				}
+			}
+		})
+	}
+}
