@@ -447,7 +447,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.",
+                "description": "An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended, and so does one, from a token scoped to apps, for a rule of another app (a rule without app is every app's). At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.",
                 "consumes": [
                     "application/json"
                 ],
@@ -721,7 +721,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (API.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -758,7 +758,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "neither an instance token nor an editor or above",
+                        "description": "neither an instance token nor an editor or above; or, for a caller scoped to apps, instance.app is not one of them",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1841,7 +1841,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.",
+                "description": "The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above. An instance token scoped to apps must name one of them in app (403 naming app otherwise, or without app).",
                 "produces": [
                     "application/json"
                 ],
@@ -1905,7 +1905,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "neither an instance token nor a viewer or above",
+                        "description": "neither an instance token nor a viewer or above; or an instance token scoped to apps that app is not one of",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/cluster/redistest"
 	"github.com/sluicehq/sluice/server/servertest"
 )
 
@@ -317,5 +319,92 @@ func TestScopeEditorWrites(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScopeInstanceToken: an instance token scoped to shop reads the
+// snapshot and reports only for shop: another app, or none, is 403 naming
+// the field; an unscoped instance token and a scoped viewer read any
+// app's snapshot (a viewer's reads are its role's), and a scoped editor's
+// reports are held to its apps like the token's.
+func TestScopeInstanceToken(t *testing.T) {
+	n := startAuthNode(t)
+	scoped := bearer(n.scopedToken(t, "fleet-shop", roleInstance, `["shop"]`))
+	unscoped := bearer(n.scopedToken(t, "fleet", roleInstance, `null`))
+	viewer := bearer(n.scopedToken(t, "dash-shop", roleViewer, `["shop"]`))
+	editor := bearer(n.scopedToken(t, "ci-shop", roleEditor, `["shop"]`))
+	report := func(app string) string {
+		if app == "" {
+			return `{"instance":{"id":"i1"}}`
+		}
+		return fmt.Sprintf(`{"instance":{"id":"i1","app":%q}}`, app)
+	}
+	for _, tc := range []struct {
+		name   string
+		as     http.Header
+		method string
+		path   string
+		body   string
+		want   int
+		field  string
+	}{
+		{"snapshot of its app", scoped, http.MethodGet, "/api/v1/rules/snapshot?app=shop", "", http.StatusOK, ""},
+		{"snapshot of another app", scoped, http.MethodGet, "/api/v1/rules/snapshot?app=billing", "", http.StatusForbidden, "app"},
+		{"snapshot without app", scoped, http.MethodGet, "/api/v1/rules/snapshot", "", http.StatusForbidden, "app"},
+		{"unscoped snapshot of any app", unscoped, http.MethodGet, "/api/v1/rules/snapshot?app=billing", "", http.StatusOK, ""},
+		{"scoped viewer's snapshot of another app", viewer, http.MethodGet, "/api/v1/rules/snapshot?app=billing", "", http.StatusOK, ""},
+		{"report of its app", scoped, http.MethodPost, reportPath, report("shop"), http.StatusNoContent, ""},
+		{"report of another app", scoped, http.MethodPost, reportPath, report("billing"), http.StatusForbidden, "instance.app"},
+		{"report without app", scoped, http.MethodPost, reportPath, report(""), http.StatusForbidden, "instance.app"},
+		{"unscoped report of any app", unscoped, http.MethodPost, reportPath, report("billing"), http.StatusNoContent, ""},
+		{"scoped editor's report of its app", editor, http.MethodPost, reportPath, report("shop"), http.StatusNoContent, ""},
+		{"scoped editor's report of another app", editor, http.MethodPost, reportPath, report("billing"), http.StatusForbidden, "instance.app"},
+	} {
+		status, data := n.as(t, tc.as, tc.method, tc.path, tc.body)
+		if status != tc.want {
+			t.Errorf("%s: %d %s, want %d", tc.name, status, data, tc.want)
+			continue
+		}
+		if tc.field != "" && !strings.Contains(string(data), `"field":"`+tc.field+`"`) {
+			t.Errorf("%s: %s, want a detail naming %s", tc.name, data, tc.field)
+		}
+	}
+}
+
+// TestScopeClusterExchange: an instance token scoped to shop leases from
+// the cluster rules of shop and from those without app (every app runs
+// them), and gets nothing for another app's, as for an unknown key.
+func TestScopeClusterExchange(t *testing.T) {
+	rds := redistest.Start(t)
+	n := clusterNode(t, rds.URL(), "a")
+	admin := bearer(servertest.AdminToken)
+	for _, body := range []string{
+		`{"name":"pay","kind":"flow","resource":"pay","threshold":20,"scope":"cluster","app":"shop"}`,
+		`{"name":"bill","kind":"flow","resource":"bill","threshold":20,"scope":"cluster","app":"billing"}`,
+		`{"name":"all","kind":"flow","resource":"all","threshold":20,"scope":"cluster"}`,
+	} {
+		if status, data := n.as(t, admin, http.MethodPost, "/api/v1/rules", body); status != http.StatusCreated {
+			t.Fatalf("create a cluster rule: %d %s", status, data)
+		}
+	}
+	exchange := func(token, asks string) []engine.ClusterLease {
+		t.Helper()
+		status, data := n.as(t, bearer(token), http.MethodPost, "/api/v1/cluster/exchange", `{"engine":"i1","asks":`+asks+`}`)
+		var answer ClusterExchangeAnswer
+		if err := json.Unmarshal(data, &answer); status != http.StatusOK || err != nil {
+			t.Fatalf("exchange: %d %s", status, data)
+		}
+		return answer.Leases
+	}
+	leases := exchange(n.scopedToken(t, "fleet-shop", roleInstance, `["shop"]`),
+		`[{"key":"pay","want":20},{"key":"bill","want":20},{"key":"all","want":20}]`)
+	for i, want := range []int64{20, 0, 20} {
+		if len(leases) != 3 || leases[i].Granted != want {
+			t.Fatalf("the scoped token's leases %+v: want %d granted for ask %d", leases, want, i)
+		}
+	}
+	// The passes of bill are still unleased: an unscoped token gets them.
+	if leases := exchange(n.scopedToken(t, "fleet", roleInstance, `null`), `[{"key":"bill","want":20}]`); len(leases) != 1 || leases[0].Granted != 20 {
+		t.Errorf("the unscoped token's lease of bill: %+v, want 20 granted", leases)
 	}
 }
