@@ -447,7 +447,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.",
+                "description": "An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended, and so does one, from a token scoped to apps, for a rule of another app (a rule without app is every app's). At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.",
                 "consumes": [
                     "application/json"
                 ],
@@ -721,7 +721,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (API.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -758,7 +758,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "neither an instance token nor an editor or above",
+                        "description": "neither an instance token nor an editor or above; or, for a caller scoped to apps, instance.app is not one of them",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1476,7 +1476,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1521,7 +1521,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.",
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (API.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -1585,7 +1585,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1764,6 +1764,12 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
+                        "type": "string",
+                        "description": "the app every imported rule names (the rule field app); a caller scoped to apps must give one of them",
+                        "name": "app",
+                        "in": "query"
+                    },
+                    {
                         "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)",
                         "name": "rules",
                         "in": "body",
@@ -1796,7 +1802,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1835,7 +1841,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.",
+                "description": "The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: \"N\". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above. An instance token scoped to apps must name one of them in app (403 naming app otherwise, or without app).",
                 "produces": [
                     "application/json"
                 ],
@@ -1899,7 +1905,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "neither an instance token nor a viewer or above",
+                        "description": "neither an instance token nor a viewer or above; or an instance token scoped to apps that app is not one of",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2044,7 +2050,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2142,7 +2148,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2235,7 +2241,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2424,7 +2430,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2551,7 +2557,7 @@ const docTemplate = `{
                 "operationId": "createToken",
                 "parameters": [
                     {
-                        "description": "name, role and optional expiry",
+                        "description": "name, role, optional expiry and optional apps",
                         "name": "token",
                         "in": "body",
                         "required": true,
@@ -2759,7 +2765,7 @@ const docTemplate = `{
                 "operationId": "createUser",
                 "parameters": [
                     {
-                        "description": "username, role and password",
+                        "description": "username, role, password and optional apps",
                         "name": "user",
                         "in": "body",
                         "required": true,
@@ -2958,7 +2964,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.",
+                "description": "Changes the role, the scope (apps; null clears it, and a scoped user cannot be made admin without clearing it) and/or the password (which ends the user's sessions). A change of scope holds from the user's next request. The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.",
                 "consumes": [
                     "application/json"
                 ],
@@ -2979,7 +2985,7 @@ const docTemplate = `{
                         "required": true
                     },
                     {
-                        "description": "role and/or password; the username cannot change",
+                        "description": "role, apps and/or password; the username cannot change",
                         "name": "user",
                         "in": "body",
                         "required": true,
@@ -3221,6 +3227,16 @@ const docTemplate = `{
         "server.APIToken": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the token's scope (API.md, \"Per-app scopes\"); absent when it\nhas none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -3934,6 +3950,17 @@ const docTemplate = `{
         "server.Me": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the caller's scope (API.md, \"Per-app scopes\"); absent when\nit has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "csrfToken": {
                     "description": "CSRFToken is the session's token for X-CSRF-Token (sessions only).",
                     "type": "string"
@@ -4076,6 +4103,16 @@ const docTemplate = `{
         "server.NewAPIToken": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the token's scope; absent when it has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -5126,6 +5163,16 @@ const docTemplate = `{
         "server.TokenRequest": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (API.md, \"Per-app\nscopes\"). Absent or null: no scope.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout"
+                    ]
+                },
                 "expiresAt": {
                     "description": "ExpiresAt is optional: without it the token does not expire.",
                     "type": "string"
@@ -5196,6 +5243,17 @@ const docTemplate = `{
         "server.User": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps is the user's scope (API.md, \"Per-app scopes\"); absent when\nthe user has none.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -5244,6 +5302,17 @@ const docTemplate = `{
         "server.UserRequest": {
             "type": "object",
             "properties": {
+                "apps": {
+                    "description": "Apps scopes the user to the rules of these apps (API.md, \"Per-app\nscopes\"): 1 to 64 app names, none twice; not for an admin. Absent or\nnull on create: no scope; on PATCH, absent keeps it and null clears\nit.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "checkout",
+                        "payments"
+                    ]
+                },
                 "password": {
                     "description": "Password is write-only; changing it ends the user's sessions.",
                     "type": "string",

@@ -18,15 +18,18 @@ import (
 // User is a console user as the API shows it; the password never leaves
 // the server.
 type User struct {
-	ID        int64     `json:"id" example:"3"`
-	Username  string    `json:"username" example:"alice"`
-	Role      string    `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	ID       int64  `json:"id" example:"3"`
+	Username string `json:"username" example:"alice"`
+	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	// Apps is the user's scope (API.md, "Per-app scopes"); absent when
+	// the user has none.
+	Apps      []string  `json:"apps,omitempty" example:"checkout,payments"`
 	CreatedAt time.Time `json:"createdAt"`
 	UpdatedAt time.Time `json:"updatedAt"`
 }
 
 func userOf(u store.User) User {
-	return User{ID: u.ID, Username: u.Username, Role: u.Role, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+	return User{ID: u.ID, Username: u.Username, Role: u.Role, Apps: u.Apps, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
 // LoginRequest logs a user in.
@@ -47,8 +50,11 @@ type Me struct {
 	// Type is "user" or "token".
 	Type string `json:"type" enums:"user,token" example:"user"`
 	// Name is the username or the token's name.
-	Name  string    `json:"name" example:"alice"`
-	Role  string    `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	Name string `json:"name" example:"alice"`
+	Role string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	// Apps is the caller's scope (API.md, "Per-app scopes"); absent when
+	// it has none.
+	Apps  []string  `json:"apps,omitempty" example:"checkout,payments"`
 	User  *User     `json:"user,omitempty"`
 	Token *APIToken `json:"token,omitempty"`
 	// CSRFToken is the session's token for X-CSRF-Token (sessions only).
@@ -180,7 +186,7 @@ func (h *accountHandler) logout(c *fiber.Ctx) error {
 //	@Router		/api/v1/me [get]
 func (h *accountHandler) me(c *fiber.Ctx) error {
 	p := principalOf(c)
-	me := Me{Role: p.role}
+	me := Me{Role: p.role, Apps: p.apps()}
 	if p.token != nil {
 		t := tokenOf(*p.token)
 		me.Type, me.Name, me.Token = "token", p.token.Name, &t
@@ -247,7 +253,7 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.auth.store.UpdateUser(c.UserContext(), p.user.ID, p.user.Role, string(hash)); err != nil {
+	if _, err := h.auth.store.UpdateUser(c.UserContext(), p.user.ID, p.user.Role, string(hash), nil); err != nil {
 		return err
 	}
 	h.auth.clearCookie(c)

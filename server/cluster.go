@@ -76,7 +76,7 @@ func bindCluster(api apiRoutes, h *clusterHandler) {
 //
 //	@Summary		Lease from the cluster count (instances)
 //	@ID				exchangeClusterLeases
-//	@Description	An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended. At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.
+//	@Description	An instance's engine leases passes of its scope cluster rules here, at most every 10 ms, since instances hold no Redis credentials: in one round it returns what ended leases left unspent, charges the passes it made on credit after an idle spell, and asks for leases, the current bucket's or the next one's. The server answers each ask, in order, with what Redis grants. The rule's threshold and statIntervalMs are the stored rule's, whatever the ask says; an ask for a key that is no enabled cluster rule gets nothing, with a lease already ended, and so does one, from a token scoped to apps, for a rule of another app (a rule without app is every app's). At most 1,000 asks and 1,000 returns; an exchange of neither is answered at once with no lease. 409 when the server has no Redis (--redis) and the exchange asks or returns; 503 when Redis does not answer (the instance's rules then fall back). The exchange counts among each rule's engines (which set the fallback share) only while the instance its engine names reports (POST /instances/report within 10 s); otherwise it leases as usual and counts as no engine. Tokens of role instance may post it; so may admins.
 //	@Tags			instances
 //	@Accept			json
 //	@Produce		json
@@ -102,11 +102,17 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 		return Conflict("this server has no cluster count: start it with --redis to run scope cluster rules")
 	}
 	// Each ask is judged by the stored rule, not by what the instance says
-	// of it; keys that are no cluster rule get nothing.
+	// of it; keys that are no cluster rule get nothing, nor do those of a
+	// rule that the caller's scope does not reach.
+	p := principalOf(c)
+	clusterRule := func(key string) (engine.FlowRule, bool) {
+		rule, app, ok := h.rules.ClusterRule(key)
+		return rule, ok && (app == "" || p.mayUseApp(app))
+	}
 	known := make([]bool, len(x.Asks))
 	var forward engine.ClusterExchange
 	for i, a := range x.Asks {
-		rule, ok := h.rules.ClusterRule(a.Key)
+		rule, ok := clusterRule(a.Key)
 		if known[i] = ok; !ok {
 			continue
 		}
@@ -117,7 +123,7 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 		forward.Asks = append(forward.Asks, a)
 	}
 	for _, r := range x.Returns {
-		if rule, ok := h.rules.ClusterRule(r.Key); ok {
+		if rule, ok := clusterRule(r.Key); ok {
 			r.Unused = min(r.Unused, int64(rule.Threshold))
 			forward.Returns = append(forward.Returns, r)
 		}

@@ -153,6 +153,9 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	if invalid, ok := errors.AsType[*rules.ValidationError](err); ok {
 		return ValidationFailed(invalid.Message, fieldErrors(invalid.Fields)...)
 	}
+	if denied, ok := errors.AsType[*rules.ForbiddenError](err); ok {
+		return NewError(http.StatusForbidden, denied.Message, fieldErrors(denied.Fields)...)
+	}
 	if invalid, ok := errors.AsType[*engine.ValidationError](err); ok {
 		return ValidationFailed(err.Error(), fieldErrors(invalid.Fields)...)
 	}

@@ -153,14 +153,14 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (API.md, "Per-app scopes") reports only for one of them: another instance.app, or none, is 403 naming instance.app.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403	{object}	ErrorResponse	"neither an instance token nor an editor or above"
+//	@Failure		403	{object}	ErrorResponse	"neither an instance token nor an editor or above; or, for a caller scoped to apps, instance.app is not one of them"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
@@ -172,6 +172,11 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	info, minutes, live, err := decodeReport(c.Body(), nowMs-h.metrics.Retention().Milliseconds(), nowMs)
 	if err != nil {
 		return err
+	}
+	// A report writes figures under its app, so any caller's scope holds
+	// it, an editor's too.
+	if p := principalOf(c); !p.mayUseApp(info.App) {
+		return outOfScope(p, "instance.app", info.App)
 	}
 	ctx := c.UserContext()
 	key, err := h.registry.Report(ctx, info)

@@ -135,7 +135,8 @@ func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 		msg := "must not contain control characters"
 		return rules.Actor{}, BadRequest("X-Change-Reason "+msg, FieldError{"X-Change-Reason", msg})
 	}
-	return rules.Actor{Name: principalOf(c).actorName(), Reason: reason}, nil
+	p := principalOf(c)
+	return rules.Actor{Name: p.actorName(), Reason: reason, Apps: p.apps()}, nil
 }
 
 // errNotJSONObject is the answer for a body that is not a JSON object:

@@ -226,7 +226,7 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
@@ -267,7 +267,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 //	@Success		200				{object}	rules.APIRule
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -294,7 +294,7 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.For
 //	@Success		200				{object}	rules.APIRule
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -338,7 +338,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403	{object}	ErrorResponse	"needs the editor role"
+//	@Failure	403	{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	412	{object}	ErrorResponse	"If-Match names another version"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
@@ -413,7 +413,7 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 //	@Success	200				{object}	rules.APIRule
 //	@Failure	400				{object}	ErrorResponse	"toVersion is missing or not a positive whole number"
 //	@Failure	401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403				{object}	ErrorResponse	"needs the editor role"
+//	@Failure	403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)"
 //	@Failure	404				{object}	ErrorResponse	"no such rule, or no such version"
 //	@Failure	409				{object}	ErrorResponse	"the old name is taken by another rule now"
 //	@Failure	412				{object}	ErrorResponse	"If-Match names another version"
@@ -446,7 +446,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //
 //	@Summary		Apply a rule file (declarative sync for CI)
 //	@ID				applyRules
-//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (API.md, "Per-app scopes") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml
@@ -458,7 +458,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Success		200				{object}	rules.ApplyPlan
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or a bad query parameter"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for a body that is no mapping)"
@@ -615,11 +615,12 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Param			format	query		string				true	"the source format"					Enums(sentinel)
 //	@Param			kind	query		string				false	"the kind of the rules in the file"	Enums(flow, circuitBreaker, hotspot, system)	default(flow)
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
+//	@Param			app		query		string				false	"the app every imported rule names (the rule field app); a caller scoped to apps must give one of them"
 //	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
 //	@Success		200		{object}	rules.ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not JSON, or a bad query parameter"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for JSON that is no array)"
@@ -639,9 +640,16 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	app, err := appParam(c)
+	if err != nil {
+		return err
+	}
 	who, err := changeActor(c)
 	if err != nil {
 		return err
+	}
+	if p := principalOf(c); app != "" && !p.mayUseApp(app) {
+		return outOfScope(p, "app", app)
 	}
 	if err := checkJSONBody(c.Body()); err != nil {
 		return err
@@ -658,6 +666,9 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	want, err := rules.ImportSentinel(kind, items)
 	if err != nil {
 		return err
+	}
+	for i := range want {
+		want[i].App = app
 	}
 	plan, err := h.rules.Apply(c.UserContext(), want, dryRun != nil && *dryRun, false, who)
 	if err != nil {

@@ -43,7 +43,7 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //
 //	@Summary		Rule snapshot for instances
 //	@ID				getRuleSnapshot
-//	@Description	The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: "N". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above.
+//	@Description	The rules an engine of app must run: the enabled rules without an app and those of app (without app, only the former), that have not expired (a rule that expires later carries its expiresAt, which the engine honours), by id, in the shape GET /rules lists them, with the revision of the rule set, also sent as ETag: "N". The revision grows with every rule change, of any rule. With If-None-Match naming the current revision the answer is 304; with wait too, it is held until the revision moves (then 200 with the new set) or wait ends (then 304), so that an instance long-polls. Server shutdown answers held requests 304 at once. Tokens of role instance may read it; so may viewers and above. An instance token scoped to apps must name one of them in app (403 naming app otherwise, or without app).
 //	@Tags			instances
 //	@Produce		json
 //	@Param			app				query		string	false	"the instances' app: ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"
@@ -54,7 +54,7 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //	@Header			200,304			{string}	ETag	"the revision, quoted"
 //	@Failure		400				{object}	ErrorResponse	"a bad query parameter (app, wait), named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"neither an instance token nor a viewer or above"
+//	@Failure		403				{object}	ErrorResponse	"neither an instance token nor a viewer or above; or an instance token scoped to apps that app is not one of"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/snapshot [get]
@@ -62,6 +62,11 @@ func (h *snapshotHandler) get(c *fiber.Ctx) error {
 	app, err := appParam(c)
 	if err != nil {
 		return err
+	}
+	// Only an instance token's scope holds its reads: a scoped viewer or
+	// editor reads every rule through GET /rules anyway.
+	if p := principalOf(c); p.role == roleInstance && !p.mayUseApp(app) {
+		return outOfScope(p, "app", app)
 	}
 	wait, err := waitParam(c)
 	if err != nil {

@@ -21,13 +21,16 @@ type APIToken struct {
 	ExpiresAt  *time.Time `json:"expiresAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	CreatedBy  string     `json:"createdBy" example:"alice"`
-	CreatedAt  time.Time  `json:"createdAt"`
+	// Apps is the token's scope (API.md, "Per-app scopes"); absent when it
+	// has none.
+	Apps      []string  `json:"apps,omitempty" example:"checkout"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 func tokenOf(t store.APIToken) APIToken {
 	return APIToken{
 		ID: t.ID, Name: t.Name, Role: t.Role, ExpiresAt: t.ExpiresAt, LastUsedAt: t.LastUsedAt,
-		CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
+		CreatedBy: t.CreatedBy, Apps: t.Apps, CreatedAt: t.CreatedAt,
 	}
 }
 
@@ -38,7 +41,9 @@ type NewAPIToken struct {
 	Role      string     `json:"role" example:"editor"`
 	Token     string     `json:"token" example:"slc_3q2-7wEvz6xYcH1o0hQk0oOq3Ysm6mC0i2qWb1Q4l7k"`
 	ExpiresAt *time.Time `json:"expiresAt"`
-	CreatedAt time.Time  `json:"createdAt"`
+	// Apps is the token's scope; absent when it has none.
+	Apps      []string  `json:"apps,omitempty" example:"checkout"`
+	CreatedAt time.Time `json:"createdAt"`
 }
 
 // TokenRequest creates an API token.
@@ -51,6 +56,11 @@ type TokenRequest struct {
 	Role string `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
 	// ExpiresAt is optional: without it the token does not expire.
 	ExpiresAt *time.Time `json:"expiresAt"`
+	// Apps is optional: 1 to 64 app names, none twice, not for role admin.
+	// A scoped editor writes only the rules of these apps, a scoped
+	// instance token reads and reports only for them (API.md, "Per-app
+	// scopes"). Absent or null: no scope.
+	Apps []string `json:"apps" example:"checkout"`
 }
 
 // TokenList is one page of API tokens.
@@ -109,7 +119,7 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Tags		tokens
 //	@Accept		json
 //	@Produce	json
-//	@Param		token	body		TokenRequest	true	"name, role and optional expiry"
+//	@Param		token	body		TokenRequest	true	"name, role, optional expiry and optional apps"
 //	@Success	201		{object}	NewAPIToken
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
@@ -131,16 +141,19 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 	o.Str("name", &name)
 	o.Str("role", &role)
 	o.Str("expiresAt", &expires)
+	var appErrs []FieldError
+	apps, _ := readApps(o, &appErrs)
 	o.Rest(func(string) string { return "" })
-	errs := fieldErrors(bodyErrs)
+	errs := append(fieldErrors(bodyErrs), appErrs...)
 	if !usernamePattern.MatchString(name) {
 		errs = append(errs, FieldError{"name", "must be 1-64 letters, digits, '.', '_', '@' or '-', starting with a letter or digit"})
 	}
 	if roleRank[role] == 0 && role != roleInstance {
 		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer, instance"})
 	}
+	checkScopeRole(role, apps, &errs)
 	now := h.auth.cfg.now()
-	t := store.APIToken{Name: name, Role: role, CreatedBy: principalOf(c).actorName(), CreatedAt: now}
+	t := store.APIToken{Name: name, Role: role, CreatedBy: principalOf(c).actorName(), Apps: apps, CreatedAt: now}
 	if expires != "" {
 		at, err := time.Parse(time.RFC3339, expires)
 		switch {
@@ -165,7 +178,7 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 	}
 	c.Location(fmt.Sprintf("%s/%d", c.Path(), t.ID))
 	return writeJSON(c, http.StatusCreated, NewAPIToken{
-		ID: t.ID, Name: t.Name, Role: t.Role, Token: secret, ExpiresAt: t.ExpiresAt, CreatedAt: t.CreatedAt,
+		ID: t.ID, Name: t.Name, Role: t.Role, Token: secret, ExpiresAt: t.ExpiresAt, Apps: t.Apps, CreatedAt: t.CreatedAt,
 	})
 }
 

@@ -21,6 +21,11 @@ type UserRequest struct {
 	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
 	// Password is write-only; changing it ends the user's sessions.
 	Password string `json:"password" example:"correct horse battery staple"`
+	// Apps scopes the user to the rules of these apps (API.md, "Per-app
+	// scopes"): 1 to 64 app names, none twice; not for an admin. Absent or
+	// null on create: no scope; on PATCH, absent keeps it and null clears
+	// it.
+	Apps []string `json:"apps" example:"checkout,payments"`
 }
 
 // UserList is one page of users.
@@ -110,7 +115,7 @@ func (h *userHandler) get(c *fiber.Ctx) error {
 //	@Tags		users
 //	@Accept		json
 //	@Produce	json
-//	@Param		user	body		UserRequest	true	"username, role and password"
+//	@Param		user	body		UserRequest	true	"username, role, password and optional apps"
 //	@Success	201		{object}	User
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
@@ -135,6 +140,7 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 		errs = append(errs, FieldError{"role", "must be one of admin, editor, viewer"})
 	}
 	errs = append(errs, checkPassword("password", req.Password)...)
+	checkScopeRole(req.Role, req.Apps, &errs)
 	if len(errs) > 0 {
 		return ValidationFailed("the user is not valid; see details", errs...)
 	}
@@ -142,7 +148,7 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	u := store.User{Username: req.Username, Role: req.Role, PasswordHash: string(hash)}
+	u := store.User{Username: req.Username, Role: req.Role, PasswordHash: string(hash), Apps: req.Apps}
 	if err := h.auth.store.CreateUser(c.UserContext(), &u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("a user named %q exists already: %w", req.Username, err)
@@ -153,16 +159,16 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 	return writeJSON(c, http.StatusCreated, userOf(u))
 }
 
-// update changes a user's role or password.
+// update changes a user's role, scope or password.
 //
 //	@Summary		Update a user
 //	@ID				updateUser
-//	@Description	Changes the role and/or the password (which ends the user's sessions). The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.
+//	@Description	Changes the role, the scope (apps; null clears it, and a scoped user cannot be made admin without clearing it) and/or the password (which ends the user's sessions). A change of scope holds from the user's next request. The last admin cannot be demoted. An admin demoted loses the admin tokens they created, and those these created in turn.
 //	@Tags			users
 //	@Accept			json
 //	@Produce		json
 //	@Param			id		path		int			true	"user id"
-//	@Param			user	body		UserRequest	true	"role and/or password; the username cannot change"
+//	@Param			user	body		UserRequest	true	"role, apps and/or password; the username cannot change"
 //	@Success		200		{object}	User
 //	@Failure		400		{object}	ErrorResponse
 //	@Failure		401		{object}	ErrorResponse
@@ -199,6 +205,11 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 		}
 		role = req.Role
 	}
+	apps := current.Apps
+	if present["apps"] {
+		apps = req.Apps
+	}
+	checkScopeRole(role, apps, &errs)
 	var hash []byte
 	if present["password"] {
 		if errs = append(errs, checkPassword("password", req.Password)...); len(errs) == 0 {
@@ -210,7 +221,11 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 	if len(errs) > 0 {
 		return ValidationFailed("the user was not changed; see details", errs...)
 	}
-	u, err := h.auth.store.UpdateUser(c.UserContext(), id, role, string(hash))
+	var newApps *store.Apps
+	if present["apps"] {
+		newApps = &apps
+	}
+	u, err := h.auth.store.UpdateUser(c.UserContext(), id, role, string(hash), newApps)
 	if err != nil {
 		return userMissing(id, err)
 	}
@@ -267,9 +282,11 @@ func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
 		"role":     o.Str("role", &req.Role),
 		"password": o.Str("password", &req.Password),
 	}
+	var appErrs []FieldError
+	req.Apps, present["apps"] = readApps(o, &appErrs)
 	o.Rest(func(string) string { return "" })
-	if len(errs) > 0 {
-		return UserRequest{}, nil, ValidationFailed("the user is not valid; see details", fieldErrors(errs)...)
+	if all := append(fieldErrors(errs), appErrs...); len(all) > 0 {
+		return UserRequest{}, nil, ValidationFailed("the user is not valid; see details", all...)
 	}
 	return req, present, nil
 }

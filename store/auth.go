@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"database/sql/driver"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"gorm.io/gorm"
@@ -14,6 +17,7 @@ type User struct {
 	Username     string
 	Role         string
 	PasswordHash string
+	Apps         Apps
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
 }
@@ -44,11 +48,46 @@ type APIToken struct {
 	ExpiresAt  *time.Time
 	LastUsedAt *time.Time
 	CreatedBy  string
+	Apps       Apps
 	CreatedAt  time.Time
 }
 
 // TableName is the API tokens table.
 func (APIToken) TableName() string { return "api_tokens" }
+
+// Apps is a per-app scope (API.md, "Per-app scopes"): the apps whose
+// rules a user or token may write or read as an instance. Empty is no
+// scope. It is kept as a JSON array, and as ” when empty, so the rows
+// from before scopes existed read as unscoped.
+type Apps []string
+
+// Value encodes a for the apps column.
+func (a Apps) Value() (driver.Value, error) {
+	if len(a) == 0 {
+		return "", nil
+	}
+	b, err := json.Marshal([]string(a))
+	return string(b), err
+}
+
+// Scan decodes the apps column.
+func (a *Apps) Scan(src any) error {
+	var text string
+	switch v := src.(type) {
+	case nil:
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	default:
+		return fmt.Errorf("apps: cannot scan %T", src)
+	}
+	*a = nil
+	if text == "" {
+		return nil
+	}
+	return json.Unmarshal([]byte(text), (*[]string)(a))
+}
 
 // CountUsers returns how many users exist.
 func (s *Store) CountUsers(ctx context.Context) (int64, error) {
@@ -90,12 +129,12 @@ func (s *Store) ListUsers(ctx context.Context, page Page) ([]User, int64, error)
 	return users, total, err
 }
 
-// UpdateUser changes a user's role and, when passwordHash is not empty,
-// password; a new password ends every session of the user, and an admin
+// UpdateUser changes a user's role, their scope when apps is not nil (an
+// empty Apps clears it) and, when passwordHash is not empty, password; a new password ends every session of the user, and an admin
 // demoted loses the admin tokens they created (revokeAdminTokensOf). In
 // one transaction; ErrNotFound if the user is gone, ErrConflict if the
 // change would leave no admin.
-func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash string) (User, error) {
+func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash string, apps *Apps) (User, error) {
 	var u User
 	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Where("id = ?", id).Take(&u).Error; err != nil {
@@ -113,6 +152,9 @@ func (s *Store) UpdateUser(ctx context.Context, id int64, role, passwordHash str
 		}
 		u.Role = role
 		updates := map[string]any{"role": role, "updated_at": tx.NowFunc()}
+		if apps != nil {
+			updates["apps"] = *apps
+		}
 		if passwordHash != "" {
 			u.PasswordHash = passwordHash
 			updates["password_hash"] = passwordHash

@@ -104,7 +104,7 @@ func resetPassword(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	if _, err := st.UpdateUser(ctx, user.ID, user.Role, string(hash)); err != nil {
+	if _, err := st.UpdateUser(ctx, user.ID, user.Role, string(hash), nil); err != nil {
 		return err
 	}
 	if generated {

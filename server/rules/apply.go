@@ -99,10 +99,14 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 // Apply syncs the stored rules to want, decoded by DecodeFile or
 // ImportSentinel, in one transaction: it creates the new, updates the
 // changed, and with prune deletes the stored rules want does not name. With
-// dryRun nothing is written. It returns the plan, done or to do.
+// dryRun nothing is written. A scoped who (Actor.Apps) may name only rules
+// of its apps (else a ForbiddenError), and prune deletes only those. It returns the plan, done or to do.
 func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, who Actor) (ApplyPlan, error) {
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
 	err := s.write(ctx, dryRun, func(tx *Tx) error {
+		if err := forbidden(outOfScope(tx, want, who)...); err != nil {
+			return err
+		}
 		var creates []*Rule
 		for i := range want {
 			r := &want[i]
@@ -144,7 +148,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 		}
 		var unwanted []Rule
 		for _, r := range tx.stored {
-			if !wanted[r.Name] {
+			if !wanted[r.Name] && who.mayWrite(r.App) {
 				unwanted = append(unwanted, r)
 			}
 		}
@@ -158,6 +162,23 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 		return nil
 	})
 	return plan, err
+}
+
+// outOfScope names the rules of want that who may not write: those whose
+// app is outside its scope, and those whose name a stored rule of such an
+// app has (writing it would take that rule over).
+func outOfScope(tx *Tx, want []Rule, who Actor) []engine.FieldError {
+	var fields []engine.FieldError
+	for i, r := range want {
+		field := fmt.Sprintf("rules[%d].app", i)
+		what := fmt.Sprintf("rule %q", r.Name)
+		if !who.mayWrite(r.App) {
+			fields = append(fields, who.outOfScope(field, what, r.App))
+		} else if old, exists := tx.named(r.Name); exists && !who.mayWrite(old.App) {
+			fields = append(fields, who.outOfScope(field, "the stored "+what, old.App))
+		}
+	}
+	return fields
 }
 
 // contentChanges lists the fields in which two rules differ, by field

@@ -3,21 +3,21 @@ package rules
 import "github.com/sluicehq/sluice/engine"
 
 // ClusterRule returns the enabled, unexpired cluster flow rule called
-// name, with its defaults, as of the last commit: the one whose shared
-// count an engine leases from under that name.
-func (s *Service) ClusterRule(name string) (engine.FlowRule, bool) {
+// name, with its defaults, and the app it names, as of the last commit:
+// the one whose shared count an engine leases from under that name.
+func (s *Service) ClusterRule(name string) (engine.FlowRule, string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	id, ok := s.named[name]
 	if !ok {
-		return engine.FlowRule{}, false
+		return engine.FlowRule{}, "", false
 	}
 	r := s.rules[id]
 	expiresAtMs := r.expiresAtMs()
 	live := r.Enabled && (expiresAtMs == 0 || s.engine.Clock().NowMs() < expiresAtMs)
 	if r.Kind != KindFlow || !live {
-		return engine.FlowRule{}, false
+		return engine.FlowRule{}, "", false
 	}
 	f := r.engineFlow().WithDefaults()
-	return f, f.Scope == engine.ScopeCluster
+	return f, r.App, f.Scope == engine.ScopeCluster
 }

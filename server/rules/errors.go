@@ -31,6 +31,26 @@ type ValidationError struct {
 
 func (e *ValidationError) Error() string { return e.Message }
 
+// ForbiddenError is a write outside the writer's per-app scope
+// (Actor.Apps): nothing was written. Fields names each app field at fault
+// ("app", "rules[3].app").
+type ForbiddenError struct {
+	// Message is a sentence for a person.
+	Message string
+	// Fields names every rule out of scope.
+	Fields []engine.FieldError
+}
+
+func (e *ForbiddenError) Error() string { return e.Message }
+
+// forbidden is the ForbiddenError of fields, or nil if there are none.
+func forbidden(fields ...engine.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return &ForbiddenError{Message: fields[0].Message + "; nothing was written", Fields: fields}
+}
+
 func invalid(message string, fields ...engine.FieldError) *ValidationError {
 	return &ValidationError{Message: message, Fields: fields}
 }

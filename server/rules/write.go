@@ -96,6 +96,9 @@ func (s *Service) Create(ctx context.Context, o *strictjson.Object, who Actor) (
 	if len(*o.Errs) > 0 {
 		return Rule{}, invalidRule(*o.Errs)
 	}
+	if !who.mayWrite(r.App) {
+		return Rule{}, forbidden(who.outOfScope("app", "the rule", r.App))
+	}
 	err := s.write(ctx, false, func(tx *Tx) error {
 		if err := createRule(tx, &r, who); err != nil {
 			return err
@@ -117,10 +120,16 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *strict
 		if err != nil {
 			return err
 		}
+		if !who.mayWrite(current.App) {
+			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
+		}
 		r = decodeRule(o, current, mode)
 		validateRule(&r, "", "", o.Errs)
 		if len(*o.Errs) > 0 {
 			return invalidRule(*o.Errs)
+		}
+		if !who.mayWrite(r.App) {
+			return forbidden(who.outOfScope("app", "the rule as written", r.App))
 		}
 		if same, err := sameContent(&current, &r); err != nil || same {
 			r = current
@@ -148,6 +157,9 @@ func (s *Service) Delete(ctx context.Context, id int64, match IfMatch, who Actor
 		r, err := currentRule(tx, id, match)
 		if err != nil {
 			return err
+		}
+		if !who.mayWrite(r.App) {
+			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), r.App))
 		}
 		return deleteRule(tx, &r, who)
 	})
@@ -182,6 +194,9 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		if err != nil {
 			return err
 		}
+		if !who.mayWrite(current.App) {
+			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
+		}
 		rev, err := tx.GetRevision(id, to)
 		if err != nil {
 			return fmt.Errorf("rule %d has no version %d: %w", id, to, err)
@@ -189,6 +204,9 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		old, err := fromRevision(rev)
 		if err != nil {
 			return err
+		}
+		if !who.mayWrite(old.App) {
+			return forbidden(who.outOfScope("app", fmt.Sprintf("version %d of rule %d", to, id), old.App))
 		}
 		r = current
 		r.Name, r.App, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.App, old.Resource, old.Enabled, old.Mode, old.Description
