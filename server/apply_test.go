@@ -817,8 +817,8 @@ const sentinelHotspotFile = `[
    "threshold": 10, "maxQueueingTimeMs": 0, "burstCount": 3, "durationInSec": 2, "paramsMaxCapacity": 0,
    "specificItems": [{"valKind": 1, "valStr": "vip", "threshold": 100}, {"valKind": 0, "valStr": "007", "threshold": 0},
                      {"valKind": 2, "valStr": "TRUE", "threshold": 5}, {"valKind": 3, "valStr": "1.50", "threshold": 7}]},
-  {"id": "2", "resource": "GET:/api/orders", "metricType": 0, "controlBehavior": 1, "paramIndex": 1,
-   "threshold": 4, "maxQueueingTimeMs": 500, "burstCount": 9, "durationInSec": 5, "paramsMaxCapacity": 5000, "specificItems": null},
+  {"id": "2", "resource": "GET:/api/orders", "metricType": 0, "controlBehavior": 0, "paramIndex": 1,
+   "threshold": 4, "maxQueueingTimeMs": 0, "burstCount": 0, "durationInSec": 0, "paramsMaxCapacity": 5000, "specificItems": null},
   {"resource": "POST:/api/pay", "metricType": 1, "controlBehavior": 1, "paramKey": "ip", "threshold": 20, "maxQueueingTimeMs": 250, "burstCount": 9}
 ]`
 

@@ -255,35 +255,41 @@ func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
 
 // TestSentinelHotspotMetricType checks the import of sentinel-golang
 // hotspot rules as sentinel-golang reads them: metricType 0, and a missing
-// one, is Concurrency, whose QPS fields it ignores; a missing metricType
-// with a field only QPS reads is refused as unclear, and so is a
-// paramIndex beside a paramKey, which sentinel-golang refuses.
+// one, is Concurrency, whose QPS fields it ignores, so a rule of metricType
+// 0 that sets one is refused naming each (it would be dropped unseen); a
+// missing metricType with a field only QPS reads is refused as unclear, and
+// so is a paramIndex beside a paramKey, which sentinel-golang refuses.
 func TestSentinelHotspotMetricType(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		name, rule string
 		wantMetric string
 		wantMs     int64
-		wantField  string
+		wantFields []string
 	}{
-		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5, "burstCount": 2}`, wantMetric: "concurrency"},
+		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4}`, wantMetric: "concurrency"},
+		{name: "metricType 0 and Sentinel's zeros", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
+		{name: "metricType 0 with durationInSec", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantFields: []string{"rules[0].durationInSec"}},
+		{name: "metricType 0 with throttling", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantFields: []string{"rules[0].controlBehavior"}},
+		{name: "metricType 0 with maxQueueingTimeMs", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "maxQueueingTimeMs": 500}`, wantFields: []string{"rules[0].maxQueueingTimeMs"}},
+		{name: "metricType 0 with every QPS field", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5, "controlBehavior": 1, "burstCount": 2, "maxQueueingTimeMs": 500}`, wantFields: []string{"rules[0].durationInSec", "rules[0].controlBehavior", "rules[0].burstCount", "rules[0].maxQueueingTimeMs"}},
 		{name: "no metricType", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4}`, wantMetric: "concurrency"},
 		{name: "no metricType and Sentinel's zeros", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
 		{name: "metricType 1", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantMetric: "qps", wantMs: 5000},
 		{name: "metricType 1 without durationInSec", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4}`, wantMetric: "qps", wantMs: 1000},
 		{name: "paramIndex 0 beside a paramKey", rule: `{"resource": "r", "metricType": 1, "paramIndex": 0, "paramKey": "ip", "threshold": 4}`, wantMetric: "qps", wantMs: 1000},
-		{name: "no metricType with durationInSec", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 2}`, wantField: "rules[0].metricType"},
-		{name: "no metricType with controlBehavior", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantField: "rules[0].metricType"},
-		{name: "no metricType with burstCount", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "burstCount": 3}`, wantField: "rules[0].metricType"},
-		{name: "a paramIndex beside a paramKey", rule: `{"resource": "r", "metricType": 1, "paramIndex": 2, "paramKey": "ip", "threshold": 4}`, wantField: "rules[0].paramIndex"},
+		{name: "no metricType with durationInSec", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 2}`, wantFields: []string{"rules[0].metricType"}},
+		{name: "no metricType with controlBehavior", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantFields: []string{"rules[0].metricType"}},
+		{name: "no metricType with burstCount", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "burstCount": 3}`, wantFields: []string{"rules[0].metricType"}},
+		{name: "a paramIndex beside a paramKey", rule: `{"resource": "r", "metricType": 1, "paramIndex": 2, "paramKey": "ip", "threshold": 4}`, wantFields: []string{"rules[0].paramIndex"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", "["+tt.rule+"]", nil)
-			if tt.wantField != "" {
-				e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantField)
-				if len(e.Details) != 1 {
-					t.Errorf("details = %+v, want one", e.Details)
+			if tt.wantFields != nil {
+				e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantFields...)
+				if len(e.Details) != len(tt.wantFields) {
+					t.Errorf("details = %+v, want %d", e.Details, len(tt.wantFields))
 				}
 				return
 			}

@@ -196,9 +196,10 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // counts from the end of the call's arguments, which no named parameter
 // can follow; and sentinel-golang refuses a paramIndex > 0 beside a
 // paramKey); durationInSec becomes statIntervalMs; fields Sentinel
-// ignores for the rule's behaviour are dropped. A missing metricType is
-// sentinel-golang's 0, Concurrency, unless the rule sets a field only QPS
-// reads: such a rule is refused, as its intent is unclear.
+// ignores for the rule's behaviour are dropped, but for one: a rule of
+// metricType 0, Concurrency, that sets a field only QPS reads is refused,
+// naming the field, and so is one without a metricType (sentinel-golang's
+// 0), naming metricType, as its intent is unclear.
 func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 	return convertSentinel(items, KindHotspot, func(o *strictjson.Object, r *Rule) {
 		var sr struct {
@@ -231,17 +232,22 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 		}
 		switch sr.metric {
 		case 0:
-			h.Metric = engine.MetricConcurrency // sentinel-golang ignores the rest
-			if o.Has("metricType") {
-				break
-			}
+			h.Metric = engine.MetricConcurrency
+			// sentinel-golang ignores the QPS fields of a Concurrency
+			// rule: one that sets them was meant otherwise, and dropping
+			// them would change its meaning unseen.
+		qpsFields:
 			for _, f := range []struct {
 				name  string
 				value int64
 			}{{"durationInSec", sr.secs}, {"controlBehavior", sr.behavior}, {"burstCount", sr.burst}, {"maxQueueingTimeMs", sr.queueing}} {
-				if f.value != 0 {
+				switch {
+				case f.value == 0:
+				case !o.Has("metricType"):
 					o.Fail("metricType", fmt.Sprintf("is missing, which sentinel-golang reads as 0 (Concurrency), but %s is set, which only 1 (QPS) reads: set metricType to 0 or 1", f.name))
-					break
+					break qpsFields
+				default:
+					o.Fail(f.name, "is set, which only metricType 1 (QPS) reads; sentinel-golang ignores it for metricType 0 (Concurrency): leave it out or set metricType to 1")
 				}
 			}
 		case 1:
