@@ -212,7 +212,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1053,7 +1053,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1134,7 +1134,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1287,7 +1287,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1392,7 +1392,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1573,7 +1573,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "the body is not JSON or YAML, or a bad query parameter",
+                        "description": "the body is not JSON or YAML, or bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1784,7 +1784,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "not JSON, or a bad query parameter",
+                        "description": "not JSON, or bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1887,7 +1887,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter (app, wait), named in details",
+                        "description": "bad query parameters (app, wait), every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
