@@ -625,7 +625,7 @@ const docTemplate = `{
         "/api/v1/health": {
             "get": {
                 "security": [],
-                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, or a SQLite file removed or replaced while the server runs).",
+                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, a SQLite file removed or replaced while the server runs, or one the server may no longer write, such as a file made immutable, even though the connection that opened it before still takes transactions into the WAL).",
                 "produces": [
                     "application/json"
                 ],
