@@ -18,7 +18,7 @@ const docTemplate = `{
         "/api/v1/auth/login": {
             "post": {
                 "security": [],
-                "description": "Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.",
+                "description": "Public. The username matches in any case (ed is ED). Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username (in any case) or from an address are answered 429 with Retry-After for a while, even for the right password.",
                 "consumes": [
                     "application/json"
                 ],
@@ -2794,7 +2794,7 @@ const docTemplate = `{
                         }
                     },
                     "409": {
-                        "description": "the username is taken",
+                        "description": "the username is taken, in this case or another: usernames are case-insensitive",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

@@ -163,6 +163,11 @@ func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 		return fmt.Errorf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice",
 			path, dbVersion, binaryVersion)
 	}
+	if dbVersion >= usersVersion && dbVersion < usernamesFoldVersion {
+		if err := checkUsernameClashes(ctx, b.sqlDB); err != nil {
+			return fmt.Errorf("cannot migrate %s: %w", path, err)
+		}
+	}
 	results, err := provider.Up(ctx)
 	if err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
