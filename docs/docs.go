@@ -18,7 +18,7 @@ const docTemplate = `{
         "/api/v1/auth/login": {
             "post": {
                 "security": [],
-                "description": "Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.",
+                "description": "Public. The username matches in any case (ed is ED). Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username (in any case) or from an address are answered 429 with Retry-After for a while, even for the right password.",
                 "consumes": [
                     "application/json"
                 ],
@@ -212,7 +212,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -625,7 +625,7 @@ const docTemplate = `{
         "/api/v1/health": {
             "get": {
                 "security": [],
-                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, or a SQLite file removed or replaced while the server runs).",
+                "description": "Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, a SQLite file removed or replaced while the server runs, or one the server may no longer write, such as a file made immutable, even though the connection that opened it before still takes transactions into the WAL).",
                 "produces": [
                     "application/json"
                 ],
@@ -1053,7 +1053,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1134,7 +1134,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1287,7 +1287,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1392,7 +1392,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter, named in details",
+                        "description": "bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1573,7 +1573,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "the body is not JSON or YAML, or a bad query parameter",
+                        "description": "the body is not JSON or YAML, or bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1790,7 +1790,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "not JSON, or a bad query parameter",
+                        "description": "not JSON, or bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1893,7 +1893,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "a bad query parameter (app, wait), named in details",
+                        "description": "bad query parameters (app, wait), every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2800,7 +2800,7 @@ const docTemplate = `{
                         }
                     },
                     "409": {
-                        "description": "the username is taken",
+                        "description": "the username is taken, in this case or another: usernames are case-insensitive",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

@@ -87,7 +87,7 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //
 //	@Summary		Log in to the console
 //	@ID				login
-//	@Description	Public. Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username or from an address are answered 429 with Retry-After for a while, even for the right password.
+//	@Description	Public. The username matches in any case (ed is ED). Sets the session cookie (HttpOnly, SameSite=Strict). Repeated failures for a username (in any case) or from an address are answered 429 with Retry-After for a while, even for the right password.
 //	@Tags			auth
 //	@Accept			json
 //	@Produce		json

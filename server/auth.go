@@ -319,6 +319,14 @@ func (a *auth) sessionPrincipal(ctx context.Context, cookie string) (*principal,
 	return &principal{user: &user, session: &sess, role: user.Role}, nil
 }
 
+// purgeSessions deletes the sessions that sessionPrincipal would refuse,
+// which it deletes only when they are presented again: the retention job
+// runs it, so that abandoned sessions do not pile up.
+func (a *auth) purgeSessions(ctx context.Context) error {
+	now := a.cfg.now()
+	return a.store.DeleteSessionsBefore(ctx, now, now.Add(-a.cfg.sessionIdle))
+}
+
 // newSession logs user in: it stores a session and sets its cookie.
 func (a *auth) newSession(c *fiber.Ctx, user store.User) (store.Session, error) {
 	secret := randomSecret(32)

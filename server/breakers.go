@@ -99,25 +99,23 @@ func (h *breakerHandler) list(c *fiber.Ctx) error {
 //	@Param			from		query		string	false	"start, inclusive: RFC 3339 or Unix milliseconds (default: 24 h before to)"
 //	@Param			to			query		string	false	"end, exclusive: RFC 3339 or Unix milliseconds (default: now)"
 //	@Success		200			{object}	BreakerTransitionList
-//	@Failure		400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/breakers/transitions [get]
 func (h *breakerHandler) transitions(c *fiber.Ctx) error {
+	var bad badParams
 	toMs, err := timeParam(c, "to", h.engine.Clock().NowMs()+1)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	fromMs, err := timeParam(c, "from", toMs-defaultBreakerRangeMs)
-	if err != nil {
+	bad.note(err)
+	resource, err := resourceParam(c)
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	if err := checkRange(fromMs, toMs); err != nil {
-		return err
-	}
-	resource, err := resourceParam(c)
-	if err != nil {
 		return err
 	}
 	rows, err := h.store.BreakerTransitions(c.UserContext(), resource, fromMs, toMs, maxBreakerTransitions+1)

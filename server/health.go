@@ -46,7 +46,7 @@ func bindHealth(api fiber.Router, st *store.Store, version string, logger *slog.
 //
 //	@Summary		Health of the server and its database
 //	@ID				getHealth
-//	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, or a SQLite file removed or replaced while the server runs).
+//	@Description	Public (no credentials). 503, with the same body, when the database does not answer or would not take a write (read-only, locked by another process, a SQLite file removed or replaced while the server runs, or one the server may no longer write, such as a file made immutable, even though the connection that opened it before still takes transactions into the WAL).
 //	@Tags			health
 //	@Produce		json
 //	@Success		200	{object}	HealthResponse

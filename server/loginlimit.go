@@ -1,6 +1,7 @@
 package server
 
 import (
+	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice/engine/window"
@@ -41,8 +42,11 @@ type loginKey struct {
 	limit int64
 }
 
+// loginKeys are the keys of a login for user from client. A username is
+// counted in lower case, as logins match it: else each spelling of it
+// (alice, Alice, ALICE…) would get guesses of its own.
 func loginKeys(user, client string) [2]loginKey {
-	return [2]loginKey{{"user:" + user, maxFailuresPerUser}, {"ip:" + client, maxFailuresPerClient}}
+	return [2]loginKey{{"user:" + strings.ToLower(user), maxFailuresPerUser}, {"ip:" + client, maxFailuresPerClient}}
 }
 
 // begin lets a login for user from client through, counted as pending
@@ -126,8 +130,9 @@ func (l *loginLimiter) fail(nowMs int64, user, client string) {
 func (l *loginLimiter) succeed(user, client string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.settle(loginKeys(user, client))
-	delete(l.keys, "user:"+user)
+	keys := loginKeys(user, client)
+	l.settle(keys)
+	delete(l.keys, keys[0].name)
 }
 
 // abandon settles a login whose password could not be checked (the

@@ -79,37 +79,36 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 //	@Param			by		query		string	false	"what to rank by"				Enums(block, pass, error, avgRt)	default(block)
 //	@Param			limit	query		int		false	"how many resources, 1 to 100"	default(10)							minimum(1)	maximum(100)
 //	@Success		200		{object}	TopList
-//	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		400		{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/top [get]
 func (h *metricsHandler) top(c *fiber.Ctx) error {
+	var bad badParams
 	toMs, err := timeParam(c, "to", h.metrics.NowMs())
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultTopRangeMs))
-	if err != nil {
-		return err
-	}
-	if err := checkRange(fromMs, toMs); err != nil {
-		return err
-	}
+	bad.note(err)
 	by := store.TopBy(c.Query("by", string(store.TopByBlock)))
 	switch by {
 	case store.TopByBlock, store.TopByPass, store.TopByError, store.TopByAvgRt:
 	default:
-		return BadRequest("by must be one of block, pass, error, avgRt", FieldError{"by", "must be one of block, pass, error, avgRt"})
+		bad.add("by", "must be one of block, pass, error, avgRt")
 	}
 	limit := defaultTopLimit
 	if v := c.Query("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxTopLimit {
-			msg := fmt.Sprintf("must be a whole number from 1 to %d", maxTopLimit)
-			return BadRequest("limit "+msg, FieldError{"limit", msg})
+			bad.add("limit", fmt.Sprintf("must be a whole number from 1 to %d", maxTopLimit))
 		}
 		limit = n
+	}
+	if err := bad.err(); err != nil {
+		return err
+	}
+	if err := checkRange(fromMs, toMs); err != nil {
+		return err
 	}
 	rows, err := h.metrics.Top(c.UserContext(), fromMs, toMs, by, limit)
 	if err != nil {

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
@@ -23,23 +26,77 @@ const (
 	maxReasonLen    = 1024
 )
 
+// badParams gathers a request's bad query parameters, so that it is
+// answered one 400 naming every one of them rather than only the first: a
+// handler notes what each parameter reader returns, then returns err
+// before it uses any of the values.
+type badParams struct {
+	details []FieldError
+	first   error // the first error noted, answered as is when it is alone
+	other   error // an error that names no parameter, answered first
+}
+
+// note records err, what a parameter reader returned: nil, a 400 naming
+// parameters, or a metrics.ParamError.
+func (b *badParams) note(err error) {
+	if err == nil {
+		return
+	}
+	var details []FieldError
+	if apiErr, ok := errors.AsType[*Error](err); ok && apiErr.Status == http.StatusBadRequest && len(apiErr.Details) > 0 {
+		details = apiErr.Details
+	} else if param, ok := errors.AsType[*metrics.ParamError](err); ok {
+		details = []FieldError{{param.Param, param.Message}}
+	} else {
+		b.other = cmp.Or(b.other, err)
+		return
+	}
+	if b.first == nil {
+		b.first = err
+	}
+	b.details = append(b.details, details...)
+}
+
+// add records that parameter name is bad: msg says why.
+func (b *badParams) add(name, msg string) {
+	b.note(BadRequest(name+" "+msg, FieldError{name, msg}))
+}
+
+// err is nil when no parameter was bad, else the one 400 naming them all.
+func (b *badParams) err() error {
+	switch {
+	case b.other != nil:
+		return b.other
+	case len(b.details) <= 1:
+		return b.first
+	}
+	names := make([]string, len(b.details))
+	for i, d := range b.details {
+		names[i] = d.Field
+	}
+	return BadRequest(fmt.Sprintf("%d query parameters are bad (%s); see details", len(names), strings.Join(names, ", ")), b.details...)
+}
+
 // pageParams reads ?page=&pageSize=.
 func pageParams(c *fiber.Ctx) (store.Page, error) {
+	var bad badParams
 	page := store.Page{Number: 1, Size: defaultPageSize}
 	if v := c.Query("page"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return page, BadRequest("page must be a whole number >= 1", FieldError{"page", "must be a whole number >= 1"})
+			bad.add("page", "must be a whole number >= 1")
 		}
 		page.Number = n
 	}
 	if v := c.Query("pageSize"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxPageSize {
-			msg := fmt.Sprintf("must be a whole number from 1 to %d", maxPageSize)
-			return page, BadRequest("pageSize "+msg, FieldError{"pageSize", msg})
+			bad.add("pageSize", fmt.Sprintf("must be a whole number from 1 to %d", maxPageSize))
 		}
 		page.Size = n
+	}
+	if err := bad.err(); err != nil {
+		return page, err
 	}
 	// Past this the offset overflows, and no list is that long.
 	if page.Number > 1<<40/page.Size {

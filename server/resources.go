@@ -89,25 +89,24 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //	@Param			page		query		int		false	"page, from 1"													default(1)							minimum(1)
 //	@Param			pageSize	query		int		false	"resources per page, 1 to 500"									default(50)							minimum(1)	maximum(500)
 //	@Success		200			{object}	ResourceList
-//	@Failure		400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources [get]
 func (h *resourceHandler) list(c *fiber.Ctx) error {
+	var bad badParams
 	page, err := pageParams(c)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	order := metrics.Order(c.Query("sort", string(metrics.ByName)))
 	switch order {
 	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps:
 	default:
-		msg := "must be one of name, -blockQps, -passQps"
-		return BadRequest("sort "+msg, FieldError{"sort", msg})
+		bad.add("sort", "must be one of name, -blockQps, -passQps")
 	}
 	q, err := searchParam(c, "q")
-	if err != nil {
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	views, total, err := h.metrics.Resources(c.UserContext(), q, order, page)
@@ -137,7 +136,7 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //	@Param			step		query		string	false	"step"	Enums(1m, 5m, 15m, 1h, 1d)	default(1m)
 //	@Param			instance	query		string	false	"only what the instance of this id reported (GET /instances); absent: the sum over the server's own engine and every instance"
 //	@Success		200		{object}	MetricHistory
-//	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure		400		{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		404		{object}	ErrorResponse	"the resource was never seen, or no instance has that id"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
@@ -148,16 +147,14 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	if err != nil {
 		return BadRequest("name must be a URL-escaped resource name", FieldError{"name", "must be URL-escaped"})
 	}
+	var bad badParams
 	step, err := metrics.StepNamed(c.Query("step", "1m"))
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	toMs, err := timeParam(c, "to", h.metrics.NowMs())
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultHistorySteps*step.Ms))
-	if err != nil {
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	if err := checkRange(fromMs, toMs); err != nil {

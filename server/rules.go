@@ -141,34 +141,26 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@Param		page		query		int		false	"page, from 1"				default(1)	minimum(1)
 //	@Param		pageSize	query		int		false	"rules per page, 1 to 500"	default(50)	minimum(1)	maximum(500)
 //	@Success	200			{object}	RuleList
-//	@Failure	400			{object}	ErrorResponse	"a bad query parameter, named in details"
+//	@Failure	400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules [get]
 func (h *ruleHandler) list(c *fiber.Ctx) error {
+	var bad badParams
 	page, err := pageParams(c)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	enabled, err := boolParam(c, "enabled")
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	app, err := appParam(c)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	kind, err := kindParam(c)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	resource, err := resourceParam(c)
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	q, err := searchParam(c, "q")
-	if err != nil {
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	filter := store.RuleFilter{Kind: kind, Resource: resource, App: app, Enabled: enabled, Query: q}
@@ -456,7 +448,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Param			rules			body		ApplyRequest	true	"the wanted rules; each needs a name"
 //	@Param			X-Change-Reason	header		string			false	"why, kept in each changed rule's history"
 //	@Success		200				{object}	rules.ApplyPlan
-//	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or a bad query parameter"
+//	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or bad query parameters, every one named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
@@ -546,14 +538,16 @@ func quoteHint(err error, items []json.RawMessage) {
 }
 
 func applyParams(c *fiber.Ctx) (dryRun, prune bool, err error) {
-	for name, dst := range map[string]*bool{"dryRun": &dryRun, "prune": &prune} {
-		v, err := boolParam(c, name)
-		if err != nil {
-			return false, false, err
-		}
-		*dst = v != nil && *v
+	var bad badParams
+	for _, p := range []struct {
+		name string
+		dst  *bool
+	}{{"dryRun", &dryRun}, {"prune", &prune}} {
+		v, err := boolParam(c, p.name)
+		bad.note(err)
+		*p.dst = v != nil && *v
 	}
-	return dryRun, prune, nil
+	return dryRun, prune, bad.err()
 }
 
 func isYAML(contentType string) bool {
@@ -618,7 +612,7 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Param			app		query		string				false	"the app every imported rule names (the rule field app); a caller scoped to apps must give one of them"
 //	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
 //	@Success		200		{object}	rules.ApplyPlan
-//	@Failure		400		{object}	ErrorResponse	"not JSON, or a bad query parameter"
+//	@Failure		400		{object}	ErrorResponse	"not JSON, or bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB"
@@ -628,20 +622,19 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/import [post]
 func (h *ruleHandler) importRules(c *fiber.Ctx) error {
+	var bad badParams
 	if format := c.Query("format"); format != "sentinel" {
-		return BadRequest("format must be sentinel", FieldError{"format", "must be sentinel"})
+		bad.add("format", "must be sentinel")
 	}
 	kind := c.Query("kind", rules.KindFlow)
 	if !slices.Contains(rules.SentinelKinds, kind) {
-		msg := "must be one of " + strings.Join(rules.SentinelKinds, ", ")
-		return BadRequest("kind "+msg, FieldError{"kind", msg})
+		bad.add("kind", "must be one of "+strings.Join(rules.SentinelKinds, ", "))
 	}
 	dryRun, err := boolParam(c, "dryRun")
-	if err != nil {
-		return err
-	}
+	bad.note(err)
 	app, err := appParam(c)
-	if err != nil {
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	who, err := changeActor(c)

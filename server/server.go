@@ -221,6 +221,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.metrics = metrics.New(metrics.Options{
 		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
 		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
+		Purge: s.auth.purgeSessions,
 	})
 	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
 	s.closing = make(chan struct{})

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -134,6 +135,21 @@ func TestHealth(t *testing.T) {
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
 		},
+		{
+			// The server's connection opened the file for writing
+			// before, and a transaction goes to the WAL still, so a
+			// write probe that rolls back answers ok; but no checkpoint
+			// can reach the file, and a restart opens it read-only.
+			name: "the file made immutable",
+			spoil: func(t *testing.T, _ *testServer, path string) {
+				if servertest.OnPostgres() {
+					t.Skip("a SQLite file's attribute")
+				}
+				makeImmutable(t, path)
+			},
+			wantStatus: http.StatusServiceUnavailable,
+			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -162,6 +178,21 @@ func TestHealth(t *testing.T) {
 			}
 		})
 	}
+}
+
+// makeImmutable sets the immutable attribute of the SQLite file at path
+// (chattr +i, which needs root and a file system that has it: else the
+// test is skipped), until the test ends.
+func makeImmutable(t *testing.T, path string) {
+	t.Helper()
+	if out, err := exec.Command("chattr", "+i", path).CombinedOutput(); err != nil {
+		t.Skipf("chattr +i %s: %v %s", path, err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("chattr", "-i", path).CombinedOutput(); err != nil {
+			t.Errorf("chattr -i %s: %v %s", path, err, out)
+		}
+	})
 }
 
 // holdWriteLock takes the write lock of the SQLite file at path from a

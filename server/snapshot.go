@@ -52,25 +52,25 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //	@Success		200				{object}	RuleSnapshot
 //	@Success		304				"the revision named in If-None-Match is still the current one"
 //	@Header			200,304			{string}	ETag	"the revision, quoted"
-//	@Failure		400				{object}	ErrorResponse	"a bad query parameter (app, wait), named in details"
+//	@Failure		400				{object}	ErrorResponse	"bad query parameters (app, wait), every one named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"neither an instance token nor a viewer or above; or an instance token scoped to apps that app is not one of"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/snapshot [get]
 func (h *snapshotHandler) get(c *fiber.Ctx) error {
+	var bad badParams
 	app, err := appParam(c)
-	if err != nil {
+	bad.note(err)
+	wait, err := waitParam(c)
+	bad.note(err)
+	if err := bad.err(); err != nil {
 		return err
 	}
 	// Only an instance token's scope holds its reads: a scoped viewer or
 	// editor reads every rule through GET /rules anyway.
 	if p := principalOf(c); p.role == roleInstance && !p.mayUseApp(app) {
 		return outOfScope(p, "app", app)
-	}
-	wait, err := waitParam(c)
-	if err != nil {
-		return err
 	}
 	has := ifNoneMatch(c.Get(fiber.HeaderIfNoneMatch))
 	ctx := c.UserContext()

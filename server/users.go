@@ -120,7 +120,7 @@ func (h *userHandler) get(c *fiber.Ctx) error {
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
 //	@Failure	403		{object}	ErrorResponse	"admins only"
-//	@Failure	409		{object}	ErrorResponse	"the username is taken"
+//	@Failure	409		{object}	ErrorResponse	"the username is taken, in this case or another: usernames are case-insensitive"
 //	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
@@ -151,7 +151,7 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 	u := store.User{Username: req.Username, Role: req.Role, PasswordHash: string(hash), Apps: req.Apps}
 	if err := h.auth.store.CreateUser(c.UserContext(), &u); err != nil {
 		if errors.Is(err, store.ErrConflict) {
-			return fmt.Errorf("a user named %q exists already: %w", req.Username, err)
+			return fmt.Errorf("a user named %q exists already, in this case or another: %w", req.Username, err)
 		}
 		return err
 	}

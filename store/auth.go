@@ -97,7 +97,7 @@ func (s *Store) CountUsers(ctx context.Context) (int64, error) {
 }
 
 // CreateUser inserts u and sets its ID and times; ErrConflict if the
-// username is taken.
+// username is taken, in any case.
 func (s *Store) CreateUser(ctx context.Context, u *User) error {
 	u.ID = 0
 	return translate(s.db.WithContext(ctx).Create(u).Error)
@@ -110,10 +110,11 @@ func (s *Store) GetUser(ctx context.Context, id int64) (User, error) {
 	return u, translate(err)
 }
 
-// UserByName returns the user called username, or ErrNotFound.
+// UserByName returns the user called username in any case (ed is ED),
+// or ErrNotFound.
 func (s *Store) UserByName(ctx context.Context, username string) (User, error) {
 	var u User
-	err := s.db.WithContext(ctx).Where("username = ?", username).Take(&u).Error
+	err := s.db.WithContext(ctx).Where("lower(username) = lower(?)", username).Take(&u).Error
 	return u, translate(err)
 }
 

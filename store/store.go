@@ -163,6 +163,11 @@ func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 		return fmt.Errorf("the database schema of %s is at version %d, newer than this binary's %d: run a newer sluice",
 			path, dbVersion, binaryVersion)
 	}
+	if dbVersion >= usersVersion && dbVersion < usernamesFoldVersion {
+		if err := checkUsernameClashes(ctx, b.sqlDB); err != nil {
+			return fmt.Errorf("cannot migrate %s: %w", path, err)
+		}
+	}
 	results, err := provider.Up(ctx)
 	if err != nil {
 		return fmt.Errorf("apply migrations: %w", err)
@@ -181,8 +186,11 @@ func (s *Store) migrate(ctx context.Context, b *backend, path string) error {
 // database opened read-only (by its file's or directory's permissions, a
 // read-only mount, mode=ro or _query_only), on a closed store, and when
 // another process holds the write lock past the busy timeout, and with
-// ErrFileGone once a SQLite database's file is removed or replaced; a full
-// disk only shows on a write that commits.
+// ErrFileGone once a SQLite database's file is removed or replaced, and
+// once the process may no longer write to the file (fileWritable: made
+// immutable, say), which the connection that opened it for writing
+// before does not notice until a checkpoint; a full disk only shows on a
+// write that commits.
 func (s *Store) Ping(ctx context.Context) error {
 	if err := s.b.fileGone(); err != nil {
 		return err
@@ -196,7 +204,10 @@ func (s *Store) Ping(ctx context.Context) error {
 		return err
 	}
 	_, err = tx.ExecContext(ctx, s.b.writeProbe)
-	return errors.Join(err, tx.Rollback())
+	if err = errors.Join(err, tx.Rollback()); err != nil {
+		return err
+	}
+	return s.b.fileWritable()
 }
 
 // redacted is db with the password of a URL replaced by "xxxxx".

@@ -108,12 +108,12 @@ func resetPassword(ctx context.Context, args []string, stdout, stderr io.Writer)
 		return err
 	}
 	if generated {
-		_, err = fmt.Fprintf(stdout, "New password for %s (shown only this once; change it after logging in):\n%s\n", username, *password)
+		_, err = fmt.Fprintf(stdout, "New password for %s (shown only this once; change it after logging in):\n%s\n", user.Username, *password)
 	} else {
-		_, err = fmt.Fprintf(stdout, "The password of %s is set.\n", username)
+		_, err = fmt.Fprintf(stdout, "The password of %s is set.\n", user.Username)
 	}
 	if err == nil {
-		_, err = fmt.Fprintf(stdout, "Every session of %s has ended.\n", username)
+		_, err = fmt.Fprintf(stdout, "Every session of %s has ended.\n", user.Username)
 	}
 	return err
 }

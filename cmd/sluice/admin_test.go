@@ -64,7 +64,8 @@ func TestAdminResetPassword(t *testing.T) {
 		t.Fatalf("first login = %d, want 200 and a session", status)
 	}
 
-	stdout, stderr, code := runProcess(t, "admin", "reset-password", "admin", "--db", db, "--password", "a-new-password-42")
+	// The username matches in any case; the output names the user.
+	stdout, stderr, code := runProcess(t, "admin", "reset-password", "ADMIN", "--db", db, "--password", "a-new-password-42")
 	if code != 0 || stderr != "" {
 		t.Fatalf("reset-password: exit %d, stderr %q; want 0 and nothing", code, stderr)
 	}

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"cmp"
+	"context"
 	"log/slog"
 	"sync"
 	"time"
@@ -30,6 +31,10 @@ type Options struct {
 	// Retention is how long Start's job keeps rows. Optional. Default:
 	// DefaultRetention.
 	Retention time.Duration
+	// Purge runs with every retention pass, for the rows of the store
+	// that expire by other rules than the metrics' (the console's
+	// sessions). Optional. Default: none.
+	Purge func(ctx context.Context) error
 }
 
 // Pipeline is the one consumer of the engine's CollectMinutes. It fans
@@ -43,6 +48,7 @@ type Pipeline struct {
 	logger *slog.Logger
 
 	flushInterval, retention time.Duration
+	purge                    func(ctx context.Context) error
 	jobs                     *jobs
 	registry                 *prometheus.Registry
 	backlog                  *Backlog
@@ -97,6 +103,7 @@ func New(opts Options) *Pipeline {
 		logger:        opts.Logger,
 		flushInterval: cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		retention:     cmp.Or(opts.Retention, DefaultRetention),
+		purge:         opts.Purge,
 		pending:       map[minuteKey]*store.MinuteDelta{},
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},

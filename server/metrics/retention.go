@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/sluicehq/sluice/store"
@@ -14,7 +15,8 @@ const pruneBatchRows = 1000
 // Prune deletes the rows older than retention, cut at a whole UTC hour so
 // that every step of the history agrees on what is left: up to an hour more
 // than retention is kept. The circuit breaker transitions go with them: a
-// timeline reaches as far back as the charts beside it.
+// timeline reaches as far back as the charts beside it. Options.Purge runs
+// after them, whether they failed or not.
 func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
 	cutMs := p.NowMs() - retention.Milliseconds()
 	cutMs -= ((cutMs % store.HourMs) + store.HourMs) % store.HourMs
@@ -25,6 +27,9 @@ func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
 	transitions, err := p.store.PruneBreakerTransitions(ctx, cutMs, pruneBatchRows)
 	if deleted += transitions; deleted > 0 {
 		p.logger.Info("metrics: retention deleted old rows", "rows", deleted, "before", time.UnixMilli(cutMs).UTC())
+	}
+	if p.purge != nil {
+		err = errors.Join(err, p.purge(ctx))
 	}
 	return err
 }
