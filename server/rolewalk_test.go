@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,6 +25,37 @@ var outsideAPIPolicy = map[string]string{
 	"GET /swagger/*":        "",
 }
 
+// scoped prefixes a role to name a caller of that role scoped to the one
+// app walkApp (API.md, "Per-app scopes").
+const scoped = "scoped "
+
+// walkApp is the app the walk's scoped callers hold.
+const walkApp = "walk"
+
+// scopeDenies are the routes a scoped caller is refused (403) as the walk
+// asks them, where its role alone is not: the walk's snapshot names no
+// app, and an instance token's scope holds its reads of the snapshot to
+// its apps.
+var scopeDenies = map[string]bool{
+	scoped + roleInstance + " GET /api/v1/rules/snapshot": true,
+}
+
+// newScopedToken makes an API token of role scoped to walkApp and returns
+// its secret.
+func (n *authNode) newScopedToken(t *testing.T, name, role string) string {
+	t.Helper()
+	status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/tokens",
+		fmt.Sprintf(`{"name":%q,"role":%q,"apps":[%q]}`, name, role, walkApp))
+	if status != http.StatusCreated {
+		t.Fatalf("create scoped token: %d %s", status, data)
+	}
+	var created NewAPIToken
+	if err := json.Unmarshal(data, &created); err != nil {
+		t.Fatal(err)
+	}
+	return created.Token
+}
+
 // ownAccountRoutes are about the caller's own login, which a token has
 // none of whatever its role: the walk asks them of the roles that log in
 // with a session of that role.
@@ -31,15 +63,19 @@ var ownAccountRoutes = map[string]bool{"POST /api/v1/auth/logout": true, "PATCH 
 
 // TestEveryRouteAnswersEachRoleItsOwn walks every registered route, HEAD
 // included and those outside /api/v1 too, as an instance, a viewer, an
-// editor and an admin: a route answers 403 exactly to the roles API.md
-// denies it (an instance token is denied everything but instanceRoutes),
-// never 401 or 403 to the others, and a public route answers a credential
-// as it answers none. A route without a policy fails it.
+// editor and an admin, and as an instance, a viewer and an editor scoped
+// to one app: a route answers 403 exactly to the roles API.md denies it
+// (an instance token is denied everything but instanceRoutes), never 401
+// or 403 to the others, and a public route answers a credential as it
+// answers none. A scope takes nothing from a role but what scopeDenies
+// names (its writes of other apps' rules are TestScopeHoldsEveryRuleWrite's
+// walk). A route without a policy fails it.
 func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 	n := startAuthNode(t)
 	tokens := map[string]string{roleAdmin: servertest.AdminToken}
 	for _, role := range []string{roleInstance, roleViewer, roleEditor} {
 		tokens[role], _ = n.newToken(t, "role-walk-"+role, role, "")
+		tokens[scoped+role] = n.newScopedToken(t, "role-walk-scoped-"+role, role)
 	}
 
 	seen := map[string]bool{}
@@ -63,8 +99,9 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 		path := strings.Replace(routeParam.ReplaceAllString(route.Path, "999999"), "*", "index.html", 1)
 		t.Run(key, func(t *testing.T) {
 			anonymous := rawRequest(t, n.Addr, route.Method, path, nil, "{}")
-			for _, role := range []string{roleInstance, roleViewer, roleEditor, roleAdmin} {
-				h := bearer(tokens[role])
+			for _, caller := range []string{roleInstance, roleViewer, roleEditor, roleAdmin, scoped + roleInstance, scoped + roleViewer, scoped + roleEditor} {
+				role := strings.TrimPrefix(caller, scoped)
+				h := bearer(tokens[caller])
 				if ownAccountRoutes[policyKey] && role != roleInstance {
 					_, name := n.newUser(t, role)
 					cookie, csrf := n.login(t, name, walkPassword)
@@ -74,18 +111,21 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 				if role == roleInstance {
 					allowed = instanceRoutes[policyKey]
 				}
+				if role != caller && scopeDenies[caller+" "+policyKey] {
+					allowed = false
+				}
 				status := rawRequest(t, n.Addr, route.Method, path, h, "{}")
 				switch {
 				case need == "":
 					if status != anonymous {
-						t.Errorf("as %s: %d, want %d as without credentials: the route is public", role, status, anonymous)
+						t.Errorf("as %s: %d, want %d as without credentials: the route is public", caller, status, anonymous)
 					}
 				case !allowed:
 					if status != http.StatusForbidden {
-						t.Errorf("as %s: %d, want 403: the route needs %s", role, status, need)
+						t.Errorf("as %s: %d, want 403: the route needs %s, or the caller's scope is denied it", caller, status, need)
 					}
 				case status == http.StatusForbidden || status == http.StatusUnauthorized:
-					t.Errorf("as %s: %d, want past authorisation: the route needs %s", role, status, need)
+					t.Errorf("as %s: %d, want past authorisation: the route needs %s", caller, status, need)
 				}
 			}
 		})
