@@ -10,8 +10,9 @@ import (
 )
 
 // TestScopedConsole sets scopes from the tokens and users pages and reads
-// them back in their lists, shows the API's refusal of a scoped admin next
-// to the apps field, and logs in as the scoped editor: its rule form offers
+// them back in their lists, shows the API's refusals of a scoped admin and
+// of a bad app's name next to the apps field (naming the app), clears a
+// user's scope, and logs in as the scoped editor: its rule form offers
 // only its apps, and creates a rule in one of them.
 func TestScopedConsole(t *testing.T) {
 	t.Parallel()
@@ -25,8 +26,11 @@ func TestScopedConsole(t *testing.T) {
 	tb.fill("#token-apps", "checkout")
 	tb.click("#token-create")
 	tb.waitText("#token-apps-error", "an admin cannot be scoped")
-	tb.fill("#token-name", "ci-checkout")
 	tb.fill("#token-role", "editor")
+	tb.fill("#token-apps", "checkout Bad!")
+	tb.click("#token-create")
+	tb.waitText("#token-apps-error", "Bad!: must match")
+	tb.fill("#token-name", "ci-checkout")
 	tb.fill("#token-apps", "checkout, payments")
 	tb.click("#token-create")
 	tb.waitText("#token-secret-box", "Token ci-checkout created")

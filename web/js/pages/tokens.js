@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { appsText, parseApps, timeEl } from '../format.js';
-import { badge, confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
+import { badge, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 /** roleHints says in one line what a token of each role may do. */
 const roleHints = {
@@ -128,12 +128,7 @@ export function render() {
       tellRole();
       load();
     } catch (err) {
-      // An app's error is named apps[i]: it goes next to the apps field.
-      const fieldOf = (d) => fields[d.field.replace(/\[\d+\]$/, '')];
-      for (const d of err.details ?? []) {
-        fieldOf(d)?.setError(d.message);
-      }
-      formErrors.show(err, (err.details ?? []).filter((d) => !fieldOf(d)));
+      showFieldErrors(formErrors, fields, err, scope);
     } finally {
       create.disabled = false;
     }

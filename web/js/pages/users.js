@@ -4,7 +4,7 @@
 import { ApiError, api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { appsText, parseApps, timeEl } from '../format.js';
-import { confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
+import { confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
 
@@ -110,23 +110,18 @@ export function render(ctx) {
     for (const f of Object.values(fields)) {
       f.setError('');
     }
+    const body = { username: username.input.value.trim(), role: role.input.value, password: password.input.value };
+    const scope = parseApps(apps.input.value);
+    if (scope) {
+      body.apps = scope;
+    }
     try {
-      const body = { username: username.input.value.trim(), role: role.input.value, password: password.input.value };
-      const scope = parseApps(apps.input.value);
-      if (scope) {
-        body.apps = scope;
-      }
       const { data } = await api('POST', '/users', { body });
       toast(`Added ${data.username} (${data.role}).`);
       form.reset();
       load();
     } catch (err) {
-      // An app's error is named apps[i]: it goes next to the apps field.
-      const fieldOf = (d) => fields[d.field.replace(/\[\d+\]$/, '')];
-      for (const d of err.details ?? []) {
-        fieldOf(d)?.setError(d.message);
-      }
-      formErrors.show(err, (err.details ?? []).filter((d) => !fieldOf(d)));
+      showFieldErrors(formErrors, fields, err, scope);
     }
   });
 
