@@ -13,7 +13,8 @@ import (
 // them back in their lists, shows the API's refusals of a scoped admin and
 // of a bad app's name next to the apps field (naming the app), clears a
 // user's scope, and logs in as the scoped editor: its rule form offers
-// only its apps, and creates a rule in one of them.
+// only its apps and creates a rule in one of them, and a rule of another
+// app opens read-only.
 func TestScopedConsole(t *testing.T) {
 	t.Parallel()
 	n := startNode(t, nodeConfig{})
@@ -86,6 +87,12 @@ func TestScopedConsole(t *testing.T) {
 	if r := n.rule(t, 1); r.Name != "payments-qps" || r.App != "payments" {
 		t.Fatalf("created rule = %s app %q, want payments-qps app payments", r.Name, r.App)
 	}
+
+	// A rule of another app reads, but its form says it cannot be saved.
+	n.createRule(t, `{"kind": "flow", "name": "orders-qps", "resource": "GET:/api/orders", "app": "orders", "threshold": 5}`)
+	carol.visit("/rules/2/edit", "Edit orders-qps")
+	carol.waitText("#rule-form .alert.error", "of app orders, outside your apps (checkout, payments)")
+	carol.waitFor("the save button disabled", `document.querySelector('#rule-save').disabled`)
 }
 
 // userApps answers the scope GET /users shows for username.

@@ -476,7 +476,12 @@ export function render(ctx) {
         h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null,
         [appBadge(data), expiryBadge(data)].filter(Boolean).map((b) => [' ', b]));
       heading.textContent = `Edit ${data.name}`;
-      save.disabled = !ctx.session.canWrite;
+      // A scoped editor reads every rule but writes only its apps' rules.
+      const outside = ctx.session.canWrite && scope?.length && !scope.includes(data.app);
+      if (outside) {
+        errors.text(`This rule is ${data.app ? `of app ${data.app}` : 'of no app'}, outside your apps (${scope.join(', ')}): you can read it but not change it.`);
+      }
+      save.disabled = !ctx.session.canWrite || outside;
       return true;
     } catch (err) {
       if (err.status === 404) {
