@@ -134,3 +134,18 @@ export function localInput(value, seconds) {
   }
   return new Date(d.getTime() - d.getTimezoneOffset() * 60e3).toISOString().slice(0, seconds ? 19 : 16);
 }
+
+/** appsText writes a scope (API.md, "Per-app scopes"): its apps, or all when there is none. */
+export function appsText(apps) {
+  return apps?.length ? apps.join(', ') : 'all';
+}
+
+/**
+ * parseApps reads the apps typed in a scope field, separated by commas or
+ * spaces: null when there are none (no scope), for the API to check the
+ * names themselves.
+ */
+export function parseApps(text) {
+  const apps = text.split(/[\s,]+/).filter(Boolean);
+  return apps.length ? apps : null;
+}

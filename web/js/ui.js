@@ -56,6 +56,28 @@ export function stateRow(colspan, kind, ...children) {
 }
 
 /**
+ * showFieldErrors puts each of the API's field errors next to its field
+ * of fields (by the API's name) and the rest in box. An app of a scope is
+ * named apps[i]: its error goes next to the apps field, naming the app
+ * of apps (the list sent) it is about unless it does, since the field
+ * holds them all.
+ */
+export function showFieldErrors(box, fields, err, apps) {
+  const rest = [];
+  for (const d of err.details ?? []) {
+    const item = /^apps\[(\d+)\]$/.exec(d.field);
+    const f = fields[item ? 'apps' : d.field];
+    if (f) {
+      const app = item ? apps?.[item[1]] : null;
+      f.setError(app && !d.message.includes(app) ? `${app}: ${d.message}` : d.message);
+    } else {
+      rest.push(d);
+    }
+  }
+  box.show(err, rest);
+}
+
+/**
  * errorBox is an alert region: show(err, extraDetails) writes the error's
  * message and the field errors not shown elsewhere; clear() empties it.
  */

@@ -244,6 +244,14 @@ export function render(ctx) {
   for (const k of schema.kinds) {
     specs[k.kind] = k.fields.map((f) => formSpec(f, k.fields));
   }
+  // A scoped caller writes only rules of its apps (API.md, "Per-app
+  // scopes"): app offers just those, and no rule without one.
+  const scope = ctx.session.me?.apps;
+  if (scope?.length) {
+    specs.envelope = specs.envelope.map((spec) => (spec.name === 'app'
+      ? { ...spec, type: 'select', options: scope.map((a) => [a, a]), initial: scope[0], hint: 'Only the instances of this app run the rule. Your access is held to these apps: you may write their rules only.' }
+      : spec));
+  }
   const kindInput = h('select', { name: 'kind', disabled: editing },
     schema.kinds.map((k) => option(k.kind, `${k.label}: ${k.help}`)));
   const kindField = field({ label: 'Kind', id: 'rule-kind', input: kindInput, hint: editing ? 'A rule\'s kind cannot change.' : null });
@@ -255,6 +263,9 @@ export function render(ctx) {
   for (const [group, list] of Object.entries(specs)) {
     const prefix = idPrefix[group] ?? `rule-${group}`;
     groups[group] = list.map((spec) => entry(spec, `${prefix}-${spec.name}`));
+  }
+  if (scope?.length) {
+    groups.envelope.find((f) => f.spec.name === 'app').input.required = true;
   }
   if (!editing && ctx.params.get('resource')) {
     groups.envelope.find((f) => f.spec.name === 'resource').input.value = ctx.params.get('resource');
@@ -465,7 +476,12 @@ export function render(ctx) {
         h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null,
         [appBadge(data), expiryBadge(data)].filter(Boolean).map((b) => [' ', b]));
       heading.textContent = `Edit ${data.name}`;
-      save.disabled = !ctx.session.canWrite;
+      // A scoped editor reads every rule but writes only its apps' rules.
+      const outside = ctx.session.canWrite && scope?.length && !scope.includes(data.app);
+      if (outside) {
+        errors.text(`This rule is ${data.app ? `of app ${data.app}` : 'of no app'}, outside your apps (${scope.join(', ')}): you can read it but not change it.`);
+      }
+      save.disabled = !ctx.session.canWrite || outside;
       return true;
     } catch (err) {
       if (err.status === 404) {

@@ -3,8 +3,8 @@
 
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
-import { timeEl } from '../format.js';
-import { badge, confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
+import { appsText, parseApps, timeEl } from '../format.js';
+import { badge, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 /** roleHints says in one line what a token of each role may do. */
 const roleHints = {
@@ -18,7 +18,7 @@ const roleHints = {
 export function render() {
   const errors = errorBox();
   const formErrors = errorBox();
-  const tbody = h('tbody', {}, stateRow(7, 'loading', 'Loading the tokens…'));
+  const tbody = h('tbody', {}, stateRow(8, 'loading', 'Loading the tokens…'));
   const secret = h('div', { class: 'alert ok', id: 'token-secret-box', role: 'status', hidden: true });
 
   const name = field({ label: 'Name', id: 'token-name', hint: 'Say who uses it, e.g. ci-deploy: up to 64 letters, digits, dots, underscores, @ or hyphens.', input: h('input', { type: 'text', maxlength: 64, autocomplete: 'off' }) });
@@ -33,7 +33,12 @@ export function render() {
   };
   role.input.addEventListener('change', tellRole);
   const expires = field({ label: 'Expires (your time; empty: never)', id: 'token-expires', input: h('input', { type: 'datetime-local' }) });
-  const fields = { name, role, expiresAt: expires };
+  const apps = field({
+    label: 'Apps (empty: all)', id: 'token-apps',
+    hint: 'Hold it to the rules of these apps, separated by commas or spaces, e.g. checkout, payments. Not for admins; fixed once created.',
+    input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }),
+  });
+  const fields = { name, role, expiresAt: expires, apps };
 
   async function revoke(t) {
     const confirmed = await confirmThen({
@@ -56,14 +61,15 @@ export function render() {
       replace(tbody, data.items.length ? data.items.map((t) => h('tr', { dataset: { token: t.name } },
         h('th', { scope: 'row' }, t.name),
         h('td', {}, badge(t.role, t.role === 'admin' ? 'warn' : 'info', roleHints[t.role])),
+        h('td', { class: t.apps ? null : 'muted' }, appsText(t.apps)),
         h('td', {}, t.createdBy),
         h('td', {}, timeEl(t.createdAt)),
         h('td', {}, t.expiresAt ? timeEl(t.expiresAt) : 'never'),
         h('td', {}, t.lastUsedAt ? timeEl(t.lastUsedAt) : 'never'),
         h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => revoke(t), 'aria-label': `Revoke ${t.name}` }, 'Revoke'))))
-        : stateRow(7, 'empty', 'No API tokens yet. CI pipelines need one: create it below.'));
+        : stateRow(8, 'empty', 'No API tokens yet. CI pipelines need one: create it below.'));
     } catch (err) {
-      replace(tbody, loadError(7, err, load));
+      replace(tbody, loadError(8, err, load));
     }
   }
 
@@ -71,7 +77,7 @@ export function render() {
   const form = h('form', { class: 'card', id: 'token-form', novalidate: true, 'aria-labelledby': 'token-form-title' },
     h('h2', { id: 'token-form-title' }, 'New token'),
     formErrors.el,
-    h('div', { class: 'toolbar' }, name.row, role.row, expires.row),
+    h('div', { class: 'toolbar' }, name.row, role.row, apps.row, expires.row),
     h('div', { class: 'actions' }, create));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -90,6 +96,10 @@ export function render() {
       return;
     }
     const body = { name: name.input.value.trim(), role: role.input.value };
+    const scope = parseApps(apps.input.value);
+    if (scope) {
+      body.apps = scope;
+    }
     if (expires.input.value) {
       body.expiresAt = new Date(expires.input.value).toISOString();
     }
@@ -118,10 +128,7 @@ export function render() {
       tellRole();
       load();
     } catch (err) {
-      for (const d of err.details ?? []) {
-        fields[d.field]?.setError(d.message);
-      }
-      formErrors.show(err, (err.details ?? []).filter((d) => !fields[d.field]));
+      showFieldErrors(formErrors, fields, err, scope);
     } finally {
       create.disabled = false;
     }
@@ -133,6 +140,6 @@ export function render() {
       + 'Services that embed the engine take a token of role instance, which can never change a rule.'),
     secret,
     errors.el,
-    table('API tokens', ['Name', 'Role', 'Created by', 'Created', 'Expires', 'Last used', ''], tbody),
+    table('API tokens', ['Name', 'Role', 'Apps', 'Created by', 'Created', 'Expires', 'Last used', ''], tbody),
     form);
 }

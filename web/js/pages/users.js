@@ -3,8 +3,8 @@
 
 import { ApiError, api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
-import { timeEl } from '../format.js';
-import { confirmThen, errorBox, field, loadError, page, stateRow, table, toast } from '../ui.js';
+import { appsText, parseApps, timeEl } from '../format.js';
+import { confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
 
@@ -27,7 +27,7 @@ function showUserError(errors, u, err) {
 export function render(ctx) {
   const errors = errorBox();
   const formErrors = errorBox();
-  const tbody = h('tbody', {}, stateRow(5, 'loading', 'Loading the users…'));
+  const tbody = h('tbody', {}, stateRow(6, 'loading', 'Loading the users…'));
 
   async function change(u, body, what) {
     errors.clear();
@@ -58,14 +58,22 @@ export function render(ctx) {
   function row(u) {
     const roleId = uid('user-role');
     const passId = uid('user-password');
+    const appsId = uid('user-apps');
     const role = roleSelect(u.role, roleId);
     const password = h('input', { type: 'password', id: passId, autocomplete: 'new-password', placeholder: 'new password' });
+    const apps = h('input', { type: 'text', id: appsId, autocomplete: 'off', spellcheck: 'false', value: u.apps?.join(', ') ?? '', placeholder: 'all' });
     const self = u.username === ctx.session.me?.name;
     return h('tr', { dataset: { user: u.username } },
       h('th', { scope: 'row' }, u.username, self ? ' (you)' : ''),
       h('td', {},
         h('label', { for: roleId, class: 'visually-hidden' }, `Role of ${u.username}`), role, ' ',
         h('button', { type: 'button', onclick: () => change(u, { role: role.value }, `role set to ${role.value}`) }, 'Set role')),
+      h('td', {},
+        h('label', { for: appsId, class: 'visually-hidden' }, `Apps of ${u.username} (empty: all)`), apps, ' ',
+        h('button', { type: 'button', onclick: () => {
+          const scope = parseApps(apps.value);
+          change(u, { apps: scope }, `apps set to ${appsText(scope)}`);
+        } }, 'Set apps')),
       h('td', {},
         h('label', { for: passId, class: 'visually-hidden' }, `New password for ${u.username}`), password, ' ',
         h('button', { type: 'button', onclick: () => change(u, { password: password.value }, 'password changed; their sessions ended') }, 'Set password')),
@@ -78,18 +86,23 @@ export function render(ctx) {
       const { data } = await api('GET', '/users', { query: { pageSize: 500 } });
       replace(tbody, data.items.map(row));
     } catch (err) {
-      replace(tbody, loadError(5, err, load));
+      replace(tbody, loadError(6, err, load));
     }
   }
 
   const username = field({ label: 'Username', id: 'user-username', input: h('input', { type: 'text', autocomplete: 'off', maxlength: 64 }) });
   const role = field({ label: 'Role', id: 'user-new-role', input: roleSelect('editor') });
+  const apps = field({
+    label: 'Apps (empty: all)', id: 'user-new-apps',
+    hint: 'Hold them to the rules of these apps, separated by commas or spaces. Not for admins.',
+    input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }),
+  });
   const password = field({ label: 'Password', id: 'user-password', hint: '10 to 72 bytes.', input: h('input', { type: 'password', autocomplete: 'new-password' }) });
-  const fields = { username, role, password };
+  const fields = { username, role, apps, password };
   const form = h('form', { class: 'card', id: 'user-form', novalidate: true, 'aria-labelledby': 'user-form-title' },
     h('h2', { id: 'user-form-title' }, 'New user'),
     formErrors.el,
-    h('div', { class: 'toolbar' }, username.row, role.row, password.row),
+    h('div', { class: 'toolbar' }, username.row, role.row, apps.row, password.row),
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Add user')));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -97,16 +110,18 @@ export function render(ctx) {
     for (const f of Object.values(fields)) {
       f.setError('');
     }
+    const body = { username: username.input.value.trim(), role: role.input.value, password: password.input.value };
+    const scope = parseApps(apps.input.value);
+    if (scope) {
+      body.apps = scope;
+    }
     try {
-      const { data } = await api('POST', '/users', { body: { username: username.input.value.trim(), role: role.input.value, password: password.input.value } });
+      const { data } = await api('POST', '/users', { body });
       toast(`Added ${data.username} (${data.role}).`);
       form.reset();
       load();
     } catch (err) {
-      for (const d of err.details ?? []) {
-        fields[d.field]?.setError(d.message);
-      }
-      formErrors.show(err, (err.details ?? []).filter((d) => !fields[d.field]));
+      showFieldErrors(formErrors, fields, err, scope);
     }
   });
 
@@ -114,6 +129,6 @@ export function render(ctx) {
   return page('Users',
     h('p', {}, 'Who can log in to the console, and what they may do. The last admin can be neither demoted nor deleted.'),
     errors.el,
-    table('Users', ['User', 'Role', 'Password', 'Created', ''], tbody),
+    table('Users', ['User', 'Role', 'Apps', 'Password', 'Created', ''], tbody),
     form);
 }
