@@ -311,20 +311,10 @@ func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas
 // upsertInstanceCounts adds rows to the instance's own rows, as
 // upsertCounts adds to the summed ones.
 func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, rows []countRow) error {
-	least, greatest := least(tx), greatest(tx)
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` AS m (resource_id, start_ms,
 			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id, start_ms, instance_id) DO UPDATE SET
-			pass = m.pass + excluded.pass,
-			block = m.block + excluded.block,
-			shadow_block = m.shadow_block + excluded.shadow_block,
-			complete = m.complete + excluded.complete,
-			error = m.error + excluded.error,
-			rt_sum_ms = m.rt_sum_ms + excluded.rt_sum_ms,
-			rt_min_ms = coalesce(`+least+`(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
-			rt_max_ms = `+greatest+`(m.rt_max_ms, excluded.rt_max_ms),
-			max_concurrency = `+greatest+`(m.max_concurrency, excluded.max_concurrency)`))
+		ON CONFLICT (resource_id, start_ms, instance_id) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 	}

@@ -259,26 +259,31 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 	return ids, nil
 }
 
-// upsertCounts adds rows to table (one of metricTables) with one
-// prepared statement, row by row: cheaper here than many-row VALUES lists,
-// which SQLite compiles anew each time.
-func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
-	// SQLite's two-argument min is NULL if either is: coalesce keeps
-	// whichever side has a minimum.
+// addCounts is the SET list of an upsert, into a metric table aliased m,
+// that adds the excluded row's counts to the stored row's. SQLite's
+// two-argument min is NULL if either is: coalesce keeps whichever side has
+// a minimum.
+func addCounts(tx *gorm.DB) string {
 	least, greatest := least(tx), greatest(tx)
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
-			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id, start_ms) DO UPDATE SET
-			pass = m.pass + excluded.pass,
+	return `pass = m.pass + excluded.pass,
 			block = m.block + excluded.block,
 			shadow_block = m.shadow_block + excluded.shadow_block,
 			complete = m.complete + excluded.complete,
 			error = m.error + excluded.error,
 			rt_sum_ms = m.rt_sum_ms + excluded.rt_sum_ms,
-			rt_min_ms = coalesce(`+least+`(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
-			rt_max_ms = `+greatest+`(m.rt_max_ms, excluded.rt_max_ms),
-			max_concurrency = `+greatest+`(m.max_concurrency, excluded.max_concurrency)`))
+			rt_min_ms = coalesce(` + least + `(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
+			rt_max_ms = ` + greatest + `(m.rt_max_ms, excluded.rt_max_ms),
+			max_concurrency = ` + greatest + `(m.max_concurrency, excluded.max_concurrency)`
+}
+
+// upsertCounts adds rows to table (one of metricTables) with one
+// prepared statement, row by row: cheaper here than many-row VALUES lists,
+// which SQLite compiles anew each time.
+func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
+			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (resource_id, start_ms) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", table, err)
 	}
