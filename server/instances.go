@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -123,12 +122,8 @@ type instanceHandler struct {
 	logger   *slog.Logger
 	// refused counts the reports of new ids refused for a full registry.
 	refused prometheus.Counter
-
-	mu sync.Mutex // guards the fields below
-	// refusedWarnedMs is when a refusal was last logged, if
-	// refusedWarned: at most once a minute.
-	refusedWarnedMs int64
-	refusedWarned   bool
+	// refusedWarn gates the refusals' warning.
+	refusedWarn metrics.WarnGate
 }
 
 func newInstanceHandler(registry *instances.Registry, pipeline *metrics.Pipeline, logger *slog.Logger) *instanceHandler {
@@ -200,13 +195,9 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 // most once a minute.
 func (h *instanceHandler) refuse(id string, err error) {
 	h.refused.Inc()
-	nowMs := h.metrics.NowMs()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.refusedWarned && nowMs-h.refusedWarnedMs < time.Minute.Milliseconds() {
+	if !h.refusedWarn.Pass(h.metrics.NowMs()) {
 		return
 	}
-	h.refusedWarned, h.refusedWarnedMs = true, nowMs
 	h.logger.Warn("instances: a report of a new instance id was refused (raise --max-instances if the fleet is that large; sluice_instances_refused_total counts them all)",
 		"id", id, "err", err)
 }

@@ -69,13 +69,13 @@ type Pipeline struct {
 	collectedMs      int64
 	collectedCreated int64
 
+	// foldWarn gates the warning that a report's minutes were counted
+	// under engine.OverflowResource.
+	foldWarn WarnGate
+
 	liveMu sync.Mutex // guards the fields below
 	// instanceLive is the last live figures of each instance, by its id.
 	instanceLive map[string]*instanceLive
-	// foldWarnedMs is when a report's minutes were last said to be
-	// counted under engine.OverflowResource, if foldWarned.
-	foldWarnedMs int64
-	foldWarned   bool
 }
 
 type minuteKey struct {

@@ -42,13 +42,9 @@ func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, min
 // warnFolded warns, at most once a minute, that a report's minutes of new
 // names were counted under engine.OverflowResource.
 func (p *Pipeline) warnFolded(minutes []store.MinuteDelta, folded int) {
-	nowMs := p.NowMs()
-	p.liveMu.Lock()
-	defer p.liveMu.Unlock()
-	if p.foldWarned && nowMs-p.foldWarnedMs < overflowWarnEveryMs {
+	if !p.foldWarn.Pass(p.NowMs()) {
 		return
 	}
-	p.foldWarned, p.foldWarnedMs = true, nowMs
 	p.logger.Warn("resources: the database holds its maximum of resources; instances' minutes of new ones are counted under "+engine.OverflowResource+
 		" (raise --max-resources if these names are meant to be resources of their own)",
 		"minutes", folded, "maxResources", p.engine.MaxResources(), "example", minutes[len(minutes)-1].Resource)

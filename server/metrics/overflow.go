@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
@@ -15,6 +16,28 @@ const (
 	overflowWarnEveryMs = int64(time.Minute / time.Millisecond)
 )
 
+// WarnGate lets a warning through at most once a minute, on the caller's
+// clock, so that a condition met on every request logs a line a minute,
+// not one a request. The zero value lets the first through; safe for
+// concurrent use.
+type WarnGate struct {
+	mu     sync.Mutex
+	lastMs int64 // when one was last let through, if passed
+	passed bool
+}
+
+// Pass reports whether a warning at nowMs may be logged, and if it may,
+// counts it as logged.
+func (g *WarnGate) Pass(nowMs int64) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.passed && nowMs-g.lastMs < overflowWarnEveryMs {
+		return false
+	}
+	g.lastMs, g.passed = nowMs, true
+	return true
+}
+
 // overflowWatch warns, at most once a minute, that the engine is full and
 // counts calls on new resources under engine.OverflowResource.
 type overflowWatch struct {
@@ -24,8 +47,7 @@ type overflowWatch struct {
 
 	// Owned by the one goroutine that calls check.
 	warnedCalls int64 // the engine's overflow count at the last warning
-	warnedMs    int64 // when that was, on the pipeline's clock
-	warned      bool
+	gate        WarnGate
 }
 
 // check warns if calls overflowed since the last warning, unless that was
@@ -35,12 +57,11 @@ func (w *overflowWatch) check() {
 	if o.Calls == w.warnedCalls {
 		return
 	}
-	now := w.clock.NowMs()
-	if w.warned && now-w.warnedMs < overflowWarnEveryMs {
+	if !w.gate.Pass(w.clock.NowMs()) {
 		return
 	}
 	w.logger.Warn("resources: the engine tracks its maximum of resources; calls on new ones are counted under "+engine.OverflowResource+
 		" (raise --max-resources, or lower --resource-idle-ttl, if these names are meant to be resources of their own)",
 		"calls", o.Calls-w.warnedCalls, "maxResources", w.engine.MaxResources(), "example", o.RecentName)
-	w.warnedCalls, w.warnedMs, w.warned = o.Calls, now, true
+	w.warnedCalls = o.Calls
 }
