@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -44,29 +43,23 @@ type AuthorityRule struct {
 	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
+// AuthorityKind is the kind of authority rules (AuthorityRule).
+var AuthorityKind = kindOf(Kind{Name: KindAuthority, Label: "Authority", Title: "Authority rule",
+	Help: "allow or deny callers by their origin", Fields: AuthorityRuleFields},
+	nil, checkAuthority, func(set *ResourceRules, r AuthorityRule) { set.Authority = append(set.Authority, r) })
+
 // WithDefaults returns the rule with its mode set if unset.
 func (r AuthorityRule) WithDefaults() AuthorityRule {
-	if r.Mode == "" {
-		r.Mode = ModeEnforce
-	}
+	AuthorityKind.WithDefaults(&r)
 	return r
 }
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r AuthorityRule) Validate() []FieldError {
-	var errs fieldErrors
-	r = r.WithDefaults()
-	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
-	errs = append(errs, envelope.Validate()...)
-	strategy := AuthorityRuleFields.field("strategy")
-	switch r.Strategy {
-	case AuthorityAllow, AuthorityDeny:
-	case "":
-		errs.add("strategy", "is required: one of "+strings.Join(strategy.OptionValues(), ", "))
-	default:
-		errs.add("strategy", strategy.mustBeOneOf())
-	}
+func (r AuthorityRule) Validate() []FieldError { return AuthorityKind.Validate(&r) }
+
+// checkAuthority checks the origins one by one.
+func checkAuthority(r *AuthorityRule, errs *fieldErrors) {
 	switch {
 	case len(r.Origins) == 0:
 		errs.add("origins", "is required: at least one origin")
@@ -76,7 +69,6 @@ func (r AuthorityRule) Validate() []FieldError {
 	for i, origin := range r.Origins {
 		errs.check(fmt.Sprintf("origins[%d]", i), validateOrigin(origin))
 	}
-	return errs
 }
 
 // validateOrigin says why origin is not a valid origin name, or "".

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"math"
-	"strings"
-)
+import "math"
 
 // BreakerStrategy is what a circuit breaker counts as a failure.
 type BreakerStrategy string
@@ -54,67 +51,33 @@ type CircuitBreakerRule struct {
 	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
+// CircuitBreakerKind is the kind of circuit breaker rules
+// (CircuitBreakerRule).
+var CircuitBreakerKind = kindOf(Kind{Name: KindCircuitBreaker, Label: "Circuit breaker", Title: "Circuit breaker",
+	Help: "stop calls to a failing resource", Fields: BreakerRuleFields},
+	nil, checkBreaker, func(set *ResourceRules, r CircuitBreakerRule) { set.CircuitBreakers = append(set.CircuitBreakers, r) })
+
 // WithDefaults returns the rule with every unset optional field set to its
 // default.
 func (r CircuitBreakerRule) WithDefaults() CircuitBreakerRule {
-	if r.Mode == "" {
-		r.Mode = ModeEnforce
-	}
-	if r.MinRequestAmount == 0 {
-		r.MinRequestAmount = DefaultMinRequestAmount
-	}
-	if r.StatIntervalMs == 0 {
-		r.StatIntervalMs = DefaultBreakerStatIntervalMs
-	}
-	if r.ProbeNum == 0 {
-		r.ProbeNum = DefaultProbeNum
-	}
+	CircuitBreakerKind.WithDefaults(&r)
 	return r
 }
 
 // Validate checks the rule as WithDefaults would complete it and returns one
 // FieldError for every bad field, named as in JSON; nil when it is valid.
-func (r CircuitBreakerRule) Validate() []FieldError {
-	var errs fieldErrors
-	r = r.WithDefaults()
-	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
-	errs = append(errs, envelope.Validate()...)
+func (r CircuitBreakerRule) Validate() []FieldError { return CircuitBreakerKind.Validate(&r) }
 
-	fields := BreakerRuleFields
-	strategy := fields.field("strategy")
+// checkBreaker checks r's threshold, whose range is its strategy's.
+func checkBreaker(r *CircuitBreakerRule, errs *fieldErrors) {
 	ratio := r.Strategy == StrategySlowRequestRatio || r.Strategy == StrategyErrorRatio
 	switch {
-	case r.Strategy == "":
-		errs.add("strategy", "is required: one of "+strings.Join(strategy.OptionValues(), ", "))
-	case !ratio && r.Strategy != StrategyErrorCount:
-		errs.add("strategy", strategy.mustBeOneOf())
-	}
-	switch {
 	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
-		errs.add("threshold", "must be a finite number")
 	case ratio && (r.Threshold < 0 || r.Threshold > 1):
 		errs.add("threshold", "must be a ratio between 0 and 1 for strategy "+string(r.Strategy))
 	case r.Strategy == StrategyErrorCount && (r.Threshold < 1 || r.Threshold != math.Trunc(r.Threshold) || r.Threshold > maxBreakerCount):
 		errs.add("threshold", "must be a whole count >= 1 for strategy errorCount")
 	}
-	switch {
-	case r.Strategy == StrategySlowRequestRatio && r.MaxAllowedRtMs <= 0:
-		errs.add("maxAllowedRtMs", "is required with slowRequestRatio and must be > 0")
-	case r.Strategy != StrategySlowRequestRatio && r.MaxAllowedRtMs != 0:
-		errs.add("maxAllowedRtMs", fields.field("maxAllowedRtMs").appliesOnly())
-	}
-	if retry := fields.field("retryTimeoutMs"); retry.outside(float64(r.RetryTimeoutMs)) {
-		errs.add("retryTimeoutMs", "is required and "+retry.between())
-	}
-	for _, f := range []struct {
-		name  string
-		value int64
-	}{{"minRequestAmount", r.MinRequestAmount}, {"statIntervalMs", r.StatIntervalMs}, {"probeNum", r.ProbeNum}} {
-		if field := fields.field(f.name); field.outside(float64(f.value)) {
-			errs.add(f.name, field.between())
-		}
-	}
-	return errs
 }
 
 func (r CircuitBreakerRule) ruleName() string { return r.Name }

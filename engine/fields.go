@@ -35,7 +35,10 @@ type Field struct {
 	Label string `json:"label"`
 	// Help says in a sentence what the field does and takes.
 	Help string `json:"help,omitempty"`
-	// Required fields must be given; the others take Default.
+	// Required fields must be given, where they apply (AppliesWhen); the
+	// others take Default. A required number whose least value is above
+	// 0, or that applies only when another field holds a value, must not
+	// be 0.
 	Required bool `json:"required,omitempty"`
 	// Default is the value an unset field takes, if any.
 	Default any `json:"default,omitempty"`
@@ -160,7 +163,7 @@ var FlowRuleFields = Fields{
 			{string(StrategyDirect), "Direct: the whole threshold at once"},
 			{string(StrategyWarmUp), "Warm up: ramp up after an idle spell"},
 		}},
-	{Name: "warmUpPeriodSec", Type: FieldInteger, Label: "Warm-up period (s)", Example: 10,
+	{Name: "warmUpPeriodSec", Type: FieldInteger, Label: "Warm-up period (s)", Required: true, Example: 10,
 		Min: bound(1), Max: bound(MaxWarmUpPeriodSec), AppliesWhen: &Condition{"tokenCalculateStrategy", string(StrategyWarmUp)},
 		Help: "Required with warm-up; 1 to 86400."},
 	{Name: "warmUpColdFactor", Type: FieldInteger, Label: "Cold factor", Default: DefaultWarmUpColdFactor, Example: DefaultWarmUpColdFactor,
@@ -172,7 +175,7 @@ var FlowRuleFields = Fields{
 			{string(RelationCurrent), "This resource's own"},
 			{string(RelationAssociated), "Another resource's (associated)"},
 		}},
-	{Name: "refResource", Type: FieldString, Label: "Associated resource", Example: "GET:/api/stock",
+	{Name: "refResource", Type: FieldString, Label: "Associated resource", Required: true, Example: "GET:/api/stock", MaxLength: MaxResourceNameLen,
 		AppliesWhen: &Condition{"relationStrategy", string(RelationAssociated)},
 		Help:        "The resource whose traffic limits this one."},
 	{Name: "limitApp", Type: FieldString, Label: "Callers counted", Default: LimitAppDefault, Example: LimitAppDefault, MaxLength: MaxOriginLen,
@@ -211,7 +214,7 @@ var BreakerRuleFields = Fields{
 	{Name: "threshold", Type: FieldNumber, Label: "Threshold", Required: true, Example: 0.5,
 		Min: bound(0), Max: bound(maxBreakerCount),
 		Help: "A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it)."},
-	{Name: "maxAllowedRtMs", Type: FieldInteger, Label: "Slow above (ms)", Example: 200,
+	{Name: "maxAllowedRtMs", Type: FieldInteger, Label: "Slow above (ms)", Required: true, Example: 200,
 		Min: bound(1), AppliesWhen: &Condition{"strategy", string(StrategySlowRequestRatio)},
 		Help: "Calls slower than this count as slow. Required, > 0."},
 	{Name: "retryTimeoutMs", Type: FieldInteger, Label: "Open for (ms)", Required: true, Example: 5000,

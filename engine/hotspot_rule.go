@@ -54,90 +54,39 @@ type HotspotRule struct {
 	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
+// HotspotKind is the kind of hotspot rules (HotspotRule).
+var HotspotKind = kindOf(Kind{Name: KindHotspot, Label: "Hotspot", Title: "Hotspot rule",
+	Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: HotspotRuleFields},
+	nil, checkHotspot, func(set *ResourceRules, r HotspotRule) { set.Hotspot = append(set.Hotspot, r) })
+
 // WithDefaults returns the rule with every unset field that applies to it
 // set to its default.
 func (r HotspotRule) WithDefaults() HotspotRule {
-	if r.Mode == "" {
-		r.Mode = ModeEnforce
-	}
-	if r.Metric == "" {
-		r.Metric = MetricQPS
-	}
-	if r.Metric == MetricQPS && r.ControlBehavior == "" {
-		r.ControlBehavior = BehaviorReject
-	}
-	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
-		r.StatIntervalMs = DefaultStatIntervalMs
-	}
-	if r.ParamsMaxCapacity == 0 {
-		r.ParamsMaxCapacity = DefaultParamsMaxCapacity
-	}
+	HotspotKind.WithDefaults(&r)
 	return r
 }
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r HotspotRule) Validate() []FieldError {
-	var errs fieldErrors
-	r = r.WithDefaults()
-	envelope := FlowRule{Name: r.Name, Resource: r.Resource, Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
-	errs = append(errs, envelope.Validate()...)
-	fields := HotspotRuleFields
-	switch n := utf8.RuneCountInString(r.ParamKey); {
-	case n == 0:
-		errs.add("paramKey", "is required")
-	case n > MaxParamKeyLen:
-		errs.add("paramKey", fmt.Sprintf("must be at most %d characters", MaxParamKeyLen))
-	}
-	qps := r.Metric == MetricQPS
-	if r.Metric != MetricQPS && r.Metric != MetricConcurrency {
-		errs.add("metric", fields.field("metric").mustBeOneOf())
-	}
-	errs.check("threshold", thresholdProblem(fields.field("threshold"), r.Threshold, !qps))
-	interval := fields.field("statIntervalMs")
-	switch {
-	case !qps && r.StatIntervalMs != 0:
-		errs.add("statIntervalMs", interval.appliesOnly())
-	case qps && interval.outside(float64(r.StatIntervalMs)):
-		errs.add("statIntervalMs", interval.between())
-	}
-	behavior := fields.field("controlBehavior")
-	throttling := r.ControlBehavior == BehaviorThrottling
-	switch {
-	case !qps && r.ControlBehavior != "":
-		errs.add("controlBehavior", behavior.appliesOnly())
-	case qps && r.ControlBehavior != BehaviorReject && !throttling:
-		errs.add("controlBehavior", behavior.mustBeOneOf())
-	}
-	burst := fields.field("burstCount")
-	switch {
-	case (!qps || throttling) && r.BurstCount != 0:
-		errs.add("burstCount", "applies only to metric qps with controlBehavior reject")
-	case burst.outside(float64(r.BurstCount)):
-		errs.add("burstCount", "must be >= 0")
-	}
-	queueing := fields.field("maxQueueingTimeMs")
-	switch {
-	case !throttling && r.MaxQueueingTimeMs != 0:
-		errs.add("maxQueueingTimeMs", queueing.appliesOnly())
-	case queueing.outside(float64(r.MaxQueueingTimeMs)):
-		errs.add("maxQueueingTimeMs", queueing.between())
-	}
+func (r HotspotRule) Validate() []FieldError { return HotspotKind.Validate(&r) }
+
+// checkHotspot checks what the field table cannot say of r: a whole
+// threshold for concurrency, and the values of specificItems.
+func checkHotspot(r *HotspotRule, errs *fieldErrors) {
+	threshold := HotspotRuleFields.field("threshold")
+	concurrency := r.Metric == MetricConcurrency
+	errs.check("threshold", thresholdProblem(threshold, r.Threshold, concurrency))
 	if len(r.SpecificItems) > MaxSpecificItems {
 		errs.add("specificItems", fmt.Sprintf("must have at most %d entries", MaxSpecificItems))
 	}
-	for value, threshold := range r.SpecificItems {
+	for value, t := range r.SpecificItems {
 		if n := utf8.RuneCountInString(value); n == 0 || n > maxSpecificItemLen {
 			errs.add("specificItems", fmt.Sprintf("value %q must be 1-%d characters", value, maxSpecificItemLen))
 		}
-		if p := thresholdProblem(fields.field("threshold"), threshold, !qps); p != "" {
+		if p := thresholdProblem(threshold, t, concurrency); p != "" {
 			errs.add("specificItems", fmt.Sprintf("the threshold of %q %s", value, p))
 		}
 	}
-	if capacity := fields.field("paramsMaxCapacity"); capacity.outside(float64(r.ParamsMaxCapacity)) {
-		errs.add("paramsMaxCapacity", capacity.between())
-	}
-	return errs
 }
 
 // thresholdProblem says why v is not a valid threshold of field, whole

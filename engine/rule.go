@@ -161,163 +161,51 @@ type FlowRule struct {
 	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
+// FlowKind is the kind of flow rules (FlowRule).
+var FlowKind = kindOf(Kind{Name: KindFlow, Label: "Flow", Title: "Flow rule",
+	Help: "cap requests per second or calls in flight", Fields: FlowRuleFields},
+	flowDefaults, checkFlow, func(set *ResourceRules, r FlowRule) { set.Flow = append(set.Flow, r) })
+
 // WithDefaults returns the rule with every unset field that applies to it set
 // to its default. Fields that do not apply (statIntervalMs of a concurrency
 // rule, warmUpColdFactor without warm-up) stay zero.
 func (r FlowRule) WithDefaults() FlowRule {
-	if r.Mode == "" {
-		r.Mode = ModeEnforce
-	}
-	if r.Metric == "" {
-		r.Metric = MetricQPS
-	}
-	if r.ControlBehavior == "" {
-		r.ControlBehavior = BehaviorReject
-	}
-	if r.TokenCalculateStrategy == "" {
-		r.TokenCalculateStrategy = StrategyDirect
-	}
-	if r.RelationStrategy == "" {
-		r.RelationStrategy = RelationCurrent
-	}
-	if r.Scope == "" {
-		r.Scope = ScopeLocal
-	}
-	if r.Scope == ScopeCluster && r.ClusterFallback == "" {
-		r.ClusterFallback = FallbackLocal
-	}
-	if r.LimitApp == "" {
-		r.LimitApp = LimitAppDefault
-	}
-	if r.Metric == MetricQPS && r.StatIntervalMs == 0 {
-		r.StatIntervalMs = DefaultStatIntervalMs
-	}
-	if r.TokenCalculateStrategy == StrategyWarmUp && r.WarmUpColdFactor == 0 {
-		r.WarmUpColdFactor = DefaultWarmUpColdFactor
-	}
+	FlowKind.WithDefaults(&r)
 	return r
 }
 
 // Validate checks the rule as WithDefaults would complete it and returns one
 // FieldError for every bad field, named as in JSON; nil when the rule is
 // valid.
-func (r FlowRule) Validate() []FieldError {
-	var errs fieldErrors
-	r = r.WithDefaults()
-	if r.Name != "" && !RuleNamePattern.MatchString(r.Name) {
-		errs.add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit", maxRuleNameLen))
-	}
-	errs.check("resource", validateResourceName(r.Resource))
-	switch r.Mode {
-	case ModeEnforce, ModeShadow:
-	default:
-		errs.add("mode", "must be one of enforce, shadow")
-	}
-	if r.ExpiresAtMs < 0 {
-		errs.add("expiresAtMs", "must be >= 0 (0: never)")
-	}
+func (r FlowRule) Validate() []FieldError { return FlowKind.Validate(&r) }
 
-	fields := FlowRuleFields
-	qps := r.Metric == MetricQPS
-	switch r.Metric {
-	case MetricQPS, MetricConcurrency:
-	default:
-		errs.add("metric", fields.field("metric").mustBeOneOf())
+// flowDefaults keeps a concurrency rule's behaviours, which do not apply
+// to it, at their defaults, as Sentinel's rules always carry them.
+func flowDefaults(r *FlowRule) {
+	if r.ControlBehavior == "" {
+		r.ControlBehavior = BehaviorReject
 	}
-	threshold := fields.field("threshold")
-	switch {
-	case math.IsNaN(r.Threshold) || math.IsInf(r.Threshold, 0):
-		errs.add("threshold", "must be a finite number")
-	case r.Threshold < *threshold.Min:
-		errs.add("threshold", "must be >= "+formatBound(*threshold.Min))
-	case r.Threshold > *threshold.Max:
-		errs.add("threshold", "must be at most "+strings.Replace(fmt.Sprintf("%g", *threshold.Max), "e+", "e", 1))
-	case r.Metric == MetricConcurrency && r.Threshold != math.Trunc(r.Threshold):
+	if r.TokenCalculateStrategy == "" {
+		r.TokenCalculateStrategy = StrategyDirect
+	}
+}
+
+// checkFlow adds what the field table cannot say of r to errs.
+func checkFlow(r *FlowRule, errs *fieldErrors) {
+	if r.Metric == MetricConcurrency && r.Threshold != math.Trunc(r.Threshold) && !math.IsInf(r.Threshold, 0) {
 		errs.add("threshold", "must be a whole number for metric concurrency")
 	}
-	interval := fields.field("statIntervalMs")
-	switch {
-	case !qps && r.StatIntervalMs != 0:
-		errs.add("statIntervalMs", interval.appliesOnly())
-	case qps && interval.outside(float64(r.StatIntervalMs)):
-		errs.add("statIntervalMs", interval.between())
+	if r.RelationStrategy == RelationAssociated && r.RefResource != "" {
+		errs.check("refResource", validateResourceName(r.RefResource))
 	}
-
-	behavior := fields.field("controlBehavior")
-	throttling := r.ControlBehavior == BehaviorThrottling
-	switch {
-	case r.ControlBehavior != BehaviorReject && !throttling:
-		errs.add("controlBehavior", behavior.mustBeOneOf())
-	case throttling && !qps:
-		errs.add("controlBehavior", string(BehaviorThrottling)+" "+behavior.appliesOnly())
-	}
-	queueing := fields.field("maxQueueingTimeMs")
-	switch {
-	case !throttling && r.MaxQueueingTimeMs != 0:
-		errs.add("maxQueueingTimeMs", queueing.appliesOnly())
-	case queueing.outside(float64(r.MaxQueueingTimeMs)):
-		errs.add("maxQueueingTimeMs", queueing.between())
-	}
-
-	strategy := fields.field("tokenCalculateStrategy")
-	warmUp := r.TokenCalculateStrategy == StrategyWarmUp
-	switch {
-	case r.TokenCalculateStrategy != StrategyDirect && !warmUp:
-		errs.add("tokenCalculateStrategy", strategy.mustBeOneOf())
-	case warmUp && !qps:
-		errs.add("tokenCalculateStrategy", string(StrategyWarmUp)+" "+strategy.appliesOnly())
-	}
-	period := fields.field("warmUpPeriodSec")
-	switch {
-	case !warmUp && r.WarmUpPeriodSec != 0:
-		errs.add("warmUpPeriodSec", period.appliesOnly())
-	case warmUp && period.outside(float64(r.WarmUpPeriodSec)):
-		errs.add("warmUpPeriodSec", "is required with warmUp and "+period.between())
-	}
-	coldFactor := fields.field("warmUpColdFactor")
-	switch {
-	case !warmUp && r.WarmUpColdFactor != 0:
-		errs.add("warmUpColdFactor", coldFactor.appliesOnly())
-	case warmUp && coldFactor.outside(float64(r.WarmUpColdFactor)):
-		errs.add("warmUpColdFactor", "must be > "+formatBound(*coldFactor.Min-1))
-	}
-
-	ref := fields.field("refResource")
-	switch r.RelationStrategy {
-	case RelationCurrent:
-		if r.RefResource != "" {
-			errs.add("refResource", ref.appliesOnly())
-		}
-	case RelationAssociated:
-		if r.RefResource == "" {
-			errs.add("refResource", "is required with relationStrategy associated")
-		} else {
-			errs.check("refResource", validateResourceName(r.RefResource))
-		}
-	default:
-		errs.add("relationStrategy", fields.field("relationStrategy").mustBeOneOf())
-	}
-
 	if p := validateOrigin(r.LimitApp); p != "" {
 		errs.add("limitApp", p)
-	} else if r.LimitApp != LimitAppDefault && (r.RelationStrategy != RelationCurrent || warmUp) {
+	} else if r.LimitApp != LimitAppDefault && (r.RelationStrategy != RelationCurrent || r.TokenCalculateStrategy == StrategyWarmUp) {
 		errs.add("limitApp", "other than default applies only with relationStrategy current and tokenCalculateStrategy direct")
 	}
-
-	switch r.Scope {
-	case ScopeLocal:
-		if r.ClusterFallback != "" {
-			errs.add("clusterFallback", "applies only with scope cluster")
-		}
-		if r.ClusterFallbackThreshold != 0 {
-			errs.add("clusterFallbackThreshold", "applies only with scope cluster")
-		}
-	case ScopeCluster:
-		r.validateCluster(&errs)
-	default:
-		errs.add("scope", fields.field("scope").mustBeOneOf())
+	if r.Scope == ScopeCluster {
+		r.validateCluster(errs)
 	}
-	return errs
 }
 
 // validateCluster adds what is wrong with the cluster fields of r, a rule
@@ -334,11 +222,6 @@ func (r FlowRule) validateCluster(errs *fieldErrors) {
 		errs.add("scope", "cluster applies only to metric qps, controlBehavior reject, tokenCalculateStrategy direct, relationStrategy current and limitApp default")
 	} else if r.StatIntervalMs < MinClusterStatIntervalMs {
 		errs.add("statIntervalMs", fmt.Sprintf("must be at least %d with scope cluster", MinClusterStatIntervalMs))
-	}
-	switch r.ClusterFallback {
-	case FallbackLocal, FallbackPass, FallbackBlock:
-	default:
-		errs.add("clusterFallback", FlowRuleFields.field("clusterFallback").mustBeOneOf())
 	}
 	if t := r.ClusterFallbackThreshold; math.IsNaN(t) || t < 0 || t > MaxThreshold {
 		errs.add("clusterFallbackThreshold", fmt.Sprintf("must be between 0 and %g (0: threshold divided by the engines sharing the rule)", float64(MaxThreshold)))

@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"math"
-	"strings"
-)
+import "math"
 
 // ReasonSystem is a system rule: the process is past a system rule's
 // trigger, and the call is inbound (WithInbound).
@@ -68,18 +65,26 @@ type SystemRule struct {
 	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
 }
 
+// SystemKind is the kind of system rules (SystemRule), which have no
+// resource.
+var SystemKind = kindOf(Kind{Name: KindSystem, Label: "System", Title: "System rule",
+	Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: SystemRuleFields, NoResource: true},
+	systemDefaults, checkSystem, func(set *ResourceRules, r SystemRule) { set.System = append(set.System, r) })
+
 // WithDefaults returns the rule with its mode and strategy set if unset.
 func (r SystemRule) WithDefaults() SystemRule {
-	if r.Mode == "" {
-		r.Mode = ModeEnforce
-	}
+	SystemKind.WithDefaults(&r)
+	return r
+}
+
+// systemDefaults sets the strategy, whose default is its metric's.
+func systemDefaults(r *SystemRule) {
 	if r.Strategy == "" {
 		r.Strategy = SystemNoAdaptive
 		if r.MetricType.sampled() {
 			r.Strategy = SystemBBR
 		}
 	}
-	return r
 }
 
 // sampled reports whether m is a figure the engine samples from the
@@ -88,42 +93,21 @@ func (m SystemMetric) sampled() bool { return m == SystemLoad || m == SystemCPUU
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r SystemRule) Validate() []FieldError {
-	var errs fieldErrors
-	r = r.WithDefaults()
-	// The envelope's resource is a placeholder: a system rule has none.
-	envelope := FlowRule{Name: r.Name, Resource: "system", Mode: r.Mode, ExpiresAtMs: r.ExpiresAtMs}
-	errs = append(errs, envelope.Validate()...)
-	fields := SystemRuleFields
-	metric := fields.field("metricType")
-	switch r.MetricType {
-	case SystemLoad, SystemAvgRt, SystemConcurrency, SystemInboundQPS, SystemCPUUsage:
-	case "":
-		errs.add("metricType", "is required: one of "+strings.Join(metric.OptionValues(), ", "))
-	default:
-		errs.add("metricType", metric.mustBeOneOf())
-	}
-	trigger := fields.field("triggerCount")
+func (r SystemRule) Validate() []FieldError { return SystemKind.Validate(&r) }
+
+// checkSystem checks the trigger, whose range is its metric's, and the
+// strategy, which bbr limits to sampled metrics.
+func checkSystem(r *SystemRule, errs *fieldErrors) {
 	switch {
 	case math.IsNaN(r.TriggerCount) || math.IsInf(r.TriggerCount, 0):
-		errs.add("triggerCount", "must be a finite number")
 	case r.TriggerCount <= 0:
 		errs.add("triggerCount", "must be > 0")
 	case r.MetricType == SystemCPUUsage && r.TriggerCount > 1:
 		errs.add("triggerCount", "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota")
-	case r.TriggerCount > *trigger.Max:
-		errs.add("triggerCount", "must be at most "+formatBound(*trigger.Max))
 	}
-	switch r.Strategy {
-	case SystemNoAdaptive:
-	case SystemBBR:
-		if !r.MetricType.sampled() {
-			errs.add("strategy", "bbr applies only to metricType load and cpuUsage")
-		}
-	default:
-		errs.add("strategy", fields.field("strategy").mustBeOneOf())
+	if r.Strategy == SystemBBR && !r.MetricType.sampled() {
+		errs.add("strategy", "bbr applies only to metricType load and cpuUsage")
 	}
-	return errs
 }
 
 func (r SystemRule) ruleName() string { return r.Name }

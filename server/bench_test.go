@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
@@ -79,7 +78,7 @@ func seedRules(b *testing.B, path string, count int) {
 	err = st.InTx(b.Context(), func(tx *store.Tx) error {
 		for i := range count {
 			row := store.Rule{
-				Name: fmt.Sprintf("seeded-%d", i), Kind: rules.KindFlow, Resource: fmt.Sprintf("seeded-%d", i),
+				Name: fmt.Sprintf("seeded-%d", i), Kind: engine.KindFlow, Resource: fmt.Sprintf("seeded-%d", i),
 				Enabled: true, Mode: string(engine.ModeEnforce), Spec: `{"threshold":100}`,
 			}
 			if err := tx.CreateRule(&row); err != nil {

@@ -117,9 +117,9 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/fields [get]
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
-	kinds := make([]RuleKind, len(rules.Kinds))
-	for i, k := range rules.Kinds {
-		kinds[i] = RuleKind{Kind: k.Kind, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource}
+	kinds := make([]RuleKind, len(engine.Kinds))
+	for i, k := range engine.Kinds {
+		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource}
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
 		Envelope: rules.EnvelopeFields, Kinds: kinds,
@@ -626,7 +626,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if format := c.Query("format"); format != "sentinel" {
 		bad.add("format", "must be sentinel")
 	}
-	kind := c.Query("kind", rules.KindFlow)
+	kind := c.Query("kind", engine.KindFlow)
 	if !slices.Contains(rules.SentinelKinds, kind) {
 		bad.add("kind", "must be one of "+strings.Join(rules.SentinelKinds, ", "))
 	}
@@ -678,14 +678,10 @@ func (h *ruleHandler) answerRule(c *fiber.Ctx, status int, r *rules.Rule) error 
 // kindParam reads ?kind=, empty or a rule kind.
 func kindParam(c *fiber.Ctx) (string, error) {
 	kind := c.Query("kind")
-	names := make([]string, len(rules.Kinds))
-	for i, k := range rules.Kinds {
-		names[i] = k.Kind
-	}
-	if kind == "" || slices.Contains(names, kind) {
+	if _, known := engine.LookupKind(kind); kind == "" || known {
 		return kind, nil
 	}
-	msg := "must be one of " + strings.Join(names, ", ")
+	msg := "must be one of " + engine.KindNames()
 	return "", BadRequest("kind "+msg, FieldError{"kind", msg})
 }
 

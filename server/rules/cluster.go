@@ -15,9 +15,10 @@ func (s *Service) ClusterRule(name string) (engine.FlowRule, string, bool) {
 	r := s.rules[id]
 	expiresAtMs := r.expiresAtMs()
 	live := r.Enabled && (expiresAtMs == 0 || s.engine.Clock().NowMs() < expiresAtMs)
-	if r.Kind != KindFlow || !live {
+	if r.Kind != engine.KindFlow || !live {
 		return engine.FlowRule{}, "", false
 	}
-	f := r.engineFlow().WithDefaults()
+	_, spec := r.engineRule()
+	f := spec.(*engine.FlowRule).WithDefaults()
 	return f, r.App, f.Scope == engine.ScopeCluster
 }

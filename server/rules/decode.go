@@ -40,30 +40,28 @@ var readOnlyFields = []string{"version", "createdAt", "updatedAt", "expired"}
 // circuitBreaker"), to tell a field of another kind from an unknown one.
 var fieldKinds = func() map[string]string {
 	kinds := map[string]string{}
-	for _, kind := range Kinds {
+	for _, kind := range engine.Kinds {
 		for _, f := range kind.Fields {
 			if kinds[f.Name] != "" {
 				kinds[f.Name] += ", "
 			}
-			kinds[f.Name] += kind.Kind
+			kinds[f.Name] += kind.Name
 		}
 	}
 	return kinds
 }()
 
-// decodeFields reads the fields of table from o into spec, a pointer to
-// the kind's engine rule, whose struct fields carry the same JSON names.
-// With required, a required field that is absent is reported; a field
-// with options is not, as the engine's validation names its values then.
+// decodeFields reads the fields table, of kind k, from o into spec, a pointer to one
+// of k's engine rules. With required, a required field that is absent is
+// reported; a field with options, or one that applies only with another
+// field's value, is not, as the engine's validation says what it needs.
 // It returns the fields sent with their type's zero value (0 or "") that
 // the engine would take as unset (zeroMeansDefault): only the decoder can
 // tell them from fields left out.
-func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required bool) []engine.Field {
-	v := reflect.ValueOf(spec).Elem()
-	index := structFields(v.Type())
+func decodeFields(o *strictjson.Object, k *engine.Kind, table engine.Fields, spec any, required bool) []engine.Field {
 	var zeros []engine.Field
 	for _, f := range table {
-		dst := v.FieldByIndex(index[f.Name])
+		dst := k.Value(spec, f.Name)
 		// A bad value leaves the field as it was, like a typed decoder.
 		before := len(*o.Errs)
 		switch f.Type {
@@ -99,7 +97,7 @@ func decodeFields(o *strictjson.Object, table engine.Fields, spec any, required 
 	// before its threshold, as it always was. Without required (PATCH),
 	// an absent field keeps its value, but a null one is no value at all.
 	for _, f := range slices.Backward(table) {
-		if !f.Required || f.Options != nil {
+		if !f.Required || f.Options != nil || f.AppliesWhen != nil {
 			continue
 		}
 		if v, present := o.Value(f.Name); v == nil && (required || present) {
@@ -123,36 +121,21 @@ func zeroMeansDefault(f engine.Field) bool {
 	return false
 }
 
-// refuseZeros reports each of zeros, the fields of table that the rule
-// object o sent as 0 or "" (decodeFields), that applies to r: there the
-// engine would silently take the zero as unset. A field that does not
-// apply may carry a zero (API.md, "Strict decoding").
-func refuseZeros(o *strictjson.Object, r Rule, table engine.Fields, zeros []engine.Field) {
+// refuseZeros reports each of zeros, the fields of the rule's kind that
+// the rule object o sent as 0 or "" (decodeFields), that applies to r:
+// there the engine would silently take the zero as unset. A field that
+// does not apply may carry a zero (API.md, "Strict decoding").
+func refuseZeros(o *strictjson.Object, r Rule, zeros []engine.Field) {
 	if len(zeros) == 0 {
 		return
 	}
 	r.withDefaults() // a copy: to judge what applies as the rule will be
-	spec := reflect.ValueOf(r.spec()).Elem()
+	k, spec, _ := r.spec()
 	for _, f := range zeros {
-		if applies(table, spec, f) {
+		if k.Applies(spec, f) {
 			o.Fail(f.Name, zeroMessage(f))
 		}
 	}
-}
-
-// applies reports whether f applies to spec, an engine rule with its
-// defaults: whether the fields it depends on, each applying, hold the
-// values it needs.
-func applies(table engine.Fields, spec reflect.Value, f engine.Field) bool {
-	index := structFields(spec.Type())
-	for when := f.AppliesWhen; when != nil; {
-		if spec.FieldByIndex(index[when.Field]).String() != when.Value {
-			return false
-		}
-		on, _ := table.Lookup(when.Field)
-		when = on.AppliesWhen
-	}
-	return true
 }
 
 // zeroMessage says why a zero sent for f, a field of zeroMeansDefault, is
@@ -274,9 +257,9 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 			o.Fail("kind", fmt.Sprintf("is %s; a rule's kind cannot change", base.Kind))
 		}
 	case kind == "":
-		o.Fail("kind", "is required; one of "+knownKinds)
-	case !knownKind(kind):
-		o.Fail("kind", "must be one of "+knownKinds)
+		o.Fail("kind", "is required; one of "+engine.KindNames())
+	case func() bool { _, ok := engine.LookupKind(kind); return !ok }():
+		o.Fail("kind", "must be one of "+engine.KindNames())
 	default:
 		r.Kind = kind
 	}
@@ -312,11 +295,14 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 		}
 	}
 
-	if table, ok := kindFields(r.Kind); ok {
+	if k := r.kind(); k != nil {
+		_, spec, set := r.spec()
 		if keep {
-			withoutDefaults(table, r.spec())
+			withoutDefaults(k, spec)
 		}
-		refuseZeros(o, r, table, decodeFields(o, table, r.spec(), !keep))
+		zeros := decodeFields(o, k, k.Fields, spec, !keep)
+		set()
+		refuseZeros(o, r, zeros)
 	} else {
 		// Without a valid kind, its fields cannot be judged; the kind's
 		// error says what to fix.
@@ -358,7 +344,7 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))
 	}
-	if knownKind(r.Kind) {
+	if r.kind() != nil {
 		// A field the decoder refused (or an item of it) kept its zero
 		// value: the engine's verdict on that says nothing more.
 		named := map[string]bool{}

@@ -2,43 +2,9 @@ package rules
 
 import (
 	"regexp"
-	"strings"
 
 	"github.com/sluicehq/sluice/engine"
 )
-
-// Kind is a rule kind as clients list it, with the engine's field table
-// of its own fields.
-type Kind struct {
-	// Kind is the kind's name in rules ("flow").
-	Kind string
-	// Label names the kind for people; Title heads its fields in a form.
-	Label, Title string
-	// Help says in a few words what a rule of the kind does.
-	Help   string
-	Fields engine.Fields
-	// NoResource says that a rule of the kind is on no resource: it
-	// guards its whole process.
-	NoResource bool
-}
-
-// Kinds are the rule kinds, in the order clients offer them.
-var Kinds = []Kind{
-	{Kind: KindFlow, Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
-	{Kind: KindBreaker, Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
-	{Kind: KindHotspot, Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
-	{Kind: KindAuthority, Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
-	{Kind: KindSystem, Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: engine.SystemRuleFields, NoResource: true},
-}
-
-// knownKinds lists the kinds a rule may have, for error messages.
-var knownKinds = func() string {
-	names := make([]string, len(Kinds))
-	for i, k := range Kinds {
-		names[i] = k.Kind
-	}
-	return strings.Join(names, ", ")
-}()
 
 // EnvelopeFields are the fields every rule has besides its kind, in the
 // order clients list them; the engine checks the name, resource and mode,

@@ -20,7 +20,7 @@ import (
 // array's comma-separated.
 func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
 	tables := append(engine.Fields{}, EnvelopeFields...)
-	for _, k := range Kinds {
+	for _, k := range engine.Kinds {
 		tables = append(tables, k.Fields...)
 	}
 	enums := map[string][]string{}
@@ -74,7 +74,7 @@ func TestStoredSpecTakesNewFieldsDefaults(t *testing.T) {
 	s := openService(t)
 	var id int64
 	err := s.store.InTx(t.Context(), func(tx *store.Tx) error {
-		row := store.Rule{Name: "old", Kind: KindFlow, Resource: "x", Enabled: true, Mode: "enforce",
+		row := store.Rule{Name: "old", Kind: engine.KindFlow, Resource: "x", Enabled: true, Mode: "enforce",
 			Spec: `{"metric":"qps","threshold":5,"statIntervalMs":1000,"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current"}`}
 		err := tx.CreateRule(&row)
 		id = row.ID
@@ -98,22 +98,22 @@ func TestStoredSpecTakesNewFieldsDefaults(t *testing.T) {
 // with a default joins this list, or says why not.
 func TestZeroMeansDefaultFields(t *testing.T) {
 	want := map[string][]string{
-		KindFlow: {"metric", "statIntervalMs", "controlBehavior", "tokenCalculateStrategy", "warmUpColdFactor",
+		engine.KindFlow: {"metric", "statIntervalMs", "controlBehavior", "tokenCalculateStrategy", "warmUpColdFactor",
 			"relationStrategy", "limitApp", "scope", "clusterFallback"},
-		KindBreaker:   {"minRequestAmount", "statIntervalMs", "probeNum"},
-		KindHotspot:   {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
-		KindAuthority: nil,
-		KindSystem:    {"strategy"},
+		engine.KindCircuitBreaker:   {"minRequestAmount", "statIntervalMs", "probeNum"},
+		engine.KindHotspot:   {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
+		engine.KindAuthority: nil,
+		engine.KindSystem:    {"strategy"},
 	}
-	for _, k := range Kinds {
+	for _, k := range engine.Kinds {
 		var got []string
 		for _, f := range k.Fields {
 			if zeroMeansDefault(f) {
 				got = append(got, f.Name)
 			}
 		}
-		if !slices.Equal(got, want[k.Kind]) {
-			t.Errorf("%s: zeroMeansDefault holds for %v, want %v", k.Kind, got, want[k.Kind])
+		if !slices.Equal(got, want[k.Name]) {
+			t.Errorf("%s: zeroMeansDefault holds for %v, want %v", k.Name, got, want[k.Name])
 		}
 	}
 }

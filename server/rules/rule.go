@@ -10,15 +10,6 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// Rule kinds.
-const (
-	KindFlow      = "flow"
-	KindBreaker   = "circuitBreaker"
-	KindHotspot   = "hotspot"
-	KindAuthority = "authority"
-	KindSystem    = "system"
-)
-
 // Content is a rule as apply accepts it and export writes it: the
 // envelope every kind shares, then the fields of the rule's kind. Fields that
 // do not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
@@ -140,82 +131,74 @@ type Rule struct {
 	Enabled     bool
 	Mode        string
 	Description string
-	Flow        engine.FlowRule           // kind flow
-	Breaker     engine.CircuitBreakerRule // kind circuitBreaker
-	Hotspot     engine.HotspotRule        // kind hotspot
-	Authority   engine.AuthorityRule      // kind authority
-	System      engine.SystemRule         // kind system
-	Version     int64
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// Spec is the kind's engine rule, a value (an engine.FlowRule for
+	// kind flow), so that a copy of the Rule is a copy of it; nil until
+	// the kind is known.
+	Spec      any
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }
 
-// engineFlow is the flow rule the engine loads.
-func (r *Rule) engineFlow() engine.FlowRule {
-	f := r.Flow
-	f.Name, f.Resource, f.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
-	return f
+// kind is the rule's kind, nil for an unknown one.
+func (r *Rule) kind() *engine.Kind {
+	k, _ := engine.LookupKind(r.Kind)
+	return k
 }
 
-// engineBreaker is the circuit breaker rule the engine loads.
-func (r *Rule) engineBreaker() engine.CircuitBreakerRule {
-	b := r.Breaker
-	b.Name, b.Resource, b.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
-	return b
+// spec returns a pointer to a copy of the rule's engine rule (a new one if
+// it has none yet), for the kind's table to read and write; keep stores
+// it back. Rules are copied as values, and this keeps a copy's spec its own.
+func (r *Rule) spec() (k *engine.Kind, spec any, keep func()) {
+	k = r.kind()
+	p := reflect.New(reflect.TypeOf(k.New()).Elem())
+	if r.Spec != nil {
+		p.Elem().Set(reflect.ValueOf(r.Spec))
+	}
+	return k, p.Interface(), func() { r.Spec = p.Elem().Interface() }
 }
 
-// engineHotspot is the hotspot rule the engine loads.
-func (r *Rule) engineHotspot() engine.HotspotRule {
-	h := r.Hotspot
-	h.Name, h.Resource, h.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
-	return h
-}
-
-// engineAuthority is the authority rule the engine loads.
-func (r *Rule) engineAuthority() engine.AuthorityRule {
-	a := r.Authority
-	a.Name, a.Resource, a.Mode = r.Name, r.Resource, engine.Mode(r.Mode)
-	return a
-}
-
-// engineSystem is the system rule the engine loads.
-func (r *Rule) engineSystem() engine.SystemRule {
-	sys := r.System
-	sys.Name, sys.Mode = r.Name, engine.Mode(r.Mode)
-	return sys
+// engineRule is a pointer to the engine rule the engine loads: the spec
+// with the envelope's name, resource and mode.
+func (r *Rule) engineRule() (*engine.Kind, any) {
+	k, spec, _ := r.spec()
+	k.Value(spec, "name").SetString(r.Name)
+	k.Value(spec, "mode").SetString(r.Mode)
+	if !k.NoResource {
+		k.Value(spec, "resource").SetString(r.Resource)
+	}
+	return k, spec
 }
 
 // subject is what a name made up for the rule names: its resource, or a
 // system rule's metric ("system-cpuusage").
 func (r *Rule) subject() string {
-	if r.Kind == KindSystem {
-		return string(r.System.MetricType)
+	if k := r.kind(); k != nil && k.NoResource {
+		_, spec, _ := r.spec()
+		return k.Value(spec, "metricType").String()
 	}
 	return r.Resource
 }
 
-// expiresAt points at when the rule stops applying, in Unix milliseconds,
-// 0 for never: its kind's engine rule keeps it, so it is stored with the
-// spec.
-func (r *Rule) expiresAt() *int64 {
-	switch r.Kind {
-	case KindBreaker:
-		return &r.Breaker.ExpiresAtMs
-	case KindHotspot:
-		return &r.Hotspot.ExpiresAtMs
-	case KindAuthority:
-		return &r.Authority.ExpiresAtMs
-	case KindSystem:
-		return &r.System.ExpiresAtMs
+// expiresAtMs is when the rule stops applying, 0 for never: its kind's
+// engine rule keeps it, so it is stored with the spec.
+func (r *Rule) expiresAtMs() int64 {
+	if r.Spec == nil {
+		return 0
 	}
-	return &r.Flow.ExpiresAtMs
+	k, spec, _ := r.spec()
+	return k.Value(spec, "expiresAtMs").Int()
 }
 
-// expiresAtMs is when the rule stops applying, 0 for never.
-func (r *Rule) expiresAtMs() int64 { return *r.expiresAt() }
-
 // setExpiresAtMs sets expiresAtMs.
-func (r *Rule) setExpiresAtMs(ms int64) { *r.expiresAt() = ms }
+func (r *Rule) setExpiresAtMs(ms int64) {
+	if r.kind() == nil {
+		return // the kind's error says what to fix
+	}
+	k, spec, keep := r.spec()
+	k.Value(spec, "expiresAtMs").SetInt(ms)
+	keep()
+}
 
 // Expired reports whether the rule is past its expiresAt at nowMs (Unix
 // milliseconds), as the engine judges it.
@@ -224,85 +207,29 @@ func (r *Rule) Expired(nowMs int64) bool {
 	return ms != 0 && nowMs >= ms
 }
 
-// spec is the kind's engine rule, stored as the rule's spec.
-func (r *Rule) spec() any {
-	switch r.Kind {
-	case KindBreaker:
-		return &r.Breaker
-	case KindHotspot:
-		return &r.Hotspot
-	case KindAuthority:
-		return &r.Authority
-	case KindSystem:
-		return &r.System
-	}
-	return &r.Flow
-}
-
-// knownKind reports whether kind is one of Kinds.
-func knownKind(kind string) bool {
-	_, ok := kindFields(kind)
-	return ok
-}
-
-// kindFields is the field table of kind.
-func kindFields(kind string) (engine.Fields, bool) {
-	for _, k := range Kinds {
-		if k.Kind == kind {
-			return k.Fields, true
-		}
-	}
-	return nil, false
-}
-
 // withDefaults fills in the defaults of the kind's engine rule, whose
 // envelope fields stay empty (the rule's envelope has them).
 func (r *Rule) withDefaults() {
-	switch r.Kind {
-	case KindFlow:
-		r.Flow = r.Flow.WithDefaults()
-		r.Flow.Name, r.Flow.Resource, r.Flow.Mode = "", "", ""
-	case KindBreaker:
-		r.Breaker = r.Breaker.WithDefaults()
-		r.Breaker.Name, r.Breaker.Resource, r.Breaker.Mode = "", "", ""
-	case KindHotspot:
-		r.Hotspot = r.Hotspot.WithDefaults()
-		r.Hotspot.Name, r.Hotspot.Resource, r.Hotspot.Mode = "", "", ""
-	case KindAuthority:
-		r.Authority = r.Authority.WithDefaults()
-		r.Authority.Name, r.Authority.Resource, r.Authority.Mode = "", "", ""
-	case KindSystem:
-		r.System = r.System.WithDefaults()
-		r.System.Name, r.System.Mode = "", ""
-	}
+	k, spec, keep := r.spec()
+	k.WithDefaults(spec)
+	k.Value(spec, "mode").SetString("")
+	keep()
 }
 
 // validate is the engine's validation of the rule's kind.
 func (r *Rule) validate() []engine.FieldError {
-	switch r.Kind {
-	case KindFlow:
-		f := r.engineFlow()
-		if f.Name == "" {
-			// A rule created without a name is given one before it is
-			// stored; a cluster rule needs one, which it will have.
-			f.Name = "unnamed"
-		}
-		return f.Validate()
-	case KindBreaker:
-		return r.engineBreaker().Validate()
-	case KindHotspot:
-		return r.engineHotspot().Validate()
-	case KindAuthority:
-		return r.engineAuthority().Validate()
-	case KindSystem:
-		errs := r.engineSystem().Validate()
-		if r.Resource != "" {
-			errs = append(errs, engine.FieldError{Field: "resource",
-				Message: "must be absent: a system rule guards every inbound call of its process"})
-		}
-		return errs
+	k, spec := r.engineRule()
+	if r.Name == "" {
+		// A rule created without a name is given one before it is
+		// stored; a cluster rule needs one, which it will have.
+		k.Value(spec, "name").SetString("unnamed")
 	}
-	return nil
+	errs := k.Validate(spec)
+	if k.NoResource && r.Resource != "" {
+		errs = append(errs, engine.FieldError{Field: "resource",
+			Message: "must be absent: a system rule guards every inbound call of its process"})
+	}
+	return errs
 }
 
 func fromStore(row store.Rule) (Rule, error) {
@@ -311,12 +238,15 @@ func fromStore(row store.Rule) (Rule, error) {
 		Mode: row.Mode, Description: row.Description, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
-	if !knownKind(row.Kind) {
+	k := r.kind()
+	if k == nil {
 		return Rule{}, fmt.Errorf("rule %d: unknown kind %q", row.ID, row.Kind)
 	}
-	if err := json.Unmarshal([]byte(row.Spec), r.spec()); err != nil {
+	spec := k.New()
+	if err := json.Unmarshal([]byte(row.Spec), spec); err != nil {
 		return Rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
 	}
+	r.Spec = reflect.ValueOf(spec).Elem().Interface()
 	// A spec stored before one of its kind's fields existed holds that
 	// field's default.
 	r.withDefaults()
@@ -324,7 +254,7 @@ func fromStore(row store.Rule) (Rule, error) {
 }
 
 func (r *Rule) toStore() (store.Rule, error) {
-	spec, err := json.Marshal(r.spec())
+	spec, err := json.Marshal(r.Spec)
 	if err != nil {
 		return store.Rule{}, err
 	}
@@ -347,23 +277,22 @@ func (r *Rule) Content() Content {
 		at := time.UnixMilli(ms).UTC()
 		c.ExpiresAt = &at
 	}
-	if table, ok := kindFields(r.Kind); ok {
-		showFields(table, r.spec(), &c)
+	if k := r.kind(); k != nil {
+		_, spec, _ := r.spec()
+		showFields(k, spec, &c)
 	}
 	return c
 }
 
-// showFields sets the fields of c that table's fields of spec, a pointer to
-// an engine rule with its defaults, show: each one that applies to it, and
+// showFields sets the fields of c that k's fields of spec, a pointer to
+// an engine rule of k with its defaults, show: each one that applies to it, and
 // each with options (a behaviour) that holds a value even where it does
 // not. An object or array is shown empty rather than null.
-func showFields(table engine.Fields, spec any, c *Content) {
-	src := reflect.ValueOf(spec).Elem()
-	from := structFields(src.Type())
+func showFields(k *engine.Kind, spec any, c *Content) {
 	dst := reflect.ValueOf(c).Elem()
 	to := structFields(dst.Type())
-	value := func(name string) reflect.Value { return src.FieldByIndex(from[name]) }
-	for _, f := range table {
+	value := func(name string) reflect.Value { return k.Value(spec, name) }
+	for _, f := range k.Fields {
 		v := value(f.Name)
 		if when := f.AppliesWhen; when != nil && value(when.Field).String() != when.Value && (f.Options == nil || v.IsZero()) {
 			continue
@@ -381,15 +310,13 @@ func showFields(table engine.Fields, spec any, c *Content) {
 	}
 }
 
-// withoutDefaults clears the fields of table in spec, a pointer to an
+// withoutDefaults clears the fields of k in spec, a pointer to an
 // engine rule, that hold their default, so that a partial update can
 // switch the rule to a behaviour those defaults do not apply to (a qps
 // rule's statIntervalMs of 1000 to metric concurrency).
-func withoutDefaults(table engine.Fields, spec any) {
-	v := reflect.ValueOf(spec).Elem()
-	index := structFields(v.Type())
-	for _, f := range table {
-		field := v.FieldByIndex(index[f.Name])
+func withoutDefaults(k *engine.Kind, spec any) {
+	for _, f := range k.Fields {
+		field := k.Value(spec, f.Name)
 		if f.Default != nil && fmt.Sprint(field.Interface()) == fmt.Sprint(f.Default) {
 			field.SetZero()
 		}

@@ -54,36 +54,36 @@ func plainFields(table engine.Fields) engine.Fields {
 }
 
 // SentinelKinds are the kinds ImportSentinel converts.
-var SentinelKinds = []string{KindFlow, KindBreaker, KindHotspot, KindSystem}
+var SentinelKinds = []string{engine.KindFlow, engine.KindCircuitBreaker, engine.KindHotspot, engine.KindSystem}
+
+// sentinelImports convert the sentinel-golang rules of each of
+// SentinelKinds.
+var sentinelImports = map[string]func([]json.RawMessage) ([]Rule, error){
+	engine.KindFlow:           convertSentinelFlowRules,
+	engine.KindCircuitBreaker: convertSentinelBreakerRules,
+	engine.KindHotspot:        convertSentinelHotspotRules,
+	engine.KindSystem:         convertSentinelSystemRules,
+}
 
 // ImportSentinel turns the sentinel-golang rules of kind (one of
 // SentinelKinds) into rules that Apply takes, named in file order and
 // validated like a rule file.
 func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
-	switch kind {
-	case KindBreaker:
-		return convertSentinelBreakerRules(items)
-	case KindHotspot:
-		return convertSentinelHotspotRules(items)
-	case KindSystem:
-		return convertSentinelSystemRules(items)
-	}
-	return convertSentinelFlowRules(items)
+	return sentinelImports[kind](items)
 }
 
 // convertSentinelBreakerRules turns sentinel-golang circuit breaker rules
 // into Sluice rules, named in file order, validated like an apply body.
 // The bucket count is Sluice's own choice and is dropped.
 func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, KindBreaker, func(o *strictjson.Object, r *Rule) {
+	return convertSentinel(items, engine.CircuitBreakerKind, func(o *strictjson.Object, r *Rule, b *engine.CircuitBreakerRule) {
 		var id string
 		var strategy, ignored int64
-		b := &r.Breaker
 		o.Str("id", &id)
 		o.Integer("strategy", &strategy)
 		// Sentinel's zero values mean unset (API.md): the zeros sent
 		// take Sluice's defaults.
-		decodeFields(o, plainFields(engine.BreakerRuleFields), b, false)
+		decodeFields(o, engine.CircuitBreakerKind, plainFields(engine.BreakerRuleFields), b, false)
 		o.Integer("statSlidingWindowBucketCount", &ignored)
 		if value, ok := sentinelOption(engine.BreakerRuleFields, "strategy", strategy); ok {
 			b.Strategy = engine.BreakerStrategy(value)
@@ -97,27 +97,31 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 	})
 }
 
-// convertSentinel converts sentinel-golang rules of kind with fill, which
-// reads one rule object into a rule; names are made up in file order and
-// every rule is validated like an apply body.
-func convertSentinel(items []json.RawMessage, kind string, fill func(o *strictjson.Object, r *Rule)) ([]Rule, error) {
+// convertSentinel converts sentinel-golang rules of kind, whose engine
+// rules are Rs, with fill, which reads one rule object into a rule and its
+// spec; names are made up in file order and every rule is validated like
+// an apply body.
+func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill func(o *strictjson.Object, r *Rule, spec *R)) ([]Rule, error) {
 	named := map[string]bool{}
 	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
 		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
-			r := Rule{Kind: kind, Enabled: true, Mode: string(engine.ModeEnforce)}
+			r := Rule{Kind: kind.Name, Enabled: true, Mode: string(engine.ModeEnforce)}
+			var spec R
 			name := func() {
-				r.Name, _ = uniqueName(kind, r.subject(), func(name string) (bool, error) { return named[name], nil })
+				r.Name, _ = uniqueName(kind.Name, r.subject(), func(name string) (bool, error) { return named[name], nil })
 				named[r.Name] = true
 				o.Label = r.Name
 			}
-			if kind == KindSystem {
-				// Named after its metric, which fill reads.
-				fill(o, &r)
+			if kind.NoResource {
+				// Named after what fill reads.
+				fill(o, &r, &spec)
+				r.Spec = spec
 				name()
 			} else {
 				o.Str("resource", &r.Resource)
 				name()
-				fill(o, &r)
+				fill(o, &r, &spec)
+				r.Spec = spec
 			}
 			o.Rest(func(string) string { return "" })
 			return r
@@ -134,7 +138,7 @@ func importedDescription(id string) string {
 // convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
 // rules, named in file order, validated like an apply body.
 func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, KindFlow, func(o *strictjson.Object, r *Rule) {
+	return convertSentinel(items, engine.FlowKind, func(o *strictjson.Object, r *Rule, spec *engine.FlowRule) {
 		var sr struct {
 			id, refResource, adaptiveConfig, limitApp          string
 			strategy, behavior, relation                       int64
@@ -179,7 +183,7 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 		} else if f.RelationStrategy = engine.RelationStrategy(value); f.RelationStrategy == engine.RelationAssociated {
 			f.RefResource = sr.refResource
 		}
-		r.Flow = f
+		*spec = f
 		r.Description = importedDescription(sr.id)
 	})
 }
@@ -204,12 +208,11 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // sets a field only QPS reads: such a rule is refused, naming
 // metricType, as its intent is unclear.
 func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, KindHotspot, func(o *strictjson.Object, r *Rule) {
+	return convertSentinel(items, engine.HotspotKind, func(o *strictjson.Object, r *Rule, h *engine.HotspotRule) {
 		var sr struct {
 			id, paramKey                                   string
 			metric, behavior, index, queueing, burst, secs int64
 		}
-		h := &r.Hotspot
 		o.Str("id", &sr.id)
 		o.Integer("metricType", &sr.metric)
 		o.Integer("controlBehavior", &sr.behavior)
@@ -354,10 +357,9 @@ func sentinelValue(kind int64, text string) (string, string) {
 // on, which the file does not tell: such a rule is refused rather than
 // guessed. A CpuUsage trigger is a ratio in both.
 func convertSentinelSystemRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, KindSystem, func(o *strictjson.Object, r *Rule) {
+	return convertSentinel(items, engine.SystemKind, func(o *strictjson.Object, r *Rule, sys *engine.SystemRule) {
 		var id string
 		var metric, strategy int64
-		sys := &r.System
 		o.Str("id", &id)
 		o.Integer("metricType", &metric)
 		o.Number("triggerCount", &sys.TriggerCount)

@@ -343,15 +343,15 @@ func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64
 	// System rules are on no resource: systemSet has them.
 	changedIDs := slices.Sorted(maps.Keys(changed))
 	for _, id := range changedIDs {
-		if old, ok := s.rules[id]; ok && old.Kind != KindSystem {
+		if old, ok := s.rules[id]; ok && old.Kind != engine.KindSystem {
 			touch(old.Resource)
 		}
-		if r := changed[id]; r != nil && r.Kind != KindSystem {
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
 			touch(r.Resource)
 		}
 	}
 	for _, id := range changedIDs {
-		if r := changed[id]; r != nil && r.Kind != KindSystem {
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
 			ids[r.Resource] = append(ids[r.Resource], id)
 		}
 	}
@@ -438,7 +438,7 @@ func (s *Service) record(changed map[int64]*Rule) {
 		if r != nil {
 			s.rules[id] = *r
 			s.named[r.Name] = id
-			if r.Kind != KindSystem {
+			if r.Kind != engine.KindSystem {
 				s.onResource[r.Resource] = append(s.onResource[r.Resource], id)
 				touched[r.Resource] = true
 			}
@@ -468,18 +468,9 @@ func enabledRules(rules map[int64]Rule) engine.ResourceRules {
 
 // enforce adds r to the rules of its kind in set, unless it is disabled.
 func (r *Rule) enforce(set *engine.ResourceRules) {
-	switch {
-	case !r.Enabled:
-	case r.Kind == KindFlow:
-		set.Flow = append(set.Flow, r.engineFlow())
-	case r.Kind == KindBreaker:
-		set.CircuitBreakers = append(set.CircuitBreakers, r.engineBreaker())
-	case r.Kind == KindHotspot:
-		set.Hotspot = append(set.Hotspot, r.engineHotspot())
-	case r.Kind == KindAuthority:
-		set.Authority = append(set.Authority, r.engineAuthority())
-	case r.Kind == KindSystem:
-		set.System = append(set.System, r.engineSystem())
+	if r.Enabled {
+		k, spec := r.engineRule()
+		k.Add(set, spec)
 	}
 }
 
@@ -491,7 +482,7 @@ func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.Syste
 	touched := false
 	for id, r := range changed {
 		old, stored := s.rules[id]
-		touched = touched || (r != nil && r.Kind == KindSystem) || (stored && old.Kind == KindSystem)
+		touched = touched || (r != nil && r.Kind == engine.KindSystem) || (stored && old.Kind == engine.KindSystem)
 	}
 	if !touched {
 		return nil, false
@@ -499,13 +490,13 @@ func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.Syste
 	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
 		if _, ok := changed[id]; !ok {
-			if r := s.rules[id]; r.Kind == KindSystem && r.runsIn(app) {
+			if r := s.rules[id]; r.Kind == engine.KindSystem && r.runsIn(app) {
 				r.enforce(&set)
 			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(changed)) {
-		if r := changed[id]; r != nil && r.Kind == KindSystem && r.runsIn(app) {
+		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.runsIn(app) {
 			r.enforce(&set)
 		}
 	}

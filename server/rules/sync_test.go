@@ -50,7 +50,7 @@ func TestEngineRefusalRollsTheWriteBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := s.write(t.Context(), false, func(tx *Tx) error {
-		row := store.Rule{Name: "bad", Kind: KindFlow, Resource: "x", Enabled: true, Mode: "enforce", Spec: `{"threshold":-5}`}
+		row := store.Rule{Name: "bad", Kind: engine.KindFlow, Resource: "x", Enabled: true, Mode: "enforce", Spec: `{"threshold":-5}`}
 		if err := tx.CreateRule(&row); err != nil {
 			return err
 		}

@@ -210,7 +210,7 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		}
 		r = current
 		r.Name, r.App, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.App, old.Resource, old.Enabled, old.Mode, old.Description
-		r.Flow, r.Breaker, r.Hotspot, r.Authority = old.Flow, old.Breaker, old.Hotspot, old.Authority
+		r.Spec = old.Spec
 		var errs []engine.FieldError
 		validateRule(&r, "", "", &errs)
 		if len(errs) > 0 {

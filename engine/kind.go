@@ -1,0 +1,305 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Kind is one rule kind, described once: its name, its field table, and
+// only what no table row can say (its cross-field checks, the defaults
+// that depend on more than one field, where its rules go in a
+// ResourceRules). A field's type, range, options, default, whether it is
+// required and when it applies are checked from its row, for every kind
+// alike; the REST API's decoder, the rule files, the snapshot instances
+// load, the Swagger schema, the console's form and the rules reference
+// all read the same table.
+//
+// A kind's rules are the engine's rule structs (FlowRule and the others):
+// each row's Name is the JSON name of a struct field whose Go name is the
+// same with its first letter upper-cased (maxQueueingTimeMs is
+// MaxQueueingTimeMs), which the registry checks when the program starts.
+type Kind struct {
+	// Name is the kind's name in a rule's "kind" ("flow").
+	Name string
+	// Label names the kind for people; Title heads its fields in a form.
+	Label, Title string
+	// Help says in a few words what a rule of the kind does.
+	Help string
+	// Fields are the kind's own fields, besides the name, resource and
+	// mode every rule has, in the order people read them.
+	Fields Fields
+	// NoResource says that a rule of the kind is on no resource: it
+	// guards every inbound call of its process.
+	NoResource bool
+
+	typ      reflect.Type
+	index    map[string][]int
+	defaults func(rule reflect.Value)
+	check    func(rule reflect.Value, errs *fieldErrors)
+	add      func(set *ResourceRules, rule reflect.Value)
+}
+
+// kindOf builds a kind whose rules are of type R. defaults, if not nil,
+// completes what the table's defaults cannot (after them); check, if not
+// nil, adds the kind's cross-field checks (before the table's, which it
+// may count on only for the values of options); add appends a rule to the
+// set of its kind.
+func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), add func(*ResourceRules, R)) *Kind {
+	k.typ = reflect.TypeFor[R]()
+	k.index = map[string][]int{}
+	for _, name := range append([]string{"name", "resource", "mode", "expiresAtMs"}, fieldNames(k.Fields)...) {
+		if name == "resource" && k.NoResource {
+			continue
+		}
+		sf, ok := k.typ.FieldByName(strings.ToUpper(name[:1]) + name[1:])
+		if !ok {
+			panic(fmt.Sprintf("engine: kind %s has no struct field for %s", k.Name, name))
+		}
+		k.index[name] = sf.Index
+	}
+	if defaults != nil {
+		k.defaults = func(v reflect.Value) { defaults(v.Addr().Interface().(*R)) }
+	}
+	if check != nil {
+		k.check = func(v reflect.Value, errs *fieldErrors) { check(v.Addr().Interface().(*R), errs) }
+	}
+	k.add = func(set *ResourceRules, v reflect.Value) { add(set, v.Interface().(R)) }
+	return &k
+}
+
+func fieldNames(fs Fields) []string {
+	names := make([]string, len(fs))
+	for i, f := range fs {
+		names[i] = f.Name
+	}
+	return names
+}
+
+// Kinds are the rule kinds, in the order clients offer them.
+var Kinds = []*Kind{FlowKind, CircuitBreakerKind, HotspotKind, AuthorityKind, SystemKind}
+
+// LookupKind returns the kind called name.
+func LookupKind(name string) (*Kind, bool) {
+	for _, k := range Kinds {
+		if k.Name == name {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// KindNames lists the kinds' names, in order, for messages: "flow,
+// circuitBreaker, …".
+func KindNames() string { return strings.Join(kindNames(), ", ") }
+
+func kindNames() []string {
+	names := make([]string, len(Kinds))
+	for i, k := range Kinds {
+		names[i] = k.Name
+	}
+	return names
+}
+
+// New returns a pointer to a new, zero rule of the kind (a *FlowRule for
+// flow).
+func (k *Kind) New() any { return reflect.New(k.typ).Interface() }
+
+// rule is the struct rule points at, a pointer to one of k's rules.
+func (k *Kind) rule(rule any) reflect.Value {
+	v := reflect.ValueOf(rule)
+	if v.Kind() != reflect.Pointer || v.Elem().Type() != k.typ {
+		panic(fmt.Sprintf("engine: a %s rule is a *%s, not %T", k.Name, k.typ.Name(), rule))
+	}
+	return v.Elem()
+}
+
+// Value is the field called name of rule, a pointer to one of k's rules,
+// settable: one of the kind's fields, or name, resource, mode or
+// expiresAtMs.
+func (k *Kind) Value(rule any, name string) reflect.Value {
+	return k.value(k.rule(rule), name)
+}
+
+func (k *Kind) value(v reflect.Value, name string) reflect.Value {
+	index, ok := k.index[name]
+	if !ok {
+		panic("engine: kind " + k.Name + " has no field " + name)
+	}
+	return v.FieldByIndex(index)
+}
+
+// WithDefaults gives every unset field of rule, a pointer to one of k's
+// rules, that applies to it its default. Fields that do not apply
+// (statIntervalMs of a concurrency rule, warmUpColdFactor without warm-up)
+// stay unset.
+func (k *Kind) WithDefaults(rule any) { k.withDefaults(k.rule(rule)) }
+
+func (k *Kind) withDefaults(v reflect.Value) {
+	if mode := k.value(v, "mode"); mode.String() == "" {
+		mode.SetString(string(ModeEnforce))
+	}
+	for _, f := range k.Fields {
+		field := k.value(v, f.Name)
+		if f.Default == nil || !field.IsZero() || !k.applies(v, f) {
+			continue
+		}
+		switch field.Kind() {
+		case reflect.String, reflect.Int64, reflect.Float64:
+			field.Set(reflect.ValueOf(f.Default).Convert(field.Type()))
+		}
+	}
+	if k.defaults != nil {
+		k.defaults(v)
+	}
+}
+
+// Applies reports whether field f of k applies to rule, a pointer to one
+// of k's rules with its defaults: whether the fields it depends on, each
+// applying, hold the values it needs.
+func (k *Kind) Applies(rule any, f Field) bool { return k.applies(k.rule(rule), f) }
+
+func (k *Kind) applies(v reflect.Value, f Field) bool {
+	for when := f.AppliesWhen; when != nil; {
+		if k.value(v, when.Field).String() != when.Value {
+			return false
+		}
+		on := k.Fields.field(when.Field)
+		when = on.AppliesWhen
+	}
+	return true
+}
+
+// Validate checks rule, a pointer to one of k's rules, as WithDefaults
+// would complete it (rule itself is left as it is) and returns one
+// FieldError for every bad field, named as in JSON; nil when it is valid.
+func (k *Kind) Validate(rule any) []FieldError {
+	v := reflect.New(k.typ).Elem()
+	v.Set(k.rule(rule))
+	k.withDefaults(v)
+	var errs fieldErrors
+	if k.check != nil {
+		k.check(v, &errs)
+	}
+	k.checkEnvelope(v, &errs)
+	for _, f := range k.Fields {
+		k.checkField(v, f, &errs)
+	}
+	return errs.firstPerField()
+}
+
+// checkEnvelope checks the name, resource, mode and expiry every rule has.
+func (k *Kind) checkEnvelope(v reflect.Value, errs *fieldErrors) {
+	if name := k.value(v, "name").String(); name != "" && !RuleNamePattern.MatchString(name) {
+		errs.add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit", maxRuleNameLen))
+	}
+	if !k.NoResource {
+		errs.check("resource", validateResourceName(k.value(v, "resource").String()))
+	}
+	switch Mode(k.value(v, "mode").String()) {
+	case ModeEnforce, ModeShadow:
+	default:
+		errs.add("mode", "must be one of enforce, shadow")
+	}
+	if k.value(v, "expiresAtMs").Int() < 0 {
+		errs.add("expiresAtMs", "must be >= 0 (0: never)")
+	}
+}
+
+// checkField checks f's value in v against f's row: whether it applies,
+// is required, is one of its options, within its range and length.
+func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
+	field := k.value(v, f.Name)
+	if !k.applies(v, f) {
+		// A behaviour may hold its default where it does not apply, as
+		// Sentinel's dashboard writes them; anything else would be
+		// silently ignored. Where the field it depends on holds the value
+		// it needs but does not apply itself, that field's error says so.
+		if field.IsZero() || f.Options != nil && field.String() == fmt.Sprint(f.Default) ||
+			k.value(v, f.AppliesWhen.Field).String() == f.AppliesWhen.Value {
+			return
+		}
+		message := f.appliesOnly()
+		if f.Options != nil {
+			message = field.String() + " " + message
+		}
+		errs.add(f.Name, message)
+		return
+	}
+	missing := "is required"
+	if f.AppliesWhen != nil {
+		missing += " with " + f.AppliesWhen.Value
+	}
+	switch field.Kind() {
+	case reflect.String:
+		s := field.String()
+		switch {
+		case s == "" && f.Required && f.Options != nil:
+			errs.add(f.Name, missing+": one of "+strings.Join(f.OptionValues(), ", "))
+		case s == "" && f.Required:
+			errs.add(f.Name, missing)
+		case s == "":
+		case f.Options != nil && !slices.Contains(f.OptionValues(), s):
+			errs.add(f.Name, f.mustBeOneOf())
+		case f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength:
+			errs.add(f.Name, fmt.Sprintf("must be at most %d characters", f.MaxLength))
+		}
+	case reflect.Int64, reflect.Float64:
+		n := float64(0)
+		if field.Kind() == reflect.Int64 {
+			n = float64(field.Int())
+		} else {
+			n = field.Float()
+		}
+		switch {
+		case math.IsNaN(n) || math.IsInf(n, 0):
+			errs.add(f.Name, "must be a finite number")
+		case n == 0 && f.Required && (f.AppliesWhen != nil || f.Min != nil && *f.Min > 0):
+			errs.add(f.Name, missing)
+		case f.Min != nil && n < *f.Min && (f.Max == nil || f.Type == FieldNumber):
+			errs.add(f.Name, "must be >= "+formatBound(*f.Min))
+		case f.Max != nil && n > *f.Max && (f.Min == nil || f.Type == FieldNumber):
+			errs.add(f.Name, "must be at most "+formatBound(*f.Max))
+		case f.outside(n):
+			errs.add(f.Name, f.between())
+		}
+	case reflect.Slice, reflect.Map:
+		if field.Len() == 0 && f.Required {
+			errs.add(f.Name, missing)
+		}
+	}
+}
+
+// Add appends rule, a pointer to one of k's rules, to the rules of its
+// kind in set.
+func (k *Kind) Add(set *ResourceRules, rule any) { k.add(set, k.rule(rule)) }
+
+// Resource is the resource rule, a pointer to one of k's rules, is on; ""
+// for a kind without one.
+func (k *Kind) Resource(rule any) string {
+	if k.NoResource {
+		return ""
+	}
+	return k.Value(rule, "resource").String()
+}
+
+// firstPerField keeps the first error of each field: the kind's own
+// check, which runs first, says more of a field than its row's range
+// would, and two messages of one field would only repeat each other.
+func (e fieldErrors) firstPerField() []FieldError {
+	if len(e) == 0 {
+		return nil
+	}
+	seen := make(map[string]bool, len(e))
+	kept := e[:0:0]
+	for _, fe := range e {
+		if !seen[fe.Field] {
+			seen[fe.Field] = true
+			kept = append(kept, fe)
+		}
+	}
+	return kept
+}
