@@ -9,6 +9,15 @@ import (
 	"unicode/utf8"
 )
 
+// Rule kinds, as the REST API names them in a rule's "kind".
+const (
+	KindFlow           = "flow"
+	KindCircuitBreaker = "circuitBreaker"
+	KindHotspot        = "hotspot"
+	KindAuthority      = "authority"
+	KindSystem         = "system"
+)
+
 // Kind is one rule kind, described once: its name, its field table, and
 // only what no table row can say (its cross-field checks, the defaults
 // that depend on more than one field, where its rules go in a
@@ -214,11 +223,12 @@ func (k *Kind) checkEnvelope(v reflect.Value, errs *fieldErrors) {
 func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
 	field := k.value(v, f.Name)
 	if !k.applies(v, f) {
-		// A behaviour may hold its default where it does not apply, as
-		// Sentinel's dashboard writes them; anything else would be
-		// silently ignored. Where the field it depends on holds the value
-		// it needs but does not apply itself, that field's error says so.
-		if field.IsZero() || f.Options != nil && field.String() == fmt.Sprint(f.Default) ||
+		// A behaviour the kind gives its default where it does not apply
+		// (as Sentinel's flow rules carry theirs) may hold it; anything
+		// else would be silently ignored. Where the field it depends on
+		// holds the value it needs but does not apply itself, that field's
+		// error says so.
+		if field.IsZero() || k.defaultsTo(v, f, field) ||
 			k.value(v, f.AppliesWhen.Field).String() == f.AppliesWhen.Value {
 			return
 		}
@@ -271,6 +281,16 @@ func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
 			errs.add(f.Name, missing)
 		}
 	}
+}
+
+// defaultsTo reports whether the kind's defaults give field, f's value in
+// the rule v, the value it holds.
+func (k *Kind) defaultsTo(v reflect.Value, f Field, field reflect.Value) bool {
+	unset := reflect.New(k.typ).Elem()
+	unset.Set(v)
+	k.value(unset, f.Name).SetZero()
+	k.withDefaults(unset)
+	return k.value(unset, f.Name).Equal(field)
 }
 
 // Add appends rule, a pointer to one of k's rules, to the rules of its

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // TestSystemRules: a system rule is created without a resource, named
@@ -96,7 +97,7 @@ func TestSystemRules(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || strings.Count(string(data), `"kind":"system"`) != 2 {
 		t.Fatalf("snapshot %d: %s, want both system rules", resp.StatusCode, data)
 	}
-	if _, err := engine.DecodeRules(snapshotRules(t, data)); err != nil {
+	if _, err := wire.DecodeRules(snapshotRules(t, data)); err != nil {
 		t.Fatalf("an instance cannot load the snapshot: %v", err)
 	}
 

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // pollGrace is how much longer than PollWait a snapshot request may take
@@ -134,7 +134,7 @@ func (c *Client) apply(body []byte) error {
 // load decodes snap's rules and loads them in place of every rule the
 // engine holds. The caller holds loadMu.
 func (c *Client) load(snap snapshot) error {
-	set, err := engine.DecodeRules(snap.Rules)
+	set, err := wire.DecodeRules(snap.Rules)
 	if err != nil {
 		return err
 	}

@@ -100,10 +100,10 @@ func TestZeroMeansDefaultFields(t *testing.T) {
 	want := map[string][]string{
 		engine.KindFlow: {"metric", "statIntervalMs", "controlBehavior", "tokenCalculateStrategy", "warmUpColdFactor",
 			"relationStrategy", "limitApp", "scope", "clusterFallback"},
-		engine.KindCircuitBreaker:   {"minRequestAmount", "statIntervalMs", "probeNum"},
-		engine.KindHotspot:   {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
-		engine.KindAuthority: nil,
-		engine.KindSystem:    {"strategy"},
+		engine.KindCircuitBreaker: {"minRequestAmount", "statIntervalMs", "probeNum"},
+		engine.KindHotspot:        {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
+		engine.KindAuthority:      nil,
+		engine.KindSystem:         {"strategy"},
 	}
 	for _, k := range engine.Kinds {
 		var got []string

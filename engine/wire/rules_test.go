@@ -1,10 +1,12 @@
-package engine
+package wire
 
 import (
 	"encoding/json"
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 func rawRules(items ...string) []json.RawMessage {
@@ -36,25 +38,25 @@ func TestDecodeRulesReadsEveryKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ResourceRules{
+	want := engine.ResourceRules{
 		Resources: []string{"orders", "pay"},
-		Flow: []FlowRule{{Name: "orders-qps", Resource: "orders", Mode: ModeShadow, Threshold: 10,
-			StatIntervalMs: 2000, Metric: MetricQPS, ControlBehavior: BehaviorReject, ExpiresAtMs: 1796083200000}},
-		CircuitBreakers: []CircuitBreakerRule{{Name: "pay-errors", Resource: "pay", Strategy: StrategyErrorCount,
+		Flow: []engine.FlowRule{{Name: "orders-qps", Resource: "orders", Mode: engine.ModeShadow, Threshold: 10,
+			StatIntervalMs: 2000, Metric: engine.MetricQPS, ControlBehavior: engine.BehaviorReject, ExpiresAtMs: 1796083200000}},
+		CircuitBreakers: []engine.CircuitBreakerRule{{Name: "pay-errors", Resource: "pay", Strategy: engine.StrategyErrorCount,
 			Threshold: 3, RetryTimeoutMs: 5000}},
-		Hotspot: []HotspotRule{{Name: "orders-per-user", Resource: "orders", ParamKey: "user", Threshold: 2,
+		Hotspot: []engine.HotspotRule{{Name: "orders-per-user", Resource: "orders", ParamKey: "user", Threshold: 2,
 			SpecificItems: map[string]float64{"vip": 20}}},
-		Authority: []AuthorityRule{{Name: "pay-origins", Resource: "pay", Strategy: AuthorityDeny, Origins: []string{"bot"}}},
-		System: []SystemRule{
-			{Name: "cpu", Mode: ModeEnforce, MetricType: SystemCPUUsage, TriggerCount: 0.8, ExpiresAtMs: 1796083200000},
-			{Name: "rt", MetricType: SystemAvgRt, TriggerCount: 200, Strategy: SystemNoAdaptive},
+		Authority: []engine.AuthorityRule{{Name: "pay-origins", Resource: "pay", Strategy: engine.AuthorityDeny, Origins: []string{"bot"}}},
+		System: []engine.SystemRule{
+			{Name: "cpu", Mode: engine.ModeEnforce, MetricType: engine.SystemCPUUsage, TriggerCount: 0.8, ExpiresAtMs: 1796083200000},
+			{Name: "rt", MetricType: engine.SystemAvgRt, TriggerCount: 200, Strategy: engine.SystemNoAdaptive},
 		},
 		ReplaceSystem: true,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
-	e := New(Options{Clock: NewManualClock(0)})
+	e := engine.New(engine.Options{Clock: engine.NewManualClock(0)})
 	defer e.Close()
 	if err := e.LoadResourceRules(got); err != nil {
 		t.Fatalf("the decoded rules do not load: %v", err)
@@ -75,35 +77,35 @@ func TestDecodeRulesRefusesBadRules(t *testing.T) {
 	tests := []struct {
 		name string
 		rule string
-		want []FieldError
+		want []engine.FieldError
 	}{
-		{"not an object", `[1]`, []FieldError{{"rules[0]", "must be a JSON object"}}},
+		{"not an object", `[1]`, []engine.FieldError{{Field: "rules[0]", Message: "must be a JSON object"}}},
 		{"unknown kind", `{"kind": "isolation", "resource": "x"}`,
-			[]FieldError{{"rules[0].kind", `is "isolation", not one of flow, circuitBreaker, hotspot, authority, system`}}},
+			[]engine.FieldError{{Field: "rules[0].kind", Message: `is "isolation", not one of flow, circuitBreaker, hotspot, authority, system`}}},
 		{"a system rule on a resource", `{"kind": "system", "resource": "x", "metricType": "load", "triggerCount": 2}`,
-			[]FieldError{{"rules[0].resource", "is not a field of kind system: its rules guard every inbound call"}}},
+			[]engine.FieldError{{Field: "rules[0].resource", Message: "is not a field of kind system: its rules guard every inbound call"}}},
 		{"a system rule's bad fields", `{"kind": "system", "metricType": "cpuUsage", "triggerCount": 1.5, "strategy": "fast"}`,
-			[]FieldError{{"rules[0].triggerCount", "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota"},
-				{"rules[0].strategy", "must be one of noAdaptive, bbr"}}},
+			[]engine.FieldError{{Field: "rules[0].triggerCount", Message: "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota"},
+				{Field: "rules[0].strategy", Message: "must be one of noAdaptive, bbr"}}},
 		{"another kind's field", `{"kind": "flow", "resource": "x", "threshold": 1, "retryTimeoutMs": 5}`,
-			[]FieldError{{"rules[0].retryTimeoutMs", "is not a field of kind flow"}}},
+			[]engine.FieldError{{Field: "rules[0].retryTimeoutMs", Message: "is not a field of kind flow"}}},
 		{"wrong type", `{"kind": "flow", "resource": "x", "threshold": "ten"}`,
-			[]FieldError{{"rules[0].threshold", "must be of type number"}}},
+			[]engine.FieldError{{Field: "rules[0].threshold", Message: "must be of type number"}}},
 		{"wrong envelope type", `{"kind": "flow", "resource": "x", "threshold": 1, "enabled": "yes"}`,
-			[]FieldError{{"rules[0].enabled", "has the wrong JSON type"}}},
+			[]engine.FieldError{{Field: "rules[0].enabled", Message: "has the wrong JSON type"}}},
 		{"out of range", `{"kind": "flow", "resource": "x", "threshold": -1}`,
-			[]FieldError{{"rules[0].threshold", "must be >= 0"}}},
+			[]engine.FieldError{{Field: "rules[0].threshold", Message: "must be >= 0"}}},
 		{"bad expiresAt", `{"kind": "authority", "resource": "x", "strategy": "deny", "origins": ["a"], "expiresAt": "tomorrow"}`,
-			[]FieldError{{"rules[0].expiresAt", "must be an RFC 3339 time"}}},
+			[]engine.FieldError{{Field: "rules[0].expiresAt", Message: "must be an RFC 3339 time"}}},
 		{"the engine's name of expiresAt", `{"kind": "flow", "resource": "x", "threshold": 1, "expiresAtMs": 5}`,
-			[]FieldError{{"rules[0].expiresAtMs", "is not a field of kind flow"}}},
+			[]engine.FieldError{{Field: "rules[0].expiresAtMs", Message: "is not a field of kind flow"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			set, err := DecodeRules(rawRules(tt.rule))
-			var invalid *ValidationError
+			var invalid *engine.ValidationError
 			if !errors.As(err, &invalid) {
-				t.Fatalf("got %+v, %v; want a *ValidationError", set, err)
+				t.Fatalf("got %+v, %v; want a *engine.ValidationError", set, err)
 			}
 			if !reflect.DeepEqual(invalid.Fields, tt.want) {
 				t.Fatalf("got %v, want %v", invalid.Fields, tt.want)
@@ -117,7 +119,7 @@ func TestDecodeRulesRefusesTheWholeSet(t *testing.T) {
 		`{"kind": "flow", "resource": "good", "threshold": 1}`,
 		`{"kind": "flow", "resource": "bad", "threshold": -1}`,
 	))
-	if err == nil || !reflect.DeepEqual(set, ResourceRules{}) {
+	if err == nil || !reflect.DeepEqual(set, engine.ResourceRules{}) {
 		t.Fatalf("got %+v, %v; want no rule and an error", set, err)
 	}
 }
