@@ -33,14 +33,14 @@ const (
 // AuthorityRule allows or denies calls by their origin (WithOrigin).
 type AuthorityRule struct {
 	// Name identifies the rule in block errors.
-	Name     string            `json:"name,omitempty"`
-	Resource string            `json:"resource"`
-	Mode     Mode              `json:"mode,omitempty"`
-	Strategy AuthorityStrategy `json:"strategy"`
-	Origins  []string          `json:"origins"`
+	Name     string
+	Resource string
+	Mode     Mode
+	Strategy AuthorityStrategy
+	Origins  []string
 	// ExpiresAtMs, if not 0, is when the rule stops applying (see
 	// FlowRule.ExpiresAtMs).
-	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+	ExpiresAtMs int64
 }
 
 // AuthorityKind is the kind of authority rules (AuthorityRule).

@@ -30,25 +30,25 @@ const (
 // CircuitBreakerRule stops calls to a resource for retryTimeoutMs once its
 // calls fail too often, then lets probeNum probes through (half-open) and
 // closes again if they succeed. Zero values of optional fields mean their
-// defaults; JSON names are those of the REST API.
+// defaults; the field table (CircuitBreakerKind) names them in JSON.
 type CircuitBreakerRule struct {
 	// Name identifies the rule in block errors and state changes.
-	Name     string          `json:"name,omitempty"`
-	Resource string          `json:"resource"`
-	Mode     Mode            `json:"mode,omitempty"`
-	Strategy BreakerStrategy `json:"strategy"`
+	Name     string
+	Resource string
+	Mode     Mode
+	Strategy BreakerStrategy
 	// Threshold is a ratio in [0, 1] for the ratio strategies (opens when
 	// exceeded) and a whole count >= 1 for errorCount (opens when reached).
-	Threshold float64 `json:"threshold"`
+	Threshold float64
 	// MaxAllowedRtMs: slower calls are slow (slowRequestRatio only).
-	MaxAllowedRtMs   int64 `json:"maxAllowedRtMs,omitempty"`
-	RetryTimeoutMs   int64 `json:"retryTimeoutMs"`
-	MinRequestAmount int64 `json:"minRequestAmount,omitempty"`
-	StatIntervalMs   int64 `json:"statIntervalMs,omitempty"`
-	ProbeNum         int64 `json:"probeNum,omitempty"`
+	MaxAllowedRtMs   int64
+	RetryTimeoutMs   int64
+	MinRequestAmount int64
+	StatIntervalMs   int64
+	ProbeNum         int64
 	// ExpiresAtMs, if not 0, is when the rule stops applying (see
 	// FlowRule.ExpiresAtMs).
-	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+	ExpiresAtMs int64
 }
 
 // CircuitBreakerKind is the kind of circuit breaker rules

@@ -24,34 +24,34 @@ const (
 // HotspotRule limits each distinct value of one parameter of the calls
 // (WithParam) separately: per user, per API key, per IP. A call without
 // the parameter is not limited by it. Zero values of optional fields mean
-// their defaults; JSON names are those of the REST API.
+// their defaults; the field table (HotspotKind) names them in JSON.
 type HotspotRule struct {
 	// Name identifies the rule in block errors.
-	Name     string `json:"name,omitempty"`
-	Resource string `json:"resource"`
-	Mode     Mode   `json:"mode,omitempty"`
+	Name     string
+	Resource string
+	Mode     Mode
 
 	// ParamKey is the key of the parameter whose values are limited.
-	ParamKey string     `json:"paramKey"`
-	Metric   FlowMetric `json:"metric,omitempty"`
+	ParamKey string
+	Metric   FlowMetric
 	// Threshold is per value: passes per StatIntervalMs (qps) or calls in
 	// flight (concurrency, a whole number).
-	Threshold      float64 `json:"threshold"`
-	StatIntervalMs int64   `json:"statIntervalMs,omitempty"`
+	Threshold      float64
+	StatIntervalMs int64
 	// BurstCount is how many passes a value may take at once on top of
 	// the threshold (qps reject only): the value then has a token bucket
 	// of threshold+burstCount refilled by threshold per interval.
-	BurstCount        int64           `json:"burstCount,omitempty"`
-	ControlBehavior   ControlBehavior `json:"controlBehavior,omitempty"`
-	MaxQueueingTimeMs int64           `json:"maxQueueingTimeMs,omitempty"`
+	BurstCount        int64
+	ControlBehavior   ControlBehavior
+	MaxQueueingTimeMs int64
 	// SpecificItems gives some values their own threshold.
-	SpecificItems map[string]float64 `json:"specificItems,omitempty"`
+	SpecificItems map[string]float64
 	// ParamsMaxCapacity bounds the values tracked; past it, the least
 	// recently used are forgotten.
-	ParamsMaxCapacity int64 `json:"paramsMaxCapacity,omitempty"`
+	ParamsMaxCapacity int64
 	// ExpiresAtMs, if not 0, is when the rule stops applying (see
 	// FlowRule.ExpiresAtMs).
-	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+	ExpiresAtMs int64
 }
 
 // HotspotKind is the kind of hotspot rules (HotspotRule).

@@ -125,40 +125,40 @@ const (
 var RuleNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
 
 // FlowRule limits the traffic of one resource. Zero values of optional
-// fields mean their defaults (see WithDefaults); JSON names are those of the
-// REST API.
+// fields mean their defaults (see WithDefaults); the field table
+// (FlowKind) names them in JSON.
 type FlowRule struct {
 	// Name identifies the rule in block errors; optional for embedded use,
 	// unique within a rule set when given.
-	Name     string `json:"name,omitempty"`
-	Resource string `json:"resource"`
-	Mode     Mode   `json:"mode,omitempty"`
+	Name     string
+	Resource string
+	Mode     Mode
 
-	Metric                 FlowMetric             `json:"metric,omitempty"`
-	Threshold              float64                `json:"threshold"`
-	StatIntervalMs         int64                  `json:"statIntervalMs,omitempty"`
-	ControlBehavior        ControlBehavior        `json:"controlBehavior,omitempty"`
-	MaxQueueingTimeMs      int64                  `json:"maxQueueingTimeMs,omitempty"`
-	TokenCalculateStrategy TokenCalculateStrategy `json:"tokenCalculateStrategy,omitempty"`
-	WarmUpPeriodSec        int64                  `json:"warmUpPeriodSec,omitempty"`
-	WarmUpColdFactor       int64                  `json:"warmUpColdFactor,omitempty"`
-	RelationStrategy       RelationStrategy       `json:"relationStrategy,omitempty"`
-	RefResource            string                 `json:"refResource,omitempty"`
-	Scope                  Scope                  `json:"scope,omitempty"`
+	Metric                 FlowMetric
+	Threshold              float64
+	StatIntervalMs         int64
+	ControlBehavior        ControlBehavior
+	MaxQueueingTimeMs      int64
+	TokenCalculateStrategy TokenCalculateStrategy
+	WarmUpPeriodSec        int64
+	WarmUpColdFactor       int64
+	RelationStrategy       RelationStrategy
+	RefResource            string
+	Scope                  Scope
 	// ClusterFallback and ClusterFallbackThreshold apply to cluster rules
 	// only; a ClusterFallbackThreshold of 0 means the threshold divided
 	// by the engines that shared the rule last.
-	ClusterFallback          ClusterFallback `json:"clusterFallback,omitempty"`
-	ClusterFallbackThreshold float64         `json:"clusterFallbackThreshold,omitempty"`
+	ClusterFallback          ClusterFallback
+	ClusterFallbackThreshold float64
 	// LimitApp says whose calls the rule counts and limits:
 	// LimitAppDefault every caller's together; an origin's name only that
 	// origin's (WithOrigin), on their own statistics; LimitAppOther each
 	// origin that no other flow rule of the resource names, apart.
-	LimitApp string `json:"limitApp,omitempty"`
+	LimitApp string
 	// ExpiresAtMs, if not 0, is when the rule stops applying, in Unix
 	// milliseconds of the engine's clock (the API's expiresAt): it stays
 	// loaded and listed, and calls stop seeing it then without a load.
-	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+	ExpiresAtMs int64
 }
 
 // FlowKind is the kind of flow rules (FlowRule).

@@ -45,24 +45,24 @@ const (
 // SystemRule guards every inbound call of the engine's process (Entry
 // WithInbound) against a figure of the process itself, whatever the
 // resource: it has none. Zero values of optional fields mean their
-// defaults; JSON names are those of the REST API.
+// defaults; the field table (SystemKind) names them in JSON.
 type SystemRule struct {
 	// Name identifies the rule in block errors.
-	Name string `json:"name,omitempty"`
-	Mode Mode   `json:"mode,omitempty"`
+	Name string
+	Mode Mode
 
-	MetricType SystemMetric `json:"metricType"`
+	MetricType SystemMetric
 	// TriggerCount is the figure past which inbound calls are blocked:
 	// calls per second (inboundQps), calls in flight (concurrency),
 	// milliseconds (avgRt), a ratio in (0, 1] of the CPU quota (cpuUsage),
 	// or the load per CPU (load). A call passes while, with it, the
 	// inbound calls or the calls in flight are at most the trigger, and
 	// while the other figures are at most the trigger.
-	TriggerCount float64        `json:"triggerCount"`
-	Strategy     SystemStrategy `json:"strategy,omitempty"`
+	TriggerCount float64
+	Strategy     SystemStrategy
 	// ExpiresAtMs, if not 0, is when the rule stops applying (see
 	// FlowRule.ExpiresAtMs).
-	ExpiresAtMs int64 `json:"expiresAtMs,omitempty"`
+	ExpiresAtMs int64
 }
 
 // SystemKind is the kind of system rules (SystemRule), which have no

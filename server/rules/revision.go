@@ -75,7 +75,7 @@ func revise(tx *Tx, r *Rule, action string, who Actor) error {
 
 // revision is the history row of r as it is now.
 func revision(r *Rule, action string, who Actor) (store.RuleRevision, error) {
-	spec, err := json.Marshal(r.Spec)
+	spec, err := r.encodeSpec()
 	if err != nil {
 		return store.RuleRevision{}, err
 	}

@@ -1,12 +1,12 @@
 package rules
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -170,6 +170,12 @@ func (r *Rule) engineRule() (*engine.Kind, any) {
 	return k, spec
 }
 
+// encodeSpec is the rule's spec as it is stored.
+func (r *Rule) encodeSpec() ([]byte, error) {
+	k, spec, _ := r.spec()
+	return wire.EncodeSpec(k, spec)
+}
+
 // subject is what a name made up for the rule names: its resource, or a
 // system rule's metric ("system-cpuusage").
 func (r *Rule) subject() string {
@@ -243,7 +249,7 @@ func fromStore(row store.Rule) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %d: unknown kind %q", row.ID, row.Kind)
 	}
 	spec := k.New()
-	if err := json.Unmarshal([]byte(row.Spec), spec); err != nil {
+	if err := wire.DecodeSpec(k, []byte(row.Spec), spec); err != nil {
 		return Rule{}, fmt.Errorf("rule %d: spec: %w", row.ID, err)
 	}
 	r.Spec = reflect.ValueOf(spec).Elem().Interface()
@@ -254,7 +260,7 @@ func fromStore(row store.Rule) (Rule, error) {
 }
 
 func (r *Rule) toStore() (store.Rule, error) {
-	spec, err := json.Marshal(r.Spec)
+	spec, err := r.encodeSpec()
 	if err != nil {
 		return store.Rule{}, err
 	}
