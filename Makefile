@@ -83,13 +83,27 @@ fmt-check:
 vet:
 	go vet ./...
 
-# docs regenerates the OpenAPI document in docs/ from the swag annotations.
+# TABLEGEN_FILES are written from the rule kinds' field tables (engine.Kinds).
+TABLEGEN_FILES := server/rules/fields_gen.go docs/rules.md
+
+# docs regenerates what the rule kinds' field tables make (the API's rule
+# fields and the rules reference), then the OpenAPI document in docs/ from
+# the swag annotations.
 docs:
+	go run ./internal/tablegen
 	$(SWAG) --output ./docs
 
-# check-docs fails when docs/ differs from what the annotations generate.
+# check-docs fails when the files the field tables or the annotations
+# generate differ from those committed.
 check-docs:
 	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	go run ./internal/tablegen -root "$$tmp" && \
+	for f in $(TABLEGEN_FILES); do \
+		if ! diff -u "$$f" "$$tmp/$$f"; then \
+			echo "$$f is out of date with the rule kinds' field tables: run 'make docs' and commit the result" >&2; \
+			exit 1; \
+		fi; \
+	done && \
 	$(SWAG) --output "$$tmp" && \
 	for f in $(SWAG_FILES); do \
 		if ! diff -u "docs/$$f" "$$tmp/$$f"; then \

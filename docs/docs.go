@@ -4402,11 +4402,14 @@ const docTemplate = `{
                     "example": "checkout"
                 },
                 "burstCount": {
+                    "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
                     "type": "integer",
+                    "maximum": 1000000000000,
+                    "minimum": 0,
                     "example": 5
                 },
                 "clusterFallback": {
-                    "description": "ClusterFallback is what each engine does with a cluster rule while\nit cannot reach the shared count.",
+                    "description": "ClusterFallback — flow: What each engine does while it cannot reach the count all engines share.",
                     "type": "string",
                     "enum": [
                         "local",
@@ -4416,12 +4419,12 @@ const docTemplate = `{
                     "example": "local"
                 },
                 "clusterFallbackThreshold": {
-                    "description": "ClusterFallbackThreshold is each engine's threshold in a local\nfallback; absent or 0: the threshold divided by the engines that\nshared the rule last.",
+                    "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
                     "example": 250
                 },
                 "controlBehavior": {
-                    "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",
+                    "description": "ControlBehavior — flow: What happens to calls over the threshold; hotspot: What happens to a value's calls over its threshold.",
                     "type": "string",
                     "enum": [
                         "reject",
@@ -4466,20 +4469,26 @@ const docTemplate = `{
                     "example": "flow"
                 },
                 "limitApp": {
+                    "description": "LimitApp — flow: default: every caller together; an origin's name: only that origin's calls; other: each origin no other rule names, apart.",
                     "type": "string",
+                    "maxLength": 256,
                     "example": "default"
                 },
                 "maxAllowedRtMs": {
+                    "description": "MaxAllowedRtMs — circuitBreaker: Calls slower than this count as slow. Required, \u003e 0.",
                     "type": "integer",
+                    "minimum": 1,
                     "example": 200
                 },
                 "maxQueueingTimeMs": {
-                    "description": "MaxQueueingTimeMs is how long a throttling rule may make a caller\nwait.",
+                    "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
                     "type": "integer",
+                    "maximum": 60000,
+                    "minimum": 0,
                     "example": 500
                 },
                 "metric": {
-                    "description": "Metric is what a flow or hotspot rule's threshold limits.",
+                    "description": "Metric — flow: What the threshold limits: passes per stat interval, or calls in flight (which needs Exit); hotspot: What the threshold limits per value.",
                     "type": "string",
                     "enum": [
                         "qps",
@@ -4488,6 +4497,7 @@ const docTemplate = `{
                     "example": "qps"
                 },
                 "metricType": {
+                    "description": "MetricType — system: The figure of the process, over its inbound calls or its own, past which inbound calls are blocked.",
                     "type": "string",
                     "enum": [
                         "load",
@@ -4499,7 +4509,10 @@ const docTemplate = `{
                     "example": "cpuUsage"
                 },
                 "minRequestAmount": {
+                    "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
                     "type": "integer",
+                    "maximum": 1000000000,
+                    "minimum": 1,
                     "example": 5
                 },
                 "mode": {
@@ -4515,7 +4528,7 @@ const docTemplate = `{
                     "example": "orders-qps"
                 },
                 "origins": {
-                    "description": "Origins are 1 to 1000 origin names of 1 to 256 characters.",
+                    "description": "Origins — authority: 1 to 1000 origin names of 1 to 256 characters: the origin a call names.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -4526,22 +4539,33 @@ const docTemplate = `{
                     ]
                 },
                 "paramKey": {
+                    "description": "ParamKey — hotspot: The parameter whose values are limited one by one, e.g. ip or header:X-User. Required.",
                     "type": "string",
+                    "maxLength": 64,
                     "example": "ip"
                 },
                 "paramsMaxCapacity": {
+                    "description": "ParamsMaxCapacity — hotspot: 1 to 10000000, default 100000: past it, the least recently used values are forgotten.",
                     "type": "integer",
+                    "maximum": 10000000,
+                    "minimum": 1,
                     "example": 100000
                 },
                 "probeNum": {
+                    "description": "ProbeNum — circuitBreaker: ≥ 1, default 1.",
                     "type": "integer",
+                    "maximum": 1000000000,
+                    "minimum": 1,
                     "example": 1
                 },
                 "refResource": {
+                    "description": "RefResource — flow: The resource whose traffic limits this one.",
                     "type": "string",
+                    "maxLength": 256,
                     "example": "GET:/api/stock"
                 },
                 "relationStrategy": {
+                    "description": "RelationStrategy — flow: Whose traffic the threshold counts.",
                     "type": "string",
                     "enum": [
                         "current",
@@ -4555,10 +4579,14 @@ const docTemplate = `{
                     "example": "GET:/api/orders"
                 },
                 "retryTimeoutMs": {
+                    "description": "RetryTimeoutMs — circuitBreaker: How long the breaker stays open before letting probes through. Required, \u003e 0.",
                     "type": "integer",
+                    "maximum": 86400000,
+                    "minimum": 1,
                     "example": 5000
                 },
                 "scope": {
+                    "description": "Scope — flow: Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
                     "type": "string",
                     "enum": [
                         "local",
@@ -4567,7 +4595,7 @@ const docTemplate = `{
                     "example": "local"
                 },
                 "specificItems": {
-                    "description": "SpecificItems gives some values their own threshold: value →\nthreshold, at most 1000 entries.",
+                    "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
                     "additionalProperties": {
                         "type": "number"
@@ -4577,12 +4605,12 @@ const docTemplate = `{
                     }
                 },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nand hotspot rules, and circuit breakers).",
+                    "description": "StatIntervalMs — flow: 100 to 600000; default 1000; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 600000; default 1000.",
                     "type": "integer",
                     "example": 1000
                 },
                 "strategy": {
-                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied; for system\nrules, what happens past the trigger.",
+                    "description": "Strategy — circuitBreaker: What counts as failing; authority: Allow only the origins listed (a call without an origin is blocked), or deny them; system: Block every inbound call, or (bbr, for load and cpuUsage only, and their default) only those beyond what the process completes at best.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
@@ -4596,11 +4624,12 @@ const docTemplate = `{
                     "example": "errorRatio"
                 },
                 "threshold": {
-                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for hotspot rules, the same per value; for\ncircuit breakers, the ratio or count that opens them.",
+                    "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
+                    "description": "TokenCalculateStrategy — flow: Warm-up ramps the threshold from threshold / cold factor up to threshold after an idle spell.",
                     "type": "string",
                     "enum": [
                         "direct",
@@ -4609,7 +4638,10 @@ const docTemplate = `{
                     "example": "direct"
                 },
                 "triggerCount": {
+                    "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "maximum": 1000000000000,
+                    "minimum": 0,
                     "example": 0.8
                 },
                 "updatedAt": {
@@ -4620,11 +4652,16 @@ const docTemplate = `{
                     "example": 3
                 },
                 "warmUpColdFactor": {
+                    "description": "WarmUpColdFactor — flow: Starts at threshold / cold factor; \u003e 1, default 3.",
                     "type": "integer",
+                    "minimum": 2,
                     "example": 3
                 },
                 "warmUpPeriodSec": {
+                    "description": "WarmUpPeriodSec — flow: Required with warm-up; 1 to 86400.",
                     "type": "integer",
+                    "maximum": 86400,
+                    "minimum": 1,
                     "example": 10
                 }
             }
@@ -4638,11 +4675,14 @@ const docTemplate = `{
                     "example": "checkout"
                 },
                 "burstCount": {
+                    "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
                     "type": "integer",
+                    "maximum": 1000000000000,
+                    "minimum": 0,
                     "example": 5
                 },
                 "clusterFallback": {
-                    "description": "ClusterFallback is what each engine does with a cluster rule while\nit cannot reach the shared count.",
+                    "description": "ClusterFallback — flow: What each engine does while it cannot reach the count all engines share.",
                     "type": "string",
                     "enum": [
                         "local",
@@ -4652,12 +4692,12 @@ const docTemplate = `{
                     "example": "local"
                 },
                 "clusterFallbackThreshold": {
-                    "description": "ClusterFallbackThreshold is each engine's threshold in a local\nfallback; absent or 0: the threshold divided by the engines that\nshared the rule last.",
+                    "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
                     "example": 250
                 },
                 "controlBehavior": {
-                    "description": "ControlBehavior is what a qps flow or hotspot rule does over its\nthreshold.",
+                    "description": "ControlBehavior — flow: What happens to calls over the threshold; hotspot: What happens to a value's calls over its threshold.",
                     "type": "string",
                     "enum": [
                         "reject",
@@ -4690,20 +4730,26 @@ const docTemplate = `{
                     "example": "flow"
                 },
                 "limitApp": {
+                    "description": "LimitApp — flow: default: every caller together; an origin's name: only that origin's calls; other: each origin no other rule names, apart.",
                     "type": "string",
+                    "maxLength": 256,
                     "example": "default"
                 },
                 "maxAllowedRtMs": {
+                    "description": "MaxAllowedRtMs — circuitBreaker: Calls slower than this count as slow. Required, \u003e 0.",
                     "type": "integer",
+                    "minimum": 1,
                     "example": 200
                 },
                 "maxQueueingTimeMs": {
-                    "description": "MaxQueueingTimeMs is how long a throttling rule may make a caller\nwait.",
+                    "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
                     "type": "integer",
+                    "maximum": 60000,
+                    "minimum": 0,
                     "example": 500
                 },
                 "metric": {
-                    "description": "Metric is what a flow or hotspot rule's threshold limits.",
+                    "description": "Metric — flow: What the threshold limits: passes per stat interval, or calls in flight (which needs Exit); hotspot: What the threshold limits per value.",
                     "type": "string",
                     "enum": [
                         "qps",
@@ -4712,6 +4758,7 @@ const docTemplate = `{
                     "example": "qps"
                 },
                 "metricType": {
+                    "description": "MetricType — system: The figure of the process, over its inbound calls or its own, past which inbound calls are blocked.",
                     "type": "string",
                     "enum": [
                         "load",
@@ -4723,7 +4770,10 @@ const docTemplate = `{
                     "example": "cpuUsage"
                 },
                 "minRequestAmount": {
+                    "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
                     "type": "integer",
+                    "maximum": 1000000000,
+                    "minimum": 1,
                     "example": 5
                 },
                 "mode": {
@@ -4739,7 +4789,7 @@ const docTemplate = `{
                     "example": "orders-qps"
                 },
                 "origins": {
-                    "description": "Origins are 1 to 1000 origin names of 1 to 256 characters.",
+                    "description": "Origins — authority: 1 to 1000 origin names of 1 to 256 characters: the origin a call names.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -4750,22 +4800,33 @@ const docTemplate = `{
                     ]
                 },
                 "paramKey": {
+                    "description": "ParamKey — hotspot: The parameter whose values are limited one by one, e.g. ip or header:X-User. Required.",
                     "type": "string",
+                    "maxLength": 64,
                     "example": "ip"
                 },
                 "paramsMaxCapacity": {
+                    "description": "ParamsMaxCapacity — hotspot: 1 to 10000000, default 100000: past it, the least recently used values are forgotten.",
                     "type": "integer",
+                    "maximum": 10000000,
+                    "minimum": 1,
                     "example": 100000
                 },
                 "probeNum": {
+                    "description": "ProbeNum — circuitBreaker: ≥ 1, default 1.",
                     "type": "integer",
+                    "maximum": 1000000000,
+                    "minimum": 1,
                     "example": 1
                 },
                 "refResource": {
+                    "description": "RefResource — flow: The resource whose traffic limits this one.",
                     "type": "string",
+                    "maxLength": 256,
                     "example": "GET:/api/stock"
                 },
                 "relationStrategy": {
+                    "description": "RelationStrategy — flow: Whose traffic the threshold counts.",
                     "type": "string",
                     "enum": [
                         "current",
@@ -4779,10 +4840,14 @@ const docTemplate = `{
                     "example": "GET:/api/orders"
                 },
                 "retryTimeoutMs": {
+                    "description": "RetryTimeoutMs — circuitBreaker: How long the breaker stays open before letting probes through. Required, \u003e 0.",
                     "type": "integer",
+                    "maximum": 86400000,
+                    "minimum": 1,
                     "example": 5000
                 },
                 "scope": {
+                    "description": "Scope — flow: Whether each engine counts its own traffic against the threshold, or all engines together (needs sluice --redis).",
                     "type": "string",
                     "enum": [
                         "local",
@@ -4791,7 +4856,7 @@ const docTemplate = `{
                     "example": "local"
                 },
                 "specificItems": {
-                    "description": "SpecificItems gives some values their own threshold: value →\nthreshold, at most 1000 entries.",
+                    "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
                     "additionalProperties": {
                         "type": "number"
@@ -4801,12 +4866,12 @@ const docTemplate = `{
                     }
                 },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs is the window the threshold counts over (qps flow\nand hotspot rules, and circuit breakers).",
+                    "description": "StatIntervalMs — flow: 100 to 600000; default 1000; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 600000; default 1000.",
                     "type": "integer",
                     "example": 1000
                 },
                 "strategy": {
-                    "description": "Strategy is, for circuit breakers, what opens them; for authority\nrules, whether the origins listed are allowed or denied; for system\nrules, what happens past the trigger.",
+                    "description": "Strategy — circuitBreaker: What counts as failing; authority: Allow only the origins listed (a call without an origin is blocked), or deny them; system: Block every inbound call, or (bbr, for load and cpuUsage only, and their default) only those beyond what the process completes at best.",
                     "type": "string",
                     "enum": [
                         "slowRequestRatio",
@@ -4820,11 +4885,12 @@ const docTemplate = `{
                     "example": "errorRatio"
                 },
                 "threshold": {
-                    "description": "Threshold is, for flow rules, the passes allowed per statIntervalMs\n(or the calls in flight); for hotspot rules, the same per value; for\ncircuit breakers, the ratio or count that opens them.",
+                    "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
+                    "description": "TokenCalculateStrategy — flow: Warm-up ramps the threshold from threshold / cold factor up to threshold after an idle spell.",
                     "type": "string",
                     "enum": [
                         "direct",
@@ -4833,15 +4899,23 @@ const docTemplate = `{
                     "example": "direct"
                 },
                 "triggerCount": {
+                    "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "maximum": 1000000000000,
+                    "minimum": 0,
                     "example": 0.8
                 },
                 "warmUpColdFactor": {
+                    "description": "WarmUpColdFactor — flow: Starts at threshold / cold factor; \u003e 1, default 3.",
                     "type": "integer",
+                    "minimum": 2,
                     "example": 3
                 },
                 "warmUpPeriodSec": {
+                    "description": "WarmUpPeriodSec — flow: Required with warm-up; 1 to 86400.",
                     "type": "integer",
+                    "maximum": 86400,
+                    "minimum": 1,
                     "example": 10
                 }
             }
@@ -4913,6 +4987,11 @@ const docTemplate = `{
                     "description": "NoResource is true for a kind whose rules are on no resource\n(system rules guard their whole process): a form leaves it out.",
                     "type": "boolean",
                     "example": false
+                },
+                "summary": {
+                    "description": "Summary says what a rule of the kind does, as a template: {field}\nis the rule's value of field ({field|per}: an interval in ms, in\nwords), [field=a,b:text] is text where the field holds a or b, and\n[field!=a,b:text] where it holds neither; a field the rule does not\nshow holds its default.",
+                    "type": "string",
+                    "example": "[metric=qps:{threshold} per {statIntervalMs|per}]"
                 },
                 "title": {
                     "type": "string",

@@ -45,7 +45,8 @@ type AuthorityRule struct {
 
 // AuthorityKind is the kind of authority rules (AuthorityRule).
 var AuthorityKind = kindOf(Kind{Name: KindAuthority, Label: "Authority", Title: "Authority rule",
-	Help: "allow or deny callers by their origin", Fields: AuthorityRuleFields},
+	Help: "allow or deny callers by their origin", Fields: AuthorityRuleFields,
+	Summary: "who may call: [strategy=deny:anyone but {origins}][strategy=allow:only {origins}]"},
 	nil, checkAuthority, func(set *ResourceRules, r AuthorityRule) { set.Authority = append(set.Authority, r) })
 
 // WithDefaults returns the rule with its mode set if unset.

@@ -54,7 +54,9 @@ type CircuitBreakerRule struct {
 // CircuitBreakerKind is the kind of circuit breaker rules
 // (CircuitBreakerRule).
 var CircuitBreakerKind = kindOf(Kind{Name: KindCircuitBreaker, Label: "Circuit breaker", Title: "Circuit breaker",
-	Help: "stop calls to a failing resource", Fields: BreakerRuleFields},
+	Help: "stop calls to a failing resource", Fields: BreakerRuleFields,
+	Summary: "opens on [strategy=slowRequestRatio:slow (> {maxAllowedRtMs} ms) ratio > {threshold}][strategy=errorRatio:error ratio > {threshold}]" +
+		"[strategy=errorCount:errors ≥ {threshold}] in {statIntervalMs} ms, retries after {retryTimeoutMs} ms"},
 	nil, checkBreaker, func(set *ResourceRules, r CircuitBreakerRule) { set.CircuitBreakers = append(set.CircuitBreakers, r) })
 
 // WithDefaults returns the rule with every unset optional field set to its

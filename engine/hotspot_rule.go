@@ -56,7 +56,9 @@ type HotspotRule struct {
 
 // HotspotKind is the kind of hotspot rules (HotspotRule).
 var HotspotKind = kindOf(Kind{Name: KindHotspot, Label: "Hotspot", Title: "Hotspot rule",
-	Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: HotspotRuleFields},
+	Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: HotspotRuleFields,
+	Summary: "per value of {paramKey}: [metric=concurrency:{threshold} in flight at most][metric=qps:{threshold} per {statIntervalMs|per}]" +
+		"[controlBehavior=throttling:, spaced evenly][controlBehavior=reject:[burstCount!=0: (+{burstCount} burst)]][specificItems!=:; {specificItems}]"},
 	nil, checkHotspot, func(set *ResourceRules, r HotspotRule) { set.Hotspot = append(set.Hotspot, r) })
 
 // WithDefaults returns the rule with every unset field that applies to it

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -44,6 +45,14 @@ type Kind struct {
 	// NoResource says that a rule of the kind is on no resource: it
 	// guards every inbound call of its process.
 	NoResource bool
+	// Summary says what a rule of the kind does in a few words, as a
+	// template the console fills in: {field} is a field's value ({field|per}
+	// an interval in milliseconds as "second", "2 seconds" or "500 ms"; a
+	// list or an object, its first items), [field=a,b:text] is text where
+	// the field holds one of the values, and [field!=a,b:text] where it
+	// holds none of them; a field left out holds its default, an empty list
+	// or object "". SummaryRefs lists what a template names.
+	Summary string
 
 	typ      reflect.Type
 	index    map[string][]int
@@ -111,6 +120,26 @@ func kindNames() []string {
 		names[i] = k.Name
 	}
 	return names
+}
+
+// summaryRef matches a field a summary template names: {field}, {field|…},
+// [field=…] or [field!=…].
+var summaryRef = regexp.MustCompile(`\{([A-Za-z]+)(?:\|[a-z]+)?\}|\[([A-Za-z]+)!?=([^:\]]*):`)
+
+// SummaryRefs lists the fields k's summary template names, each with the
+// values it compares the field with (none for a value shown), in order.
+func (k *Kind) SummaryRefs() []Condition {
+	var refs []Condition
+	for _, m := range summaryRef.FindAllStringSubmatch(k.Summary, -1) {
+		if m[1] != "" {
+			refs = append(refs, Condition{Field: m[1]})
+			continue
+		}
+		for v := range strings.SplitSeq(m[3], ",") {
+			refs = append(refs, Condition{Field: m[2], Value: v})
+		}
+	}
+	return refs
 }
 
 // New returns a pointer to a new, zero rule of the kind (a *FlowRule for

@@ -163,7 +163,11 @@ type FlowRule struct {
 
 // FlowKind is the kind of flow rules (FlowRule).
 var FlowKind = kindOf(Kind{Name: KindFlow, Label: "Flow", Title: "Flow rule",
-	Help: "cap requests per second or calls in flight", Fields: FlowRuleFields},
+	Help: "cap requests per second or calls in flight", Fields: FlowRuleFields,
+	Summary: "[metric=concurrency:{threshold} in flight at most][metric=qps:{threshold} per {statIntervalMs|per}" +
+		"[controlBehavior=throttling:, spaced evenly (wait up to {maxQueueingTimeMs} ms)][tokenCalculateStrategy=warmUp:, warm-up {warmUpPeriodSec} s]" +
+		"[relationStrategy=associated:, by the traffic of {refResource}][limitApp=other:, for each origin no other rule names]" +
+		"[limitApp!=default,other:, for the calls of {limitApp} only]]"},
 	flowDefaults, checkFlow, func(set *ResourceRules, r FlowRule) { set.Flow = append(set.Flow, r) })
 
 // WithDefaults returns the rule with every unset field that applies to it set

@@ -68,7 +68,10 @@ type SystemRule struct {
 // SystemKind is the kind of system rules (SystemRule), which have no
 // resource.
 var SystemKind = kindOf(Kind{Name: KindSystem, Label: "System", Title: "System rule",
-	Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: SystemRuleFields, NoResource: true},
+	Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: SystemRuleFields, NoResource: true,
+	Summary: "past [metricType=load:a load per CPU of][metricType=cpuUsage:a CPU usage of][metricType=avgRt:an average response time (ms) of]" +
+		"[metricType=concurrency:inbound calls in flight numbering][metricType=inboundQps:inbound calls per second numbering] {triggerCount}, " +
+		"each engine blocks [strategy=bbr:the inbound calls beyond what it completes at best][strategy=noAdaptive:every inbound call]"},
 	systemDefaults, checkSystem, func(set *ResourceRules, r SystemRule) { set.System = append(set.System, r) })
 
 // WithDefaults returns the rule with its mode and strategy set if unset.

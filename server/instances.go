@@ -15,9 +15,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
-	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
@@ -239,8 +239,8 @@ func (h *instanceHandler) list(c *fiber.Ctx) error {
 // appParam reads ?app=, empty or an app's name.
 func appParam(c *fiber.Ctx) (string, error) {
 	app := c.Query("app")
-	if app != "" && !rules.AppPattern.MatchString(app) {
-		msg := "must match " + rules.AppPattern.String()
+	if app != "" && !wire.AppPattern.MatchString(app) {
+		msg := "must match " + wire.AppPattern.String()
 		return "", BadRequest("app "+msg, FieldError{"app", msg})
 	}
 	return app, nil
@@ -327,8 +327,8 @@ func decodeReportingInstance(o *strictjson.Object) instances.Info {
 	if msg := textProblem(info.ID, 1, 128); msg != "" {
 		o.Fail("id", msg)
 	}
-	if o.Str("app", &info.App) && info.App != "" && !rules.AppPattern.MatchString(info.App) {
-		o.Fail("app", "must match "+rules.AppPattern.String())
+	if o.Str("app", &info.App) && info.App != "" && !wire.AppPattern.MatchString(info.App) {
+		o.Fail("app", "must match "+wire.AppPattern.String())
 	}
 	o.Str("hostname", &info.Hostname)
 	if msg := textProblem(info.Hostname, 0, 255); msg != "" {

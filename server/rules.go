@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/strictjson"
@@ -75,6 +76,12 @@ type RuleKind struct {
 	// NoResource is true for a kind whose rules are on no resource
 	// (system rules guard their whole process): a form leaves it out.
 	NoResource bool `json:"noResource,omitempty" example:"false"`
+	// Summary says what a rule of the kind does, as a template: {field}
+	// is the rule's value of field ({field|per}: an interval in ms, in
+	// words), [field=a,b:text] is text where the field holds a or b, and
+	// [field!=a,b:text] where it holds neither; a field the rule does not
+	// show holds its default.
+	Summary string `json:"summary" example:"[metric=qps:{threshold} per {statIntervalMs|per}]"`
 }
 
 // DemoMarks tell the rules sluice --demo seeded.
@@ -119,10 +126,10 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
 	kinds := make([]RuleKind, len(engine.Kinds))
 	for i, k := range engine.Kinds {
-		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource}
+		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource, Summary: k.Summary}
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
-		Envelope: rules.EnvelopeFields, Kinds: kinds,
+		Envelope: wire.EnvelopeFields, Kinds: kinds,
 		Demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
 	})
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/servertest"
 )
@@ -1546,7 +1547,7 @@ func TestRuleFields(t *testing.T) {
 		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	want, err := json.Marshal(RuleSchema{
-		Envelope: rules.EnvelopeFields,
+		Envelope: wire.EnvelopeFields,
 		Kinds: []RuleKind{
 			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
 			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
@@ -63,8 +63,8 @@ func readApps(o *strictjson.Object, errs *[]FieldError) (store.Apps, bool) {
 	for i, app := range apps {
 		field := fmt.Sprintf("apps[%d]", i)
 		switch {
-		case !rules.AppPattern.MatchString(app):
-			*errs = append(*errs, FieldError{field, "must match " + rules.AppPattern.String()})
+		case !wire.AppPattern.MatchString(app):
+			*errs = append(*errs, FieldError{field, "must match " + wire.AppPattern.String()})
 		case seen[app]:
 			*errs = append(*errs, FieldError{field, fmt.Sprintf("%q is listed twice", app)})
 		}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/strictjson"
 )
 
@@ -275,7 +276,7 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 	o.Str("resource", &r.Resource)
 	o.Bool("enabled", &r.Enabled, true)
 	if v, _ := o.Value("mode"); string(v) == `""` {
-		mode, _ := EnvelopeFields.Lookup("mode")
+		mode, _ := wire.EnvelopeFields.Lookup("mode")
 		o.Fail("mode", zeroMessage(mode))
 	}
 	o.Str("mode", &r.Mode)
@@ -321,7 +322,7 @@ func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
 
 // descriptionLen is the most characters a description may have.
 func descriptionLen() int {
-	f, _ := EnvelopeFields.Lookup("description")
+	f, _ := wire.EnvelopeFields.Lookup("description")
 	return f.MaxLength
 }
 
@@ -338,8 +339,8 @@ func validateRule(r *Rule, path, label string, errs *[]engine.FieldError) {
 		}
 		*errs = append(*errs, engine.FieldError{Field: path + field, Message: message})
 	}
-	if r.App != "" && !AppPattern.MatchString(r.App) {
-		add("app", "must match "+AppPattern.String()+": lower-case letters, digits, \".\", \"_\" and \"-\", at most 64, starting and ending with a letter or digit")
+	if r.App != "" && !wire.AppPattern.MatchString(r.App) {
+		add("app", "must match "+wire.AppPattern.String()+": lower-case letters, digits, \".\", \"_\" and \"-\", at most 64, starting and ending with a letter or digit")
 	}
 	if limit := descriptionLen(); utf8.RuneCountInString(r.Description) > limit || !utf8.ValidString(r.Description) {
 		add("description", fmt.Sprintf("must be valid UTF-8 of at most %d characters", limit))

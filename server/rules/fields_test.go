@@ -1,71 +1,37 @@
 package rules
 
 import (
-	"fmt"
-	"maps"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
 
-// TestSwaggerTagsFollowTheFieldTables: swag reads a field's example and
-// enums from struct tags only, so the tags of Content must say what the
-// field tables say; a field shared by kinds (threshold, strategy) takes
-// the first kind's example, and the options of every kind that has it, in
-// the order of the kinds. An object's example is written key:value, an
-// array's comma-separated.
-func TestSwaggerTagsFollowTheFieldTables(t *testing.T) {
-	tables := append(engine.Fields{}, EnvelopeFields...)
-	for _, k := range engine.Kinds {
-		tables = append(tables, k.Fields...)
+// TestKindFieldsHoldEveryField: the generated KindFields has a field of
+// the same JSON name and type for every field of every kind's table (run
+// go run ./internal/tablegen after changing a table; make check-docs
+// fails until it is).
+func TestKindFieldsHoldEveryField(t *testing.T) {
+	index := structFields(reflect.TypeFor[KindFields]())
+	types := map[engine.FieldType]reflect.Type{
+		engine.FieldString: reflect.TypeFor[*string](), engine.FieldNumber: reflect.TypeFor[*float64](),
+		engine.FieldInteger: reflect.TypeFor[*int64](), engine.FieldObject: reflect.TypeFor[*map[string]float64](),
+		engine.FieldArray: reflect.TypeFor[*[]string](),
 	}
-	enums := map[string][]string{}
-	for _, f := range tables {
-		for _, v := range f.OptionValues() {
-			if !slices.Contains(enums[f.Name], v) {
-				enums[f.Name] = append(enums[f.Name], v)
+	for _, k := range engine.Kinds {
+		for _, f := range k.Fields {
+			i, ok := index[f.Name]
+			if !ok {
+				t.Errorf("%s.%s is not a field of KindFields", k.Name, f.Name)
+				continue
+			}
+			if got := reflect.TypeFor[KindFields]().FieldByIndex(i).Type; got != types[f.Type] {
+				t.Errorf("%s.%s is a %v in KindFields, want %v", k.Name, f.Name, got, types[f.Type])
 			}
 		}
 	}
-	tagged := map[string]bool{}
-	for _, sf := range reflect.VisibleFields(reflect.TypeFor[Content]()) {
-		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		f, ok := tables.Lookup(name)
-		if !ok {
-			continue
-		}
-		tagged[name] = true
-		if got, want := sf.Tag.Get("example"), swagExample(f.Example); got != want {
-			t.Errorf("%s: example tag %q, the table's %q", name, got, want)
-		}
-		if got, want := sf.Tag.Get("enums"), strings.Join(enums[name], ","); got != want {
-			t.Errorf("%s: enums tag %q, the tables' %q", name, got, want)
-		}
-	}
-	for _, f := range tables {
-		if !tagged[f.Name] {
-			t.Errorf("the field %s of the tables is not in Content", f.Name)
-		}
-	}
-}
-
-// swagExample is v as a swag example tag writes it.
-func swagExample(v any) string {
-	switch v := v.(type) {
-	case map[string]float64:
-		var pairs []string
-		for _, k := range slices.Sorted(maps.Keys(v)) {
-			pairs = append(pairs, fmt.Sprintf("%s:%v", k, v[k]))
-		}
-		return strings.Join(pairs, ",")
-	case []string:
-		return strings.Join(v, ",")
-	}
-	return fmt.Sprint(v)
 }
 
 // TestStoredSpecTakesNewFieldsDefaults: a rule stored before one of its

@@ -11,8 +11,9 @@ import (
 )
 
 // Content is a rule as apply accepts it and export writes it: the
-// envelope every kind shares, then the fields of the rule's kind. Fields that
-// do not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
+// envelope every kind shares, then the fields of the rule's kind (their
+// struct, KindFields, is generated from the kinds' tables). Fields that do
+// not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
 // rule) are left out.
 type Content struct {
 	Name string `json:"name" example:"orders-qps"`
@@ -28,83 +29,10 @@ type Content struct {
 	App string `json:"app,omitempty" example:"checkout"`
 	// ExpiresAt is when the rule stops applying; absent, never.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z"`
-	// Threshold is, for flow rules, the passes allowed per statIntervalMs
-	// (or the calls in flight); for hotspot rules, the same per value; for
-	// circuit breakers, the ratio or count that opens them.
-	Threshold *float64 `json:"threshold,omitempty" example:"100"`
-	// StatIntervalMs is the window the threshold counts over (qps flow
-	// and hotspot rules, and circuit breakers).
-	StatIntervalMs *int64 `json:"statIntervalMs,omitempty" example:"1000"`
-	// Metric is what a flow or hotspot rule's threshold limits.
-	Metric *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
-	// ControlBehavior is what a qps flow or hotspot rule does over its
-	// threshold.
-	ControlBehavior *string `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
-	// MaxQueueingTimeMs is how long a throttling rule may make a caller
-	// wait.
-	MaxQueueingTimeMs *int64 `json:"maxQueueingTimeMs,omitempty" example:"500"`
-	// Strategy is, for circuit breakers, what opens them; for authority
-	// rules, whether the origins listed are allowed or denied; for system
-	// rules, what happens past the trigger.
-	Strategy *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount,allow,deny,noAdaptive,bbr" example:"errorRatio"`
-	FlowFields
-	BreakerFields
-	HotspotFields
-	AuthorityFields
-	SystemFields
+	// KindFields are the fields of the rule's kind that show: each one
+	// that applies to it, and each behaviour that holds a value.
+	KindFields
 } //@name server.RuleContent
-
-// FlowFields are the fields of a flow rule (kind flow) no other kind has.
-type FlowFields struct {
-	TokenCalculateStrategy *string `json:"tokenCalculateStrategy,omitempty" enums:"direct,warmUp" example:"direct"`
-	WarmUpPeriodSec        *int64  `json:"warmUpPeriodSec,omitempty" example:"10"`
-	WarmUpColdFactor       *int64  `json:"warmUpColdFactor,omitempty" example:"3"`
-	RelationStrategy       *string `json:"relationStrategy,omitempty" enums:"current,associated" example:"current"`
-	RefResource            *string `json:"refResource,omitempty" example:"GET:/api/stock"`
-	LimitApp               *string `json:"limitApp,omitempty" example:"default"`
-	Scope                  *string `json:"scope,omitempty" enums:"local,cluster" example:"local"`
-	// ClusterFallback is what each engine does with a cluster rule while
-	// it cannot reach the shared count.
-	ClusterFallback *string `json:"clusterFallback,omitempty" enums:"local,pass,block" example:"local"`
-	// ClusterFallbackThreshold is each engine's threshold in a local
-	// fallback; absent or 0: the threshold divided by the engines that
-	// shared the rule last.
-	ClusterFallbackThreshold *float64 `json:"clusterFallbackThreshold,omitempty" example:"250"`
-}
-
-// BreakerFields are the fields of a circuit breaker (kind circuitBreaker)
-// no other kind has.
-type BreakerFields struct {
-	MaxAllowedRtMs   *int64 `json:"maxAllowedRtMs,omitempty" example:"200"`
-	RetryTimeoutMs   *int64 `json:"retryTimeoutMs,omitempty" example:"5000"`
-	MinRequestAmount *int64 `json:"minRequestAmount,omitempty" example:"5"`
-	ProbeNum         *int64 `json:"probeNum,omitempty" example:"1"`
-}
-
-// HotspotFields are the fields of a hotspot rule (kind hotspot) no other
-// kind has.
-type HotspotFields struct {
-	ParamKey   *string `json:"paramKey,omitempty" example:"ip"`
-	BurstCount *int64  `json:"burstCount,omitempty" example:"5"`
-	// SpecificItems gives some values their own threshold: value →
-	// threshold, at most 1000 entries.
-	SpecificItems     *map[string]float64 `json:"specificItems,omitempty" swaggertype:"object,number" example:"vip:100"`
-	ParamsMaxCapacity *int64              `json:"paramsMaxCapacity,omitempty" example:"100000"`
-}
-
-// AuthorityFields are the fields of an authority rule (kind authority) no
-// other kind has.
-type AuthorityFields struct {
-	// Origins are 1 to 1000 origin names of 1 to 256 characters.
-	Origins *[]string `json:"origins,omitempty" example:"checkout,billing"`
-}
-
-// SystemFields are the fields of a system rule (kind system) no other kind
-// has.
-type SystemFields struct {
-	MetricType   *string  `json:"metricType,omitempty" enums:"load,avgRt,concurrency,inboundQps,cpuUsage" example:"cpuUsage"`
-	TriggerCount *float64 `json:"triggerCount,omitempty" example:"0.8"`
-}
 
 // APIRule is a stored rule as the API shows it: its content, and the fields the
 // server keeps.

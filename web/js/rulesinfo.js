@@ -82,11 +82,6 @@ export function formWords(kind, message) {
   });
 }
 
-/** fieldDefault is the default of a kind's field, if it has one. */
-function fieldDefault(kind, name) {
-  return kindOf(kind)?.fields.find((f) => f.name === name)?.default;
-}
-
 /** serverFields are kept by the server and never compared. */
 export const serverFields = new Set(['id', 'version', 'createdAt', 'updatedAt', 'expired']);
 
@@ -111,83 +106,79 @@ export function show(value) {
   return JSON.stringify(value);
 }
 
-/** perInterval is a qps or concurrency threshold in words: "100 per second". */
-function perInterval(rule, kind) {
-  if (rule.metric === 'concurrency') {
-    return `${number(rule.threshold)} in flight at most`;
-  }
-  const intervalMs = rule.statIntervalMs ?? fieldDefault(kind, 'statIntervalMs');
-  return intervalMs === 1000
-    ? `${number(rule.threshold)} per second`
-    : `${number(rule.threshold)} per ${intervalMs % 1000 === 0 ? `${number(intervalMs / 1000)} seconds` : `${number(intervalMs)} ms`}`;
-}
-
-/** summary is a rule's effect in a few words. */
+/**
+ * summary is a rule's effect in a few words, from its kind's summary
+ * template (GET /rules/fields; its syntax is engine.Kind's Summary).
+ */
 export function summary(rule) {
-  if (rule.kind === 'flow') {
-    if (rule.metric === 'concurrency') {
-      return `${number(rule.threshold)} in flight at most`;
-    }
-    let s = perInterval(rule, 'flow');
-    if (rule.controlBehavior === 'throttling') {
-      s += `, spaced evenly (wait up to ${number(rule.maxQueueingTimeMs ?? fieldDefault('flow', 'maxQueueingTimeMs'))} ms)`;
-    }
-    if (rule.tokenCalculateStrategy === 'warmUp') {
-      s += `, warm-up ${number(rule.warmUpPeriodSec)} s`;
-    }
-    if (rule.relationStrategy === 'associated') {
-      s += `, by the traffic of ${rule.refResource}`;
-    }
-    if (rule.limitApp === 'other') {
-      s += ', for each origin no other rule names';
-    } else if (rule.limitApp && rule.limitApp !== 'default') {
-      s += `, for the calls of ${rule.limitApp} only`;
-    }
-    return s;
-  }
-  if (rule.kind === 'hotspot') {
-    let s = `per value of ${rule.paramKey}: ${perInterval(rule, 'hotspot')}`;
-    if (rule.controlBehavior === 'throttling') {
-      s += ', spaced evenly';
-    } else if (rule.burstCount) {
-      s += ` (+${number(rule.burstCount)} burst)`;
-    }
-    const items = Object.entries(rule.specificItems ?? {});
-    if (items.length) {
-      const shown = items.slice(0, 3).map(([value, threshold]) => `${value}: ${number(threshold)}`).join(', ');
-      s += `; ${shown}${items.length > 3 ? ` and ${items.length - 3} more` : ''}`;
-    }
-    return s;
-  }
-  if (rule.kind === 'authority') {
-    const origins = rule.origins ?? [];
-    const shown = origins.slice(0, 5).join(', ') + (origins.length > 5 ? ` and ${origins.length - 5} more` : '');
-    return rule.strategy === 'deny' ? `who may call: anyone but ${shown}` : `who may call: only ${shown}`;
-  }
-  if (rule.kind === 'circuitBreaker') {
-    const what = {
-      slowRequestRatio: `slow (> ${number(rule.maxAllowedRtMs)} ms) ratio > ${number(rule.threshold)}`,
-      errorRatio: `error ratio > ${number(rule.threshold)}`,
-      errorCount: `errors ≥ ${number(rule.threshold)}`,
-    }[rule.strategy] ?? rule.strategy;
-    return `opens on ${what} in ${number(rule.statIntervalMs)} ms, retries after ${number(rule.retryTimeoutMs)} ms`;
-  }
-  if (rule.kind === 'system') {
-    const figure = systemFigures[rule.metricType] ?? rule.metricType;
-    const blocks = rule.strategy === 'bbr' ? 'the inbound calls beyond what it completes at best' : 'every inbound call';
-    return `past ${figure} ${number(rule.triggerCount)}, each engine blocks ${blocks}`;
-  }
-  return '';
+  const kind = kindOf(rule.kind);
+  return kind ? fill(kind.summary ?? '', rule, kind).text : '';
 }
 
-/** systemFigures name a system rule's metricType in a summary. */
-const systemFigures = {
-  load: 'a load per CPU of',
-  cpuUsage: 'a CPU usage of',
-  avgRt: 'an average response time (ms) of',
-  concurrency: 'inbound calls in flight numbering',
-  inboundQps: 'inbound calls per second numbering',
-};
+/**
+ * fill renders template from its start up to a ']' closing a section (or
+ * its end) for rule, and answers the text and where it stopped.
+ */
+function fill(template, rule, kind, from = 0) {
+  let text = '';
+  let i = from;
+  while (i < template.length && template[i] !== ']') {
+    const c = template[i];
+    if (c === '{') {
+      const end = template.indexOf('}', i);
+      const [name, filter] = template.slice(i + 1, end).split('|');
+      text += shown(valueOf(rule, kind, name), filter);
+      i = end + 1;
+    } else if (c === '[') {
+      const colon = template.indexOf(':', i);
+      const [, name, not, values] = template.slice(i + 1, colon).match(/^([A-Za-z]+)(!?)=(.*)$/);
+      const inner = fill(template, rule, kind, colon + 1);
+      const value = valueOf(rule, kind, name);
+      const matches = values.split(',').includes(isEmpty(value) ? '' : String(value));
+      if (matches !== (not === '!')) {
+        text += inner.text;
+      }
+      i = inner.end + 1;
+    } else {
+      text += c;
+      i += 1;
+    }
+  }
+  return { text, end: i };
+}
+
+/** valueOf is a rule's field, or its default when the rule shows none. */
+function valueOf(rule, kind, name) {
+  return rule[name] ?? kind.fields.find((f) => f.name === name)?.default;
+}
+
+/** isEmpty tells an empty list or object from a value. */
+function isEmpty(value) {
+  return value === undefined || value === null || value === ''
+    || (typeof value === 'object' && Object.keys(value).length === 0);
+}
+
+/**
+ * shown writes a field's value in a summary: a number as the console
+ * writes numbers, an interval in ms ("per") in words, a list's first five
+ * names and an object's first three entries.
+ */
+function shown(value, filter) {
+  if (filter === 'per') {
+    if (value === 1000) {
+      return 'second';
+    }
+    return value % 1000 === 0 ? `${number(value / 1000)} seconds` : `${number(value)} ms`;
+  }
+  if (Array.isArray(value)) {
+    return value.slice(0, 5).join(', ') + (value.length > 5 ? ` and ${value.length - 5} more` : '');
+  }
+  if (value && typeof value === 'object') {
+    const items = Object.entries(value);
+    return items.slice(0, 3).map(([k, v]) => `${k}: ${number(v)}`).join(', ') + (items.length > 3 ? ` and ${items.length - 3} more` : '');
+  }
+  return typeof value === 'number' ? number(value) : String(value ?? '');
+}
 
 /**
  * ruleTarget says what a rule guards, for sentences: its resource, or

@@ -1,4 +1,4 @@
-package rules
+package wire
 
 import (
 	"regexp"
@@ -8,7 +8,7 @@ import (
 
 // EnvelopeFields are the fields every rule has besides its kind, in the
 // order clients list them; the engine checks the name, resource and mode,
-// and validateRule the description's length.
+// and the server the description's length and the app's pattern.
 var EnvelopeFields = engine.Fields{
 	{Name: "name", Type: engine.FieldString, Label: "Name", Example: "orders-qps",
 		Help: "Lower-case letters, digits, \".\", \"_\" and \"-\". Left empty on create, one is made up from the kind and the resource."},
@@ -16,7 +16,7 @@ var EnvelopeFields = engine.Fields{
 		Help: "The name the traffic is counted under, e.g. GET:/api/orders."},
 	{Name: "description", Type: engine.FieldString, Label: "Description", Example: "Black Friday cap", MaxLength: 1024, Multiline: true,
 		Help: "Optional; at most 1024 characters."},
-	{Name: "app", Type: engine.FieldString, Label: "App", Example: "checkout", MaxLength: maxAppLen,
+	{Name: "app", Type: engine.FieldString, Label: "App", Example: "checkout", MaxLength: MaxAppLen,
 		Help: "Optional: only the instances of this app run the rule, and the server's own engine does not. Left empty, every engine runs it. Lower-case letters, digits, \".\", \"_\" and \"-\"."},
 	{Name: "expiresAt", Type: engine.FieldString, Label: "Expires at", Example: "2026-12-01T00:00:00Z",
 		Help: "Optional: an RFC 3339 time at which the rule stops applying (it stays stored), for rules that must not outlive an incident."},
@@ -28,8 +28,8 @@ var EnvelopeFields = engine.Fields{
 		}},
 }
 
-// maxAppLen is the longest an app's name may be.
-const maxAppLen = 64
+// MaxAppLen is the longest an app's name may be.
+const MaxAppLen = 64
 
 // AppPattern is an app's name (API.md, the rule field app), as rules and
 // the instances that run them name it.
