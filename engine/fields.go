@@ -130,6 +130,16 @@ func (f Field) outside(v float64) bool {
 
 func bound(v float64) *float64 { return &v }
 
+// Rows that flow and hotspot rules share.
+var (
+	qpsStatIntervalMs = Field{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
+		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
+		Help: "100 to 600000; default 1000."}
+	maxQueueingTimeMs = Field{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
+		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
+		Help: "0 to 60000: how long a caller may be asked to wait."}
+)
+
 // FlowRuleFields are the fields of a flow rule (FlowRule) besides the
 // name, resource and mode every rule has, in the order the console lists
 // them.
@@ -143,9 +153,7 @@ var FlowRuleFields = Fields{
 	{Name: "threshold", Type: FieldNumber, Label: "Threshold", Required: true, Example: 100,
 		Min: bound(0), Max: bound(MaxThreshold),
 		Help: "Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0."},
-	{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
-		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
-		Help: "100 to 600000; default 1000."},
+	qpsStatIntervalMs,
 	{Name: "controlBehavior", Type: FieldString, Label: "Over the threshold", Default: string(BehaviorReject), Example: string(BehaviorReject),
 		AppliesWhen: &Condition{"metric", string(MetricQPS)},
 		Help:        "What happens to calls over the threshold.",
@@ -153,9 +161,7 @@ var FlowRuleFields = Fields{
 			{string(BehaviorReject), "Reject at once"},
 			{string(BehaviorThrottling), "Throttle: space passes evenly"},
 		}},
-	{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
-		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
-		Help: "0 to 60000: how long a caller may be asked to wait."},
+	maxQueueingTimeMs,
 	{Name: "tokenCalculateStrategy", Type: FieldString, Label: "Threshold from cold", Default: string(StrategyDirect), Example: string(StrategyDirect),
 		AppliesWhen: &Condition{"metric", string(MetricQPS)},
 		Help:        "Warm-up ramps the threshold from threshold / cold factor up to threshold after an idle spell.",
@@ -246,9 +252,7 @@ var HotspotRuleFields = Fields{
 	{Name: "threshold", Type: FieldNumber, Label: "Threshold per value", Required: true, Example: 10,
 		Min: bound(0), Max: bound(MaxThreshold),
 		Help: "Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0."},
-	{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
-		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
-		Help: "100 to 600000; default 1000."},
+	qpsStatIntervalMs,
 	{Name: "controlBehavior", Type: FieldString, Label: "Over the threshold", Default: string(BehaviorReject), Example: string(BehaviorReject),
 		AppliesWhen: &Condition{"metric", string(MetricQPS)},
 		Help:        "What happens to a value's calls over its threshold.",
@@ -259,9 +263,7 @@ var HotspotRuleFields = Fields{
 	{Name: "burstCount", Type: FieldInteger, Label: "Burst", Default: 0, Example: 5,
 		Min: bound(0), Max: bound(MaxThreshold), AppliesWhen: &Condition{"controlBehavior", string(BehaviorReject)},
 		Help: "Extra passes a value may take at once on top of the threshold; ≥ 0."},
-	{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
-		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
-		Help: "0 to 60000: how long a caller may be asked to wait."},
+	maxQueueingTimeMs,
 	{Name: "specificItems", Type: FieldObject, Label: "Thresholds of some values", Default: map[string]float64{}, Example: map[string]float64{"vip": 100},
 		Help: "Value → its own threshold (≥ 0), at most 1000 entries."},
 	{Name: "paramsMaxCapacity", Type: FieldInteger, Label: "Values tracked", Default: DefaultParamsMaxCapacity, Example: DefaultParamsMaxCapacity,
