@@ -121,7 +121,7 @@ const (
 	MaxThreshold            = 1e12
 )
 
-// RuleNamePattern is what a rule name must match (API.md).
+// RuleNamePattern is what a rule name must match (docs/api.md).
 var RuleNamePattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
 
 // FlowRule limits the traffic of one resource. Zero values of optional

@@ -126,7 +126,7 @@ func zeroMeansDefault(f engine.Field) bool {
 // refuseZeros reports each of zeros, the fields of table that the rule
 // object o sent as 0 or "" (decodeFields), that applies to r: there the
 // engine would silently take the zero as unset. A field that does not
-// apply may carry a zero (API.md, "Strict decoding").
+// apply may carry a zero (docs/api.md, "Strict decoding").
 func refuseZeros(o *strictjson.Object, r Rule, table engine.Fields, zeros []engine.Field) {
 	if len(zeros) == 0 {
 		return
