@@ -42,7 +42,7 @@ bench-once:
 	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 
 # static vets every package and builds the binary without cgo, as the
-# README's CI workflow builds the CLI: a cgo-only call outside a cgo file
+# docs/ci.md's CI workflow builds the CLI: a cgo-only call outside a cgo file
 # (store/sqlite_cgo.go) fails here, not in a user's pipeline.
 static:
 	CGO_ENABLED=0 go vet ./...

@@ -12,7 +12,7 @@ import (
 
 const module = "github.com/sluicehq/sluice"
 
-// allowedImports is ARCHITECTURE.md's table: the module's packages each
+// allowedImports is docs/architecture.md's table: the module's packages each
 // layer (a top-level directory, or the domains under server/) may import.
 // The standard library is always allowed, and so is any other module,
 // except in engine and, for Fiber, in the domains.
@@ -26,6 +26,7 @@ var allowedImports = map[string][]string{
 	serverDomains: {"engine", "store", serverDomains},
 	"cmd":         {"engine", "store", "server", serverDomains, "migrations", "web", "docs", "cmd"},
 	"e2e":         {"engine", "store", "server", serverDomains, "web"},
+	"internal":    {"engine"},
 }
 
 type goPackage struct {
@@ -110,7 +111,7 @@ func violations(pkgs map[string]goPackage) []string {
 		}
 		allowed, known := allowedImports[layer(rel)]
 		if !known {
-			found = append(found, fmt.Sprintf("%s: top-level directory %q is not in ARCHITECTURE.md's layout", pkg.importPath, topDir(rel)))
+			found = append(found, fmt.Sprintf("%s: top-level directory %q is not in docs/architecture.md's layout", pkg.importPath, topDir(rel)))
 			continue
 		}
 		for _, imp := range pkg.imports {

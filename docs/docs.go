@@ -721,7 +721,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (README, What a leaked instance token can do): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (API.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1521,7 +1521,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (API.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -3228,7 +3228,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "apps": {
-                    "description": "Apps is the token's scope (API.md, \"Per-app scopes\"); absent when it\nhas none.",
+                    "description": "Apps is the token's scope (docs/api.md, \"Per-app scopes\"); absent when it\nhas none.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -3951,7 +3951,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "apps": {
-                    "description": "Apps is the caller's scope (API.md, \"Per-app scopes\"); absent when\nit has none.",
+                    "description": "Apps is the caller's scope (docs/api.md, \"Per-app scopes\"); absent when\nit has none.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -5243,7 +5243,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "apps": {
-                    "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (API.md, \"Per-app\nscopes\"). Absent or null: no scope.",
+                    "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (docs/api.md, \"Per-app\nscopes\"). Absent or null: no scope.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -5323,7 +5323,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "apps": {
-                    "description": "Apps is the user's scope (API.md, \"Per-app scopes\"); absent when\nthe user has none.",
+                    "description": "Apps is the user's scope (docs/api.md, \"Per-app scopes\"); absent when\nthe user has none.",
                     "type": "array",
                     "items": {
                         "type": "string"
@@ -5382,7 +5382,7 @@ const docTemplate = `{
             "type": "object",
             "properties": {
                 "apps": {
-                    "description": "Apps scopes the user to the rules of these apps (API.md, \"Per-app\nscopes\"): 1 to 64 app names, none twice; not for an admin. Absent or\nnull on create: no scope; on PATCH, absent keeps it and null clears\nit.",
+                    "description": "Apps scopes the user to the rules of these apps (docs/api.md, \"Per-app\nscopes\"): 1 to 64 app names, none twice; not for an admin. Absent or\nnull on create: no scope; on PATCH, absent keeps it and null clears\nit.",
                     "type": "array",
                     "items": {
                         "type": "string"

@@ -80,7 +80,7 @@ func heapPerResource(n int) float64 {
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 
-// TestMemoryPerResource is ENGINE.md's memory figure: 10,000 resources with
+// TestMemoryPerResource is docs/engine.md's memory figure: 10,000 resources with
 // one rule and traffic each take at most 2 KiB of heap apiece.
 func TestMemoryPerResource(t *testing.T) {
 	perResource := heapPerResource(10_000)

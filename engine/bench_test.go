@@ -17,7 +17,7 @@ func benchEngine(b *testing.B, rules ...FlowRule) *Engine {
 	return e
 }
 
-// BenchmarkEntryExitPass is ENGINE.md's first figure: Entry and Exit by
+// BenchmarkEntryExitPass is docs/engine.md's first figure: Entry and Exit by
 // name with one QPS reject rule that lets every call pass.
 func BenchmarkEntryExitPass(b *testing.B) {
 	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
@@ -125,7 +125,7 @@ func BenchmarkReload10k(b *testing.B) {
 	}
 }
 
-// BenchmarkEntryExitFlowAndBreaker is ENGINE.md's third figure: Entry and
+// BenchmarkEntryExitFlowAndBreaker is docs/engine.md's third figure: Entry and
 // Exit by name with a QPS rule and a closed circuit breaker.
 func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
 	e := benchEngine(b, FlowRule{Name: "orders-qps", Resource: "orders", Threshold: 1e12})
@@ -163,7 +163,7 @@ func hotspotBenchEngine(b *testing.B, values int) *Engine {
 	return e
 }
 
-// BenchmarkHotspotEntryExitHandle is ENGINE.md's hotspot figure: Entry
+// BenchmarkHotspotEntryExitHandle is docs/engine.md's hotspot figure: Entry
 // and Exit by handle with one hotspot rule, the value tracked, passing.
 func BenchmarkHotspotEntryExitHandle(b *testing.B) {
 	r := hotspotBenchEngine(b, 1).Resource("orders")

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestRejectAccuracy is ENGINE.md's accuracy figure on the manual clock: two
+// TestRejectAccuracy is docs/engine.md's accuracy figure on the manual clock: two
 // goroutines hammer a 100 QPS rule for 5 s; no real 1-second window may
 // hold more than 110 passes (Sentinel: 200) and the mean stays 100 ± 2.
 func TestRejectAccuracy(t *testing.T) {

@@ -300,7 +300,7 @@ func heapPerHotspotValue(t testing.TB, n int) float64 {
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 }
 
-// TestHotspotMemoryPerValue measures ENGINE.md's figure, the heap per
+// TestHotspotMemoryPerValue measures docs/engine.md's figure, the heap per
 // tracked value with 1,000,000 values (target: 150 bytes), and guards it
 // near what a value (64 bytes), its words (its key and its log's ring of
 // marks, 64 at threshold 10) and its slot (about 17) take now, about 145.

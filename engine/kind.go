@@ -45,6 +45,9 @@ type Kind struct {
 	// NoResource says that a rule of the kind is on no resource: it
 	// guards every inbound call of its process.
 	NoResource bool
+	// Doc says more of the kind for the rules reference (docs/rules.md),
+	// in Markdown, where its help and its fields' do not say enough.
+	Doc string
 	// Summary says what a rule of the kind does in a few words, as a
 	// template the console fills in: {field} is a field's value ({field|per}
 	// an interval in milliseconds as "second", "2 seconds" or "500 ms"; a

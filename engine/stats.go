@@ -17,7 +17,7 @@ type Calls struct {
 
 // Counts is a resource's traffic over a span of time: what the engine
 // hands out per minute, a minute or hour row holds, and an answer totals.
-// Its JSON is a minute of an instance's report (API.md), so that the
+// Its JSON is a minute of an instance's report (docs/api.md), so that the
 // figures an instance counted reach the pipeline in this same shape.
 type Counts struct {
 	Calls

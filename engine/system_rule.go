@@ -69,6 +69,11 @@ type SystemRule struct {
 // resource.
 var SystemKind = kindOf(Kind{Name: KindSystem, Label: "System", Title: "System rule",
 	Help: "protect the whole process: CPU, load, response time, calls in flight", Fields: SystemRuleFields, NoResource: true,
+	Doc: "Each engine judges its own process and blocks *inbound* calls past the trigger: `load` is the load average per CPU, " +
+		"`cpuUsage` a ratio in (0, 1] of the process's cgroup CPU quota; `bbr`, the default for those two, lets calls through while " +
+		"those in flight are at most what the process completes at best. The middleware marks every request it guards inbound, so " +
+		"the server's own API is protected by the system rules without an app (admins are still served, and health and login are " +
+		"never guarded); checks sent to `POST /check` are not inbound calls of the server and system rules leave them alone.",
 	Summary: "past [metricType=load:a load per CPU of][metricType=cpuUsage:a CPU usage of][metricType=avgRt:an average response time (ms) of]" +
 		"[metricType=concurrency:inbound calls in flight numbering][metricType=inboundQps:inbound calls per second numbering] {triggerCount}, " +
 		"each engine blocks [strategy=bbr:the inbound calls beyond what it completes at best][strategy=noAdaptive:every inbound call]"},

@@ -1,5 +1,5 @@
 -- +goose Up
--- Per-app scopes (API.md, "Per-app scopes"): a user or token may be held
+-- Per-app scopes (docs/api.md, "Per-app scopes"): a user or token may be held
 -- to the rules of some apps. apps is a JSON array of app names; '' is no
 -- scope, so every existing user and token keeps what it could do.
 ALTER TABLE users ADD COLUMN apps TEXT NOT NULL DEFAULT '';

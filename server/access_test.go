@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/server/servertest"
 )
 
-// routePolicy is API.md's authorisation, route by route: the least role
+// routePolicy is docs/api.md's authorisation, route by route: the least role
 // each needs, "" for the public ones. It is written out here, not read from
 // the server, so that the test checks the server against the contract; a
 // route missing from it fails the walks below.
@@ -66,7 +66,7 @@ var routePolicy = map[string]string{
 }
 
 // instanceRoutes are the routes a token of role instance may use besides
-// the roles routePolicy gives (API.md, "Instances"): every other answers
+// the roles routePolicy gives (docs/api.md, "Instances"): every other answers
 // it 403.
 var instanceRoutes = map[string]bool{
 	"GET /api/v1/rules/snapshot":    true,
@@ -268,7 +268,7 @@ func TestNoSpellingGivesARoleMore(t *testing.T) {
 		need, known := routePolicy[key]
 		fixture := fixtures[key]
 		if !known || fixture == nil {
-			t.Errorf("%s: not in routePolicy or walkFixtures: add the rule API.md gives it", key)
+			t.Errorf("%s: not in routePolicy or walkFixtures: add the rule docs/api.md gives it", key)
 			continue
 		}
 		t.Run(key, func(t *testing.T) {

@@ -21,7 +21,7 @@ type User struct {
 	ID       int64  `json:"id" example:"3"`
 	Username string `json:"username" example:"alice"`
 	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
-	// Apps is the user's scope (API.md, "Per-app scopes"); absent when
+	// Apps is the user's scope (docs/api.md, "Per-app scopes"); absent when
 	// the user has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout,payments"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -52,7 +52,7 @@ type Me struct {
 	// Name is the username or the token's name.
 	Name string `json:"name" example:"alice"`
 	Role string `json:"role" enums:"admin,editor,viewer" example:"editor"`
-	// Apps is the caller's scope (API.md, "Per-app scopes"); absent when
+	// Apps is the caller's scope (docs/api.md, "Per-app scopes"); absent when
 	// it has none.
 	Apps  []string  `json:"apps,omitempty" example:"checkout,payments"`
 	User  *User     `json:"user,omitempty"`

@@ -219,7 +219,7 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 // requireCredentials lets through any authenticated caller of role
 // viewer or above: it guards /metrics, which Prometheus scrapes with a
 // bearer token. An instance token is refused there, as on every route but
-// the instances' own (API.md, "Instances").
+// the instances' own (docs/api.md, "Instances").
 func (a *auth) requireCredentials(c *fiber.Ctx) error {
 	p, err := a.authenticate(c, "credentials are required: a bearer token (or start the server with --public-metrics)")
 	if err != nil {

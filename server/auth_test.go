@@ -126,7 +126,7 @@ func withCookie(c *http.Cookie, csrf string) http.Header {
 var routeParam = regexp.MustCompile(`:[a-zA-Z]+`)
 
 // TestEveryRouteIsGuarded walks every registered route: without
-// credentials it is 401 (unless API.md lists it as public), a viewer on a
+// credentials it is 401 (unless docs/api.md lists it as public), a viewer on a
 // write is 403, a revoked or expired token is 401, and the role the route
 // needs gets past authorisation. A route added without a policy fails it.
 func TestEveryRouteIsGuarded(t *testing.T) {
@@ -184,7 +184,7 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 			}
 			need, ok := routePolicy[key]
 			if !ok {
-				t.Fatalf("not in routePolicy: add the rule API.md gives it")
+				t.Fatalf("not in routePolicy: add the rule docs/api.md gives it")
 			}
 			if need != roleViewer {
 				if status, _ := n.as(t, bearer(viewer), route.Method, path, "{}"); status != http.StatusForbidden {

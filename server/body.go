@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Request body bounds (API.md, "Bodies"). The server streams bodies
+// Request body bounds (docs/api.md, "Bodies"). The server streams bodies
 // (fiber.Config.StreamRequestBody) and reads each itself, so it never
 // holds more of one than the route it reaches allows.
 const (

@@ -13,7 +13,7 @@ import (
 // TestStartUpTokensSurviveRestarts starts a server three times on one
 // database: the tokens --bootstrap-token and --instance-token register
 // keep their rows across a restart with the same values (ID, createdAt and
-// lastUsedAt: API.md, idempotent across restarts), and a new value
+// lastUsedAt: docs/api.md, idempotent across restarts), and a new value
 // replaces the old, which stops working.
 func TestStartUpTokensSurviveRestarts(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "sluice.db")

@@ -12,7 +12,7 @@ import (
 
 // TestPathIDsHaveOneSpelling checks that an id in a path is decimal
 // without a sign or a leading zero: any other spelling of a record's id
-// is 400 naming id, never that record (API.md: a path has one spelling).
+// is 400 naming id, never that record (docs/api.md: a path has one spelling).
 func TestPathIDsHaveOneSpelling(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	rule := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)

@@ -20,7 +20,7 @@ import (
 type Error struct {
 	// Status is the HTTP status code.
 	Status int
-	// Code is the stable, machine-readable name of the error (API.md).
+	// Code is the stable, machine-readable name of the error (docs/api.md).
 	Code string
 	// Message is a sentence for a person.
 	Message string
@@ -58,7 +58,7 @@ type ErrorBody struct {
 	Details []FieldError `json:"details" validate:"required"`
 }
 
-// codeByStatus is API.md's table of error codes.
+// codeByStatus is docs/api.md's table of error codes.
 var codeByStatus = map[int]string{
 	http.StatusBadRequest:            "bad_request",
 	http.StatusUnauthorized:          "unauthorized",
@@ -73,7 +73,7 @@ var codeByStatus = map[int]string{
 	http.StatusInternalServerError:   "internal",
 }
 
-// codeForStatus names a status: API.md's code where it has one, else the
+// codeForStatus names a status: docs/api.md's code where it has one, else the
 // status text in snake case (a 408 from the HTTP layer is
 // "request_timeout").
 func codeForStatus(status int) string {
@@ -87,7 +87,7 @@ func codeForStatus(status int) string {
 	return strings.ReplaceAll(strings.ToLower(strings.ReplaceAll(text, "-", " ")), " ", "_")
 }
 
-// NewError returns an error answered with status, the code API.md gives it,
+// NewError returns an error answered with status, the code docs/api.md gives it,
 // message and details.
 func NewError(status int, message string, details ...FieldError) *Error {
 	return &Error{Status: status, Code: codeForStatus(status), Message: message, Details: details}
@@ -115,7 +115,7 @@ func PreconditionFailed(message string) *Error {
 }
 
 // ValidationFailed is a 422 for bad body fields, each named in details
-// once (API.md): a field found bad twice (a number where a string belongs,
+// once (docs/api.md): a field found bad twice (a number where a string belongs,
 // and so missing) is told by its first detail.
 func ValidationFailed(message string, details ...FieldError) *Error {
 	once := make([]FieldError, 0, len(details))

@@ -14,7 +14,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// Bounds of the metric queries (API.md).
+// Bounds of the metric queries (docs/api.md).
 const (
 	defaultTopLimit = 10
 	maxTopLimit     = 100

@@ -19,7 +19,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// Page size bounds of every list (API.md).
+// Page size bounds of every list (docs/api.md).
 const (
 	defaultPageSize = 50
 	maxPageSize     = 500
@@ -131,7 +131,7 @@ func searchParam(c *fiber.Ctx, name string) (string, error) {
 }
 
 // idParam reads a positive integer path parameter in its one spelling:
-// decimal digits without a sign or a leading zero (API.md: a path has one
+// decimal digits without a sign or a leading zero (docs/api.md: a path has one
 // spelling), so /rules/04 and /rules/+4 are not /rules/4.
 func idParam(c *fiber.Ctx, name string) (int64, error) {
 	raw := c.Params(name)
@@ -198,7 +198,7 @@ func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 
 // errNotJSONObject is the answer for a body that is not a JSON object:
 // 400 for one that is not JSON at all, or that strictjson.CheckBody
-// refuses; 422 naming the body for JSON of another type (API.md: a wrong
+// refuses; 422 naming the body for JSON of another type (docs/api.md: a wrong
 // JSON type).
 func errNotJSONObject(err error) error {
 	if dup, ok := errors.AsType[*strictjson.DuplicateKeyError](err); ok {

@@ -98,7 +98,7 @@ func label(m *dto.Metric, name string) string {
 
 // TestPrometheusResponseTimeHistogram: the response time is a histogram
 // family that the Prometheus text parser reads as one, with the buckets
-// of API.md's ms range in seconds, cumulative, +Inf holding every call;
+// of docs/api.md's ms range in seconds, cumulative, +Inf holding every call;
 // its count and sum are exact (the completed counter's), and each
 // collection's calls are counted in the bucket of their mean, as the help
 // says (the engine keeps no per-call distribution).

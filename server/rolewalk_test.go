@@ -14,11 +14,11 @@ import (
 	"github.com/sluicehq/sluice/server/servertest"
 )
 
-// outsideAPIPolicy is API.md's authorisation of the routes outside
+// outsideAPIPolicy is docs/api.md's authorisation of the routes outside
 // /api/v1, as routePolicy is of those inside: the least role each needs,
 // "" for the public ones. /metrics takes a bearer token unless the server
 // runs with --public-metrics, which the walk's does not; an instance token
-// is not one it takes (API.md, "Instances": nothing but its own routes).
+// is not one it takes (docs/api.md, "Instances": nothing but its own routes).
 var outsideAPIPolicy = map[string]string{
 	"GET /metrics":          roleViewer,
 	"GET /swagger/doc.json": "",
@@ -50,7 +50,7 @@ var walkers = []walker{
 	{roleEditor, false}, {roleEditor, true}, {roleAdmin, false},
 }
 
-// scopeProbe is, for a route a scope limits (API.md, "Per-app scopes"), a
+// scopeProbe is, for a route a scope limits (docs/api.md, "Per-app scopes"), a
 // request that reaches outside the app shop, which a caller scoped to shop
 // is refused (403) where its role alone would let it through; within, if
 // set, is the request within shop that such a caller sends in place of the
@@ -79,7 +79,7 @@ var scopeProbes = map[string]scopeProbe{
 // TestEveryRouteAnswersEachRoleItsOwn walks every registered route, HEAD
 // included and those outside /api/v1 too, as an instance, a viewer, an
 // editor and an admin, and as an instance and an editor scoped to the app
-// shop: a route answers 403 exactly to the roles API.md denies it (an
+// shop: a route answers 403 exactly to the roles docs/api.md denies it (an
 // instance token is denied everything but instanceRoutes), never 401 or
 // 403 to the others, and a public route answers a credential as it
 // answers none. A scoped caller is answered as its role, and on the routes
@@ -125,7 +125,7 @@ func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
 		}
 		need, known := policy[policyKey]
 		if !known {
-			t.Errorf("%s: no policy: add the rule API.md gives it", key)
+			t.Errorf("%s: no policy: add the rule docs/api.md gives it", key)
 			continue
 		}
 		path := strings.Replace(routeParam.ReplaceAllString(route.Path, "999999"), "*", "index.html", 1)

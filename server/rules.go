@@ -445,7 +445,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //
 //	@Summary		Apply a rule file (declarative sync for CI)
 //	@ID				applyRules
-//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (API.md, "Per-app scopes") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, "Per-app scopes") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml

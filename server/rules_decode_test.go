@@ -93,7 +93,7 @@ func TestSentZeroIsNoDefault(t *testing.T) {
 }
 
 // TestZeroWhereTheFieldDoesNotApply checks that a zero stays accepted
-// where its field does not apply (API.md: such a field is refused only
+// where its field does not apply (docs/api.md: such a field is refused only
 // with a non-zero, non-empty value), and that a field left out takes its
 // default.
 func TestZeroWhereTheFieldDoesNotApply(t *testing.T) {

@@ -12,7 +12,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// maxScopeApps bounds a scope's apps (API.md, "Per-app scopes").
+// maxScopeApps bounds a scope's apps (docs/api.md, "Per-app scopes").
 const maxScopeApps = 64
 
 // apps is the principal's per-app scope: nil when it has none.

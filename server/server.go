@@ -213,7 +213,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// the handler, and Fiber recycles its buffers after it returns.
 		Immutable:   true,
 		JSONEncoder: marshalJSON,
-		// A path has one spelling (API.md): /api/v1/Tokens or
+		// A path has one spelling (docs/api.md): /api/v1/Tokens or
 		// /api/v1/tokens/ reach no route, rather than the /tokens one.
 		CaseSensitive: true,
 		StrictRouting: true,

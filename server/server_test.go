@@ -320,7 +320,7 @@ func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
 		{name: "unauthorized", err: NewError(http.StatusUnauthorized, "no credentials"), wantStatus: http.StatusUnauthorized, wantCode: "unauthorized"},
 		{name: "forbidden", err: NewError(http.StatusForbidden, "role too low"), wantStatus: http.StatusForbidden, wantCode: "forbidden"},
 		{name: "throttled", err: NewError(http.StatusTooManyRequests, "slow down"), wantStatus: http.StatusTooManyRequests, wantCode: "too_many_requests"},
-		{name: "status outside API.md", err: NewError(http.StatusRequestTimeout, "too slow"), wantStatus: http.StatusRequestTimeout, wantCode: "request_timeout"},
+		{name: "status outside docs/api.md", err: NewError(http.StatusRequestTimeout, "too slow"), wantStatus: http.StatusRequestTimeout, wantCode: "request_timeout"},
 		{name: "wrapped API error", err: fmt.Errorf("create rule: %w", Conflict("name taken")), wantStatus: http.StatusConflict, wantCode: "conflict"},
 		{
 			name:       "unknown error",

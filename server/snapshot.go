@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/server/rules"
 )
 
-// maxSnapshotWait is the longest a snapshot request may be held (API.md).
+// maxSnapshotWait is the longest a snapshot request may be held (docs/api.md).
 const maxSnapshotWait = 60 * time.Second
 
 // RuleSnapshot is the rule set an engine of an app must run.

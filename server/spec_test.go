@@ -74,7 +74,7 @@ var fiberParam = regexp.MustCompile(`:(\w+)`)
 // are needed, 403 where the role needed is above viewer or a console write
 // needs its CSRF token, 413 and 415 where a body is taken (limitBody), and
 // 429 where the engine guards the route. The roles are routePolicy's,
-// API.md's; whether a route is guarded is read from its handlers.
+// docs/api.md's; whether a route is guarded is read from its handlers.
 func TestSpecDocumentsEveryRefusal(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	var doc specDoc

@@ -21,7 +21,7 @@ type APIToken struct {
 	ExpiresAt  *time.Time `json:"expiresAt"`
 	LastUsedAt *time.Time `json:"lastUsedAt"`
 	CreatedBy  string     `json:"createdBy" example:"alice"`
-	// Apps is the token's scope (API.md, "Per-app scopes"); absent when it
+	// Apps is the token's scope (docs/api.md, "Per-app scopes"); absent when it
 	// has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout"`
 	CreatedAt time.Time `json:"createdAt"`
@@ -58,7 +58,7 @@ type TokenRequest struct {
 	ExpiresAt *time.Time `json:"expiresAt"`
 	// Apps is optional: 1 to 64 app names, none twice, not for role admin.
 	// A scoped editor writes only the rules of these apps, a scoped
-	// instance token reads and reports only for them (API.md, "Per-app
+	// instance token reads and reports only for them (docs/api.md, "Per-app
 	// scopes"). Absent or null: no scope.
 	Apps []string `json:"apps" example:"checkout"`
 }

@@ -21,7 +21,7 @@ type UserRequest struct {
 	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
 	// Password is write-only; changing it ends the user's sessions.
 	Password string `json:"password" example:"correct horse battery staple"`
-	// Apps scopes the user to the rules of these apps (API.md, "Per-app
+	// Apps scopes the user to the rules of these apps (docs/api.md, "Per-app
 	// scopes"): 1 to 64 app names, none twice; not for an admin. Absent or
 	// null on create: no scope; on PATCH, absent keeps it and null clears
 	// it.

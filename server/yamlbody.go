@@ -12,7 +12,7 @@ import (
 )
 
 // maxYAMLExpansion bounds what a YAML body's anchors and aliases may
-// expand to, as a multiple of the body's size (API.md, "Bodies"): a
+// expand to, as a multiple of the body's size (docs/api.md, "Bodies"): a
 // 300 KB body of nested aliases would otherwise expand to gigabytes.
 const maxYAMLExpansion = 4
 

@@ -55,7 +55,7 @@ type APIToken struct {
 // TableName is the API tokens table.
 func (APIToken) TableName() string { return "api_tokens" }
 
-// Apps is a per-app scope (API.md, "Per-app scopes"): the apps whose
+// Apps is a per-app scope (docs/api.md, "Per-app scopes"): the apps whose
 // rules a user or token may write or read as an instance. Empty is no
 // scope. It is kept as a JSON array, and as ” when empty, so the rows
 // from before scopes existed read as unscoped.

@@ -15,26 +15,26 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// readmeWorkflow finds the GitHub Actions workflow in the README.
-var readmeWorkflow = regexp.MustCompile("(?s)```yaml\n(# \\.github/workflows/sluice-rules\\.yml\n.*?)```\n")
+// docsWorkflow finds the GitHub Actions workflow in docs/ci.md.
+var docsWorkflow = regexp.MustCompile("(?s)```yaml\n(# \\.github/workflows/sluice-rules\\.yml\n.*?)```\n")
 
-// TestREADMEWorkflow runs the steps of the README's GitHub Actions workflow
+// TestDocsWorkflow runs the steps of docs/ci.md's GitHub Actions workflow
 // as a runner would, under bash -eo pipefail, with this test binary as the
 // CLI and a stand-in for gh: the plan step, with a viewer token, passes on
 // drift (exit code 2) and on no change and comments the plan, and fails on
 // an error; the apply step applies with an editor token.
-func TestREADMEWorkflow(t *testing.T) {
+func TestDocsWorkflow(t *testing.T) {
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Fatalf("the workflow's steps run in bash: %v", err)
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/ci.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	block := readmeWorkflow.FindSubmatch(readme)
+	block := docsWorkflow.FindSubmatch(doc)
 	if block == nil {
-		t.Fatal("the README has no .github/workflows/sluice-rules.yml")
+		t.Fatal("docs/ci.md has no .github/workflows/sluice-rules.yml")
 	}
 	var workflow struct {
 		Defaults struct{ Run struct{ Shell string } }

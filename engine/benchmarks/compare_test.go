@@ -110,7 +110,7 @@ func clearSentinel(b *testing.B) {
 	stat.ResetResourceNodeMap()
 }
 
-// BenchmarkEntryExitPass is ENGINE.md's first figure: Entry and Exit on one
+// BenchmarkEntryExitPass is docs/engine.md's first figure: Entry and Exit on one
 // goroutine, with one QPS reject rule that checks every call and lets it
 // pass. Sluice is called by name, as sentinel-golang is, and by handle.
 func BenchmarkEntryExitPass(b *testing.B) {
@@ -232,7 +232,7 @@ func BenchmarkEntryBlocked(b *testing.B) {
 	})
 }
 
-// BenchmarkMemoryPerResource is ENGINE.md's memory figure: 10,000 resources,
+// BenchmarkMemoryPerResource is docs/engine.md's memory figure: 10,000 resources,
 // each with one QPS reject rule and a few calls, and the heap they take per
 // resource, reported as B/resource. Each iteration builds the whole set from
 // nothing and measures it, so ns/op is the cost of one such round (rules,
@@ -343,7 +343,7 @@ func heapAfterGC() uint64 {
 	return m.HeapAlloc
 }
 
-// BenchmarkEntryExitFlowAndBreaker is ENGINE.md's third figure: Entry and
+// BenchmarkEntryExitFlowAndBreaker is docs/engine.md's third figure: Entry and
 // Exit with a QPS rule that never blocks and an error-ratio circuit breaker
 // that stays closed (every call succeeds).
 func BenchmarkEntryExitFlowAndBreaker(b *testing.B) {
@@ -427,7 +427,7 @@ func loadSentinelHotspotRule(b *testing.B) {
 	})
 }
 
-// BenchmarkHotspotEntryExitPass is ENGINE.md's hotspot figure: Entry and
+// BenchmarkHotspotEntryExitPass is docs/engine.md's hotspot figure: Entry and
 // Exit with one hotspot rule, the value tracked already, passing; Sluice
 // by handle, sentinel-golang with the value as its call's argument.
 func BenchmarkHotspotEntryExitPass(b *testing.B) {
@@ -508,7 +508,7 @@ func BenchmarkHotspotEntryExitPassParallel(b *testing.B) {
 	})
 }
 
-// BenchmarkHotspotHeapPerValue is ENGINE.md's memory figure for hotspot
+// BenchmarkHotspotHeapPerValue is docs/engine.md's memory figure for hotspot
 // rules: the heap that one rule (10 per second per value, room for all
 // of them) takes per tracked value once 1,000,000 distinct values made a
 // call each, reported as B/value after a collection. Each round tracks

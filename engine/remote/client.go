@@ -27,7 +27,7 @@ const (
 	DefaultMaxBackoff         = 30 * time.Second
 )
 
-// appPattern is API.md's pattern of an app name.
+// appPattern is docs/api.md's pattern of an app name.
 var appPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)
 
 // Config configures a Client.
@@ -40,7 +40,7 @@ type Config struct {
 	// Authorization header.
 	Token string
 	// App names the service: the engine runs the rules without an app
-	// and those of this app. Required, as API.md's app pattern.
+	// and those of this app. Required, as docs/api.md's app pattern.
 	App string
 	// CacheDir keeps the last good rule set, which Start loads so that a
 	// restart while the server is away still enforces it. Optional.

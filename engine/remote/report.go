@@ -33,7 +33,7 @@ const (
 	minuteMs = 60_000
 )
 
-// report is the body of POST /instances/report (API.md).
+// report is the body of POST /instances/report (docs/api.md).
 type report struct {
 	Instance reportInstance `json:"instance"`
 	Minutes  []reportMinute `json:"minutes"`

@@ -15,7 +15,7 @@ import (
 const testToken = "slc_instance_test"
 
 // testServer is a test server, not Sluice: it stands in for a Sluice
-// server's instance endpoints as API.md's "Instances" section defines
+// server's instance endpoints as docs/api.md's "Instances" section defines
 // them, over a real HTTP listener. GET /api/v1/rules/snapshot answers the
 // rule set with ETag "N", 304 to If-None-Match "N", and holds such a
 // request up to wait (at most 60 s) until the revision moves; POST

@@ -31,6 +31,6 @@ var EnvelopeFields = engine.Fields{
 // MaxAppLen is the longest an app's name may be.
 const MaxAppLen = 64
 
-// AppPattern is an app's name (API.md, the rule field app), as rules and
+// AppPattern is an app's name (docs/api.md, the rule field app), as rules and
 // the instances that run them name it.
 var AppPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$`)

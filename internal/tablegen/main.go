@@ -207,6 +207,8 @@ Every rule is a JSON (or YAML) object: the fields every rule has, then the
 fields of its ` + "`kind`" + `. The REST API (` + "`/api/v1/rules`" + `, [api.md](api.md)), rule files
 (` + "`sluice rules apply`" + `), the snapshot instances load, the console's rule form and
 this page all follow the same tables, kept in the engine (` + "`engine.Kinds`" + `).
+How rules are written, versioned and applied is in [api.md](api.md#rules);
+what the engine does with them in [engine.md](engine.md#decisions).
 
 Decoding is strict: an unknown field, a wrong JSON type, a value out of
 range, or a field that does not apply to the rule (say ` + "`maxQueueingTimeMs`" + ` on
@@ -229,6 +231,9 @@ does not apply may be sent as 0, "" or, for a behaviour, its default.
 		fmt.Fprintf(&b, "%s.", strings.ToUpper(k.Help[:1])+k.Help[1:])
 		if k.NoResource {
 			b.WriteString(" A rule of this kind has no `resource`: it guards every inbound call of each engine's process.")
+		}
+		if k.Doc != "" {
+			b.WriteString("\n\n" + k.Doc)
 		}
 		b.WriteString("\n\n| field | type | values | default | applies when | meaning |\n|---|---|---|---|---|---|\n")
 		for _, f := range k.Fields {

@@ -1,5 +1,5 @@
 -- +goose Up
--- As SQLite's 00009. A rule may name the app it reaches (API.md, the rule
+-- As SQLite's 00009. A rule may name the app it reaches (docs/api.md, the rule
 -- field app): only the instances of that app run it, and the server's own
 -- engine does not.
 -- '' is no app: the rule reaches every engine. The index serves

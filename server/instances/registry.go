@@ -11,7 +11,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// Defaults of the instances' states (API.md).
+// Defaults of the instances' states (docs/api.md).
 const (
 	// DefaultStaleAfter is how long without a report makes an instance
 	// stale.

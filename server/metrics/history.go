@@ -9,7 +9,7 @@ import (
 	"github.com/sluicehq/sluice/store"
 )
 
-// Bounds of the history and of the ranking (API.md).
+// Bounds of the history and of the ranking (docs/api.md).
 const (
 	// MaxHistoryPoints is the most steps one history answer may span.
 	MaxHistoryPoints = 10_000

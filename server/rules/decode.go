@@ -125,7 +125,7 @@ func zeroMeansDefault(f engine.Field) bool {
 // refuseZeros reports each of zeros, the fields of the rule's kind that
 // the rule object o sent as 0 or "" (decodeFields), that applies to r:
 // there the engine would silently take the zero as unset. A field that
-// does not apply may carry a zero (API.md, "Strict decoding").
+// does not apply may carry a zero (docs/api.md, "Strict decoding").
 func refuseZeros(o *strictjson.Object, r Rule, zeros []engine.Field) {
 	if len(zeros) == 0 {
 		return

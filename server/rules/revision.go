@@ -17,7 +17,7 @@ type Actor struct {
 	Name string
 	// Reason is why, as the writer gave it; may be empty.
 	Reason string
-	// Apps is the writer's per-app scope (API.md, "Per-app scopes"): when
+	// Apps is the writer's per-app scope (docs/api.md, "Per-app scopes"): when
 	// not empty, the writer may write only the rules whose app it lists,
 	// and an apply plans and prunes only among them.
 	Apps []string

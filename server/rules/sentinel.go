@@ -81,7 +81,7 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 		var strategy, ignored int64
 		o.Str("id", &id)
 		o.Integer("strategy", &strategy)
-		// Sentinel's zero values mean unset (API.md): the zeros sent
+		// Sentinel's zero values mean unset (docs/api.md): the zeros sent
 		// take Sluice's defaults.
 		decodeFields(o, engine.CircuitBreakerKind, plainFields(engine.BreakerRuleFields), b, false)
 		o.Integer("statSlidingWindowBucketCount", &ignored)

@@ -135,7 +135,7 @@ export function localInput(value, seconds) {
   return new Date(d.getTime() - d.getTimezoneOffset() * 60e3).toISOString().slice(0, seconds ? 19 : 16);
 }
 
-/** appsText writes a scope (API.md, "Per-app scopes"): its apps, or all when there is none. */
+/** appsText writes a scope (docs/api.md, "Per-app scopes"): its apps, or all when there is none. */
 export function appsText(apps) {
   return apps?.length ? apps.join(', ') : 'all';
 }

@@ -1,6 +1,6 @@
 // Command accuracy measures, on the wall clock, how closely Sluice and
 // sentinel-golang hold a rule of 100 passes per second, one engine after the
-// other in the same process. These are ENGINE.md's accuracy figures:
+// other in the same process. These are docs/engine.md's accuracy figures:
 //
 //   - reject: a QPS reject rule (threshold 100, statIntervalMs 1000) under
 //     traffic of several shapes: hammered by two goroutines, and evenly

@@ -70,7 +70,7 @@ func TestParams(t *testing.T) {
 	}
 }
 
-// TestExtractorKeys: the param keys follow API.md's naming, which hotspot
+// TestExtractorKeys: the param keys follow docs/api.md's naming, which hotspot
 // rules name.
 func TestExtractorKeys(t *testing.T) {
 	tests := []struct {

@@ -16,7 +16,7 @@ import { badge, confirmDialog, errorBox, field, messageOf, page, reasonHeaders, 
 /** idPrefix starts the ids of a group's inputs, which the e2e tests name. */
 const idPrefix = { envelope: 'rule', flow: 'rule-flow', circuitBreaker: 'rule-cb' };
 
-/** maxItems bounds the rows of an object or array field (API.md: at most 1000). */
+/** maxItems bounds the rows of an object or array field (docs/api.md: at most 1000). */
 const maxItems = 1000;
 
 /** datetimeFields are the string fields that hold a time (RFC 3339). */
@@ -244,7 +244,7 @@ export function render(ctx) {
   for (const k of schema.kinds) {
     specs[k.kind] = k.fields.map((f) => formSpec(f, k.fields));
   }
-  // A scoped caller writes only rules of its apps (API.md, "Per-app
+  // A scoped caller writes only rules of its apps (docs/api.md, "Per-app
   // scopes"): app offers just those, and no rule without one.
   const scope = ctx.session.me?.apps;
   if (scope?.length) {
