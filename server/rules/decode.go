@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	strictjson "github.com/sluicehq/sluice/server/codec"
 )
 
 // decodeMode says which write a rule body is for; each treats absent
