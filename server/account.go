@@ -11,7 +11,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -103,7 +103,7 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //	@Router			/api/v1/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
 	var bodyErrs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
+	o, err := codec.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -224,7 +224,7 @@ func (h *accountHandler) changePassword(c *fiber.Ctx) error {
 		return NewError(http.StatusForbidden, "an API token has no password")
 	}
 	var bodyErrs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
+	o, err := codec.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/codec"
 )
 
 // CheckRequest asks whether count calls to resource may go ahead.
@@ -214,15 +215,15 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 	b = strconv.AppendInt(b, r.WaitMs, 10)
 	if r.Reason != "" {
 		b = append(b, `,"reason":`...)
-		b = appendJSONString(b, r.Reason)
+		b = codec.AppendString(b, r.Reason)
 	}
 	if r.Rule != "" {
 		b = append(b, `,"rule":`...)
-		b = appendJSONString(b, r.Rule)
+		b = codec.AppendString(b, r.Rule)
 	}
 	if r.EntryID != "" {
 		b = append(b, `,"entryId":`...)
-		b = appendJSONString(b, r.EntryID)
+		b = codec.AppendString(b, r.EntryID)
 	}
 	return append(b, '}')
 }

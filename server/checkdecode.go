@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/server/codec"
 )
 
 // Limits of the check API's bodies.
@@ -71,7 +71,7 @@ func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
 // decodeCheckFields is decodeCheck by the full decoder.
 func decodeCheckFields(body []byte) (checkQuery, error) {
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(body, &errs)
+	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
 		return checkQuery{}, errNotJSONObject(err)
 	}
@@ -105,7 +105,7 @@ func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
 // decodeBatchFields is decodeBatch by the full decoder.
 func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(body, &errs)
+	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
 		return nil, errNotJSONObject(err)
 	}
@@ -125,7 +125,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	queries := make([]checkQuery, len(items))
 	for i, item := range items {
 		path := fmt.Sprintf("checks[%d].", i)
-		o, err := strictjson.Parse(item, path, &errs)
+		o, err := codec.Parse(item, path, &errs)
 		if err != nil {
 			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("checks[%d]", i), Message: "must be a check object"})
 			continue
@@ -145,7 +145,7 @@ func batchSizeError(n int) error {
 
 // decodeCheckObject reads a check field by field, adding every bad field
 // to o's errors.
-func decodeCheckObject(o *strictjson.Object) checkQuery {
+func decodeCheckObject(o *codec.Object) checkQuery {
 	q := checkQuery{count: 1}
 	before := len(*o.Errs)
 	o.Str("resource", &q.resource)
@@ -177,7 +177,7 @@ func decodeCheckObject(o *strictjson.Object) checkQuery {
 // decodeParams reads a check's params, an object of at most
 // maxCheckParams strings, adding every bad one to o's errors as
 // params.<key>.
-func decodeParams(o *strictjson.Object) []checkParam {
+func decodeParams(o *codec.Object) []checkParam {
 	v, _ := o.Value("params")
 	if v == nil {
 		return nil
@@ -534,7 +534,7 @@ var errCallFailed = errors.New("the client reported the call as failed")
 // decodeComplete decodes the body of POST /complete.
 func decodeComplete(body []byte) (completeQuery, error) {
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(body, &errs)
+	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
 		return completeQuery{}, errNotJSONObject(err)
 	}
@@ -577,17 +577,4 @@ func decodeComplete(body []byte) (completeQuery, error) {
 		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", fieldErrors(errs)...)
 	}
 	return q, nil
-}
-
-// appendJSONString appends s as a JSON string.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			quoted, _ := json.Marshal(s)
-			return append(b, quoted...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }

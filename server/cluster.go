@@ -9,9 +9,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/rules"
-	"github.com/sluicehq/sluice/server/strictjson"
 )
 
 // maxExchangeItems bounds the asks, and the returns, of one exchange: an
@@ -162,7 +162,7 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 // named in the 422.
 func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(body, &errs)
+	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
 		return engine.ClusterExchange{}, errNotJSONObject(err)
 	}
@@ -172,7 +172,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		o.Fail("engine", msg)
 	}
 	const rest = ""
-	x.Asks = decodeObjects(objectList(o, "asks", maxExchangeItems, rest), "asks", &errs, func(ao *strictjson.Object) engine.ClusterAsk {
+	x.Asks = decodeObjects(objectList(o, "asks", maxExchangeItems, rest), "asks", &errs, func(ao *codec.Object) engine.ClusterAsk {
 		var a engine.ClusterAsk
 		exchangeKey(ao, &a.Key)
 		exchangeCount(ao, "threshold", &a.Threshold)
@@ -184,7 +184,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		ao.Rest(func(string) string { return "" })
 		return a
 	})
-	x.Returns = decodeObjects(objectList(o, "returns", maxExchangeItems, rest), "returns", &errs, func(ro *strictjson.Object) engine.ClusterReturn {
+	x.Returns = decodeObjects(objectList(o, "returns", maxExchangeItems, rest), "returns", &errs, func(ro *codec.Object) engine.ClusterReturn {
 		var r engine.ClusterReturn
 		exchangeKey(ro, &r.Key)
 		exchangeCount(ro, "bucket", &r.Bucket)
@@ -200,7 +200,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 }
 
 // exchangeKey reads the required key of an ask or a return: a rule's name.
-func exchangeKey(o *strictjson.Object, dst *string) {
+func exchangeKey(o *codec.Object, dst *string) {
 	if !o.Str("key", dst) || !engine.RuleNamePattern.MatchString(*dst) {
 		o.Fail("key", "is required: the name of a cluster rule, "+engine.RuleNamePattern.String())
 	}
@@ -208,7 +208,7 @@ func exchangeKey(o *strictjson.Object, dst *string) {
 
 // exchangeCount reads an optional whole number of an exchange, 0 to the
 // engine's largest threshold.
-func exchangeCount(o *strictjson.Object, name string, dst *int64) {
+func exchangeCount(o *codec.Object, name string, dst *int64) {
 	if o.Integer(name, dst) && (*dst < 0 || *dst > engine.MaxThreshold) {
 		o.Fail(name, fmt.Sprintf("must be between 0 and %d", int64(engine.MaxThreshold)))
 	}

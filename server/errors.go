@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
@@ -158,6 +159,12 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	}
 	if invalid, ok := errors.AsType[*engine.ValidationError](err); ok {
 		return ValidationFailed(err.Error(), fieldErrors(invalid.Fields)...)
+	}
+	if bad, ok := errors.AsType[*codec.YAMLError](err); ok {
+		if bad.Field == "" {
+			return BadRequest(bad.Message)
+		}
+		return BadRequest(bad.Message, FieldError{bad.Field, bad.Problem})
 	}
 	var badParam *metrics.ParamError
 	if errors.As(err, &badParam) {

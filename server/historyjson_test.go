@@ -30,10 +30,7 @@ func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := appendHistoryJSON(nil, h)
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := appendHistoryJSON(nil, h)
 		if string(got) != string(want) {
 			t.Errorf("history of %q:\n%s\nencoding/json:\n%s", h.Resource, got, want)
 		}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
-	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -197,28 +197,28 @@ func changeActor(c *fiber.Ctx) (rules.Actor, error) {
 }
 
 // errNotJSONObject is the answer for a body that is not a JSON object:
-// 400 for one that is not JSON at all, or that strictjson.CheckBody
+// 400 for one that is not JSON at all, or that codec.CheckBody
 // refuses; 422 naming the body for JSON of another type (docs/api.md: a wrong
 // JSON type).
 func errNotJSONObject(err error) error {
-	if dup, ok := errors.AsType[*strictjson.DuplicateKeyError](err); ok {
+	if dup, ok := errors.AsType[*codec.DuplicateKeyError](err); ok {
 		return BadRequest(dup.Error(), FieldError{dup.Path, "appears twice in one object"})
 	}
-	if text, ok := errors.AsType[*strictjson.TextError](err); ok {
+	if text, ok := errors.AsType[*codec.TextError](err); ok {
 		return BadRequest(text.Error())
 	}
-	if shape, ok := errors.AsType[*strictjson.NotObjectError](err); ok {
+	if shape, ok := errors.AsType[*codec.NotObjectError](err); ok {
 		return ValidationFailed("the body "+shape.Error(), FieldError{"body", shape.Error()})
 	}
 	return BadRequest("the body must be a JSON object: " + err.Error())
 }
 
-// checkJSONBody answers 400 for a body that strictjson.CheckBody refuses:
+// checkJSONBody answers 400 for a body that codec.CheckBody refuses:
 // text that is not UTF-8, or a key twice in one object, which it names.
 // JSON it cannot read is left to the decoder that follows, which says
 // what is wrong with it.
 func checkJSONBody(data []byte) error {
-	if err := strictjson.CheckBody(data); err != nil {
+	if err := codec.CheckBody(data); err != nil {
 		return errNotJSONObject(err)
 	}
 	return nil

@@ -15,9 +15,9 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
-	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -239,7 +239,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 		return err
 	}
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &errs)
+	o, err := codec.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -315,7 +315,7 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
 		return err
 	}
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &errs)
+	o, err := codec.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}
@@ -476,7 +476,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	body := c.Body()
 	yamlBody := isYAML(c.Get(fiber.HeaderContentType))
 	if yamlBody {
-		body, err = yamlToJSON(body) // which refuses duplicate keys itself
+		body, err = codec.YAMLToJSON(body) // which refuses duplicate keys itself
 	} else {
 		err = checkJSONBody(body)
 	}
@@ -484,8 +484,8 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	var errs []engine.FieldError
-	o, err := strictjson.Parse(body, "", &errs)
-	if _, ok := errors.AsType[*strictjson.NotObjectError](err); ok && yamlBody {
+	o, err := codec.Parse(body, "", &errs)
+	if _, ok := errors.AsType[*codec.NotObjectError](err); ok && yamlBody {
 		msg := "must be a YAML mapping: a rule file is a mapping with a rules list"
 		return ValidationFailed("the body "+msg, FieldError{"body", msg})
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
@@ -262,7 +263,7 @@ func appendStreamStats(b []byte, s StreamStats) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"name":`...)
-		b = appendJSONString(b, r.Name)
+		b = codec.AppendString(b, r.Name)
 		for _, f := range []struct {
 			key string
 			v   float64
@@ -270,26 +271,12 @@ func appendStreamStats(b []byte, s StreamStats) []byte {
 			{`,"passQps":`, r.PassQps}, {`,"blockQps":`, r.BlockQps}, {`,"shadowBlockQps":`, r.ShadowBlockQps},
 			{`,"completeQps":`, r.CompleteQps}, {`,"errorQps":`, r.ErrorQps}, {`,"avgRtMs":`, r.AvgRtMs},
 		} {
-			b = appendJSONFloat(append(b, f.key...), f.v)
+			b = codec.AppendFloat(append(b, f.key...), f.v)
 		}
 		b = strconv.AppendInt(append(b, `,"concurrency":`...), r.Concurrency, 10)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
-}
-
-// appendJSONFloat appends f as encoding/json writes a finite float64.
-func appendJSONFloat(b []byte, f float64) []byte {
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-07 as e-7
-		b = b[:n-1]
-	}
-	return b
 }
 
 // data is the frame's JSON for sub.
@@ -352,7 +339,7 @@ func appendStreamBacklog(b []byte, s StreamBacklog) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(append(b, `{"name":`...), r.Name)
+		b = codec.AppendString(append(b, `{"name":`...), r.Name)
 		for _, f := range []struct {
 			key string
 			v   []float64
@@ -368,7 +355,7 @@ func appendStreamBacklog(b []byte, s StreamBacklog) []byte {
 				if math.IsNaN(v) {
 					b = append(b, "null"...)
 				} else {
-					b = appendJSONFloat(b, v)
+					b = codec.AppendFloat(b, v)
 				}
 			}
 			b = append(b, ']')

@@ -9,7 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -133,7 +133,7 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Router		/api/v1/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
 	var bodyErrs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &bodyErrs)
+	o, err := codec.ParseBody(c.Body(), &bodyErrs)
 	if err != nil {
 		return errNotJSONObject(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -272,7 +272,7 @@ func (h *userHandler) delete(c *fiber.Ctx) error {
 
 func decodeUserRequest(c *fiber.Ctx) (UserRequest, map[string]bool, error) {
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody(c.Body(), &errs)
+	o, err := codec.ParseBody(c.Body(), &errs)
 	if err != nil {
 		return UserRequest{}, nil, errNotJSONObject(err)
 	}

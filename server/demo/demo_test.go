@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/rules"
-	"github.com/sluicehq/sluice/server/strictjson"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -85,7 +85,7 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 					switch r.Name {
 					case "demo-orders-qps":
 						var errs []engine.FieldError
-						o, err := strictjson.ParseBody([]byte(`{"enabled": false}`), &errs)
+						o, err := codec.ParseBody([]byte(`{"enabled": false}`), &errs)
 						if err != nil {
 							t.Fatal(err)
 						}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
-	"github.com/sluicehq/sluice/server/strictjson"
+	strictjson "github.com/sluicehq/sluice/server/codec"
 )
 
 // decodeMode says which write a rule body is for; each treats absent

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	strictjson "github.com/sluicehq/sluice/server/codec"
 )
 
 // SentinelFlowRule is sentinel-golang's flow.rule as its JSON data sources

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	strictjson "github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/strictjson"
+	strictjson "github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 

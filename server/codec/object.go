@@ -1,4 +1,4 @@
-package strictjson
+package codec
 
 import (
 	"bytes"
@@ -338,17 +338,24 @@ func (e *DuplicateKeyError) Error() string {
 // DuplicateKey finds the first key that appears twice in one object of
 // the JSON value in data, and returns its path ("rules[3].threshold"). It
 // reads the bytes itself, without a token per value: rule files reach
-// 64 MiB. It may report nothing for JSON that is not valid.
+// 64 MiB. It may report nothing for JSON that is not valid, nor for JSON
+// nested deeper than MaxDepth, which encoding/json refuses to decode: a
+// 64 MiB body of brackets would otherwise recurse past the stack's limit
+// and crash the server.
 func DuplicateKey(data []byte) (string, bool) {
 	d := dupScanner{data: data}
 	d.value()
 	return d.path, d.found
 }
 
+// MaxDepth is how deeply JSON values may nest: encoding/json's own limit.
+const MaxDepth = 10000
+
 // dupScanner walks JSON for DuplicateKey.
 type dupScanner struct {
 	data  []byte
 	i     int
+	depth int
 	found bool
 	path  string
 	// trail is the path to the value being read, innermost last: object
@@ -375,10 +382,19 @@ func (d *dupScanner) value() bool {
 		return false
 	}
 	switch d.data[d.i] {
-	case '{':
-		return d.object()
-	case '[':
-		return d.array()
+	case '{', '[':
+		if d.depth == MaxDepth {
+			return false
+		}
+		d.depth++
+		var ok bool
+		if d.data[d.i] == '{' {
+			ok = d.object()
+		} else {
+			ok = d.array()
+		}
+		d.depth--
+		return ok
 	case '"':
 		_, ok := d.str()
 		return ok

@@ -3,62 +3,11 @@ package server
 import (
 	"fmt"
 	"net/http"
-	"runtime"
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/server/strictjson"
+	"github.com/sluicehq/sluice/server/codec"
 )
-
-// laughs is a YAML rule file of nine levels of ten aliases each, padded
-// to about 300 KB: it expands to 10⁹ strings.
-func laughs() string {
-	var b strings.Builder
-	b.WriteString("l0: &l0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n")
-	for i := 1; i <= 9; i++ {
-		fmt.Fprintf(&b, "l%d: &l%d [", i, i)
-		for j := range 10 {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			fmt.Fprintf(&b, "*l%d", i-1)
-		}
-		b.WriteString("]\n")
-	}
-	b.WriteString("rules: []\n")
-	for b.Len() < 300<<10 {
-		b.WriteString("# padding, so that the body is as large as the one reported\n")
-	}
-	return b.String()
-}
-
-func TestYAMLAliasesAreBounded(t *testing.T) {
-	body := []byte(laughs())
-	runtime.GC()
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := yamlToJSON(body)
-	runtime.ReadMemStats(&after)
-	if e, ok := err.(*Error); !ok || e.Status != http.StatusBadRequest || !strings.Contains(e.Message, "aliases expand") {
-		t.Fatalf("yamlToJSON of a billion laughs: %v, want a 400 about aliases", err)
-	}
-	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 50<<20 {
-		t.Errorf("refusing a %d-byte alias bomb allocated %d bytes, want under 50 MiB", len(body), allocated)
-	}
-
-	ts := startServer(t, nil, nil)
-	for _, path := range []string{applyPath, applyPath + "?dryRun=true"} {
-		resp, got := ts.call(t, http.MethodPost, path, string(body), reqHeader{"Content-Type": "application/yaml"})
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("POST %s: %d %s, want 400", path, resp.StatusCode, got)
-		}
-	}
-	// Aliases well within the bound are fine.
-	small := "base: &base {kind: flow, resource: x, threshold: 5}\n"
-	if _, err := yamlToJSON([]byte(small + "rules: [*base, *base]\n")); err != nil {
-		t.Errorf("two aliases: %v", err)
-	}
-}
 
 func TestYAMLBodies(t *testing.T) {
 	ts := startServer(t, nil, nil)
@@ -169,13 +118,13 @@ func TestJSONDuplicateKeys(t *testing.T) {
 		`{"x":[{"y":{"z":1,"z":2}}]}`:      "x[0].y.z",
 		` [ 1 , { "k" : "v\"" , "k":0 } ]`: "[1].k",
 	} {
-		if path, dup := strictjson.DuplicateKey([]byte(data)); !dup || path != want {
-			t.Errorf("strictjson.DuplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
+		if path, dup := codec.DuplicateKey([]byte(data)); !dup || path != want {
+			t.Errorf("codec.DuplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
 		}
 	}
 	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`} {
-		if path, dup := strictjson.DuplicateKey([]byte(ok)); dup {
-			t.Errorf("strictjson.DuplicateKey(%s) = %s, want none", ok, path)
+		if path, dup := codec.DuplicateKey([]byte(ok)); dup {
+			t.Errorf("codec.DuplicateKey(%s) = %s, want none", ok, path)
 		}
 	}
 }

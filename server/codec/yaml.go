@@ -1,4 +1,4 @@
-package server
+package codec
 
 import (
 	"bytes"
@@ -11,40 +11,40 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// maxYAMLExpansion bounds what a YAML body's anchors and aliases may
+// MaxYAMLExpansion bounds what a YAML body's anchors and aliases may
 // expand to, as a multiple of the body's size (docs/api.md, "Bodies"): a
 // 300 KB body of nested aliases would otherwise expand to gigabytes.
-const maxYAMLExpansion = 4
+const MaxYAMLExpansion = 4
 
-// yamlToJSON converts a YAML body to the JSON the rule file decoders read.
+// YAMLToJSON converts a YAML body to the JSON the rule file decoders read.
 // The body must hold one document, with no key twice in one mapping, and
-// its aliases must expand to at most maxYAMLExpansion times the body's
+// its aliases must expand to at most MaxYAMLExpansion times the body's
 // size; that is decided on the parsed tree, in which an alias is one node,
 // before anything is expanded. Scalars follow YAML 1.2's core schema, so
 // "on", "yes" and "y" are strings, and 123 and true are no strings, as in
 // JSON. Merge keys ("<<: *defaults") are merged; the mapping's own keys
-// win.
-func yamlToJSON(body []byte) ([]byte, error) {
+// win. A body it cannot convert is a *YAMLError.
+func YAMLToJSON(body []byte) ([]byte, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(body))
 	var doc yaml.Node
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, BadRequest("the body is empty: a rule file is a YAML mapping with a rules list")
+			return nil, &YAMLError{Message: "the body is empty: a rule file is a YAML mapping with a rules list"}
 		}
-		return nil, BadRequest("the body is not YAML: " + err.Error())
+		return nil, &YAMLError{Message: "the body is not YAML: " + err.Error()}
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); !errors.Is(err, io.EOF) {
-		return nil, BadRequest("the body holds more than one YAML document: send one rule file per request")
+		return nil, &YAMLError{Message: "the body holds more than one YAML document: send one rule file per request"}
 	}
 	c := yamlConverter{sizes: map[*yaml.Node]int{}}
-	budget := maxYAMLExpansion * len(body)
+	budget := MaxYAMLExpansion * len(body)
 	size, err := c.size(&doc, budget)
 	if err != nil {
 		return nil, err
 	}
 	if size > budget {
-		return nil, BadRequest(fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", maxYAMLExpansion))
+		return nil, &YAMLError{Message: fmt.Sprintf("the YAML's aliases expand to more than %d times the body's size", MaxYAMLExpansion)}
 	}
 	var buf bytes.Buffer
 	buf.Grow(size)
@@ -71,7 +71,7 @@ func (c *yamlConverter) size(n *yaml.Node, budget int) (int, error) {
 	if n.Anchor != "" {
 		switch s, ok := c.sizes[n]; {
 		case ok && s < 0:
-			return 0, BadRequest(fmt.Sprintf("the YAML anchor %q holds an alias of itself", n.Anchor))
+			return 0, &YAMLError{Message: fmt.Sprintf("the YAML anchor %q holds an alias of itself", n.Anchor)}
 		case ok:
 			return s, nil
 		}
@@ -127,7 +127,7 @@ func (c *yamlConverter) write(buf *bytes.Buffer, n *yaml.Node, path string) erro
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			writeJSONString(buf, p.key)
+			buf.Write(AppendString(buf.AvailableBuffer(), p.key))
 			buf.WriteByte(':')
 			if err := c.write(buf, p.value, joinPath(path, p.key)); err != nil {
 				return err
@@ -157,7 +157,7 @@ func (c *yamlConverter) pairs(n *yaml.Node, path string) ([]yamlPair, error) {
 			k = k.Alias
 		}
 		if k.Kind != yaml.ScalarNode {
-			return nil, BadRequest("a YAML key must be a plain value", FieldError{orRoot(path), "has a key that is a list or a mapping"})
+			return nil, yamlError("a YAML key must be a plain value", orRoot(path), "has a key that is a list or a mapping")
 		}
 		if k.ShortTag() == "!!merge" {
 			from, err := c.merged(v, path)
@@ -169,7 +169,7 @@ func (c *yamlConverter) pairs(n *yaml.Node, path string) ([]yamlPair, error) {
 		}
 		if seen[k.Value] {
 			field := joinPath(path, k.Value)
-			return nil, BadRequest(fmt.Sprintf("the key %q appears twice in one mapping", k.Value), FieldError{field, "appears twice in one mapping"})
+			return nil, yamlError(fmt.Sprintf("the key %q appears twice in one mapping", k.Value), field, "appears twice in one mapping")
 		}
 		seen[k.Value] = true
 		own = append(own, yamlPair{k.Value, v})
@@ -211,7 +211,7 @@ func (c *yamlConverter) merged(v *yaml.Node, path string) ([]yamlPair, error) {
 			return all, nil
 		}
 	}
-	return nil, BadRequest("a YAML merge key (<<) must name a mapping or a list of mappings", FieldError{joinPath(path, "<<"), "must be a mapping or a list of mappings"})
+	return nil, yamlError("a YAML merge key (<<) must name a mapping or a list of mappings", joinPath(path, "<<"), "must be a mapping or a list of mappings")
 }
 
 // writeScalar writes a scalar by its YAML 1.2 core schema type. An
@@ -225,26 +225,40 @@ func (c *yamlConverter) writeScalar(buf *bytes.Buffer, n *yaml.Node, path string
 	case "!!bool", "!!int", "!!float":
 		var v any
 		if err := n.Decode(&v); err != nil {
-			return BadRequest("the body is not YAML: "+err.Error(), FieldError{orRoot(path), err.Error()})
+			return yamlError("the body is not YAML: "+err.Error(), orRoot(path), err.Error())
 		}
 		if f, ok := v.(float64); ok && (math.IsInf(f, 0) || math.IsNaN(f)) {
 			break
 		}
 		data, err := json.Marshal(v)
 		if err != nil {
-			return BadRequest("the value cannot be written as JSON", FieldError{orRoot(path), err.Error()})
+			return yamlError("the value cannot be written as JSON", orRoot(path), err.Error())
 		}
 		buf.Write(data)
 		return nil
 	}
-	writeJSONString(buf, n.Value)
+	buf.Write(AppendString(buf.AvailableBuffer(), n.Value))
 	return nil
 }
 
-// writeJSONString writes s as a JSON string.
-func writeJSONString(buf *bytes.Buffer, s string) {
-	data, _ := json.Marshal(s) // a string always marshals
-	buf.Write(data)
+// YAMLError is a YAML body that cannot be read as JSON: not YAML, more
+// than one document, a key twice in one mapping, aliases that expand too
+// far. The HTTP layer answers it 400.
+type YAMLError struct {
+	// Message is a sentence for a person.
+	Message string
+	// Field, when set, is the path of the node at fault ("rules[3].name",
+	// "body" for the document itself).
+	Field string
+	// Problem says what is wrong at Field.
+	Problem string
+}
+
+func (e *YAMLError) Error() string { return e.Message }
+
+// yamlError is a YAMLError about the node at field.
+func yamlError(message, field, problem string) *YAMLError {
+	return &YAMLError{Message: message, Field: field, Problem: problem}
 }
 
 func joinPath(path, key string) string {
