@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
 )
 
@@ -125,7 +126,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	queries := make([]checkQuery, len(items))
 	for i, item := range items {
 		path := fmt.Sprintf("checks[%d].", i)
-		o, err := codec.Parse(item, path, &errs)
+		o, err := wire.Parse(item, path, &errs)
 		if err != nil {
 			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("checks[%d]", i), Message: "must be a check object"})
 			continue
@@ -145,7 +146,7 @@ func batchSizeError(n int) error {
 
 // decodeCheckObject reads a check field by field, adding every bad field
 // to o's errors.
-func decodeCheckObject(o *codec.Object) checkQuery {
+func decodeCheckObject(o *wire.Object) checkQuery {
 	q := checkQuery{count: 1}
 	before := len(*o.Errs)
 	o.Str("resource", &q.resource)
@@ -177,7 +178,7 @@ func decodeCheckObject(o *codec.Object) checkQuery {
 // decodeParams reads a check's params, an object of at most
 // maxCheckParams strings, adding every bad one to o's errors as
 // params.<key>.
-func decodeParams(o *codec.Object) []checkParam {
+func decodeParams(o *wire.Object) []checkParam {
 	v, _ := o.Value("params")
 	if v == nil {
 		return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/rules"
@@ -172,7 +173,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		o.Fail("engine", msg)
 	}
 	const rest = ""
-	x.Asks = decodeObjects(objectList(o, "asks", maxExchangeItems, rest), "asks", &errs, func(ao *codec.Object) engine.ClusterAsk {
+	x.Asks = decodeObjects(objectList(o, "asks", maxExchangeItems, rest), "asks", &errs, func(ao *wire.Object) engine.ClusterAsk {
 		var a engine.ClusterAsk
 		exchangeKey(ao, &a.Key)
 		exchangeCount(ao, "threshold", &a.Threshold)
@@ -184,7 +185,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 		ao.Rest(func(string) string { return "" })
 		return a
 	})
-	x.Returns = decodeObjects(objectList(o, "returns", maxExchangeItems, rest), "returns", &errs, func(ro *codec.Object) engine.ClusterReturn {
+	x.Returns = decodeObjects(objectList(o, "returns", maxExchangeItems, rest), "returns", &errs, func(ro *wire.Object) engine.ClusterReturn {
 		var r engine.ClusterReturn
 		exchangeKey(ro, &r.Key)
 		exchangeCount(ro, "bucket", &r.Bucket)
@@ -200,7 +201,7 @@ func decodeExchange(body []byte) (engine.ClusterExchange, error) {
 }
 
 // exchangeKey reads the required key of an ask or a return: a rule's name.
-func exchangeKey(o *codec.Object, dst *string) {
+func exchangeKey(o *wire.Object, dst *string) {
 	if !o.Str("key", dst) || !engine.RuleNamePattern.MatchString(*dst) {
 		o.Fail("key", "is required: the name of a cluster rule, "+engine.RuleNamePattern.String())
 	}
@@ -208,7 +209,7 @@ func exchangeKey(o *codec.Object, dst *string) {
 
 // exchangeCount reads an optional whole number of an exchange, 0 to the
 // engine's largest threshold.
-func exchangeCount(o *codec.Object, name string, dst *int64) {
+func exchangeCount(o *wire.Object, name string, dst *int64) {
 	if o.Integer(name, dst) && (*dst < 0 || *dst > engine.MaxThreshold) {
 		o.Fail(name, fmt.Sprintf("must be between 0 and %d", int64(engine.MaxThreshold)))
 	}

@@ -258,7 +258,7 @@ func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.M
 	var info instances.Info
 	if item, _ := o.Value("instance"); item == nil {
 		o.Fail("instance", "is required: the reporting instance")
-	} else if io, err := codec.Parse(item, "instance.", &errs); err != nil {
+	} else if io, err := wire.Parse(item, "instance.", &errs); err != nil {
 		o.Fail("instance", "must be an object")
 	} else {
 		info = decodeReportingInstance(io)
@@ -267,11 +267,11 @@ func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.M
 	minuteItems := objectList(o, "minutes", maxReportRows, rest)
 	liveItems := objectList(o, "live", maxReportRows, rest)
 	o.Rest(func(string) string { return "" })
-	minutes := decodeObjects(minuteItems, "minutes", &errs, func(mo *codec.Object) store.MinuteDelta {
+	minutes := decodeObjects(minuteItems, "minutes", &errs, func(mo *wire.Object) store.MinuteDelta {
 		return decodeReportedMinute(mo, oldestMs, nowMs)
 	})
 	live := make(map[string]engine.LiveStats, len(liveItems))
-	decodeObjects(liveItems, "live", &errs, func(lo *codec.Object) struct{} {
+	decodeObjects(liveItems, "live", &errs, func(lo *wire.Object) struct{} {
 		resource, l := decodeReportedLive(lo)
 		if _, twice := live[resource]; twice {
 			lo.Fail("resource", "appears in two live rows")
@@ -287,7 +287,7 @@ func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.M
 
 // objectList reads the optional list field name of o: at most most
 // objects, else a failure of the field that says what to do (hint).
-func objectList(o *codec.Object, name string, most int, hint string) []json.RawMessage {
+func objectList(o *wire.Object, name string, most int, hint string) []json.RawMessage {
 	v, _ := o.Value(name)
 	if v == nil {
 		return nil
@@ -307,11 +307,11 @@ func objectList(o *codec.Object, name string, most int, hint string) []json.RawM
 // decodeObjects decodes each of items, an object named name[i] in the
 // request, with decode, and returns what decode made of each; one that is
 // not an object is a failure of errs.
-func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*codec.Object) T) []T {
+func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*wire.Object) T) []T {
 	out := make([]T, 0, len(items))
 	for i, item := range items {
 		path := fmt.Sprintf("%s[%d]", name, i)
-		o, err := codec.Parse(item, path+".", errs)
+		o, err := wire.Parse(item, path+".", errs)
 		if err != nil {
 			*errs = append(*errs, engine.FieldError{Field: path, Message: "must be an object"})
 			continue
@@ -321,7 +321,7 @@ func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.F
 	return out
 }
 
-func decodeReportingInstance(o *codec.Object) instances.Info {
+func decodeReportingInstance(o *wire.Object) instances.Info {
 	var info instances.Info
 	o.Str("id", &info.ID)
 	if msg := textProblem(info.ID, 1, 128); msg != "" {
@@ -344,7 +344,7 @@ func decodeReportingInstance(o *codec.Object) instances.Info {
 	return info
 }
 
-func decodeReportedMinute(o *codec.Object, oldestMs, nowMs int64) store.MinuteDelta {
+func decodeReportedMinute(o *wire.Object, oldestMs, nowMs int64) store.MinuteDelta {
 	var d store.MinuteDelta
 	before := len(*o.Errs)
 	o.Str("resource", &d.Resource)
@@ -397,7 +397,7 @@ func decodeReportedMinute(o *codec.Object, oldestMs, nowMs int64) store.MinuteDe
 	return d
 }
 
-func decodeReportedLive(o *codec.Object) (string, engine.LiveStats) {
+func decodeReportedLive(o *wire.Object) (string, engine.LiveStats) {
 	var resource string
 	var l engine.LiveStats
 	before := len(*o.Errs)
@@ -428,7 +428,7 @@ func decodeReportedLive(o *codec.Object) (string, engine.LiveStats) {
 }
 
 // nonNegative reads the optional whole number name into dst, >= 0.
-func nonNegative(o *codec.Object, name string, dst *int64) {
+func nonNegative(o *wire.Object, name string, dst *int64) {
 	before := len(*o.Errs)
 	if o.Integer(name, dst) && len(*o.Errs) == before && *dst < 0 {
 		o.Fail(name, "must be >= 0")
@@ -436,7 +436,7 @@ func nonNegative(o *codec.Object, name string, dst *int64) {
 }
 
 // bounded reads the optional whole number name into dst, 0 to most.
-func bounded(o *codec.Object, name string, dst *int64, most int64) {
+func bounded(o *wire.Object, name string, dst *int64, most int64) {
 	before := len(*o.Errs)
 	if o.Integer(name, dst) && len(*o.Errs) == before && (*dst < 0 || *dst > most) {
 		o.Fail(name, fmt.Sprintf("must be between 0 and %d", most))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
@@ -207,7 +208,7 @@ func errNotJSONObject(err error) error {
 	if text, ok := errors.AsType[*codec.TextError](err); ok {
 		return BadRequest(text.Error())
 	}
-	if shape, ok := errors.AsType[*codec.NotObjectError](err); ok {
+	if shape, ok := errors.AsType[*wire.NotObjectError](err); ok {
 		return ValidationFailed("the body "+shape.Error(), FieldError{"body", shape.Error()})
 	}
 	return BadRequest("the body must be a JSON object: " + err.Error())

@@ -484,8 +484,8 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		return err
 	}
 	var errs []engine.FieldError
-	o, err := codec.Parse(body, "", &errs)
-	if _, ok := errors.AsType[*codec.NotObjectError](err); ok && yamlBody {
+	o, err := wire.Parse(body, "", &errs)
+	if _, ok := errors.AsType[*wire.NotObjectError](err); ok && yamlBody {
 		msg := "must be a YAML mapping: a rule file is a mapping with a rules list"
 		return ValidationFailed("the body "+msg, FieldError{"body", msg})
 	}

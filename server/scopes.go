@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/engine/wire"
-	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -45,7 +44,7 @@ func outOfScope(p *principal, field, app string) *Error {
 // apps (nil for null: no scope) and whether it was present, adding its
 // faults to errs. An empty list is refused rather than read as no scope,
 // so that "[]" never grants more than a scope would.
-func readApps(o *codec.Object, errs *[]FieldError) (store.Apps, bool) {
+func readApps(o *wire.Object, errs *[]FieldError) (store.Apps, bool) {
 	raw, present := o.Value("apps")
 	if raw == nil {
 		return nil, present

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
 )
 
@@ -83,7 +84,7 @@ func TestObjectNamesEveryBadField(t *testing.T) {
 
 func TestObjectPathAndLabel(t *testing.T) {
 	var errs []engine.FieldError
-	o, err := codec.Parse([]byte(`{"threshold":"x"}`), "rules[3].", &errs)
+	o, err := wire.Parse([]byte(`{"threshold":"x"}`), "rules[3].", &errs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,11 +115,11 @@ func TestParseBodyRefuses(t *testing.T) {
 			return ok
 		}},
 		{"an array", `[1]`, func(err error) bool {
-			shape, ok := errors.AsType[*codec.NotObjectError](err)
+			shape, ok := errors.AsType[*wire.NotObjectError](err)
 			return ok && shape.Got == "an array"
 		}},
 		{"null", `null`, func(err error) bool {
-			shape, ok := errors.AsType[*codec.NotObjectError](err)
+			shape, ok := errors.AsType[*wire.NotObjectError](err)
 			return ok && shape.Got == "null"
 		}},
 		{"two values", `{} {}`, func(err error) bool { return err != nil && strings.Contains(err.Error(), "more than one") }},

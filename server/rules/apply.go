@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/sluicehq/sluice/engine"
-	strictjson "github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -54,7 +54,7 @@ type ApplyPlan struct {
 func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
-		func(i int, o *strictjson.Object, errs *[]engine.FieldError) Rule {
+		func(i int, o *wire.Object, errs *[]engine.FieldError) Rule {
 			// Peeked, not read: decodeRule reads the name, and reports it
 			// once if it is bad.
 			if o.Label = o.PeekStr("name"); o.Label == "" {
@@ -73,7 +73,7 @@ func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 // decode, which reads one object (its o.Label names the rule in messages),
 // and validates each: every bad field is named rules[i].field. failed is
 // the message when any is bad.
-func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *strictjson.Object, errs *[]engine.FieldError) Rule) ([]Rule, error) {
+func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *wire.Object, errs *[]engine.FieldError) Rule) ([]Rule, error) {
 	if len(items) > MaxApplyRules {
 		msg := fmt.Sprintf("holds %d rules, more than the %d one request takes", len(items), MaxApplyRules)
 		return nil, invalid("too many rules: "+msg, engine.FieldError{Field: "rules", Message: msg})
@@ -81,7 +81,7 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 	var errs []engine.FieldError
 	rules := make([]Rule, 0, len(items))
 	for i, item := range items {
-		o, err := strictjson.Parse(item, fmt.Sprintf("rules[%d].", i), &errs)
+		o, err := wire.Parse(item, fmt.Sprintf("rules[%d].", i), &errs)
 		if err != nil {
 			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
-	strictjson "github.com/sluicehq/sluice/server/codec"
 )
 
 // decodeMode says which write a rule body is for; each treats absent
@@ -59,7 +58,7 @@ var fieldKinds = func() map[string]string {
 // It returns the fields sent with their type's zero value (0 or "") that
 // the engine would take as unset (zeroMeansDefault): only the decoder can
 // tell them from fields left out.
-func decodeFields(o *strictjson.Object, k *engine.Kind, table engine.Fields, spec any, required bool) []engine.Field {
+func decodeFields(o *wire.Object, k *engine.Kind, table engine.Fields, spec any, required bool) []engine.Field {
 	var zeros []engine.Field
 	for _, f := range table {
 		dst := k.Value(spec, f.Name)
@@ -126,7 +125,7 @@ func zeroMeansDefault(f engine.Field) bool {
 // the rule object o sent as 0 or "" (decodeFields), that applies to r:
 // there the engine would silently take the zero as unset. A field that
 // does not apply may carry a zero (docs/api.md, "Strict decoding").
-func refuseZeros(o *strictjson.Object, r Rule, zeros []engine.Field) {
+func refuseZeros(o *wire.Object, r Rule, zeros []engine.Field) {
 	if len(zeros) == 0 {
 		return
 	}
@@ -165,7 +164,7 @@ func formatNumber(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64)
 // numberObject reads the field name, an object of numbers such as
 // specificItems, if it is present (null is empty); a value that is not a
 // number is reported with its key.
-func numberObject(o *strictjson.Object, name string) (map[string]float64, bool) {
+func numberObject(o *wire.Object, name string) (map[string]float64, bool) {
 	v, present := o.Value(name)
 	if v == nil {
 		return map[string]float64{}, present
@@ -192,7 +191,7 @@ func numberObject(o *strictjson.Object, name string) (map[string]float64, bool) 
 // stringArray reads the field name, an array of strings such as origins,
 // if it is present (null is empty); an item that is not a string is
 // reported by its index.
-func stringArray(o *strictjson.Object, name string) ([]string, bool) {
+func stringArray(o *wire.Object, name string) ([]string, bool) {
 	v, present := o.Value(name)
 	if v == nil {
 		return nil, present
@@ -237,7 +236,7 @@ var structFields = func() func(reflect.Type) map[string][]int {
 // decodeRule reads the rule object o onto base: the stored rule for PUT
 // and PATCH (its ID and kind fixed), zero otherwise. Bad fields are added to
 // o's errors; the rule is not validated yet (see validateRule).
-func decodeRule(o *strictjson.Object, base Rule, mode decodeMode) Rule {
+func decodeRule(o *wire.Object, base Rule, mode decodeMode) Rule {
 	keep := mode == forPatch
 	r := base
 	if !keep {

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	"github.com/sluicehq/sluice/engine"
-	strictjson "github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // SentinelFlowRule is sentinel-golang's flow.rule as its JSON data sources
@@ -76,7 +76,7 @@ func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
 // into Sluice rules, named in file order, validated like an apply body.
 // The bucket count is Sluice's own choice and is dropped.
 func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.CircuitBreakerKind, func(o *strictjson.Object, r *Rule, b *engine.CircuitBreakerRule) {
+	return convertSentinel(items, engine.CircuitBreakerKind, func(o *wire.Object, r *Rule, b *engine.CircuitBreakerRule) {
 		var id string
 		var strategy, ignored int64
 		o.Str("id", &id)
@@ -101,10 +101,10 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 // rules are Rs, with fill, which reads one rule object into a rule and its
 // spec; names are made up in file order and every rule is validated like
 // an apply body.
-func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill func(o *strictjson.Object, r *Rule, spec *R)) ([]Rule, error) {
+func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill func(o *wire.Object, r *Rule, spec *R)) ([]Rule, error) {
 	named := map[string]bool{}
 	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
-		func(_ int, o *strictjson.Object, _ *[]engine.FieldError) Rule {
+		func(_ int, o *wire.Object, _ *[]engine.FieldError) Rule {
 			r := Rule{Kind: kind.Name, Enabled: true, Mode: string(engine.ModeEnforce)}
 			var spec R
 			name := func() {
@@ -138,7 +138,7 @@ func importedDescription(id string) string {
 // convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
 // rules, named in file order, validated like an apply body.
 func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.FlowKind, func(o *strictjson.Object, r *Rule, spec *engine.FlowRule) {
+	return convertSentinel(items, engine.FlowKind, func(o *wire.Object, r *Rule, spec *engine.FlowRule) {
 		var sr struct {
 			id, refResource, adaptiveConfig, limitApp          string
 			strategy, behavior, relation                       int64
@@ -208,7 +208,7 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // sets a field only QPS reads: such a rule is refused, naming
 // metricType, as its intent is unclear.
 func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.HotspotKind, func(o *strictjson.Object, r *Rule, h *engine.HotspotRule) {
+	return convertSentinel(items, engine.HotspotKind, func(o *wire.Object, r *Rule, h *engine.HotspotRule) {
 		var sr struct {
 			id, paramKey                                   string
 			metric, behavior, index, queueing, burst, secs int64
@@ -279,7 +279,7 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 // sentinelSpecificItems reads a hotspot rule's specificItems, a list of
 // {valKind, valStr, threshold}, as value → threshold; each value is
 // written as the text a check's params carry for it.
-func sentinelSpecificItems(o *strictjson.Object) map[string]float64 {
+func sentinelSpecificItems(o *wire.Object) map[string]float64 {
 	items := map[string]float64{}
 	v, _ := o.Value("specificItems")
 	if v == nil {
@@ -293,7 +293,7 @@ func sentinelSpecificItems(o *strictjson.Object) map[string]float64 {
 	first := map[string]int{}
 	for i, raw := range list {
 		path := fmt.Sprintf("specificItems[%d]", i)
-		item, err := strictjson.Parse(raw, o.Path+path+".", o.Errs)
+		item, err := wire.Parse(raw, o.Path+path+".", o.Errs)
 		if err != nil {
 			o.Fail(path, "must be an object {valKind, valStr, threshold}")
 			continue
@@ -357,7 +357,7 @@ func sentinelValue(kind int64, text string) (string, string) {
 // on, which the file does not tell: such a rule is refused rather than
 // guessed. A CpuUsage trigger is a ratio in both.
 func convertSentinelSystemRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.SystemKind, func(o *strictjson.Object, r *Rule, sys *engine.SystemRule) {
+	return convertSentinel(items, engine.SystemKind, func(o *wire.Object, r *Rule, sys *engine.SystemRule) {
 		var id string
 		var metric, strategy int64
 		o.Str("id", &id)

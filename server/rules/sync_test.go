@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
-	strictjson "github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/engine/wire"
+	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -31,10 +32,10 @@ func openService(t *testing.T) *Service {
 }
 
 // object parses body for a write.
-func object(t *testing.T, body string) *strictjson.Object {
+func object(t *testing.T, body string) *wire.Object {
 	t.Helper()
 	var errs []engine.FieldError
-	o, err := strictjson.ParseBody([]byte(body), &errs)
+	o, err := codec.ParseBody([]byte(body), &errs)
 	if err != nil {
 		t.Fatal(err)
 	}

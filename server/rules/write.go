@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
-	strictjson "github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -90,7 +90,7 @@ func (s *Service) All(ctx context.Context) ([]Rule, error) {
 
 // Create decodes the rule object o (its bad fields are a ValidationError),
 // stores it and loads it into the engine.
-func (s *Service) Create(ctx context.Context, o *strictjson.Object, who Actor) (Rule, error) {
+func (s *Service) Create(ctx context.Context, o *wire.Object, who Actor) (Rule, error) {
 	r := decodeRule(o, Rule{}, forCreate)
 	validateRule(&r, "", "", o.Errs)
 	if len(*o.Errs) > 0 {
@@ -113,7 +113,7 @@ func (s *Service) Create(ctx context.Context, o *strictjson.Object, who Actor) (
 // the result as its next version; a result that changes nothing (apply
 // would call it unchanged) is not written, and the rule keeps its
 // version.
-func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *strictjson.Object, mode Mode, who Actor) (Rule, error) {
+func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *wire.Object, mode Mode, who Actor) (Rule, error) {
 	var r Rule
 	err := s.write(ctx, false, func(tx *Tx) error {
 		current, err := currentRule(tx, id, match)
