@@ -178,7 +178,7 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 	items := make([]rules.APIRule, len(found))
 	now := h.rules.NowMs()
 	for i := range found {
-		items[i] = found[i].API(now)
+		items[i] = rules.APIOf(&found[i], now)
 	}
 	return writeJSON(c, http.StatusOK, RuleList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
 }
@@ -392,7 +392,7 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 	now := h.rules.NowMs()
 	for i, rev := range revs {
 		items[i] = RuleRevision{
-			Version: rev.Version, Action: rev.Action, Rule: rev.Rule.API(now), Actor: rev.Actor, Reason: rev.Reason,
+			Version: rev.Version, Action: rev.Action, Rule: rules.APIOf(&rev.Rule, now), Actor: rev.Actor, Reason: rev.Reason,
 			CreatedAt: rev.CreatedAt,
 		}
 	}
@@ -592,7 +592,7 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 	}
 	file := rules.RuleFile{Rules: make([]rules.Content, len(all))}
 	for i := range all {
-		file.Rules[i] = all[i].Content()
+		file.Rules[i] = rules.ContentOf(&all[i])
 	}
 	if format == "json" {
 		return writeJSON(c, http.StatusOK, file)
@@ -679,7 +679,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 
 func (h *ruleHandler) answerRule(c *fiber.Ctx, status int, r *rules.Rule) error {
 	setETag(c, r.Version)
-	return writeJSON(c, status, r.API(h.rules.NowMs()))
+	return writeJSON(c, status, rules.APIOf(r, h.rules.NowMs()))
 }
 
 // kindParam reads ?kind=, empty or a rule kind.

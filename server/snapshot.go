@@ -93,7 +93,7 @@ func (h *snapshotHandler) get(c *fiber.Ctx) error {
 			out := RuleSnapshot{Revision: snap.Revision, Rules: make([]rules.APIRule, len(snap.Rules))}
 			now := h.rules.NowMs()
 			for i := range snap.Rules {
-				out.Rules[i] = snap.Rules[i].API(now)
+				out.Rules[i] = rules.APIOf(&snap.Rules[i], now)
 			}
 			setETag(c, snap.Revision)
 			return writeJSON(c, http.StatusOK, out)

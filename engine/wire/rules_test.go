@@ -53,6 +53,23 @@ func TestDecodeRulesReadsEveryKind(t *testing.T) {
 		},
 		ReplaceSystem: true,
 	}
+	// The rules load with their defaults, as the server's engine holds
+	// them.
+	for i := range want.Flow {
+		want.Flow[i] = want.Flow[i].WithDefaults()
+	}
+	for i := range want.CircuitBreakers {
+		want.CircuitBreakers[i] = want.CircuitBreakers[i].WithDefaults()
+	}
+	for i := range want.Hotspot {
+		want.Hotspot[i] = want.Hotspot[i].WithDefaults()
+	}
+	for i := range want.Authority {
+		want.Authority[i] = want.Authority[i].WithDefaults()
+	}
+	for i := range want.System {
+		want.System[i] = want.System[i].WithDefaults()
+	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v\nwant %+v", got, want)
 	}
@@ -81,24 +98,24 @@ func TestDecodeRulesRefusesBadRules(t *testing.T) {
 	}{
 		{"not an object", `[1]`, []engine.FieldError{{Field: "rules[0]", Message: "must be a JSON object"}}},
 		{"unknown kind", `{"kind": "isolation", "resource": "x"}`,
-			[]engine.FieldError{{Field: "rules[0].kind", Message: `is "isolation", not one of flow, circuitBreaker, hotspot, authority, system`}}},
+			[]engine.FieldError{{Field: "rules[0].kind", Message: "must be one of flow, circuitBreaker, hotspot, authority, system"}}},
 		{"a system rule on a resource", `{"kind": "system", "resource": "x", "metricType": "load", "triggerCount": 2}`,
-			[]engine.FieldError{{Field: "rules[0].resource", Message: "is not a field of kind system: its rules guard every inbound call"}}},
+			[]engine.FieldError{{Field: "rules[0].resource", Message: "must be absent: a system rule guards every inbound call of its process"}}},
 		{"a system rule's bad fields", `{"kind": "system", "metricType": "cpuUsage", "triggerCount": 1.5, "strategy": "fast"}`,
 			[]engine.FieldError{{Field: "rules[0].triggerCount", Message: "must be at most 1 for metricType cpuUsage: a ratio of the CPU quota"},
 				{Field: "rules[0].strategy", Message: "must be one of noAdaptive, bbr"}}},
 		{"another kind's field", `{"kind": "flow", "resource": "x", "threshold": 1, "retryTimeoutMs": 5}`,
-			[]engine.FieldError{{Field: "rules[0].retryTimeoutMs", Message: "is not a field of kind flow"}}},
+			[]engine.FieldError{{Field: "rules[0].retryTimeoutMs", Message: "does not apply to kind flow (it is a field of circuitBreaker)"}}},
 		{"wrong type", `{"kind": "flow", "resource": "x", "threshold": "ten"}`,
-			[]engine.FieldError{{Field: "rules[0].threshold", Message: "must be of type number"}}},
+			[]engine.FieldError{{Field: "rules[0].threshold", Message: "must be a number"}}},
 		{"wrong envelope type", `{"kind": "flow", "resource": "x", "threshold": 1, "enabled": "yes"}`,
-			[]engine.FieldError{{Field: "rules[0].enabled", Message: "has the wrong JSON type"}}},
+			[]engine.FieldError{{Field: "rules[0].enabled", Message: "must be true or false"}}},
 		{"out of range", `{"kind": "flow", "resource": "x", "threshold": -1}`,
 			[]engine.FieldError{{Field: "rules[0].threshold", Message: "must be >= 0"}}},
 		{"bad expiresAt", `{"kind": "authority", "resource": "x", "strategy": "deny", "origins": ["a"], "expiresAt": "tomorrow"}`,
-			[]engine.FieldError{{Field: "rules[0].expiresAt", Message: "must be an RFC 3339 time"}}},
+			[]engine.FieldError{{Field: "rules[0].expiresAt", Message: "must be an RFC 3339 time, such as 2026-12-01T00:00:00Z"}}},
 		{"the engine's name of expiresAt", `{"kind": "flow", "resource": "x", "threshold": 1, "expiresAtMs": 5}`,
-			[]engine.FieldError{{Field: "rules[0].expiresAtMs", Message: "is not a field of kind flow"}}},
+			[]engine.FieldError{{Field: "rules[0].expiresAtMs", Message: "is not a known field"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

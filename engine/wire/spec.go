@@ -61,15 +61,29 @@ func DecodeSpec(k *engine.Kind, data []byte, rule any) error {
 	}
 	for _, f := range k.Fields {
 		if raw, ok := fields[f.Name]; ok {
-			if err := decodeField(k.Value(rule, f.Name), f, raw); err != nil {
+			if err := decodeField(k.Value(rule, f.Name), raw); err != nil {
 				return fmt.Errorf("%s: %w", f.Name, err)
 			}
 		}
 	}
 	if raw, ok := fields[specExpiresAtMs]; ok {
-		if err := decodeField(k.Value(rule, specExpiresAtMs), engine.Field{}, raw); err != nil {
+		if err := decodeField(k.Value(rule, specExpiresAtMs), raw); err != nil {
 			return fmt.Errorf("%s: %w", specExpiresAtMs, err)
 		}
 	}
+	return nil
+}
+
+// decodeField reads raw, a stored JSON value, into dst; null leaves dst as
+// it is.
+func decodeField(dst reflect.Value, raw json.RawMessage) error {
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	v := reflect.New(dst.Type())
+	if err := json.Unmarshal(raw, v.Interface()); err != nil {
+		return err
+	}
+	dst.Set(v.Elem())
 	return nil
 }

@@ -55,12 +55,12 @@ func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
 		func(i int, o *wire.Object, errs *[]engine.FieldError) Rule {
-			// Peeked, not read: decodeRule reads the name, and reports it
+			// Peeked, not read: wire.DecodeRule reads the name, and reports it
 			// once if it is bad.
 			if o.Label = o.PeekStr("name"); o.Label == "" {
 				o.Label = fmt.Sprintf("#%d", i)
 			}
-			r := decodeRule(o, Rule{}, forApply)
+			r := wire.DecodeRule(o, Rule{}, wire.ForApply)
 			if first, dup := named[r.Name]; dup && r.Name != "" {
 				*errs = append(*errs, engine.FieldError{Field: o.Path + "name", Message: fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
 			}
@@ -87,7 +87,7 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 			continue
 		}
 		r := decode(i, o, &errs)
-		validateRule(&r, o.Path, o.Label, &errs)
+		wire.ValidateRule(&r, o.Path, o.Label, &errs)
 		rules = append(rules, r)
 	}
 	if len(errs) > 0 {
@@ -122,7 +122,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 				msg := fmt.Sprintf("rule %q is of kind %s; a rule's kind cannot change (delete it, or use another name)", r.Name, old.Kind)
 				return invalid(msg, engine.FieldError{Field: fmt.Sprintf("rules[%d].kind", i), Message: msg})
 			}
-			changes, err := contentChanges(old.Content(), r.Content())
+			changes, err := contentChanges(ContentOf(&old), ContentOf(r))
 			if err != nil {
 				return err
 			}

@@ -13,12 +13,12 @@ func (s *Service) ClusterRule(name string) (engine.FlowRule, string, bool) {
 		return engine.FlowRule{}, "", false
 	}
 	r := s.rules[id]
-	expiresAtMs := r.expiresAtMs()
+	expiresAtMs := r.ExpiresAtMs()
 	live := r.Enabled && (expiresAtMs == 0 || s.engine.Clock().NowMs() < expiresAtMs)
 	if r.Kind != engine.KindFlow || !live {
 		return engine.FlowRule{}, "", false
 	}
-	_, spec := r.engineRule()
+	_, spec := r.EngineRule()
 	f := spec.(*engine.FlowRule).WithDefaults()
 	return f, r.App, f.Scope == engine.ScopeCluster
 }

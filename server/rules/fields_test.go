@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -53,7 +54,7 @@ func TestStoredSpecTakesNewFieldsDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := r.Content(); c.Scope == nil || *c.Scope != string(engine.ScopeLocal) {
+	if c := ContentOf(&r); c.Scope == nil || *c.Scope != string(engine.ScopeLocal) {
 		t.Errorf("scope %v, want local", c.Scope)
 	}
 }
@@ -74,12 +75,12 @@ func TestZeroMeansDefaultFields(t *testing.T) {
 	for _, k := range engine.Kinds {
 		var got []string
 		for _, f := range k.Fields {
-			if zeroMeansDefault(f) {
+			if wire.ZeroMeansDefault(f) {
 				got = append(got, f.Name)
 			}
 		}
 		if !slices.Equal(got, want[k.Name]) {
-			t.Errorf("%s: zeroMeansDefault holds for %v, want %v", k.Name, got, want[k.Name])
+			t.Errorf("%s: wire.ZeroMeansDefault holds for %v, want %v", k.Name, got, want[k.Name])
 		}
 	}
 }

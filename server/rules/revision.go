@@ -75,7 +75,7 @@ func revise(tx *Tx, r *Rule, action string, who Actor) error {
 
 // revision is the history row of r as it is now.
 func revision(r *Rule, action string, who Actor) (store.RuleRevision, error) {
-	spec, err := r.encodeSpec()
+	spec, err := r.SpecJSON()
 	if err != nil {
 		return store.RuleRevision{}, err
 	}

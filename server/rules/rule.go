@@ -3,6 +3,8 @@ package rules
 import (
 	"fmt"
 	"reflect"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
@@ -47,124 +49,8 @@ type APIRule struct {
 	UpdatedAt time.Time `json:"updatedAt"`
 } //@name server.Rule
 
-// Rule is a rule of the domain, between the wire and the store: the
-// envelope, and the kind's engine rule holding only the kind's own fields
-// (its Name, Resource and Mode stay empty; the envelope has them).
-type Rule struct {
-	ID          int64
-	Name        string
-	Kind        string
-	App         string // the app whose instances alone run it; "" for every engine
-	Resource    string
-	Enabled     bool
-	Mode        string
-	Description string
-	// Spec is the kind's engine rule, a value (an engine.FlowRule for
-	// kind flow), so that a copy of the Rule is a copy of it; nil until
-	// the kind is known.
-	Spec      any
-	Version   int64
-	CreatedAt time.Time
-	UpdatedAt time.Time
-}
-
-// kind is the rule's kind, nil for an unknown one.
-func (r *Rule) kind() *engine.Kind {
-	k, _ := engine.LookupKind(r.Kind)
-	return k
-}
-
-// spec returns a pointer to a copy of the rule's engine rule (a new one if
-// it has none yet), for the kind's table to read and write; keep stores
-// it back. Rules are copied as values, and this keeps a copy's spec its own.
-func (r *Rule) spec() (k *engine.Kind, spec any, keep func()) {
-	k = r.kind()
-	p := reflect.New(reflect.TypeOf(k.New()).Elem())
-	if r.Spec != nil {
-		p.Elem().Set(reflect.ValueOf(r.Spec))
-	}
-	return k, p.Interface(), func() { r.Spec = p.Elem().Interface() }
-}
-
-// engineRule is a pointer to the engine rule the engine loads: the spec
-// with the envelope's name, resource and mode.
-func (r *Rule) engineRule() (*engine.Kind, any) {
-	k, spec, _ := r.spec()
-	k.Value(spec, "name").SetString(r.Name)
-	k.Value(spec, "mode").SetString(r.Mode)
-	if !k.NoResource {
-		k.Value(spec, "resource").SetString(r.Resource)
-	}
-	return k, spec
-}
-
-// encodeSpec is the rule's spec as it is stored.
-func (r *Rule) encodeSpec() ([]byte, error) {
-	k, spec, _ := r.spec()
-	return wire.EncodeSpec(k, spec)
-}
-
-// subject is what a name made up for the rule names: its resource, or a
-// system rule's metric ("system-cpuusage").
-func (r *Rule) subject() string {
-	if k := r.kind(); k != nil && k.NoResource {
-		_, spec, _ := r.spec()
-		return k.Value(spec, "metricType").String()
-	}
-	return r.Resource
-}
-
-// expiresAtMs is when the rule stops applying, 0 for never: its kind's
-// engine rule keeps it, so it is stored with the spec.
-func (r *Rule) expiresAtMs() int64 {
-	if r.Spec == nil {
-		return 0
-	}
-	k, spec, _ := r.spec()
-	return k.Value(spec, "expiresAtMs").Int()
-}
-
-// setExpiresAtMs sets expiresAtMs.
-func (r *Rule) setExpiresAtMs(ms int64) {
-	if r.kind() == nil {
-		return // the kind's error says what to fix
-	}
-	k, spec, keep := r.spec()
-	k.Value(spec, "expiresAtMs").SetInt(ms)
-	keep()
-}
-
-// Expired reports whether the rule is past its expiresAt at nowMs (Unix
-// milliseconds), as the engine judges it.
-func (r *Rule) Expired(nowMs int64) bool {
-	ms := r.expiresAtMs()
-	return ms != 0 && nowMs >= ms
-}
-
-// withDefaults fills in the defaults of the kind's engine rule, whose
-// envelope fields stay empty (the rule's envelope has them).
-func (r *Rule) withDefaults() {
-	k, spec, keep := r.spec()
-	k.WithDefaults(spec)
-	k.Value(spec, "mode").SetString("")
-	keep()
-}
-
-// validate is the engine's validation of the rule's kind.
-func (r *Rule) validate() []engine.FieldError {
-	k, spec := r.engineRule()
-	if r.Name == "" {
-		// A rule created without a name is given one before it is
-		// stored; a cluster rule needs one, which it will have.
-		k.Value(spec, "name").SetString("unnamed")
-	}
-	errs := k.Validate(spec)
-	if k.NoResource && r.Resource != "" {
-		errs = append(errs, engine.FieldError{Field: "resource",
-			Message: "must be absent: a system rule guards every inbound call of its process"})
-	}
-	return errs
-}
+// Rule is a rule of the domain, between the wire and the store.
+type Rule = wire.Rule
 
 func fromStore(row store.Rule) (Rule, error) {
 	r := Rule{
@@ -172,7 +58,7 @@ func fromStore(row store.Rule) (Rule, error) {
 		Mode: row.Mode, Description: row.Description, Version: row.Version,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
-	k := r.kind()
+	k := r.RuleKind()
 	if k == nil {
 		return Rule{}, fmt.Errorf("rule %d: unknown kind %q", row.ID, row.Kind)
 	}
@@ -183,12 +69,12 @@ func fromStore(row store.Rule) (Rule, error) {
 	r.Spec = reflect.ValueOf(spec).Elem().Interface()
 	// A spec stored before one of its kind's fields existed holds that
 	// field's default.
-	r.withDefaults()
+	r.WithDefaults()
 	return r, nil
 }
 
-func (r *Rule) toStore() (store.Rule, error) {
-	spec, err := r.encodeSpec()
+func toStore(r *Rule) (store.Rule, error) {
+	spec, err := r.SpecJSON()
 	if err != nil {
 		return store.Rule{}, err
 	}
@@ -199,20 +85,20 @@ func (r *Rule) toStore() (store.Rule, error) {
 	}, nil
 }
 
-// Content is the rule as apply takes it: the envelope, and the fields of
+// ContentOf is the rule as apply takes it: the envelope, and the fields of
 // its kind's table that apply to it (those with options always, with their
 // value).
-func (r *Rule) Content() Content {
+func ContentOf(r *Rule) Content {
 	c := Content{
 		Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description,
 	}
-	if ms := r.expiresAtMs(); ms != 0 {
+	if ms := r.ExpiresAtMs(); ms != 0 {
 		at := time.UnixMilli(ms).UTC()
 		c.ExpiresAt = &at
 	}
-	if k := r.kind(); k != nil {
-		_, spec, _ := r.spec()
+	if k := r.RuleKind(); k != nil {
+		_, spec, _ := r.EditSpec()
 		showFields(k, spec, &c)
 	}
 	return c
@@ -244,24 +130,31 @@ func showFields(k *engine.Kind, spec any, c *Content) {
 	}
 }
 
-// withoutDefaults clears the fields of k in spec, a pointer to an
-// engine rule, that hold their default, so that a partial update can
-// switch the rule to a behaviour those defaults do not apply to (a qps
-// rule's statIntervalMs of 1000 to metric concurrency).
-func withoutDefaults(k *engine.Kind, spec any) {
-	for _, f := range k.Fields {
-		field := k.Value(spec, f.Name)
-		if f.Default != nil && fmt.Sprint(field.Interface()) == fmt.Sprint(f.Default) {
-			field.SetZero()
-		}
-	}
-}
-
-// API is the rule as the API shows it at nowMs (Unix milliseconds), which
+// APIOf is the rule as the API shows it at nowMs (Unix milliseconds), which
 // tells whether it has expired.
-func (r *Rule) API(nowMs int64) APIRule {
+func APIOf(r *Rule, nowMs int64) APIRule {
 	return APIRule{
-		ID: r.ID, Content: r.Content(), Expired: r.Expired(nowMs), Version: r.Version,
+		ID: r.ID, Content: ContentOf(r), Expired: r.Expired(nowMs), Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}
 }
+
+// structFields maps the JSON names of a struct's fields to their index.
+var structFields = func() func(reflect.Type) map[string][]int {
+	var mu sync.Mutex
+	byType := map[reflect.Type]map[string][]int{}
+	return func(t reflect.Type) map[string][]int {
+		mu.Lock()
+		defer mu.Unlock()
+		if index, ok := byType[t]; ok {
+			return index
+		}
+		index := map[string][]int{}
+		for _, sf := range reflect.VisibleFields(t) {
+			name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+			index[name] = sf.Index
+		}
+		byType[t] = index
+		return index
+	}
+}()

@@ -83,7 +83,7 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 		o.Integer("strategy", &strategy)
 		// Sentinel's zero values mean unset (docs/api.md): the zeros sent
 		// take Sluice's defaults.
-		decodeFields(o, engine.CircuitBreakerKind, plainFields(engine.BreakerRuleFields), b, false)
+		wire.DecodeFields(o, engine.CircuitBreakerKind, plainFields(engine.BreakerRuleFields), b, false)
 		o.Integer("statSlidingWindowBucketCount", &ignored)
 		if value, ok := sentinelOption(engine.BreakerRuleFields, "strategy", strategy); ok {
 			b.Strategy = engine.BreakerStrategy(value)
@@ -108,7 +108,7 @@ func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill fun
 			r := Rule{Kind: kind.Name, Enabled: true, Mode: string(engine.ModeEnforce)}
 			var spec R
 			name := func() {
-				r.Name, _ = uniqueName(kind.Name, r.subject(), func(name string) (bool, error) { return named[name], nil })
+				r.Name, _ = uniqueName(kind.Name, r.Subject(), func(name string) (bool, error) { return named[name], nil })
 				named[r.Name] = true
 				o.Label = r.Name
 			}

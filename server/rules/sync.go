@@ -380,8 +380,8 @@ func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule,
 	set := engine.ResourceRules{Resources: resources}
 	for _, resource := range resources {
 		for _, id := range ids[resource] {
-			if r := rule(id); r.runsIn(app) {
-				r.enforce(&set)
+			if r := rule(id); r.RunsIn(app) {
+				r.Enforce(&set)
 			}
 		}
 	}
@@ -459,19 +459,11 @@ func (s *Service) record(changed map[int64]*Rule) {
 func enabledRules(rules map[int64]Rule) engine.ResourceRules {
 	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(rules)) {
-		if r := rules[id]; r.runsIn("") {
-			r.enforce(&set)
+		if r := rules[id]; r.RunsIn("") {
+			r.Enforce(&set)
 		}
 	}
 	return set
-}
-
-// enforce adds r to the rules of its kind in set, unless it is disabled.
-func (r *Rule) enforce(set *engine.ResourceRules) {
-	if r.Enabled {
-		k, spec := r.engineRule()
-		k.Add(set, spec)
-	}
 }
 
 // systemSet returns the enabled system rules that the engines of app run
@@ -490,14 +482,14 @@ func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.Syste
 	var set engine.ResourceRules
 	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
 		if _, ok := changed[id]; !ok {
-			if r := s.rules[id]; r.Kind == engine.KindSystem && r.runsIn(app) {
-				r.enforce(&set)
+			if r := s.rules[id]; r.Kind == engine.KindSystem && r.RunsIn(app) {
+				r.Enforce(&set)
 			}
 		}
 	}
 	for _, id := range slices.Sorted(maps.Keys(changed)) {
-		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.runsIn(app) {
-			r.enforce(&set)
+		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.RunsIn(app) {
+			r.Enforce(&set)
 		}
 	}
 	return set.System, true

@@ -56,25 +56,12 @@ func (s *Service) Snapshot(ctx context.Context, app string) (Snapshot, error) {
 	nowMs := s.engine.Clock().NowMs()
 	snap := Snapshot{Revision: rev, Rules: []Rule{}}
 	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
-		if r := s.rules[id]; r.inSnapshot(app, nowMs) {
+		if r := s.rules[id]; r.RunsAt(app, nowMs) {
 			snap.Rules = append(snap.Rules, r)
 		}
 	}
 	return snap, nil
 }
-
-// inSnapshot tells whether an engine of app runs r at nowMs: r is
-// enabled, unexpired, and without an app or of app.
-func (r *Rule) inSnapshot(app string, nowMs int64) bool {
-	expiresAtMs := r.expiresAtMs()
-	return r.Enabled && r.runsIn(app) && (expiresAtMs == 0 || nowMs < expiresAtMs)
-}
-
-// runsIn tells whether the engine of app runs r, enabled: a rule without
-// an app runs everywhere, one with an app only in that app's instances.
-// The server's own engine is of app "", so it runs only the rules without
-// one.
-func (r *Rule) runsIn(app string) bool { return r.App == "" || r.App == app }
 
 // revisionLocked returns the revision, read from the store the first time.
 // The caller holds watch.mu.

@@ -31,17 +31,17 @@ type IfMatch func(version int64) bool
 
 // Mode says which write a rule object is for; each treats absent fields
 // its own way.
-type Mode = decodeMode
+type Mode = wire.DecodeMode
 
 // The writes a rule object may be for.
 const (
 	// ForCreate: absent fields take defaults; a name is made up if none is
 	// given.
-	ForCreate = forCreate
+	ForCreate = wire.ForCreate
 	// ForReplace: absent fields take defaults, but the name is kept.
-	ForReplace = forReplace
+	ForReplace = wire.ForReplace
 	// ForPatch: absent fields keep their value.
-	ForPatch = forPatch
+	ForPatch = wire.ForPatch
 )
 
 // List returns one page of the rules filter selects, by id.
@@ -91,8 +91,8 @@ func (s *Service) All(ctx context.Context) ([]Rule, error) {
 // Create decodes the rule object o (its bad fields are a ValidationError),
 // stores it and loads it into the engine.
 func (s *Service) Create(ctx context.Context, o *wire.Object, who Actor) (Rule, error) {
-	r := decodeRule(o, Rule{}, forCreate)
-	validateRule(&r, "", "", o.Errs)
+	r := wire.DecodeRule(o, Rule{}, wire.ForCreate)
+	wire.ValidateRule(&r, "", "", o.Errs)
 	if len(*o.Errs) > 0 {
 		return Rule{}, invalidRule(*o.Errs)
 	}
@@ -123,8 +123,8 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *wire.O
 		if !who.mayWrite(current.App) {
 			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
 		}
-		r = decodeRule(o, current, mode)
-		validateRule(&r, "", "", o.Errs)
+		r = wire.DecodeRule(o, current, mode)
+		wire.ValidateRule(&r, "", "", o.Errs)
 		if len(*o.Errs) > 0 {
 			return invalidRule(*o.Errs)
 		}
@@ -147,7 +147,7 @@ func sameContent(a, b *Rule) (bool, error) {
 	if a.Name != b.Name {
 		return false, nil
 	}
-	changes, err := contentChanges(a.Content(), b.Content())
+	changes, err := contentChanges(ContentOf(a), ContentOf(b))
 	return len(changes) == 0, err
 }
 
@@ -212,7 +212,7 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		r.Name, r.App, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.App, old.Resource, old.Enabled, old.Mode, old.Description
 		r.Spec = old.Spec
 		var errs []engine.FieldError
-		validateRule(&r, "", "", &errs)
+		wire.ValidateRule(&r, "", "", &errs)
 		if len(errs) > 0 {
 			return invalid(fmt.Sprintf("version %d is not a valid rule any more", to), errs...)
 		}
@@ -245,7 +245,7 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 // createRule stores r, naming it first if it has no name.
 func createRule(tx *Tx, r *Rule, who Actor) error {
 	if r.Name == "" {
-		name, err := uniqueName(r.Kind, r.subject(), func(name string) (bool, error) {
+		name, err := uniqueName(r.Kind, r.Subject(), func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
 			if errors.Is(err, store.ErrNotFound) {
 				return false, nil
@@ -257,7 +257,7 @@ func createRule(tx *Tx, r *Rule, who Actor) error {
 		}
 		r.Name = name
 	}
-	row, err := r.toStore()
+	row, err := toStore(r)
 	if err != nil {
 		return err
 	}
@@ -278,7 +278,7 @@ func createRules(tx *Tx, rules []*Rule, who Actor) error {
 	}
 	rows := make([]store.Rule, len(rules))
 	for i, r := range rules {
-		row, err := r.toStore()
+		row, err := toStore(r)
 		if err != nil {
 			return err
 		}
@@ -316,7 +316,7 @@ func currentRule(tx *Tx, id int64, match IfMatch) (Rule, error) {
 
 // updateRule writes r, read at r.Version, as the next version.
 func updateRule(tx *Tx, r *Rule, action string, who Actor) error {
-	row, err := r.toStore()
+	row, err := toStore(r)
 	if err != nil {
 		return err
 	}
