@@ -1,8 +1,8 @@
 // Package codec holds the server's hand-written JSON and YAML codecs. Its
-// decoders are strict: Object reads a JSON object field by field, so that
-// every bad field of a request body (unknown, of the wrong JSON type, a
-// fraction where a whole number belongs, a key given twice) gets its own
-// error named by its path; CheckBody refuses text no decoder should take;
+// decoders are strict: ParseBody reads a request body into an
+// engine/wire Object, which names every bad field (unknown, of the wrong
+// JSON type, a fraction where a whole number belongs) by its path, after
+// CheckBody has refused text no decoder should take and a key given twice;
 // YAMLToJSON turns a YAML rule file into the JSON those decoders read,
 // with its aliases bounded. Its encoders (AppendString, AppendFloat,
 // AppendTime) write values exactly as encoding/json does, without
