@@ -1549,12 +1549,12 @@ func TestRuleFields(t *testing.T) {
 	want, err := json.Marshal(RuleSchema{
 		Envelope: wire.EnvelopeFields,
 		Kinds: []RuleKind{
-			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields},
-			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields},
-			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields},
-			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields},
+			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields, Summary: engine.FlowKind.Summary},
+			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields, Summary: engine.CircuitBreakerKind.Summary},
+			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields, Summary: engine.HotspotKind.Summary},
+			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields, Summary: engine.AuthorityKind.Summary},
 			{Kind: "system", Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight",
-				Fields: engine.SystemRuleFields, NoResource: true},
+				Fields: engine.SystemRuleFields, NoResource: true, Summary: engine.SystemKind.Summary},
 		},
 		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
 	})
