@@ -243,12 +243,26 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 	if err != nil {
 		return errNotJSONObject(err)
 	}
-	r, err := h.rules.Create(c.UserContext(), o, who)
+	r, err := decodeRule(o, rules.Rule{}, wire.ForCreate)
 	if err != nil {
+		return err
+	}
+	if r, err = h.rules.Create(c.UserContext(), r, who); err != nil {
 		return err
 	}
 	c.Location(fmt.Sprintf("%s/%d", c.Path(), r.ID))
 	return h.answerRule(c, http.StatusCreated, &r)
+}
+
+// decodeRule reads the rule object o onto base, as mode says, and
+// validates it; its bad fields are a ValidationError.
+func decodeRule(o *wire.Object, base rules.Rule, mode wire.DecodeMode) (rules.Rule, error) {
+	r := wire.DecodeRule(o, base, mode)
+	wire.ValidateRule(&r, "", "", o.Errs)
+	if len(*o.Errs) > 0 {
+		return rules.Rule{}, rules.InvalidRule(*o.Errs)
+	}
+	return r, nil
 }
 
 // replace overwrites a rule with the body, whole.
@@ -276,7 +290,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
-func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.ForReplace) }
+func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForReplace) }
 
 // patch changes the fields the body names.
 //
@@ -303,9 +317,9 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, rules.For
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
-func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, rules.ForPatch) }
+func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, wire.ForPatch) }
 
-func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
+func (h *ruleHandler) update(c *fiber.Ctx, mode wire.DecodeMode) error {
 	id, err := idParam(c, "id")
 	if err != nil {
 		return err
@@ -319,7 +333,8 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode rules.Mode) error {
 	if err != nil {
 		return errNotJSONObject(err)
 	}
-	r, err := h.rules.Update(c.UserContext(), id, ifMatchHeader(c).allows, o, mode, who)
+	edit := func(current rules.Rule) (rules.Rule, error) { return decodeRule(o, current, mode) }
+	r, err := h.rules.Update(c.UserContext(), id, ifMatchHeader(c).allows, edit, who)
 	if err != nil {
 		return err
 	}

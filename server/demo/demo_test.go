@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
@@ -84,12 +83,11 @@ func TestDemoSeedsItsRulesOnce(t *testing.T) {
 				for _, r := range all {
 					switch r.Name {
 					case "demo-orders-qps":
-						var errs []engine.FieldError
-						o, err := codec.ParseBody([]byte(`{"enabled": false}`), &errs)
-						if err != nil {
-							t.Fatal(err)
+						disable := func(current rules.Rule) (rules.Rule, error) {
+							current.Enabled = false
+							return current, nil
 						}
-						if _, err := svc.Update(t.Context(), r.ID, nil, o, rules.ForPatch, who); err != nil {
+						if _, err := svc.Update(t.Context(), r.ID, nil, disable, who); err != nil {
 							t.Fatal(err)
 						}
 					case "demo-search-shadow":

@@ -31,15 +31,36 @@ func openService(t *testing.T) *Service {
 	return s
 }
 
-// object parses body for a write.
-func object(t *testing.T, body string) *wire.Object {
+// decoded is the rule body decodes to, for Create.
+func decoded(t *testing.T, body string) Rule {
 	t.Helper()
 	var errs []engine.FieldError
 	o, err := codec.ParseBody([]byte(body), &errs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o
+	r := wire.DecodeRule(o, Rule{}, wire.ForCreate)
+	if wire.ValidateRule(&r, "", "", &errs); len(errs) > 0 {
+		t.Fatalf("%s: %v", body, errs)
+	}
+	return r
+}
+
+// patch is the edit of Update that patches the rule with body.
+func patch(t *testing.T, body string) Edit {
+	t.Helper()
+	var errs []engine.FieldError
+	o, err := codec.ParseBody([]byte(body), &errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(current Rule) (Rule, error) {
+		r := wire.DecodeRule(o, current, wire.ForPatch)
+		if wire.ValidateRule(&r, "", "", o.Errs); len(*o.Errs) > 0 {
+			return Rule{}, InvalidRule(*o.Errs)
+		}
+		return r, nil
+	}
 }
 
 // TestEngineRefusalRollsTheWriteBack: a row the decoder would never let
@@ -47,7 +68,7 @@ func object(t *testing.T, body string) *wire.Object {
 // is neither stored nor loaded, and the refusal is a ValidationError.
 func TestEngineRefusalRollsTheWriteBack(t *testing.T) {
 	s := openService(t)
-	if _, err := s.Create(t.Context(), object(t, `{"kind":"flow","name":"a","resource":"orders","threshold":10}`), Actor{Name: "test"}); err != nil {
+	if _, err := s.Create(t.Context(), decoded(t, `{"kind":"flow","name":"a","resource":"orders","threshold":10}`), Actor{Name: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	err := s.write(t.Context(), false, func(tx *Tx) error {
@@ -97,7 +118,7 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 		}
 		switch op := rng.IntN(10); {
 		case op < 3 || len(all) == 0:
-			_, err = s.Create(t.Context(), object(t, ruleBody(name())), who)
+			_, err = s.Create(t.Context(), decoded(t, ruleBody(name())), who)
 		case op < 8:
 			r := all[rng.IntN(len(all))]
 			switch rng.IntN(4) {
@@ -106,12 +127,12 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 			case 1:
 				_, err = s.Rollback(t.Context(), r.ID, 1+rng.Int64N(r.Version), nil, who)
 			default:
-				_, err = s.Update(t.Context(), r.ID, nil, object(t, pick(
+				_, err = s.Update(t.Context(), r.ID, nil, patch(t, pick(
 					fmt.Sprintf(`{"resource":%q}`, resource()),
 					fmt.Sprintf(`{"name":%q}`, name()),
 					fmt.Sprintf(`{"enabled":%t}`, rng.IntN(2) == 0),
 					fmt.Sprintf(`{"app":%s}`, app()),
-				)), ForPatch, who)
+				)), who)
 			}
 		default:
 			var items []json.RawMessage
@@ -173,7 +194,7 @@ func TestLoadSkipsRulesOfAnApp(t *testing.T) {
 		`{"kind":"flow","name":"shop-only","app":"shop","resource":"orders","threshold":1}`,
 		`{"kind":"circuitBreaker","name":"shop-breaker","app":"shop","resource":"pay","strategy":"errorCount","threshold":3,"retryTimeoutMs":1000}`,
 	} {
-		if _, err := s.Create(t.Context(), object(t, body), Actor{Name: "test"}); err != nil {
+		if _, err := s.Create(t.Context(), decoded(t, body), Actor{Name: "test"}); err != nil {
 			t.Fatal(err)
 		}
 	}

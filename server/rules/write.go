@@ -29,21 +29,6 @@ type Revision struct {
 // change a rule now at version; nil allows any.
 type IfMatch func(version int64) bool
 
-// Mode says which write a rule object is for; each treats absent fields
-// its own way.
-type Mode = wire.DecodeMode
-
-// The writes a rule object may be for.
-const (
-	// ForCreate: absent fields take defaults; a name is made up if none is
-	// given.
-	ForCreate = wire.ForCreate
-	// ForReplace: absent fields take defaults, but the name is kept.
-	ForReplace = wire.ForReplace
-	// ForPatch: absent fields keep their value.
-	ForPatch = wire.ForPatch
-)
-
 // List returns one page of the rules filter selects, by id.
 func (s *Service) List(ctx context.Context, filter store.RuleFilter, page store.Page) ([]Rule, int64, error) {
 	rows, total, err := s.store.ListRules(ctx, filter, page)
@@ -88,14 +73,9 @@ func (s *Service) All(ctx context.Context) ([]Rule, error) {
 	return all, nil
 }
 
-// Create decodes the rule object o (its bad fields are a ValidationError),
-// stores it and loads it into the engine.
-func (s *Service) Create(ctx context.Context, o *wire.Object, who Actor) (Rule, error) {
-	r := wire.DecodeRule(o, Rule{}, wire.ForCreate)
-	wire.ValidateRule(&r, "", "", o.Errs)
-	if len(*o.Errs) > 0 {
-		return Rule{}, invalidRule(*o.Errs)
-	}
+// Create stores r, a rule as wire.DecodeRule and wire.ValidateRule made
+// it, and loads it into the engine.
+func (s *Service) Create(ctx context.Context, r Rule, who Actor) (Rule, error) {
 	if !who.mayWrite(r.App) {
 		return Rule{}, forbidden(who.outOfScope("app", "the rule", r.App))
 	}
@@ -109,11 +89,14 @@ func (s *Service) Create(ctx context.Context, o *wire.Object, who Actor) (Rule, 
 	return r, err
 }
 
-// Update decodes the rule object o onto rule id, as mode says, and writes
-// the result as its next version; a result that changes nothing (apply
-// would call it unchanged) is not written, and the rule keeps its
-// version.
-func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *wire.Object, mode Mode, who Actor) (Rule, error) {
+// Edit makes a rule's next version from its current one, or answers why
+// it cannot (a ValidationError, see InvalidRule).
+type Edit func(current Rule) (Rule, error)
+
+// Update writes what edit makes of rule id as its next version; a result
+// that changes nothing (apply would call it unchanged) is not written, and
+// the rule keeps its version.
+func (s *Service) Update(ctx context.Context, id int64, match IfMatch, edit Edit, who Actor) (Rule, error) {
 	var r Rule
 	err := s.write(ctx, false, func(tx *Tx) error {
 		current, err := currentRule(tx, id, match)
@@ -123,10 +106,8 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, o *wire.O
 		if !who.mayWrite(current.App) {
 			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
 		}
-		r = wire.DecodeRule(o, current, mode)
-		wire.ValidateRule(&r, "", "", o.Errs)
-		if len(*o.Errs) > 0 {
-			return invalidRule(*o.Errs)
+		if r, err = edit(current); err != nil {
+			return err
 		}
 		if !who.mayWrite(r.App) {
 			return forbidden(who.outOfScope("app", "the rule as written", r.App))
@@ -338,7 +319,8 @@ func deleteRule(tx *Tx, r *Rule, who Actor) error {
 	return revise(tx, r, store.ActionDelete, who)
 }
 
-func invalidRule(errs []engine.FieldError) error {
+// InvalidRule is the ValidationError of a rule whose fields errs names.
+func InvalidRule(errs []engine.FieldError) error {
 	return invalid("the rule is not valid; see details", errs...)
 }
 
