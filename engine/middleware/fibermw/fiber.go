@@ -13,9 +13,7 @@ type Option func(*config)
 type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
-	origin   *Extractor
-	params   []Extractor
-	proxies  guard.Proxies
+	extract  guard.Extractors[fiberRequest]
 }
 
 // WithResource names the resource of each request; "" lets the request
@@ -82,13 +80,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	if g.cfg.origin != nil {
-		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, c))
-	}
-	for i := range g.cfg.params {
-		x := &g.cfg.params[i]
-		opts = guard.AppendParam(opts, x.key, g.value(x, c))
-	}
+	opts = g.cfg.extract.Append(opts, fiberRequest{c: c})
 	e, blk := res.Entry(opts...)
 	if blk != nil {
 		return g.cfg.blocked(c, blk)

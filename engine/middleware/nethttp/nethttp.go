@@ -15,9 +15,7 @@ type Option func(*config)
 type config struct {
 	resource func(*http.Request) string
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
-	origin   *Extractor
-	params   []Extractor
-	proxies  guard.Proxies
+	extract  guard.Extractors[httpRequest]
 }
 
 // WithResource names the resource of each request; "" lets the request
@@ -77,13 +75,7 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	if g.cfg.origin != nil {
-		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, r, pattern))
-	}
-	for i := range g.cfg.params {
-		x := &g.cfg.params[i]
-		opts = guard.AppendParam(opts, x.key, g.value(x, r, pattern))
-	}
+	opts = g.cfg.extract.Append(opts, httpRequest{r: r, mux: g.mux, pattern: pattern})
 	e, blk := res.Entry(opts...)
 	if blk != nil {
 		g.cfg.blocked(w, r, blk)
