@@ -13,6 +13,7 @@ type Option func(*config)
 type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
+	details  bool
 	extract  guard.Extractors[fiberRequest]
 }
 
@@ -25,9 +26,18 @@ func WithResource(name func(c *fiber.Ctx) string) Option {
 
 // WithBlocked answers blocked requests; an error it returns goes to
 // the app's error handler. The default answers 429 with Retry-After and the
-// JSON error envelope of Sluice's API.
+// JSON error envelope of Sluice's API, whose message is "too many
+// requests" (see WithBlockDetails).
 func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option {
 	return func(cfg *config) { cfg.blocked = answer }
+}
+
+// WithBlockDetails makes the default block answer name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules. Without it, end users
+// learn nothing of them.
+func WithBlockDetails() Option {
+	return func(cfg *config) { cfg.details = true }
 }
 
 // Guard returns a Fiber handler that asks eng before the rest of the route's
@@ -46,9 +56,12 @@ func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option
 // waits its turn (up to the rule's maxQueueingTimeMs) before the handlers
 // run.
 func Guard(eng *engine.Engine, opts ...Option) fiber.Handler {
-	cfg := config{blocked: fiberBlocked}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedAnswer(cfg.details)
 	}
 	g := &fiberGuard{eng: eng, cfg: cfg, routes: guard.NewResourceCache[*fiber.Route](eng)}
 	return g.handle
@@ -107,11 +120,13 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 
 func fiberRouteName(r *fiber.Route) string { return r.Method + " " + r.Path }
 
-// fiberBlocked is the default block answer.
-func fiberBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
-	c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk))
+// blockedAnswer is the default block answer.
+func blockedAnswer(detailed bool) func(*fiber.Ctx, *engine.BlockError) error {
+	return func(c *fiber.Ctx, blk *engine.BlockError) error {
+		c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk, detailed))
+	}
 }
 
 // Router returns a router that registers routes on r with guard as

@@ -37,7 +37,8 @@ func extractor(t *testing.T, s guardtest.Source) fibermw.Extractor {
 func TestParams(t *testing.T) {
 	for _, c := range guardtest.ParamCases {
 		t.Run(c.Name, func(t *testing.T) {
-			var opts []fibermw.Option
+			// The answers name the rule that blocked, which the cases check.
+			opts := []fibermw.Option{fibermw.WithBlockDetails()}
 			if c.Origin != nil {
 				opts = append(opts, fibermw.WithOrigin(extractor(t, *c.Origin)))
 			}

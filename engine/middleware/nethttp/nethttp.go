@@ -15,6 +15,7 @@ type Option func(*config)
 type config struct {
 	resource func(*http.Request) string
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
+	details  bool
 	extract  guard.Extractors[httpRequest]
 }
 
@@ -28,9 +29,18 @@ func WithResource(name func(r *http.Request) string) Option {
 }
 
 // WithBlocked answers blocked requests. The default answers 429 with
-// Retry-After and the JSON error envelope of Sluice's API.
+// Retry-After and the JSON error envelope of Sluice's API, whose message
+// is "too many requests" (see WithBlockDetails).
 func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) Option {
 	return func(c *config) { c.blocked = answer }
+}
+
+// WithBlockDetails makes the default block answer name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules. Without it, end users
+// learn nothing of them.
+func WithBlockDetails() Option {
+	return func(c *config) { c.details = true }
 }
 
 // Guard returns net/http middleware that asks eng before each request. Wrap
@@ -41,9 +51,12 @@ func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine
 // the handlers saves that. A throttled request waits its turn (up to the
 // rule's maxQueueingTimeMs) before the handler runs.
 func Guard(eng *engine.Engine, opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{blocked: writeBlocked}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedWriter(cfg.details)
 	}
 	return func(next http.Handler) http.Handler {
 		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: guard.NewResourceCache[httpRoute](eng)}
@@ -148,13 +161,15 @@ func standardMethod(m string) bool {
 	return false
 }
 
-// writeBlocked is the default block answer.
-func writeBlocked(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
-	h := w.Header()
-	h.Set("Retry-After", guard.RetryAfter)
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(guard.BlockedBody(blk))
+// blockedWriter is the default block answer.
+func blockedWriter(detailed bool) func(http.ResponseWriter, *http.Request, *engine.BlockError) {
+	return func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
+		h := w.Header()
+		h.Set("Retry-After", guard.RetryAfter)
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write(guard.BlockedBody(blk, detailed))
+	}
 }
 
 // statusRecorder remembers the status a handler answers. Unwrap lets

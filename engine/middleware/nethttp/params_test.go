@@ -36,7 +36,8 @@ func extractor(t *testing.T, s guardtest.Source) nethttp.Extractor {
 // the guard in front of the ServeMux and in front of the route's handler.
 func TestParams(t *testing.T) {
 	for _, c := range guardtest.ParamCases {
-		var opts []nethttp.Option
+		// The answers name the rule that blocked, which the cases check.
+		opts := []nethttp.Option{nethttp.WithBlockDetails()}
 		if c.Origin != nil {
 			opts = append(opts, nethttp.WithOrigin(extractor(t, *c.Origin)))
 		}

@@ -34,7 +34,8 @@ type ParamCase struct {
 	Hotspot   []engine.HotspotRule
 	Authority []engine.AuthorityRule
 	Requests  []Request
-	// WantMessage is the message of the requests answered 429.
+	// WantMessage is the message of the requests answered 429, with the
+	// block details on.
 	WantMessage string
 }
 
