@@ -7,7 +7,9 @@
 // ServeMux pattern ("GET /orders/{id}", not the raw path), so one rule
 // covers a route whatever its parameters. A blocked request is answered 429
 // with Retry-After; a passed one records its response time, and counts as
-// an error when it answers 5xx or panics.
+// an error when it answers 5xx or panics. A guard that cannot tell a
+// request's route never lets it through uncounted: it counts it under
+// middleware.UnroutedResource and logs once (see WithRoutePattern).
 //
 // WithOrigin and WithParam name a request's origin, which authority rules
 // and limitApp flow rules read, and its params, which hotspot rules limit
