@@ -15,7 +15,7 @@
 // under UnroutedResource, never let through uncounted.
 //
 // Both name a request's origin and params with extractors (WithOrigin,
-// WithParam): the client IP, a header, a query or path parameter, or a
-// function, under the param keys hotspot rules name ("ip",
-// "header:X-User", "query:key", "path:id").
+// WithParam): the client IP, a header, a query or path parameter, a
+// cookie, or a function, under the param keys hotspot rules name ("ip",
+// "header:X-User", "query:key", "path:id", "cookie:session").
 package middleware

@@ -41,6 +41,9 @@ func Query(name string) Extractor { return Extractor{guard.Query[fiberRequest](n
 // c.Params), param key "path:<name>".
 func Param(name string) Extractor { return Extractor{guard.PathParam[fiberRequest](name)} }
 
+// Cookie reads the cookie name, param key "cookie:<name>".
+func Cookie(name string) Extractor { return Extractor{guard.Cookie[fiberRequest](name)} }
+
 // Func reads what fn returns, under the caller-chosen param key; "" means
 // absent. fn runs before every guarded request, so keep it cheap.
 func Func(key string, fn func(c *fiber.Ctx) string) Extractor {
@@ -84,6 +87,9 @@ func (req fiberRequest) Query(name string) string { return req.c.Query(name) }
 
 // PathParam returns the route parameter.
 func (req fiberRequest) PathParam(name string) string { return req.c.Params(name) }
+
+// Cookie returns the value of the cookie.
+func (req fiberRequest) Cookie(name string) string { return req.c.Cookies(name) }
 
 // RemoteIP is the peer's address.
 func (req fiberRequest) RemoteIP() netip.Addr {

@@ -17,6 +17,7 @@ var kit = guardtest.Kit[fibermw.Extractor, fibermw.Option]{
 	Header:   fibermw.Header,
 	Query:    fibermw.Query,
 	Path:     fibermw.Param,
+	Cookie:   fibermw.Cookie,
 	Tenant: fibermw.Func("tenant", func(c *fiber.Ctx) string {
 		return strings.ToLower(c.Get("X-Tenant"))
 	}),

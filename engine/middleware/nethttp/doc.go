@@ -14,9 +14,10 @@
 // WithOrigin and WithParam name a request's origin, which authority rules
 // and limitApp flow rules read, and its params, which hotspot rules limit
 // per value: ClientIP (param key "ip"), Header ("header:X-User"), Query
-// ("query:key"), PathValue ("path:id") or Func (a key of your choosing).
-// An empty value is absent: a hotspot rule does not limit a request that
-// lacks its param. ClientIP is the connection's peer; X-Forwarded-For is
-// read only from the proxies given with WithTrustedProxies. Extractors
-// allocate nothing, but to decode an escaped query or path value.
+// ("query:key"), PathValue ("path:id"), Cookie ("cookie:session") or
+// Func (a key of your choosing). An empty value is absent: a hotspot rule
+// does not limit a request that lacks its param. ClientIP is the
+// connection's peer; X-Forwarded-For is read only from the proxies given
+// with WithTrustedProxies. Extractors allocate nothing, but to decode an
+// escaped query or path value, and Cookie, which net/http parses.
 package nethttp

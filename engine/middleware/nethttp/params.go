@@ -39,6 +39,11 @@ func Query(name string) Extractor { return Extractor{guard.Query[httpRequest](na
 // It works whether the guard wraps the ServeMux or its handlers.
 func PathValue(name string) Extractor { return Extractor{guard.PathParam[httpRequest](name)} }
 
+// Cookie reads the cookie name, param key "cookie:<name>". Unlike the
+// other extractors, it allocates: net/http parses the Cookie header for
+// each request.
+func Cookie(name string) Extractor { return Extractor{guard.Cookie[httpRequest](name)} }
+
 // Func reads what fn returns, under the caller-chosen param key; "" means
 // absent. fn runs before every guarded request, so keep it cheap.
 func Func(key string, fn func(r *http.Request) string) Extractor {
@@ -105,6 +110,15 @@ func (req httpRequest) PathParam(name string) string {
 		_, pattern = req.mux.Handler(req.r)
 	}
 	return guard.PathValue(pattern, req.r.URL.EscapedPath(), name)
+}
+
+// Cookie returns the value of the cookie.
+func (req httpRequest) Cookie(name string) string {
+	c, err := req.r.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	return c.Value
 }
 
 // RemoteIP is the host of r.RemoteAddr.

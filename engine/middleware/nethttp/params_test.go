@@ -18,6 +18,7 @@ var kit = guardtest.Kit[nethttp.Extractor, nethttp.Option]{
 	Header:   nethttp.Header,
 	Query:    nethttp.Query,
 	Path:     nethttp.PathValue,
+	Cookie:   nethttp.Cookie,
 	Tenant: nethttp.Func("tenant", func(r *http.Request) string {
 		return strings.ToLower(r.Header.Get("X-Tenant"))
 	}),

@@ -23,6 +23,8 @@ type Request interface {
 	Query(name string) string
 	// PathParam returns the value of the route's path parameter.
 	PathParam(name string) string
+	// Cookie returns the value of the cookie.
+	Cookie(name string) string
 	// RemoteIP is the address of the peer that opened the connection.
 	RemoteIP() netip.Addr
 	// RemoteIPText is RemoteIP as text, or the peer's address as the
@@ -44,6 +46,7 @@ const (
 	kindHeader
 	kindQuery
 	kindPath
+	kindCookie
 	kindFunc
 )
 
@@ -76,6 +79,11 @@ func Query[R Request](name string) Extractor[R] {
 // PathParam reads a path parameter of the route, param key "path:<name>".
 func PathParam[R Request](name string) Extractor[R] {
 	return Extractor[R]{key: "path:" + name, kind: kindPath, name: name}
+}
+
+// Cookie reads a cookie, param key "cookie:<name>".
+func Cookie[R Request](name string) Extractor[R] {
+	return Extractor[R]{key: "cookie:" + name, kind: kindCookie, name: name}
 }
 
 // Func reads what fn returns, under key.
@@ -134,6 +142,8 @@ func (e *Extractors[R]) value(x *Extractor[R], req R) string {
 		return req.Query(x.name)
 	case kindPath:
 		return req.PathParam(x.name)
+	case kindCookie:
+		return req.Cookie(x.name)
 	case kindFunc:
 		return x.fn(req)
 	}

@@ -8,8 +8,8 @@ import (
 // Kit is one middleware's extractors and the options that take them, of
 // which the shared cases build their guards.
 type Kit[X interface{ Key() string }, O any] struct {
-	ClientIP            func() X
-	Header, Query, Path func(name string) X
+	ClientIP                    func() X
+	Header, Query, Path, Cookie func(name string) X
 	// Tenant is the func extractor keyed "tenant" that reads the X-Tenant
 	// header in lower case.
 	Tenant             X
@@ -30,6 +30,8 @@ func (k Kit[X, O]) extractor(t *testing.T, s Source) X {
 		return k.Query(s.Name)
 	case "path":
 		return k.Path(s.Name)
+	case "cookie":
+		return k.Cookie(s.Name)
 	case "func":
 		return k.Tenant
 	}
@@ -67,6 +69,7 @@ func (k Kit[X, O]) CheckKeys(t *testing.T) {
 		{k.Header("x-user"), "header:x-user"},
 		{k.Query("key"), "query:key"},
 		{k.Path("id"), "path:id"},
+		{k.Cookie("session"), "cookie:session"},
 		{k.Tenant, "tenant"},
 	} {
 		if got := tt.x.Key(); got != tt.want {
