@@ -7,10 +7,15 @@ import "github.com/sluicehq/sluice/engine"
 // window of a default rule.
 const RetryAfterSeconds = 1
 
-// BlockedMessage is the message of the default block answer, such as
-// "too many requests: blocked by flow rule orders-qps".
+// TooManyRequests is the message of the default block answer: it reaches
+// end users, who have no business learning the rules.
+const TooManyRequests = "too many requests"
+
+// BlockedMessage is the message of a block answer that names the rule,
+// such as "too many requests: blocked by flow rule orders-qps": the
+// middleware's default answer when it is asked for details.
 func BlockedMessage(blk *engine.BlockError) string {
-	msg := "too many requests: blocked by " + string(blk.Reason()) + " rule"
+	msg := TooManyRequests + ": blocked by " + string(blk.Reason()) + " rule"
 	if blk.Rule() == "" {
 		return msg
 	}

@@ -9,11 +9,13 @@
 // Each request is an entry to a resource named after its method and route
 // pattern ("GET /orders/{id}", not the raw path), so one rule covers a route
 // whatever its parameters. A blocked request is answered 429 with
-// Retry-After; a passed one records its response time, and counts as an
-// error when it answers 5xx or panics.
+// Retry-After and a message that names no rule (unless asked to); a passed
+// one records its response time, and counts as an error when it answers
+// 5xx or panics. A request whose route a guard cannot tell is counted
+// under UnroutedResource, never let through uncounted.
 //
 // Both name a request's origin and params with extractors (WithOrigin,
-// WithParam): the client IP, a header, a query or path parameter, or a
-// function, under the param keys hotspot rules name ("ip",
-// "header:X-User", "query:key", "path:id").
+// WithParam): the client IP, a header, a query or path parameter, a
+// cookie, or a function, under the param keys hotspot rules name ("ip",
+// "header:X-User", "query:key", "path:id", "cookie:session").
 package middleware

@@ -15,8 +15,8 @@
 // WithOrigin and WithParam name a request's origin, which authority rules
 // and limitApp flow rules read, and its params, which hotspot rules limit
 // per value: ClientIP (param key "ip"), Header ("header:X-User"), Query
-// ("query:key"), Param ("path:id") or Func (a key of your choosing). An
-// empty value is absent: a hotspot rule does not limit a request that
+// ("query:key"), Param ("path:id"), Cookie ("cookie:session") or Func (a
+// key of your choosing). An empty value is absent: a hotspot rule does not limit a request that
 // lacks its param. ClientIP is the connection's peer; X-Forwarded-For is
 // read only from the proxies given with WithTrustedProxies, not from
 // Fiber's own ProxyHeader setting. Extractors allocate nothing but

@@ -13,9 +13,8 @@ type Option func(*config)
 type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
-	origin   *Extractor
-	params   []Extractor
-	proxies  guard.Proxies
+	details  bool
+	extract  guard.Extractors[fiberRequest]
 }
 
 // WithResource names the resource of each request; "" lets the request
@@ -27,9 +26,18 @@ func WithResource(name func(c *fiber.Ctx) string) Option {
 
 // WithBlocked answers blocked requests; an error it returns goes to
 // the app's error handler. The default answers 429 with Retry-After and the
-// JSON error envelope of Sluice's API.
+// JSON error envelope of Sluice's API, whose message is "too many
+// requests" (see WithBlockDetails).
 func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option {
 	return func(cfg *config) { cfg.blocked = answer }
+}
+
+// WithBlockDetails makes the default block answer name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules. Without it, end users
+// learn nothing of them.
+func WithBlockDetails() Option {
+	return func(cfg *config) { cfg.details = true }
 }
 
 // Guard returns a Fiber handler that asks eng before the rest of the route's
@@ -48,9 +56,12 @@ func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option
 // waits its turn (up to the rule's maxQueueingTimeMs) before the handlers
 // run.
 func Guard(eng *engine.Engine, opts ...Option) fiber.Handler {
-	cfg := config{blocked: fiberBlocked}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
+	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedAnswer(cfg.details)
 	}
 	g := &fiberGuard{eng: eng, cfg: cfg, routes: guard.NewResourceCache[*fiber.Route](eng)}
 	return g.handle
@@ -82,13 +93,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	if g.cfg.origin != nil {
-		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, c))
-	}
-	for i := range g.cfg.params {
-		x := &g.cfg.params[i]
-		opts = guard.AppendParam(opts, x.key, g.value(x, c))
-	}
+	opts = g.cfg.extract.Append(opts, fiberRequest{c: c})
 	e, blk := res.Entry(opts...)
 	if blk != nil {
 		return g.cfg.blocked(c, blk)
@@ -115,11 +120,13 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 
 func fiberRouteName(r *fiber.Route) string { return r.Method + " " + r.Path }
 
-// fiberBlocked is the default block answer.
-func fiberBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
-	c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk))
+// blockedAnswer is the default block answer.
+func blockedAnswer(detailed bool) func(*fiber.Ctx, *engine.BlockError) error {
+	return func(c *fiber.Ctx, blk *engine.BlockError) error {
+		c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk, detailed))
+	}
 }
 
 // Router returns a router that registers routes on r with guard as

@@ -77,11 +77,20 @@ func TestGuard(t *testing.T) {
 			},
 		},
 		{
-			name:        "a blocked request is answered 429",
+			name:        "a blocked request is answered 429, naming no rule",
 			router:      true,
 			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /api/orders/:id", Threshold: 1}},
 			requests:    []request{{"GET", "/api/orders/1", 200}, {"GET", "/api/orders/2", 429}},
 			want:        map[string]guardtest.Stats{"GET /api/orders/:id": {Pass: 1, Block: 1, Complete: 1}},
+			wantMessage: "too many requests",
+		},
+		{
+			name:        "with details, the block answer names the rule",
+			router:      true,
+			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /api/orders/:id", Threshold: 0}},
+			opts:        []fibermw.Option{fibermw.WithBlockDetails()},
+			requests:    []request{{"GET", "/api/orders/1", 429}},
+			want:        map[string]guardtest.Stats{"GET /api/orders/:id": {Block: 1}},
 			wantMessage: "too many requests: blocked by flow rule orders-qps",
 		},
 		{
@@ -248,7 +257,7 @@ func TestGuardConcurrencyRule(t *testing.T) {
 	guardtest.WaitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
 
 	resp, body := guardtest.Get(t, "GET", url+"/report")
-	guardtest.CheckBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
+	guardtest.CheckBlocked(t, resp, body, "too many requests")
 
 	close(release)
 	if status := <-first; status != http.StatusOK {

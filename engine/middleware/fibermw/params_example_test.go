@@ -1,9 +1,7 @@
 package fibermw_test
 
 import (
-	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"strings"
 
@@ -11,17 +9,13 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/middleware/fibermw"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guardtest"
 )
 
 // serveOrders serves GET /orders/:id behind a guard with opts, on an
-// engine with rules, and returns a function that sends a GET with one
-// header (none if value is "") and answers the status.
-func serveOrders(rules engine.ResourceRules, opts ...fibermw.Option) (get func(path, header, value string) int, stop func()) {
-	eng := engine.New(engine.Options{})
-	rules.Resources = []string{"GET /orders/:id"}
-	if err := eng.LoadResourceRules(rules); err != nil {
-		panic(err)
-	}
+// engine with rules, and returns its base URL and what stops it.
+func serveOrders(rules engine.ResourceRules, opts ...fibermw.Option) (base string, stop func()) {
+	eng := guardtest.ExampleEngine(rules, "GET /orders/:id")
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/orders/:id", fibermw.Guard(eng, opts...), func(c *fiber.Ctx) error {
 		return c.SendString("order " + c.Params("id"))
@@ -31,36 +25,18 @@ func serveOrders(rules engine.ResourceRules, opts ...fibermw.Option) (get func(p
 		panic(err)
 	}
 	go func() { _ = app.Listener(ln) }()
-	base := "http://" + ln.Addr().String()
-	get = func(path, header, value string) int {
-		req, err := http.NewRequest("GET", base+path, nil)
-		if err != nil {
-			panic(err)
-		}
-		if value != "" {
-			req.Header.Set(header, value)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			panic(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
-	return get, func() { _ = app.Shutdown(); eng.Close() }
+	return "http://" + ln.Addr().String(), func() { _ = app.Shutdown(); eng.Close() }
 }
 
 // A hotspot rule on "header:X-User" limits each user apart; a request
 // without the header is not limited.
 func ExampleHeader() {
-	get, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
+	base, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
 		{Name: "per-user", Resource: "GET /orders/:id", ParamKey: "header:X-User", Threshold: 1},
 	}}, fibermw.WithParam(fibermw.Header("X-User")))
 	defer stop()
 
-	for _, user := range []string{"alice", "alice", "bob", "", ""} {
-		fmt.Printf("%q %d\n", user, get("/orders/1", "X-User", user))
-	}
+	guardtest.PrintHeaderStatuses(base, "/orders/1", "X-User", "alice", "alice", "bob", "", "")
 	// Output:
 	// "alice" 200
 	// "alice" 429
@@ -72,24 +48,22 @@ func ExampleHeader() {
 // The origin of a request, here its X-App header, is what authority rules
 // allow or deny.
 func ExampleWithOrigin() {
-	get, stop := serveOrders(engine.ResourceRules{Authority: []engine.AuthorityRule{
+	base, stop := serveOrders(engine.ResourceRules{Authority: []engine.AuthorityRule{
 		{Name: "no-crawler", Resource: "GET /orders/:id", Strategy: engine.AuthorityDeny, Origins: []string{"crawler"}},
 	}}, fibermw.WithOrigin(fibermw.Header("X-App")))
 	defer stop()
 
-	for _, app := range []string{"shop", "crawler"} {
-		fmt.Println(app, get("/orders/1", "X-App", app))
-	}
+	guardtest.PrintHeaderStatuses(base, "/orders/1", "X-App", "shop", "crawler")
 	// Output:
-	// shop 200
-	// crawler 429
+	// "shop" 200
+	// "crawler" 429
 }
 
 // Behind a proxy, the client IP is read from X-Forwarded-For, which is
 // believed only from the trusted proxies: here the loopback the example's
 // requests come from.
 func ExampleClientIP() {
-	get, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
+	base, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
 		{Name: "per-ip", Resource: "GET /orders/:id", ParamKey: "ip", Threshold: 1},
 	}},
 		fibermw.WithParam(fibermw.ClientIP()),
@@ -97,25 +71,21 @@ func ExampleClientIP() {
 	)
 	defer stop()
 
-	for _, client := range []string{"198.51.100.1", "198.51.100.1", "198.51.100.2"} {
-		fmt.Println(client, get("/orders/1", "X-Forwarded-For", client))
-	}
+	guardtest.PrintHeaderStatuses(base, "/orders/1", "X-Forwarded-For", "198.51.100.1", "198.51.100.1", "198.51.100.2")
 	// Output:
-	// 198.51.100.1 200
-	// 198.51.100.1 429
-	// 198.51.100.2 200
+	// "198.51.100.1" 200
+	// "198.51.100.1" 429
+	// "198.51.100.2" 200
 }
 
 // A hotspot rule on "query:key" limits each API key apart.
 func ExampleQuery() {
-	get, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
+	base, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
 		{Name: "per-key", Resource: "GET /orders/:id", ParamKey: "query:key", Threshold: 1},
 	}}, fibermw.WithParam(fibermw.Query("key")))
 	defer stop()
 
-	for _, path := range []string{"/orders/1?key=k1", "/orders/2?key=k1", "/orders/3?key=k2", "/orders/4"} {
-		fmt.Println(path, get(path, "", ""))
-	}
+	guardtest.PrintPathStatuses(base, "/orders/1?key=k1", "/orders/2?key=k1", "/orders/3?key=k2", "/orders/4")
 	// Output:
 	// /orders/1?key=k1 200
 	// /orders/2?key=k1 429
@@ -126,15 +96,13 @@ func ExampleQuery() {
 // A hotspot rule on "path:id" limits each order apart, and gives a hot
 // one a lower threshold.
 func ExampleParam() {
-	get, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
+	base, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
 		{Name: "per-order", Resource: "GET /orders/:id", ParamKey: "path:id", Threshold: 2,
 			SpecificItems: map[string]float64{"7": 1}},
 	}}, fibermw.WithParam(fibermw.Param("id")))
 	defer stop()
 
-	for _, path := range []string{"/orders/1", "/orders/1", "/orders/7", "/orders/7"} {
-		fmt.Println(path, get(path, "", ""))
-	}
+	guardtest.PrintPathStatuses(base, "/orders/1", "/orders/1", "/orders/7", "/orders/7")
 	// Output:
 	// /orders/1 200
 	// /orders/1 200
@@ -152,16 +120,14 @@ func ExampleFunc() {
 		}
 		return t
 	})
-	get, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
+	base, stop := serveOrders(engine.ResourceRules{Hotspot: []engine.HotspotRule{
 		{Name: "per-token", Resource: "GET /orders/:id", ParamKey: token.Key(), Threshold: 1},
 	}}, fibermw.WithParam(token))
 	defer stop()
 
-	for _, auth := range []string{"Bearer t1", "Bearer t1", "Bearer t2"} {
-		fmt.Println(auth, get("/orders/1", "Authorization", auth))
-	}
+	guardtest.PrintHeaderStatuses(base, "/orders/1", "Authorization", "Bearer t1", "Bearer t1", "Bearer t2")
 	// Output:
-	// Bearer t1 200
-	// Bearer t1 429
-	// Bearer t2 200
+	// "Bearer t1" 200
+	// "Bearer t1" 429
+	// "Bearer t2" 200
 }

@@ -11,24 +11,19 @@ import (
 	"github.com/sluicehq/sluice/engine/middleware/internal/guardtest"
 )
 
-// extractor is the Fiber extractor of a shared case's source.
-func extractor(t *testing.T, s guardtest.Source) fibermw.Extractor {
-	switch s.Kind {
-	case "ip":
-		return fibermw.ClientIP()
-	case "header":
-		return fibermw.Header(s.Name)
-	case "query":
-		return fibermw.Query(s.Name)
-	case "path":
-		return fibermw.Param(s.Name)
-	case "func":
-		return fibermw.Func("tenant", func(c *fiber.Ctx) string {
-			return strings.ToLower(c.Get("X-Tenant"))
-		})
-	}
-	t.Fatalf("no extractor %q", s.Kind)
-	return fibermw.Extractor{}
+// kit is what the shared extractor cases build Fiber guards of.
+var kit = guardtest.Kit[fibermw.Extractor, fibermw.Option]{
+	ClientIP: fibermw.ClientIP,
+	Header:   fibermw.Header,
+	Query:    fibermw.Query,
+	Path:     fibermw.Param,
+	Cookie:   fibermw.Cookie,
+	Tenant: fibermw.Func("tenant", func(c *fiber.Ctx) string {
+		return strings.ToLower(c.Get("X-Tenant"))
+	}),
+	WithOrigin:         fibermw.WithOrigin,
+	WithParam:          fibermw.WithParam,
+	WithTrustedProxies: fibermw.WithTrustedProxies,
 }
 
 // TestParams runs the shared extractor cases through a real listener. The
@@ -37,16 +32,8 @@ func extractor(t *testing.T, s guardtest.Source) fibermw.Extractor {
 func TestParams(t *testing.T) {
 	for _, c := range guardtest.ParamCases {
 		t.Run(c.Name, func(t *testing.T) {
-			var opts []fibermw.Option
-			if c.Origin != nil {
-				opts = append(opts, fibermw.WithOrigin(extractor(t, *c.Origin)))
-			}
-			for _, s := range c.Params {
-				opts = append(opts, fibermw.WithParam(extractor(t, s)))
-			}
-			if c.Proxies != nil {
-				opts = append(opts, fibermw.WithTrustedProxies(c.Proxies...))
-			}
+			// The answers name the rule that blocked, which the cases check.
+			opts := append(kit.Options(t, c), fibermw.WithBlockDetails())
 			c.Run(t, "GET /orders/:id", func(eng *engine.Engine) string {
 				app := fiber.New()
 				app.Get("/orders/:id", fibermw.Guard(eng, opts...), func(c *fiber.Ctx) error {
@@ -60,20 +47,4 @@ func TestParams(t *testing.T) {
 
 // TestExtractorKeys: the param keys follow docs/api.md's naming, which hotspot
 // rules name.
-func TestExtractorKeys(t *testing.T) {
-	tests := []struct {
-		x    fibermw.Extractor
-		want string
-	}{
-		{fibermw.ClientIP(), "ip"},
-		{fibermw.Header("X-User"), "header:X-User"},
-		{fibermw.Query("key"), "query:key"},
-		{fibermw.Param("id"), "path:id"},
-		{fibermw.Func("tenant", func(*fiber.Ctx) string { return "" }), "tenant"},
-	}
-	for _, tt := range tests {
-		if got := tt.x.Key(); got != tt.want {
-			t.Errorf("Key() = %q, want %q", got, tt.want)
-		}
-	}
-}
+func TestExtractorKeys(t *testing.T) { kit.CheckKeys(t) }

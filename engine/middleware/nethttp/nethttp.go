@@ -1,11 +1,15 @@
 package nethttp
 
 import (
+	"cmp"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
 	"github.com/sluicehq/sluice/engine/middleware/internal/guard"
 )
 
@@ -14,25 +18,59 @@ type Option func(*config)
 
 type config struct {
 	resource func(*http.Request) string
+	pattern  func(*http.Request) string
+	logger   *slog.Logger
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
-	origin   *Extractor
-	params   []Extractor
-	proxies  guard.Proxies
+	details  bool
+	extract  guard.Extractors[httpRequest]
 }
 
 // WithResource names the resource of each request; "" lets the request
-// through unguarded and uncounted. The default is the method and the
-// ServeMux pattern that matched, "GET /orders/{id}" (the pattern's own
-// method, if any, replaced by the request's), and "" when no pattern
-// matched.
+// through unguarded and uncounted, as the function chose. The default is
+// the method and the route's pattern, "GET /orders/{id}" (the pattern's
+// own method, if any, replaced by the request's): the pattern of the
+// ServeMux the guard wraps, or else r.Pattern, which a ServeMux (and chi)
+// sets for the handlers it routes to. A request the wrapped ServeMux has
+// no route for (it answers 404 or 405) is not guarded; one whose route
+// the guard cannot tell at all is counted under
+// middleware.UnroutedResource, and logged once.
 func WithResource(name func(r *http.Request) string) Option {
 	return func(c *config) { c.resource = name }
 }
 
+// WithRoutePattern tells the guard each request's route pattern when it
+// runs before the router has routed it, as middleware of a router's
+// top-level Use does: fn asks the router, and the resource is the method
+// and that pattern, as by default. "" means fn found no route: the request
+// is counted under middleware.UnroutedResource, and logged once. For chi's
+// r.Use(guard):
+//
+//	nethttp.WithRoutePattern(func(r *http.Request) string {
+//		return router.Find(chi.NewRouteContext(), r.Method, r.URL.Path)
+//	})
+func WithRoutePattern(fn func(r *http.Request) string) Option {
+	return func(c *config) { c.pattern = fn }
+}
+
+// WithLogger is where the guard says that it cannot tell a request's
+// route. Optional. Default: slog.Default().
+func WithLogger(logger *slog.Logger) Option {
+	return func(c *config) { c.logger = logger }
+}
+
 // WithBlocked answers blocked requests. The default answers 429 with
-// Retry-After and the JSON error envelope of Sluice's API.
+// Retry-After and the JSON error envelope of Sluice's API, whose message
+// is "too many requests" (see WithBlockDetails).
 func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) Option {
 	return func(c *config) { c.blocked = answer }
+}
+
+// WithBlockDetails makes the default block answer name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules. Without it, end users
+// learn nothing of them.
+func WithBlockDetails() Option {
+	return func(c *config) { c.details = true }
 }
 
 // Guard returns net/http middleware that asks eng before each request. Wrap
@@ -42,11 +80,20 @@ func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine
 // each request's route a second time (a few hundred nanoseconds); guarding
 // the handlers saves that. A throttled request waits its turn (up to the
 // rule's maxQueueingTimeMs) before the handler runs.
+//
+// Behind another router, guard its routes, where it has set r.Pattern
+// (chi: r.With(guard) or r.Use inside r.Group); as middleware that runs
+// before it routes (chi's top-level r.Use), give WithRoutePattern, or the
+// requests are counted under middleware.UnroutedResource.
 func Guard(eng *engine.Engine, opts ...Option) func(http.Handler) http.Handler {
-	cfg := config{blocked: writeBlocked}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedWriter(cfg.details)
+	}
+	cfg.logger = cmp.Or(cfg.logger, slog.Default())
 	return func(next http.Handler) http.Handler {
 		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: guard.NewResourceCache[httpRoute](eng)}
 		g.mux, _ = next.(*http.ServeMux)
@@ -60,6 +107,8 @@ type httpGuard struct {
 	mux    *http.ServeMux // next, when it is one: it tells the pattern before routing
 	cfg    config
 	routes *guard.ResourceCache[httpRoute]
+	// warned is set once the guard logged that it cannot tell a route.
+	warned atomic.Bool
 }
 
 // httpRoute is a method and a ServeMux pattern.
@@ -77,13 +126,7 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	if g.cfg.origin != nil {
-		opts = guard.AppendOrigin(opts, g.value(g.cfg.origin, r, pattern))
-	}
-	for i := range g.cfg.params {
-		x := &g.cfg.params[i]
-		opts = guard.AppendParam(opts, x.key, g.value(x, r, pattern))
-	}
+	opts = g.cfg.extract.Append(opts, httpRequest{r: r, mux: g.mux, pattern: pattern})
 	e, blk := res.Entry(opts...)
 	if blk != nil {
 		g.cfg.blocked(w, r, blk)
@@ -118,15 +161,22 @@ func (g *httpGuard) resource(r *http.Request) (res *engine.Resource, pattern str
 		}
 		return g.eng.Resource(name), "", true
 	}
-	// A ServeMux the guard wraps routes the request by its own pattern;
-	// r.Pattern, if set, is an outer mux's, which mounted this one.
-	if g.mux != nil {
-		_, pattern = g.mux.Handler(r)
-	} else {
+	switch {
+	case g.cfg.pattern != nil:
+		pattern = g.cfg.pattern(r)
+	case g.mux != nil:
+		// A ServeMux the guard wraps routes the request by its own
+		// pattern; r.Pattern, if set, is an outer mux's, which mounted
+		// this one.
+		if _, pattern = g.mux.Handler(r); pattern == "" {
+			// No route: the ServeMux answers 404 or 405 itself.
+			return nil, "", false
+		}
+	default:
 		pattern = r.Pattern
 	}
 	if pattern == "" {
-		return nil, "", false
+		return g.unrouted(r), "", true
 	}
 	key := httpRoute{method: r.Method, pattern: pattern}
 	if !standardMethod(r.Method) {
@@ -135,6 +185,17 @@ func (g *httpGuard) resource(r *http.Request) (res *engine.Resource, pattern str
 		return g.eng.Resource(routeName(key)), pattern, true
 	}
 	return g.routes.Get(key, routeName), pattern, true
+}
+
+// unrouted is the resource of a request whose route the guard cannot
+// tell; the first such request is logged, with how to fix it.
+func (g *httpGuard) unrouted(r *http.Request) *engine.Resource {
+	if !g.warned.Swap(true) {
+		g.cfg.logger.Warn("sluice: the guard cannot tell the request's route, so requests without one are counted under "+
+			middleware.UnroutedResource+"; guard the router's routes (chi: r.With or r.Group), or give nethttp.WithRoutePattern",
+			"method", r.Method, "path", r.URL.Path)
+	}
+	return g.routes.Get(httpRoute{}, func(httpRoute) string { return middleware.UnroutedResource })
 }
 
 // routeName is "METHOD /path/{param}": the pattern with the request's
@@ -156,13 +217,15 @@ func standardMethod(m string) bool {
 	return false
 }
 
-// writeBlocked is the default block answer.
-func writeBlocked(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
-	h := w.Header()
-	h.Set("Retry-After", guard.RetryAfter)
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	w.WriteHeader(http.StatusTooManyRequests)
-	_, _ = w.Write(guard.BlockedBody(blk))
+// blockedWriter is the default block answer.
+func blockedWriter(detailed bool) func(http.ResponseWriter, *http.Request, *engine.BlockError) {
+	return func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
+		h := w.Header()
+		h.Set("Retry-After", guard.RetryAfter)
+		h.Set("Content-Type", "application/json; charset=utf-8")
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = w.Write(guard.BlockedBody(blk, detailed))
+	}
 }
 
 // statusRecorder remembers the status a handler answers. Unwrap lets

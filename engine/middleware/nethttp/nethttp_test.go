@@ -47,16 +47,25 @@ func TestGuard(t *testing.T) {
 			want:         map[string]guardtest.Stats{"GET /orders/{id}": {Pass: 2, Complete: 2}},
 		},
 		{
-			name:        "a blocked request is answered 429",
+			name:        "a blocked request is answered 429, naming no rule",
 			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /orders/{id}", Threshold: 1}},
 			requests:    []request{{"GET", "/orders/1", 200}, {"GET", "/orders/2", 429}},
 			want:        map[string]guardtest.Stats{"GET /orders/{id}": {Pass: 1, Block: 1, Complete: 1}},
+			wantMessage: "too many requests",
+		},
+		{
+			name:        "with details, the block answer names the rule",
+			rules:       []engine.FlowRule{{Name: "orders-qps", Resource: "GET /orders/{id}", Threshold: 0}},
+			opts:        []nethttp.Option{nethttp.WithBlockDetails()},
+			requests:    []request{{"GET", "/orders/1", 429}},
+			want:        map[string]guardtest.Stats{"GET /orders/{id}": {Block: 1}},
 			wantMessage: "too many requests: blocked by flow rule orders-qps",
 		},
 		{
 			name:         "a blocked guarded handler is answered 429",
 			wrapHandlers: true,
 			rules:        []engine.FlowRule{{Resource: "POST /orders", Threshold: 0}},
+			opts:         []nethttp.Option{nethttp.WithBlockDetails()},
 			requests:     []request{{"POST", "/orders", 429}},
 			want:         map[string]guardtest.Stats{"POST /orders": {Block: 1}},
 			wantMessage:  "too many requests: blocked by flow rule",
@@ -233,7 +242,7 @@ func TestGuardConcurrencyRule(t *testing.T) {
 	guardtest.WaitFor(t, "the first request to be in flight", func() bool { return report.Concurrency() == 1 })
 
 	resp, body := guardtest.Get(t, "GET", srv.URL+"/report")
-	guardtest.CheckBlocked(t, resp, body, "too many requests: blocked by concurrency rule report-slots")
+	guardtest.CheckBlocked(t, resp, body, "too many requests")
 
 	close(release)
 	if status := <-first; status != http.StatusOK {

@@ -12,42 +12,29 @@ import (
 	"github.com/sluicehq/sluice/engine/middleware/nethttp"
 )
 
-// extractor is the net/http extractor of a shared case's source.
-func extractor(t *testing.T, s guardtest.Source) nethttp.Extractor {
-	switch s.Kind {
-	case "ip":
-		return nethttp.ClientIP()
-	case "header":
-		return nethttp.Header(s.Name)
-	case "query":
-		return nethttp.Query(s.Name)
-	case "path":
-		return nethttp.PathValue(s.Name)
-	case "func":
-		return nethttp.Func("tenant", func(r *http.Request) string {
-			return strings.ToLower(r.Header.Get("X-Tenant"))
-		})
-	}
-	t.Fatalf("no extractor %q", s.Kind)
-	return nethttp.Extractor{}
+// kit is what the shared extractor cases build net/http guards of.
+var kit = guardtest.Kit[nethttp.Extractor, nethttp.Option]{
+	ClientIP: nethttp.ClientIP,
+	Header:   nethttp.Header,
+	Query:    nethttp.Query,
+	Path:     nethttp.PathValue,
+	Cookie:   nethttp.Cookie,
+	Tenant: nethttp.Func("tenant", func(r *http.Request) string {
+		return strings.ToLower(r.Header.Get("X-Tenant"))
+	}),
+	WithOrigin:         nethttp.WithOrigin,
+	WithParam:          nethttp.WithParam,
+	WithTrustedProxies: nethttp.WithTrustedProxies,
 }
 
 // TestParams runs the shared extractor cases through a real server, with
 // the guard in front of the ServeMux and in front of the route's handler.
 func TestParams(t *testing.T) {
 	for _, c := range guardtest.ParamCases {
-		var opts []nethttp.Option
-		if c.Origin != nil {
-			opts = append(opts, nethttp.WithOrigin(extractor(t, *c.Origin)))
-		}
-		for _, s := range c.Params {
-			opts = append(opts, nethttp.WithParam(extractor(t, s)))
-		}
-		if c.Proxies != nil {
-			opts = append(opts, nethttp.WithTrustedProxies(c.Proxies...))
-		}
 		for _, wrap := range []string{"mux", "handler"} {
 			t.Run(c.Name+"/"+wrap, func(t *testing.T) {
+				// The answers name the rule that blocked, which the cases check.
+				opts := append(kit.Options(t, c), nethttp.WithBlockDetails())
 				c.Run(t, "GET /orders/{id}", func(eng *engine.Engine) string {
 					guard := nethttp.Guard(eng, opts...)
 					handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -72,21 +59,4 @@ func TestParams(t *testing.T) {
 
 // TestExtractorKeys: the param keys follow docs/api.md's naming, which hotspot
 // rules name.
-func TestExtractorKeys(t *testing.T) {
-	tests := []struct {
-		x    nethttp.Extractor
-		want string
-	}{
-		{nethttp.ClientIP(), "ip"},
-		{nethttp.Header("X-User"), "header:X-User"},
-		{nethttp.Header("x-user"), "header:x-user"},
-		{nethttp.Query("key"), "query:key"},
-		{nethttp.PathValue("id"), "path:id"},
-		{nethttp.Func("tenant", func(*http.Request) string { return "" }), "tenant"},
-	}
-	for _, tt := range tests {
-		if got := tt.x.Key(); got != tt.want {
-			t.Errorf("Key() = %q, want %q", got, tt.want)
-		}
-	}
-}
+func TestExtractorKeys(t *testing.T) { kit.CheckKeys(t) }

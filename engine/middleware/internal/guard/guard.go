@@ -25,11 +25,16 @@ var (
 )
 
 // BlockedBody is the JSON of the default block answer, in the error
-// envelope of Sluice's own API.
-func BlockedBody(blk *engine.BlockError) []byte {
+// envelope of Sluice's own API: a generic message, or one naming the rule
+// when detailed.
+func BlockedBody(blk *engine.BlockError, detailed bool) []byte {
+	msg := middleware.TooManyRequests
+	if detailed {
+		msg = middleware.BlockedMessage(blk)
+	}
 	b := make([]byte, 0, 128)
 	b = append(b, `{"error":{"code":"too_many_requests","message":`...)
-	b = appendJSONString(b, middleware.BlockedMessage(blk))
+	b = appendJSONString(b, msg)
 	return append(b, `,"details":[]}}`...)
 }
 

@@ -30,7 +30,13 @@ func TestForwarded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := tt.proxies.Forwarded(netip.MustParseAddr(tt.peer), tt.lines)
+			line := func(i int) (string, bool) {
+				if i < len(tt.lines) {
+					return tt.lines[i], true
+				}
+				return "", false
+			}
+			got, ok := tt.proxies.Forwarded(netip.MustParseAddr(tt.peer), line)
 			if got != tt.want || ok != tt.wantOK {
 				t.Errorf("Forwarded(%s, %q) = %q, %v; want %q, %v", tt.peer, tt.lines, got, ok, tt.want, tt.wantOK)
 			}

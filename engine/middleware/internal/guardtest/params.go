@@ -10,9 +10,9 @@ import (
 )
 
 // Source is an extractor of a ParamCase, which each middleware's test
-// turns into its own: Kind is "ip", "header", "query", "path" or "func";
-// the func extractor is keyed "tenant" and reads the X-Tenant header in
-// lower case.
+// turns into its own: Kind is "ip", "header", "query", "path", "cookie"
+// or "func"; the func extractor is keyed "tenant" and reads the X-Tenant
+// header in lower case.
 type Source struct {
 	Kind, Name string
 }
@@ -34,7 +34,8 @@ type ParamCase struct {
 	Hotspot   []engine.HotspotRule
 	Authority []engine.AuthorityRule
 	Requests  []Request
-	// WantMessage is the message of the requests answered 429.
+	// WantMessage is the message of the requests answered 429, with the
+	// block details on.
 	WantMessage string
 }
 
@@ -157,6 +158,20 @@ var ParamCases = []ParamCase{
 			{ID: "1", WantStatus: 200},
 			{ID: "1", WantStatus: 429},
 			{ID: "2", WantStatus: 200},
+		},
+		WantMessage: "too many requests: blocked by hotspot rule per-value",
+	},
+	{
+		Name:    "a cookie param is limited per value; a missing one not at all",
+		Params:  []Source{{"cookie", "session"}},
+		Hotspot: perValue("cookie:session"),
+		Requests: []Request{
+			{ID: "1", Header: header("Cookie", "theme=dark; session=s1"), WantStatus: 200},
+			{ID: "2", Header: header("Cookie", "session=s1"), WantStatus: 429},
+			{ID: "3", Header: header("Cookie", "session=s2"), WantStatus: 200},
+			{ID: "4", Header: header("Cookie", "theme=dark"), WantStatus: 200},
+			{ID: "5", WantStatus: 200},
+			{ID: "6", WantStatus: 200},
 		},
 		WantMessage: "too many requests: blocked by hotspot rule per-value",
 	},
