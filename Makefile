@@ -38,8 +38,12 @@ $(TOOLS_STAMP):
 # bench-once vets engine/benchmarks, a module of its own that ./... does not
 # reach, and runs each of its benchmarks once. It runs without the race
 # detector: it drives sentinel-golang, whose races are not ours to fail on.
+# It also vets and tests the other nested modules (NESTED_MODULES), with the
+# race detector.
+NESTED_MODULES := engine/middleware/chitest
 bench-once:
 	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
+	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...) || exit 1; done
 
 # static vets every package and builds the binary without cgo, as the
 # docs/ci.md's CI workflow builds the CLI: a cgo-only call outside a cgo file
