@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -13,17 +14,18 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
 
-// openService runs the rule domain on a fresh SQLite file.
+// TestMain runs the domain's tests on SQLite files, and on PostgreSQL in
+// make test's second pass (servertest.TestDBEnv).
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
+
+// openService runs the rule domain on a fresh database.
 func openService(t *testing.T) *Service {
 	t.Helper()
-	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = st.Close() })
+	st := servertest.OpenStore(t, filepath.Join(t.TempDir(), "sluice.db"))
 	s := New(st, engine.New(engine.Options{Clock: engine.NewManualClock(0)}))
 	if err := s.Load(t.Context()); err != nil {
 		t.Fatal(err)

@@ -94,3 +94,16 @@ func RefuseDatabase(t testing.TB, path string) {
 	t.Helper()
 	postgres.server.Refuse(t, database(t, path))
 }
+
+// OpenStore opens a store for a test of a domain package, without a
+// server: the SQLite file at path, or, on PostgreSQL (Main, TestDBEnv), the
+// database made for path. It is closed when t ends.
+func OpenStore(t testing.TB, path string) *store.Store {
+	t.Helper()
+	st, err := store.Open(t.Context(), database(t, path), slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatalf("servertest: store.Open: %v", err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
