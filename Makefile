@@ -14,9 +14,9 @@ run:
 # (no second build), every benchmark once (-benchtime 1x), so that a broken
 # benchmark fails here instead of rotting unseen; bench-once does the same
 # for the nested modules. The store's, the server's and the rule domain's
-# tests then run once
-# more on a throwaway PostgreSQL server (SLUICE_TEST_DB=postgres), without
-# the race detector, which the first run has applied to the same code.
+# tests then run once more on a throwaway PostgreSQL server
+# (SLUICE_TEST_DB=postgres), without the race detector, which the first run
+# has applied to the same code.
 test: tools fmt-check vet static check-docs bench-once chromium postgres redis
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/
