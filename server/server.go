@@ -23,6 +23,7 @@ import (
 
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/check"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
@@ -133,7 +134,7 @@ type Server struct {
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
-	entries        *entryTable    // the check API's held entries
+	entries        *check.Entries // the check API's held entries
 	fixedPaths     fixedPaths     // the methods of each API path without parameters
 	ruleFileRoutes ruleFileRoutes // the routes that read large bodies themselves
 	unguardedAPI   bool
@@ -231,7 +232,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
-	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
+	s.entries = check.StartEntries(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
@@ -262,7 +263,7 @@ func (s *Server) routes() {
 	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
-	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
+	bindCheck(api, &checkHandler{api: check.New(s.engine, s.entries)})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
 	bindRules(api, &ruleHandler{rules: s.rules})
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
@@ -427,7 +428,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, cerr)
 		}
 	}
-	s.entries.close()
+	s.entries.Close()
 	s.follow()
 	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.

@@ -1,4 +1,4 @@
-package server
+package check
 
 import (
 	"bytes"
@@ -61,7 +61,7 @@ func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
 	s := jsonScanner{b: body, names: names}
 	if q, ok := s.check(); ok && s.end() {
 		if errs := checkProblems(q, ""); len(errs) > 0 {
-			return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
+			return checkQuery{}, invalid("the check is not valid; see details", errs...)
 		}
 		return q, nil
 	}
@@ -73,11 +73,11 @@ func decodeCheckFields(body []byte) (checkQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return checkQuery{}, errNotJSONObject(err)
+		return checkQuery{}, &BodyError{Err: err}
 	}
 	q := decodeCheckObject(o)
 	if len(errs) > 0 {
-		return checkQuery{}, ValidationFailed("the check is not valid; see details", fieldErrors(errs)...)
+		return checkQuery{}, invalid("the check is not valid; see details", errs...)
 	}
 	return q, nil
 }
@@ -88,14 +88,14 @@ func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
 		if len(queries) == 0 || len(queries) > maxBatch {
 			return nil, batchSizeError(len(queries))
 		}
-		var errs []FieldError
+		var errs []engine.FieldError
 		for i, q := range queries {
 			if problems := checkProblems(q, ""); len(problems) > 0 {
 				errs = append(errs, checkProblems(q, fmt.Sprintf("checks[%d].", i))...)
 			}
 		}
 		if len(errs) > 0 {
-			return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", errs...)
+			return nil, invalid("the batch is not valid; nothing was checked; see details", errs...)
 		}
 		return queries, nil
 	}
@@ -107,7 +107,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return nil, errNotJSONObject(err)
+		return nil, &BodyError{Err: err}
 	}
 	var items []json.RawMessage
 	if v, _ := o.Value("checks"); v == nil {
@@ -117,7 +117,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	}
 	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; see details", fieldErrors(errs)...)
+		return nil, invalid("the batch is not valid; see details", errs...)
 	}
 	if len(items) == 0 || len(items) > maxBatch {
 		return nil, batchSizeError(len(items))
@@ -133,14 +133,14 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 		queries[i] = decodeCheckObject(o)
 	}
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", fieldErrors(errs)...)
+		return nil, invalid("the batch is not valid; nothing was checked; see details", errs...)
 	}
 	return queries, nil
 }
 
 func batchSizeError(n int) error {
 	msg := fmt.Sprintf("must hold 1 to %d checks, not %d", maxBatch, n)
-	return ValidationFailed("checks "+msg, FieldError{"checks", msg})
+	return invalid("checks "+msg, field("checks", msg))
 }
 
 // decodeCheckObject reads a check field by field, adding every bad field
@@ -209,22 +209,22 @@ func decodeParams(o *codec.Object) []checkParam {
 
 // checkProblems lists the bad values of a scanned check; path prefixes
 // the field names.
-func checkProblems(q checkQuery, path string) []FieldError {
-	var errs []FieldError
+func checkProblems(q checkQuery, path string) []engine.FieldError {
+	var errs []engine.FieldError
 	if msg := engine.ValidateResourceName(q.resource); msg != "" {
-		errs = append(errs, FieldError{path + "resource", msg})
+		errs = append(errs, field(path+"resource", msg))
 	}
 	if msg := countProblem(q.count); msg != "" {
-		errs = append(errs, FieldError{path + "count", msg})
+		errs = append(errs, field(path+"count", msg))
 	}
 	if q.origin != "" {
 		if msg := originProblem(q.origin); msg != "" {
-			errs = append(errs, FieldError{path + "origin", msg})
+			errs = append(errs, field(path+"origin", msg))
 		}
 	}
 	for _, p := range q.params {
 		if msg := paramProblem(p.value); msg != "" {
-			errs = append(errs, FieldError{path + "params." + p.key, msg})
+			errs = append(errs, field(path+"params."+p.key, msg))
 		}
 	}
 	return errs
@@ -536,7 +536,7 @@ func decodeComplete(body []byte) (completeQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return completeQuery{}, errNotJSONObject(err)
+		return completeQuery{}, &BodyError{Err: err}
 	}
 	q := completeQuery{count: 1}
 	valid := func(field string, decode func() bool) bool {
@@ -574,7 +574,7 @@ func decodeComplete(body []byte) (completeQuery, error) {
 	o.Bool("error", &q.failed, false)
 	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", fieldErrors(errs)...)
+		return completeQuery{}, invalid("the outcome is not valid; see details", errs...)
 	}
 	return q, nil
 }
