@@ -24,6 +24,7 @@ import (
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/check"
+	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
@@ -265,7 +266,8 @@ func (s *Server) routes() {
 	bindTokens(api, &tokenHandler{auth: s.auth})
 	bindCheck(api, &checkHandler{api: check.New(s.engine, s.entries)})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
-	bindRules(api, &ruleHandler{rules: s.rules})
+	bindRules(api, &ruleHandler{rules: s.rules,
+		demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix}})
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
@@ -358,28 +360,9 @@ func (s *Server) logPanic(c *fiber.Ctx, recovered any) {
 	)
 }
 
-// Listen opens a TCP listener on addr ("host:port"; port 0 picks a free
-// one) and serves on it like Serve.
-func (s *Server) Listen(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return s.Serve(ln)
-}
-
-// ListenTLS is Listen over HTTPS with the PEM certificate and key files.
-func (s *Server) ListenTLS(addr, certFile, keyFile string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return s.ServeTLS(ln, certFile, keyFile)
-}
-
-// ServeTLS is Serve over HTTPS with the PEM certificate and key files, for
-// a caller that opens the listener itself (a test). It closes ln when it
-// returns.
+// ServeTLS is Serve over HTTPS with the PEM certificate and key files, on
+// a listener the caller opened (the binary's, a test's). It closes ln when
+// it returns.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
