@@ -1,15 +1,17 @@
 package server
 
 import (
-	"fmt"
 	"net/http"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/server/check"
 )
+
+// DefaultEntryLease is how long the check API holds an entry (one a
+// concurrency rule counts, or a half-open breaker's probe) before it gives
+// up on the client's complete.
+const DefaultEntryLease = check.DefaultEntryLease
 
 // CheckRequest asks whether count calls to resource may go ahead.
 type CheckRequest struct {
@@ -81,10 +83,10 @@ type CompleteRequest struct {
 	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
 }
 
+// checkHandler is the HTTP layer of package check, which decodes the
+// bodies, decides and encodes the answers.
 type checkHandler struct {
-	engine  *engine.Engine
-	entries *entryTable
-	names   nameCache
+	api *check.API
 }
 
 func bindCheck(api apiRoutes, h *checkHandler) {
@@ -113,12 +115,12 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
-	q, err := decodeCheck(c.Body(), &h.names)
+	var buf [128]byte
+	answer, err := h.api.Check(buf[:0], c.Body())
 	if err != nil {
 		return err
 	}
-	var buf [128]byte
-	c.Response().SetBody(h.decide(q).appendJSON(buf[:0]))
+	c.Response().SetBody(answer)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
 	return nil
 }
@@ -143,89 +145,12 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
-	queries, err := decodeBatch(c.Body(), &h.names)
+	answer, err := h.api.Batch(c.Body())
 	if err != nil {
 		return err
 	}
-	b := make([]byte, 0, 16+48*len(queries))
-	b = append(b, `{"results":[`...)
-	for i, q := range queries {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = h.decide(q).appendJSON(b)
-	}
-	b = append(b, "]}"...)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(b)
-}
-
-// decide asks the engine, which must not sleep: a throttled caller is told
-// how long to wait instead. The entry is released at once unless a
-// concurrency rule counts it or a circuit breaker waits for it as a probe;
-// then it is held until complete. The options stay on the stack: passing
-// origin, params and priority allocates nothing, and a check with few
-// params does not clear room for the most a check may have.
-func (h *checkHandler) decide(q checkQuery) CheckResult {
-	if len(q.params) <= fewCheckParams {
-		var opts [4 + fewCheckParams]engine.EntryOption
-		return h.decideWith(q, opts[:0])
-	}
-	var opts [4 + maxCheckParams]engine.EntryOption
-	return h.decideWith(q, opts[:0])
-}
-
-// fewCheckParams is how many params a check may have for decide's
-// smaller room of options.
-const fewCheckParams = 3
-
-// decideWith is decide, with opts, empty, room for the check's options.
-func (h *checkHandler) decideWith(q checkQuery, opts []engine.EntryOption) CheckResult {
-	res := h.engine.Resource(q.resource)
-	opts = append(opts, engine.WithCount(q.count), engine.WithNoWait())
-	if q.origin != "" {
-		opts = append(opts, engine.WithOrigin(q.origin))
-	}
-	if q.prioritized {
-		opts = append(opts, engine.WithPrioritized())
-	}
-	for _, p := range q.params {
-		opts = append(opts, engine.WithParam(p.key, p.value))
-	}
-	e, blk := res.Entry(opts...)
-	if blk != nil {
-		return CheckResult{Reason: string(blk.Reason()), Rule: blk.Rule()}
-	}
-	r := CheckResult{Allowed: true, WaitMs: e.WaitMs()}
-	if e.NeedsExit() {
-		r.EntryID = h.entries.hold(q.resource, q.count, e)
-	} else {
-		e.Release()
-	}
-	return r
-}
-
-// appendJSON appends the result as encoding/json would write it.
-func (r CheckResult) appendJSON(b []byte) []byte {
-	if r.Allowed {
-		b = append(b, `{"allowed":true,"waitMs":`...)
-	} else {
-		b = append(b, `{"allowed":false,"waitMs":`...)
-	}
-	b = strconv.AppendInt(b, r.WaitMs, 10)
-	if r.Reason != "" {
-		b = append(b, `,"reason":`...)
-		b = codec.AppendString(b, r.Reason)
-	}
-	if r.Rule != "" {
-		b = append(b, `,"rule":`...)
-		b = codec.AppendString(b, r.Rule)
-	}
-	if r.EntryID != "" {
-		b = append(b, `,"entryId":`...)
-		b = codec.AppendString(b, r.EntryID)
-	}
-	return append(b, '}')
+	return c.Send(answer)
 }
 
 // complete records how allowed calls ended.
@@ -249,50 +174,8 @@ func (r CheckResult) appendJSON(b []byte) []byte {
 //	@Security		BearerAuth
 //	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
-	q, err := decodeComplete(c.Body())
-	if err != nil {
+	if err := h.api.Complete(c.Body()); err != nil {
 		return err
 	}
-	if q.entryID == "" {
-		probe, ok, err := h.entries.claim(q.resource)
-		switch {
-		case err != nil:
-			return err
-		case ok:
-			probe.entry.Exit(append(q.exitOptions(), engine.WithCompleteCount(q.count))...)
-		default:
-			h.engine.Resource(q.resource).RecordComplete(q.count, q.rtMs, q.failed)
-		}
-		return c.SendStatus(http.StatusNoContent)
-	}
-	held, err := h.entries.take(q.entryID, func(held heldEntry) error {
-		var errs []FieldError
-		if q.resource != "" && q.resource != held.resource {
-			errs = append(errs, FieldError{"resource", fmt.Sprintf("is %q for this entry", held.resource)})
-		}
-		if q.hasCount && q.count != held.count {
-			errs = append(errs, FieldError{"count", fmt.Sprintf("is %d for this entry", held.count)})
-		}
-		if len(errs) > 0 {
-			return ValidationFailed("the body does not match the entry; see details", errs...)
-		}
-		return nil
-	})
-	if err != nil {
-		return err
-	}
-	held.entry.Exit(q.exitOptions()...)
 	return c.SendStatus(http.StatusNoContent)
-}
-
-// exitOptions are the options that end an entry with q's outcome.
-func (q completeQuery) exitOptions() []engine.ExitOption {
-	opts := make([]engine.ExitOption, 0, 3)
-	if q.failed {
-		opts = append(opts, engine.WithError(errCallFailed))
-	}
-	if q.hasRt {
-		opts = append(opts, engine.WithRtMs(q.rtMs))
-	}
-	return opts
 }

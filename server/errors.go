@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/check"
 	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
@@ -151,6 +152,12 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 	if errors.As(err, &apiErr) {
 		return apiErr
 	}
+	if invalid, ok := errors.AsType[*check.ValidationError](err); ok {
+		return ValidationFailed(invalid.Message, fieldErrors(invalid.Fields)...)
+	}
+	if bad, ok := errors.AsType[*check.BodyError](err); ok {
+		return s.apiError(c, errNotJSONObject(bad.Err))
+	}
 	if invalid, ok := errors.AsType[*rules.ValidationError](err); ok {
 		return ValidationFailed(invalid.Message, fieldErrors(invalid.Fields)...)
 	}
@@ -175,6 +182,10 @@ func (s *Server) apiError(c *fiber.Ctx, err error) *Error {
 		return NotFound(unknown.Error())
 	}
 	switch {
+	case errors.Is(err, check.ErrUnknownEntry):
+		return NotFound(storeMessage(err, check.ErrUnknownEntry, "no entry has this id"))
+	case errors.Is(err, check.ErrEntryEnded):
+		return Conflict(storeMessage(err, check.ErrEntryEnded, "the entry has ended"))
 	case errors.Is(err, rules.ErrNotFound):
 		return NotFound(storeMessage(err, rules.ErrNotFound, "not found"))
 	case errors.Is(err, rules.ErrConflict):

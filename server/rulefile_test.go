@@ -23,6 +23,9 @@ func TestYAMLBodies(t *testing.T) {
 		{"a second document", "rules: []\n---\nrules: []\n", 400, "", nil},
 		{"empty", "", 400, "", nil},
 		{"an alias of its own anchor", "rules: &r [*r]\n", 400, "", nil},
+		{"aliases that expand past the bound", "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n" +
+			"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nrules: []\n", 400, "", nil},
+		{"a key that is a list", "? [a]\n: 1\nrules: []\n", 400, "body", nil},
 		{"merge keys", "rules:\n  - &base {name: a, kind: flow, resource: x, threshold: 5}\n  - {<<: *base, name: b, threshold: 7}\n", 200, "", []string{"a", "b"}},
 		{"YAML 1.1 booleans are strings", "rules:\n  - {name: on, kind: flow, resource: yes, threshold: 5}\n", 200, "", []string{"on"}},
 		{"a string field takes no number", "rules:\n  - {name: 1.0, kind: flow, resource: x, threshold: 5}\n", 422, "rules[0].name", nil},

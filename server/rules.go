@@ -16,7 +16,6 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
-	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
@@ -94,6 +93,10 @@ type DemoMarks struct {
 // rule domain and encodes its answer; errors are mapped in errors.go.
 type ruleHandler struct {
 	rules *rules.Service
+	// demo is how --demo's seeding marks the rules it writes, which the
+	// console tells apart; the server wires it, so that the rule handlers
+	// need not know the demo.
+	demo DemoMarks
 }
 
 func bindRules(api apiRoutes, h *ruleHandler) {
@@ -130,7 +133,7 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
 		Envelope: wire.EnvelopeFields, Kinds: kinds,
-		Demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
+		Demo: h.demo,
 	})
 }
 

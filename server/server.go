@@ -23,6 +23,8 @@ import (
 
 	"github.com/sluicehq/sluice/docs"
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server/check"
+	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/rules"
@@ -133,7 +135,7 @@ type Server struct {
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
-	entries        *entryTable    // the check API's held entries
+	entries        *check.Entries // the check API's held entries
 	fixedPaths     fixedPaths     // the methods of each API path without parameters
 	ruleFileRoutes ruleFileRoutes // the routes that read large bodies themselves
 	unguardedAPI   bool
@@ -231,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
-	s.entries = startEntryTable(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
+	s.entries = check.StartEntries(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
@@ -262,9 +264,10 @@ func (s *Server) routes() {
 	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
-	bindCheck(api, &checkHandler{engine: s.engine, entries: s.entries})
+	bindCheck(api, &checkHandler{api: check.New(s.engine, s.entries)})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
-	bindRules(api, &ruleHandler{rules: s.rules})
+	bindRules(api, &ruleHandler{rules: s.rules,
+		demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix}})
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
@@ -357,28 +360,9 @@ func (s *Server) logPanic(c *fiber.Ctx, recovered any) {
 	)
 }
 
-// Listen opens a TCP listener on addr ("host:port"; port 0 picks a free
-// one) and serves on it like Serve.
-func (s *Server) Listen(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return s.Serve(ln)
-}
-
-// ListenTLS is Listen over HTTPS with the PEM certificate and key files.
-func (s *Server) ListenTLS(addr, certFile, keyFile string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", addr, err)
-	}
-	return s.ServeTLS(ln, certFile, keyFile)
-}
-
-// ServeTLS is Serve over HTTPS with the PEM certificate and key files, for
-// a caller that opens the listener itself (a test). It closes ln when it
-// returns.
+// ServeTLS is Serve over HTTPS with the PEM certificate and key files, on
+// a listener the caller opened (the binary's, a test's). It closes ln when
+// it returns.
 func (s *Server) ServeTLS(ln net.Listener, certFile, keyFile string) error {
 	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
 	if err != nil {
@@ -427,7 +411,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, cerr)
 		}
 	}
-	s.entries.close()
+	s.entries.Close()
 	s.follow()
 	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.

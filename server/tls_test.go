@@ -12,7 +12,8 @@ import (
 )
 
 // tlsServer serves HTTPS on the listener servertest gives it, with the
-// certificate servertest made, as ListenTLS does on the address it opens.
+// certificate servertest made, as the binary serves TLS (ServeTLS) on the
+// listener it opens.
 type tlsServer struct {
 	*Server
 	certFile, keyFile string

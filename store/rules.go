@@ -302,3 +302,18 @@ func translate(err error) error {
 	}
 	return err
 }
+
+// RulesRevision is the revision of the rule set instances poll by: the id
+// of the last rule revision written, which every rule write adds to (ids
+// are never reused), 0 before the first. Rule writes take turns (InTx),
+// so ids grow in the order the writes commit: whoever has read every rule
+// written up to a revision has read every write before it too.
+func (s *Store) RulesRevision(ctx context.Context) (int64, error) {
+	return rulesRevision(s.db.WithContext(ctx))
+}
+
+func rulesRevision(db *gorm.DB) (int64, error) {
+	var rev int64
+	err := db.Raw(`SELECT coalesce(max(id), 0) FROM rule_revisions`).Row().Scan(&rev)
+	return rev, err
+}

@@ -1,5 +1,6 @@
 // Command sluice runs the Sluice control plane: the REST API, the Swagger UI
-// and the console over one flow-control engine and a SQLite database.
+// and the console over one flow-control engine and a SQLite or PostgreSQL
+// database, with its demo, rule file and admin commands beside it.
 //
 // Usage:
 //
@@ -7,6 +8,7 @@
 //	sluice demo [flags]
 //	sluice rules apply -f FILE [flags]
 //	sluice rules export [flags]
+//	sluice admin reset-password USER [flags]
 //	sluice help [command]
 //
 // Every flag has an environment twin: --addr is SLUICE_ADDR, --db is

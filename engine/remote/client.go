@@ -84,6 +84,12 @@ type Config struct {
 	// request, doubling from one to the other, with jitter. Optional.
 	// Default: DefaultMinBackoff (0.5s) and DefaultMaxBackoff (30s).
 	MinBackoff, MaxBackoff time.Duration
+	// Now tells the time of State's LastSync, LastReport and LastErrorAt,
+	// and when a failed report may be retried and a poll was answered too
+	// soon; the waits themselves run on timers. It is apart from
+	// Engine.Clock, which times the engine's windows. Optional. Default:
+	// time.Now.
+	Now func() time.Time
 }
 
 // Client runs an engine on the rules of a Sluice server and reports its
@@ -175,6 +181,9 @@ func New(cfg Config) (*Client, error) {
 	cfg.MaxBufferedMinutes = cmp.Or(cfg.MaxBufferedMinutes, DefaultMaxBufferedMinutes)
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, DefaultMinBackoff)
 	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff), cfg.MinBackoff)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	switch {
 	case cfg.PollWait < 0 || cfg.PollWait > MaxPollWait:
 		return nil, fmt.Errorf("remote: PollWait %s must be between 0 and %s", cfg.PollWait, MaxPollWait)
@@ -324,7 +333,7 @@ func (c *Client) fail(err error) {
 
 // failLocked is fail for a caller holding mu.
 func (c *Client) failLocked(err error) {
-	c.lastErr, c.lastErrAt = err, time.Now()
+	c.lastErr, c.lastErrAt = err, c.cfg.Now()
 	c.logger.Warn("sluice remote", "app", c.cfg.App, "error", err)
 }
 

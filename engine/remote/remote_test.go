@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -445,4 +446,33 @@ func TestUnsentMinutesOutliveARestart(t *testing.T) {
 		t.Fatalf("unsent files left after they were reported: %v", files)
 	}
 	srv.checkNoMismatch()
+}
+
+// manualNow is a Config.Now that only moves when told to.
+type manualNow struct{ at atomic.Int64 }
+
+func (m *manualNow) now() time.Time { return time.Unix(0, m.at.Load()).UTC() }
+
+// TestStateTimesComeFromNow: the State's times are Config.Now's, not the
+// wall clock's.
+func TestStateTimesComeFromNow(t *testing.T) {
+	var clock manualNow
+	at := time.Date(2031, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock.at.Store(at.UnixNano())
+	srv := startTestServer(t, flowRule("orders-qps", "orders", 2))
+	c, _ := startClient(t, srv.URL(), func(cfg *remote.Config) { cfg.Now = clock.now })
+	waitReady(t, c)
+	calls(c.Engine(), "orders", 1)
+	eventually(t, "a report arrives", func() bool { return !c.State().LastReport.IsZero() })
+	if st := c.State(); !st.LastSync.Equal(at) || !st.LastReport.Equal(at) {
+		t.Errorf("LastSync %v, LastReport %v; want both %v, Now's time", st.LastSync, st.LastReport, at)
+	}
+
+	later := at.Add(time.Hour)
+	clock.at.Store(later.UnixNano())
+	srv.setDown(true)
+	eventually(t, "the server's absence is an error", func() bool { return c.State().LastError != nil })
+	if st := c.State(); !st.LastErrorAt.Equal(later) {
+		t.Errorf("LastErrorAt %v, want %v, Now's time", st.LastErrorAt, later)
+	}
 }

@@ -201,13 +201,13 @@ func (c *Client) reportLoop(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		err := c.report(ctx, time.Now().After(retryAt), false)
+		err := c.report(ctx, c.cfg.Now().After(retryAt), false)
 		switch {
 		case ctx.Err() != nil:
 			return
 		case err != nil:
 			c.fail(err)
-			retryAt = time.Now().Add(b.next())
+			retryAt = c.cfg.Now().Add(b.next())
 		default:
 			b.reset()
 		}
@@ -261,7 +261,7 @@ func (c *Client) post(ctx context.Context) error {
 	}
 	r.remove(len(batch), false)
 	c.mu.Lock()
-	c.lastReport = time.Now()
+	c.lastReport = c.cfg.Now()
 	c.mu.Unlock()
 	return nil
 }

@@ -36,7 +36,7 @@ type snapshot struct {
 func (c *Client) syncLoop(ctx context.Context) {
 	b := backoff{min: c.cfg.MinBackoff, max: c.cfg.MaxBackoff}
 	for {
-		asked := time.Now()
+		asked := c.cfg.Now()
 		notModified, err := c.sync(ctx)
 		if ctx.Err() != nil {
 			return
@@ -44,7 +44,7 @@ func (c *Client) syncLoop(ctx context.Context) {
 		switch {
 		case err != nil:
 			c.fail(err)
-		case notModified && time.Since(asked) < c.cfg.PollWait/2:
+		case notModified && c.cfg.Now().Sub(asked) < c.cfg.PollWait/2:
 		default:
 			b.reset()
 			continue
@@ -99,7 +99,7 @@ func (c *Client) sync(ctx context.Context) (notModified bool, err error) {
 func (c *Client) synced(etag string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastSync = time.Now()
+	c.lastSync = c.cfg.Now()
 	if c.hasRules && etag == revisionETag(c.revision) {
 		c.fromCache = false
 	}
@@ -118,7 +118,7 @@ func (c *Client) apply(body []byte) error {
 	}
 	c.pollETag = revisionETag(snap.Revision)
 	c.mu.Lock()
-	c.lastSync = time.Now()
+	c.lastSync = c.cfg.Now()
 	c.mu.Unlock()
 	if err := c.load(snap); err != nil {
 		return fmt.Errorf("rule snapshot revision %d refused, the rules in force stay: %w", snap.Revision, err)

@@ -1,7 +1,3 @@
-// Package demo is sluice --demo: it seeds a few rules through the rule
-// domain's public API and drives synthetic traffic through the engine, so
-// that a first look at the console shows resources, blocks and moving
-// charts.
 package demo
 
 import (

@@ -149,7 +149,7 @@ func (n *Node) StopWith(t testing.TB, shutdown func(context.Context) error) {
 	}
 	if n.served != nil {
 		if err := <-n.served; err != nil {
-			errs = append(errs, fmt.Errorf("Serve returned %w after the shutdown, want nil", err))
+			errs = append(errs, fmt.Errorf("the server's Serve returned %w after the shutdown, want nil", err))
 		}
 	}
 	if err := n.Store.Close(); err != nil {

@@ -1,4 +1,4 @@
-package server
+package check
 
 import (
 	"bytes"
@@ -59,10 +59,10 @@ func sortParams(params []checkParam) {
 // decodeCheck decodes the body of POST /check, resource names through
 // names (nil copies each).
 func decodeCheck(body []byte, names *nameCache) (checkQuery, error) {
-	s := jsonScanner{b: body, names: names}
-	if q, ok := s.check(); ok && s.end() {
+	s := jsonScanner{Scanner: codec.NewScanner(body), names: names}
+	if q, ok := s.check(); ok && s.End() {
 		if errs := checkProblems(q, ""); len(errs) > 0 {
-			return checkQuery{}, ValidationFailed("the check is not valid; see details", errs...)
+			return checkQuery{}, invalid("the check is not valid; see details", errs...)
 		}
 		return q, nil
 	}
@@ -74,11 +74,11 @@ func decodeCheckFields(body []byte) (checkQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return checkQuery{}, errNotJSONObject(err)
+		return checkQuery{}, &BodyError{Err: err}
 	}
 	q := decodeCheckObject(o)
 	if len(errs) > 0 {
-		return checkQuery{}, ValidationFailed("the check is not valid; see details", fieldErrors(errs)...)
+		return checkQuery{}, invalid("the check is not valid; see details", errs...)
 	}
 	return q, nil
 }
@@ -89,14 +89,14 @@ func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
 		if len(queries) == 0 || len(queries) > maxBatch {
 			return nil, batchSizeError(len(queries))
 		}
-		var errs []FieldError
+		var errs []engine.FieldError
 		for i, q := range queries {
 			if problems := checkProblems(q, ""); len(problems) > 0 {
 				errs = append(errs, checkProblems(q, fmt.Sprintf("checks[%d].", i))...)
 			}
 		}
 		if len(errs) > 0 {
-			return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", errs...)
+			return nil, invalid("the batch is not valid; nothing was checked; see details", errs...)
 		}
 		return queries, nil
 	}
@@ -108,7 +108,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return nil, errNotJSONObject(err)
+		return nil, &BodyError{Err: err}
 	}
 	var items []json.RawMessage
 	if v, _ := o.Value("checks"); v == nil {
@@ -118,7 +118,7 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 	}
 	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; see details", fieldErrors(errs)...)
+		return nil, invalid("the batch is not valid; see details", errs...)
 	}
 	if len(items) == 0 || len(items) > maxBatch {
 		return nil, batchSizeError(len(items))
@@ -134,14 +134,14 @@ func decodeBatchFields(body []byte) ([]checkQuery, error) {
 		queries[i] = decodeCheckObject(o)
 	}
 	if len(errs) > 0 {
-		return nil, ValidationFailed("the batch is not valid; nothing was checked; see details", fieldErrors(errs)...)
+		return nil, invalid("the batch is not valid; nothing was checked; see details", errs...)
 	}
 	return queries, nil
 }
 
 func batchSizeError(n int) error {
 	msg := fmt.Sprintf("must hold 1 to %d checks, not %d", maxBatch, n)
-	return ValidationFailed("checks "+msg, FieldError{"checks", msg})
+	return invalid("checks "+msg, field("checks", msg))
 }
 
 // decodeCheckObject reads a check field by field, adding every bad field
@@ -210,22 +210,22 @@ func decodeParams(o *wire.Object) []checkParam {
 
 // checkProblems lists the bad values of a scanned check; path prefixes
 // the field names.
-func checkProblems(q checkQuery, path string) []FieldError {
-	var errs []FieldError
+func checkProblems(q checkQuery, path string) []engine.FieldError {
+	var errs []engine.FieldError
 	if msg := engine.ValidateResourceName(q.resource); msg != "" {
-		errs = append(errs, FieldError{path + "resource", msg})
+		errs = append(errs, field(path+"resource", msg))
 	}
 	if msg := countProblem(q.count); msg != "" {
-		errs = append(errs, FieldError{path + "count", msg})
+		errs = append(errs, field(path+"count", msg))
 	}
 	if q.origin != "" {
 		if msg := originProblem(q.origin); msg != "" {
-			errs = append(errs, FieldError{path + "origin", msg})
+			errs = append(errs, field(path+"origin", msg))
 		}
 	}
 	for _, p := range q.params {
 		if msg := paramProblem(p.value); msg != "" {
-			errs = append(errs, FieldError{path + "params." + p.key, msg})
+			errs = append(errs, field(path+"params."+p.key, msg))
 		}
 	}
 	return errs
@@ -254,126 +254,30 @@ func countProblem(n int64) string {
 	return ""
 }
 
-// jsonScanner reads the usual shapes of check bodies; any method that
-// answers false has met something it leaves to the full decoder.
+// jsonScanner reads the usual shapes of check bodies with codec's
+// Scanner; any method that answers false has met something it leaves to
+// the full decoder.
 type jsonScanner struct {
-	b     []byte
-	i     int
+	codec.Scanner
 	names *nameCache
-}
-
-func (s *jsonScanner) space() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte consumes c, after white space.
-func (s *jsonScanner) byte(c byte) bool {
-	s.space()
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only white space is left.
-func (s *jsonScanner) end() bool {
-	s.space()
-	return s.i == len(s.b)
-}
-
-// str reads a string without escapes, of valid UTF-8; the bytes are the
-// body's.
-func (s *jsonScanner) str() ([]byte, bool) {
-	if !s.byte('"') {
-		return nil, false
-	}
-	start := s.i
-	ascii := true
-	for ; s.i < len(s.b); s.i++ {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			v := s.b[start:s.i]
-			s.i++
-			if !ascii && !utf8.Valid(v) {
-				return nil, false
-			}
-			return v, true
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return nil, false
-}
-
-// integer reads an integer of at most 15 digits written plainly: no
-// fraction, exponent or leading zero.
-func (s *jsonScanner) integer() (int64, bool) {
-	s.space()
-	neg := s.i < len(s.b) && s.b[s.i] == '-'
-	if neg {
-		s.i++
-	}
-	start := s.i
-	var n int64
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		n = n*10 + int64(s.b[s.i]-'0')
-		s.i++
-	}
-	digits := s.i - start
-	if digits == 0 || digits > 15 || digits > 1 && s.b[start] == '0' {
-		return 0, false
-	}
-	if s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '.', 'e', 'E':
-			return 0, false
-		}
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
-// boolean reads true or false.
-func (s *jsonScanner) boolean() (bool, bool) {
-	s.space()
-	for _, lit := range [...]string{"true", "false"} {
-		if len(s.b)-s.i >= len(lit) && string(s.b[s.i:s.i+len(lit)]) == lit {
-			s.i += len(lit)
-			return lit == "true", true
-		}
-	}
-	return false, false
 }
 
 // params reads an object of at most maxCheckParams plain strings, each
 // key once, sorted by key.
 func (s *jsonScanner) params() ([]checkParam, bool) {
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return nil, false
 	}
-	if s.byte('}') {
+	if s.Byte('}') {
 		return nil, true
 	}
 	params := make([]checkParam, 0, 4)
 	for {
-		key, ok := s.str()
-		if !ok || !s.byte(':') || len(params) == maxCheckParams {
+		key, ok := s.Str()
+		if !ok || !s.Byte(':') || len(params) == maxCheckParams {
 			return nil, false
 		}
-		value, ok := s.str()
+		value, ok := s.Str()
 		if !ok {
 			return nil, false
 		}
@@ -383,11 +287,11 @@ func (s *jsonScanner) params() ([]checkParam, bool) {
 			}
 		}
 		params = append(params, checkParam{s.names.intern(key), string(value)})
-		if s.byte('}') {
+		if s.Byte('}') {
 			sortParams(params)
 			return params, true
 		}
-		if !s.byte(',') {
+		if !s.Byte(',') {
 			return nil, false
 		}
 	}
@@ -396,32 +300,32 @@ func (s *jsonScanner) params() ([]checkParam, bool) {
 // check reads one check object.
 func (s *jsonScanner) check() (checkQuery, bool) {
 	q := checkQuery{count: 1}
-	if !s.byte('{') {
+	if !s.Byte('{') {
 		return q, false
 	}
 	var haveResource, haveCount, haveOrigin, havePrioritized, haveParams bool
 	for {
-		key, ok := s.str()
-		if !ok || !s.byte(':') {
+		key, ok := s.Str()
+		if !ok || !s.Byte(':') {
 			return q, false
 		}
 		switch {
 		case string(key) == "resource" && !haveResource:
 			var name []byte
-			name, ok = s.str()
+			name, ok = s.Str()
 			q.resource = s.names.intern(name)
 			haveResource = true
 		case string(key) == "count" && !haveCount:
-			q.count, ok = s.integer()
+			q.count, ok = s.Integer()
 			haveCount = true
 		case string(key) == "origin" && !haveOrigin:
 			var origin []byte
-			origin, ok = s.str()
+			origin, ok = s.Str()
 			q.origin = s.names.intern(origin)
 			haveOrigin = ok && len(origin) > 0 // "" is refused by the full decoder
 			ok = haveOrigin
 		case string(key) == "prioritized" && !havePrioritized:
-			q.prioritized, ok = s.boolean()
+			q.prioritized, ok = s.Boolean()
 			havePrioritized = true
 		case string(key) == "params" && !haveParams:
 			q.params, ok = s.params()
@@ -432,10 +336,10 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 		if !ok {
 			return q, false
 		}
-		if s.byte('}') {
+		if s.Byte('}') {
 			return q, haveResource
 		}
-		if !s.byte(',') {
+		if !s.Byte(',') {
 			return q, false
 		}
 	}
@@ -443,17 +347,17 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 
 // scanBatch reads {"checks": [check, ...]}.
 func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
-	s := jsonScanner{b: body, names: names}
-	if !s.byte('{') {
+	s := jsonScanner{Scanner: codec.NewScanner(body), names: names}
+	if !s.Byte('{') {
 		return nil, false
 	}
-	if key, ok := s.str(); !ok || string(key) != "checks" || !s.byte(':') || !s.byte('[') {
+	if key, ok := s.Str(); !ok || string(key) != "checks" || !s.Byte(':') || !s.Byte('[') {
 		return nil, false
 	}
 	// Each check is an object: the body's braces bound how many there
 	// are, so that the slice is made once.
 	queries := make([]checkQuery, 0, min(bytes.Count(body, []byte{'{'}), maxBatch+1))
-	if !s.byte(']') {
+	if !s.Byte(']') {
 		for {
 			if len(queries) == maxBatch+1 {
 				return nil, false
@@ -463,15 +367,15 @@ func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
 				return nil, false
 			}
 			queries = append(queries, q)
-			if s.byte(']') {
+			if s.Byte(']') {
 				break
 			}
-			if !s.byte(',') {
+			if !s.Byte(',') {
 				return nil, false
 			}
 		}
 	}
-	if !s.byte('}') || !s.end() {
+	if !s.Byte('}') || !s.End() {
 		return nil, false
 	}
 	return queries, true
@@ -537,7 +441,7 @@ func decodeComplete(body []byte) (completeQuery, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return completeQuery{}, errNotJSONObject(err)
+		return completeQuery{}, &BodyError{Err: err}
 	}
 	q := completeQuery{count: 1}
 	valid := func(field string, decode func() bool) bool {
@@ -575,7 +479,7 @@ func decodeComplete(body []byte) (completeQuery, error) {
 	o.Bool("error", &q.failed, false)
 	o.Rest(func(string) string { return "" })
 	if len(errs) > 0 {
-		return completeQuery{}, ValidationFailed("the outcome is not valid; see details", fieldErrors(errs)...)
+		return completeQuery{}, invalid("the outcome is not valid; see details", errs...)
 	}
 	return q, nil
 }

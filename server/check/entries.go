@@ -1,4 +1,4 @@
-package server
+package check
 
 import (
 	"crypto/rand"
@@ -23,7 +23,7 @@ const DefaultEntryLease = 30 * time.Second
 // errLeaseExpired is recorded for an entry whose lease ran out.
 var errLeaseExpired = errors.New("the entry's lease ran out before it was completed")
 
-// entryTable holds the entries the check API let through for resources
+// Entries holds the entries the check API let through for resources
 // whose calls in flight a concurrency rule counts, and the probes of
 // half-open circuit breakers: a call stays in flight until the client
 // completes its entryId, or until its lease runs out and the table exits it
@@ -41,7 +41,7 @@ var errLeaseExpired = errors.New("the entry's lease ran out before it was comple
 // told apart. With no such entry held, the complete ends the oldest probe
 // held for the resource, if any, with its outcome, so that a client that
 // ignores ids still closes or re-opens the breaker.
-type entryTable struct {
+type Entries struct {
 	clock   engine.Clock
 	leaseMs int64
 	prefix  string // makes ids from another run of the server unknown here
@@ -90,11 +90,11 @@ type settledEntry struct {
 	resource string
 }
 
-// newEntryTable returns a table whose leases last lease on clock.
-func newEntryTable(clock engine.Clock, lease time.Duration) *entryTable {
+// newEntries returns a table whose leases last lease on clock.
+func newEntries(clock engine.Clock, lease time.Duration) *Entries {
 	var random [6]byte
 	_, _ = rand.Read(random[:])
-	return &entryTable{
+	return &Entries{
 		clock:      clock,
 		leaseMs:    max(lease.Milliseconds(), 1),
 		prefix:     hex.EncodeToString(random[:]) + "-",
@@ -107,7 +107,7 @@ func newEntryTable(clock engine.Clock, lease time.Duration) *entryTable {
 }
 
 // hold keeps e, an entry of count calls to resource, and returns its id.
-func (t *entryTable) hold(resource string, count int64, e engine.Entry) string {
+func (t *Entries) hold(resource string, count int64, e engine.Entry) string {
 	id := t.prefix + strconv.FormatUint(t.seq.Add(1), 36)
 	h := heldEntry{entry: e, resource: resource, count: count, counted: e.CountsInFlight()}
 	expires := t.clock.NowMs() + t.leaseMs
@@ -126,7 +126,7 @@ func (t *entryTable) hold(resource string, count int64, e engine.Entry) string {
 }
 
 // release removes the held entry id, h, and settles it; t.mu is held.
-func (t *entryTable) release(id string, h heldEntry, how settlement, nowMs int64) {
+func (t *Entries) release(id string, h heldEntry, how settlement, nowMs int64) {
 	delete(t.held, id)
 	idx := t.byResource[h.resource]
 	if h.counted {
@@ -143,10 +143,11 @@ func (t *entryTable) release(id string, h heldEntry, how settlement, nowMs int64
 	t.forgets.push(id, nowMs+t.leaseMs)
 }
 
-// take removes the held entry id for its complete, if match accepts it: a
-// 404 if the table never held it (or forgot it), a 409 if it was completed
-// or expired, match's error if match refused it (the entry is kept then).
-func (t *entryTable) take(id string, match func(heldEntry) error) (heldEntry, error) {
+// take removes the held entry id for its complete, if match accepts it:
+// ErrUnknownEntry if the table never held it (or forgot it), ErrEntryEnded
+// if it was completed or expired, match's error if match refused it (the
+// entry is kept then).
+func (t *Entries) take(id string, match func(heldEntry) error) (heldEntry, error) {
 	now := t.clock.NowMs()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -160,27 +161,27 @@ func (t *entryTable) take(id string, match func(heldEntry) error) (heldEntry, er
 	}
 	s, ok := t.settled[id]
 	if !ok {
-		return heldEntry{}, NotFound(fmt.Sprintf("no entry has id %q; it never existed, or was completed long ago", id))
+		return heldEntry{}, fmt.Errorf("no entry has id %q; it never existed, or was completed long ago: %w", id, ErrUnknownEntry)
 	}
 	at := time.UnixMilli(s.atMs).UTC().Format(time.RFC3339Nano)
 	switch s.how {
 	case settledByLease:
-		return heldEntry{}, Conflict(fmt.Sprintf("entry %q was not completed within its lease of %d ms: it was released at %s and counted as an error",
-			id, t.leaseMs, at))
+		return heldEntry{}, fmt.Errorf("entry %q was not completed within its lease of %d ms: it was released at %s and counted as an error: %w",
+			id, t.leaseMs, at, ErrEntryEnded)
 	case settledAsProbe:
-		return heldEntry{}, Conflict(fmt.Sprintf("entry %q, a circuit breaker's probe, was ended at %s by a complete of %q without entryId, "+
-			"whose outcome was taken as the probe's; this outcome is not recorded", id, at, s.resource))
+		return heldEntry{}, fmt.Errorf("entry %q, a circuit breaker's probe, was ended at %s by a complete of %q without entryId, "+
+			"whose outcome was taken as the probe's; this outcome is not recorded: %w", id, at, s.resource, ErrEntryEnded)
 	default:
-		return heldEntry{}, Conflict(fmt.Sprintf("entry %q was completed already, at %s", id, at))
+		return heldEntry{}, fmt.Errorf("entry %q was completed already, at %s: %w", id, at, ErrEntryEnded)
 	}
 }
 
 // claim is the table's part in a complete of resource without entryId. It
-// refuses it (422) while an entry a concurrency rule counts is held for the
+// refuses it (a ValidationError) while an entry a concurrency rule counts is held for the
 // resource: its entryId was answered and is owed back. Otherwise it removes
 // and returns the oldest probe held for the resource, which the complete's
 // outcome ends; ok is false when there is none.
-func (t *entryTable) claim(resource string) (probe heldEntry, ok bool, err error) {
+func (t *Entries) claim(resource string) (probe heldEntry, ok bool, err error) {
 	now := t.clock.NowMs()
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -191,7 +192,7 @@ func (t *entryTable) claim(resource string) (probe heldEntry, ok bool, err error
 	case idx.counted > 0:
 		msg := fmt.Sprintf("is required: checks of %q were answered entryIds that are not completed yet, "+
 			"as a concurrency rule counts its calls in flight; send back the one your check answered", resource)
-		return heldEntry{}, false, ValidationFailed("entryId is required for this resource; see details", FieldError{"entryId", msg})
+		return heldEntry{}, false, invalid("entryId is required for this resource; see details", field("entryId", msg))
 	}
 	id := idx.probes[0]
 	probe = t.held[id]
@@ -199,10 +200,11 @@ func (t *entryTable) claim(resource string) (probe heldEntry, ok bool, err error
 	return probe, true, nil
 }
 
-// expire exits, as errors, the entries whose lease ran out by now, and
-// forgets the settled ids that were remembered long enough. It returns how
+// Expire exits, as errors, the entries whose lease ran out by now, and
+// forgets the settled ids that were remembered long enough; the table's
+// own sweep calls it every tenth of a lease. It returns how
 // many entries it exited.
-func (t *entryTable) expire() int {
+func (t *Entries) Expire() int {
 	now := t.clock.NowMs()
 	var ended []engine.Entry
 	t.mu.Lock()
@@ -222,15 +224,15 @@ func (t *entryTable) expire() int {
 	return len(ended)
 }
 
-// heldCount counts the entries held now.
-func (t *entryTable) heldCount() int {
+// Held counts the entries held now.
+func (t *Entries) Held() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.held)
 }
 
 // run expires leases every tick until close.
-func (t *entryTable) run(tick time.Duration) {
+func (t *Entries) run(tick time.Duration) {
 	defer close(t.stopped)
 	ticker := time.NewTicker(tick)
 	defer ticker.Stop()
@@ -239,13 +241,13 @@ func (t *entryTable) run(tick time.Duration) {
 		case <-t.stop:
 			return
 		case <-ticker.C:
-			t.expire()
+			t.Expire()
 		}
 	}
 }
 
-// close stops run and waits for it; safe to call more than once.
-func (t *entryTable) close() {
+// Close stops the sweep and waits for it; safe to call more than once.
+func (t *Entries) Close() {
 	t.stopOnce.Do(func() { close(t.stop) })
 	<-t.stopped
 }
@@ -290,9 +292,10 @@ func (q *deadlineQueue) due(nowMs int64) iter.Seq[string] {
 	}
 }
 
-// startEntryTable returns a table whose leases are swept until close.
-func startEntryTable(clock engine.Clock, lease time.Duration) *entryTable {
-	t := newEntryTable(clock, lease)
+// StartEntries returns a table whose leases last lease on clock and are
+// swept until Close.
+func StartEntries(clock engine.Clock, lease time.Duration) *Entries {
+	t := newEntries(clock, lease)
 	go t.run(sweepInterval(lease))
 	return t
 }
