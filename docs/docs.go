@@ -466,7 +466,7 @@ const docTemplate = `{
                         "in": "body",
                         "required": true,
                         "schema": {
-                            "$ref": "#/definitions/engine.ClusterExchange"
+                            "$ref": "#/definitions/server.ClusterExchange"
                         }
                     }
                 ],
@@ -3098,132 +3098,6 @@ const docTemplate = `{
         }
     },
     "definitions": {
-        "engine.ClusterAsk": {
-            "type": "object",
-            "properties": {
-                "charge": {
-                    "description": "Charge is how many passes the engine made without a lease since\nits last exchange (on credit after an idle spell, or falling back\nwhile the count was unreachable): they are counted, room or not, in\nthe current bucket or, with ChargeSpanMs, spread evenly over the\nbuckets of the last ChargeSpanMs, as they were made.",
-                    "type": "integer"
-                },
-                "chargeSpanMs": {
-                    "type": "integer"
-                },
-                "intervalMs": {
-                    "type": "integer"
-                },
-                "key": {
-                    "description": "Key names the shared count: the rule's name, the same on every\nengine that runs the rule.",
-                    "type": "string"
-                },
-                "next": {
-                    "description": "Next asks for the bucket after the current one, so that a lease is\nheld when it starts.",
-                    "type": "boolean"
-                },
-                "threshold": {
-                    "description": "Threshold is how many passes every engine together may make in any\nIntervalMs.",
-                    "type": "integer"
-                },
-                "want": {
-                    "description": "Want is how many passes the engine asks for: the counter grants\nwhat the window has room for, up to Want. An ask that wants none\nstill counts the engine among those that share the rule.",
-                    "type": "integer"
-                }
-            }
-        },
-        "engine.ClusterExchange": {
-            "type": "object",
-            "properties": {
-                "asks": {
-                    "type": "array",
-                    "items": {
-                        "$ref": "#/definitions/engine.ClusterAsk"
-                    }
-                },
-                "engine": {
-                    "description": "Engine identifies the engine among those that share the count, for\nas long as it runs (Options.ClusterEngine).",
-                    "type": "string"
-                },
-                "returns": {
-                    "type": "array",
-                    "items": {
-                        "$ref": "#/definitions/engine.ClusterReturn"
-                    }
-                }
-            }
-        },
-        "engine.ClusterLease": {
-            "type": "object",
-            "properties": {
-                "bucket": {
-                    "type": "integer"
-                },
-                "endsInMs": {
-                    "type": "integer"
-                },
-                "engines": {
-                    "description": "Engines is how many engines asked for the key lately, this one\nincluded: a clusterFallback local rule with no\nclusterFallbackThreshold divides its threshold by it.",
-                    "type": "integer"
-                },
-                "granted": {
-                    "type": "integer"
-                },
-                "startsInMs": {
-                    "type": "integer"
-                },
-                "used": {
-                    "description": "Used is how many passes the window the lease is counted in holds,\nthe grant included, all engines together: a rule that falls back\nwithin the window counts its engine's share of them.",
-                    "type": "integer"
-                }
-            }
-        },
-        "engine.ClusterReturn": {
-            "type": "object",
-            "properties": {
-                "bucket": {
-                    "type": "integer"
-                },
-                "key": {
-                    "type": "string"
-                },
-                "unused": {
-                    "type": "integer"
-                }
-            }
-        },
-        "engine.LiveStats": {
-            "type": "object",
-            "properties": {
-                "avgRtMs": {
-                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
-                    "type": "number",
-                    "example": 12.5
-                },
-                "blockQps": {
-                    "type": "number",
-                    "example": 3
-                },
-                "completeQps": {
-                    "type": "number",
-                    "example": 119
-                },
-                "concurrency": {
-                    "description": "Concurrency is the calls in flight.",
-                    "type": "integer",
-                    "example": 4
-                },
-                "errorQps": {
-                    "type": "number",
-                    "example": 1
-                },
-                "passQps": {
-                    "type": "number",
-                    "example": 120
-                },
-                "shadowBlockQps": {
-                    "type": "number",
-                    "example": 0
-                }
-            }
-        },
         "server.APIToken": {
             "type": "object",
             "properties": {
@@ -3538,14 +3412,122 @@ const docTemplate = `{
                 }
             }
         },
+        "server.ClusterAsk": {
+            "type": "object",
+            "properties": {
+                "charge": {
+                    "description": "Charge is how many passes the engine made without a lease since\nits last exchange (on credit after an idle spell, or falling back\nwhile the count was unreachable): they are counted, room or not, in\nthe current bucket or, with ChargeSpanMs, spread evenly over the\nbuckets of the last ChargeSpanMs, as they were made.",
+                    "type": "integer",
+                    "example": 0
+                },
+                "chargeSpanMs": {
+                    "type": "integer",
+                    "example": 0
+                },
+                "intervalMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "key": {
+                    "description": "Key names the shared count: the rule's name, the same on every\nengine that runs the rule.",
+                    "type": "string",
+                    "example": "orders-global"
+                },
+                "next": {
+                    "description": "Next asks for the bucket after the current one, so that a lease is\nheld when it starts.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "threshold": {
+                    "description": "Threshold is how many passes every engine together may make in any\nIntervalMs.",
+                    "type": "integer",
+                    "example": 1000
+                },
+                "want": {
+                    "description": "Want is how many passes the engine asks for: the counter grants\nwhat the window has room for, up to Want. An ask that wants none\nstill counts the engine among those that share the rule.",
+                    "type": "integer",
+                    "example": 100
+                }
+            }
+        },
+        "server.ClusterExchange": {
+            "type": "object",
+            "properties": {
+                "asks": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ClusterAsk"
+                    }
+                },
+                "engine": {
+                    "description": "Engine identifies the instance's engine among those that share\nthe count.",
+                    "type": "string",
+                    "example": "shop-7f9c-1"
+                },
+                "returns": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ClusterReturn"
+                    }
+                }
+            }
+        },
         "server.ClusterExchangeAnswer": {
             "type": "object",
             "properties": {
                 "leases": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/engine.ClusterLease"
+                        "$ref": "#/definitions/server.ClusterLease"
                     }
+                }
+            }
+        },
+        "server.ClusterLease": {
+            "type": "object",
+            "properties": {
+                "bucket": {
+                    "type": "integer",
+                    "example": 29427131
+                },
+                "endsInMs": {
+                    "type": "integer",
+                    "example": 600
+                },
+                "engines": {
+                    "description": "Engines is how many engines asked for the key lately, this one\nincluded: a clusterFallback local rule with no\nclusterFallbackThreshold divides its threshold by it.",
+                    "type": "integer",
+                    "example": 3
+                },
+                "granted": {
+                    "type": "integer",
+                    "example": 100
+                },
+                "startsInMs": {
+                    "type": "integer",
+                    "example": 0
+                },
+                "used": {
+                    "description": "Used is how many passes the window the lease is counted in holds,\nthe grant included, all engines together: a rule that falls back\nwithin the window counts its engine's share of them.",
+                    "type": "integer",
+                    "example": 640
+                }
+            }
+        },
+        "server.ClusterReturn": {
+            "type": "object",
+            "properties": {
+                "bucket": {
+                    "type": "integer",
+                    "example": 29427131
+                },
+                "key": {
+                    "type": "string",
+                    "example": "orders-global"
+                },
+                "unused": {
+                    "type": "integer",
+                    "example": 12
                 }
             }
         },
@@ -3898,27 +3880,40 @@ const docTemplate = `{
             }
         },
         "server.InstanceReport": {
+            "type": "object"
+        },
+        "server.LiveStats": {
             "type": "object",
-            "required": [
-                "instance"
-            ],
             "properties": {
-                "instance": {
-                    "$ref": "#/definitions/server.ReportingInstance"
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "example": 12.5
                 },
-                "live": {
-                    "description": "Live is the instance's live view: the resources with traffic or\ncalls in flight in the last second. It replaces the last report's.",
-                    "type": "array",
-                    "items": {
-                        "$ref": "#/definitions/server.ReportedLive"
-                    }
+                "blockQps": {
+                    "type": "number",
+                    "example": 3
                 },
-                "minutes": {
-                    "description": "Minutes are finished minutes, each sent until one report of it is\nanswered 204; a minute of a resource reported twice counts once.",
-                    "type": "array",
-                    "items": {
-                        "$ref": "#/definitions/server.ReportedMinute"
-                    }
+                "completeQps": {
+                    "type": "number",
+                    "example": 119
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "example": 4
+                },
+                "errorQps": {
+                    "type": "number",
+                    "example": 1
+                },
+                "passQps": {
+                    "type": "number",
+                    "example": 120
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "example": 0
                 }
             }
         },
@@ -4188,99 +4183,6 @@ const docTemplate = `{
                 }
             }
         },
-        "server.ReportedLive": {
-            "type": "object",
-            "required": [
-                "resource"
-            ],
-            "properties": {
-                "avgRtMs": {
-                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
-                    "type": "number",
-                    "example": 12.5
-                },
-                "blockQps": {
-                    "type": "number",
-                    "example": 3
-                },
-                "completeQps": {
-                    "type": "number",
-                    "example": 119
-                },
-                "concurrency": {
-                    "description": "Concurrency is the calls in flight.",
-                    "type": "integer",
-                    "example": 4
-                },
-                "errorQps": {
-                    "type": "number",
-                    "example": 1
-                },
-                "passQps": {
-                    "type": "number",
-                    "example": 120
-                },
-                "resource": {
-                    "type": "string",
-                    "example": "GET:/api/orders"
-                },
-                "shadowBlockQps": {
-                    "type": "number",
-                    "example": 0
-                }
-            }
-        },
-        "server.ReportedMinute": {
-            "type": "object",
-            "required": [
-                "resource",
-                "time"
-            ],
-            "properties": {
-                "block": {
-                    "type": "integer",
-                    "example": 180
-                },
-                "complete": {
-                    "type": "integer",
-                    "example": 7190
-                },
-                "error": {
-                    "type": "integer",
-                    "example": 40
-                },
-                "maxConcurrency": {
-                    "type": "integer"
-                },
-                "maxRtMs": {
-                    "type": "integer"
-                },
-                "minRtMs": {
-                    "description": "MinRtMs is the fastest completed call; it means nothing while\nComplete is 0.",
-                    "type": "integer"
-                },
-                "pass": {
-                    "type": "integer",
-                    "example": 7200
-                },
-                "resource": {
-                    "type": "string",
-                    "example": "GET:/api/orders"
-                },
-                "rtSumMs": {
-                    "type": "integer"
-                },
-                "shadowBlock": {
-                    "type": "integer",
-                    "example": 0
-                },
-                "time": {
-                    "description": "Time is the minute's start, a whole UTC minute.",
-                    "type": "string",
-                    "example": "2026-11-24T10:15:00Z"
-                }
-            }
-        },
         "server.ReportingInstance": {
             "type": "object",
             "required": [
@@ -4334,7 +4236,7 @@ const docTemplate = `{
                     "x-nullable": true
                 },
                 "live": {
-                    "$ref": "#/definitions/engine.LiveStats"
+                    "$ref": "#/definitions/server.LiveStats"
                 },
                 "name": {
                     "type": "string",

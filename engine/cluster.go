@@ -35,60 +35,60 @@ type ClusterCounter interface {
 type ClusterExchange struct {
 	// Engine identifies the engine among those that share the count, for
 	// as long as it runs (Options.ClusterEngine).
-	Engine  string          `json:"engine"`
-	Returns []ClusterReturn `json:"returns"`
-	Asks    []ClusterAsk    `json:"asks"`
+	Engine  string
+	Returns []ClusterReturn
+	Asks    []ClusterAsk
 }
 
 // ClusterAsk asks for passes of one rule's shared count.
 type ClusterAsk struct {
 	// Key names the shared count: the rule's name, the same on every
 	// engine that runs the rule.
-	Key string `json:"key"`
+	Key string
 	// Threshold is how many passes every engine together may make in any
 	// IntervalMs.
-	Threshold  int64 `json:"threshold"`
-	IntervalMs int64 `json:"intervalMs"`
+	Threshold  int64
+	IntervalMs int64
 	// Want is how many passes the engine asks for: the counter grants
 	// what the window has room for, up to Want. An ask that wants none
 	// still counts the engine among those that share the rule.
-	Want int64 `json:"want"`
+	Want int64
 	// Charge is how many passes the engine made without a lease since
 	// its last exchange (on credit after an idle spell, or falling back
 	// while the count was unreachable): they are counted, room or not, in
 	// the current bucket or, with ChargeSpanMs, spread evenly over the
 	// buckets of the last ChargeSpanMs, as they were made.
-	Charge       int64 `json:"charge"`
-	ChargeSpanMs int64 `json:"chargeSpanMs"`
+	Charge       int64
+	ChargeSpanMs int64
 	// Next asks for the bucket after the current one, so that a lease is
 	// held when it starts.
-	Next bool `json:"next"`
+	Next bool
 }
 
 // ClusterReturn gives back what a lease left unspent, so that the shared
 // count holds only the passes made.
 type ClusterReturn struct {
-	Key    string `json:"key"`
-	Bucket int64  `json:"bucket"`
-	Unused int64  `json:"unused"`
+	Key    string
+	Bucket int64
+	Unused int64
 }
 
 // ClusterLease answers a ClusterAsk: Granted passes to be made in the
 // bucket numbered Bucket, which starts StartsInMs and ends EndsInMs after
 // the answer (by the counter's clock, so engines' clocks need not agree).
 type ClusterLease struct {
-	Granted    int64 `json:"granted"`
-	Bucket     int64 `json:"bucket"`
-	StartsInMs int64 `json:"startsInMs"`
-	EndsInMs   int64 `json:"endsInMs"`
+	Granted    int64
+	Bucket     int64
+	StartsInMs int64
+	EndsInMs   int64
 	// Engines is how many engines asked for the key lately, this one
 	// included: a clusterFallback local rule with no
 	// clusterFallbackThreshold divides its threshold by it.
-	Engines int `json:"engines"`
+	Engines int
 	// Used is how many passes the window the lease is counted in holds,
 	// the grant included, all engines together: a rule that falls back
 	// within the window counts its engine's share of them.
-	Used int64 `json:"used"`
+	Used int64
 }
 
 // ErrClusterAnswer is returned, wrapped, by a ClusterCounter whose answer

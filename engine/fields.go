@@ -22,56 +22,57 @@ const (
 	FieldArray FieldType = "array"
 )
 
-// Field describes one field of a rule kind, once: the REST API's strict
-// decoder, the engine's validation ranges, the Swagger examples and the
-// console's rule form all read it, so that a new field is one entry here
-// (and its struct field and validation).
+// Field describes one field of a rule kind, once: the engine's validation
+// and defaults, the REST API's decoder (engine/wire), the Swagger schema,
+// the console's rule form and the rules reference all read it, so that a
+// new field is one row of its kind's table (and its struct field and its
+// use in decisions). engine/wire's Field is its JSON.
 type Field struct {
 	// Name is the field's JSON name, in the rule struct and the API.
-	Name string `json:"name"`
+	Name string
 	// Type is its JSON type; a field with Options is a string.
-	Type FieldType `json:"type"`
+	Type FieldType
 	// Label names the field for people, in the console's form.
-	Label string `json:"label"`
+	Label string
 	// Help says in a sentence what the field does and takes.
-	Help string `json:"help,omitempty"`
+	Help string
 	// Required fields must be given, where they apply (AppliesWhen); the
 	// others take Default. A required number whose least value is above
 	// 0, or that applies only when another field holds a value, must not
 	// be 0.
-	Required bool `json:"required,omitempty"`
+	Required bool
 	// Default is the value an unset field takes, if any.
-	Default any `json:"default,omitempty"`
+	Default any
 	// Example is a typical value, shown in the API's reference.
-	Example any `json:"example,omitempty"`
+	Example any
 	// Min and Max bound a number, inclusive, where the kind does.
-	Min *float64 `json:"min,omitempty"`
-	Max *float64 `json:"max,omitempty"`
+	Min *float64
+	Max *float64
 	// MaxLength bounds a string's length in characters, where the field
 	// does.
-	MaxLength int `json:"maxLength,omitempty"`
+	MaxLength int
 	// Multiline strings are prose of several lines, such as a description.
-	Multiline bool `json:"multiline,omitempty"`
+	Multiline bool
 	// Options are a string field's values, the default first; for the
 	// fields sentinel-golang numbers, in its order (0, 1, …).
-	Options []Option `json:"options,omitempty"`
+	Options []Option
 	// AppliesWhen, if set, is when the field applies: another field of
 	// the kind (itself applying) holds a value. Otherwise it is refused
 	// when it carries a non-zero, non-empty value.
-	AppliesWhen *Condition `json:"appliesWhen,omitempty"`
+	AppliesWhen *Condition
 }
 
 // Option is one value of a field with a fixed set of values.
 type Option struct {
-	Value string `json:"value"`
+	Value string
 	// Label says what the value means, for people.
-	Label string `json:"label"`
+	Label string
 }
 
 // Condition is a field's value, e.g. controlBehavior throttling.
 type Condition struct {
-	Field string `json:"field"`
-	Value string `json:"value"`
+	Field string
+	Value string
 }
 
 // Fields is a rule kind's field table.

@@ -28,22 +28,22 @@ const (
 // ByPass the most passed, most first, and ByBlock the most blocked (or,
 // for a shadow rule, that it would have blocked).
 type HotValues struct {
-	Rule     string     `json:"rule"`
-	ParamKey string     `json:"paramKey"`
-	ByPass   []HotValue `json:"byPass"`
-	ByBlock  []HotValue `json:"byBlock"`
+	Rule     string
+	ParamKey string
+	ByPass   []HotValue
+	ByBlock  []HotValue
 	// Approximate is false when the counts are exact: every call of the
 	// minute was counted and no value was forgotten to make room.
-	Approximate bool `json:"approximate"`
+	Approximate bool
 }
 
 // HotValue is the passes and blocks of one value over the last minute.
 // A value ranked by passes that no block sketch holds shows 0 blocks, and
 // the other way round.
 type HotValue struct {
-	Value string `json:"value"`
-	Pass  int64  `json:"pass"`
-	Block int64  `json:"block"`
+	Value string
+	Pass  int64
+	Block int64
 }
 
 // hotSketch counts the passes and blocks of a hotspot rule's values over

@@ -278,8 +278,8 @@ func validateResourceName(name string) string {
 // FieldError is one invalid field: its JSON name (a path such as
 // "rules[3].threshold" where rules are validated as a set) and why.
 type FieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
+	Field   string
+	Message string
 }
 
 // ValidationError lists every invalid field of a rejected rule set.

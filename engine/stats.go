@@ -5,28 +5,25 @@ import (
 )
 
 // Calls counts what became of a resource's calls over a span of time.
-// The API answers it as is, in every figure of counted calls: its JSON
-// names and examples are the API's.
 type Calls struct {
-	Pass        int64 `json:"pass" example:"7200"`
-	Block       int64 `json:"block" example:"180"`
-	ShadowBlock int64 `json:"shadowBlock" example:"0"`
-	Complete    int64 `json:"complete" example:"7190"`
-	Error       int64 `json:"error" example:"40"`
+	Pass        int64
+	Block       int64
+	ShadowBlock int64
+	Complete    int64
+	Error       int64
 }
 
 // Counts is a resource's traffic over a span of time: what the engine
 // hands out per minute, a minute or hour row holds, and an answer totals.
-// Its JSON is a minute of an instance's report (docs/api.md), so that the
-// figures an instance counted reach the pipeline in this same shape.
+// An instance reports it as engine/wire's Counts.
 type Counts struct {
 	Calls
-	RtSumMs int64 `json:"rtSumMs"`
+	RtSumMs int64
 	// MinRtMs is the fastest completed call; it means nothing while
 	// Complete is 0.
-	MinRtMs        int64 `json:"minRtMs"`
-	MaxRtMs        int64 `json:"maxRtMs"`
-	MaxConcurrency int64 `json:"maxConcurrency"`
+	MinRtMs        int64
+	MaxRtMs        int64
+	MaxConcurrency int64
 }
 
 // Merge adds o to c the way deltas add up to a minute: counts add, the
@@ -119,18 +116,17 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 	return out
 }
 
-// LiveStats is a resource's traffic over the last second. The API answers
-// it as is: its JSON names and examples are the API's.
+// LiveStats is a resource's traffic over the last second.
 type LiveStats struct {
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
+	PassQps        float64
+	BlockQps       float64
+	ShadowBlockQps float64
+	CompleteQps    float64
+	ErrorQps       float64
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64
 	// Concurrency is the calls in flight.
-	Concurrency int64 `json:"concurrency" example:"4"`
+	Concurrency int64
 }
 
 // Live returns the resource's figures over the last second, read in one

@@ -19,12 +19,6 @@ import (
 // engine asks once or twice per cluster rule it runs.
 const maxExchangeItems = 1000
 
-// ClusterExchangeAnswer is the leases that answer an exchange's asks, in
-// order.
-type ClusterExchangeAnswer struct {
-	Leases []engine.ClusterLease `json:"leases"`
-}
-
 // ClusterStatus is what the server's cluster rules decide on.
 type ClusterStatus struct {
 	// Enabled is true when the server runs with --redis: scope cluster
@@ -81,8 +75,8 @@ func bindCluster(api apiRoutes, h *clusterHandler) {
 //	@Tags			instances
 //	@Accept			json
 //	@Produce		json
-//	@Param			exchange	body		engine.ClusterExchange	true	"the engine, its returns and its asks"
-//	@Success		200			{object}	ClusterExchangeAnswer
+//	@Param			exchange	body		wire.ClusterExchange	true	"the engine, its returns and its asks"
+//	@Success		200			{object}	wire.ClusterAnswer
 //	@Failure		400			{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403			{object}	ErrorResponse	"neither an instance token nor an admin"
@@ -156,7 +150,7 @@ func (h *clusterHandler) exchange(c *fiber.Ctx) error {
 			leases[i] = engine.ClusterLease{Engines: 1}
 		}
 	}
-	return writeJSON(c, http.StatusOK, ClusterExchangeAnswer{Leases: leases})
+	return writeJSON(c, http.StatusOK, wire.AnswerOf(leases))
 }
 
 // decodeExchange decodes and validates an exchange; every bad field is

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/remote"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/cluster"
 	"github.com/sluicehq/sluice/server/cluster/redistest"
 	"github.com/sluicehq/sluice/server/servertest"
@@ -196,7 +197,7 @@ func TestClusterExchange(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("exchange: %d %s", status, data)
 	}
-	var answer ClusterExchangeAnswer
+	var answer wire.ClusterAnswer
 	if err := json.Unmarshal(data, &answer); err != nil {
 		t.Fatal(err)
 	}
@@ -264,7 +265,7 @@ func TestClusterEnginesAreReportingInstances(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("exchange as %s: %d %s", id, status, data)
 		}
-		var answer ClusterExchangeAnswer
+		var answer wire.ClusterAnswer
 		if err := json.Unmarshal(data, &answer); err != nil {
 			t.Fatal(err)
 		}

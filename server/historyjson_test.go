@@ -3,8 +3,6 @@ package server
 import (
 	"testing"
 	"time"
-
-	"github.com/sluicehq/sluice/engine"
 )
 
 // TestHistoryJSONIsEncodingJSONs: the history's own encoder writes what
@@ -17,7 +15,7 @@ func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
 	for i, f := range floats {
 		points = append(points, MetricPoint{
 			Time:    t0.Add(time.Duration(i) * time.Minute).Add(time.Duration(i%3) * 1500 * time.Microsecond),
-			Calls:   engine.Calls{Pass: int64(i) * 1e12, Block: int64(i), ShadowBlock: -int64(i), Complete: 7, Error: 1},
+			Calls:   Calls{Pass: int64(i) * 1e12, Block: int64(i), ShadowBlock: -int64(i), Complete: 7, Error: 1},
 			AvgRtMs: f, MinRtMs: int64(i), MaxRtMs: 1 << 62, MaxConcurrency: int64(i * 3),
 		})
 	}

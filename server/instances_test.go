@@ -138,7 +138,7 @@ func TestReportLiveFigures(t *testing.T) {
 	if err := json.Unmarshal(got, &list); err != nil {
 		t.Fatal(err)
 	}
-	live := map[string]engine.LiveStats{}
+	live := map[string]LiveStats{}
 	for _, it := range list.Items {
 		live[it.Name] = it.Live
 	}

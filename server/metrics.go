@@ -9,7 +9,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/store"
 )
@@ -30,7 +29,7 @@ type TopList struct {
 // TopItem is one resource's traffic summed over the range.
 type TopItem struct {
 	Resource string `json:"resource" example:"GET:/api/orders"`
-	engine.Calls
+	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
@@ -116,7 +115,7 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 	}
 	items := make([]TopItem, len(rows))
 	for i, r := range rows {
-		items[i] = TopItem{Resource: r.Resource, Calls: r.Calls, AvgRtMs: r.AvgRtMs()}
+		items[i] = TopItem{Resource: r.Resource, Calls: callsOf(r.Calls), AvgRtMs: r.AvgRtMs()}
 	}
 	return writeJSON(c, http.StatusOK, TopList{Items: items})
 }

@@ -146,7 +146,7 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 	clock.Advance(5_000)
 	third := startMetricsNode(t, path, clock, nil)
 	want := []MetricPoint{{
-		Time: time.UnixMilli(metricsT0).UTC(), Calls: engine.Calls{Pass: 11, Complete: 11, Error: 3},
+		Time: time.UnixMilli(metricsT0).UTC(), Calls: Calls{Pass: 11, Complete: 11, Error: 3},
 		AvgRtMs: float64(5*8+4*2+2*20) / 11, MinRtMs: 2, MaxRtMs: 20, MaxConcurrency: 1,
 	}}
 	for _, step := range []string{"1m", "5m", "15m", "1h", "1d"} {
@@ -364,17 +364,17 @@ func TestTopResourcesHTTP(t *testing.T) {
 		want  []TopItem
 	}{
 		{query: "", want: []TopItem{
-			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
-			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
+			{Resource: "a", Calls: Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
+			{Resource: "b", Calls: Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
 		}},
-		{query: "by=pass&limit=1", want: []TopItem{{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10}}},
+		{query: "by=pass&limit=1", want: []TopItem{{Resource: "b", Calls: Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10}}},
 		{query: "by=error", want: []TopItem{
-			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
-			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
+			{Resource: "b", Calls: Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
+			{Resource: "a", Calls: Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
 		}},
 		{query: "by=avgRt&from=2026-03-02T10:00:00Z&to=2026-03-02T10:01:00Z", want: []TopItem{
-			{Resource: "a", Calls: engine.Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
-			{Resource: "b", Calls: engine.Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
+			{Resource: "a", Calls: Calls{Pass: 1, Block: 3, Complete: 1}, AvgRtMs: 30},
+			{Resource: "b", Calls: Calls{Pass: 3, Block: 2, Complete: 3, Error: 1}, AvgRtMs: 10},
 		}},
 		{query: "from=2026-03-02T10:01:00Z&to=2026-03-02T11:00:00Z", want: []TopItem{}},
 	}
@@ -428,11 +428,11 @@ func TestResourcesList(t *testing.T) {
 	ms := func(ms int64) *time.Time { t := time.UnixMilli(ms).UTC(); return &t }
 	want := map[string]ResourceItem{
 		"GET:/api/orders": {Name: "GET:/api/orders", FirstSeen: ms(metricsT0 + store.MinuteMs + 100), LastSeen: ms(metricsT0 + store.MinuteMs + 100),
-			Live: engine.LiveStats{PassQps: 3, CompleteQps: 3, AvgRtMs: 1}},
+			Live: LiveStats{PassQps: 3, CompleteQps: 3, AvgRtMs: 1}},
 		"old": {Name: "old", FirstSeen: ms(metricsT0 - store.HourMs + 1_000), LastSeen: ms(metricsT0 - store.HourMs + 2_000)},
 		"orders": {Name: "orders", Rules: 2, FirstSeen: ms(metricsT0 + 30_000), LastSeen: ms(metricsT0 + store.MinuteMs + 100),
-			Live:       engine.LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
-			LastMinute: MinuteFigures{Calls: engine.Calls{Pass: 2, Block: 3, Complete: 2, Error: 1}, AvgRtMs: 6}},
+			Live:       LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
+			LastMinute: MinuteFigures{Calls: Calls{Pass: 2, Block: 3, Complete: 2, Error: 1}, AvgRtMs: 6}},
 		"payments": {Name: "payments", Rules: 1},
 	}
 	for name, w := range want {

@@ -170,7 +170,7 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 	mustStatus(t, resp, body, http.StatusOK)
 	list := decodeStrict[ResourceList](t, body)
 	at := time.UnixMilli(metricsT0).UTC()
-	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (engine.LiveStats{}) {
+	if list.Total != 1 || list.Items[0].FirstSeen == nil || !list.Items[0].FirstSeen.Equal(at) || list.Items[0].Live != (LiveStats{}) {
 		t.Fatalf("list %+v, want gone, first seen at %v, without live traffic", list, at)
 	}
 	got := n.history(t, "gone", rangeQuery(metricsT0, metricsT0+store.HourMs, "1h"))

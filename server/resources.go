@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 )
@@ -28,15 +27,15 @@ type ResourceItem struct {
 	Rules int `json:"rules" example:"2"`
 	// FirstSeen and LastSeen bound the resource's traffic; null while it
 	// had none.
-	FirstSeen  *time.Time       `json:"firstSeen" extensions:"x-nullable"`
-	LastSeen   *time.Time       `json:"lastSeen" extensions:"x-nullable"`
-	Live       engine.LiveStats `json:"live"`
-	LastMinute MinuteFigures    `json:"lastMinute"`
+	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
+	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
+	Live       LiveStats     `json:"live"`
+	LastMinute MinuteFigures `json:"lastMinute"`
 }
 
 // MinuteFigures is a resource's traffic in the last finished UTC minute.
 type MinuteFigures struct {
-	engine.Calls
+	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 }
@@ -55,7 +54,7 @@ type MetricHistory struct {
 // MetricPoint is a resource's traffic in the step that starts at Time.
 type MetricPoint struct {
 	Time time.Time `json:"time"`
-	engine.Calls
+	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
 	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
@@ -116,8 +115,8 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 	items := make([]ResourceItem, len(views))
 	for i, v := range views {
 		items[i] = ResourceItem{
-			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: v.Live,
-			LastMinute: MinuteFigures{Calls: v.LastMinute.Calls, AvgRtMs: v.LastMinute.AvgRtMs()},
+			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: liveStatsOf(v.Live),
+			LastMinute: MinuteFigures{Calls: callsOf(v.LastMinute.Calls), AvgRtMs: v.LastMinute.AvgRtMs()},
 		}
 	}
 	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
@@ -176,7 +175,7 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	points := make([]MetricPoint, len(history.Points))
 	for i, p := range history.Points {
 		points[i] = MetricPoint{
-			Time: time.UnixMilli(p.StartMs).UTC(), Calls: p.Calls, AvgRtMs: p.AvgRtMs(),
+			Time: time.UnixMilli(p.StartMs).UTC(), Calls: callsOf(p.Calls), AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
 		}
 	}

@@ -57,7 +57,7 @@ type ApplyRequest struct {
 // rule has, each kind's, and how the demo's rules are marked.
 type RuleSchema struct {
 	// Envelope are the fields every rule has besides its kind.
-	Envelope []engine.Field `json:"envelope" swaggertype:"array,object"`
+	Envelope []wire.Field `json:"envelope" swaggertype:"array,object"`
 	Kinds    []RuleKind     `json:"kinds"`
 	Demo     DemoMarks      `json:"demo"`
 }
@@ -71,7 +71,7 @@ type RuleKind struct {
 	Label  string         `json:"label" example:"Flow"`
 	Title  string         `json:"title" example:"Flow rule"`
 	Help   string         `json:"help" example:"cap requests per second or calls in flight"`
-	Fields []engine.Field `json:"fields" swaggertype:"array,object"`
+	Fields []wire.Field `json:"fields" swaggertype:"array,object"`
 	// NoResource is true for a kind whose rules are on no resource
 	// (system rules guard their whole process): a form leaves it out.
 	NoResource bool `json:"noResource,omitempty" example:"false"`
@@ -129,10 +129,10 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
 	kinds := make([]RuleKind, len(engine.Kinds))
 	for i, k := range engine.Kinds {
-		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: k.Fields, NoResource: k.NoResource, Summary: k.Summary}
+		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: wire.FieldsOf(k.Fields), NoResource: k.NoResource, Summary: k.Summary}
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
-		Envelope: wire.EnvelopeFields, Kinds: kinds,
+		Envelope: wire.FieldsOf(wire.EnvelopeFields), Kinds: kinds,
 		Demo: h.demo,
 	})
 }

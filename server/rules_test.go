@@ -1547,14 +1547,14 @@ func TestRuleFields(t *testing.T) {
 		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	want, err := json.Marshal(RuleSchema{
-		Envelope: wire.EnvelopeFields,
+		Envelope: wire.FieldsOf(wire.EnvelopeFields),
 		Kinds: []RuleKind{
-			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: engine.FlowRuleFields, Summary: engine.FlowKind.Summary},
-			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: engine.BreakerRuleFields, Summary: engine.CircuitBreakerKind.Summary},
-			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: engine.HotspotRuleFields, Summary: engine.HotspotKind.Summary},
-			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: engine.AuthorityRuleFields, Summary: engine.AuthorityKind.Summary},
+			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: wire.FieldsOf(engine.FlowRuleFields), Summary: engine.FlowKind.Summary},
+			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: wire.FieldsOf(engine.BreakerRuleFields), Summary: engine.CircuitBreakerKind.Summary},
+			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: wire.FieldsOf(engine.HotspotRuleFields), Summary: engine.HotspotKind.Summary},
+			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: wire.FieldsOf(engine.AuthorityRuleFields), Summary: engine.AuthorityKind.Summary},
 			{Kind: "system", Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight",
-				Fields: engine.SystemRuleFields, NoResource: true, Summary: engine.SystemKind.Summary},
+				Fields: wire.FieldsOf(engine.SystemRuleFields), NoResource: true, Summary: engine.SystemKind.Summary},
 		},
 		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
 	})

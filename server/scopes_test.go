@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/cluster/redistest"
 	"github.com/sluicehq/sluice/server/servertest"
 )
@@ -387,10 +387,10 @@ func TestScopeClusterExchange(t *testing.T) {
 			t.Fatalf("create a cluster rule: %d %s", status, data)
 		}
 	}
-	exchange := func(token, asks string) []engine.ClusterLease {
+	exchange := func(token, asks string) []wire.ClusterLease {
 		t.Helper()
 		status, data := n.as(t, bearer(token), http.MethodPost, "/api/v1/cluster/exchange", `{"engine":"i1","asks":`+asks+`}`)
-		var answer ClusterExchangeAnswer
+		var answer wire.ClusterAnswer
 		if err := json.Unmarshal(data, &answer); status != http.StatusOK || err != nil {
 			t.Fatalf("exchange: %d %s", status, data)
 		}

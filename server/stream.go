@@ -31,7 +31,7 @@ type StreamStats struct {
 // StreamResource is one resource's traffic over the last second.
 type StreamResource struct {
 	Name string `json:"name" example:"GET:/api/orders"`
-	engine.LiveStats
+	LiveStats
 }
 
 // StreamBacklog is the data of the "backlog" event that opens the metric
@@ -245,7 +245,7 @@ func (h *streamHub) frame() *streamFrame {
 	// bytes a resource: a frame may hold 100,000.
 	resources := make([]StreamResource, 0, h.metrics.LiveCount())
 	atMs := h.metrics.Live(func(name string, l engine.LiveStats) {
-		resources = append(resources, StreamResource{Name: name, LiveStats: l})
+		resources = append(resources, StreamResource{Name: name, LiveStats: liveStatsOf(l)})
 	})
 	stats := StreamStats{Time: time.UnixMilli(atMs).UTC(), Resources: resources}
 	all := appendStreamStats(make([]byte, 0, 64+160*len(stats.Resources)), stats)

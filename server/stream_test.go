@@ -119,8 +119,8 @@ func TestStreamSendsLiveFigures(t *testing.T) {
 	traffic(t, n.engine, "orders", 4, 1, 10)
 	traffic(t, n.engine, "pay", 2, 0, 30)
 	n.engine.Resource("idle")
-	orders := StreamResource{Name: "orders", LiveStats: engine.LiveStats{PassQps: 4, CompleteQps: 4, ErrorQps: 1, AvgRtMs: 10}}
-	pay := StreamResource{Name: "pay", LiveStats: engine.LiveStats{PassQps: 2, CompleteQps: 2, AvgRtMs: 30}}
+	orders := StreamResource{Name: "orders", LiveStats: LiveStats{PassQps: 4, CompleteQps: 4, ErrorQps: 1, AvgRtMs: 10}}
+	pay := StreamResource{Name: "pay", LiveStats: LiveStats{PassQps: 2, CompleteQps: 2, AvgRtMs: 30}}
 	tests := []struct {
 		query string
 		want  []StreamResource
@@ -273,7 +273,7 @@ func TestAppendStreamStats(t *testing.T) {
 	for i, f := range []float64{0, 1, 120, 12.5, 1.0 / 3, 1e-7, 2.5e-9, 1e20, 1e21, 123456789e30, -4} {
 		stats.Resources = append(stats.Resources, StreamResource{
 			Name:      []string{"GET:/api/orders", `quote " back \ slash`, "tab\there", "café ☕", "<b>&"}[i%5],
-			LiveStats: engine.LiveStats{PassQps: f, BlockQps: f * 2, ShadowBlockQps: f / 3, CompleteQps: 1, ErrorQps: f, AvgRtMs: f + 0.5, Concurrency: int64(i)},
+			LiveStats: LiveStats{PassQps: f, BlockQps: f * 2, ShadowBlockQps: f / 3, CompleteQps: 1, ErrorQps: f, AvgRtMs: f + 0.5, Concurrency: int64(i)},
 		})
 	}
 	var want strings.Builder

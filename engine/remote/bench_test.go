@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // BenchmarkReportCycle measures what a report cycle costs the service,
@@ -48,7 +49,7 @@ func BenchmarkReportCycle(b *testing.B) {
 				r.cycle.Lock()
 				r.collect(c.engine, false)
 				batch := r.batch(maxMinutesPerReport)
-				if err := c.encode(report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)}); err != nil {
+				if err := c.encode(wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)}); err != nil {
 					b.Fatal(err)
 				}
 				r.remove(len(batch), false)

@@ -7,6 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // cachePath is the file that keeps the app's last good rule set: the
@@ -63,7 +65,7 @@ func (c *Client) loadCache() error {
 	if err != nil {
 		return fmt.Errorf("rule cache: %w", err)
 	}
-	var snap snapshot
+	var snap wire.Snapshot
 	if err := json.Unmarshal(body, &snap); err != nil {
 		return fmt.Errorf("rule cache %s: %w", c.cachePath(), err)
 	}
@@ -84,15 +86,15 @@ const unsentPattern = "unsent-*.json"
 
 // unsent is what an unsent file keeps: who counted the minutes, and them.
 type unsent struct {
-	Instance reportInstance `json:"instance"`
-	Minutes  []reportMinute `json:"minutes"`
+	Instance wire.ReportInstance `json:"instance"`
+	Minutes  []wire.ReportMinute `json:"minutes"`
 }
 
 // saveUnsent keeps the minutes Close could not report in the cache
 // directory, so that the next Client on it reports them: a restart while
 // the server is away loses nothing counted. The minutes keep the identity
 // that counted them, so that a retry still counts once.
-func (c *Client) saveUnsent(minutes []reportMinute) error {
+func (c *Client) saveUnsent(minutes []wire.ReportMinute) error {
 	if c.cfg.CacheDir == "" || len(minutes) == 0 {
 		return nil
 	}

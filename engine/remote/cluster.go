@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // DefaultClusterTimeout bounds an instance's exchange with the cluster
@@ -33,7 +34,7 @@ type serverCount struct {
 // (409: the server has no Redis; 503: its Redis is away) is an error, and
 // the engine's cluster rules fall back.
 func (s serverCount) Exchange(ctx context.Context, x engine.ClusterExchange) ([]engine.ClusterLease, error) {
-	body, err := json.Marshal(x)
+	body, err := json.Marshal(wire.ExchangeOf(x))
 	if err != nil {
 		return nil, err
 	}
@@ -51,11 +52,9 @@ func (s serverCount) Exchange(ctx context.Context, x engine.ClusterExchange) ([]
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("cluster exchange: %w", answerError(resp))
 	}
-	var answer struct {
-		Leases []engine.ClusterLease `json:"leases"`
-	}
+	var answer wire.ClusterAnswer
 	if err := json.NewDecoder(io.LimitReader(resp.Body, maxLeasesBytes)).Decode(&answer); err != nil {
 		return nil, fmt.Errorf("cluster exchange: the answer: %w", err)
 	}
-	return answer.Leases, nil
+	return answer.Engine(), nil
 }

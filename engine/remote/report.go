@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 const (
@@ -32,38 +33,6 @@ const (
 	// minuteMs is the length of a reported minute.
 	minuteMs = 60_000
 )
-
-// report is the body of POST /instances/report (docs/api.md).
-type report struct {
-	Instance reportInstance `json:"instance"`
-	Minutes  []reportMinute `json:"minutes"`
-	Live     []reportLive   `json:"live"`
-}
-
-// reportInstance is who reports.
-type reportInstance struct {
-	ID            string `json:"id"`
-	App           string `json:"app"`
-	Hostname      string `json:"hostname"`
-	PID           int    `json:"pid"`
-	Version       string `json:"version"`
-	RulesRevision int64  `json:"rulesRevision"`
-}
-
-// reportMinute is one resource's figures of one finished minute. The
-// server counts a minute once per (instance, resource, time), so it is
-// only ever sent whole, and sent again as it was if a report fails.
-type reportMinute struct {
-	Resource string    `json:"resource"`
-	Time     time.Time `json:"time"`
-	engine.Counts
-}
-
-// reportLive is one resource's figures over the last second.
-type reportLive struct {
-	Resource string `json:"resource"`
-	engine.LiveStats
-}
 
 // minuteKey identifies a minute of a resource.
 type minuteKey struct {
@@ -83,7 +52,7 @@ type reporter struct {
 	// far, and buffers reused from one report to the next.
 	open     map[minuteKey]engine.Counts
 	finished []minuteKey
-	live     []reportLive
+	live     []wire.ReportLive
 	body     bytes.Buffer
 
 	// unsent are the minutes earlier Clients on the cache directory
@@ -91,7 +60,7 @@ type reporter struct {
 	unsent map[string]unsent
 
 	mu      sync.Mutex // guards outbox and dropped; cycle alone changes them
-	outbox  []reportMinute
+	outbox  []wire.ReportMinute
 	dropped int64
 }
 
@@ -99,8 +68,8 @@ func newReporter(maxMinutes int) *reporter {
 	return &reporter{
 		max:    maxMinutes,
 		open:   map[minuteKey]engine.Counts{},
-		live:   make([]reportLive, 0, 16),
-		outbox: make([]reportMinute, 0, 16),
+		live:   make([]wire.ReportLive, 0, 16),
+		outbox: make([]wire.ReportMinute, 0, 16),
 	}
 }
 
@@ -140,7 +109,7 @@ func (r *reporter) collect(e *engine.Engine, all bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range r.finished {
-		r.outbox = append(r.outbox, reportMinute{Resource: k.resource, Time: time.UnixMilli(k.startMs).UTC(), Counts: r.open[k]})
+		r.outbox = append(r.outbox, wire.ReportMinute{Resource: k.resource, Time: time.UnixMilli(k.startMs).UTC(), Counts: wire.CountsOf(r.open[k])})
 		delete(r.open, k)
 	}
 	if over := len(r.outbox) - r.max; over > 0 {
@@ -151,7 +120,7 @@ func (r *reporter) collect(e *engine.Engine, all bool) {
 
 // batch returns the oldest finished minutes, up to n. The caller holds
 // cycle, so they stay at the front of the outbox until it removes them.
-func (r *reporter) batch(n int) []reportMinute {
+func (r *reporter) batch(n int) []wire.ReportMinute {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.outbox[:min(n, len(r.outbox))]
@@ -171,15 +140,15 @@ func (r *reporter) remove(n int, dropped bool) {
 // liveFigures returns the last second's figures of every resource of e
 // with traffic or calls in flight, the busiest maxLivePerReport if there
 // are more. The caller holds cycle.
-func (r *reporter) liveFigures(e *engine.Engine) []reportLive {
+func (r *reporter) liveFigures(e *engine.Engine) []wire.ReportLive {
 	r.live = r.live[:0]
 	for _, res := range e.Resources() {
 		if l := res.Live(); l != (engine.LiveStats{}) {
-			r.live = append(r.live, reportLive{Resource: res.Name(), LiveStats: l})
+			r.live = append(r.live, wire.ReportLive{Resource: res.Name(), LiveStats: wire.LiveStatsOf(l)})
 		}
 	}
 	if len(r.live) > maxLivePerReport {
-		slices.SortFunc(r.live, func(a, b reportLive) int {
+		slices.SortFunc(r.live, func(a, b wire.ReportLive) int {
 			return cmp.Compare(b.PassQps+b.BlockQps+b.ShadowBlockQps, a.PassQps+a.BlockQps+a.ShadowBlockQps)
 		})
 		r.live = r.live[:maxLivePerReport]
@@ -251,7 +220,7 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 func (c *Client) post(ctx context.Context) error {
 	r := c.reports
 	batch := r.batch(maxMinutesPerReport)
-	refused, err := c.send(ctx, report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)})
+	refused, err := c.send(ctx, wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)})
 	switch {
 	case refused:
 		r.remove(len(batch), true)
@@ -275,7 +244,7 @@ func (c *Client) postUnsent(ctx context.Context) error {
 	for path, u := range r.unsent {
 		for len(u.Minutes) > 0 {
 			n := min(len(u.Minutes), maxMinutesPerReport)
-			refused, err := c.send(ctx, report{Instance: u.Instance, Minutes: u.Minutes[:n], Live: []reportLive{}})
+			refused, err := c.send(ctx, wire.Report{Instance: u.Instance, Minutes: u.Minutes[:n], Live: []wire.ReportLive{}})
 			if refused {
 				r.mu.Lock()
 				r.dropped += int64(n)
@@ -297,7 +266,7 @@ func (c *Client) postUnsent(ctx context.Context) error {
 // send posts rep. refused is true when the server refused it as
 // malformed: sent again, it would be refused again. The caller holds
 // cycle.
-func (c *Client) send(ctx context.Context, rep report) (refused bool, err error) {
+func (c *Client) send(ctx context.Context, rep wire.Report) (refused bool, err error) {
 	r := c.reports
 	if err := c.encode(rep); err != nil {
 		return false, fmt.Errorf("report: %w", err)
@@ -327,18 +296,18 @@ func (c *Client) send(ctx context.Context, rep report) (refused bool, err error)
 }
 
 // encode writes rep to the reporter's body. The caller holds cycle.
-func (c *Client) encode(rep report) error {
+func (c *Client) encode(rep wire.Report) error {
 	r := c.reports
 	r.body.Reset()
 	return json.NewEncoder(&r.body).Encode(rep)
 }
 
 // identity is who this Client reports as.
-func (c *Client) identity() reportInstance {
+func (c *Client) identity() wire.ReportInstance {
 	c.mu.Lock()
 	revision := c.revision
 	c.mu.Unlock()
-	return reportInstance{
+	return wire.ReportInstance{
 		ID: c.cfg.InstanceID, App: c.cfg.App, Hostname: c.hostname, PID: c.pid,
 		Version: c.cfg.Version, RulesRevision: revision,
 	}

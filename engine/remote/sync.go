@@ -23,12 +23,6 @@ const pollGrace = 15 * time.Second
 // maxSnapshotBytes bounds a snapshot's body.
 const maxSnapshotBytes = 64 << 20
 
-// snapshot is the answer of GET /rules/snapshot, as the cache keeps it.
-type snapshot struct {
-	Revision int64             `json:"revision"`
-	Rules    []json.RawMessage `json:"rules"`
-}
-
 // syncLoop long-polls the rule snapshot until ctx ends, backing off after
 // failures, and after a "not modified" that came before its wait was up
 // (a server shutting down, or one that does not hold requests), so that
@@ -112,7 +106,7 @@ func (c *Client) synced(etag string) {
 func (c *Client) apply(body []byte) error {
 	c.loadMu.Lock()
 	defer c.loadMu.Unlock()
-	var snap snapshot
+	var snap wire.Snapshot
 	if err := json.Unmarshal(body, &snap); err != nil {
 		return fmt.Errorf("rule snapshot: %w", err)
 	}
@@ -133,7 +127,7 @@ func (c *Client) apply(body []byte) error {
 
 // load decodes snap's rules and loads them in place of every rule the
 // engine holds. The caller holds loadMu.
-func (c *Client) load(snap snapshot) error {
+func (c *Client) load(snap wire.Snapshot) error {
 	set, err := wire.DecodeRules(snap.Rules)
 	if err != nil {
 		return err

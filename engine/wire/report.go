@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// Snapshot is the answer of GET /rules/snapshot (docs/api.md,
+// "Snapshots"): the rules an app's engines run, read with DecodeRules, and
+// the revision they are at.
+type Snapshot struct {
+	Revision int64             `json:"revision"`
+	Rules    []json.RawMessage `json:"rules"`
+}
+
+// Report is the body of POST /instances/report (docs/api.md,
+// "Instances"): who reports, its finished minutes and its last second.
+type Report struct {
+	Instance ReportInstance `json:"instance"`
+	Minutes  []ReportMinute `json:"minutes"`
+	Live     []ReportLive   `json:"live"`
+}
+
+// ReportInstance is who reports.
+type ReportInstance struct {
+	ID            string `json:"id"`
+	App           string `json:"app"`
+	Hostname      string `json:"hostname"`
+	PID           int    `json:"pid"`
+	Version       string `json:"version"`
+	RulesRevision int64  `json:"rulesRevision"`
+}
+
+// ReportMinute is one resource's figures of one finished minute. The
+// server counts a minute once per (instance, resource, time), so it is
+// only ever sent whole, and sent again as it was if a report fails.
+type ReportMinute struct {
+	Resource string    `json:"resource"`
+	Time     time.Time `json:"time"`
+	Counts
+}
+
+// Counts is engine.Counts as a report's minute carries it.
+type Counts struct {
+	Pass           int64 `json:"pass"`
+	Block          int64 `json:"block"`
+	ShadowBlock    int64 `json:"shadowBlock"`
+	Complete       int64 `json:"complete"`
+	Error          int64 `json:"error"`
+	RtSumMs        int64 `json:"rtSumMs"`
+	MinRtMs        int64 `json:"minRtMs"`
+	MaxRtMs        int64 `json:"maxRtMs"`
+	MaxConcurrency int64 `json:"maxConcurrency"`
+}
+
+// CountsOf is c as a report carries it.
+func CountsOf(c engine.Counts) Counts {
+	return Counts{Pass: c.Pass, Block: c.Block, ShadowBlock: c.ShadowBlock, Complete: c.Complete, Error: c.Error,
+		RtSumMs: c.RtSumMs, MinRtMs: c.MinRtMs, MaxRtMs: c.MaxRtMs, MaxConcurrency: c.MaxConcurrency}
+}
+
+// ReportLive is one resource's figures over the last second.
+type ReportLive struct {
+	Resource string `json:"resource"`
+	LiveStats
+}
+
+// LiveStats is engine.LiveStats as a report and the API carry it.
+type LiveStats struct {
+	PassQps        float64 `json:"passQps"`
+	BlockQps       float64 `json:"blockQps"`
+	ShadowBlockQps float64 `json:"shadowBlockQps"`
+	CompleteQps    float64 `json:"completeQps"`
+	ErrorQps       float64 `json:"errorQps"`
+	AvgRtMs        float64 `json:"avgRtMs"`
+	Concurrency    int64   `json:"concurrency"`
+}
+
+// LiveStatsOf is l as a report carries it.
+func LiveStatsOf(l engine.LiveStats) LiveStats {
+	return LiveStats{PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
+		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency}
+}

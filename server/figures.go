@@ -1,0 +1,37 @@
+package server
+
+import "github.com/sluicehq/sluice/engine"
+
+// Calls counts what became of a resource's calls over a span of time, in
+// every figure of counted calls the API answers.
+type Calls struct {
+	Pass        int64 `json:"pass" example:"7200"`
+	Block       int64 `json:"block" example:"180"`
+	ShadowBlock int64 `json:"shadowBlock" example:"0"`
+	Complete    int64 `json:"complete" example:"7190"`
+	Error       int64 `json:"error" example:"40"`
+}
+
+// callsOf is c as the API answers it.
+func callsOf(c engine.Calls) Calls {
+	return Calls{Pass: c.Pass, Block: c.Block, ShadowBlock: c.ShadowBlock, Complete: c.Complete, Error: c.Error}
+}
+
+// LiveStats is a resource's traffic over the last second.
+type LiveStats struct {
+	PassQps        float64 `json:"passQps" example:"120"`
+	BlockQps       float64 `json:"blockQps" example:"3"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
+	CompleteQps    float64 `json:"completeQps" example:"119"`
+	ErrorQps       float64 `json:"errorQps" example:"1"`
+	// AvgRtMs is the mean response time of the completed calls, 0 if none.
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	// Concurrency is the calls in flight.
+	Concurrency int64 `json:"concurrency" example:"4"`
+}
+
+// liveStatsOf is l as the API answers it.
+func liveStatsOf(l engine.LiveStats) LiveStats {
+	return LiveStats{PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
+		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency}
+}
