@@ -57,7 +57,12 @@ func (r AuthorityRule) WithDefaults() AuthorityRule {
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r AuthorityRule) Validate() []FieldError { return AuthorityKind.Validate(&r) }
+func (r AuthorityRule) Validate() []FieldError { return AuthorityKind.validateOwn(&r) }
+
+func (r AuthorityRule) checked() (AuthorityRule, []FieldError) {
+	invalid := AuthorityKind.validateOwn(&r)
+	return r, invalid
+}
 
 // checkAuthority checks the origins one by one.
 func checkAuthority(r *AuthorityRule, errs *fieldErrors) {

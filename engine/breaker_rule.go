@@ -68,7 +68,12 @@ func (r CircuitBreakerRule) WithDefaults() CircuitBreakerRule {
 
 // Validate checks the rule as WithDefaults would complete it and returns one
 // FieldError for every bad field, named as in JSON; nil when it is valid.
-func (r CircuitBreakerRule) Validate() []FieldError { return CircuitBreakerKind.Validate(&r) }
+func (r CircuitBreakerRule) Validate() []FieldError { return CircuitBreakerKind.validateOwn(&r) }
+
+func (r CircuitBreakerRule) checked() (CircuitBreakerRule, []FieldError) {
+	invalid := CircuitBreakerKind.validateOwn(&r)
+	return r, invalid
+}
 
 // checkBreaker checks r's threshold, whose range is its strategy's.
 func checkBreaker(r *CircuitBreakerRule, errs *fieldErrors) {

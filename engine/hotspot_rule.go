@@ -70,7 +70,12 @@ func (r HotspotRule) WithDefaults() HotspotRule {
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r HotspotRule) Validate() []FieldError { return HotspotKind.Validate(&r) }
+func (r HotspotRule) Validate() []FieldError { return HotspotKind.validateOwn(&r) }
+
+func (r HotspotRule) checked() (HotspotRule, []FieldError) {
+	invalid := HotspotKind.validateOwn(&r)
+	return r, invalid
+}
 
 // checkHotspot checks what the field table cannot say of r: a whole
 // threshold for concurrency, and the values of specificItems.

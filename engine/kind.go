@@ -57,8 +57,13 @@ type Kind struct {
 	// or object "". SummaryRefs lists what a template names.
 	Summary string
 
-	typ      reflect.Type
-	index    map[string][]int
+	typ   reflect.Type
+	index map[string][]int
+	// rows are Fields as the checks walk them, in the same order.
+	rows []row
+	// envelope holds the struct indexes of name, resource (nil for a kind
+	// without one), mode and expiresAtMs.
+	envelope struct{ name, resource, mode, expiresAtMs []int }
 	defaults func(rule reflect.Value)
 	check    func(rule reflect.Value, errs *fieldErrors)
 	add      func(set *ResourceRules, rule reflect.Value)
@@ -69,6 +74,19 @@ type Kind struct {
 // nil, adds the kind's cross-field checks (before the table's, which it
 // may count on only for the values of options); add appends a rule to the
 // set of its kind.
+// row is a field of a kind's table, resolved once for the checks: where it
+// is in the rule struct, its default as a value of its type, and the row
+// it applies with.
+type row struct {
+	index []int
+	// def is the default, valid for a scalar field that has one.
+	def reflect.Value
+	// when is the index of the row whose value the field applies with,
+	// -1 for a field that always applies; value is that value.
+	when  int
+	value string
+}
+
 func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), add func(*ResourceRules, R)) *Kind {
 	k.typ = reflect.TypeFor[R]()
 	k.index = map[string][]int{}
@@ -81,6 +99,23 @@ func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), add 
 			panic(fmt.Sprintf("engine: kind %s has no struct field for %s", k.Name, name))
 		}
 		k.index[name] = sf.Index
+	}
+	k.envelope.name, k.envelope.mode, k.envelope.expiresAtMs = k.index["name"], k.index["mode"], k.index["expiresAtMs"]
+	k.envelope.resource = k.index["resource"]
+	k.rows = make([]row, len(k.Fields))
+	for i, f := range k.Fields {
+		r := row{index: k.index[f.Name], when: -1}
+		t := k.typ.FieldByIndex(r.index).Type
+		if f.Default != nil && (t.Kind() == reflect.String || t.Kind() == reflect.Int64 || t.Kind() == reflect.Float64) {
+			r.def = reflect.ValueOf(f.Default).Convert(t)
+		}
+		if c := f.AppliesWhen; c != nil {
+			r.when, r.value = slices.IndexFunc(k.Fields, func(o Field) bool { return o.Name == c.Field }), c.Value
+			if r.when < 0 {
+				panic(fmt.Sprintf("engine: kind %s: %s applies with %s, no field of the kind", k.Name, f.Name, c.Field))
+			}
+		}
+		k.rows[i] = r
 	}
 	if defaults != nil {
 		k.defaults = func(v reflect.Value) { defaults(v.Addr().Interface().(*R)) }
@@ -180,17 +215,16 @@ func (k *Kind) value(v reflect.Value, name string) reflect.Value {
 func (k *Kind) WithDefaults(rule any) { k.withDefaults(k.rule(rule)) }
 
 func (k *Kind) withDefaults(v reflect.Value) {
-	if mode := k.value(v, "mode"); mode.String() == "" {
+	if mode := v.FieldByIndex(k.envelope.mode); mode.String() == "" {
 		mode.SetString(string(ModeEnforce))
 	}
-	for _, f := range k.Fields {
-		field := k.value(v, f.Name)
-		if f.Default == nil || !field.IsZero() || !k.applies(v, f) {
+	for i := range k.rows {
+		r := &k.rows[i]
+		if !r.def.IsValid() {
 			continue
 		}
-		switch field.Kind() {
-		case reflect.String, reflect.Int64, reflect.Float64:
-			field.Set(reflect.ValueOf(f.Default).Convert(field.Type()))
+		if field := v.FieldByIndex(r.index); field.IsZero() && k.applies(v, i) {
+			field.Set(r.def)
 		}
 	}
 	if k.defaults != nil {
@@ -201,15 +235,16 @@ func (k *Kind) withDefaults(v reflect.Value) {
 // Applies reports whether field f of k applies to rule, a pointer to one
 // of k's rules with its defaults: whether the fields it depends on, each
 // applying, hold the values it needs.
-func (k *Kind) Applies(rule any, f Field) bool { return k.applies(k.rule(rule), f) }
+func (k *Kind) Applies(rule any, f Field) bool {
+	return k.applies(k.rule(rule), slices.IndexFunc(k.Fields, func(o Field) bool { return o.Name == f.Name }))
+}
 
-func (k *Kind) applies(v reflect.Value, f Field) bool {
-	for when := f.AppliesWhen; when != nil; {
-		if k.value(v, when.Field).String() != when.Value {
+// applies reports whether the field of row i applies to the rule v.
+func (k *Kind) applies(v reflect.Value, i int) bool {
+	for r := &k.rows[i]; r.when >= 0; r = &k.rows[r.when] {
+		if v.FieldByIndex(k.rows[r.when].index).String() != r.value {
 			return false
 		}
-		on := k.Fields.field(when.Field)
-		when = on.AppliesWhen
 	}
 	return true
 }
@@ -220,48 +255,58 @@ func (k *Kind) applies(v reflect.Value, f Field) bool {
 func (k *Kind) Validate(rule any) []FieldError {
 	v := reflect.New(k.typ).Elem()
 	v.Set(k.rule(rule))
+	return k.validate(v)
+}
+
+// validateOwn is Validate of rule, a pointer to a rule of k the caller
+// owns (a copy), which it completes with its defaults.
+func (k *Kind) validateOwn(rule any) []FieldError { return k.validate(k.rule(rule)) }
+
+// validate is Validate of v, a rule of k it completes with its defaults.
+func (k *Kind) validate(v reflect.Value) []FieldError {
 	k.withDefaults(v)
 	var errs fieldErrors
 	if k.check != nil {
 		k.check(v, &errs)
 	}
 	k.checkEnvelope(v, &errs)
-	for _, f := range k.Fields {
-		k.checkField(v, f, &errs)
+	for i := range k.rows {
+		k.checkField(v, i, &errs)
 	}
 	return errs.firstPerField()
 }
 
 // checkEnvelope checks the name, resource, mode and expiry every rule has.
 func (k *Kind) checkEnvelope(v reflect.Value, errs *fieldErrors) {
-	if name := k.value(v, "name").String(); name != "" && !RuleNamePattern.MatchString(name) {
+	if name := v.FieldByIndex(k.envelope.name).String(); name != "" && !RuleNamePattern.MatchString(name) {
 		errs.add("name", fmt.Sprintf("must be 1-%d characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit", maxRuleNameLen))
 	}
 	if !k.NoResource {
-		errs.check("resource", validateResourceName(k.value(v, "resource").String()))
+		errs.check("resource", ValidateResourceName(v.FieldByIndex(k.envelope.resource).String()))
 	}
-	switch Mode(k.value(v, "mode").String()) {
+	switch Mode(v.FieldByIndex(k.envelope.mode).String()) {
 	case ModeEnforce, ModeShadow:
 	default:
 		errs.add("mode", "must be one of enforce, shadow")
 	}
-	if k.value(v, "expiresAtMs").Int() < 0 {
+	if v.FieldByIndex(k.envelope.expiresAtMs).Int() < 0 {
 		errs.add("expiresAtMs", "must be >= 0 (0: never)")
 	}
 }
 
-// checkField checks f's value in v against f's row: whether it applies,
-// is required, is one of its options, within its range and length.
-func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
-	field := k.value(v, f.Name)
-	if !k.applies(v, f) {
+// checkField checks the value in v of the field of row i against its
+// row: whether it applies, is required, is one of its options, within its
+// range and length.
+func (k *Kind) checkField(v reflect.Value, i int, errs *fieldErrors) {
+	f, r := &k.Fields[i], &k.rows[i]
+	field := v.FieldByIndex(r.index)
+	if !k.applies(v, i) {
 		// A behaviour the kind gives its default where it does not apply
 		// (as Sentinel's flow rules carry theirs) may hold it; anything
 		// else would be silently ignored. Where the field it depends on
 		// holds the value it needs but does not apply itself, that field's
 		// error says so.
-		if field.IsZero() || k.defaultsTo(v, f, field) ||
-			k.value(v, f.AppliesWhen.Field).String() == f.AppliesWhen.Value {
+		if field.IsZero() || v.FieldByIndex(k.rows[r.when].index).String() == r.value || k.defaultsTo(v, r, field) {
 			return
 		}
 		message := f.appliesOnly()
@@ -271,22 +316,24 @@ func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
 		errs.add(f.Name, message)
 		return
 	}
-	missing := "is required"
-	if f.AppliesWhen != nil {
-		missing += " with " + f.AppliesWhen.Value
+	missing := func() string {
+		if f.AppliesWhen != nil {
+			return "is required with " + f.AppliesWhen.Value
+		}
+		return "is required"
 	}
 	switch field.Kind() {
 	case reflect.String:
 		s := field.String()
 		switch {
 		case s == "" && f.Required && f.Options != nil:
-			errs.add(f.Name, missing+": one of "+strings.Join(f.OptionValues(), ", "))
+			errs.add(f.Name, missing()+": one of "+strings.Join(f.OptionValues(), ", "))
 		case s == "" && f.Required:
-			errs.add(f.Name, missing)
+			errs.add(f.Name, missing())
 		case s == "":
-		case f.Options != nil && !slices.Contains(f.OptionValues(), s):
+		case f.Options != nil && !slices.ContainsFunc(f.Options, func(o Option) bool { return o.Value == s }):
 			errs.add(f.Name, f.mustBeOneOf())
-		case f.MaxLength > 0 && utf8.RuneCountInString(s) > f.MaxLength:
+		case f.MaxLength > 0 && len(s) > f.MaxLength && utf8.RuneCountInString(s) > f.MaxLength:
 			errs.add(f.Name, fmt.Sprintf("must be at most %d characters", f.MaxLength))
 		}
 	case reflect.Int64, reflect.Float64:
@@ -300,7 +347,7 @@ func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
 		case math.IsNaN(n) || math.IsInf(n, 0):
 			errs.add(f.Name, "must be a finite number")
 		case n == 0 && f.Required && (f.AppliesWhen != nil || f.Min != nil && *f.Min > 0):
-			errs.add(f.Name, missing)
+			errs.add(f.Name, missing())
 		case f.Min != nil && n < *f.Min && (f.Max == nil || f.Type == FieldNumber):
 			errs.add(f.Name, "must be >= "+formatBound(*f.Min))
 		case f.Max != nil && n > *f.Max && (f.Min == nil || f.Type == FieldNumber):
@@ -310,19 +357,19 @@ func (k *Kind) checkField(v reflect.Value, f Field, errs *fieldErrors) {
 		}
 	case reflect.Slice, reflect.Map:
 		if field.Len() == 0 && f.Required {
-			errs.add(f.Name, missing)
+			errs.add(f.Name, missing())
 		}
 	}
 }
 
-// defaultsTo reports whether the kind's defaults give field, f's value in
-// the rule v, the value it holds.
-func (k *Kind) defaultsTo(v reflect.Value, f Field, field reflect.Value) bool {
+// defaultsTo reports whether the kind's defaults give field, the value in
+// the rule v of the field of row r, the value it holds.
+func (k *Kind) defaultsTo(v reflect.Value, r *row, field reflect.Value) bool {
 	unset := reflect.New(k.typ).Elem()
 	unset.Set(v)
-	k.value(unset, f.Name).SetZero()
+	unset.FieldByIndex(r.index).SetZero()
 	k.withDefaults(unset)
-	return k.value(unset, f.Name).Equal(field)
+	return unset.FieldByIndex(r.index).Equal(field)
 }
 
 // Add appends rule, a pointer to one of k's rules, to the rules of its

@@ -241,10 +241,12 @@ func validateFlowSet(prefix string, rules []FlowRule, clustered bool) ([]FlowRul
 	})
 }
 
-// validatable is a rule type: FlowRule or CircuitBreakerRule.
+// validatable is a rule type of a kind: FlowRule, CircuitBreakerRule and
+// the others.
 type validatable[R any] interface {
-	WithDefaults() R
-	Validate() []FieldError
+	// checked returns the rule with its defaults and its errors, in one
+	// pass of its kind's checks.
+	checked() (R, []FieldError)
 	ruleName() string
 }
 
@@ -256,8 +258,8 @@ func validateSet[R validatable[R]](prefix string, rules []R, check func(i int, r
 	var errs fieldErrors
 	names := make(map[string]int, len(rules))
 	for i, rule := range rules {
-		rule = rule.WithDefaults()
-		for _, fe := range rule.Validate() {
+		rule, invalid := rule.checked()
+		for _, fe := range invalid {
 			errs.add(fmt.Sprintf("%s[%d].%s", prefix, i, fe.Field), fe.Message)
 		}
 		if name := rule.ruleName(); name != "" {

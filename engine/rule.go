@@ -184,7 +184,12 @@ func (r FlowRule) WithDefaults() FlowRule {
 // Validate checks the rule as WithDefaults would complete it and returns one
 // FieldError for every bad field, named as in JSON; nil when the rule is
 // valid.
-func (r FlowRule) Validate() []FieldError { return FlowKind.Validate(&r) }
+func (r FlowRule) Validate() []FieldError { return FlowKind.validateOwn(&r) }
+
+func (r FlowRule) checked() (FlowRule, []FieldError) {
+	invalid := FlowKind.validateOwn(&r)
+	return r, invalid
+}
 
 // flowDefaults keeps a concurrency rule's behaviours, which do not apply
 // to it, at their defaults, as Sentinel's rules always carry them.

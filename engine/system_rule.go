@@ -101,7 +101,12 @@ func (m SystemMetric) sampled() bool { return m == SystemLoad || m == SystemCPUU
 
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
-func (r SystemRule) Validate() []FieldError { return SystemKind.Validate(&r) }
+func (r SystemRule) Validate() []FieldError { return SystemKind.validateOwn(&r) }
+
+func (r SystemRule) checked() (SystemRule, []FieldError) {
+	invalid := SystemKind.validateOwn(&r)
+	return r, invalid
+}
 
 // checkSystem checks the trigger, whose range is its metric's, and the
 // strategy, which bbr limits to sampled metrics.
