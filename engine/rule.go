@@ -166,7 +166,7 @@ var FlowKind = kindOf(Kind{Name: KindFlow, Label: "Flow", Title: "Flow rule",
 	Help: "cap requests per second or calls in flight", Fields: FlowRuleFields,
 	Doc: "Field names follow sentinel-golang's. A rule with `scope` `cluster` holds its threshold across every engine that runs it, " +
 		"with `clusterFallback` and `clusterFallbackThreshold` for when Redis is away: see " +
-		"[Cluster-wide limits on Redis](operations.md#cluster-wide-limits-on-redis).",
+		"[Cluster-wide limits on Redis](docs/operations.md#cluster-wide-limits-on-redis).",
 	Summary: "[metric=concurrency:{threshold} in flight at most][metric=qps:{threshold} per {statIntervalMs|per}" +
 		"[controlBehavior=throttling:, spaced evenly (wait up to {maxQueueingTimeMs} ms)][tokenCalculateStrategy=warmUp:, warm-up {warmUpPeriodSec} s]" +
 		"[relationStrategy=associated:, by the traffic of {refResource}][limitApp=other:, for each origin no other rule names]" +

@@ -38,7 +38,10 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	for path, data := range map[string][]byte{fieldsFile: source, rulesFile: reference()} {
+	// The reference's links are written from the repository's root, as
+	// the sources that hold them cite pages; in docs/ they are relative.
+	page := bytes.ReplaceAll(reference(), []byte("](docs/"), []byte("]("))
+	for path, data := range map[string][]byte{fieldsFile: source, rulesFile: page} {
 		path = filepath.Join(*root, path)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			log.Fatal(err)
@@ -204,11 +207,11 @@ func reference() []byte {
 # Rules reference
 
 Every rule is a JSON (or YAML) object: the fields every rule has, then the
-fields of its ` + "`kind`" + `. The REST API (` + "`/api/v1/rules`" + `, [api.md](api.md)), rule files
+fields of its ` + "`kind`" + `. The REST API (` + "`/api/v1/rules`" + `, [the API's conventions](docs/api.md)), rule files
 (` + "`sluice rules apply`" + `), the snapshot instances load, the console's rule form and
 this page all follow the same tables, kept in the engine (` + "`engine.Kinds`" + `).
-How rules are written, versioned and applied is in [api.md](api.md#rules);
-what the engine does with them in [engine.md](engine.md#decisions).
+How rules are written, versioned and applied is in [the API's rules section](docs/api.md#rules);
+what the engine does with them in [the engine's decisions](docs/engine.md#decisions).
 
 Decoding is strict: an unknown field, a wrong JSON type, a value out of
 range, or a field that does not apply to the rule (say ` + "`maxQueueingTimeMs`" + ` on

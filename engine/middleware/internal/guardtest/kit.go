@@ -57,7 +57,7 @@ func (k Kit[X, O]) Options(t *testing.T, c ParamCase) []O {
 }
 
 // CheckKeys checks that the kit's extractors name the param keys of
-// API.md, which hotspot rules name.
+// docs/api.md, which hotspot rules name.
 func (k Kit[X, O]) CheckKeys(t *testing.T) {
 	t.Helper()
 	for _, tt := range []struct {
