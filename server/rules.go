@@ -58,8 +58,8 @@ type ApplyRequest struct {
 type RuleSchema struct {
 	// Envelope are the fields every rule has besides its kind.
 	Envelope []wire.Field `json:"envelope" swaggertype:"array,object"`
-	Kinds    []RuleKind     `json:"kinds"`
-	Demo     DemoMarks      `json:"demo"`
+	Kinds    []RuleKind   `json:"kinds"`
+	Demo     DemoMarks    `json:"demo"`
 }
 
 // RuleKind is one rule kind and its own fields, in display order. A field
@@ -67,10 +67,10 @@ type RuleSchema struct {
 // maxLength, multiline, options: [{value, label}], appliesWhen: {field,
 // value}}.
 type RuleKind struct {
-	Kind   string         `json:"kind" example:"flow"`
-	Label  string         `json:"label" example:"Flow"`
-	Title  string         `json:"title" example:"Flow rule"`
-	Help   string         `json:"help" example:"cap requests per second or calls in flight"`
+	Kind   string       `json:"kind" example:"flow"`
+	Label  string       `json:"label" example:"Flow"`
+	Title  string       `json:"title" example:"Flow rule"`
+	Help   string       `json:"help" example:"cap requests per second or calls in flight"`
 	Fields []wire.Field `json:"fields" swaggertype:"array,object"`
 	// NoResource is true for a kind whose rules are on no resource
 	// (system rules guard their whole process): a form leaves it out.
