@@ -125,6 +125,10 @@ var systemMetrics = map[engine.SystemMetric]system.MetricType{
 	engine.SystemCPUUsage:    system.CpuUsage,
 }
 
+// maxFlowWindowMs is the longest flow window sentinel-golang advises
+// (its flow rule manager logs one beyond it).
+const maxFlowWindowMs = 10 * 60 * 1000
+
 // flowProblem says why sentinel-golang cannot run flow rule r, or "".
 func flowProblem(r engine.FlowRule) string {
 	switch {
@@ -136,9 +140,10 @@ func flowProblem(r engine.FlowRule) string {
 		return "relationStrategy associated with metric concurrency: sentinel-golang's isolation rules have no relation"
 	case r.Metric == engine.MetricConcurrency && (r.Threshold > math.MaxUint32 || math.IsInf(r.Threshold, 0)):
 		return "threshold: sentinel-golang's isolation rules take at most 4294967295 calls in flight"
-	case r.MaxQueueingTimeMs > math.MaxUint32 || r.WarmUpPeriodSec > math.MaxUint32 || r.WarmUpColdFactor > math.MaxUint32 ||
-		r.StatIntervalMs > math.MaxUint32:
-		return "maxQueueingTimeMs, warmUpPeriodSec, warmUpColdFactor or statIntervalMs: past sentinel-golang's 32-bit fields"
+	case r.Metric == engine.MetricQPS && r.StatIntervalMs > maxFlowWindowMs:
+		return "statIntervalMs over 10 minutes: sentinel-golang counts so long a window in one bucket, and warns against it"
+	case r.MaxQueueingTimeMs > math.MaxUint32 || r.WarmUpPeriodSec > math.MaxUint32 || r.WarmUpColdFactor > math.MaxUint32:
+		return "maxQueueingTimeMs, warmUpPeriodSec or warmUpColdFactor: past sentinel-golang's 32-bit fields"
 	}
 	return ""
 }

@@ -27,6 +27,7 @@ func TestConvertMapsEveryKindsFields(t *testing.T) {
 			{Name: "inflight", Resource: "a", Metric: engine.MetricConcurrency, Threshold: 8},
 			{Name: "fleet", Resource: "a", Threshold: 5, Scope: engine.ScopeCluster},
 			{Name: "temporary", Resource: "a", Threshold: 5, ExpiresAtMs: 1},
+			{Name: "hourly", Resource: "a", Threshold: 500, StatIntervalMs: 3_600_000},
 		},
 		CircuitBreakers: []engine.CircuitBreakerRule{{Name: "slow", Resource: "a", Strategy: engine.StrategySlowRequestRatio,
 			Threshold: 0.5, MaxAllowedRtMs: 200, RetryTimeoutMs: 3000, MinRequestAmount: 10, StatIntervalMs: 5000, ProbeNum: 2}},
@@ -65,7 +66,7 @@ func TestConvertMapsEveryKindsFields(t *testing.T) {
 	for _, u := range got.unsupported {
 		refused = append(refused, u.Name)
 	}
-	if want := []string{"fleet", "temporary", "fraction", "half-second"}; !reflect.DeepEqual(refused, want) {
+	if want := []string{"fleet", "temporary", "hourly", "fraction", "half-second"}; !reflect.DeepEqual(refused, want) {
 		t.Errorf("refused %v, want %v", refused, want)
 	}
 }
