@@ -106,6 +106,9 @@ func (b *Bridge) load(snap wire.Snapshot) error {
 		return err
 	}
 	r := convert(set)
+	// The refusals are told before the rules load, so that State never
+	// shows a set in force without its refusals.
+	b.refused(r.unsupported)
 	var errs []error
 	for kind, load := range map[string]func() (bool, error){
 		"flow":           func() (bool, error) { return flow.LoadRules(r.flow) },
@@ -118,15 +121,20 @@ func (b *Bridge) load(snap wire.Snapshot) error {
 			errs = append(errs, fmt.Errorf("sentinel-golang refused the %s rules: %w", kind, err))
 		}
 	}
+	return errors.Join(errs...)
+}
+
+// refused records the rules of the set being loaded that are not, and
+// logs those not logged before.
+func (b *Bridge) refused(unsupported []Unsupported) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.unsupported = r.unsupported
-	for _, u := range r.unsupported {
+	b.unsupported = unsupported
+	for _, u := range unsupported {
 		if !b.logged[u] {
 			b.logged[u] = true
 			b.logger.Warn("sluice sentinel bridge: rule not loaded", "app", b.app, "rule", u.Name, "kind", u.Kind,
 				"reason", u.Reason)
 		}
 	}
-	return errors.Join(errs...)
 }

@@ -18,8 +18,12 @@ import (
 
 	sentinel "github.com/alibaba/sentinel-golang/api"
 	"github.com/alibaba/sentinel-golang/core/base"
+	"github.com/alibaba/sentinel-golang/core/circuitbreaker"
 	"github.com/alibaba/sentinel-golang/core/config"
 	"github.com/alibaba/sentinel-golang/core/flow"
+	"github.com/alibaba/sentinel-golang/core/hotspot"
+	"github.com/alibaba/sentinel-golang/core/isolation"
+	"github.com/alibaba/sentinel-golang/core/system"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/bridge/sentinelgo"
@@ -51,6 +55,7 @@ type sluice struct {
 
 func startSluice(t *testing.T) *sluice {
 	t.Helper()
+	clearRules(t)
 	node := servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
 		return server.New(context.Background(), server.Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger,
@@ -58,6 +63,18 @@ func startSluice(t *testing.T) *sluice {
 		})
 	}, servertest.DBPath(filepath.Join(t.TempDir(), "sluice.db")), servertest.DiscardLogs())
 	return &sluice{t: t, node: node}
+}
+
+// clearRules leaves sentinel-golang, whose rules are the process's, with
+// none, as a process starts: each test begins from there.
+func clearRules(t *testing.T) {
+	t.Helper()
+	for _, err := range []error{flow.ClearRules(), isolation.ClearRules(), circuitbreaker.ClearRules(),
+		hotspot.ClearRules(), system.ClearRules()} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func (s *sluice) url() string { return "http://" + s.node.Addr }
@@ -207,10 +224,7 @@ func TestTheServiceKeepsItsRulesWithoutTheServer(t *testing.T) {
 	}
 	first.Close()
 
-	// A restarted process starts with no rule in sentinel-golang.
-	if _, err := flow.LoadRules(nil); err != nil {
-		t.Fatal(err)
-	}
+	clearRules(t) // as a restarted process starts
 	second := bridge(t, srv.url(), "", cache, "shop-2", nil)
 	if s := second.State(); !s.HasRules || !s.FromCache {
 		t.Fatalf("state after Start on the cache: %+v, want the cached rules in force", s)

@@ -36,11 +36,21 @@ type resourceCounts struct {
 
 func newRecorder() *recorder { return &recorder{resources: map[string]*resourceCounts{}} }
 
-// record adds to the counts of ctx's resource in the current minute.
-func (r *recorder) record(ctx *base.EntryContext, add func(c *engine.Counts, rc *resourceCounts, n int64)) {
+// event is what a slot callback counts.
+type event int
+
+const (
+	passed event = iota
+	blockedEntry
+	completed
+)
+
+// record counts ev of ctx's entry in its resource's current minute.
+func (r *recorder) record(ctx *base.EntryContext, ev event) {
 	nowMs := int64(util.CurrentTimeMillis())
 	start := nowMs - nowMs%minuteMs
 	name := ctx.Resource.Name()
+	n := int64(ctx.Input.BatchCount)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	rc := r.resources[name]
@@ -49,7 +59,28 @@ func (r *recorder) record(ctx *base.EntryContext, add func(c *engine.Counts, rc 
 		r.resources[name] = rc
 	}
 	c := rc.minutes[start]
-	add(&c, rc, int64(ctx.Input.BatchCount))
+	switch ev {
+	case passed:
+		c.Pass += n
+		rc.concurrency++
+		c.MaxConcurrency = max(c.MaxConcurrency, rc.concurrency)
+	case blockedEntry:
+		c.Block += n
+	case completed:
+		rt := int64(ctx.Rt())
+		if c.Complete == 0 || rt < c.MinRtMs {
+			c.MinRtMs = rt
+		}
+		c.Complete += n
+		c.RtSumMs += rt * n
+		c.MaxRtMs = max(c.MaxRtMs, rt)
+		if ctx.Err() != nil {
+			c.Error += n
+		}
+		// A call that passed under another Bridge was not counted in
+		// flight here.
+		rc.concurrency = max(rc.concurrency-1, 0)
+	}
 	rc.minutes[start] = c
 }
 
@@ -109,39 +140,20 @@ func (s *slot) Order() uint32 { return slotOrder }
 // OnEntryPassed counts a pass and a call in flight.
 func (s *slot) OnEntryPassed(ctx *base.EntryContext) {
 	if r := s.active.Load(); r != nil {
-		r.record(ctx, func(c *engine.Counts, rc *resourceCounts, n int64) {
-			c.Pass += n
-			rc.concurrency++
-			c.MaxConcurrency = max(c.MaxConcurrency, rc.concurrency)
-		})
+		r.record(ctx, passed)
 	}
 }
 
 // OnEntryBlocked counts a block.
 func (s *slot) OnEntryBlocked(ctx *base.EntryContext, _ *base.BlockError) {
 	if r := s.active.Load(); r != nil {
-		r.record(ctx, func(c *engine.Counts, _ *resourceCounts, n int64) { c.Block += n })
+		r.record(ctx, blockedEntry)
 	}
 }
 
 // OnCompleted counts a completion, its response time and its error.
 func (s *slot) OnCompleted(ctx *base.EntryContext) {
 	if r := s.active.Load(); r != nil {
-		rt := int64(ctx.Rt())
-		failed := ctx.Err() != nil
-		r.record(ctx, func(c *engine.Counts, rc *resourceCounts, n int64) {
-			if c.Complete == 0 || rt < c.MinRtMs {
-				c.MinRtMs = rt
-			}
-			c.Complete += n
-			c.RtSumMs += rt * n
-			c.MaxRtMs = max(c.MaxRtMs, rt)
-			if failed {
-				c.Error += n
-			}
-			// A call that passed under another Bridge was not counted in
-			// flight here.
-			rc.concurrency = max(rc.concurrency-1, 0)
-		})
+		r.record(ctx, completed)
 	}
 }
