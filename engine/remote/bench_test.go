@@ -47,9 +47,9 @@ func BenchmarkReportCycle(b *testing.B) {
 				traffic()
 				b.StartTimer()
 				r.cycle.Lock()
-				r.collect(c.engine, false)
+				r.collect(c.stats, false)
 				batch := r.batch(maxMinutesPerReport)
-				if err := c.encode(wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)}); err != nil {
+				if err := c.encode(wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.stats)}); err != nil {
 					b.Fatal(err)
 				}
 				r.remove(len(batch), false)

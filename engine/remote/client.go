@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/wire"
 )
 
 // Defaults of Config.
@@ -104,6 +105,10 @@ type Client struct {
 	reportURL   string
 	hostname    string
 	pid         int
+	// load puts a snapshot in force and stats are what is reported: the
+	// engine's, or the Hooks of NewWith.
+	load  func(wire.Snapshot) error
+	stats Stats
 
 	// loadMu serialises rule loads, from the cache and from the server:
 	// the Client is the only loader of its engine's rules.
@@ -169,6 +174,11 @@ type State struct {
 // New checks cfg and returns a Client with its engine, which has no rules
 // until Start.
 func New(cfg Config) (*Client, error) {
+	return newClient(cfg, nil)
+}
+
+// newClient is New, or NewWith with hooks.
+func newClient(cfg Config, hooks *Hooks) (*Client, error) {
 	base, err := url.Parse(cfg.ServerURL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return nil, fmt.Errorf("remote: ServerURL %q must be an http or https URL", cfg.ServerURL)
@@ -214,18 +224,24 @@ func New(cfg Config) (*Client, error) {
 		"app": {cfg.App}, "wait": {cfg.PollWait.String()},
 	}.Encode()
 	c.reportURL = api + "/instances/report"
+	if hooks != nil {
+		c.load, c.stats = hooks.Load, hooks.Stats
+		return c, nil
+	}
 	if c.cfg.Engine.Cluster == nil {
 		c.cfg.Engine.Cluster = serverCount{c: c, url: api + "/cluster/exchange"}
 		c.cfg.Engine.ClusterEngine = cfg.InstanceID
 		c.cfg.Engine.ClusterTimeout = cmp.Or(c.cfg.Engine.ClusterTimeout, DefaultClusterTimeout)
 	}
 	c.engine = engine.New(c.cfg.Engine)
+	c.load, c.stats = c.loadEngine, engineStats{c.engine}
 	return c, nil
 }
 
 // Engine returns the engine the service calls Entry on. Its rules are the
 // server's: rules loaded on it otherwise are replaced by the next
-// snapshot. The Client is the one reader of its CollectMinutes.
+// snapshot. The Client is the one reader of its CollectMinutes. It is nil
+// for a Client of NewWith.
 func (c *Client) Engine() *engine.Engine { return c.engine }
 
 // Ready is closed once a rule set is in force, from the server or from
@@ -266,7 +282,7 @@ func (c *Client) Start(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the sync and the reports, posts what the engine counted
+// Close stops the sync and the reports, posts what the engine (or Stats) counted
 // since the last report (the current minute so far included), closes the
 // engine (traffic it counts afterwards is not reported) and the idle
 // connections to the server. It returns
@@ -287,7 +303,9 @@ func (c *Client) Close() error {
 				c.keepUnsent()
 			}
 		}
-		c.engine.Close()
+		if c.engine != nil {
+			c.engine.Close()
+		}
 		// Nothing more is sent: a kept-alive connection would hold a
 		// server that shuts down gracefully until its idle timeout.
 		c.http.CloseIdleConnections()

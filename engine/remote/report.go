@@ -81,14 +81,14 @@ func (r *reporter) counts() (buffered int, dropped int64) {
 	return len(r.outbox), r.dropped
 }
 
-// collect takes what e recorded since the last collection, and moves the
+// collect takes what s recorded since the last collection, and moves the
 // minutes that are over to the outbox, or every minute with all (the
 // engine counts no more). The oldest minutes are dropped past the
 // outbox's bound. The caller holds cycle.
-func (r *reporter) collect(e *engine.Engine, all bool) {
+func (r *reporter) collect(s Stats, all bool) {
 	// Read before collecting: a minute over by then was collected whole.
-	nowMs := e.Clock().NowMs()
-	for _, st := range e.CollectMinutes() {
+	nowMs := s.NowMs()
+	for _, st := range s.CollectMinutes() {
 		k := minuteKey{st.Resource, st.StartMs}
 		counts := r.open[k]
 		counts.Merge(st.Counts)
@@ -137,16 +137,11 @@ func (r *reporter) remove(n int, dropped bool) {
 	}
 }
 
-// liveFigures returns the last second's figures of every resource of e
+// liveFigures returns the last second's figures of every resource of s
 // with traffic or calls in flight, the busiest maxLivePerReport if there
 // are more. The caller holds cycle.
-func (r *reporter) liveFigures(e *engine.Engine) []wire.ReportLive {
-	r.live = r.live[:0]
-	for _, res := range e.Resources() {
-		if l := res.Live(); l != (engine.LiveStats{}) {
-			r.live = append(r.live, wire.ReportLive{Resource: res.Name(), LiveStats: wire.LiveStatsOf(l)})
-		}
-	}
+func (r *reporter) liveFigures(s Stats) []wire.ReportLive {
+	r.live = s.Live(r.live[:0])
 	if len(r.live) > maxLivePerReport {
 		slices.SortFunc(r.live, func(a, b wire.ReportLive) int {
 			return cmp.Compare(b.PassQps+b.BlockQps+b.ShadowBlockQps, a.PassQps+a.BlockQps+a.ShadowBlockQps)
@@ -196,7 +191,7 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 	r := c.reports
 	r.cycle.Lock()
 	defer r.cycle.Unlock()
-	r.collect(c.engine, all)
+	r.collect(c.stats, all)
 	if !send {
 		return nil
 	}
@@ -220,7 +215,7 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 func (c *Client) post(ctx context.Context) error {
 	r := c.reports
 	batch := r.batch(maxMinutesPerReport)
-	refused, err := c.send(ctx, wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.engine)})
+	refused, err := c.send(ctx, wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.stats)})
 	switch {
 	case refused:
 		r.remove(len(batch), true)

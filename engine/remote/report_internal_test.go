@@ -20,7 +20,7 @@ func TestLiveFiguresKeepTheBusiestResources(t *testing.T) {
 			entry.Exit()
 		}
 	}
-	live := newReporter(10).liveFigures(e)
+	live := newReporter(10).liveFigures(engineStats{e})
 	if len(live) != maxLivePerReport || live[0].Resource != "busy" || live[0].PassQps != 5 {
 		t.Fatalf("got %d live figures, the first %+v; want %d, busy's first", len(live), live[0], maxLivePerReport)
 	}

@@ -125,9 +125,9 @@ func (c *Client) apply(body []byte) error {
 	return nil
 }
 
-// load decodes snap's rules and loads them in place of every rule the
+// loadEngine decodes snap's rules and loads them in place of every rule the
 // engine holds. The caller holds loadMu.
-func (c *Client) load(snap wire.Snapshot) error {
+func (c *Client) loadEngine(snap wire.Snapshot) error {
 	set, err := wire.DecodeRules(snap.Rules)
 	if err != nil {
 		return err
