@@ -146,19 +146,6 @@ func blocked(resource string, fail bool) bool {
 	return false
 }
 
-func waitUntil(t *testing.T, what string, timeout time.Duration, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // TestSluiceRuleBlocksTheSentinelServiceAndItsMinutesAreReported writes a
 // rule in Sluice: sentinel-golang blocks within a second, and lets the
 // calls through again within a second of its delete; the service's
@@ -173,10 +160,10 @@ func TestSluiceRuleBlocksTheSentinelServiceAndItsMinutesAreReported(t *testing.T
 
 	id := srv.rule(map[string]any{"name": "no-checkout", "kind": "flow", "resource": "checkout", "threshold": 0})
 	written := time.Now()
-	waitUntil(t, "sentinel-golang blocks checkout", time.Second, func() bool { return blocked("checkout", false) })
+	servertest.WaitUntil(t, "sentinel-golang blocks checkout", time.Second, func() bool { return blocked("checkout", false) })
 	t.Logf("blocked %v after the rule was written", time.Since(written))
 	srv.do(http.MethodDelete, fmt.Sprintf("/api/v1/rules/%d", id), nil, nil)
-	waitUntil(t, "sentinel-golang lets checkout through", time.Second, func() bool { return !blocked("checkout", false) })
+	servertest.WaitUntil(t, "sentinel-golang lets checkout through", time.Second, func() bool { return !blocked("checkout", false) })
 
 	from := time.Now().UTC().Truncate(time.Minute)
 	for i := range 30 {
@@ -184,7 +171,7 @@ func TestSluiceRuleBlocksTheSentinelServiceAndItsMinutesAreReported(t *testing.T
 			t.Fatal("orders blocked without a rule")
 		}
 	}
-	waitUntil(t, "the server lists the instance live", 5*time.Second, func() bool {
+	servertest.WaitUntil(t, "the server lists the instance live", 5*time.Second, func() bool {
 		var listed struct{ Items []struct{ ID, State string } }
 		srv.do(http.MethodGet, "/api/v1/instances?app=shop", nil, &listed)
 		return len(listed.Items) == 1 && listed.Items[0].ID == "shop-1" && listed.Items[0].State == "live"
@@ -197,7 +184,7 @@ func TestSluiceRuleBlocksTheSentinelServiceAndItsMinutesAreReported(t *testing.T
 	var history struct {
 		Points []struct{ Pass, Block, Complete, Error int64 }
 	}
-	waitUntil(t, "the history holds the service's calls", 10*time.Second, func() bool {
+	servertest.WaitUntil(t, "the history holds the service's calls", 10*time.Second, func() bool {
 		srv.do(http.MethodGet, path, nil, &history)
 		var pass, complete, failed int64
 		for _, p := range history.Points {
@@ -215,10 +202,10 @@ func TestTheServiceKeepsItsRulesWithoutTheServer(t *testing.T) {
 	srv.rule(map[string]any{"name": "no-checkout", "kind": "flow", "resource": "checkout", "threshold": 0})
 	cache := t.TempDir()
 	first := bridge(t, srv.url(), srv.instanceToken(), cache, "shop-1", nil)
-	waitUntil(t, "sentinel-golang blocks checkout", 5*time.Second, func() bool { return blocked("checkout", false) })
+	servertest.WaitUntil(t, "sentinel-golang blocks checkout", 5*time.Second, func() bool { return blocked("checkout", false) })
 
 	srv.node.Stop(t)
-	waitUntil(t, "the bridge sees the server away", 10*time.Second, func() bool { return first.State().LastError != nil })
+	servertest.WaitUntil(t, "the bridge sees the server away", 10*time.Second, func() bool { return first.State().LastError != nil })
 	if !blocked("checkout", false) {
 		t.Fatal("checkout let through with the server away: the rules in force must stay")
 	}
@@ -250,7 +237,7 @@ func TestRulesSentinelCannotExpressAreListedAndLoggedOnce(t *testing.T) {
 	}
 	var logs servertest.SyncBuffer
 	b := bridge(t, srv.url(), srv.instanceToken(), "", "shop-1", slog.New(slog.NewTextHandler(&logs, nil)))
-	waitUntil(t, "sentinel-golang blocks orders", 5*time.Second, func() bool { return blocked("orders", false) })
+	servertest.WaitUntil(t, "sentinel-golang blocks orders", 5*time.Second, func() bool { return blocked("orders", false) })
 	if blocked("search", false) {
 		t.Error("search blocked by a shadow rule")
 	}
@@ -274,6 +261,6 @@ func TestRulesSentinelCannotExpressAreListedAndLoggedOnce(t *testing.T) {
 	check()
 
 	srv.rule(map[string]any{"name": "no-search", "kind": "flow", "resource": "search", "threshold": 0})
-	waitUntil(t, "sentinel-golang blocks search", 5*time.Second, func() bool { return blocked("search", false) })
+	servertest.WaitUntil(t, "sentinel-golang blocks search", 5*time.Second, func() bool { return blocked("search", false) })
 	check()
 }

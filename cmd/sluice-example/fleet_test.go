@@ -138,7 +138,7 @@ func (in *instance) start() {
 		close(in.exited)
 	}()
 	in.t.Cleanup(func() { in.stop() })
-	waitUntil(in.t, "instance "+in.id+" serves", 20*time.Second, func() bool {
+	servertest.WaitUntil(in.t, "instance "+in.id+" serves", 20*time.Second, func() bool {
 		select {
 		case <-in.exited:
 			in.t.Fatalf("instance %s exited: %v\n%s", in.id, in.waitErr, in.stderr.String())
@@ -208,20 +208,6 @@ func (in *instance) state() (s struct {
 	return s
 }
 
-// waitUntil polls check every 20 ms until it holds or timeout passes.
-func waitUntil(t *testing.T, what string, timeout time.Duration, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting until %s", timeout, what)
-		}
-		<-tick.C
-	}
-}
-
 // TestFleetEnforcesTheServersRules runs three instances against a server:
 // a rule written on the server is in force in every instance, a deleted
 // one stops applying, and the server lists the instances live.
@@ -231,7 +217,7 @@ func TestFleetEnforcesTheServersRules(t *testing.T) {
 	var fleet []*instance
 	for i := range 3 {
 		in := startInstance(t, fmt.Sprintf("shop-%d", i), srv.url(), token, t.TempDir())
-		waitUntil(t, in.id+" has the server's rules", 10*time.Second, func() bool { return in.state().HasRules })
+		servertest.WaitUntil(t, in.id+" has the server's rules", 10*time.Second, func() bool { return in.state().HasRules })
 		fleet = append(fleet, in)
 	}
 	for _, in := range fleet {
@@ -245,7 +231,7 @@ func TestFleetEnforcesTheServersRules(t *testing.T) {
 		"name": "no-checkout", "kind": "flow", "resource": "POST /checkout", "threshold": 0,
 	}, &rule)
 	for _, in := range fleet {
-		waitUntil(t, in.id+" blocks POST /checkout", 5*time.Second, func() bool {
+		servertest.WaitUntil(t, in.id+" blocks POST /checkout", 5*time.Second, func() bool {
 			return in.call(http.MethodPost, "/checkout") == http.StatusTooManyRequests
 		})
 		if got := in.call(http.MethodGet, "/orders"); got != http.StatusOK {
@@ -255,12 +241,12 @@ func TestFleetEnforcesTheServersRules(t *testing.T) {
 
 	srv.do(http.MethodDelete, fmt.Sprintf("/api/v1/rules/%d", rule.ID), nil, nil)
 	for _, in := range fleet {
-		waitUntil(t, in.id+" lets POST /checkout through again", 5*time.Second, func() bool {
+		servertest.WaitUntil(t, in.id+" lets POST /checkout through again", 5*time.Second, func() bool {
 			return in.call(http.MethodPost, "/checkout") == http.StatusCreated
 		})
 	}
 
-	waitUntil(t, "the server lists every instance live", 10*time.Second, func() bool {
+	servertest.WaitUntil(t, "the server lists every instance live", 10*time.Second, func() bool {
 		var listed struct {
 			Items []struct{ ID, App, State string }
 		}
@@ -288,7 +274,7 @@ func TestFleetOutlivesTheServer(t *testing.T) {
 	counted := startInstance(t, "shop-counted", srv.url(), token, t.TempDir())
 	restarted := startInstance(t, "shop-restarted", srv.url(), token, t.TempDir())
 	for _, in := range []*instance{counted, restarted} {
-		waitUntil(t, in.id+" blocks POST /checkout", 10*time.Second, func() bool {
+		servertest.WaitUntil(t, in.id+" blocks POST /checkout", 10*time.Second, func() bool {
 			return in.call(http.MethodPost, "/checkout") == http.StatusTooManyRequests
 		})
 	}
@@ -320,7 +306,7 @@ func TestFleetOutlivesTheServer(t *testing.T) {
 	if s := restarted.state(); !s.HasRules || !s.FromCache {
 		t.Errorf("restarted without the server: state %+v, want the cached rules in force", s)
 	}
-	waitUntil(t, "the restarted instance's failed sync, with its time", 10*time.Second, func() bool {
+	servertest.WaitUntil(t, "the restarted instance's failed sync, with its time", 10*time.Second, func() bool {
 		s := restarted.state()
 		return s.LastError != "" && s.LastErrorAt != nil && !s.LastErrorAt.IsZero()
 	})
@@ -339,7 +325,7 @@ func TestFleetOutlivesTheServer(t *testing.T) {
 	var history struct {
 		Points []struct{ Pass int64 }
 	}
-	waitUntil(t, "the history holds every call", 10*time.Second, func() bool {
+	servertest.WaitUntil(t, "the history holds every call", 10*time.Second, func() bool {
 		srv.do(http.MethodGet, path, nil, &history)
 		var pass int64
 		for _, p := range history.Points {

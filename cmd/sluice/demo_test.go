@@ -48,7 +48,7 @@ func TestDemo(t *testing.T) {
 			if err != nil || list.Total != 7 {
 				t.Errorf("demo rules: %d (%v), want 7", list.Total, err)
 			}
-			waitFor(t, "the demo instances listed live", 10*time.Second, func() bool {
+			servertest.WaitUntil(t, "the demo instances listed live", 10*time.Second, func() bool {
 				req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://"+addr+"/api/v1/instances?app=shop", nil)
 				if err != nil {
 					t.Fatal(err)

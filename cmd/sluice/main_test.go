@@ -36,21 +36,6 @@ func TestMain(m *testing.M) {
 
 var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
-// waitFor polls check every 20ms until it reports true or the deadline
-// passes.
-func waitFor(t *testing.T, what string, timeout time.Duration, check func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	ticker := time.NewTicker(20 * time.Millisecond)
-	defer ticker.Stop()
-	for !check() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		<-ticker.C
-	}
-}
-
 // runningSluice is the program running in the background, as a test
 // started it with startSluice.
 type runningSluice struct {
@@ -75,7 +60,7 @@ func startSluice(t *testing.T, dir string, args []string, env map[string]string)
 	t.Cleanup(cancel)
 	r := &runningSluice{stderr: &servertest.SyncBuffer{}, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- run(ctx, expanded, &servertest.SyncBuffer{}, r.stderr) }()
-	waitFor(t, "the listening log line", 10*time.Second, func() bool {
+	servertest.WaitUntil(t, "the listening log line", 10*time.Second, func() bool {
 		select {
 		case err := <-r.done:
 			t.Fatalf("run returned early: %v\n%s", err, r.stderr.String())
@@ -146,7 +131,7 @@ func TestRunServesUntilCancelled(t *testing.T) {
 			r := startSluice(t, dir, tt.args, tt.env)
 			addr := r.addr
 			client := &http.Client{Timeout: 2 * time.Second}
-			waitFor(t, "GET /api/v1/health to answer 200", 10*time.Second, func() bool {
+			servertest.WaitUntil(t, "GET /api/v1/health to answer 200", 10*time.Second, func() bool {
 				resp, err := client.Get("http://" + addr + "/api/v1/health")
 				if err != nil {
 					return false
