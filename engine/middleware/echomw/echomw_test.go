@@ -219,3 +219,18 @@ func TestParams(t *testing.T) {
 
 // TestExtractorKeys: the param keys follow the HTTP guards' naming.
 func TestExtractorKeys(t *testing.T) { kit.CheckKeys(t) }
+
+// TestMethodNotAllowedIsNotGuarded: echo gives a 405 the pattern of the
+// path it matched; the guard must not count it under a resource of no
+// route.
+func TestMethodNotAllowedIsNotGuarded(t *testing.T) {
+	eng, clock := guardtest.NewEngine(t)
+	var panics atomic.Int32
+	base := newServer(t, clock, echomw.Guard(eng), &panics)
+	if resp, body := guardtest.Get(t, http.MethodPost, base+"/orders/1"); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("POST /orders/1: %d, want 405 (%s)", resp.StatusCode, body)
+	}
+	if names := guardtest.ResourceNames(eng); names["POST /orders/:id"] {
+		t.Errorf("resources = %v: the 405 was counted", names)
+	}
+}
