@@ -41,7 +41,7 @@ $(TOOLS_STAMP):
 # detector: it drives sentinel-golang, whose races are not ours to fail on.
 # It also vets and tests the other nested modules (NESTED_MODULES), with the
 # race detector.
-NESTED_MODULES := engine/middleware/chitest bridge/sentinelgo
+NESTED_MODULES := engine/middleware/chitest engine/middleware/ginmw engine/middleware/echomw bridge/sentinelgo
 bench-once:
 	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
 	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...) || exit 1; done

@@ -88,17 +88,26 @@ func layer(rel string) string {
 	return topDir(rel)
 }
 
-// fiberMiddleware is the one engine package that may import a module
-// outside the standard library: Fiber, to guard Fiber routes. The net/http
-// middleware and what the two share are held to the engine's rule, so that
-// a net/http service that guards its handlers links no Fiber.
-const fiberMiddleware = "engine/middleware/fibermw"
+// frameworkMiddlewares are the engine packages that may import a module
+// outside the standard library: Fiber, to guard Fiber routes, and gRPC, to
+// guard gRPC calls. The net/http middleware and what the middlewares share
+// are held to the engine's rule, so that a net/http service that guards
+// its handlers links no Fiber and no gRPC.
+var frameworkMiddlewares = []string{"engine/middleware/fibermw", "engine/middleware/grpcmw"}
 
 // engineCore reports whether rel is the engine or one of its sub-packages
-// other than the Fiber middleware. (A nested module such as
+// other than the framework middlewares. (A nested module such as
 // engine/benchmarks is not listed by ./... at all.)
 func engineCore(rel string) bool {
-	return topDir(rel) == "engine" && rel != fiberMiddleware && !strings.HasPrefix(rel, fiberMiddleware+"/")
+	if topDir(rel) != "engine" {
+		return false
+	}
+	for _, m := range frameworkMiddlewares {
+		if rel == m || strings.HasPrefix(rel, m+"/") {
+			return false
+		}
+	}
+	return true
 }
 
 // violations lists every import in pkgs that breaks the layering.
@@ -164,6 +173,9 @@ func TestImportBoundaryRules(t *testing.T) {
 		{name: "engine uses the store", pkg: pkg(module+"/engine", module+"/store"), wantBad: true},
 		{name: "Fiber middleware uses Fiber, the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/fibermw", "github.com/gofiber/fiber/v2", module+"/engine", module+"/engine/middleware/internal/guard")},
 		{name: "net/http middleware uses the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/nethttp", "net/http", module+"/engine", module+"/engine/middleware")},
+		{name: "gRPC middleware uses gRPC, the engine and the shared middleware", pkg: pkg(module+"/engine/middleware/grpcmw", "google.golang.org/grpc", module+"/engine", module+"/engine/middleware/internal/guard")},
+		{name: "net/http middleware uses gRPC", pkg: pkg(module+"/engine/middleware/nethttp", "google.golang.org/grpc"), wantBad: true},
+		{name: "shared middleware uses gRPC", pkg: pkg(module+"/engine/middleware/internal/guard", "google.golang.org/grpc"), wantBad: true},
 		{name: "net/http middleware uses Fiber", pkg: pkg(module+"/engine/middleware/nethttp", "github.com/gofiber/fiber/v2"), wantBad: true},
 		{name: "net/http middleware uses the Fiber middleware", pkg: pkg(module+"/engine/middleware/nethttp", module+"/engine/middleware/fibermw"), wantBad: true},
 		{name: "shared middleware uses Fiber", pkg: pkg(module+"/engine/middleware", "github.com/gofiber/fiber/v2"), wantBad: true},

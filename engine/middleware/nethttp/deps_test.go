@@ -9,8 +9,9 @@ import (
 
 // TestLinksNoFramework: a net/http service that imports this package links
 // the standard library and the engine, nothing else; above all not Fiber
-// and fasthttp, which the Fiber middleware needs. A shared package that
-// started importing Fiber would fail it.
+// and fasthttp, which the Fiber middleware needs, nor gRPC (grpcmw), gin or
+// echo (the nested modules ginmw and echomw). A shared package that
+// started importing any of them would fail it.
 func TestLinksNoFramework(t *testing.T) {
 	const (
 		module = "github.com/sluicehq/sluice"

@@ -1,0 +1,227 @@
+// Package ginmw guards gin routes with a Sluice engine. It is a module of
+// its own, so that a service that does not use gin links none of it.
+//
+//	r := gin.New()
+//	r.Use(ginmw.Guard(eng))
+//	r.GET("/orders/:id", getOrder) // resource "GET /orders/:id"
+//
+// It has the options, the extractors and the block answer of the net/http
+// guard (engine/middleware/nethttp).
+package ginmw
+
+import (
+	"net/http"
+	"net/netip"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware/adapter"
+)
+
+// Option adjusts the middleware.
+type Option func(*config)
+
+type config struct {
+	resource func(*gin.Context) string
+	blocked  func(*gin.Context, *engine.BlockError)
+	details  bool
+	extract  adapter.Extractors[ginRequest]
+}
+
+// WithResource names the resource of each request; "" lets the request
+// through unguarded and uncounted. The default is the method and the
+// route's pattern, "GET /orders/:id" (c.FullPath()).
+func WithResource(name func(c *gin.Context) string) Option {
+	return func(cfg *config) { cfg.resource = name }
+}
+
+// WithBlocked answers blocked requests; it must write the answer (the
+// guard aborts the chain after it). The default answers 429 with
+// Retry-After and the JSON error envelope of Sluice's API, whose message is
+// "too many requests" (see WithBlockDetails).
+func WithBlocked(answer func(c *gin.Context, blk *engine.BlockError)) Option {
+	return func(cfg *config) { cfg.blocked = answer }
+}
+
+// WithBlockDetails makes the default block answer name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules.
+func WithBlockDetails() Option {
+	return func(cfg *config) { cfg.details = true }
+}
+
+// Guard returns a gin middleware that asks eng before the rest of the
+// route's handlers run. gin routes a request before its middleware runs, so
+// r.Use(Guard(eng)) names each request by its route. A request no route
+// matches (a 404) is not guarded. A handler's 5xx answer or panic counts as
+// a failed call; the panic goes on, to gin.Recovery if it is used before
+// the guard. A throttled request waits its turn (up to the rule's
+// maxQueueingTimeMs) before the handlers run.
+func Guard(eng *engine.Engine, opts ...Option) gin.HandlerFunc {
+	var cfg config
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedAnswer(cfg.details)
+	}
+	g := &ginGuard{eng: eng, cfg: cfg, routes: adapter.NewResourceCache[route](eng)}
+	return g.handle
+}
+
+// route is a request's method and pattern.
+type route struct{ method, pattern string }
+
+func routeName(r route) string { return r.method + " " + r.pattern }
+
+type ginGuard struct {
+	eng    *engine.Engine
+	cfg    config
+	routes *adapter.ResourceCache[route]
+}
+
+func (g *ginGuard) handle(c *gin.Context) {
+	var res *engine.Resource
+	if g.cfg.resource != nil {
+		name := g.cfg.resource(c)
+		if name == "" {
+			c.Next()
+			return
+		}
+		res = g.eng.Resource(name)
+	} else {
+		pattern := c.FullPath()
+		if pattern == "" {
+			c.Next()
+			return
+		}
+		res = g.routes.Get(route{c.Request.Method, pattern}, routeName)
+	}
+	// Requests come in: system rules guard them.
+	var buf [adapter.MaxStackOptions]engine.EntryOption
+	opts := append(buf[:0], engine.WithInbound())
+	opts = g.cfg.extract.Append(opts, ginRequest{c: c})
+	e, blk := res.Entry(opts...)
+	if blk != nil {
+		g.cfg.blocked(c, blk)
+		c.Abort()
+		return
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			e.Exit(engine.WithError(adapter.ErrPanicked))
+		}
+	}()
+	c.Next()
+	returned = true
+	var failed error
+	if c.Writer.Status() >= http.StatusInternalServerError {
+		failed = adapter.ErrServerError
+	}
+	e.Exit(engine.WithError(failed))
+}
+
+// blockedAnswer is the default block answer.
+func blockedAnswer(detailed bool) func(*gin.Context, *engine.BlockError) {
+	return func(c *gin.Context, blk *engine.BlockError) {
+		c.Header("Retry-After", adapter.RetryAfter)
+		c.Data(http.StatusTooManyRequests, "application/json; charset=utf-8", adapter.BlockedBody(blk, detailed))
+	}
+}
+
+// Extractor reads one value of a request: the caller's origin (WithOrigin)
+// or a param (WithParam), under the param key that hotspot rules name. An
+// empty value counts as absent.
+type Extractor struct{ x adapter.Extractor[ginRequest] }
+
+// Key returns the param key the extractor's value goes under.
+func (x Extractor) Key() string { return x.x.Key() }
+
+// ClientIP reads the client's IP address, param key "ip": the address of
+// the peer that opened the connection. Behind a proxy, give its addresses
+// with WithTrustedProxies to read the client's from X-Forwarded-For; gin's
+// own trusted proxies (c.ClientIP) are not used.
+func ClientIP() Extractor { return Extractor{adapter.ClientIP[ginRequest]()} }
+
+// Header reads the request header name, param key "header:<name>" (as
+// given, such as "header:X-User").
+func Header(name string) Extractor {
+	return Extractor{adapter.Header[ginRequest](name, http.CanonicalHeaderKey(name))}
+}
+
+// Query reads the query parameter name, param key "query:<name>".
+func Query(name string) Extractor { return Extractor{adapter.Query[ginRequest](name)} }
+
+// Param reads the route parameter name (":id" of "/orders/:id", as
+// c.Param), param key "path:<name>".
+func Param(name string) Extractor { return Extractor{adapter.PathParam[ginRequest](name)} }
+
+// Cookie reads the cookie name, param key "cookie:<name>".
+func Cookie(name string) Extractor { return Extractor{adapter.Cookie[ginRequest](name)} }
+
+// Func reads what fn returns, under the caller-chosen param key; "" means
+// absent. fn runs before every guarded request, so keep it cheap.
+func Func(key string, fn func(c *gin.Context) string) Extractor {
+	return Extractor{adapter.Func(key, func(req ginRequest) string { return fn(req.c) })}
+}
+
+// WithOrigin names each request's origin (the calling app, tenant or
+// user), which authority rules allow or deny and flow rules with a
+// limitApp count apart.
+func WithOrigin(x Extractor) Option { return func(cfg *config) { cfg.extract.SetOrigin(x.x) } }
+
+// WithParam gives each request the extractor's value as a param, which
+// hotspot rules with the extractor's key limit per value.
+func WithParam(x Extractor) Option { return func(cfg *config) { cfg.extract.AddParam(x.x) } }
+
+// WithTrustedProxies makes ClientIP believe X-Forwarded-For when the
+// request comes from one of these networks; without it, the header is
+// ignored.
+func WithTrustedProxies(proxies ...netip.Prefix) Option {
+	return func(cfg *config) { cfg.extract.TrustProxies(proxies) }
+}
+
+// ginRequest is what the extractors read of a request.
+type ginRequest struct{ c *gin.Context }
+
+// Header returns the first line of the header; name is canonical.
+func (req ginRequest) Header(name string) string {
+	if v := req.c.Request.Header[name]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// HeaderLine returns line i of the header; name is canonical.
+func (req ginRequest) HeaderLine(name string, i int) (string, bool) {
+	if v := req.c.Request.Header[name]; i < len(v) {
+		return v[i], true
+	}
+	return "", false
+}
+
+// Query returns the first value of the query parameter.
+func (req ginRequest) Query(name string) string { return req.c.Query(name) }
+
+// PathParam returns the route parameter.
+func (req ginRequest) PathParam(name string) string { return req.c.Param(name) }
+
+// Cookie returns the value of the cookie.
+func (req ginRequest) Cookie(name string) string {
+	c, err := req.c.Request.Cookie(name)
+	if err != nil {
+		return ""
+	}
+	return c.Value
+}
+
+// RemoteIP is the peer's address.
+func (req ginRequest) RemoteIP() netip.Addr {
+	a, _ := netip.ParseAddr(req.RemoteIPText())
+	return a
+}
+
+// RemoteIPText is the host of the request's RemoteAddr, the peer's.
+func (req ginRequest) RemoteIPText() string { return req.c.RemoteIP() }

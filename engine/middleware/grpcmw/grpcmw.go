@@ -1,0 +1,313 @@
+package grpcmw
+
+import (
+	"context"
+	"io"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
+	"github.com/sluicehq/sluice/engine/middleware/internal/guard"
+)
+
+// Option adjusts an interceptor.
+type Option func(*config)
+
+type config struct {
+	resource func(ctx context.Context, fullMethod string) string
+	blocked  func(ctx context.Context, fullMethod string, blk *engine.BlockError) error
+	details  bool
+	failed   [codes.Unauthenticated + 1]bool
+	extract  guard.Extractors[grpcRequest]
+}
+
+// DefaultErrorCodes are the codes that count as a failed call unless
+// WithErrorCodes says otherwise: those that tell of a fault of the service,
+// not of the caller's request (InvalidArgument, NotFound,
+// PermissionDenied and the like are answers, not failures).
+var DefaultErrorCodes = []codes.Code{
+	codes.Unknown, codes.DeadlineExceeded, codes.Unimplemented,
+	codes.Internal, codes.Unavailable, codes.DataLoss,
+}
+
+// WithResource names the resource of each call; "" lets the call through
+// unguarded and uncounted. The default is the full method,
+// "/orders.Orders/Get".
+func WithResource(name func(ctx context.Context, fullMethod string) string) Option {
+	return func(cfg *config) { cfg.resource = name }
+}
+
+// WithBlocked makes the error a blocked call ends with. The default is
+// codes.ResourceExhausted, with the message "too many requests" (see
+// WithBlockDetails) and a RetryInfo detail of one second, the Retry-After
+// of the HTTP guards.
+func WithBlocked(answer func(ctx context.Context, fullMethod string, blk *engine.BlockError) error) Option {
+	return func(cfg *config) { cfg.blocked = answer }
+}
+
+// WithBlockDetails makes the default block error name the rule that
+// blocked ("too many requests: blocked by flow rule orders-qps"), for
+// services whose callers may know their rules.
+func WithBlockDetails() Option {
+	return func(cfg *config) { cfg.details = true }
+}
+
+// WithErrorCodes replaces the codes that count as a failed call, for the
+// breakers and the error statistics (DefaultErrorCodes without it). A
+// handler's error that carries no status is codes.Unknown.
+func WithErrorCodes(cs ...codes.Code) Option {
+	return func(cfg *config) {
+		clear(cfg.failed[:])
+		for _, c := range cs {
+			if int(c) < len(cfg.failed) {
+				cfg.failed[c] = true
+			}
+		}
+	}
+}
+
+// grpcGuard is what the four interceptors share.
+type grpcGuard struct {
+	eng      *engine.Engine
+	cfg      config
+	methods  *guard.ResourceCache[string]
+	outgoing bool
+}
+
+func newGuard(eng *engine.Engine, outgoing bool, opts []Option) *grpcGuard {
+	var cfg config
+	for _, c := range DefaultErrorCodes {
+		cfg.failed[c] = true
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.blocked == nil {
+		cfg.blocked = blockedError(cfg.details)
+	}
+	return &grpcGuard{eng: eng, cfg: cfg, methods: guard.NewResourceCache[string](eng), outgoing: outgoing}
+}
+
+func fullMethodName(m string) string { return m }
+
+// enter asks the engine for the call; a nil resource means unguarded.
+// A throttled call waits its turn here, up to the rule's
+// maxQueueingTimeMs.
+func (g *grpcGuard) enter(ctx context.Context, method string) (*engine.Resource, engine.Entry, error) {
+	var res *engine.Resource
+	if g.cfg.resource != nil {
+		name := g.cfg.resource(ctx, method)
+		if name == "" {
+			return nil, engine.Entry{}, nil
+		}
+		res = g.eng.Resource(name)
+	} else {
+		res = g.methods.Get(method, fullMethodName)
+	}
+	var buf [guard.MaxStackOptions]engine.EntryOption
+	opts := buf[:0]
+	if !g.outgoing {
+		// Calls come in: system rules guard them.
+		opts = append(opts, engine.WithInbound())
+	}
+	opts = g.cfg.extract.Append(opts, grpcRequest{ctx: ctx, method: method, outgoing: g.outgoing})
+	e, blk := res.Entry(opts...)
+	if blk != nil {
+		return res, e, g.cfg.blocked(ctx, method, blk)
+	}
+	return res, e, nil
+}
+
+// failure is err if its code counts as a failed call, else nil.
+func (g *grpcGuard) failure(err error) error {
+	if err == nil {
+		return nil
+	}
+	if c := status.Code(err); int(c) < len(g.cfg.failed) && g.cfg.failed[c] {
+		return err
+	}
+	return nil
+}
+
+// blockedError is the default block error.
+func blockedError(detailed bool) func(context.Context, string, *engine.BlockError) error {
+	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(middleware.RetryAfterSeconds * time.Second)}
+	plain, err := status.New(codes.ResourceExhausted, middleware.TooManyRequests).WithDetails(retry)
+	if err != nil {
+		panic(err) // RetryInfo always marshals
+	}
+	return func(_ context.Context, _ string, blk *engine.BlockError) error {
+		if !detailed {
+			return plain.Err()
+		}
+		st, err := status.New(codes.ResourceExhausted, middleware.BlockedMessage(blk)).WithDetails(retry)
+		if err != nil {
+			return status.Error(codes.ResourceExhausted, middleware.BlockedMessage(blk))
+		}
+		return st.Err()
+	}
+}
+
+// UnaryServerInterceptor guards a server's unary calls.
+func UnaryServerInterceptor(eng *engine.Engine, opts ...Option) grpc.UnaryServerInterceptor {
+	g := newGuard(eng, false, opts)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		res, e, err := g.enter(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return handler(ctx, req)
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				e.Exit(engine.WithError(guard.ErrPanicked))
+			}
+		}()
+		resp, err := handler(ctx, req)
+		returned = true
+		e.Exit(engine.WithError(g.failure(err)))
+		return resp, err
+	}
+}
+
+// StreamServerInterceptor guards a server's streaming calls: a call
+// lasts until its handler returns.
+func StreamServerInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamServerInterceptor {
+	g := newGuard(eng, false, opts)
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		res, e, err := g.enter(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			return handler(srv, ss)
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				e.Exit(engine.WithError(guard.ErrPanicked))
+			}
+		}()
+		err = handler(srv, ss)
+		returned = true
+		e.Exit(engine.WithError(g.failure(err)))
+		return err
+	}
+}
+
+// UnaryClientInterceptor guards a client's unary calls: a blocked call
+// fails at once with the block error, without reaching the server.
+// Calls going out, system rules do not apply.
+func UnaryClientInterceptor(eng *engine.Engine, opts ...Option) grpc.UnaryClientInterceptor {
+	g := newGuard(eng, true, opts)
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, callOpts ...grpc.CallOption) error {
+		res, e, err := g.enter(ctx, method)
+		if err != nil {
+			return err
+		}
+		if res == nil {
+			return invoker(ctx, method, req, reply, cc, callOpts...)
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				e.Exit(engine.WithError(guard.ErrPanicked))
+			}
+		}()
+		err = invoker(ctx, method, req, reply, cc, callOpts...)
+		returned = true
+		e.Exit(engine.WithError(g.failure(err)))
+		return err
+	}
+}
+
+// StreamClientInterceptor guards a client's streaming calls: a blocked
+// call fails at once. A call lasts until the stream ends: RecvMsg (or
+// SendMsg) returned an error, io.EOF being a success, or the
+// call's context ended, which is also how a stream the caller abandons
+// ends in gRPC.
+func StreamClientInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamClientInterceptor {
+	g := newGuard(eng, true, opts)
+	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
+		res, e, err := g.enter(ctx, method)
+		if err != nil {
+			return nil, err
+		}
+		if res == nil {
+			return streamer(ctx, desc, cc, method, callOpts...)
+		}
+		returned := false
+		defer func() {
+			if !returned {
+				e.Exit(engine.WithError(guard.ErrPanicked))
+			}
+		}()
+		cs, err := streamer(ctx, desc, cc, method, callOpts...)
+		returned = true
+		if err != nil {
+			e.Exit(engine.WithError(g.failure(err)))
+			return nil, err
+		}
+		s := &clientStream{ClientStream: cs, g: g, e: e}
+		// A stream the caller abandons ends with its context; the entry
+		// must not stay in flight.
+		s.stop = context.AfterFunc(cs.Context(), func() {
+			s.exit(status.FromContextError(cs.Context().Err()).Err())
+		})
+		return s, nil
+	}
+}
+
+// clientStream exits its entry once, when the stream ends.
+type clientStream struct {
+	grpc.ClientStream
+	g      *grpcGuard
+	e      engine.Entry
+	stop   func() bool
+	exited atomic.Bool
+}
+
+func (s *clientStream) exit(err error) {
+	if s.exited.Swap(true) {
+		return
+	}
+	if err == io.EOF {
+		err = nil
+	}
+	s.e.Exit(engine.WithError(s.g.failure(err)))
+}
+
+// ended exits the entry on a method's error and stops watching the
+// context.
+func (s *clientStream) ended(err error) {
+	s.stop()
+	s.exit(err)
+}
+
+// RecvMsg receives a message; an error ends the call.
+func (s *clientStream) RecvMsg(m any) error {
+	err := s.ClientStream.RecvMsg(m)
+	if err != nil {
+		s.ended(err)
+	}
+	return err
+}
+
+// SendMsg sends a message; an error other than io.EOF ends the call (on
+// io.EOF, RecvMsg tells the call's status).
+func (s *clientStream) SendMsg(m any) error {
+	err := s.ClientStream.SendMsg(m)
+	if err != nil && err != io.EOF {
+		s.ended(err)
+	}
+	return err
+}
