@@ -107,6 +107,11 @@ type auth struct {
 
 	mu     sync.RWMutex
 	tokens map[string]*cachedToken // by token hash
+	// writeMu is held by every writer of tokens across the store access
+	// its change follows, so that a reload that read the store before a
+	// token was added or revoked cannot put back a cache without that
+	// change.
+	writeMu sync.Mutex
 }
 
 type cachedToken struct {
@@ -177,6 +182,8 @@ func (a *auth) ensureAdmin(ctx context.Context, password string) error {
 }
 
 func (a *auth) reloadTokens(ctx context.Context) error {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
 	all, err := a.store.AllTokens(ctx)
 	if err != nil {
 		return err
@@ -358,6 +365,8 @@ func (a *auth) clearCookie(c *fiber.Ctx) {
 func (a *auth) addToken(ctx context.Context, t *store.APIToken) (string, error) {
 	secret := "slc_" + randomSecret(32)
 	t.TokenHash = hashSecret(secret)
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
 	if err := a.store.CreateToken(ctx, t); err != nil {
 		return "", err
 	}
@@ -369,6 +378,8 @@ func (a *auth) addToken(ctx context.Context, t *store.APIToken) (string, error) 
 
 // revokeToken deletes a token; the next request with it is refused.
 func (a *auth) revokeToken(ctx context.Context, id int64) error {
+	a.writeMu.Lock()
+	defer a.writeMu.Unlock()
 	if err := a.store.DeleteToken(ctx, id); err != nil {
 		return err
 	}
