@@ -150,14 +150,12 @@ func LookupKind(name string) (*Kind, bool) {
 
 // KindNames lists the kinds' names, in order, for messages: "flow,
 // circuitBreaker, …".
-func KindNames() string { return strings.Join(kindNames(), ", ") }
-
-func kindNames() []string {
+func KindNames() string {
 	names := make([]string, len(Kinds))
 	for i, k := range Kinds {
 		names[i] = k.Name
 	}
-	return names
+	return strings.Join(names, ", ")
 }
 
 // summaryRef matches a field a summary template names: {field}, {field|…},
@@ -375,15 +373,6 @@ func (k *Kind) defaultsTo(v reflect.Value, r *row, field reflect.Value) bool {
 // Add appends rule, a pointer to one of k's rules, to the rules of its
 // kind in set.
 func (k *Kind) Add(set *ResourceRules, rule any) { k.add(set, k.rule(rule)) }
-
-// Resource is the resource rule, a pointer to one of k's rules, is on; ""
-// for a kind without one.
-func (k *Kind) Resource(rule any) string {
-	if k.NoResource {
-		return ""
-	}
-	return k.Value(rule, "resource").String()
-}
 
 // firstPerField keeps the first error of each field: the kind's own
 // check, which runs first, says more of a field than its row's range
