@@ -4475,6 +4475,12 @@ const docTemplate = `{
                     ],
                     "example": "current"
                 },
+                "replaces": {
+                    "description": "Replaces — flow: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it; hotspot: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it.",
+                    "type": "string",
+                    "maxLength": 2064,
+                    "example": "per-user"
+                },
                 "resource": {
                     "description": "Resource is what the rule guards; a system rule has none (it guards\nevery inbound call of its process).",
                     "type": "string",
@@ -4507,7 +4513,7 @@ const docTemplate = `{
                     }
                 },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs — flow: 100 to 600000; default 1000; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 600000; default 1000.",
+                    "description": "StatIntervalMs — flow: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas.",
                     "type": "integer",
                     "example": 1000
                 },
@@ -4736,6 +4742,12 @@ const docTemplate = `{
                     ],
                     "example": "current"
                 },
+                "replaces": {
+                    "description": "Replaces — flow: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it; hotspot: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it.",
+                    "type": "string",
+                    "maxLength": 2064,
+                    "example": "per-user"
+                },
                 "resource": {
                     "description": "Resource is what the rule guards; a system rule has none (it guards\nevery inbound call of its process).",
                     "type": "string",
@@ -4768,7 +4780,7 @@ const docTemplate = `{
                     }
                 },
                 "statIntervalMs": {
-                    "description": "StatIntervalMs — flow: 100 to 600000; default 1000; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 600000; default 1000.",
+                    "description": "StatIntervalMs — flow: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas.",
                     "type": "integer",
                     "example": 1000
                 },

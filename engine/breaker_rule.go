@@ -22,6 +22,7 @@ const (
 	DefaultMinRequestAmount      = 5
 	DefaultBreakerStatIntervalMs = 1000
 	MinBreakerStatIntervalMs     = 1000
+	MaxBreakerStatIntervalMs     = 600_000
 	DefaultProbeNum              = 1
 	MaxRetryTimeoutMs            = 86_400_000
 	maxBreakerCount              = 1_000_000_000

@@ -47,6 +47,8 @@ type RealClock struct {
 	// slackWithin[k] is the largest lag of a refresh in the second in
 	// progress and the k seconds before it; it grows with k.
 	slackWithin [slackSeconds]atomic.Int64
+	// slackEver is the largest lag of a refresh since the clock started.
+	slackEver atomic.Int64
 	// replaced[ms % replacedRing] says when the reading ms was replaced:
 	// the high bits tag the reading (ms / replacedRing), the low
 	// replacedBits how long after ms began, in microseconds, rounded up.
@@ -72,10 +74,11 @@ type RealClock struct {
 // refreshes are what a decision must allow for (SlackMs).
 const idleTicks = 10
 
-// slackSeconds is how many seconds of refresh lags the clock remembers: the
-// longest interval a rule may count over, the second in progress and one
-// more for an interval that does not start on a second.
-const slackSeconds = MaxStatIntervalMs/1000 + 2
+// slackSeconds is how many seconds of refresh lags the clock remembers one
+// by one: ten minutes, the second in progress and one more for an interval
+// that does not start on a second. A longer window (an hour or a day
+// quota) allows for the largest lag since the clock started (slackEver).
+const slackSeconds = 600 + 2
 
 // replacedRing is how many milliseconds of readings the clock remembers
 // the replacement of: a one-second rule's edge is a second back, and four
@@ -111,6 +114,9 @@ func (c *RealClock) refreshAt(elapsed time.Duration) {
 	}
 	gapMs := int64((elapsed-c.lastRefresh+time.Millisecond-1)/time.Millisecond) + 1
 	c.lastRefresh = elapsed
+	if gapMs > c.slackEver.Load() {
+		c.slackEver.Store(gapMs)
+	}
 	second := int64(elapsed / time.Second)
 	if second != c.second {
 		// Seconds the ticker slept through lagged by this gap as well.
@@ -256,7 +262,10 @@ func (c *RealClock) wakeUp() int64 {
 // at a reading that may still matter to a window of withinMs ended its
 // stale spell within the last withinMs, and the spans cover that.
 func (c *RealClock) SlackMs(withinMs int64) int64 {
-	k := min((max(withinMs, 0)+999)/1000, slackSeconds-1)
+	k := (max(withinMs, 0) + 999) / 1000
+	if k >= slackSeconds-1 {
+		return max(c.slackWithin[slackSeconds-1].Load(), c.slackEver.Load())
+	}
 	return c.slackWithin[k].Load()
 }
 

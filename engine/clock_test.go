@@ -107,6 +107,11 @@ func TestRealClockSlackFollowsLateTicks(t *testing.T) {
 	tickUntil(74*time.Second, 74*time.Second)
 	want(1000, 2)
 	want(2000, 2501)
+	// Ten minutes on, the ring has forgotten the stall; a day's window
+	// (a quota) still allows for it.
+	tickUntil(74*time.Second+time.Millisecond, 700*time.Second)
+	want(600_000, 2)
+	want(MaxStatIntervalMs, 2501)
 }
 
 // TestRealClockParksWhenUnread: a clock nobody reads stops ticking; the

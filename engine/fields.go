@@ -135,10 +135,12 @@ func bound(v float64) *float64 { return &v }
 var (
 	qpsStatIntervalMs = Field{Name: "statIntervalMs", Type: FieldInteger, Label: "Stat interval (ms)", Default: DefaultStatIntervalMs, Example: DefaultStatIntervalMs,
 		Min: bound(MinStatIntervalMs), Max: bound(MaxStatIntervalMs), AppliesWhen: &Condition{"metric", string(MetricQPS)},
-		Help: "100 to 600000; default 1000."}
+		Help: "100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas."}
 	maxQueueingTimeMs = Field{Name: "maxQueueingTimeMs", Type: FieldInteger, Label: "Longest wait (ms)", Default: 0, Example: 500,
 		Min: bound(0), Max: bound(MaxQueueingTimeMs), AppliesWhen: &Condition{"controlBehavior", string(BehaviorThrottling)},
 		Help: "0 to 60000: how long a caller may be asked to wait."}
+	replaces = Field{Name: "replaces", Type: FieldString, Label: "Replaces (Envoy)", Example: "per-user", MaxLength: MaxReplaces * 129,
+		Help: "Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it."}
 )
 
 // FlowRuleFields are the fields of a flow rule (FlowRule) besides the
@@ -204,6 +206,7 @@ var FlowRuleFields = Fields{
 	{Name: "clusterFallbackThreshold", Type: FieldNumber, Label: "Threshold of each engine in fallback", Example: 250,
 		AppliesWhen: &Condition{"scope", string(ScopeCluster)},
 		Help:        "With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last."},
+	replaces,
 }
 
 // BreakerRuleFields are the fields of a circuit breaker rule
@@ -231,7 +234,7 @@ var BreakerRuleFields = Fields{
 		Min: bound(1), Max: bound(maxBreakerCount),
 		Help: "≥ 1, default 5: fewer calls in the window never open the breaker."},
 	{Name: "statIntervalMs", Type: FieldInteger, Label: "Window (ms)", Default: DefaultBreakerStatIntervalMs, Example: DefaultBreakerStatIntervalMs,
-		Min: bound(MinBreakerStatIntervalMs), Max: bound(MaxStatIntervalMs),
+		Min: bound(MinBreakerStatIntervalMs), Max: bound(MaxBreakerStatIntervalMs),
 		Help: "1000 to 600000; default 1000."},
 	{Name: "probeNum", Type: FieldInteger, Label: "Probes when half-open", Default: DefaultProbeNum, Example: DefaultProbeNum,
 		Min: bound(1), Max: bound(maxBreakerCount),
@@ -270,6 +273,7 @@ var HotspotRuleFields = Fields{
 	{Name: "paramsMaxCapacity", Type: FieldInteger, Label: "Values tracked", Default: DefaultParamsMaxCapacity, Example: DefaultParamsMaxCapacity,
 		Min: bound(1), Max: bound(MaxParamsMaxCapacity),
 		Help: "1 to 10000000, default 100000: past it, the least recently used values are forgotten."},
+	replaces,
 }
 
 // AuthorityRuleFields are the fields of an authority rule (AuthorityRule)

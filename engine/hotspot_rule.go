@@ -49,6 +49,8 @@ type HotspotRule struct {
 	// ParamsMaxCapacity bounds the values tracked; past it, the least
 	// recently used are forgotten.
 	ParamsMaxCapacity int64
+	// Replaces is FlowRule.Replaces.
+	Replaces string
 	// ExpiresAtMs, if not 0, is when the rule stops applying (see
 	// FlowRule.ExpiresAtMs).
 	ExpiresAtMs int64
@@ -94,6 +96,7 @@ func checkHotspot(r *HotspotRule, errs *fieldErrors) {
 			errs.add("specificItems", fmt.Sprintf("the threshold of %q %s", value, p))
 		}
 	}
+	errs.check("replaces", replacesProblem(r.Replaces, r.Name))
 }
 
 // thresholdProblem says why v is not a valid threshold of field, whole

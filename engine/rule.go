@@ -112,7 +112,10 @@ const maxOriginsTracked = 10_000
 const (
 	DefaultStatIntervalMs   = 1000
 	MinStatIntervalMs       = 100
-	MaxStatIntervalMs       = 600_000
+	// MaxStatIntervalMs is a day: windows of an hour and a day are
+	// quotas, decided on the same bounded pass log as a second's
+	// (docs/engine.md#hour-and-day-quotas).
+	MaxStatIntervalMs       = 86_400_000
 	MaxQueueingTimeMs       = 60_000
 	DefaultWarmUpColdFactor = 3
 	MaxWarmUpPeriodSec      = 86_400
@@ -155,6 +158,11 @@ type FlowRule struct {
 	// origin's (WithOrigin), on their own statistics; LimitAppOther each
 	// origin that no other flow rule of the resource names, apart.
 	LimitApp string
+	// Replaces names, separated by commas, the rules this one replaces
+	// when Envoy's rate limit service asks about both in one request
+	// (envoyproxy/ratelimit's replaces); the engine itself ignores it. A
+	// string, not a slice, keeps FlowRule comparable.
+	Replaces string
 	// ExpiresAtMs, if not 0, is when the rule stops applying, in Unix
 	// milliseconds of the engine's clock (the API's expiresAt): it stays
 	// loaded and listed, and calls stop seeing it then without a load.
@@ -218,6 +226,31 @@ func checkFlow(r *FlowRule, errs *fieldErrors) {
 	if r.Scope == ScopeCluster {
 		r.validateCluster(errs)
 	}
+	errs.check("replaces", replacesProblem(r.Replaces, r.Name))
+}
+
+// MaxReplaces bounds the rules one rule replaces.
+const MaxReplaces = 16
+
+// replacesProblem says why replaces, the field of a rule named name, is
+// not a list of rule names separated by commas, or "".
+func replacesProblem(replaces, name string) string {
+	if replaces == "" {
+		return ""
+	}
+	names := strings.Split(replaces, ",")
+	if len(names) > MaxReplaces {
+		return fmt.Sprintf("must name at most %d rules", MaxReplaces)
+	}
+	for _, n := range names {
+		switch {
+		case !RuleNamePattern.MatchString(n):
+			return fmt.Sprintf("must be rule names separated by commas: %q is not one", n)
+		case n == name:
+			return "must not name the rule itself"
+		}
+	}
+	return ""
 }
 
 // validateCluster adds what is wrong with the cluster fields of r, a rule

@@ -42,7 +42,7 @@ func TestFlowRuleValidate(t *testing.T) {
 		{"stat interval 99", func(r *FlowRule) { r.StatIntervalMs = 99 }, []string{"statIntervalMs"}},
 		{"stat interval 100", func(r *FlowRule) { r.StatIntervalMs = 100 }, nil},
 		{"stat interval 600000", func(r *FlowRule) { r.StatIntervalMs = 600000 }, nil},
-		{"stat interval 600001", func(r *FlowRule) { r.StatIntervalMs = 600001 }, []string{"statIntervalMs"}},
+		{"stat interval over a day", func(r *FlowRule) { r.StatIntervalMs = MaxStatIntervalMs + 1 }, []string{"statIntervalMs"}},
 		{"stat interval negative", func(r *FlowRule) { r.StatIntervalMs = -1000 }, []string{"statIntervalMs"}},
 		{"stat interval on concurrency", func(r *FlowRule) { r.Metric = MetricConcurrency; r.StatIntervalMs = 1000 }, []string{"statIntervalMs"}},
 		{"unknown behaviour", func(r *FlowRule) { r.ControlBehavior = "queue" }, []string{"controlBehavior"}},

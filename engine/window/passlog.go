@@ -198,6 +198,36 @@ func (l *ValueLog) FreeAtMs(perMark int64, marks []atomic.Uint32, total, n, capa
 	return l.freeAt(perMark, marks, total+n-capacity)
 }
 
+// Room returns how many more passes fit under capacity in a window that
+// starts after sinceMs, the resource's counter at total: the most n for
+// which Admits holds. Not for every call: it searches the log.
+func (l *PassLog) Room(total, capacity, sinceMs int64) int64 {
+	return l.room(l.perMark, l.marks, total+l.missed, capacity, sinceMs)
+}
+
+// Room is PassLog.Room for the log of group size perMark and ring marks,
+// its passes numbered up to total.
+func (l *ValueLog) Room(perMark int64, marks []atomic.Uint32, total, capacity, sinceMs int64) int64 {
+	return l.room(perMark, marks, total, capacity, sinceMs)
+}
+
+func (l *marker) room(perMark int64, marks []atomic.Uint32, total, capacity, sinceMs int64) int64 {
+	fits := func(n int64) bool {
+		atMs, ok := l.freeAt(perMark, marks, total+n-capacity)
+		return ok && atMs <= sinceMs
+	}
+	lo, hi := int64(0), max(capacity, 0) // fits(lo) or lo is 0; !fits(hi+1)
+	for lo < hi {
+		mid := lo + (hi-lo+1)/2
+		if fits(mid) {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	return lo
+}
+
 // freeAt returns when pass k of the log's numbering happened (see
 // FreeAtMs): math.MinInt64 if it is out of every window.
 func (l *marker) freeAt(perMark int64, marks []atomic.Uint32, k int64) (atMs int64, ok bool) {

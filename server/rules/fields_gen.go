@@ -10,7 +10,7 @@ type KindFields struct {
 	Metric *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
 	// Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.
 	Threshold *float64 `json:"threshold,omitempty" example:"100"`
-	// StatIntervalMs — flow: 100 to 600000; default 1000; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 600000; default 1000.
+	// StatIntervalMs — flow: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas.
 	StatIntervalMs *int64 `json:"statIntervalMs,omitempty" example:"1000"`
 	// ControlBehavior — flow: What happens to calls over the threshold; hotspot: What happens to a value's calls over its threshold.
 	ControlBehavior *string `json:"controlBehavior,omitempty" enums:"reject,throttling" example:"reject"`
@@ -34,6 +34,8 @@ type KindFields struct {
 	ClusterFallback *string `json:"clusterFallback,omitempty" enums:"local,pass,block" example:"local"`
 	// ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.
 	ClusterFallbackThreshold *float64 `json:"clusterFallbackThreshold,omitempty" example:"250"`
+	// Replaces — flow: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it; hotspot: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it.
+	Replaces *string `json:"replaces,omitempty" example:"per-user" maxLength:"2064"`
 	// Strategy — circuitBreaker: What counts as failing; authority: Allow only the origins listed (a call without an origin is blocked), or deny them; system: Block every inbound call, or (bbr, for load and cpuUsage only, and their default) only those beyond what the process completes at best.
 	Strategy *string `json:"strategy,omitempty" enums:"slowRequestRatio,errorRatio,errorCount,allow,deny,noAdaptive,bbr" example:"errorRatio"`
 	// MaxAllowedRtMs — circuitBreaker: Calls slower than this count as slow. Required, > 0.
