@@ -110,8 +110,8 @@ const maxOriginsTracked = 10_000
 
 // Limits and defaults of flow rule fields.
 const (
-	DefaultStatIntervalMs   = 1000
-	MinStatIntervalMs       = 100
+	DefaultStatIntervalMs = 1000
+	MinStatIntervalMs     = 100
 	// MaxStatIntervalMs is a day: windows of an hour and a day are
 	// quotas, decided on the same bounded pass log as a second's
 	// (docs/engine.md#hour-and-day-quotas).
