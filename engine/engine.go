@@ -75,6 +75,9 @@ type Engine struct {
 
 	loadMu sync.Mutex // serialises rule loads and evictions
 	book   ruleBook   // the loaded rules, by resource; guarded by loadMu
+	// restored are quota windows saved before a restart, waiting for
+	// their rules to load (RestoreQuotaWindows); guarded by loadMu.
+	restored map[quotaKey][]QuotaWindow
 
 	collectMu sync.Mutex        // one CollectMinutes at a time; guards retired
 	retired   []retiredResource // evicted, still collected for a while

@@ -73,36 +73,81 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 // interval happened: at the end of their bucket at the latest. So a rule
 // loaded on a busy resource, or loaded again with a new threshold, does
 // not start from zero. Older passes are not known: a longer interval
-// starts with the last second's. The caller holds the engine's loadMu.
+// starts with the last second's (a quota's knows more: quotaPassLog). The
+// caller holds the engine's loadMu.
 func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.PassLog {
-	type span struct{ endMs, passes int64 }
-	var spans []span
-	var recent int64
+	var spans []window.Marked
 	win := &stat.second
 	bucketMs := win.BucketLenMs()
 	for i := range win.Len() {
 		b := win.At(i)
 		start, passes := b.StartMs(), b.Get(window.Pass)
 		if passes > 0 && start > nowMs-intervalMs-bucketMs && start <= nowMs {
-			spans = append(spans, span{min(start+bucketMs-1, nowMs), passes})
-			recent += passes
+			spans = append(spans, window.Marked{AtMs: min(start+bucketMs-1, nowMs), Passes: passes})
 		}
 	}
-	slices.SortFunc(spans, func(a, b span) int { return cmp.Compare(a.endMs, b.endMs) })
+	return seededPassLog(stat, least, most, spans, nil)
+}
+
+// quotaPassLog returns the pass log of c, a quota rule loaded at nowMs,
+// that knows the passes still in its window that prior, the checker of
+// the rule it replaces, logged, and those of restored, saved before a
+// restart: a day's window must not start again from its last second.
+func quotaPassLog(c *flowChecker, prior *flowChecker, restored []QuotaWindow, nowMs int64) *window.PassLog {
+	sinceMs := nowMs - c.rule.StatIntervalMs
+	capacity := int64(c.rule.Threshold)
+	if prior == nil || prior.passes == nil || prior.stat != c.stat {
+		if len(restored) == 0 {
+			return c.passes
+		}
+		prior = nil
+	}
+	var counted, missed []window.Marked
+	if prior != nil {
+		counted = prior.passes.Spans(sinceMs)
+	}
+	for _, w := range restored {
+		missed = append(missed, w.Spans...)
+	}
+	if counted == nil && prior == nil {
+		// No prior log: what the resource's second window knows.
+		fresh := newPassLog(c.stat, capacity, capacity, c.rule.StatIntervalMs, nowMs)
+		counted = fresh.Spans(sinceMs)
+	}
+	return seededPassLog(c.stat, capacity, capacity, sortedSpans(counted, sinceMs), sortedSpans(missed, sinceMs))
+}
+
+// seededPassLog returns a pass log of stat for capacities least to most
+// that knows of counted, stat's latest passes, and of missed, passes
+// stat's counter never counted (saved before a restart), each span marked
+// at its time, oldest first. The caller holds the engine's loadMu.
+func seededPassLog(stat *Resource, least, most int64, counted, missed []window.Marked) *window.PassLog {
+	spans := slices.Concat(counted, missed)
+	slices.SortStableFunc(spans, func(a, b window.Marked) int { return cmp.Compare(a.AtMs, b.AtMs) })
+	var recent, before int64
+	for _, s := range counted {
+		recent += s.Passes
+	}
+	for _, s := range missed {
+		before += s.Passes
+	}
 	// stat counts its passes only while a log reads them (recordPass): if
 	// none does, the recent passes are missing from its count.
-	total, missed := stat.passes.Load(), int64(0)
+	total, uncounted := stat.passes.Load(), before
 	if len(stat.rules.Load().feeds) == 0 {
-		missed = recent
+		uncounted += recent
 	}
-	numbered := max(total+missed-recent, 0) // the passes before the recent ones
-	log := window.NewPassLog(least, most, numbered, missed)
+	numbered := max(total+uncounted-recent-before, 0) // the passes before the known ones
+	log := window.NewPassLog(least, most, numbered, uncounted)
 	for _, s := range spans {
-		numbered = min(numbered+s.passes, total+missed)
-		log.Mark(s.endMs, numbered-missed)
+		numbered = min(numbered+s.Passes, total+uncounted)
+		log.Mark(s.AtMs, numbered-uncounted)
 	}
 	return log
 }
+
+// ruleName is the name of c's rule.
+func (c *flowChecker) ruleName() string { return c.rule.Name }
 
 // concurrency reports whether the rule limits its resource's calls in
 // flight. The rule's fields answer it, rather than a flag of the checker,

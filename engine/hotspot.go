@@ -115,6 +115,9 @@ func newHotspotChecker(rule HotspotRule) *keyedChecker {
 	return c
 }
 
+// ruleName is the name of c's rule.
+func (c *keyedChecker) ruleName() string { return c.rule.Name }
+
 // newOriginChecker returns the per-origin checker of a flow rule whose
 // limitApp is not default.
 func newOriginChecker(rule FlowRule, blocked *BlockError) *keyedChecker {

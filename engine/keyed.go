@@ -319,6 +319,18 @@ func (t *keyedTable) evictOne(s *keyedShard, slots *keyedSlots, nowMs int64) boo
 	return true
 }
 
+// each calls fn with every value the table tracks; values added or
+// evicted meanwhile may be missed.
+func (t *keyedTable) each(fn func(*keyedValue)) {
+	for i := range t.shards {
+		for j := range t.shards[i].slots.Load().slots {
+			if v := t.shards[i].slots.Load().slots[j].Load(); v != nil && v != tombstone {
+				fn(v)
+			}
+		}
+	}
+}
+
 // len returns how many keys the table tracks.
 func (t *keyedTable) len() int {
 	n := 0

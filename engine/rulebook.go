@@ -250,6 +250,9 @@ func (st *staging) replaceHotspot(r *Resource, rules []HotspotRule) {
 			hotspot[i], taken[j] = loaded[j], true
 		} else {
 			hotspot[i] = newHotspotChecker(rule)
+			if c := hotspot[i]; c.quota() {
+				c.seed(st.e.takeRestored(r.name, rule.Name), priorOf(loaded, rule.Name), st.now)
+			}
 		}
 		if rule.Name != "" {
 			names[rule.Name] = r
@@ -495,8 +498,27 @@ func (e *Engine) flowCheckersOf(r *Resource, loaded []*flowChecker, rules []Flow
 		if rule.RelationStrategy == RelationAssociated {
 			stat = e.resourceFor(rule.RefResource)
 		}
-		return newFlowChecker(rule, stat, now)
+		c := newFlowChecker(rule, stat, now)
+		if c.quota() {
+			c.passes = quotaPassLog(c, priorOf(loaded, rule.Name), e.takeRestored(r.name, rule.Name), now)
+		}
+		return c
 	})
+}
+
+// priorOf returns the checker of loaded named name, which a rule of that
+// name loaded in its place follows; nil for a rule without a name.
+func priorOf[C interface{ ruleName() string }](loaded []C, name string) C {
+	var none C
+	if name == "" {
+		return none
+	}
+	for _, c := range loaded {
+		if c.ruleName() == name {
+			return c
+		}
+	}
+	return none
 }
 
 // breakersOf returns the breakers of r's new circuit breaker rules, reusing

@@ -228,6 +228,34 @@ func (l *marker) room(perMark int64, marks []atomic.Uint32, total, capacity, sin
 	return lo
 }
 
+// Marked is passes of a window, all recorded by AtMs.
+type Marked struct{ AtMs, Passes int64 }
+
+// Spans returns the passes the log has marked after sinceMs, in the groups
+// it marks them: what a log that takes its place (Seed) must know.
+func (l *PassLog) Spans(sinceMs int64) []Marked { return l.spans(l.perMark, l.marks, sinceMs) }
+
+// Spans is PassLog.Spans for the log of group size perMark and ring marks.
+func (l *ValueLog) Spans(perMark int64, marks []atomic.Uint32, sinceMs int64) []Marked {
+	return l.spans(perMark, marks, sinceMs)
+}
+
+func (l *marker) spans(perMark int64, marks []atomic.Uint32, sinceMs int64) []Marked {
+	if len(marks) == 0 {
+		return nil
+	}
+	ring := int64(len(marks))
+	last := l.nextMark.Load()/perMark - 1 // the last group marked
+	newest := l.newest.Load()
+	var out []Marked
+	for g := max(l.floor.Load()+1, last-ring+1, 1); g <= last; g++ {
+		if at := decode(newest, marks[g%ring].Load()); at > sinceMs {
+			out = append(out, Marked{AtMs: at, Passes: perMark})
+		}
+	}
+	return out
+}
+
 // freeAt returns when pass k of the log's numbering happened (see
 // FreeAtMs): math.MinInt64 if it is out of every window.
 func (l *marker) freeAt(perMark int64, marks []atomic.Uint32, k int64) (atMs int64, ok bool) {
