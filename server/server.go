@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -27,6 +28,7 @@ import (
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
+	"github.com/sluicehq/sluice/server/quota"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
@@ -114,6 +116,14 @@ type Config struct {
 	// POST /cluster/exchange. Optional. Default: none; instances' exchanges
 	// are answered 409.
 	Cluster engine.ClusterCounter
+	// QuotaNode names this server's saved quota windows (server/quota):
+	// a server restarted with the same name continues its hour and day
+	// quotas. Replicas sharing a database need names of their own.
+	// Optional. Default: the host's name.
+	QuotaNode string
+	// QuotaSaveInterval is how often the quota windows are saved: what a
+	// crash may forget. Optional. Default: quota.DefaultSaveInterval (5s).
+	QuotaSaveInterval time.Duration
 }
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
@@ -132,6 +142,8 @@ type Server struct {
 	publicMetrics bool
 	instances     *instances.Registry
 	cluster       engine.ClusterCounter
+	quotaNode     string
+	quotas        *quota.Keeper // saves the quota windows
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -174,6 +186,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()
+	}
+	s.quotaNode = cfg.QuotaNode
+	if s.quotaNode == "" {
+		s.quotaNode, _ = os.Hostname()
+	}
+	if err := quota.Restore(ctx, cfg.Engine, cfg.Store, s.quotaNode); err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.rules = rules.New(cfg.Store, cfg.Engine)
 	if err := s.rules.Load(ctx); err != nil {
@@ -238,6 +257,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
 	s.metrics.Start()
+	s.quotas = quota.Start(cfg.Engine, cfg.Store, s.quotaNode, cfg.QuotaSaveInterval, s.logger)
 	s.startFollowing()
 	return s, nil
 }
@@ -416,5 +436,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.
 	s.metrics.Stop()
-	return errors.Join(err, s.metrics.FinalFlush(ctx))
+	return errors.Join(err, s.metrics.FinalFlush(ctx), s.quotas.Stop(ctx))
 }

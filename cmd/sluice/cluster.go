@@ -35,6 +35,13 @@ func replicaID() string {
 	return fmt.Sprintf("server:%s:%d", host, os.Getpid())
 }
 
+// quotaNode names the quota windows this server saves: the same host
+// serving the same address after a restart continues them.
+func quotaNode(addr string) string {
+	host, _ := os.Hostname()
+	return host + " " + addr
+}
+
 // logClusterState logs every change of the cluster rules' state.
 func logClusterState(logger *slog.Logger) func(engine.ClusterStateChange) {
 	return func(c engine.ClusterStateChange) {

@@ -185,7 +185,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
 		EntryLease: *entryLease, BreakerFeed: breakers,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
-		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances,
+		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances, QuotaNode: quotaNode(*addr),
 	})
 	if err != nil {
 		return err
