@@ -473,3 +473,45 @@ func BenchmarkExchange(b *testing.B) {
 		})
 	}
 }
+
+// TestADayQuotaSharedOnRedis runs a cluster rule of 300 a day on two
+// engines sharing one Redis, both hammering it: together they pass the
+// quota and a round's credit at most, and most of it, since the count
+// holds a day's buckets (72 minutes each) rather than a second's.
+func TestADayQuotaSharedOnRedis(t *testing.T) {
+	s := redistest.Start(t)
+	const threshold = 300
+	rule := engine.FlowRule{Name: "daily", Resource: "r", Threshold: threshold, StatIntervalMs: 86_400_000, Scope: engine.ScopeCluster}
+	var engines []*engine.Engine
+	for _, id := range []string{"a", "b"} {
+		e := engine.New(engine.Options{Cluster: newRedis(t, s.URL()), ClusterEngine: id})
+		t.Cleanup(e.Close)
+		if err := e.LoadFlowRules([]engine.FlowRule{rule}); err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+	}
+	var passed [2]int
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(3 * time.Second)
+	for i, e := range engines {
+		wg.Go(func() {
+			r := e.Resource("r")
+			for time.Now().Before(deadline) {
+				if entry, blk := r.Entry(); blk == nil {
+					entry.Exit()
+					passed[i]++
+				}
+				time.Sleep(time.Millisecond)
+			}
+		})
+	}
+	wg.Wait()
+	total := passed[0] + passed[1]
+	// Each engine may pass a round's credit on no lease: threshold / 20
+	// buckets / engines, at least 1.
+	if most := threshold + 2*max(threshold/engine.ClusterBuckets/2, 1); total > most || total < threshold/2 {
+		t.Fatalf("two engines passed %v = %d of a day quota of %d, want at most %d and most of it", passed, total, threshold, most)
+	}
+	t.Logf("passed %v of %d", passed, threshold)
+}
