@@ -3,7 +3,7 @@
 SWAG := go tool swag init --quiet --dir ./server,./engine/wire --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test tools static bench-once chromium postgres redis replicas fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools static bench-once chromium postgres redis promtool alerts replicas fmt-check vet docs check-docs bench bench-metrics
 
 # run starts sluice from the sources; ARGS are its flags, as in
 # make run ARGS="--demo --addr 127.0.0.1:8080".
@@ -17,9 +17,18 @@ run:
 # tests then run once more on a throwaway PostgreSQL server
 # (SLUICE_TEST_DB=postgres), without the race detector, which the first run
 # has applied to the same code.
-test: tools fmt-check vet static check-docs bench-once chromium postgres redis
+test: tools fmt-check vet static check-docs alerts bench-once chromium postgres redis
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/
+
+# alerts checks the shipped Prometheus alert rules and runs their unit
+# tests (deploy/prometheus) with promtool, from Debian's prometheus package.
+alerts: promtool
+	promtool check rules deploy/prometheus/alerts.yml
+	cd deploy/prometheus && promtool test rules alerts_test.yml
+
+promtool:
+	@command -v promtool >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
 
 # tools installs, when missing, the OpenAPI validators that the server's
 # tests run on the served spec (TestServedSpecPassesValidators), pinned,

@@ -3065,7 +3065,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of role viewer or above (not an instance token), unless the server runs with --public-metrics.",
+                "description": "The Prometheus text exposition: per-resource counters (label resource) of pass, block, shadow block, complete and error, an RT histogram (sluice_resource_response_time_seconds, buckets from 1 ms to 10 s; the engine keeps no per-call distribution, so the calls of each collection are counted in the bucket of their mean: count and sum are exact, the buckets approximate), current concurrency, breaker state, the fleet's counters by app and resource (sluice_fleet_*_total, from the instances' reported minutes) and instances by state (sluice_instances), and the Go process's figures; gzipped when Accept-Encoding allows it. It takes a bearer token of role viewer or above (not an instance token), unless the server runs with --public-metrics.",
                 "produces": [
                     "text/plain"
                 ],

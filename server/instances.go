@@ -184,7 +184,7 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if _, err := h.metrics.AddInstanceMinutes(ctx, key, minutes); err != nil {
+	if _, err := h.metrics.AddInstanceMinutes(ctx, key, info.App, minutes); err != nil {
 		return err
 	}
 	h.metrics.SetInstanceLive(info.ID, live)

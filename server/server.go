@@ -245,6 +245,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Purge: s.auth.purgeSessions,
 	})
 	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
+	s.metrics.MustRegister(s.instances.Collector())
 	s.closing = make(chan struct{})
 	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {

@@ -81,6 +81,23 @@ type AddedMinutes struct {
 	// Folded is how many of those were of new names beyond the budget,
 	// counted under engine.OverflowResource.
 	Folded int
+	// Counts is what the new minutes added, by the name they were counted
+	// under (engine.OverflowResource for the folded ones).
+	Counts map[string]engine.Counts
+}
+
+// add adds o to n.
+func (n *AddedMinutes) add(o AddedMinutes) {
+	n.Added += o.Added
+	n.Folded += o.Folded
+	for name, c := range o.Counts {
+		if n.Counts == nil {
+			n.Counts = map[string]engine.Counts{}
+		}
+		sum := n.Counts[name]
+		sum.Merge(c)
+		n.Counts[name] = sum
+	}
 }
 
 // AddInstanceMinutes adds an instance's minutes to its own rows and, in
@@ -115,8 +132,7 @@ func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas
 			if err != nil {
 				return err
 			}
-			sum.Added += n.Added
-			sum.Folded += n.Folded
+			sum.add(n)
 		}
 		return nil
 	})
@@ -154,10 +170,22 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 	if err != nil {
 		return AddedMinutes{}, err
 	}
-	n := AddedMinutes{Added: len(fresh)}
+	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh))}
+	names := make(map[int64]string, len(ids))
+	for name, id := range ids {
+		names[id] = name
+	}
+	for _, r := range fresh {
+		sum := n.Counts[names[r.resourceID]]
+		sum.Merge(r.counts)
+		n.Counts[names[r.resourceID]] = sum
+	}
 	for _, r := range overflow {
 		fresh = append(fresh, r.row)
 		n.Folded += r.minutes
+		sum := n.Counts[engine.OverflowResource]
+		sum.Merge(r.row.counts)
+		n.Counts[engine.OverflowResource] = sum
 	}
 	n.Added += n.Folded
 	return n, addMinuteRows(ctx, tx, fresh)

@@ -52,6 +52,7 @@ type Pipeline struct {
 	jobs                     *jobs
 	registry                 *prometheus.Registry
 	backlog                  *Backlog
+	fleet                    fleetTotals
 
 	// flushMu is held for writing by a flush, from taking the pending batch
 	// to its commit, and for reading by those who read the store and the

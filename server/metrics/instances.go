@@ -27,12 +27,14 @@ type instanceLive struct {
 // instance reported before (a retry) is counted once. The store keeps at
 // most the engine's MaxResources names: a new name beyond is counted under
 // engine.OverflowResource (store.AddInstanceMinutes), and a warning says
-// so at most once a minute. It returns how many minutes were new.
-func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, minutes []store.MinuteDelta) (int, error) {
+// so at most once a minute. The new minutes count in the fleet's
+// Prometheus counters under app. It returns how many minutes were new.
+func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, app string, minutes []store.MinuteDelta) (int, error) {
 	n, err := p.store.AddInstanceMinutes(ctx, instanceID, minutes, p.engine.MaxResources())
 	if err != nil {
 		return 0, err
 	}
+	p.fleet.add(app, n.Counts, p.engine.MaxResources())
 	if n.Folded > 0 {
 		p.warnFolded(minutes, n.Folded)
 	}

@@ -42,7 +42,7 @@ func TestInstanceMinutesAddUpWithTheEngine(t *testing.T) {
 		{"retried report", a, 0, 6},
 		{"another instance", b, 2, 10},
 	} {
-		added, err := p.AddInstanceMinutes(t.Context(), tt.instance, report)
+		added, err := p.AddInstanceMinutes(t.Context(), tt.instance, "shop", report)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,6 +70,12 @@ func TestInstanceMinutesAddUpWithTheEngine(t *testing.T) {
 	}
 	if want := []store.MetricPoint{{StartMs: t0, Counts: counts(4, 4, 2, 8, 1, 3)}}; !reflect.DeepEqual(h.Points, want) {
 		t.Errorf("instance a's history %+v, want %+v", h.Points, want)
+	}
+	// The fleet's counters hold the instances' minutes once each, the
+	// engine's own not at all.
+	if got := p.fleet.rows(); len(got) != 2 || got[0] != (fleetRow{fleetKey{"shop", "orders"}, sumOf(report[0].Counts, 2)}) ||
+		got[1] != (fleetRow{fleetKey{"shop", "reported-only"}, sumOf(report[1].Counts, 2)}) {
+		t.Errorf("the fleet's series %+v", got)
 	}
 	if got := minuteRows(t, st, "reported-only"); len(got) != 1 || got[0].Pass != 2 {
 		t.Errorf("reported-only: %+v, want one minute of 2 passes", got)
@@ -110,4 +116,13 @@ func TestInstanceLiveAddsToTheEngines(t *testing.T) {
 	if _, ok := got["elsewhere"]; ok {
 		t.Errorf("elsewhere still live after its instance stopped reporting: %+v", got)
 	}
+}
+
+// sumOf is c merged n times.
+func sumOf(c engine.Counts, n int) engine.Counts {
+	var sum engine.Counts
+	for range n {
+		sum.Merge(c)
+	}
+	return sum
 }

@@ -249,6 +249,7 @@ func (p *Pipeline) MustRegister(cs ...prometheus.Collector) { p.registry.MustReg
 // Scrape is the Prometheus exposition's figures as one scrape took them.
 type Scrape struct {
 	rows     []resourceRow
+	fleet    []fleetRow
 	families []*dto.MetricFamily
 }
 
@@ -260,7 +261,7 @@ func (p *Pipeline) Scrape() (*Scrape, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Scrape{rows: p.rows(p.engine.Resources()), families: families}, nil
+	return &Scrape{rows: p.rows(p.engine.Resources()), fleet: p.fleet.rows(), families: families}, nil
 }
 
 // rows collects, then returns the rows of resources: what was collected
@@ -284,6 +285,9 @@ func (p *Pipeline) rows(resources []*engine.Resource) []resourceRow {
 // error is w's.
 func (s *Scrape) Write(w io.Writer) error {
 	if err := writeResourceFamilies(w, s.rows); err != nil {
+		return err
+	}
+	if err := writeFleetFamilies(w, s.fleet); err != nil {
 		return err
 	}
 	enc := expfmt.NewEncoder(w, expositionFormat)

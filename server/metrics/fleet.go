@@ -1,0 +1,104 @@
+package metrics
+
+import (
+	"cmp"
+	"io"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/sluicehq/sluice/engine"
+)
+
+// fleetKey is one series of the fleet's counters: a resource, as the
+// instances of an app counted it.
+type fleetKey struct{ app, resource string }
+
+// fleetTotals sums the finished minutes the instances reported to this
+// server, by app and resource, for the Prometheus exposition: counters
+// that move as the instances' minutes finish (up to a minute after the
+// calls). Each replica counts the reports it received: the fleet's total
+// is the sum over replicas. At most the engine's MaxResources series are
+// kept: past it, a new one is counted under the app's
+// engine.OverflowResource series.
+type fleetTotals struct {
+	mu     sync.Mutex
+	series map[fleetKey]*engine.Counts
+}
+
+// add counts what a report's new minutes added, by resource, for app.
+func (f *fleetTotals) add(app string, counts map[string]engine.Counts, most int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.series == nil {
+		f.series = map[fleetKey]*engine.Counts{}
+	}
+	for resource, c := range counts {
+		k := fleetKey{app, resource}
+		sum, ok := f.series[k]
+		if !ok && len(f.series) >= most {
+			k.resource = engine.OverflowResource
+			sum, ok = f.series[k]
+		}
+		if !ok {
+			sum = &engine.Counts{}
+			f.series[k] = sum
+		}
+		sum.Merge(c)
+	}
+}
+
+// fleetRow is one series at a scrape.
+type fleetRow struct {
+	fleetKey
+	totals engine.Counts
+}
+
+// rows returns the series, by app and resource.
+func (f *fleetTotals) rows() []fleetRow {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	rows := make([]fleetRow, 0, len(f.series))
+	for _, k := range slices.SortedFunc(maps.Keys(f.series), func(a, b fleetKey) int {
+		return cmp.Or(cmp.Compare(a.app, b.app), cmp.Compare(a.resource, b.resource))
+	}) {
+		rows = append(rows, fleetRow{k, *f.series[k]})
+	}
+	return rows
+}
+
+// fleetFamilies are the fleet's counters, written by hand as the
+// resources' are.
+var fleetFamilies = []struct {
+	name, help string
+	value      func(*engine.Counts) int64
+}{
+	{"sluice_fleet_passed_total", "Calls the instances let through, by app and resource, counted as their minutes finish.", func(c *engine.Counts) int64 { return c.Pass }},
+	{"sluice_fleet_blocked_total", "Calls the instances blocked.", func(c *engine.Counts) int64 { return c.Block }},
+	{"sluice_fleet_shadow_blocked_total", "Calls a shadow rule of the instances would have blocked (they passed).", func(c *engine.Counts) int64 { return c.ShadowBlock }},
+	{"sluice_fleet_completed_total", "Calls the instances completed, failed ones included.", func(c *engine.Counts) int64 { return c.Complete }},
+	{"sluice_fleet_errors_total", "Calls the instances completed with an error.", func(c *engine.Counts) int64 { return c.Error }},
+}
+
+// writeFleetFamilies writes the fleet's counters of rows to w.
+func writeFleetFamilies(w io.Writer, rows []fleetRow) error {
+	labels := make([]string, len(rows))
+	for i, r := range rows {
+		labels[i] = `{app="` + labelEscaper.Replace(r.app) + `",resource="` + labelEscaper.Replace(r.resource) + `"}`
+	}
+	b := make([]byte, 0, 64<<10)
+	for _, f := range fleetFamilies {
+		b = append(b, "# HELP "+f.name+" "+f.help+"\n# TYPE "+f.name+" counter\n"...)
+		for i := range rows {
+			b = appendSample(b, f.name, labels[i], f.value(&rows[i].totals))
+			if len(b) > 60<<10 {
+				if _, err := w.Write(b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
