@@ -33,7 +33,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead|cluster|replicas|rls [flags]")
+		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead|cluster|replicas|rls|rls-accuracy [flags]")
 	}
 	switch args[0] {
 	case "hello":
@@ -54,8 +54,10 @@ func run(ctx context.Context, args []string) error {
 		return replicas(ctx, args[1:])
 	case "rls":
 		return rlsFigures(ctx, args[1:])
+	case "rls-accuracy":
+		return rlsAccuracy(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead, cluster, replicas, rls", args[0])
+	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead, cluster, replicas, rls, rls-accuracy", args[0])
 }
 
 // helloBody is the fixed answer, 60 bytes.

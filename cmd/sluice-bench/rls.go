@@ -169,3 +169,88 @@ func median(rs []loadResult, f func(loadResult) float64) float64 {
 	slices.Sort(vs)
 	return vs[len(vs)/2]
 }
+
+// rlsAccuracy paces calls of one descriptor at a rate over its limit
+// against a rate limit service (Sluice's, or envoyproxy/ratelimit: the
+// same protocol) and prints what passed in each wall-clock second and in
+// the busiest real second: a sliding window's exactness beside a fixed
+// window's boundary, measured the same way.
+func rlsAccuracy(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("rls-accuracy", flag.ContinueOnError)
+	grpcAddr := fs.String("grpc", "127.0.0.1:8081", "the rate limit service's address")
+	token := fs.String("token", "", "a bearer token that may decide (none for envoyproxy/ratelimit)")
+	domain := fs.String("domain", "bench", "the descriptor's domain")
+	entry := fs.String("descriptor", "route=paced", "the one descriptor entry, key=value")
+	rate := fs.Float64("rate", 300, "calls per second, paced")
+	duration := fs.Duration("duration", 10*time.Second, "how long to call")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	key, value, ok := strings.Cut(*entry, "=")
+	if !ok {
+		return errors.New("--descriptor: want key=value")
+	}
+	conn, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := pb.NewRateLimitServiceClient(conn)
+	req := &pb.RateLimitRequest{Domain: *domain, Descriptors: []*rlcommon.RateLimitDescriptor{
+		{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: value}}},
+	}}
+	if *token != "" {
+		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
+	}
+	var mu sync.Mutex
+	var passes []time.Time
+	var wg sync.WaitGroup
+	var firstErr error
+	interval := time.Duration(float64(time.Second) / *rate)
+	start := time.Now()
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if at.Sub(start) >= *duration {
+			break
+		}
+		time.Sleep(time.Until(at))
+		wg.Go(func() {
+			sent := time.Now()
+			resp, err := client.ShouldRateLimit(ctx, req)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				firstErr = cmpErr(firstErr, err)
+			case resp.GetOverallCode() == pb.RateLimitResponse_OK && time.Since(sent) < 50*time.Millisecond:
+				// A pass is placed at its send time: one answered later
+				// than 50 ms could belong to either second, and is left out.
+				passes = append(passes, sent)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	perSecond := map[int64]int{}
+	for _, p := range passes {
+		perSecond[p.Unix()]++
+	}
+	first, last := start.Unix()+1, start.Add(*duration).Unix()-1
+	var seconds []string
+	for s := first; s < last; s++ {
+		seconds = append(seconds, fmt.Sprint(perSecond[s]))
+	}
+	slices.SortFunc(passes, func(a, b time.Time) int { return a.Compare(b) })
+	busiest, lo := 0, 0
+	for hi, p := range passes {
+		for passes[lo].Add(time.Second).Compare(p) <= 0 {
+			lo++
+		}
+		busiest = max(busiest, hi-lo+1)
+	}
+	fmt.Printf("paced at %.0f/s for %v: passes per wall-clock second (whole seconds only): %s\n", *rate, *duration, strings.Join(seconds, " "))
+	fmt.Printf("the busiest real second (any 1 s window): %d passes\n", busiest)
+	return nil
+}
