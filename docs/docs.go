@@ -1521,7 +1521,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
+                "description": "Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name; a prune that would delete every rule of an app (or every server-wide rule) while there are some is refused (422 naming prune) unless allowEmpty=true. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, \"Per-app scopes\") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -1547,6 +1547,13 @@ const docTemplate = `{
                         "default": false,
                         "description": "delete the rules the body does not name",
                         "name": "prune",
+                        "in": "query"
+                    },
+                    {
+                        "type": "boolean",
+                        "default": false,
+                        "description": "let a prune delete every rule of an app, or of the server, that has some (refused without it, 422 naming prune)",
+                        "name": "allowEmpty",
                         "in": "query"
                     },
                     {

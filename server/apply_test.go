@@ -225,8 +225,8 @@ func TestApply(t *testing.T) {
 			wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
 		},
 		{
-			name:       "an empty list with prune deletes every rule",
-			query:      "prune=true",
+			name:       "an empty list with prune and allowEmpty deletes every rule",
+			query:      "prune=true&allowEmpty=true",
 			body:       `{"rules": []}`,
 			want:       planSummary{deleted: []string{"orders", "checkout", "legacy"}},
 			wantStored: map[string]float64{},
@@ -475,6 +475,7 @@ func TestApplyRejects(t *testing.T) {
 		{name: "unknown top-level field", body: `{"rules": [], "prune": true}`, wantStatus: 422, wantFields: []string{"prune"}},
 		{name: "unknown top-level field in YAML", body: "rules: []\nrule: []\n", header: yamlHeader, wantStatus: 422, wantFields: []string{"rule"}},
 		{name: "no rules", body: `{}`, wantStatus: 422, wantFields: []string{"rules"}},
+		{name: "an empty list would prune every rule", body: `{"rules": []}`, wantStatus: 422, wantFields: []string{"prune"}},
 		{name: "rules is not a list", body: `{"rules": {"name": "a"}}`, wantStatus: 422, wantFields: []string{"rules"}},
 		{name: "a rule is not an object", body: `{"rules": [7]}`, wantStatus: 422, wantFields: []string{"rules[0]"}},
 		{name: "name is required", body: applyRules(`"kind":"flow","resource":"x","threshold":1`), wantStatus: 422, wantFields: []string{"rules[0].name"}},

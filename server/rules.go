@@ -463,13 +463,14 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //
 //	@Summary		Apply a rule file (declarative sync for CI)
 //	@ID				applyRules
-//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, "Per-app scopes") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.
+//	@Description	Matches the body's rules to the stored ones by name: creates the new, updates the changed, and with prune=true deletes the stored rules the body does not name; a prune that would delete every rule of an app (or every server-wide rule) while there are some is refused (422 naming prune) unless allowEmpty=true. All of it happens in one transaction, or none of it. With dryRun=true nothing is written and the plan says what would be; asking for a plan needs only the viewer role, applying needs an editor. A caller scoped to apps (docs/api.md, "Per-app scopes") may name only rules of its apps, and plans and prunes only among the stored rules of its apps: the others are neither listed in deleted nor touched. The body is JSON, or YAML with Content-Type application/yaml.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml
 //	@Produce		json
 //	@Param			dryRun			query		bool			false	"only answer the plan"						default(false)
 //	@Param			prune			query		bool			false	"delete the rules the body does not name"	default(false)
+//	@Param			allowEmpty		query		bool			false	"let a prune delete every rule of an app, or of the server, that has some (refused without it, 422 naming prune)"	default(false)
 //	@Param			rules			body		ApplyRequest	true	"the wanted rules; each needs a name"
 //	@Param			X-Change-Reason	header		string			false	"why, kept in each changed rule's history"
 //	@Success		200				{object}	rules.ApplyPlan
@@ -483,7 +484,7 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/apply [post]
 func (h *ruleHandler) apply(c *fiber.Ctx) error {
-	dryRun, prune, err := applyParams(c)
+	opts, err := applyParams(c)
 	if err != nil {
 		return err
 	}
@@ -527,7 +528,7 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 		}
 		return err
 	}
-	plan, err := h.rules.Apply(c.UserContext(), want, dryRun, prune, who)
+	plan, err := h.rules.Apply(c.UserContext(), want, opts, who)
 	if err != nil {
 		return err
 	}
@@ -562,17 +563,18 @@ func quoteHint(err error, items []json.RawMessage) {
 	}
 }
 
-func applyParams(c *fiber.Ctx) (dryRun, prune bool, err error) {
+func applyParams(c *fiber.Ctx) (rules.ApplyOptions, error) {
 	var bad badParams
+	var opts rules.ApplyOptions
 	for _, p := range []struct {
 		name string
 		dst  *bool
-	}{{"dryRun", &dryRun}, {"prune", &prune}} {
+	}{{"dryRun", &opts.DryRun}, {"prune", &opts.Prune}, {"allowEmpty", &opts.AllowEmpty}} {
 		v, err := boolParam(c, p.name)
 		bad.note(err)
 		*p.dst = v != nil && *v
 	}
-	return dryRun, prune, bad.err()
+	return opts, bad.err()
 }
 
 func isYAML(contentType string) bool {
@@ -688,7 +690,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	for i := range want {
 		want[i].App = app
 	}
-	plan, err := h.rules.Apply(c.UserContext(), want, dryRun != nil && *dryRun, false, who)
+	plan, err := h.rules.Apply(c.UserContext(), want, rules.ApplyOptions{DryRun: dryRun != nil && *dryRun}, who)
 	if err != nil {
 		return err
 	}

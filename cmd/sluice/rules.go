@@ -90,7 +90,8 @@ const rulesApplyUsage = `Usage: sluice rules apply -f FILE [flags]
 
 Makes the server's rules those of FILE (YAML or JSON), matched by name: it
 creates, updates and, with --prune, deletes them in one transaction, and
-prints the plan. A dry run changes nothing, so a viewer token may ask for it.
+prints the plan. A prune that would delete every rule of an app, or of the
+server, is refused unless --allow-empty is given. A dry run changes nothing, so a viewer token may ask for it.
 
 Exit codes: 0 applied or nothing to do, 2 a dry run found changes to make,
 1 an error (the server's message and each bad field are printed).
@@ -105,6 +106,7 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	file := fs.String("f", "", "rule file, YAML or JSON ({\"rules\": [...]}); - reads standard input")
 	dryRun := fs.Bool("dry-run", false, "only show the plan; exit 2 if it changes anything")
 	prune := fs.Bool("prune", false, "delete the rules the file does not name")
+	allowEmpty := fs.Bool("allow-empty", false, "with --prune, let it delete every rule of an app or of the server (refused otherwise)")
 	reason := fs.String("reason", "", "why, kept in each changed rule's history")
 	if err := parseFlags(fs, args, rulesApplyUsage, stdout, stderr); err != nil {
 		return err
@@ -122,7 +124,7 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	query := url.Values{"dryRun": {strconv.FormatBool(*dryRun)}, "prune": {strconv.FormatBool(*prune)}}
+	query := url.Values{"dryRun": {strconv.FormatBool(*dryRun)}, "prune": {strconv.FormatBool(*prune)}, "allowEmpty": {strconv.FormatBool(*allowEmpty)}}
 	// YAML is a superset of JSON: one content type reads both.
 	header := http.Header{"Content-Type": {"application/yaml"}}
 	if *reason != "" {

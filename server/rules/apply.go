@@ -96,12 +96,26 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 	return rules, nil
 }
 
+// ApplyOptions says how Apply syncs.
+type ApplyOptions struct {
+	// DryRun writes nothing: the plan says what would be done.
+	DryRun bool
+	// Prune deletes the stored rules the file does not name.
+	Prune bool
+	// AllowEmpty lets a prune delete every rule of an app, or of the
+	// server (app ""), that has some: without it, such a prune (a file
+	// with an empty or mistaken list, most often) is refused.
+	AllowEmpty bool
+}
+
 // Apply syncs the stored rules to want, decoded by DecodeFile or
 // ImportSentinel, in one transaction: it creates the new, updates the
-// changed, and with prune deletes the stored rules want does not name. With
-// dryRun nothing is written. A scoped who (Actor.Apps) may name only rules
-// of its apps (else a ForbiddenError), and prune deletes only those. It returns the plan, done or to do.
-func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, who Actor) (ApplyPlan, error) {
+// changed, and with opts.Prune deletes the stored rules want does not name.
+// With opts.DryRun nothing is written. A scoped who (Actor.Apps) may name
+// only rules of its apps (else a ForbiddenError), and prune deletes only
+// those. It returns the plan, done or to do.
+func (s *Service) Apply(ctx context.Context, want []Rule, opts ApplyOptions, who Actor) (ApplyPlan, error) {
+	dryRun, prune := opts.DryRun, opts.Prune
 	plan := ApplyPlan{DryRun: dryRun, Created: []PlanItem{}, Updated: []PlanUpdate{}, Deleted: []PlanItem{}, Unchanged: []PlanItem{}}
 	err := s.write(ctx, dryRun, func(tx *Tx) error {
 		if err := forbidden(outOfScope(tx, want, who)...); err != nil {
@@ -153,6 +167,11 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 			}
 		}
 		slices.SortFunc(unwanted, func(a, b Rule) int { return strings.Compare(a.Name, b.Name) })
+		if !opts.AllowEmpty {
+			if err := emptied(tx.stored, want, unwanted); err != nil {
+				return err
+			}
+		}
 		for _, old := range unwanted {
 			if err := deleteRule(tx, &old, who); err != nil {
 				return err
@@ -162,6 +181,38 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 		return nil
 	})
 	return plan, err
+}
+
+// emptied refuses a prune of unwanted, among stored, that leaves an app
+// (or the server, app "") with rules before and none after want applies.
+func emptied(stored map[int64]Rule, want, unwanted []Rule) error {
+	gone, after := map[string]int{}, map[string]int{}
+	named := map[string]bool{}
+	for _, r := range unwanted {
+		gone[r.App]++
+		named[r.Name] = true
+	}
+	for _, r := range want {
+		after[r.App]++
+		named[r.Name] = true
+	}
+	for _, r := range stored {
+		if !named[r.Name] {
+			after[r.App]++ // a rule the caller may not prune stays
+		}
+	}
+	for _, app := range slices.Sorted(maps.Keys(gone)) {
+		if after[app] > 0 {
+			continue
+		}
+		whose := "the server's rules (app \"\")"
+		if app != "" {
+			whose = fmt.Sprintf("app %q", app)
+		}
+		msg := fmt.Sprintf("would delete every rule of %s (%d); apply with allowEmpty=true (sluice rules apply --allow-empty) to empty it", whose, gone[app])
+		return invalid("the prune "+msg, engine.FieldError{Field: "prune", Message: msg})
+	}
+	return nil
 }
 
 // outOfScope names the rules of want that who may not write: those whose

@@ -107,7 +107,8 @@ func ContentOf(r *Rule) Content {
 // showFields sets the fields of c that k's fields of spec, a pointer to
 // an engine rule of k with its defaults, show: each one that applies to it, and
 // each with options (a behaviour) that holds a value even where it does
-// not. An object or array is shown empty rather than null.
+// not. An object or array is shown empty rather than null; an empty
+// string without a default (replaces) is not shown.
 func showFields(k *engine.Kind, spec any, c *Content) {
 	dst := reflect.ValueOf(c).Elem()
 	to := structFields(dst.Type())
@@ -115,6 +116,9 @@ func showFields(k *engine.Kind, spec any, c *Content) {
 	for _, f := range k.Fields {
 		v := value(f.Name)
 		if when := f.AppliesWhen; when != nil && value(when.Field).String() != when.Value && (f.Options == nil || v.IsZero()) {
+			continue
+		}
+		if v.Kind() == reflect.String && v.IsZero() && f.Default == nil {
 			continue
 		}
 		field := dst.FieldByIndex(to[f.Name])

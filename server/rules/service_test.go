@@ -179,7 +179,7 @@ func TestApply(t *testing.T) {
 	}
 	t.Run("Success: a dry run plans and writes nothing", func(t *testing.T) {
 		s := openService(t)
-		plan, err := s.Apply(t.Context(), file(t, `{"kind":"flow","name":"a","resource":"orders","threshold":5}`), true, false, tester)
+		plan, err := s.Apply(t.Context(), file(t, `{"kind":"flow","name":"a","resource":"orders","threshold":5}`), ApplyOptions{DryRun: true}, tester)
 		if err != nil || len(plan.Created) != 1 || !plan.DryRun {
 			t.Fatalf("plan %+v, %v", plan, err)
 		}
@@ -192,18 +192,48 @@ func TestApply(t *testing.T) {
 		if _, err := s.Apply(t.Context(), file(t,
 			`{"kind":"flow","name":"a","resource":"orders","threshold":5}`,
 			`{"kind":"flow","name":"b","resource":"orders","threshold":5}`,
-			`{"kind":"flow","name":"c","resource":"stock","threshold":5}`), false, false, tester); err != nil {
+			`{"kind":"flow","name":"c","resource":"stock","threshold":5}`), ApplyOptions{}, tester); err != nil {
 			t.Fatal(err)
 		}
 		plan, err := s.Apply(t.Context(), file(t,
 			`{"kind":"flow","name":"a","resource":"orders","threshold":6}`,
-			`{"kind":"flow","name":"b","resource":"orders","threshold":5}`), false, true, tester)
+			`{"kind":"flow","name":"b","resource":"orders","threshold":5}`), ApplyOptions{Prune: true}, tester)
 		if err != nil || len(plan.Updated) != 1 || plan.Updated[0].Changes[0].Field != "threshold" ||
 			len(plan.Unchanged) != 1 || len(plan.Deleted) != 1 || plan.Deleted[0].Name != "c" {
 			t.Fatalf("plan %+v, %v", plan, err)
 		}
 		if loaded := s.engine.FlowRules(); len(loaded) != 2 {
 			t.Fatalf("the engine holds %+v, want a and b", loaded)
+		}
+	})
+	t.Run("Invalid: a prune that empties an app or the server is refused unless allowed", func(t *testing.T) {
+		s := openService(t)
+		if _, err := s.Apply(t.Context(), file(t,
+			`{"kind":"flow","name":"a","resource":"orders","threshold":5}`,
+			`{"kind":"flow","name":"s","resource":"orders","threshold":5,"app":"shop"}`), ApplyOptions{}, tester); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			name string
+			want []Rule
+		}{
+			{"an empty list empties the server", nil},
+			{"a list of other apps' rules empties shop", file(t, `{"kind":"flow","name":"a","resource":"orders","threshold":5}`)},
+		} {
+			_, err := s.Apply(t.Context(), tt.want, ApplyOptions{Prune: true, DryRun: true}, tester)
+			var invalid *ValidationError
+			if !errors.As(err, &invalid) || invalid.Fields[0].Field != "prune" {
+				t.Fatalf("%s: err %v, want a ValidationError naming prune", tt.name, err)
+			}
+		}
+		plan, err := s.Apply(t.Context(), nil, ApplyOptions{Prune: true, AllowEmpty: true}, tester)
+		if err != nil || len(plan.Deleted) != 2 {
+			t.Fatalf("allowed: plan %+v, %v", plan, err)
+		}
+		// Pruning part of an app, or an app that had nothing, is fine.
+		if _, err := s.Apply(t.Context(), file(t, `{"kind":"flow","name":"a","resource":"orders","threshold":5}`),
+			ApplyOptions{Prune: true}, tester); err != nil {
+			t.Fatal(err)
 		}
 	})
 	t.Run("Invalid: a file with a bad rule names it and writes nothing", func(t *testing.T) {

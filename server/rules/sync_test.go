@@ -143,7 +143,7 @@ func TestIndexesMatchAFullLoad(t *testing.T) {
 			}
 			var want []Rule
 			if want, err = DecodeFile(items); err == nil {
-				_, err = s.Apply(t.Context(), want, rng.IntN(4) == 0, rng.IntN(3) == 0, who)
+				_, err = s.Apply(t.Context(), want, ApplyOptions{DryRun: rng.IntN(4) == 0, Prune: rng.IntN(3) == 0, AllowEmpty: true}, who)
 			}
 		}
 		if err == nil {
