@@ -139,6 +139,8 @@ type Client struct {
 	lastReport time.Time
 	lastErr    error
 	lastErrAt  time.Time
+	// credentialsRefused is State.CredentialsRefused.
+	credentialsRefused bool
 }
 
 // State is what a Client knows of its sync and its reports.
@@ -163,6 +165,11 @@ type State struct {
 	// it: compare LastErrorAt with LastSync and LastReport.
 	LastError   error
 	LastErrorAt time.Time
+	// CredentialsRefused is true while the server's last answer refused
+	// the token (401) or what its role or scope allows (403): LastError is
+	// then a *CredentialsError. The client keeps asking, as for a server
+	// away, but only a new token will help.
+	CredentialsRefused bool
 	// BufferedMinutes is how many finished minutes wait for the server.
 	BufferedMinutes int
 	// DroppedMinutes counts the finished minutes dropped unsent: the
@@ -337,7 +344,7 @@ func (c *Client) State() State {
 	return State{
 		Revision: c.revision, HasRules: c.hasRules, FromCache: c.fromCache,
 		LastSync: c.lastSync, LastReport: c.lastReport,
-		LastError: c.lastErr, LastErrorAt: c.lastErrAt,
+		LastError: c.lastErr, LastErrorAt: c.lastErrAt, CredentialsRefused: c.credentialsRefused,
 		BufferedMinutes: buffered, DroppedMinutes: dropped,
 	}
 }
@@ -352,6 +359,9 @@ func (c *Client) fail(err error) {
 // failLocked is fail for a caller holding mu.
 func (c *Client) failLocked(err error) {
 	c.lastErr, c.lastErrAt = err, c.cfg.Now()
+	if _, ok := errors.AsType[*CredentialsError](err); ok {
+		c.credentialsRefused = true
+	}
 	c.logger.Warn("sluice remote", "app", c.cfg.App, "error", err)
 }
 

@@ -2,9 +2,11 @@ package remote_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -373,8 +375,13 @@ func TestWrongTokenIsAnError(t *testing.T) {
 		err := c.State().LastError
 		return err != nil && strings.Contains(err.Error(), "401") && strings.Contains(err.Error(), "a valid token is required")
 	})
-	if st := c.State(); st.HasRules {
+	st := c.State()
+	if st.HasRules {
 		t.Fatalf("state %+v: rules in force without the server's answer", st)
+	}
+	var refused *remote.CredentialsError
+	if !st.CredentialsRefused || !errors.As(st.LastError, &refused) || refused.Status != http.StatusUnauthorized {
+		t.Fatalf("state %+v: want the token's refusal told apart from a network error", st)
 	}
 }
 

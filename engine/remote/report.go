@@ -225,7 +225,7 @@ func (c *Client) post(ctx context.Context) error {
 	}
 	r.remove(len(batch), false)
 	c.mu.Lock()
-	c.lastReport = c.cfg.Now()
+	c.lastReport, c.credentialsRefused = c.cfg.Now(), false
 	c.mu.Unlock()
 	return nil
 }

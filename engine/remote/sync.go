@@ -93,7 +93,7 @@ func (c *Client) sync(ctx context.Context) (notModified bool, err error) {
 func (c *Client) synced(etag string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.lastSync = c.cfg.Now()
+	c.lastSync, c.credentialsRefused = c.cfg.Now(), false
 	if c.hasRules && etag == revisionETag(c.revision) {
 		c.fromCache = false
 	}
@@ -165,9 +165,32 @@ func (c *Client) inForce(revision int64, fromCache bool) {
 // revisionETag is the ETag of a snapshot revision.
 func revisionETag(revision int64) string { return `"` + strconv.FormatInt(revision, 10) + `"` }
 
+// CredentialsError is the server refusing the client's token (401) or
+// what its role or scope allows (403): trying again changes nothing until
+// the token does. State.CredentialsRefused tells it.
+type CredentialsError struct {
+	Status int
+	Err    error
+}
+
+// Error says what the server answered.
+func (e *CredentialsError) Error() string { return e.Err.Error() + " (check the token: Config.Token)" }
+
+// Unwrap returns the server's answer.
+func (e *CredentialsError) Unwrap() error { return e.Err }
+
 // answerError describes a failed answer of the server by its status and
-// the message of its error envelope.
+// the message of its error envelope; a CredentialsError for 401 and 403.
 func answerError(resp *http.Response) error {
+	err := describeAnswer(resp)
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		return &CredentialsError{Status: resp.StatusCode, Err: err}
+	}
+	return err
+}
+
+// describeAnswer is answerError's message.
+func describeAnswer(resp *http.Response) error {
 	var envelope struct {
 		Error struct {
 			Code    string `json:"code"`
