@@ -144,6 +144,7 @@ type Server struct {
 	cluster       engine.ClusterCounter
 	quotaNode     string
 	quotas        *quota.Keeper // saves the quota windows
+	spec          []byte        // the OpenAPI document served (serveSpec)
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -184,6 +185,11 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.version == "" {
 		s.version = "dev"
 	}
+	spec, err := specOf(s.version)
+	if err != nil {
+		return nil, fmt.Errorf("server: the OpenAPI document: %w", err)
+	}
+	s.spec = spec
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
@@ -301,7 +307,7 @@ func (s *Server) routes() {
 	}
 	bindPrometheus(s.app, &prometheusHandler{metrics: s.metrics}, guard)
 
-	s.app.Get("/swagger/doc.json", serveSpec)
+	s.app.Get("/swagger/doc.json", s.serveSpec)
 	s.app.Get("/swagger/*", swagger.New())
 	bindConsole(s.app)
 }
@@ -339,10 +345,31 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 }
 
 // serveSpec answers the OpenAPI document committed in docs/, the one the
-// Swagger UI (swagger/index.html) loads.
-func serveSpec(c *fiber.Ctx) error {
+// Swagger UI (swagger/index.html) loads, its info.version the server's.
+func (s *Server) serveSpec(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(docs.JSON)
+	return c.Send(s.spec)
+}
+
+// specOf is the committed OpenAPI document with info.version set to
+// version: a client generated from it says which server it was made
+// against.
+func specOf(version string) ([]byte, error) {
+	var spec map[string]json.RawMessage
+	if err := json.Unmarshal(docs.JSON, &spec); err != nil {
+		return nil, err
+	}
+	var info map[string]any
+	if err := json.Unmarshal(spec["info"], &info); err != nil {
+		return nil, err
+	}
+	info["version"] = version
+	raw, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	spec["info"] = raw
+	return json.Marshal(spec)
 }
 
 // writeJSON answers v as JSON with status.
