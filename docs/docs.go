@@ -1631,7 +1631,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "In the shape apply takes, by name, so that export then apply is a no-op.",
+                "description": "In the shape apply takes, by name, so that export then apply is a no-op: each rule's fields in a fixed order (kind, name, resource, app, description, enabled, mode, expiresAt, then its kind's in the rules reference's order), those at their defaults left out, so that a file kept in a repository diffs like a hand-written one.",
                 "produces": [
                     "application/json",
                     "application/yaml"

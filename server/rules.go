@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
@@ -590,7 +589,7 @@ func isYAML(contentType string) bool {
 //
 //	@Summary		Export every rule
 //	@ID				exportRules
-//	@Description	In the shape apply takes, by name, so that export then apply is a no-op.
+//	@Description	In the shape apply takes, by name, so that export then apply is a no-op: each rule's fields in a fixed order (kind, name, resource, app, description, enabled, mode, expiresAt, then its kind's in the rules reference's order), those at their defaults left out, so that a file kept in a repository diffs like a hand-written one.
 //	@Tags			rules
 //	@Produce		json
 //	@Produce		application/yaml
@@ -610,18 +609,15 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	file := rules.RuleFile{Rules: make([]rules.Content, len(all))}
-	for i := range all {
-		file.Rules[i] = rules.ContentOf(&all[i])
-	}
-	if format == "json" {
-		return writeJSON(c, http.StatusOK, file)
-	}
-	data, err := yaml.Marshal(file)
+	data, err := rules.ExportFile(all, format)
 	if err != nil {
 		return err
 	}
-	c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
+	if format == "json" {
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+	} else {
+		c.Set(fiber.HeaderContentType, "application/yaml; charset=utf-8")
+	}
 	return c.Status(http.StatusOK).Send(data)
 }
 
