@@ -93,6 +93,9 @@ creates, updates and, with --prune, deletes them in one transaction, and
 prints the plan. A prune that would delete every rule of an app, or of the
 server, is refused unless --allow-empty is given. A dry run changes nothing, so a viewer token may ask for it.
 
+With --output json the plan is printed as the API answers it (created,
+updated with each field's from and to, deleted, unchanged), for CI bots.
+
 Exit codes: 0 applied or nothing to do, 2 a dry run found changes to make,
 1 an error (the server's message and each bad field are printed).
 
@@ -107,12 +110,16 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	dryRun := fs.Bool("dry-run", false, "only show the plan; exit 2 if it changes anything")
 	prune := fs.Bool("prune", false, "delete the rules the file does not name")
 	allowEmpty := fs.Bool("allow-empty", false, "with --prune, let it delete every rule of an app or of the server (refused otherwise)")
+	output := fs.String("output", "text", "text: a readable diff; json: the plan as the server answers it, for bots")
 	reason := fs.String("reason", "", "why, kept in each changed rule's history")
 	if err := parseFlags(fs, args, rulesApplyUsage, stdout, stderr); err != nil {
 		return err
 	}
 	if *file == "" {
 		return errors.New("sluice rules apply: -f is required")
+	}
+	if *output != "text" && *output != "json" {
+		return errors.New("sluice rules apply: --output must be text or json")
 	}
 	var body []byte
 	var err error
@@ -134,11 +141,23 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := api.call(ctx, http.MethodPost, "/api/v1/rules/apply?"+query.Encode(), header, body, &plan); err != nil {
 		return err
 	}
-	changes := printPlan(stdout, plan)
+	changes, err := writePlan(stdout, plan, *output)
+	if err != nil {
+		return err
+	}
 	if *dryRun && changes > 0 {
 		return errDrift
 	}
 	return nil
+}
+
+// writePlan writes the plan as output says, text (printPlan) or json,
+// and returns how many rules it changes.
+func writePlan(w io.Writer, plan rules.ApplyPlan, output string) (int, error) {
+	if output == "json" {
+		return len(plan.Created) + len(plan.Updated) + len(plan.Deleted), json.NewEncoder(w).Encode(plan)
+	}
+	return printPlan(w, plan), nil
 }
 
 // printPlan writes the plan as a readable diff and returns how many rules

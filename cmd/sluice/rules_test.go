@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -100,6 +101,26 @@ rules:
 	out, code := runCLI(t, "rules", "apply", "-f", v2, "--server", url, "--prune", "--dry-run")
 	if code != 2 || !strings.Contains(out, "threshold: 100 -> 150") || !strings.Contains(out, "- delete flow pay-conc") {
 		t.Fatalf("dry run of a changed file: exit %d\n%s", code, out)
+	}
+
+	out, code = runCLI(t, "rules", "apply", "-f", v2, "--server", url, "--prune", "--dry-run", "--output", "json")
+	var plan struct {
+		DryRun  bool
+		Updated []struct {
+			Name    string
+			Changes []struct {
+				Field    string
+				From, To any
+			}
+		}
+		Deleted []struct{ Name string }
+	}
+	if err := json.Unmarshal([]byte(out), &plan); code != 2 || err != nil || !plan.DryRun || len(plan.Updated) != 1 ||
+		plan.Updated[0].Changes[0].Field != "threshold" || plan.Updated[0].Changes[0].To != 150.0 || len(plan.Deleted) != 1 {
+		t.Fatalf("--output json: exit %d, %v, plan %+v\n%s", code, err, plan, out)
+	}
+	if out, code := runCLI(t, "rules", "apply", "-f", v2, "--server", url, "--output", "yaml"); code != 1 || !strings.Contains(out, "--output") {
+		t.Fatalf("--output yaml: exit %d\n%s", code, out)
 	}
 
 	exported, code := runCLI(t, "rules", "export", "--server", url)
