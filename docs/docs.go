@@ -1727,7 +1727,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); with metricType 0 given, such a field, which nothing of would be imported, is refused (422 naming it). A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields Sentinel ignores for a rule's behaviour (reject or throttling, direct or warm-up, as Sentinel's dashboard writes them with defaults) are dropped. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); with metricType 0 given, such a field, which nothing of would be imported, is refused (422 naming it). A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
                 "consumes": [
                     "application/json"
                 ],
@@ -3169,6 +3169,13 @@ const docTemplate = `{
                 "dryRun": {
                     "type": "boolean"
                 },
+                "notes": {
+                    "description": "Notes name what an import left out of the file and why (a field\nthe source limiter ignores too); absent when nothing was.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.PlanNote"
+                    }
+                },
                 "unchanged": {
                     "description": "Unchanged lists the rules of the body that are already as asked.",
                     "type": "array",
@@ -4164,6 +4171,19 @@ const docTemplate = `{
                 "resource": {
                     "type": "string",
                     "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.PlanNote": {
+            "type": "object",
+            "properties": {
+                "field": {
+                    "type": "string",
+                    "example": "rules[0].maxQueueingTimeMs"
+                },
+                "message": {
+                    "type": "string",
+                    "example": "dropped: 1000 is not read with controlBehavior 0 (Reject), by sentinel-golang either"
                 }
             }
         },

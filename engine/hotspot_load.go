@@ -43,7 +43,7 @@ func validateHotspotRules(prefix string, rules []HotspotRule) ([]HotspotRule, er
 			return
 		}
 		if held[rule.Resource]++; held[rule.Resource] == 2 {
-			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), "has more than one hotspot rule of metric concurrency")
+			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), "has more than one hotspot rule of metric concurrency: a call holds one value's count in flight per resource (sentinel-golang allows more); keep one, or make the others metric qps")
 		}
 	})
 }

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -255,10 +258,10 @@ func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
 
 // TestSentinelHotspotMetricType checks the import of sentinel-golang
 // hotspot rules as sentinel-golang reads them: metricType 0, and a missing
-// one, is Concurrency; a field only QPS reads is refused on metricType 0,
-// naming it, as nothing of it would be imported, and beside a missing
-// metricType, naming that, as unclear; so is a paramIndex beside a
-// paramKey, which sentinel-golang refuses.
+// one, is Concurrency; a field only QPS reads is dropped on metricType 0
+// (sentinel-golang ignores it too), with a note in the plan naming it, and
+// beside a missing metricType refused, naming that, as unclear; so is a
+// paramIndex beside a paramKey, which sentinel-golang refuses.
 func TestSentinelHotspotMetricType(t *testing.T) {
 	ts := startServer(t, nil, nil)
 	tests := []struct {
@@ -266,12 +269,13 @@ func TestSentinelHotspotMetricType(t *testing.T) {
 		wantMetric string
 		wantMs     int64
 		wantField  string
+		wantNote   string
 	}{
 		{name: "metricType 0", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
-		{name: "metricType 0 with durationInSec", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantField: "rules[0].durationInSec"},
-		{name: "metricType 0 with controlBehavior", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantField: "rules[0].controlBehavior"},
-		{name: "metricType 0 with burstCount", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "burstCount": 2}`, wantField: "rules[0].burstCount"},
-		{name: "metricType 0 with maxQueueingTimeMs", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "maxQueueingTimeMs": 500}`, wantField: "rules[0].maxQueueingTimeMs"},
+		{name: "metricType 0 with durationInSec", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantMetric: "concurrency", wantNote: "rules[0].durationInSec"},
+		{name: "metricType 0 with controlBehavior", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "controlBehavior": 1}`, wantMetric: "concurrency", wantNote: "rules[0].controlBehavior"},
+		{name: "metricType 0 with burstCount", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "burstCount": 2}`, wantMetric: "concurrency", wantNote: "rules[0].burstCount"},
+		{name: "metricType 0 with maxQueueingTimeMs", rule: `{"resource": "r", "metricType": 0, "paramKey": "ip", "threshold": 4, "maxQueueingTimeMs": 500}`, wantMetric: "concurrency", wantNote: "rules[0].maxQueueingTimeMs"},
 		{name: "no metricType", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4}`, wantMetric: "concurrency"},
 		{name: "no metricType and Sentinel's zeros", rule: `{"resource": "r", "paramKey": "ip", "threshold": 4, "durationInSec": 0, "controlBehavior": 0, "burstCount": 0, "maxQueueingTimeMs": 0}`, wantMetric: "concurrency"},
 		{name: "metricType 1", rule: `{"resource": "r", "metricType": 1, "paramKey": "ip", "threshold": 4, "durationInSec": 5}`, wantMetric: "qps", wantMs: 5000},
@@ -293,6 +297,9 @@ func TestSentinelHotspotMetricType(t *testing.T) {
 				return
 			}
 			mustStatus(t, resp, got, http.StatusOK)
+			if plan := decodePlan(t, got); tt.wantNote != "" && (len(plan.Notes) != 1 || plan.Notes[0].Field != tt.wantNote) {
+				t.Errorf("notes = %+v, want one naming %s, dropped", plan.Notes, tt.wantNote)
+			}
 			list := ts.listRules(t, "kind=hotspot")
 			if len(list.Items) != 1 {
 				t.Fatalf("hotspot rules = %+v, want one", list.Items)
@@ -310,4 +317,67 @@ func TestSentinelHotspotMetricType(t *testing.T) {
 			mustStatus(t, resp, got, http.StatusNoContent)
 		})
 	}
+}
+
+// TestImportSentinelGolangFiles imports sentinel-golang's own rule files
+// of today (testdata/sentinel/golang-main, source in its README): each
+// imports, the fields sentinel-golang ignores dropped with a note each in
+// the plan, or is refused with one clear message per rule it cannot
+// express; and a Java Sentinel rule is refused with one message.
+func TestImportSentinelGolangFiles(t *testing.T) {
+	tests := []struct {
+		file, kind  string
+		wantCreated int
+		wantNotes   []string
+		wantFields  []string
+	}{
+		{"FlowRule.json", "flow", 3, []string{
+			"rules[0].warmUpPeriodSec", "rules[0].maxQueueingTimeMs", "rules[0].refResource",
+			"rules[1].warmUpPeriodSec", "rules[2].warmUpPeriodSec", "rules[2].refResource",
+		}, nil},
+		{"CircuitBreakerRule.json", "circuitBreaker", 3, nil, nil},
+		// Two concurrency hotspot rules on one resource: Sluice holds one.
+		{"HotSpotParamFlowRule.json", "hotspot", 0, nil, []string{"rules[1].resource"}},
+		{"SystemRule.json", "system", 0, nil, []string{"rules[0].metricType"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			ts := startServer(t, nil, nil)
+			body, err := os.ReadFile(filepath.Join("testdata", "sentinel", "golang-main", tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind="+tt.kind+"&dryRun=true", string(body), nil)
+			if tt.wantFields != nil {
+				e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantFields...)
+				if len(e.Details) != len(tt.wantFields) {
+					t.Errorf("details = %+v, want one per rule refused", e.Details)
+				}
+				return
+			}
+			mustStatus(t, resp, got, http.StatusOK)
+			plan := decodePlan(t, got)
+			var notes []string
+			for _, n := range plan.Notes {
+				notes = append(notes, n.Field)
+				if !strings.HasPrefix(n.Message, "dropped: ") {
+					t.Errorf("note %+v does not say it was dropped", n)
+				}
+			}
+			slices.Sort(notes)
+			want := slices.Sorted(slices.Values(tt.wantNotes))
+			if len(plan.Created) != tt.wantCreated || !slices.Equal(notes, want) {
+				t.Errorf("created %d, notes %q; want %d and %q", len(plan.Created), notes, tt.wantCreated, want)
+			}
+		})
+	}
+	t.Run("a Java Sentinel rule", func(t *testing.T) {
+		ts := startServer(t, nil, nil)
+		resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel",
+			`[{"resource":"GET:/api/orders","limitApp":"default","grade":1,"count":20,"strategy":0,"controlBehavior":0,"clusterMode":false}]`, nil)
+		e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", "rules[0]")
+		if len(e.Details) != 1 || !strings.Contains(e.Details[0].Message, "Java Sentinel") {
+			t.Errorf("details = %+v, want one message naming Java Sentinel", e.Details)
+		}
+	})
 }

@@ -47,14 +47,24 @@ type ApplyPlan struct {
 	Deleted []PlanItem   `json:"deleted"`
 	// Unchanged lists the rules of the body that are already as asked.
 	Unchanged []PlanItem `json:"unchanged"`
+	// Notes name what an import left out of the file and why (a field
+	// the source limiter ignores too); absent when nothing was.
+	Notes []PlanNote `json:"notes,omitempty"`
 } //@name server.ApplyPlan
+
+// PlanNote is a field of an imported file that the import left out, and
+// why.
+type PlanNote struct {
+	Field   string `json:"field" example:"rules[0].maxQueueingTimeMs"`
+	Message string `json:"message" example:"dropped: 1000 is not read with controlBehavior 0 (Reject), by sentinel-golang either"`
+} //@name server.PlanNote
 
 // DecodeFile decodes and validates the rules of a rule file (apply's body);
 // every bad field is named rules[i].field, and its message names the rule.
 func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 	named := map[string]int{}
 	return decodeRuleList(items, "the rule file is not valid; nothing was applied; see details",
-		func(i int, o *wire.Object, errs *[]engine.FieldError) Rule {
+		func(i int, o *wire.Object, errs *[]engine.FieldError) (Rule, bool) {
 			// Peeked, not read: wire.DecodeRule reads the name, and reports it
 			// once if it is bad.
 			if o.Label = o.PeekStr("name"); o.Label == "" {
@@ -65,15 +75,17 @@ func DecodeFile(items []json.RawMessage) ([]Rule, error) {
 				*errs = append(*errs, engine.FieldError{Field: o.Path + "name", Message: fmt.Sprintf("rule %q: the name is used by rules[%d] too", r.Name, first)})
 			}
 			named[r.Name] = i
-			return r
+			return r, true
 		})
 }
 
 // decodeRuleList decodes the rule objects of an apply or import body with
 // decode, which reads one object (its o.Label names the rule in messages),
-// and validates each: every bad field is named rules[i].field. failed is
-// the message when any is bad.
-func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *wire.Object, errs *[]engine.FieldError) Rule) ([]Rule, error) {
+// and validates each: every bad field is named rules[i].field. decode
+// answers false for an object it refused whole, with one message, which is
+// then not validated field by field. failed is the message when any is
+// bad.
+func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o *wire.Object, errs *[]engine.FieldError) (Rule, bool)) ([]Rule, error) {
 	if len(items) > MaxApplyRules {
 		msg := fmt.Sprintf("holds %d rules, more than the %d one request takes", len(items), MaxApplyRules)
 		return nil, invalid("too many rules: "+msg, engine.FieldError{Field: "rules", Message: msg})
@@ -86,7 +98,10 @@ func decodeRuleList(items []json.RawMessage, failed string, decode func(i int, o
 			errs = append(errs, engine.FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: "must be a rule object"})
 			continue
 		}
-		r := decode(i, o, &errs)
+		r, whole := decode(i, o, &errs)
+		if !whole {
+			continue // refused whole, with one message
+		}
 		wire.ValidateRule(&r, o.Path, o.Label, &errs)
 		rules = append(rules, r)
 	}

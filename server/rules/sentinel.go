@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
@@ -58,7 +59,7 @@ var SentinelKinds = []string{engine.KindFlow, engine.KindCircuitBreaker, engine.
 
 // sentinelImports convert the sentinel-golang rules of each of
 // SentinelKinds.
-var sentinelImports = map[string]func([]json.RawMessage) ([]Rule, error){
+var sentinelImports = map[string]func([]json.RawMessage, *[]PlanNote) ([]Rule, error){
 	engine.KindFlow:           convertSentinelFlowRules,
 	engine.KindCircuitBreaker: convertSentinelBreakerRules,
 	engine.KindHotspot:        convertSentinelHotspotRules,
@@ -67,16 +68,26 @@ var sentinelImports = map[string]func([]json.RawMessage) ([]Rule, error){
 
 // ImportSentinel turns the sentinel-golang rules of kind (one of
 // SentinelKinds) into rules that Apply takes, named in file order and
-// validated like a rule file.
-func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, error) {
-	return sentinelImports[kind](items)
+// validated like a rule file. The notes name each field given that was
+// dropped, as sentinel-golang ignores it too: the plan lists them
+// (ApplyPlan.Notes), so nothing is left out without a line.
+func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, []PlanNote, error) {
+	var notes []PlanNote
+	rules, err := sentinelImports[kind](items, &notes)
+	return rules, notes, err
 }
+
+// javaSentinelFields are fields of Java Sentinel's rules (FlowRule,
+// DegradeRule, ParamFlowRule, SystemRule, AuthorityRule and the dashboard's
+// entities) that sentinel-golang's have not: a rule with one is refused
+// whole, with one message, rather than field by field.
+var javaSentinelFields = []string{"grade", "count", "clusterMode", "gmtCreate", "gmtModified", "ip", "port", "timeWindow", "highestSystemLoad", "qps", "avgRt", "maxThread"}
 
 // convertSentinelBreakerRules turns sentinel-golang circuit breaker rules
 // into Sluice rules, named in file order, validated like an apply body.
 // The bucket count is Sluice's own choice and is dropped.
-func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.CircuitBreakerKind, func(o *wire.Object, r *Rule, b *engine.CircuitBreakerRule) {
+func convertSentinelBreakerRules(items []json.RawMessage, notes *[]PlanNote) ([]Rule, error) {
+	return convertSentinel(items, notes, engine.CircuitBreakerKind, func(o *wire.Object, r *Rule, b *engine.CircuitBreakerRule, _ dropper) {
 		var id string
 		var strategy, ignored int64
 		o.Str("id", &id)
@@ -101,11 +112,20 @@ func convertSentinelBreakerRules(items []json.RawMessage) ([]Rule, error) {
 // rules are Rs, with fill, which reads one rule object into a rule and its
 // spec; names are made up in file order and every rule is validated like
 // an apply body.
-func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill func(o *wire.Object, r *Rule, spec *R)) ([]Rule, error) {
+func convertSentinel[R any](items []json.RawMessage, notes *[]PlanNote, kind *engine.Kind, fill func(o *wire.Object, r *Rule, spec *R, drop dropper)) ([]Rule, error) {
 	named := map[string]bool{}
 	return decodeRuleList(items, "the Sentinel rules cannot be imported; nothing was applied; see details",
-		func(_ int, o *wire.Object, _ *[]engine.FieldError) Rule {
+		func(i int, o *wire.Object, errs *[]engine.FieldError) (Rule, bool) {
 			r := Rule{Kind: kind.Name, Enabled: true, Mode: string(engine.ModeEnforce)}
+			if java := javaFields(o); len(java) > 0 {
+				*errs = append(*errs, engine.FieldError{Field: fmt.Sprintf("rules[%d]", i), Message: fmt.Sprintf(
+					"is a rule of Java Sentinel (it has %s): Sluice imports sentinel-golang's rule JSON; write the rule in Sluice's terms (docs/rules.md: grade 1 is metric qps, 0 metric concurrency; count is threshold) and apply it",
+					strings.Join(java, ", "))})
+				return r, false
+			}
+			drop := func(field, why string) {
+				*notes = append(*notes, PlanNote{Field: fmt.Sprintf("rules[%d].%s", i, field), Message: "dropped: " + why})
+			}
 			var spec R
 			name := func() {
 				r.Name, _ = uniqueName(kind.Name, r.Subject(), func(name string) (bool, error) { return named[name], nil })
@@ -114,18 +134,32 @@ func convertSentinel[R any](items []json.RawMessage, kind *engine.Kind, fill fun
 			}
 			if kind.NoResource {
 				// Named after what fill reads.
-				fill(o, &r, &spec)
+				fill(o, &r, &spec, drop)
 				r.Spec = spec
 				name()
 			} else {
 				o.Str("resource", &r.Resource)
 				name()
-				fill(o, &r, &spec)
+				fill(o, &r, &spec, drop)
 				r.Spec = spec
 			}
 			o.Rest(func(string) string { return "" })
-			return r
+			return r, true
 		})
+}
+
+// dropper notes that a field given was dropped, and why.
+type dropper func(field, why string)
+
+// javaFields returns the fields of o that only Java Sentinel's rules have.
+func javaFields(o *wire.Object) []string {
+	var found []string
+	for _, f := range javaSentinelFields {
+		if o.Has(f) {
+			found = append(found, f)
+		}
+	}
+	return found
 }
 
 func importedDescription(id string) string {
@@ -137,8 +171,8 @@ func importedDescription(id string) string {
 
 // convertSentinelFlowRules turns sentinel-golang flow rules into Sluice
 // rules, named in file order, validated like an apply body.
-func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.FlowKind, func(o *wire.Object, r *Rule, spec *engine.FlowRule) {
+func convertSentinelFlowRules(items []json.RawMessage, notes *[]PlanNote) ([]Rule, error) {
+	return convertSentinel(items, notes, engine.FlowKind, func(o *wire.Object, r *Rule, spec *engine.FlowRule, drop dropper) {
 		var sr struct {
 			id, refResource, adaptiveConfig, limitApp          string
 			strategy, behavior, relation                       int64
@@ -159,6 +193,10 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 		o.Integer("warmUpPeriodSec", &sr.warmUpSec)
 		o.Integer("warmUpColdFactor", &sr.coldFactor)
 		o.Integer("statIntervalInMs", &sr.interval)
+		var regex bool
+		if o.Bool("regex", &regex, false) && regex {
+			o.Fail("regex", "must be false: a Sluice rule names one resource, not a pattern of them")
+		}
 		// Used by MemoryAdaptive only, which is refused below; newer
 		// sentinel-golang versions name an adaptive configuration instead.
 		o.Str("adaptiveConfigName", &sr.adaptiveConfig)
@@ -172,16 +210,22 @@ func convertSentinelFlowRules(items []json.RawMessage) ([]Rule, error) {
 			o.Fail("tokenCalculateStrategy", "must be 0 (Direct) or 1 (WarmUp); MemoryAdaptive is not supported")
 		} else if f.TokenCalculateStrategy = engine.TokenCalculateStrategy(value); f.TokenCalculateStrategy == engine.StrategyWarmUp {
 			f.WarmUpPeriodSec, f.WarmUpColdFactor = sr.warmUpSec, sr.coldFactor
+		} else {
+			dropUnread(drop, "tokenCalculateStrategy 0 (Direct)", "warmUpPeriodSec", sr.warmUpSec, "warmUpColdFactor", sr.coldFactor)
 		}
 		if value, ok := sentinelOption(table, "controlBehavior", sr.behavior); !ok {
 			o.Fail("controlBehavior", "must be 0 (Reject) or 1 (Throttling)")
 		} else if f.ControlBehavior = engine.ControlBehavior(value); f.ControlBehavior == engine.BehaviorThrottling {
 			f.MaxQueueingTimeMs = sr.queueing
+		} else {
+			dropUnread(drop, "controlBehavior 0 (Reject)", "maxQueueingTimeMs", sr.queueing)
 		}
 		if value, ok := sentinelOption(table, "relationStrategy", sr.relation); !ok {
 			o.Fail("relationStrategy", "must be 0 (CurrentResource) or 1 (AssociatedResource)")
 		} else if f.RelationStrategy = engine.RelationStrategy(value); f.RelationStrategy == engine.RelationAssociated {
 			f.RefResource = sr.refResource
+		} else if sr.refResource != "" {
+			drop("refResource", "relationStrategy 0 (CurrentResource) does not read it, nor does sentinel-golang")
 		}
 		*spec = f
 		r.Description = importedDescription(sr.id)
@@ -207,8 +251,8 @@ const maxDurationInSec = engine.MaxStatIntervalMs / 1000
 // missing metricType is sentinel-golang's 0, Concurrency, unless the rule
 // sets a field only QPS reads: such a rule is refused, naming
 // metricType, as its intent is unclear.
-func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.HotspotKind, func(o *wire.Object, r *Rule, h *engine.HotspotRule) {
+func convertSentinelHotspotRules(items []json.RawMessage, notes *[]PlanNote) ([]Rule, error) {
+	return convertSentinel(items, notes, engine.HotspotKind, func(o *wire.Object, r *Rule, h *engine.HotspotRule, drop dropper) {
 		var sr struct {
 			id, paramKey                                   string
 			metric, behavior, index, queueing, burst, secs int64
@@ -249,7 +293,7 @@ func convertSentinelHotspotRules(items []json.RawMessage) ([]Rule, error) {
 					o.Fail("metricType", fmt.Sprintf("is missing, which sentinel-golang reads as 0 (Concurrency), but %s is set, which only 1 (QPS) reads: set metricType to 0 or 1", f.name))
 					return
 				default:
-					o.Fail(f.name, fmt.Sprintf("is %d, but only metricType 1 (QPS) reads it, and this rule's is 0 (Concurrency): nothing would be imported of it; remove it or set metricType 1", f.value))
+					drop(f.name, fmt.Sprintf("%d is read by metricType 1 (QPS) only, and this rule's is 0 (Concurrency), as sentinel-golang reads it", f.value))
 				}
 			}
 		case 1:
@@ -349,6 +393,16 @@ func sentinelValue(kind int64, text string) (string, string) {
 	return "", "must be 0 (KindInt), 1 (KindString), 2 (KindBool) or 3 (KindFloat64)"
 }
 
+// dropUnread notes each field of pairs (name, value) that is set though
+// what (a behaviour the rule has) does not read it.
+func dropUnread(drop dropper, what string, pairs ...any) {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if v := pairs[i+1].(int64); v != 0 {
+			drop(pairs[i].(string), fmt.Sprintf("%d is not read with %s, by sentinel-golang either", v, what))
+		}
+	}
+}
+
 // convertSentinelSystemRules turns sentinel-golang system rules (metricType
 // 0 Load, 1 AvgRT, 2 Concurrency, 3 InboundQPS, 4 CpuUsage; strategy -1
 // NoAdaptive, 1 BBR, 0 unset) into Sluice rules, named in file order,
@@ -356,8 +410,8 @@ func sentinelValue(kind int64, text string) (string, string) {
 // load average, Sluice's the load per CPU of the machine the rule will run
 // on, which the file does not tell: such a rule is refused rather than
 // guessed. A CpuUsage trigger is a ratio in both.
-func convertSentinelSystemRules(items []json.RawMessage) ([]Rule, error) {
-	return convertSentinel(items, engine.SystemKind, func(o *wire.Object, r *Rule, sys *engine.SystemRule) {
+func convertSentinelSystemRules(items []json.RawMessage, notes *[]PlanNote) ([]Rule, error) {
+	return convertSentinel(items, notes, engine.SystemKind, func(o *wire.Object, r *Rule, sys *engine.SystemRule, drop dropper) {
 		var id string
 		var metric, strategy int64
 		o.Str("id", &id)
@@ -378,7 +432,11 @@ func convertSentinelSystemRules(items []json.RawMessage) ([]Rule, error) {
 		case -1:
 			sys.Strategy = engine.SystemNoAdaptive
 		case 1:
-			sys.Strategy = engine.SystemBBR
+			if m := sys.MetricType; m == engine.SystemLoad || m == engine.SystemCPUUsage {
+				sys.Strategy = engine.SystemBBR
+			} else if m != "" {
+				drop("strategy", fmt.Sprintf("1 (BBR) applies to Load and CpuUsage only; sentinel-golang ignores it for %s, as Sluice does", m))
+			}
 		default:
 			o.Fail("strategy", "must be -1 (NoAdaptive) or 1 (BBR), or 0 (unset)")
 		}
