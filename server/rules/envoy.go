@@ -18,7 +18,8 @@ import (
 // one is a few hundred nodes a few levels deep, and Envoy's rate limit
 // actions rarely send more than a handful of entries per descriptor.
 const (
-	// MaxEnvoyConfigBytes bounds the YAML file.
+	// MaxEnvoyConfigBytes bounds the YAML file; the caller of ImportEnvoy
+	// refuses a larger one.
 	MaxEnvoyConfigBytes = 4 << 20
 	// MaxEnvoyNodes bounds the descriptor nodes of the file, with or
 	// without a rate_limit.
@@ -56,12 +57,9 @@ type envoyImport struct {
 // or a hotspot rule on descriptor.ParamKey(path) when the path has
 // entries without a value (docs/envoy-import.md). What Sluice cannot
 // express is refused, every field named by its path in the file
-// (descriptors[2].descriptors[0].rate_limit.unit); nothing is dropped.
+// (descriptors[2].descriptors[0].rate_limit.unit); nothing is dropped. A
+// body that is no YAML is a *codec.YAMLError.
 func ImportEnvoy(body []byte) ([]Rule, error) {
-	if len(body) > MaxEnvoyConfigBytes {
-		msg := fmt.Sprintf("is %d bytes, more than the %d an envoyproxy/ratelimit configuration may have", len(body), MaxEnvoyConfigBytes)
-		return nil, invalid("the configuration is too large: "+msg, engine.FieldError{Field: "body", Message: msg})
-	}
 	data, err := codec.YAMLToJSON(body)
 	if err != nil {
 		return nil, err
