@@ -189,3 +189,17 @@ func TestImportEnvoyRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestImportEnvoyKindConflict: a made-up name that a stored rule of
+// another kind has is refused as apply refuses it, naming the imported
+// rule by its place in file order, and nothing is written.
+func TestImportEnvoyKindConflict(t *testing.T) {
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"rl-foo","kind":"flow","resource":"rl:foo","threshold":1}`)
+	before, loaded := ts.snapshot(t), ts.loadedThresholds()
+
+	resp, got := ts.call(t, http.MethodPost, importPath+"?format=envoy", readEnvoyFile(t, "examples-example-f28024e.yaml"), nil)
+
+	wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", "rules[5].kind")
+	ts.wantUnchanged(t, before, loaded)
+}
