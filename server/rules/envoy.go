@@ -48,7 +48,8 @@ type envoyImport struct {
 	domain string
 	errs   []engine.FieldError
 	nodes  []envoyNode
-	count  int
+	// count is the nodes read so far, up to one past MaxEnvoyNodes.
+	count int
 }
 
 // ImportEnvoy turns an envoyproxy/ratelimit configuration file (YAML: a
@@ -70,8 +71,7 @@ func ImportEnvoy(body []byte) ([]Rule, error) {
 		msg := "must be a YAML mapping with a domain and its descriptors"
 		return nil, invalid("the body "+msg, engine.FieldError{Field: "body", Message: msg})
 	}
-	root.Str("domain", &imp.domain)
-	if imp.domain == "" && !hasFailed(imp.errs, "domain") {
+	if envoyText(root, "domain", &imp.domain) && imp.domain == "" {
 		root.Fail("domain", "is required")
 	}
 	descriptors := envoyList(root, "descriptors")
@@ -95,15 +95,6 @@ func ImportEnvoy(body []byte) ([]Rule, error) {
 	return rules, nil
 }
 
-func hasFailed(errs []engine.FieldError, field string) bool {
-	for _, e := range errs {
-		if e.Field == field {
-			return true
-		}
-	}
-	return false
-}
-
 // envoyList reads the field name of o as a list of JSON values; absent
 // or null is empty.
 func envoyList(o *wire.Object, name string) []json.RawMessage {
@@ -124,11 +115,15 @@ func (imp *envoyImport) walk(items []json.RawMessage, field string, parent []des
 	}
 	first := map[descriptor.Entry]int{}
 	for i, item := range items {
-		if imp.count++; imp.count > MaxEnvoyNodes {
+		if imp.count == MaxEnvoyNodes {
+			imp.count++ // reported once, where the bound is passed
 			imp.errs = append(imp.errs, engine.FieldError{Field: field,
 				Message: fmt.Sprintf("the file has more than %d descriptors", MaxEnvoyNodes)})
+		}
+		if imp.count > MaxEnvoyNodes {
 			return
 		}
+		imp.count++
 		path := fmt.Sprintf("%s[%d]", field, i)
 		o, err := wire.Parse(item, path+".", &imp.errs)
 		if err != nil {
@@ -136,10 +131,10 @@ func (imp *envoyImport) walk(items []json.RawMessage, field string, parent []des
 			continue
 		}
 		var e descriptor.Entry
-		envoyText(o, "key", &e.Key)
+		keyRead := envoyText(o, "key", &e.Key)
 		envoyText(o, "value", &e.Value)
 		switch {
-		case e.Key == "" && !hasFailed(imp.errs, o.Path+"key"):
+		case keyRead && e.Key == "":
 			o.Fail("key", "is required")
 		case strings.Contains(e.Value, "*"):
 			o.Fail("value", "holds *, a wildcard of newer envoyproxy/ratelimit versions that Sluice's rate limit service does not match: "+
@@ -166,15 +161,17 @@ func (imp *envoyImport) walk(items []json.RawMessage, field string, parent []des
 	}
 }
 
-// envoyText reads a key or value, which must be a string: a plain YAML
-// 123 or true is none (YAML 1.2), though envoyproxy/ratelimit's YAML 1.1
-// reader takes its text, and reading 0123 as 123 would change it.
-func envoyText(o *wire.Object, name string, dst *string) {
+// envoyText reads a text field (a key, a value, a name), which must be a
+// string: a plain YAML 123 or true is none (YAML 1.2), though
+// envoyproxy/ratelimit's YAML 1.1 reader takes its text, and reading 0123
+// as 123 would change it. It reports whether the field was no other type.
+func envoyText(o *wire.Object, name string, dst *string) bool {
 	if v, _ := o.Value(name); len(v) > 0 && v[0] != '"' {
 		o.Fail(name, "must be a string: in YAML, quote it ('0123', 'true'), as a plain 0123 or true is a number or a boolean")
-		return
+		return false
 	}
 	o.Str(name, dst)
+	return true
 }
 
 func keyOrValue(e descriptor.Entry) string {
@@ -207,14 +204,13 @@ func (imp *envoyImport) rateLimit(o *wire.Object, node *envoyNode) bool {
 	var l envoyLimit
 	r := &node.rule
 	r.Enabled, r.Mode = true, string(engine.ModeEnforce)
-	hasUnit := rl.Str("unit", &l.unit)
+	hasUnit := rl.Has("unit")
+	unitRead := envoyText(rl, "unit", &l.unit)
 	hasCount := rl.Integer("requests_per_unit", &l.requestsPerUnit)
 	rl.Bool("unlimited", &l.unlimited, false)
-	if rl.Str("name", &r.Name) {
-		node.named = true
-		if !engine.RuleNamePattern.MatchString(r.Name) {
-			rl.Fail("name", "must be a Sluice rule name, which it becomes: 1-128 characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit")
-		}
+	node.named = rl.Has("name") // null is no name, as in envoyproxy/ratelimit
+	if envoyText(rl, "name", &r.Name) && node.named && !engine.RuleNamePattern.MatchString(r.Name) {
+		rl.Fail("name", "must be a Sluice rule name, which it becomes: 1-128 characters of a-z, 0-9, '.', '_' or '-', starting and ending with a letter or digit")
 	}
 	for i, item := range envoyList(rl, "replaces") {
 		path := fmt.Sprintf("replaces[%d]", i)
@@ -224,9 +220,9 @@ func (imp *envoyImport) rateLimit(o *wire.Object, node *envoyNode) bool {
 			continue
 		}
 		var name string
-		ro.Str("name", &name)
+		nameRead := envoyText(ro, "name", &name)
 		ro.Rest(func(string) string { return "" })
-		if name == "" && !hasFailed(imp.errs, ro.Path+"name") {
+		if nameRead && name == "" {
 			ro.Fail("name", "is required: envoyproxy/ratelimit refuses an empty replaces entry")
 		}
 		node.replaces = append(node.replaces, name)
@@ -235,6 +231,7 @@ func (imp *envoyImport) rateLimit(o *wire.Object, node *envoyNode) bool {
 
 	ms := int64(engine.DefaultStatIntervalMs)
 	switch {
+	case !unitRead:
 	case l.unlimited && hasUnit:
 		rl.Fail("unit", "must be left out beside unlimited: true, as envoyproxy/ratelimit requires")
 	case l.unlimited:

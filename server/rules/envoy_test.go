@@ -172,6 +172,10 @@ func TestImportEnvoyRefuses(t *testing.T) {
 		{name: "too deep", body: "domain: d\ndescriptors: [" + strings.Repeat("{key: k, descriptors: [", MaxEnvoyDepth+1) + strings.Repeat("]}", MaxEnvoyDepth+1) + "]",
 			want: []string{"descriptors" + strings.Repeat("[0].descriptors", MaxEnvoyDepth)}},
 		{name: "too many", body: "domain: d\ndescriptors: [" + manyKeys(MaxEnvoyNodes+1) + "]", want: []string{"descriptors"}},
+		{name: "too many, nested", body: "domain: d\ndescriptors: [{key: a, descriptors: [" + manyKeys(MaxEnvoyNodes) + "]}, {key: b}, {key: c}]",
+			want: []string{"descriptors[0].descriptors"}},
+		{name: "a number unit", body: "domain: d\ndescriptors: [{key: a, rate_limit: {unit: 1, requests_per_unit: 1, name: 7}}]",
+			want: []string{"descriptors[0].rate_limit.name", "descriptors[0].rate_limit.unit"}},
 		{name: "not a mapping", body: "- key: a", want: []string{"body"}},
 	}
 	for _, tt := range tests {
@@ -206,7 +210,8 @@ func TestImportEnvoyNames(t *testing.T) {
 		"  - {key: a, value: b, rate_limit: {unit: second, requests_per_unit: 1}}\n" +
 		"  - {key: c, rate_limit: {unit: second, requests_per_unit: 1}}\n" +
 		"  - {key: x, rate_limit: {name: d-c, unit: second, requests_per_unit: 1}}\n" +
-		"  - {key: l, value: " + long + ", rate_limit: {unit: second, requests_per_unit: 1}}\n"
+		"  - {key: l, value: " + long + ", rate_limit: {unit: second, requests_per_unit: 1}}\n" +
+		"  - {key: n, rate_limit: {name: ~, unit: second, requests_per_unit: 1}}\n"
 	var names []string
 	for range 2 {
 		rules, err := ImportEnvoy([]byte(body))
@@ -234,6 +239,9 @@ func TestImportEnvoyNames(t *testing.T) {
 	stem(2, "d-c")
 	if names[3] != "d-c" {
 		t.Errorf("names[3] = %q, want its rate_limit.name d-c", names[3])
+	}
+	if names[5] != "d-n" {
+		t.Errorf("names[5] = %q, want d-n: a null rate_limit.name is none", names[5])
 	}
 	if len(names[4]) != maxRuleNameLen || !strings.HasPrefix(names[4], "d-l-vvv") {
 		t.Errorf("names[4] = %q (%d characters), want d-l-vvv… cut to %d with a hash", names[4], len(names[4]), maxRuleNameLen)
