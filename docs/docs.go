@@ -1727,9 +1727,10 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); with metricType 0 given, such a field, which nothing of would be imported, is refused (422 naming it). A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource \u003cdomain\u003e:\u003ckey\u003e=\u003cvalue\u003e/\u003ckey\u003e/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.",
                 "consumes": [
-                    "application/json"
+                    "application/json",
+                    "application/yaml"
                 ],
                 "produces": [
                     "application/json"
@@ -1737,12 +1738,13 @@ const docTemplate = `{
                 "tags": [
                     "rules"
                 ],
-                "summary": "Import sentinel-golang rules",
+                "summary": "Import sentinel-golang rules or an envoyproxy/ratelimit configuration",
                 "operationId": "importRules",
                 "parameters": [
                     {
                         "enum": [
-                            "sentinel"
+                            "sentinel",
+                            "envoy"
                         ],
                         "type": "string",
                         "description": "the source format",
@@ -1759,7 +1761,7 @@ const docTemplate = `{
                         ],
                         "type": "string",
                         "default": "flow",
-                        "description": "the kind of the rules in the file",
+                        "description": "the kind of the rules in the file (format sentinel only)",
                         "name": "kind",
                         "in": "query"
                     },
@@ -1797,7 +1799,7 @@ const docTemplate = `{
                         }
                     },
                     "400": {
-                        "description": "not JSON, or bad query parameters, every one named in details",
+                        "description": "not JSON (with format=envoy, not YAML), or bad query parameters, every one named in details",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1815,7 +1817,7 @@ const docTemplate = `{
                         }
                     },
                     "413": {
-                        "description": "the body is over 64 MiB",
+                        "description": "the body is over 64 MiB (4 MiB with format=envoy)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1827,7 +1829,7 @@ const docTemplate = `{
                         }
                     },
                     "422": {
-                        "description": "bad rules, each field named as rules[i].field (the field body for JSON that is no array)",
+                        "description": "bad rules, each field named as rules[i].field (the field body for JSON that is no array); with format=envoy, named by its path in the file (descriptors[i].rate_limit.unit, body for YAML that is no mapping)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }

@@ -7,6 +7,7 @@
 //	sluice [serve] [flags]
 //	sluice demo [flags]
 //	sluice rules apply -f FILE [flags]
+//	sluice rules import -f FILE --format sentinel|envoy [flags]
 //	sluice rules export [flags]
 //	sluice admin reset-password USER [flags]
 //	sluice help [command]
@@ -15,5 +16,6 @@
 // SLUICE_DB, --log-level is SLUICE_LOG_LEVEL. Run sluice help for the
 // commands and serve's flags, sluice help rules apply for a command's.
 // It exits 0 on success (--help included), 1 on an error (a usage error
-// included) and 2 when a dry run of rules apply found changes to make.
+// included) and 2 when a dry run of rules apply or rules import found
+// changes to make.
 package main

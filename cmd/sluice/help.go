@@ -18,16 +18,17 @@ import (
 const programUsage = `Sluice: flow control for your services, with its control plane.
 
 Usage:
-  sluice [serve] [flags]              run the control plane (the default command)
-  sluice demo [flags]                 serve, seeding demo rules and driving synthetic traffic through them
-  sluice rules apply -f FILE [flags]  make a server's rules those of FILE; --dry-run only shows the plan
-  sluice rules export [flags]         write a server's rules as a file that rules apply takes
-  sluice admin reset-password USER    set USER's password in the database and end their sessions (a lost admin password)
-  sluice help [command]               show a command's usage and flags (help rules apply)
+  sluice [serve] [flags]               run the control plane (the default command)
+  sluice demo [flags]                  serve, seeding demo rules and driving synthetic traffic through them
+  sluice rules apply -f FILE [flags]   make a server's rules those of FILE; --dry-run only shows the plan
+  sluice rules import -f FILE [flags]  apply a sentinel-golang or envoyproxy/ratelimit file (--format) as rules
+  sluice rules export [flags]          write a server's rules as a file that rules apply takes
+  sluice admin reset-password USER     set USER's password in the database and end their sessions (a lost admin password)
+  sluice help [command]                show a command's usage and flags (help rules apply)
 
 Every flag has an environment twin: --addr is SLUICE_ADDR, --token is SLUICE_TOKEN.
 Exit codes: 0 success, 1 an error (a usage error included), 2 a dry run of
-rules apply that found changes to make.
+rules apply or rules import that found changes to make.
 `
 
 // isHelpFlag reports whether arg asks for help the way the flag package

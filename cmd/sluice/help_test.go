@@ -7,12 +7,13 @@ import (
 
 func TestHelp(t *testing.T) {
 	program := []string{
-		"sluice [serve] [flags]", "sluice demo [flags]", "sluice rules apply -f FILE", "sluice rules export", "sluice admin reset-password USER",
+		"sluice [serve] [flags]", "sluice demo [flags]", "sluice rules apply -f FILE", "sluice rules import -f FILE", "sluice rules export", "sluice admin reset-password USER",
 		"sluice help [command]", "Exit codes: 0 success, 1 an error",
 		"Flags of serve and demo:", "-addr string", "-db string", "-bootstrap-token string", "-version",
 	}
-	rulesCommands := []string{"sluice rules apply -f FILE", "sluice rules export", "Flags of both:", "-server string", "-token string", "-timeout duration"}
+	rulesCommands := []string{"sluice rules apply -f FILE", "sluice rules import -f FILE", "sluice rules export", "Flags of all:", "-server string", "-token string", "-timeout duration"}
 	apply := []string{"Usage: sluice rules apply -f FILE [flags]", "2 a dry run found changes", "-f string", "-dry-run", "-prune", "-reason string", "-server string", "-token string"}
+	importUsage := []string{"Usage: sluice rules import -f FILE --format sentinel|envoy [flags]", "2 a dry run found changes", "-f string", "-format string", "-kind string", "-app string", "-dry-run", "-reason string", "-server string"}
 	export := []string{"Usage: sluice rules export [flags]", "-format string", "-o string", "-server string", "-token string"}
 	adminCommands := []string{"sluice admin reset-password USER [flags]", "work on the database file directly", "-db string", "-password string"}
 	resetPassword := []string{"Usage: sluice admin reset-password USER [flags]", "an unknown user included", "-db string", "-password string"}
@@ -33,6 +34,8 @@ func TestHelp(t *testing.T) {
 		{[]string{"help", "rules", "apply"}, apply},
 		{[]string{"rules", "apply", "--help"}, apply},
 		{[]string{"rules", "apply", "-f", "rules.yaml", "--dry-run", "-h"}, apply},
+		{[]string{"help", "rules", "import"}, importUsage},
+		{[]string{"rules", "import", "--help"}, importUsage},
 		{[]string{"help", "rules", "export"}, export},
 		{[]string{"rules", "export", "--help"}, export},
 		{[]string{"help", "admin"}, adminCommands},
@@ -66,8 +69,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"frobnicate"}, []string{"sluice rules apply -f FILE", "sluice help [command]", `sluice: unknown command "frobnicate"`}},
 		{[]string{"help", "frobnicate"}, []string{"sluice help [command]", `sluice: unknown command "frobnicate"`}},
-		{[]string{"rules"}, []string{"sluice rules export [flags]", "-server string", "sluice: rules: want a command, apply or export\n"}},
-		{[]string{"rules", "delete"}, []string{"sluice rules export [flags]", `sluice: rules: unknown command "delete", want apply or export`}},
+		{[]string{"rules"}, []string{"sluice rules export [flags]", "-server string", "sluice: rules: want a command, apply, import or export\n"}},
+		{[]string{"rules", "delete"}, []string{"sluice rules export [flags]", `sluice: rules: unknown command "delete", want apply, import or export`}},
 		{[]string{"help", "rules", "delete"}, []string{`sluice: rules: unknown command "delete"`}},
 		{[]string{"rules", "apply", "--dry-run", "--no-such-flag"}, []string{"Usage: sluice rules apply", "-prune", "flag provided but not defined: -no-such-flag"}},
 		{[]string{"rules", "export", "extra"}, []string{"Usage: sluice rules export", "unexpected arguments: extra"}},

@@ -38,15 +38,16 @@ const defaultRequestTimeout = 5 * time.Minute
 
 // rulesUsage is what "sluice rules" prints about itself.
 const rulesUsage = `Usage:
-  sluice rules apply -f FILE [flags]  make a server's rules those of FILE; --dry-run only shows the plan
-  sluice rules export [flags]         write a server's rules as a file that rules apply takes
+  sluice rules apply -f FILE [flags]   make a server's rules those of FILE; --dry-run only shows the plan
+  sluice rules import -f FILE [flags]  apply a sentinel-golang or envoyproxy/ratelimit file (--format) as rules
+  sluice rules export [flags]          write a server's rules as a file that rules apply takes
 
-Run "sluice help rules apply" or "sluice help rules export" for a command's own flags.
+Run "sluice help rules apply" (import, export) for a command's own flags.
 
-Flags of both:
+Flags of all:
 `
 
-// rulesCommand runs "sluice rules apply|export".
+// rulesCommand runs "sluice rules apply|import|export".
 func rulesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	command, args := "", args
 	if len(args) > 0 {
@@ -55,6 +56,8 @@ func rulesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	switch command {
 	case "apply":
 		return rulesApply(ctx, args, stdout, stderr)
+	case "import":
+		return rulesImport(ctx, args, stdout, stderr)
 	case "export":
 		return rulesExport(ctx, args, stdout, stderr)
 	}
@@ -67,9 +70,9 @@ func rulesCommand(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	printUsage(stderr, rulesUsage, fs)
 	if command == "" {
-		return errors.New("rules: want a command, apply or export")
+		return errors.New("rules: want a command, apply, import or export")
 	}
-	return fmt.Errorf("rules: unknown command %q, want apply or export", command)
+	return fmt.Errorf("rules: unknown command %q, want apply, import or export", command)
 }
 
 // apiFlags are the flags every API command shares.
@@ -121,13 +124,7 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *output != "text" && *output != "json" {
 		return errors.New("sluice rules apply: --output must be text or json")
 	}
-	var body []byte
-	var err error
-	if *file == "-" {
-		body, err = io.ReadAll(os.Stdin)
-	} else {
-		body, err = os.ReadFile(*file)
-	}
+	body, err := readFileArg(*file)
 	if err != nil {
 		return err
 	}
@@ -137,15 +134,30 @@ func rulesApply(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *reason != "" {
 		header.Set("X-Change-Reason", *reason)
 	}
+	return postPlan(ctx, &api, "/api/v1/rules/apply?"+query.Encode(), header, body, *dryRun, *output, stdout)
+}
+
+// readFileArg reads the file a -f flag names; - is standard input.
+func readFileArg(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(file)
+}
+
+// postPlan sends body to path, a route that answers a plan, and writes
+// the plan as output says (writePlan); a dry run that finds changes is
+// errDrift.
+func postPlan(ctx context.Context, api *apiFlags, path string, header http.Header, body []byte, dryRun bool, output string, stdout io.Writer) error {
 	var plan rules.ApplyPlan
-	if err := api.call(ctx, http.MethodPost, "/api/v1/rules/apply?"+query.Encode(), header, body, &plan); err != nil {
+	if err := api.call(ctx, http.MethodPost, path, header, body, &plan); err != nil {
 		return err
 	}
-	changes, err := writePlan(stdout, plan, *output)
+	changes, err := writePlan(stdout, plan, output)
 	if err != nil {
 		return err
 	}
-	if *dryRun && changes > 0 {
+	if dryRun && changes > 0 {
 		return errDrift
 	}
 	return nil
@@ -158,6 +170,63 @@ func writePlan(w io.Writer, plan rules.ApplyPlan, output string) (int, error) {
 		return len(plan.Created) + len(plan.Updated) + len(plan.Deleted), json.NewEncoder(w).Encode(plan)
 	}
 	return printPlan(w, plan), nil
+}
+
+// rulesImportUsage is what "sluice rules import" prints about itself.
+const rulesImportUsage = `Usage: sluice rules import -f FILE --format sentinel|envoy [flags]
+
+Applies another limiter's rule file as Sluice rules, like rules apply
+without --prune, and prints the plan: --format sentinel takes
+sentinel-golang's JSON rule array (--kind says which rules), --format envoy
+an envoyproxy/ratelimit configuration (YAML), see docs/envoy-import.md.
+Importing the same file twice changes nothing. A dry run changes nothing, so
+a viewer token may ask for it.
+
+Exit codes: 0 applied or nothing to do, 2 a dry run found changes to make,
+1 an error (the server's message and each bad field are printed).
+
+Flags:
+`
+
+func rulesImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("sluice rules import", flag.ContinueOnError)
+	var api apiFlags
+	api.register(fs)
+	file := fs.String("f", "", "the file to import; - reads standard input")
+	format := fs.String("format", "", "the file's format: sentinel or envoy")
+	kind := fs.String("kind", "", "with --format sentinel, the kind of the file's rules: flow (the default), circuitBreaker, hotspot or system")
+	app := fs.String("app", "", "the app every imported rule names; empty, every engine runs them")
+	dryRun := fs.Bool("dry-run", false, "only show the plan; exit 2 if it changes anything")
+	output := fs.String("output", "text", "text: a readable diff; json: the plan as the server answers it, for bots")
+	reason := fs.String("reason", "", "why, kept in each changed rule's history")
+	if err := parseFlags(fs, args, rulesImportUsage, stdout, stderr); err != nil {
+		return err
+	}
+	if *file == "" || *format == "" {
+		return errors.New("sluice rules import: -f and --format are required")
+	}
+	if *output != "text" && *output != "json" {
+		return errors.New("sluice rules import: --output must be text or json")
+	}
+	body, err := readFileArg(*file)
+	if err != nil {
+		return err
+	}
+	// The server judges the format, the kind and the app, naming each.
+	query := url.Values{"format": {*format}, "dryRun": {strconv.FormatBool(*dryRun)}}
+	for name, value := range map[string]string{"kind": *kind, "app": *app} {
+		if value != "" {
+			query.Set(name, value)
+		}
+	}
+	header := http.Header{"Content-Type": {"application/json"}}
+	if *format == "envoy" {
+		header.Set("Content-Type", "application/yaml")
+	}
+	if *reason != "" {
+		header.Set("X-Change-Reason", *reason)
+	}
+	return postPlan(ctx, &api, "/api/v1/rules/import?"+query.Encode(), header, body, *dryRun, *output, stdout)
 }
 
 // printPlan writes the plan as a readable diff and returns how many rules
@@ -174,6 +243,9 @@ func printPlan(w io.Writer, plan rules.ApplyPlan) int {
 	}
 	for _, r := range plan.Deleted {
 		fmt.Fprintf(w, "- delete %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
+	}
+	for _, n := range plan.Notes {
+		fmt.Fprintf(w, "! %s: %s\n", n.Field, n.Message)
 	}
 	changes := len(plan.Created) + len(plan.Updated) + len(plan.Deleted)
 	summary := fmt.Sprintf("%d to create, %d to update, %d to delete, %d unchanged",

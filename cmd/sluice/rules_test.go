@@ -146,7 +146,7 @@ func TestRulesApplyErrors(t *testing.T) {
 		{"no file flag", []string{"rules", "apply", "--server", url}, "-f is required"},
 		{"missing file", []string{"rules", "apply", "-f", "/no/such/file", "--server", url}, "no such file"},
 		{"server down", []string{"rules", "apply", "-f", bad, "--server", "http://127.0.0.1:1"}, "connect"},
-		{"unknown rules command", []string{"rules", "delete"}, `unknown command "delete", want apply or export`},
+		{"unknown rules command", []string{"rules", "delete"}, `unknown command "delete", want apply, import or export`},
 		{"wrong token", []string{"rules", "export", "--server", url, "--token", "nope"}, "401 unauthorized"},
 	}
 	for _, tt := range tests {
@@ -184,5 +184,52 @@ func TestRulesApplyAHundredThousandRules(t *testing.T) {
 	out, code = runCLI(t, "rules", "apply", "-f", exported, "--server", url, "--prune", "--dry-run")
 	if code != 0 || !strings.HasSuffix(out, fmt.Sprintf("Nothing to do: 0 to create, 0 to update, 0 to delete, %d unchanged.\n", count)) {
 		t.Fatalf("the export applied back: exit %d, output ends %q", code, out[max(0, len(out)-200):])
+	}
+}
+
+// TestRulesImport: rules import plans and applies an envoyproxy/ratelimit
+// configuration and a sentinel-golang file, a dry run exiting 2 on drift,
+// and prints each field the server refuses.
+func TestRulesImport(t *testing.T) {
+	url := startServer(t)
+	t.Setenv("SLUICE_TOKEN", cliToken)
+	envoyFile := filepath.Join("..", "..", "server", "testdata", "envoy", "examples-example-f28024e.yaml")
+	steps := []struct {
+		name     string
+		args     []string
+		wantCode int
+		want     []string
+	}{
+		{"dry run finds drift", []string{"-f", envoyFile, "--format", "envoy", "--dry-run"}, 2, []string{
+			"+ create hotspot rl-foo (resource rl:foo)", "+ create flow fake_name (resource rl:source_cluster=proxy/destination_cluster=fake)",
+			"Plan: 15 to create, 0 to update, 0 to delete, 0 unchanged. Dry run: nothing was changed.",
+		}},
+		{"import", []string{"-f", envoyFile, "--format", "envoy", "--reason", "from envoy"}, 0, []string{"Applied: 15 create, 0 update, 0 delete, 0 unchanged."}},
+		{"dry run finds nothing", []string{"-f", envoyFile, "--format", "envoy", "--dry-run"}, 0, []string{"Nothing to do: 0 to create, 0 to update, 0 to delete, 15 unchanged."}},
+		{"an unsupported field", []string{"-f", filepath.Join("..", "..", "server", "testdata", "envoy", "examples-example.yaml"), "--format", "envoy"}, 1, []string{
+			"the server answered 422 validation_failed", "descriptors[5].quota_mode: cannot be imported", "descriptors[6].metadata: cannot be imported",
+		}},
+		{"a kind beside envoy", []string{"-f", envoyFile, "--format", "envoy", "--kind", "hotspot"}, 1, []string{"kind: applies to format sentinel only"}},
+		{"sentinel", []string{"-f", filepath.Join("..", "..", "server", "testdata", "sentinel", "flow_rules.json"), "--format", "sentinel", "--app", "checkout"}, 0, []string{
+			"+ create flow flow-get-api-orders (resource GET:/api/orders)", "Applied: 3 create",
+		}},
+		{"no format", []string{"-f", envoyFile}, 1, []string{"-f and --format are required"}},
+	}
+	for _, step := range steps {
+		out, code := runCLI(t, append([]string{"rules", "import", "--server", url}, step.args...)...)
+		if code != step.wantCode {
+			t.Fatalf("%s: exit %d, want %d\n%s", step.name, code, step.wantCode, out)
+		}
+		for _, want := range step.want {
+			if !strings.Contains(out, want) {
+				t.Fatalf("%s: output lacks %q:\n%s", step.name, want, out)
+			}
+		}
+	}
+	exported, code := runCLI(t, "rules", "export", "--server", url)
+	for _, want := range []string{"name: rl-foo-baz-shady", "mode: shadow", "app: checkout"} {
+		if code != 0 || !strings.Contains(exported, want) {
+			t.Fatalf("export: exit %d, lacks %q\n%s", code, want, exported)
+		}
 	}
 }
