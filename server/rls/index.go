@@ -34,8 +34,8 @@ type node struct {
 	// prefix of others.
 	resource string
 	path     []descriptor.Entry
-	// names are its rules' names; replaces the names its enabled enforced
-	// rules replace.
+	// names are its rules' names; replaces the names its enabled rules
+	// replace.
 	names    []string
 	replaces []string
 }
@@ -79,7 +79,10 @@ func buildIndex(all []wire.Rule) domains {
 		}
 		n.resource, n.path = r.Resource, path
 		n.names = append(n.names, r.Name)
-		if r.Enabled && engine.Mode(r.Mode) != engine.ModeShadow {
+		// A shadow rule is still a limit that is evaluated, and replaces
+		// as envoyproxy/ratelimit's shadow_mode limits do; a disabled one
+		// is unlimited, which replaces nothing there either.
+		if r.Enabled {
 			n.replaces = append(n.replaces, replacesOf(r)...)
 		}
 	}
