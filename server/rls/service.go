@@ -30,10 +30,13 @@ func (s *service) ShouldRateLimit(ctx context.Context, req *ratelimitv3.RateLimi
 	}
 	domain, domains := req.GetDomain(), s.index.get(ctx)
 	matches := make([]match, len(calls))
-	replaced := map[string]bool{}
+	var replaced map[string]bool // nil, read as empty, unless a rule replaces
 	for i := range calls {
 		matches[i], _ = domains.resolve(domain, calls[i].entries)
-		if n := matches[i].node; n != nil {
+		if n := matches[i].node; n != nil && len(n.replaces) > 0 {
+			if replaced == nil {
+				replaced = map[string]bool{}
+			}
 			for _, name := range n.replaces {
 				replaced[name] = true
 			}

@@ -71,35 +71,36 @@ func validate(req *ratelimitv3.RateLimitRequest) ([]call, error) {
 	hits := max(int64(req.GetHitsAddend()), 1)
 	calls := make([]call, len(req.GetDescriptors()))
 	for i, d := range req.GetDescriptors() {
-		field := fmt.Sprintf("descriptors[%d]", i)
+		// Named only for an error: a good request formats nothing.
+		field := func(rest string) string { return fmt.Sprintf("descriptors[%d]%s", i, rest) }
 		c := &calls[i]
 		c.hits = hits
 		if h := d.GetHitsAddend(); h != nil {
 			if h.GetValue() > MaxHits {
-				return nil, invalid(field+".hits_addend", fmt.Sprintf("must be at most %d", MaxHits))
+				return nil, invalid(field(".hits_addend"), fmt.Sprintf("must be at most %d", MaxHits))
 			}
 			c.hits = max(int64(h.GetValue()), 1)
 		}
 		if d.GetIsNegativeHits() {
-			return nil, invalid(field+".is_negative_hits", "is not supported: passes counted are not taken back")
+			return nil, invalid(field(".is_negative_hits"), "is not supported: passes counted are not taken back")
 		}
 		switch n := len(d.GetEntries()); {
 		case n == 0:
-			return nil, invalid(field+".entries", "at least one entry is required")
+			return nil, invalid(field(".entries"), "at least one entry is required")
 		case n > MaxEntries:
-			return nil, invalid(field+".entries", fmt.Sprintf("at most %d entries, got %d", MaxEntries, n))
+			return nil, invalid(field(".entries"), fmt.Sprintf("at most %d entries, got %d", MaxEntries, n))
 		}
 		c.entries = make([]descriptor.Entry, len(d.GetEntries()))
 		keys := make([]descriptor.Entry, len(d.GetEntries()))
 		for j, e := range d.GetEntries() {
-			entry := fmt.Sprintf("%s.entries[%d]", field, j)
+			entry := func(rest string) string { return field(fmt.Sprintf(".entries[%d]%s", j, rest)) }
 			switch {
 			case e.GetKey() == "":
-				return nil, invalid(entry+".key", "is required")
+				return nil, invalid(entry(".key"), "is required")
 			case len(e.GetKey()) > MaxEntryLen:
-				return nil, invalid(entry+".key", fmt.Sprintf("must be at most %d bytes", MaxEntryLen))
+				return nil, invalid(entry(".key"), fmt.Sprintf("must be at most %d bytes", MaxEntryLen))
 			case len(e.GetValue()) > MaxEntryLen:
-				return nil, invalid(entry+".value", fmt.Sprintf("must be at most %d bytes", MaxEntryLen))
+				return nil, invalid(entry(".value"), fmt.Sprintf("must be at most %d bytes", MaxEntryLen))
 			}
 			c.entries[j] = descriptor.Entry{Key: e.GetKey(), Value: e.GetValue()}
 			keys[j] = descriptor.Entry{Key: e.GetKey()}
@@ -107,12 +108,12 @@ func validate(req *ratelimitv3.RateLimitRequest) ([]call, error) {
 		// A descriptor that matches no node is counted under its keys,
 		// which must make a resource name the engine takes.
 		if p := engine.ValidateResourceName(descriptor.Resource(domain, keys)); p != "" {
-			return nil, invalid(field+".entries", "the domain and keys make a resource name that "+p)
+			return nil, invalid(field(".entries"), "the domain and keys make a resource name that "+p)
 		}
 		if l := d.GetLimit(); l != nil {
 			ms, ok := unitMs[l.GetUnit()]
 			if !ok {
-				return nil, invalid(field+".limit.unit", "must be SECOND, MINUTE, HOUR or DAY")
+				return nil, invalid(field(".limit.unit"), "must be SECOND, MINUTE, HOUR or DAY")
 			}
 			c.override = &override{requests: int64(l.GetRequestsPerUnit()), intervalMs: ms}
 		}
