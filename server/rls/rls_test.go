@@ -2,11 +2,13 @@ package rls_test
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
@@ -28,6 +31,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/servertest"
+	"github.com/sluicehq/sluice/store/pgtest"
 )
 
 // TestMain runs the tests on SQLite files, or on PostgreSQL with
@@ -47,9 +51,24 @@ type rls struct {
 	editor    string // a token of role editor
 }
 
-func startRLS(t *testing.T) *rls {
+func startRLS(t *testing.T, opts ...servertest.Option) *rls {
+	t.Helper()
+	return startRLSWith(t, false, opts...)
+}
+
+// tlsServer serves HTTPS on the Node's certificate.
+type tlsServer struct {
+	*server.Server
+	certFile, keyFile string
+}
+
+func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, s.certFile, s.keyFile) }
+
+// startRLSWith is startRLS, serving both listeners over TLS if useTLS.
+func startRLSWith(t *testing.T, useTLS bool, opts ...servertest.Option) *rls {
 	t.Helper()
 	r := &rls{clock: engine.NewManualClock(startMs), nowOffset: &atomic.Int64{}}
+	var certFile, keyFile string
 	var srv *server.Server
 	served := make(chan error, 1)
 	// Registered first, so run last: after servertest's stop has shut the
@@ -63,22 +82,33 @@ func startRLS(t *testing.T) *rls {
 		var err error
 		srv, err = server.New(t.Context(), server.Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger,
-			BootstrapToken: servertest.AdminToken, PasswordCost: bcrypt.MinCost,
+			BootstrapToken: servertest.AdminToken, PasswordCost: bcrypt.MinCost, TLS: useTLS,
 			Now: func() time.Time { return time.Now().UTC().Add(time.Duration(r.nowOffset.Load())) },
 		})
-		return srv, err
-	}, servertest.EngineOptions(engine.Options{Clock: r.clock}))
+		if err != nil || !useTLS {
+			return srv, err
+		}
+		certFile, keyFile = env.CertFile, env.KeyFile
+		return tlsServer{Server: srv, certFile: certFile, keyFile: keyFile}, nil
+	}, append([]servertest.Option{servertest.EngineOptions(engine.Options{Clock: r.clock})}, opts...)...)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	go func() { served <- srv.ServeGRPC(ln, "", "") }()
-	r.conn, err = grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	go func() { served <- srv.ServeGRPC(ln, certFile, keyFile) }()
+	creds := insecure.NewCredentials()
+	if useTLS {
+		if creds, err = credentials.NewClientTLSFromFile(certFile, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.conn, err = grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { r.conn.Close() })
-	r.editor = r.token(t, "envoy", "editor", "")
+	// Named apart: replicas on one database share the token names.
+	r.editor = r.token(t, "envoy-"+rand.Text(), "editor", "")
 	return r
 }
 
@@ -339,6 +369,23 @@ func TestReplaces(t *testing.T) {
 	if got := codesOf(r.ask(t, alone)) + " " + codesOf(r.ask(t, alone)); got != "OK => OK OVER_LIMIT => OVER_LIMIT" {
 		t.Errorf("api2-total alone: %s, want its limit of 1", got)
 	}
+
+	// A shadow rule replaces as an enforce one does; a disabled one
+	// (unlimited) replaces nothing.
+	r.rule(t, `{"name":"api3-total","kind":"flow","resource":"edge:generic_key=api3","threshold":1}`)
+	r.rule(t, `{"name":"api3-user","kind":"hotspot","resource":"edge:generic_key=api3/user","paramKey":"user","threshold":100,"mode":"shadow","replaces":"api3-total"}`)
+	r.rule(t, `{"name":"api4-total","kind":"flow","resource":"edge:generic_key=api4","threshold":1}`)
+	r.rule(t, `{"name":"api4-user","kind":"hotspot","resource":"edge:generic_key=api4/user","paramKey":"user","threshold":100,"enabled":false,"replaces":"api4-total"}`)
+	for i, want := range []string{"OK OK => OK", "OK OK => OK"} {
+		if got := codesOf(r.ask(t, request("edge", desc("generic_key", "api3"), desc("generic_key", "api3", "user", "ann")))); got != want {
+			t.Errorf("replaced by a shadow rule, call %d: %s, want %s", i+1, got, want)
+		}
+	}
+	for i, want := range []string{"OK OK => OK", "OVER_LIMIT OK => OVER_LIMIT"} {
+		if got := codesOf(r.ask(t, request("edge", desc("generic_key", "api4"), desc("generic_key", "api4", "user", "ann")))); got != want {
+			t.Errorf("named by a disabled rule, call %d: %s, want %s", i+1, got, want)
+		}
+	}
 }
 
 func TestHourQuotaAnswersHour(t *testing.T) {
@@ -525,4 +572,37 @@ func TestAuthentication(t *testing.T) {
 	if err != nil || !strings.Contains(strings.Join(names, " "), pb.RateLimitService_ServiceDesc.ServiceName) {
 		t.Errorf("reflection as a viewer: %v, %v", names, err)
 	}
+}
+
+func TestTLS(t *testing.T) {
+	r := startRLSWith(t, true, servertest.TLS())
+	if s := r.ask(t, request("edge", desc("user", "ann"))); s.GetOverallCode() != pb.RateLimitResponse_OK {
+		t.Errorf("over TLS: %v", s)
+	}
+	plain, err := grpc.NewClient(r.conn.Target(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := grpc_health_v1.NewHealthClient(plain).Check(t.Context(), &grpc_health_v1.HealthCheckRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("plain HTTP/2 to the TLS listener: %v, want Unavailable", err)
+	}
+}
+
+// TestReplicaFollowsRuleWrites runs two servers on one PostgreSQL
+// database: a rule written through one reaches the other's index.
+func TestReplicaFollowsRuleWrites(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "shared.db") // the test binary's PostgreSQL: the same path, the same database
+	if !servertest.OnPostgres() {
+		db = pgtest.StartForTest(t).NewDatabase(t)
+	}
+	a, b := startRLS(t, servertest.DBPath(db)), startRLS(t, servertest.DBPath(db))
+	req := request("edge", desc("generic_key", "shared"))
+	if s := b.ask(t, req).GetStatuses()[0]; s.GetCurrentLimit() != nil {
+		t.Fatalf("before the write: %v", s)
+	}
+	a.rule(t, `{"name":"shared","kind":"flow","resource":"edge:generic_key=shared","threshold":3}`)
+	servertest.WaitUntil(t, "the other replica's RLS to answer the rule's limit", 10*time.Second, func() bool {
+		return b.ask(t, req).GetStatuses()[0].GetCurrentLimit().GetName() == "shared"
+	})
 }
