@@ -26,6 +26,9 @@ type Rules interface {
 // fails, so that calls do not each wait on a store that is down.
 const retryAfterFailure = time.Second
 
+// rebuildTimeout bounds a read of the rules on a call's path.
+const rebuildTimeout = 5 * time.Second
+
 // node is a configuration node of a domain: the descriptor path to it is
 // the path of its resource.
 type node struct {
@@ -197,7 +200,11 @@ func (ix *index) get(ctx context.Context) domains {
 		return b.domains // another call rebuilt it
 	}
 	if now := ix.now(); now.Sub(ix.failed) >= retryAfterFailure {
-		if err := ix.rebuild(ctx); err != nil {
+		// The read serves every call waiting on it: the one call that
+		// makes it must not end it by going away.
+		readCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rebuildTimeout)
+		defer cancel()
+		if err := ix.rebuild(readCtx); err != nil {
 			ix.failed = now
 			ix.logger.ErrorContext(ctx, "rls: reading the rules failed; answering with the last ones read", "error", err)
 		} else {
