@@ -51,7 +51,7 @@ type rls struct {
 	editor    string // a token of role editor
 }
 
-func startRLS(t *testing.T, opts ...servertest.Option) *rls {
+func startRLS(t testing.TB, opts ...servertest.Option) *rls {
 	t.Helper()
 	return startRLSWith(t, false, opts...)
 }
@@ -65,7 +65,7 @@ type tlsServer struct {
 func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, s.certFile, s.keyFile) }
 
 // startRLSWith is startRLS, serving both listeners over TLS if useTLS.
-func startRLSWith(t *testing.T, useTLS bool, opts ...servertest.Option) *rls {
+func startRLSWith(t testing.TB, useTLS bool, opts ...servertest.Option) *rls {
 	t.Helper()
 	r := &rls{clock: engine.NewManualClock(startMs), nowOffset: &atomic.Int64{}}
 	var certFile, keyFile string
@@ -113,7 +113,7 @@ func startRLSWith(t *testing.T, useTLS bool, opts ...servertest.Option) *rls {
 }
 
 // token creates an API token and returns its secret.
-func (r *rls) token(t *testing.T, name, role, expiresAt string) string {
+func (r *rls) token(t testing.TB, name, role, expiresAt string) string {
 	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"role":%q}`, name, role)
 	if expiresAt != "" {
@@ -134,7 +134,7 @@ func (r *rls) token(t *testing.T, name, role, expiresAt string) string {
 }
 
 // rule stores a rule, given as its JSON object, and returns its id.
-func (r *rls) rule(t *testing.T, rule string) int64 {
+func (r *rls) rule(t testing.TB, rule string) int64 {
 	t.Helper()
 	resp, got := r.node.Do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(rule))
 	if resp.StatusCode != http.StatusCreated {
@@ -150,12 +150,12 @@ func (r *rls) rule(t *testing.T, rule string) int64 {
 }
 
 // bearer is the test's context with token as a call's bearer token.
-func bearer(t *testing.T, token string) context.Context {
+func bearer(t testing.TB, token string) context.Context {
 	return metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+token)
 }
 
 // ask calls ShouldRateLimit as the editor.
-func (r *rls) ask(t *testing.T, req *pb.RateLimitRequest) *pb.RateLimitResponse {
+func (r *rls) ask(t testing.TB, req *pb.RateLimitRequest) *pb.RateLimitResponse {
 	t.Helper()
 	resp, err := pb.NewRateLimitServiceClient(r.conn).ShouldRateLimit(bearer(t, r.editor), req)
 	if err != nil {
@@ -604,5 +604,24 @@ func TestReplicaFollowsRuleWrites(t *testing.T) {
 	a.rule(t, `{"name":"shared","kind":"flow","resource":"edge:generic_key=shared","threshold":3}`)
 	servertest.WaitUntil(t, "the other replica's RLS to answer the rule's limit", 10*time.Second, func() bool {
 		return b.ask(t, req).GetStatuses()[0].GetCurrentLimit().GetName() == "shared"
+	})
+}
+
+// BenchmarkShouldRateLimit asks for one descriptor of a per-value rule
+// over a real connection, from parallel clients.
+func BenchmarkShouldRateLimit(b *testing.B) {
+	r := startRLS(b, servertest.DiscardLogs())
+	r.rule(b, `{"name":"per-user","kind":"hotspot","resource":"edge:user","paramKey":"user","threshold":1000000000}`)
+	client := pb.NewRateLimitServiceClient(r.conn)
+	ctx := bearer(b, r.editor)
+	b.ReportAllocs()
+	b.RunParallel(func(p *testing.PB) {
+		req := request("edge", desc("user", "ann"))
+		for p.Next() {
+			if _, err := client.ShouldRateLimit(ctx, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
 	})
 }
