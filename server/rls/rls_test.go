@@ -319,6 +319,18 @@ func TestLimitOverride(t *testing.T) {
 	if p, b, _ := r.counts("edge:generic_key=api"); p != 2 || b != 1 {
 		t.Errorf("node counts %v passes %v blocks, want 2 and 1", p, b)
 	}
+	// Matching no node, the override holds each descriptor's values apart.
+	unmatched := func(user string) string {
+		d := desc("user", user)
+		d.Limit = &commonv3.RateLimitDescriptor_RateLimitOverride{RequestsPerUnit: 1, Unit: typev3.RateLimitUnit_MINUTE}
+		return codesOf(r.ask(t, request("nowhere", d)))
+	}
+	if got := unmatched("ann") + ", " + unmatched("ann") + ", " + unmatched("bob"); got != "OK => OK, OVER_LIMIT => OVER_LIMIT, OK => OK" {
+		t.Errorf("overrides of unmatched descriptors: %s, want ann's second over and bob's first OK", got)
+	}
+	if p, b, _ := r.counts("nowhere:user"); p != 2 || b != 1 {
+		t.Errorf("unmatched resource counts %v passes %v blocks, want 2 and 1", p, b)
+	}
 	// Without the override, the rule decides again.
 	if s := r.ask(t, request("edge", desc("generic_key", "api"))).GetStatuses()[0]; s.GetCode() != pb.RateLimitResponse_OK || s.GetCurrentLimit().GetName() != "hundred" {
 		t.Errorf("without the override: %v", s)

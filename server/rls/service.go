@@ -72,11 +72,17 @@ func (s *service) judge(domain string, c *call, m match, replaced map[string]boo
 		}
 	default:
 		keys := make([]descriptor.Entry, len(c.entries))
-		values := make([]string, len(c.entries))
 		for i, e := range c.entries {
-			keys[i], values[i] = descriptor.Entry{Key: e.Key}, e.Value
+			keys[i] = descriptor.Entry{Key: e.Key}
 		}
-		resource, value = descriptor.Resource(domain, keys), descriptor.ParamValue(values)
+		resource = descriptor.Resource(domain, keys)
+		if c.override != nil {
+			values := make([]string, len(c.entries))
+			for i, e := range c.entries {
+				values[i] = e.Value
+			}
+			value = descriptor.ParamValue(values)
+		}
 	}
 	res := s.engine.Resource(resource)
 	if o := c.override; o != nil {
