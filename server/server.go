@@ -29,6 +29,7 @@ import (
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/quota"
+	"github.com/sluicehq/sluice/server/rls"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
@@ -158,9 +159,10 @@ type Server struct {
 	follow   context.CancelFunc
 	followed chan struct{}
 
-	mu        sync.Mutex
-	listeners []net.Listener
-	stopped   bool
+	mu          sync.Mutex
+	listeners   []net.Listener
+	grpcServers []*rls.Server // ServeGRPC's
+	stopped     bool
 }
 
 // Rules is the rule domain the server writes through, for programs that
@@ -434,9 +436,9 @@ func (s *Server) Serve(ln net.Listener) error {
 	return s.app.Listener(ln)
 }
 
-// Shutdown stops accepting connections and waits until the requests in
-// flight are answered or ctx is done. Serve calls that have not started yet
-// return at once. It then stops the metric jobs and flushes every figure
+// Shutdown stops accepting connections, HTTP and gRPC, and waits until the
+// requests in flight are answered or ctx is done. Serve and ServeGRPC calls
+// that have not started yet return at once. It then stops the metric jobs and flushes every figure
 // not written yet, the current partial minute included.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
@@ -444,14 +446,20 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.closing)
 	}
 	s.stopped = true
-	listeners := s.listeners
+	listeners, grpcServers := s.listeners, s.grpcServers
 	s.mu.Unlock()
 
 	// Event streams never end by themselves, and held snapshot requests
 	// only after their wait: end them (closing, above), or Fiber would
 	// wait for them.
 	s.stream.close()
+	// The gRPC listeners stop alongside, each call in flight answered.
+	var grpcStopped sync.WaitGroup
+	for _, g := range grpcServers {
+		grpcStopped.Go(func() { g.Stop(ctx) })
+	}
 	err := s.app.ShutdownWithContext(ctx)
+	grpcStopped.Wait()
 	// A Serve that had not handed its listener to Fiber yet is not stopped
 	// by Fiber; closing the listener stops it.
 	for _, ln := range listeners {

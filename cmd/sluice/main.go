@@ -94,6 +94,7 @@ const serveUsage = programUsage + "\nFlags of serve and demo:\n"
 func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
+	grpcAddr := fs.String("grpc-addr", "", "address of the gRPC listener of Envoy's rate limit service, host:port; off unless set (env SLUICE_GRPC_ADDR)")
 	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, a URI filename (file:path?param=value), or a PostgreSQL URL (postgres://…) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	retention := retentionFlag(metrics.DefaultRetention)
@@ -152,6 +153,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	}
 	defer ln.Close() // a second close, after Serve's, is harmless
 
+	var grpcLn net.Listener // nil without --grpc-addr
+	if *grpcAddr != "" {
+		if grpcLn, err = net.Listen("tcp", *grpcAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", *grpcAddr, err)
+		}
+		defer grpcLn.Close()
+	}
+
 	st, err := store.Open(ctx, *dbPath, logger, store.Exclusive())
 	if err != nil {
 		return err
@@ -206,6 +215,11 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		}
 		served <- srv.Serve(ln)
 	}()
+	var grpcServed chan error // nil without --grpc-addr: never ready
+	if grpcLn != nil {
+		grpcServed = make(chan error, 1)
+		go func() { grpcServed <- srv.ServeGRPC(grpcLn, *tlsCert, *tlsKey) }()
+	}
 	switch {
 	case *demoFlag && useTLS:
 		logger.Info("demo: no demo instances over HTTPS: they would have to trust the server's certificate")
@@ -216,12 +230,18 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		defer demoFleet.Close()
 	}
 
+	var grpcErr error
 	select {
 	case err := <-served:
 		if err == nil {
 			err = errors.New("server stopped unexpectedly")
 		}
 		return err
+	case grpcErr = <-grpcServed:
+		// The HTTP server is shut down as on a signal, then the error told.
+		if grpcErr == nil {
+			grpcErr = errors.New("the gRPC server stopped unexpectedly")
+		}
 	case <-ctx.Done():
 	}
 
@@ -235,7 +255,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		logger.Warn("demo: the demo instances did not report their last minute", "error", err)
 	}
 	err = srv.Shutdown(shutdownCtx)
-	return errors.Join(err, <-served)
+	if grpcServed != nil && grpcErr == nil {
+		grpcErr = <-grpcServed
+	}
+	return errors.Join(grpcErr, err, <-served)
 }
 
 // loopback is addr with an unspecified host (":8080") made the loopback
