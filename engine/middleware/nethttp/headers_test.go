@@ -106,3 +106,27 @@ func TestRateLimitHeadersAllocations(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBlocked is the default block answer's cost: the status that
+// Retry-After is computed from, and the answer.
+func BenchmarkBlocked(b *testing.B) {
+	eng := engine.New(engine.Options{})
+	b.Cleanup(eng.Close)
+	if err := eng.LoadFlowRules([]engine.FlowRule{{Resource: "GET /orders/{id}", Threshold: 0}}); err != nil {
+		b.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /orders/{id}", nethttp.Guard(eng)(
+		http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte("order")) })))
+	req := httptest.NewRequest("GET", "/orders/42", nil)
+	w := &discardWriter{header: http.Header{}}
+	b.ReportAllocs()
+	for b.Loop() {
+		w.status = 0
+		req.Pattern = ""
+		mux.ServeHTTP(w, req)
+		if w.status != http.StatusTooManyRequests {
+			b.Fatalf("status %d", w.status)
+		}
+	}
+}
