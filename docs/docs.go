@@ -239,7 +239,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.",
+                "description": "Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out. When an enforced window rule (flow or hotspot, reject, qps) applies to the call, the answer tells of the one with the fewest calls left: limit per intervalMs, remaining and resetMs; with headers=draft or headers=x-ratelimit, the HTTP answer tells the same in rate-limit headers.",
                 "consumes": [
                     "application/json"
                 ],
@@ -260,6 +260,17 @@ const docTemplate = `{
                         "schema": {
                             "$ref": "#/definitions/server.CheckRequest"
                         }
+                    },
+                    {
+                        "enum": [
+                            "off",
+                            "draft",
+                            "x-ratelimit"
+                        ],
+                        "type": "string",
+                        "description": "rate-limit headers on the answer: draft (RateLimit-Policy and RateLimit of draft-ietf-httpapi-ratelimit-headers-11, the policy named after the rule) or x-ratelimit (X-RateLimit-Limit, -Remaining and -Reset as Envoy writes them); off or absent for none",
+                        "name": "headers",
+                        "in": "query"
                     }
                 ],
                 "responses": {
@@ -267,10 +278,32 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.CheckResult"
+                        },
+                        "headers": {
+                            "RateLimit": {
+                                "type": "string",
+                                "description": "with headers=draft and a window rule: the policy, the calls r that still fit and the seconds t until the window has room"
+                            },
+                            "RateLimit-Policy": {
+                                "type": "string",
+                                "description": "with headers=draft and a window rule: the policy (the rule's name, quoted), its limit q per window of w seconds"
+                            },
+                            "X-RateLimit-Limit": {
+                                "type": "string",
+                                "description": "with headers=x-ratelimit and a window rule: the limit and its window, as 100, 100;w=60"
+                            },
+                            "X-RateLimit-Remaining": {
+                                "type": "integer",
+                                "description": "with headers=x-ratelimit and a window rule: the calls that still fit"
+                            },
+                            "X-RateLimit-Reset": {
+                                "type": "integer",
+                                "description": "with headers=x-ratelimit and a window rule: the seconds until the window has room"
+                            }
                         }
                     },
                     "400": {
-                        "description": "the body is not a JSON object",
+                        "description": "the body is not a JSON object, or headers is not off, draft or x-ratelimit (details name headers)",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -321,7 +354,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Decides each check as check does, one after the other, and answers the results in the same order. Nothing is checked when any check is invalid.",
+                "description": "Decides each check as check does, one after the other, and answers the results in the same order (each with its limit, intervalMs, remaining and resetMs when known; no rate-limit headers, which tell of one call). Nothing is checked when any check is invalid.",
                 "consumes": [
                     "application/json"
                 ],
@@ -3404,6 +3437,16 @@ const docTemplate = `{
                     "type": "string",
                     "example": "9f3c2a1b7d4e-1k"
                 },
+                "intervalMs": {
+                    "description": "IntervalMs is the rule's window.",
+                    "type": "integer",
+                    "example": 1000
+                },
+                "limit": {
+                    "description": "Limit is the threshold of the limit the call came nearest to (the\nenforced window rule, flow or hotspot, with the fewest calls left;\na hotspot rule's for the call's value), per intervalMs. Limit,\nintervalMs, remaining and resetMs are left out when no such rule\napplies.",
+                    "type": "integer",
+                    "example": 100
+                },
                 "reason": {
                     "description": "Reason, when blocked, is the kind of rule that blocked.",
                     "type": "string",
@@ -3415,6 +3458,16 @@ const docTemplate = `{
                         "authority"
                     ],
                     "example": "flow"
+                },
+                "remaining": {
+                    "description": "Remaining is how many more calls fit in the window now, after this\none (of a cluster rule, at least that many: what this replica holds\nof the shared count).",
+                    "type": "integer",
+                    "example": 42
+                },
+                "resetMs": {
+                    "description": "ResetMs is how long until the window has room for more: when\nallowed, until the oldest call it counts leaves it (0 when it counts\nnone); when blocked, until a call of this count fits, which is what\na Retry-After would say.",
+                    "type": "integer",
+                    "example": 350
                 },
                 "rule": {
                     "description": "Rule, when blocked, is the name of the rule that blocked.",

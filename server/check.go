@@ -1,10 +1,12 @@
 package server
 
 import (
+	"cmp"
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine/middleware"
 	"github.com/sluicehq/sluice/server/check"
 )
 
@@ -51,6 +53,23 @@ type CheckResult struct {
 	// complete may leave it out: the first outcome reported for the
 	// resource is the probe's.
 	EntryID string `json:"entryId,omitempty" example:"9f3c2a1b7d4e-1k"`
+	// Limit is the threshold of the limit the call came nearest to (the
+	// enforced window rule, flow or hotspot, with the fewest calls left;
+	// a hotspot rule's for the call's value), per intervalMs. Limit,
+	// intervalMs, remaining and resetMs are left out when no such rule
+	// applies.
+	Limit *int64 `json:"limit,omitempty" example:"100"`
+	// IntervalMs is the rule's window.
+	IntervalMs *int64 `json:"intervalMs,omitempty" example:"1000"`
+	// Remaining is how many more calls fit in the window now, after this
+	// one (of a cluster rule, at least that many: what this replica holds
+	// of the shared count).
+	Remaining *int64 `json:"remaining,omitempty" example:"42"`
+	// ResetMs is how long until the window has room for more: when
+	// allowed, until the oldest call it counts leaves it (0 when it counts
+	// none); when blocked, until a call of this count fits, which is what
+	// a Retry-After would say.
+	ResetMs *int64 `json:"resetMs,omitempty" example:"350"`
 }
 
 // CheckBatchRequest holds checks decided one after the other.
@@ -104,13 +123,19 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //
 //	@Summary		Check whether calls may go ahead
 //	@ID				check
-//	@Description	Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out.
+//	@Description	Asks the engine for count calls to resource, from origin if given (authority rules, flow rules' limitApp), with params (hotspot rules limit each value of their paramKey apart), prioritized if asked (a full reject qps window lends from the next one, answered as waitMs). A blocked call answers 200 with allowed false, the reason and the rule. With a throttling rule, waitMs is how long the caller must wait first; the server does not wait. A resource no rule names is allowed. When a concurrency rule counts the resource's calls in flight, or a half-open circuit breaker takes the calls as its probe, the answer carries an entryId that complete must send back; a probe's complete may leave it out. When an enforced window rule (flow or hotspot, reject, qps) applies to the call, the answer tells of the one with the fewest calls left: limit per intervalMs, remaining and resetMs; with headers=draft or headers=x-ratelimit, the HTTP answer tells the same in rate-limit headers.
 //	@Tags			check
 //	@Accept			json
 //	@Produce		json
 //	@Param			check	body		CheckRequest	true	"what to check"
+//	@Param			headers	query		string			false	"rate-limit headers on the answer: draft (RateLimit-Policy and RateLimit of draft-ietf-httpapi-ratelimit-headers-11, the policy named after the rule) or x-ratelimit (X-RateLimit-Limit, -Remaining and -Reset as Envoy writes them); off or absent for none"	Enums(off, draft, x-ratelimit)
 //	@Success		200		{object}	CheckResult
-//	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
+//	@Header			200		{string}	RateLimit-Policy		"with headers=draft and a window rule: the policy (the rule's name, quoted), its limit q per window of w seconds"
+//	@Header			200		{string}	RateLimit				"with headers=draft and a window rule: the policy, the calls r that still fit and the seconds t until the window has room"
+//	@Header			200		{string}	X-RateLimit-Limit		"with headers=x-ratelimit and a window rule: the limit and its window, as 100, 100;w=60"
+//	@Header			200		{integer}	X-RateLimit-Remaining	"with headers=x-ratelimit and a window rule: the calls that still fit"
+//	@Header			200		{integer}	X-RateLimit-Reset		"with headers=x-ratelimit and a window rule: the seconds until the window has room"
+//	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object, or headers is not off, draft or x-ratelimit (details name headers)"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403		{object}	ErrorResponse	"needs the editor role"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
@@ -120,10 +145,23 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
-	var buf [128]byte
-	answer, err := h.api.Check(buf[:0], c.Body())
+	style := middleware.HeadersOff
+	if v := c.Query("headers"); v != "" {
+		var err error
+		if style, err = middleware.ParseRateLimitHeaders(v); err != nil {
+			const msg = "must be off, draft or x-ratelimit"
+			return BadRequest("headers "+msg, FieldError{"headers", msg})
+		}
+	}
+	var buf [192]byte
+	answer, st, err := h.api.Check(buf[:0], c.Body())
 	if err != nil {
 		return err
+	}
+	var headers [3]middleware.Header
+	policy := cmp.Or(st.Rule, middleware.DefaultPolicy)
+	for _, f := range style.AppendHeaders(headers[:0], st, policy) {
+		c.Set(f.Name, f.Value)
 	}
 	c.Response().SetBody(answer)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
@@ -134,7 +172,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //
 //	@Summary		Check many calls at once
 //	@ID				checkBatch
-//	@Description	Decides each check as check does, one after the other, and answers the results in the same order. Nothing is checked when any check is invalid.
+//	@Description	Decides each check as check does, one after the other, and answers the results in the same order (each with its limit, intervalMs, remaining and resetMs when known; no rate-limit headers, which tell of one call). Nothing is checked when any check is invalid.
 //	@Tags			check
 //	@Accept			json
 //	@Produce		json

@@ -97,10 +97,13 @@ func TestCheck(t *testing.T) {
 		{
 			name:  "a flow rule blocks",
 			rules: []string{ordersRule},
+			// The answers tell the rule's limit, what remains after the call
+			// and when the window has room: the first pass leaves it in 1 s.
 			exchanges: []exchange{
-				{checkPath, `{"resource": "orders"}`, 200, allowed},
-				{checkPath, `{"resource": "orders"}`, 200, allowed},
-				{checkPath, `{"resource": "orders"}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps"}`},
+				{checkPath, `{"resource": "orders"}`, 200, `{"allowed":true,"waitMs":0,"limit":2,"intervalMs":1000,"remaining":1,"resetMs":1000}`},
+				{checkPath, `{"resource": "orders"}`, 200, `{"allowed":true,"waitMs":0,"limit":2,"intervalMs":1000,"remaining":0,"resetMs":1000}`},
+				{checkPath, `{"resource": "orders"}`, 200,
+					`{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps","limit":2,"intervalMs":1000,"remaining":0,"resetMs":1000}`},
 			},
 			live: map[string]engine.LiveStats{"orders": {PassQps: 2, BlockQps: 1}},
 		},
@@ -108,8 +111,9 @@ func TestCheck(t *testing.T) {
 			name:  "a count takes its share",
 			rules: []string{ordersRule},
 			exchanges: []exchange{
-				{checkPath, `{"count": 2, "resource": "orders"}`, 200, allowed},
-				{checkPath, `{"resource": "orders", "count": 1}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps"}`},
+				{checkPath, `{"count": 2, "resource": "orders"}`, 200, `{"allowed":true,"waitMs":0,"limit":2,"intervalMs":1000,"remaining":0,"resetMs":1000}`},
+				{checkPath, `{"resource": "orders", "count": 1}`, 200,
+					`{"allowed":false,"waitMs":0,"reason":"flow","rule":"orders-qps","limit":2,"intervalMs":1000,"remaining":0,"resetMs":1000}`},
 			},
 			live: map[string]engine.LiveStats{"orders": {PassQps: 2, BlockQps: 1}},
 		},
@@ -215,20 +219,32 @@ func TestCheckBatchResults(t *testing.T) {
 	mustStatus(t, resp, body, http.StatusOK)
 
 	got := decodeStrict[CheckBatchResponse](t, body).Results
+	// Each result tells its limit as a check would: the orders rule's
+	// remaining count down, and the blocked count of 2 did not take any.
+	orders := func(remaining int64) checkLimit { return checkLimit{2, 1000, remaining, 1000} }
 	blocked := CheckResult{Reason: "flow", Rule: "orders-qps"}
-	want := []CheckResult{
-		{Allowed: true}, {Allowed: true}, blocked, {Allowed: true},
-		{Allowed: true, EntryID: "?"}, {Reason: "concurrency", Rule: "reports-slots"},
+	want := []struct {
+		result CheckResult
+		limit  *checkLimit
+	}{
+		{CheckResult{Allowed: true}, nil},
+		{CheckResult{Allowed: true}, ptr(orders(1))},
+		{blocked, ptr(orders(1))},
+		{CheckResult{Allowed: true}, ptr(orders(0))},
+		{CheckResult{Allowed: true, EntryID: "?"}, nil},
+		{CheckResult{Reason: "concurrency", Rule: "reports-slots"}, nil},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("results = %+v, want %d", got, len(want))
 	}
-	for i := range want {
-		if want[i].EntryID == "?" && got[i].EntryID != "" {
-			want[i].EntryID = got[i].EntryID
+	for i, w := range want {
+		if w.result.EntryID == "?" && got[i].EntryID != "" {
+			w.result.EntryID = got[i].EntryID
 		}
-		if got[i] != want[i] {
-			t.Errorf("results[%d] = %+v, want %+v", i, got[i], want[i])
+		limit := limitOf(got[i])
+		got[i].Limit, got[i].IntervalMs, got[i].Remaining, got[i].ResetMs = nil, nil, nil, nil
+		if got[i] != w.result || !equalPtr(limit, w.limit) {
+			t.Errorf("results[%d] = %+v with limit %v, want %+v with %v", i, got[i], limit, w.result, w.limit)
 		}
 	}
 }
@@ -709,14 +725,106 @@ func TestCheckOriginAndPriority(t *testing.T) {
 		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
 		{checkPath, `{"resource":"orders","origin":"app-b"}`, 200, allowed},
 		{checkPath, `{"resource":"orders"}`, 200, allowed},
-		{checkPath, `{"resource":"pay"}`, 200, allowed},
+		{checkPath, `{"resource":"pay"}`, 200, `{"allowed":true,"waitMs":0,"limit":1,"intervalMs":1000,"remaining":0,"resetMs":1000}`},
 	})
 	// The pass leaves the window 1000 ms after it: 400 ms from now, within
 	// the 500 ms a prioritized call may wait.
 	clock.Advance(600)
 	ts.run(t, []exchange{
-		{checkPath, `{"resource":"pay","prioritized":false}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
-		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":true,"waitMs":400}`},
-		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap"}`},
+		{checkPath, `{"resource":"pay","prioritized":false}`, 200,
+			`{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap","limit":1,"intervalMs":1000,"remaining":0,"resetMs":400}`},
+		// The borrowed pass is marked when its wait ends, 400 ms from now.
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200, `{"allowed":true,"waitMs":400,"limit":1,"intervalMs":1000,"remaining":0,"resetMs":1400}`},
+		{checkPath, `{"resource":"pay","prioritized":true}`, 200,
+			`{"allowed":false,"waitMs":0,"reason":"flow","rule":"pay-cap","limit":1,"intervalMs":1000,"remaining":0,"resetMs":1400}`},
 	})
+}
+
+// checkLimit is the limit a check's answer tells.
+type checkLimit struct {
+	limit, intervalMs, remaining, resetMs int64
+}
+
+// limitOf is the limit r tells: nil when it has none, and -1 for a field
+// it lacks of them.
+func limitOf(r CheckResult) *checkLimit {
+	if r.Limit == nil && r.IntervalMs == nil && r.Remaining == nil && r.ResetMs == nil {
+		return nil
+	}
+	val := func(p *int64) int64 {
+		if p == nil {
+			return -1
+		}
+		return *p
+	}
+	return &checkLimit{val(r.Limit), val(r.IntervalMs), val(r.Remaining), val(r.ResetMs)}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func equalPtr[T comparable](a, b *T) bool {
+	return a == nil && b == nil || a != nil && b != nil && *a == *b
+}
+
+// TestCheckRateLimitHeaders: a single check's answer carries the
+// rate-limit headers the request asks for with ?headers=, telling what its
+// JSON tells (the draft's policy named after the rule, which editors may
+// know); a per-value (hotspot) limit tells the value's numbers; a resource
+// without a window rule gets none; an unknown style is 400 naming headers,
+// before anything is counted.
+func TestCheckRateLimitHeaders(t *testing.T) {
+	ts, clock := newCheckServer(t,
+		`{"name":"search-per-minute","kind":"flow","resource":"search","threshold":100,"statIntervalMs":60000}`,
+		`{"name":"per-user","kind":"hotspot","resource":"search","paramKey":"user","threshold":2,"statIntervalMs":60000,"specificItems":{"vip":5}}`)
+	names := []string{"RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After"}
+	tests := []struct {
+		query, body string
+		advanceMs   int64
+		wantBody    string
+		want        map[string]string
+	}{
+		{"?headers=draft", `{"resource":"search","params":{"user":"a"}}`, 0,
+			`{"allowed":true,"waitMs":0,"limit":2,"intervalMs":60000,"remaining":1,"resetMs":60000}`,
+			map[string]string{"RateLimit-Policy": `"per-user";q=2;w=60`, "RateLimit": `"per-user";r=1;t=60`}},
+		{"?headers=x-ratelimit", `{"resource":"search","params":{"user":"vip"}}`, 0,
+			`{"allowed":true,"waitMs":0,"limit":5,"intervalMs":60000,"remaining":4,"resetMs":60000}`,
+			map[string]string{"X-RateLimit-Limit": "5, 5;w=60", "X-RateLimit-Remaining": "4", "X-RateLimit-Reset": "60"}},
+		{"", `{"resource":"search","params":{"user":"a"}}`, 20_500,
+			`{"allowed":true,"waitMs":0,"limit":2,"intervalMs":60000,"remaining":0,"resetMs":39500}`, nil},
+		// Blocked: still 200, so no Retry-After; resetMs and t tell when
+		// the call would fit.
+		{"?headers=draft", `{"resource":"search","params":{"user":"a"}}`, 0,
+			`{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"per-user","limit":2,"intervalMs":60000,"remaining":0,"resetMs":39500}`,
+			map[string]string{"RateLimit-Policy": `"per-user";q=2;w=60`, "RateLimit": `"per-user";r=0;t=40`}},
+		{"?headers=draft", `{"resource":"search"}`, 0,
+			`{"allowed":true,"waitMs":0,"limit":100,"intervalMs":60000,"remaining":96,"resetMs":39500}`,
+			map[string]string{"RateLimit-Policy": `"search-per-minute";q=100;w=60`, "RateLimit": `"search-per-minute";r=96;t=40`}},
+		{"?headers=off", `{"resource":"search"}`, 0,
+			`{"allowed":true,"waitMs":0,"limit":100,"intervalMs":60000,"remaining":95,"resetMs":39500}`, nil},
+		{"?headers=draft", `{"resource":"unruled"}`, 0, `{"allowed":true,"waitMs":0}`, nil},
+	}
+	for i, tt := range tests {
+		clock.Advance(tt.advanceMs)
+		resp, body := ts.call(t, http.MethodPost, checkPath+tt.query, tt.body, nil)
+		mustStatus(t, resp, body, http.StatusOK)
+		if string(body) != tt.wantBody {
+			t.Errorf("#%d %s %s: body = %s, want %s", i, tt.query, tt.body, body, tt.wantBody)
+		}
+		for _, name := range names {
+			got, sent := resp.Header.Get(name), len(resp.Header.Values(name)) > 0
+			if want, ok := tt.want[name]; got != want || sent != ok {
+				t.Errorf("#%d %s %s: %s = %q (sent %t), want %q", i, tt.query, tt.body, name, got, sent, want)
+			}
+		}
+	}
+
+	before := ts.engine.Resource("search").Live()
+	resp, body := ts.call(t, http.MethodPost, checkPath+"?headers=ietf", `{"resource":"search"}`, nil)
+	mustStatus(t, resp, body, http.StatusBadRequest)
+	if e := decodeEnvelope(t, resp, body); len(e.Details) != 1 || e.Details[0].Field != "headers" {
+		t.Errorf("?headers=ietf: %+v, want details naming headers", e)
+	}
+	if after := ts.engine.Resource("search").Live(); after != before {
+		t.Errorf("?headers=ietf counted the check: %+v, then %+v", before, after)
+	}
 }

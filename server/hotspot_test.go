@@ -113,7 +113,7 @@ func TestHotspotRuleRejects(t *testing.T) {
 		{"fractional concurrency threshold", `{"kind":"hotspot","resource":"r","paramKey":"user","metric":"concurrency","threshold":1.5}`, []string{"threshold"}},
 		{"unknown metric", `{` + base + `,"metric":"rps"}`, []string{"metric"}},
 		{"statIntervalMs below 100", `{` + base + `,"statIntervalMs":99}`, []string{"statIntervalMs"}},
-		{"statIntervalMs above 600000", `{` + base + `,"statIntervalMs":600001}`, []string{"statIntervalMs"}},
+		{"statIntervalMs above a day", `{` + base + `,"statIntervalMs":86400001}`, []string{"statIntervalMs"}},
 		{"statIntervalMs with concurrency", `{` + base + `,"metric":"concurrency","statIntervalMs":1000}`, []string{"statIntervalMs"}},
 		{"unknown controlBehavior", `{` + base + `,"controlBehavior":"queue"}`, []string{"controlBehavior"}},
 		{"controlBehavior with concurrency", `{` + base + `,"metric":"concurrency","controlBehavior":"reject"}`, []string{"controlBehavior"}},
@@ -151,32 +151,41 @@ func TestHotspotRuleRejects(t *testing.T) {
 func TestHotspotLimitsEachValue(t *testing.T) {
 	ts, clock := newCheckServer(t,
 		`{"name":"per-user","kind":"hotspot","resource":"orders","paramKey":"user","threshold":2,"specificItems":{"vip":3,"banned":0}}`)
-	blocked := `{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"per-user"}`
+	// Each answer tells the value's limit and what remains of it.
+	limit := func(threshold, remaining int) string {
+		return fmt.Sprintf(`,"limit":%d,"intervalMs":1000,"remaining":%d,"resetMs":1000}`, threshold, remaining)
+	}
+	passed := func(threshold, remaining int) string {
+		return `{"allowed":true,"waitMs":0` + limit(threshold, remaining)
+	}
+	blocked := func(threshold int) string {
+		return `{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"per-user"` + limit(threshold, 0)
+	}
 	check := func(params string) exchange {
 		return exchange{checkPath, `{"resource":"orders","params":` + params + `}`, 200, ""}
 	}
 	want := func(x exchange, body string) exchange { x.wantBody = body; return x }
 	ts.run(t, []exchange{
-		want(check(`{"user":"a"}`), allowed),
-		want(check(`{"user":"a","other":"x"}`), allowed),
-		want(check(`{"user":"a"}`), blocked),
-		want(check(`{"user":"b"}`), allowed),
-		want(check(`{"user":"b"}`), allowed),
-		want(check(`{"user":"b"}`), blocked),
-		want(check(`{"user":"vip"}`), allowed),
-		want(check(`{"user":"vip"}`), allowed),
-		want(check(`{"user":"vip"}`), allowed),
-		want(check(`{"user":"vip"}`), blocked),
-		want(check(`{"user":"banned"}`), blocked),
+		want(check(`{"user":"a"}`), passed(2, 1)),
+		want(check(`{"user":"a","other":"x"}`), passed(2, 0)),
+		want(check(`{"user":"a"}`), blocked(2)),
+		want(check(`{"user":"b"}`), passed(2, 1)),
+		want(check(`{"user":"b"}`), passed(2, 0)),
+		want(check(`{"user":"b"}`), blocked(2)),
+		want(check(`{"user":"vip"}`), passed(3, 2)),
+		want(check(`{"user":"vip"}`), passed(3, 1)),
+		want(check(`{"user":"vip"}`), passed(3, 0)),
+		want(check(`{"user":"vip"}`), blocked(3)),
+		want(check(`{"user":"banned"}`), blocked(0)),
 		want(check(`{"other":"a"}`), allowed),
 		want(check(`{}`), allowed),
 		{checkPath, `{"resource":"orders"}`, 200, allowed},
-		{checkPath, `{"resource":"orders","count":2,"params":{"user":"c"}}`, 200, allowed},
-		{checkPath, `{"resource":"orders","params":{"user":"c"}}`, 200, blocked},
+		{checkPath, `{"resource":"orders","count":2,"params":{"user":"c"}}`, 200, passed(2, 0)},
+		{checkPath, `{"resource":"orders","params":{"user":"c"}}`, 200, blocked(2)},
 	})
 
 	clock.Advance(1000)
-	ts.run(t, []exchange{want(check(`{"user":"a"}`), allowed)})
+	ts.run(t, []exchange{want(check(`{"user":"a"}`), passed(2, 1))})
 
 	t.Run("in a batch", func(t *testing.T) {
 		clock.Advance(1000)
@@ -186,7 +195,7 @@ func TestHotspotLimitsEachValue(t *testing.T) {
 			{"resource":"orders","params":{"user":"a"}},
 			{"resource":"orders","params":{"user":"b"}}]}`, nil)
 		mustStatus(t, resp, body, http.StatusOK)
-		if got, want := string(body), `{"results":[`+allowed+`,`+allowed+`,`+blocked+`,`+allowed+`]}`; got != want {
+		if got, want := string(body), `{"results":[`+passed(2, 1)+`,`+passed(2, 0)+`,`+blocked(2)+`,`+passed(2, 1)+`]}`; got != want {
 			t.Errorf("batch = %s, want %s", got, want)
 		}
 	})

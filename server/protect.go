@@ -2,7 +2,6 @@ package server
 
 import (
 	"net/http"
-	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -52,14 +51,15 @@ func (s *Server) guard() fiber.Handler {
 	)
 }
 
-// apiBlocked answers a blocked API request 429, in the error envelope;
-// except an admin's, which is served all the same (the block is counted):
-// a rule on the API's own routes must never lock out the people who can
-// remove it.
+// apiBlocked answers a blocked API request 429, in the error envelope,
+// with the Retry-After the guard computed from the rule; except an
+// admin's, which is served all the same (the block is counted), without
+// it: a rule on the API's own routes must never lock out the people who
+// can remove it.
 func apiBlocked(c *fiber.Ctx, blk *engine.BlockError) error {
 	if p := principalOf(c); p != nil && p.role == roleAdmin {
+		c.Response().Header.Del(fiber.HeaderRetryAfter)
 		return c.Next()
 	}
-	c.Set(fiber.HeaderRetryAfter, strconv.Itoa(middleware.RetryAfterSeconds))
 	return NewError(http.StatusTooManyRequests, middleware.BlockedMessage(blk))
 }

@@ -126,3 +126,37 @@ func TestProtectParams(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectRetryAfter: a guarded API call that a window rule blocks is
+// told when the window has room again (Retry-After from the rule, not a
+// constant second); an admin's call, served all the same, carries no
+// Retry-After.
+func TestProtectRetryAfter(t *testing.T) {
+	clock := engine.NewManualClock(1_700_000_000_000)
+	n := &authNode{testServer: startServer(t, nil, nil, servertest.EngineOptions(engine.Options{Clock: clock}))}
+	ci, _ := n.newToken(t, "ci", roleViewer, "")
+	const rules = "/api/v1/rules"
+	rule := `{"name":"rules-per-10s","kind":"flow","resource":"GET /api/v1/rules","threshold":1,"statIntervalMs":10000}`
+	if status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, rules, rule); status != http.StatusCreated {
+		t.Fatalf("create %s: %d %s", rule, status, data)
+	}
+	if resp, data := n.DoWith(t, http.MethodGet, rules, nil, bearer(ci)); resp.StatusCode != http.StatusOK {
+		t.Fatalf("first call: %d (%s)", resp.StatusCode, data)
+	}
+	clock.Advance(2500)
+	resp, data := n.DoWith(t, http.MethodGet, rules, nil, bearer(ci))
+	if resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("second call: %d, want 429 (%s)", resp.StatusCode, data)
+	}
+	// 7.5 s until the first call leaves the window, rounded up.
+	if got := resp.Header.Get("Retry-After"); got != "8" {
+		t.Errorf("Retry-After = %q, want 8", got)
+	}
+	resp, data = n.DoWith(t, http.MethodGet, rules, nil, bearer(servertest.AdminToken))
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("an admin's call: %d, want 200 (%s)", resp.StatusCode, data)
+	}
+	if got := resp.Header.Values("Retry-After"); len(got) != 0 {
+		t.Errorf("an admin's call served: Retry-After %q, want none", got)
+	}
+}

@@ -62,14 +62,15 @@ func TestExpiredRulesAreFlagged(t *testing.T) {
 	if got := expired(); got["incident"] != false || got["incident-users"] != false || got["forever"] != false || got["GET incident"] != nil {
 		t.Errorf("before expiresAt: %v, want none expired and the flag absent", got)
 	}
-	flowBlock := `{"allowed":false,"waitMs":0,"reason":"flow","rule":"incident"}`
+	// A rule of threshold 0 tells a limit of 0, for the whole window.
+	flowBlock := `{"allowed":false,"waitMs":0,"reason":"flow","rule":"incident","limit":0,"intervalMs":1000,"remaining":0,"resetMs":1000}`
 	ts.run(t, []exchange{{checkPath, `{"resource":"orders","params":{"user":"a"}}`, 200, flowBlock}})
 
 	clock.Advance(1000)
 	if got := expired(); got["incident"] != true || got["incident-users"] != false || got["GET incident"] != true {
 		t.Errorf("at the flow rule's expiresAt: %v", got)
 	}
-	hotspotBlock := `{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"incident-users"}`
+	hotspotBlock := `{"allowed":false,"waitMs":0,"reason":"hotspot","rule":"incident-users","limit":0,"intervalMs":1000,"remaining":0,"resetMs":1000}`
 	ts.run(t, []exchange{{checkPath, `{"resource":"orders","params":{"user":"a"}}`, 200, hotspotBlock}})
 
 	clock.Advance(1000)

@@ -2,9 +2,9 @@ package middleware
 
 import "github.com/sluicehq/sluice/engine"
 
-// RetryAfterSeconds is the Retry-After the default block answers send: the
-// engine does not say when a blocked call would pass, and one second is the
-// window of a default rule.
+// RetryAfterSeconds is the Retry-After of the block answers when the rule
+// that blocked does not say when a call would pass (see RetryAfter): one
+// second is the window of a default rule.
 const RetryAfterSeconds = 1
 
 // TooManyRequests is the message of the default block answer: it reaches

@@ -31,16 +31,21 @@ type decision struct {
 	reason  string
 	rule    string
 	entryID string
+	// status is the limit the call came nearest to, read after the
+	// decision.
+	status engine.Status
 }
 
 // Check decodes the body of POST /check, decides it and appends the
-// answer's JSON to dst.
-func (a *API) Check(dst, body []byte) ([]byte, error) {
+// answer's JSON to dst. It returns the status of the limit the call came
+// nearest to too, for the answer's rate-limit headers.
+func (a *API) Check(dst, body []byte) ([]byte, engine.Status, error) {
 	q, err := decodeCheck(body, &a.names)
 	if err != nil {
-		return nil, err
+		return nil, engine.Status{}, err
 	}
-	return a.decide(q).appendJSON(dst), nil
+	d := a.decide(q)
+	return d.appendJSON(dst), d.status, nil
 }
 
 // Batch decodes the body of POST /check/batch, decides its checks one
@@ -96,9 +101,9 @@ func (a *API) decideWith(q checkQuery, opts []engine.EntryOption) decision {
 	}
 	e, blk := res.Entry(opts...)
 	if blk != nil {
-		return decision{reason: string(blk.Reason()), rule: blk.Rule()}
+		return decision{reason: string(blk.Reason()), rule: blk.Rule(), status: res.Status(true, opts...)}
 	}
-	r := decision{allowed: true, waitMs: e.WaitMs()}
+	r := decision{allowed: true, waitMs: e.WaitMs(), status: res.Status(false, opts...)}
 	if e.NeedsExit() {
 		r.entryID = a.entries.hold(q.resource, q.count, e)
 	} else {
@@ -127,6 +132,16 @@ func (r decision) appendJSON(b []byte) []byte {
 	if r.entryID != "" {
 		b = append(b, `,"entryId":`...)
 		b = codec.AppendString(b, r.entryID)
+	}
+	if st := r.status; st.Known {
+		b = append(b, `,"limit":`...)
+		b = strconv.AppendInt(b, st.Limit, 10)
+		b = append(b, `,"intervalMs":`...)
+		b = strconv.AppendInt(b, st.IntervalMs, 10)
+		b = append(b, `,"remaining":`...)
+		b = strconv.AppendInt(b, max(st.Remaining, 0), 10)
+		b = append(b, `,"resetMs":`...)
+		b = strconv.AppendInt(b, st.ResetMs, 10)
 	}
 	return append(b, '}')
 }

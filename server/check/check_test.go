@@ -24,8 +24,9 @@ func newTestAPI(t *testing.T) (*API, *engine.ManualClock) {
 }
 
 // TestDecidePassesNewFieldsWithoutAllocating: handing a check's origin,
-// params and priority to the engine allocates nothing, whether the call
-// passes or is blocked by a hotspot or an authority rule.
+// params and priority to the engine, and reading the status of the limit
+// it came nearest to, allocates nothing, whether the call passes or is
+// blocked by a hotspot or an authority rule.
 func TestDecidePassesNewFieldsWithoutAllocating(t *testing.T) {
 	h, _ := newTestAPI(t)
 	if err := h.engine.LoadHotspotRules([]engine.HotspotRule{{Name: "per-user", Resource: "orders", ParamKey: "user",

@@ -28,8 +28,12 @@ type ResourceCache[K comparable] = guard.ResourceCache[K]
 // stack.
 const MaxStackOptions = guard.MaxStackOptions
 
-// RetryAfter is the Retry-After header of the default block answers.
-var RetryAfter = guard.RetryAfter
+// Limits is what a guard tells callers of their limits: its rate-limit
+// headers' style, and whether they may name the rule.
+type Limits = guard.Limits
+
+// MaxHeaders is how many header fields a guard sets on an answer.
+const MaxHeaders = guard.MaxHeaders
 
 // Errors recorded for calls that failed.
 var (

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
 	"github.com/sluicehq/sluice/engine/middleware/adapter"
 )
 
@@ -28,6 +29,7 @@ type config struct {
 	resource func(echo.Context) string
 	blocked  func(echo.Context, *engine.BlockError) error
 	details  bool
+	limits   adapter.Limits
 	extract  adapter.Extractors[echoRequest]
 }
 
@@ -39,9 +41,12 @@ func WithResource(name func(c echo.Context) string) Option {
 }
 
 // WithBlocked answers blocked requests; an error it returns goes to the
-// echo's HTTP error handler. The default answers 429 with
-// Retry-After and the JSON error envelope of Sluice's API, whose message is
-// "too many requests" (see WithBlockDetails).
+// echo's HTTP error handler. The guard has set Retry-After (from the rule
+// that blocked: see middleware.RetryAfter) and the rate-limit headers
+// (WithRateLimitHeaders) on the response before it calls answer, which
+// may change them. The default answers 429 with the JSON error envelope
+// of Sluice's API, whose message is "too many requests" (see
+// WithBlockDetails).
 func WithBlocked(answer func(c echo.Context, blk *engine.BlockError) error) Option {
 	return func(cfg *config) { cfg.blocked = answer }
 }
@@ -51,6 +56,18 @@ func WithBlocked(answer func(c echo.Context, blk *engine.BlockError) error) Opti
 // services whose callers may know their rules.
 func WithBlockDetails() Option {
 	return func(cfg *config) { cfg.details = true }
+}
+
+// WithRateLimitHeaders tells each caller its limit, what remains of it and
+// when its window has room again, in the headers of style: those of the
+// IETF httpapi draft (middleware.HeadersDraft) or Envoy's X-RateLimit-*
+// (middleware.HeadersXRateLimit), on passed requests and block answers
+// alike, when the route has an enforced window rule. The draft's policy
+// is named "default", or the rule with WithBlockDetails. Optional.
+// Default: middleware.HeadersOff, which costs passed requests nothing;
+// the headers cost each one a search of the rule's window.
+func WithRateLimitHeaders(style middleware.RateLimitHeaders) Option {
+	return func(cfg *config) { cfg.limits.Style = style }
 }
 
 // Guard returns an echo middleware that asks eng before the route's
@@ -71,6 +88,7 @@ func Guard(eng *engine.Engine, opts ...Option) echo.MiddlewareFunc {
 	if cfg.blocked == nil {
 		cfg.blocked = blockedAnswer(cfg.details)
 	}
+	cfg.limits.Details = cfg.details
 	g := &echoGuard{eng: eng, cfg: cfg, routes: adapter.NewResourceCache[route](eng)}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error { return g.handle(c, next) }
@@ -108,8 +126,13 @@ func (g *echoGuard) handle(c echo.Context, next echo.HandlerFunc) error {
 	opts := append(buf[:0], engine.WithInbound())
 	opts = g.cfg.extract.Append(opts, echoRequest{c: c})
 	e, blk := res.Entry(opts...)
+	var headers [adapter.MaxHeaders]middleware.Header
 	if blk != nil {
+		setHeaders(c.Response().Header(), g.cfg.limits.Blocked(headers[:0], res, opts, blk))
 		return g.cfg.blocked(c, blk)
+	}
+	if g.cfg.limits.On() {
+		setHeaders(c.Response().Header(), g.cfg.limits.Passed(headers[:0], res, opts))
 	}
 	returned := false
 	defer func() {
@@ -143,10 +166,16 @@ func unrouted(h echo.HandlerFunc) bool {
 	return p == notFound || p == methodNotAllowed
 }
 
-// blockedAnswer is the default block answer.
+func setHeaders(h http.Header, fields []middleware.Header) {
+	for _, f := range fields {
+		h.Set(f.Name, f.Value)
+	}
+}
+
+// blockedAnswer is the default block answer; the guard has set
+// Retry-After.
 func blockedAnswer(detailed bool) func(echo.Context, *engine.BlockError) error {
 	return func(c echo.Context, blk *engine.BlockError) error {
-		c.Response().Header().Set(echo.HeaderRetryAfter, adapter.RetryAfter)
 		return c.Blob(http.StatusTooManyRequests, "application/json; charset=utf-8", adapter.BlockedBody(blk, detailed))
 	}
 }

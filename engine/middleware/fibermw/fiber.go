@@ -4,6 +4,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
 	"github.com/sluicehq/sluice/engine/middleware/internal/guard"
 )
 
@@ -14,6 +15,7 @@ type config struct {
 	resource func(*fiber.Ctx) string
 	blocked  func(*fiber.Ctx, *engine.BlockError) error
 	details  bool
+	limits   guard.Limits
 	extract  guard.Extractors[fiberRequest]
 }
 
@@ -25,9 +27,12 @@ func WithResource(name func(c *fiber.Ctx) string) Option {
 }
 
 // WithBlocked answers blocked requests; an error it returns goes to
-// the app's error handler. The default answers 429 with Retry-After and the
-// JSON error envelope of Sluice's API, whose message is "too many
-// requests" (see WithBlockDetails).
+// the app's error handler. The guard has set Retry-After (from the rule
+// that blocked: see middleware.RetryAfter) and the rate-limit headers
+// (WithRateLimitHeaders) on the response before it calls answer, which
+// may change them. The default answers 429 with the JSON error envelope
+// of Sluice's API, whose message is "too many requests" (see
+// WithBlockDetails).
 func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option {
 	return func(cfg *config) { cfg.blocked = answer }
 }
@@ -38,6 +43,18 @@ func WithBlocked(answer func(c *fiber.Ctx, blk *engine.BlockError) error) Option
 // learn nothing of them.
 func WithBlockDetails() Option {
 	return func(cfg *config) { cfg.details = true }
+}
+
+// WithRateLimitHeaders tells each caller its limit, what remains of it and
+// when its window has room again, in the headers of style: those of the
+// IETF httpapi draft (middleware.HeadersDraft) or Envoy's X-RateLimit-*
+// (middleware.HeadersXRateLimit), on passed requests and block answers
+// alike, when the route has an enforced window rule. The draft's policy
+// is named "default", or the rule with WithBlockDetails. Optional.
+// Default: middleware.HeadersOff, which costs passed requests nothing;
+// the headers cost each one a search of the rule's window.
+func WithRateLimitHeaders(style middleware.RateLimitHeaders) Option {
+	return func(cfg *config) { cfg.limits.Style = style }
 }
 
 // Guard returns a Fiber handler that asks eng before the rest of the route's
@@ -63,6 +80,7 @@ func Guard(eng *engine.Engine, opts ...Option) fiber.Handler {
 	if cfg.blocked == nil {
 		cfg.blocked = blockedAnswer(cfg.details)
 	}
+	cfg.limits.Details = cfg.details
 	g := &fiberGuard{eng: eng, cfg: cfg, routes: guard.NewResourceCache[*fiber.Route](eng)}
 	return g.handle
 }
@@ -95,8 +113,13 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	opts := append(buf[:0], engine.WithInbound())
 	opts = g.cfg.extract.Append(opts, fiberRequest{c: c})
 	e, blk := res.Entry(opts...)
+	var headers [guard.MaxHeaders]middleware.Header
 	if blk != nil {
+		setHeaders(c, g.cfg.limits.Blocked(headers[:0], res, opts, blk))
 		return g.cfg.blocked(c, blk)
+	}
+	if g.cfg.limits.On() {
+		setHeaders(c, g.cfg.limits.Passed(headers[:0], res, opts))
 	}
 	returned := false
 	defer func() {
@@ -120,10 +143,16 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 
 func fiberRouteName(r *fiber.Route) string { return r.Method + " " + r.Path }
 
-// blockedAnswer is the default block answer.
+func setHeaders(c *fiber.Ctx, fields []middleware.Header) {
+	for _, f := range fields {
+		c.Set(f.Name, f.Value)
+	}
+}
+
+// blockedAnswer is the default block answer; the guard has set
+// Retry-After.
 func blockedAnswer(detailed bool) func(*fiber.Ctx, *engine.BlockError) error {
 	return func(c *fiber.Ctx, blk *engine.BlockError) error {
-		c.Set(fiber.HeaderRetryAfter, guard.RetryAfter)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Status(fiber.StatusTooManyRequests).Send(guard.BlockedBody(blk, detailed))
 	}

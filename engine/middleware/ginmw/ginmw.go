@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/engine/middleware"
 	"github.com/sluicehq/sluice/engine/middleware/adapter"
 )
 
@@ -26,6 +27,7 @@ type config struct {
 	resource func(*gin.Context) string
 	blocked  func(*gin.Context, *engine.BlockError)
 	details  bool
+	limits   adapter.Limits
 	extract  adapter.Extractors[ginRequest]
 }
 
@@ -37,9 +39,12 @@ func WithResource(name func(c *gin.Context) string) Option {
 }
 
 // WithBlocked answers blocked requests; it must write the answer (the
-// guard aborts the chain after it). The default answers 429 with
-// Retry-After and the JSON error envelope of Sluice's API, whose message is
-// "too many requests" (see WithBlockDetails).
+// guard aborts the chain after it). The guard has set Retry-After (from
+// the rule that blocked: see middleware.RetryAfter) and the rate-limit
+// headers (WithRateLimitHeaders) on the response before it calls answer,
+// which may change them. The default answers 429 with the JSON error
+// envelope of Sluice's API, whose message is "too many requests" (see
+// WithBlockDetails).
 func WithBlocked(answer func(c *gin.Context, blk *engine.BlockError)) Option {
 	return func(cfg *config) { cfg.blocked = answer }
 }
@@ -49,6 +54,18 @@ func WithBlocked(answer func(c *gin.Context, blk *engine.BlockError)) Option {
 // services whose callers may know their rules.
 func WithBlockDetails() Option {
 	return func(cfg *config) { cfg.details = true }
+}
+
+// WithRateLimitHeaders tells each caller its limit, what remains of it and
+// when its window has room again, in the headers of style: those of the
+// IETF httpapi draft (middleware.HeadersDraft) or Envoy's X-RateLimit-*
+// (middleware.HeadersXRateLimit), on passed requests and block answers
+// alike, when the route has an enforced window rule. The draft's policy
+// is named "default", or the rule with WithBlockDetails. Optional.
+// Default: middleware.HeadersOff, which costs passed requests nothing;
+// the headers cost each one a search of the rule's window.
+func WithRateLimitHeaders(style middleware.RateLimitHeaders) Option {
+	return func(cfg *config) { cfg.limits.Style = style }
 }
 
 // Guard returns a gin middleware that asks eng before the rest of the
@@ -66,6 +83,7 @@ func Guard(eng *engine.Engine, opts ...Option) gin.HandlerFunc {
 	if cfg.blocked == nil {
 		cfg.blocked = blockedAnswer(cfg.details)
 	}
+	cfg.limits.Details = cfg.details
 	g := &ginGuard{eng: eng, cfg: cfg, routes: adapter.NewResourceCache[route](eng)}
 	return g.handle
 }
@@ -103,10 +121,15 @@ func (g *ginGuard) handle(c *gin.Context) {
 	opts := append(buf[:0], engine.WithInbound())
 	opts = g.cfg.extract.Append(opts, ginRequest{c: c})
 	e, blk := res.Entry(opts...)
+	var headers [adapter.MaxHeaders]middleware.Header
 	if blk != nil {
+		setHeaders(c.Writer.Header(), g.cfg.limits.Blocked(headers[:0], res, opts, blk))
 		g.cfg.blocked(c, blk)
 		c.Abort()
 		return
+	}
+	if g.cfg.limits.On() {
+		setHeaders(c.Writer.Header(), g.cfg.limits.Passed(headers[:0], res, opts))
 	}
 	returned := false
 	defer func() {
@@ -123,10 +146,16 @@ func (g *ginGuard) handle(c *gin.Context) {
 	e.Exit(engine.WithError(failed))
 }
 
-// blockedAnswer is the default block answer.
+func setHeaders(h http.Header, fields []middleware.Header) {
+	for _, f := range fields {
+		h.Set(f.Name, f.Value)
+	}
+}
+
+// blockedAnswer is the default block answer; the guard has set
+// Retry-After.
 func blockedAnswer(detailed bool) func(*gin.Context, *engine.BlockError) {
 	return func(c *gin.Context, blk *engine.BlockError) {
-		c.Header("Retry-After", adapter.RetryAfter)
 		c.Data(http.StatusTooManyRequests, "application/json; charset=utf-8", adapter.BlockedBody(blk, detailed))
 	}
 }

@@ -46,8 +46,10 @@ func WithResource(name func(ctx context.Context, fullMethod string) string) Opti
 
 // WithBlocked makes the error a blocked call ends with. The default is
 // codes.ResourceExhausted, with the message "too many requests" (see
-// WithBlockDetails) and a RetryInfo detail of one second, the Retry-After
-// of the HTTP guards.
+// WithBlockDetails) and a RetryInfo detail of the HTTP guards' Retry-After:
+// the whole seconds until the window of the rule that blocked has room
+// for the call, or one second for a block of another kind
+// (middleware.RetryAfter).
 func WithBlocked(answer func(ctx context.Context, fullMethod string, blk *engine.BlockError) error) Option {
 	return func(cfg *config) { cfg.blocked = answer }
 }
@@ -77,6 +79,7 @@ func WithErrorCodes(cs ...codes.Code) Option {
 type grpcGuard struct {
 	eng      *engine.Engine
 	cfg      config
+	blocked  *blockedErrors // the default block errors, without WithBlocked
 	methods  *guard.ResourceCache[string]
 	outgoing bool
 }
@@ -89,10 +92,11 @@ func newGuard(eng *engine.Engine, outgoing bool, opts []Option) *grpcGuard {
 	for _, o := range opts {
 		o(&cfg)
 	}
+	g := &grpcGuard{eng: eng, cfg: cfg, methods: guard.NewResourceCache[string](eng), outgoing: outgoing}
 	if cfg.blocked == nil {
-		cfg.blocked = blockedError(cfg.details)
+		g.blocked = &blockedErrors{detailed: cfg.details}
 	}
-	return &grpcGuard{eng: eng, cfg: cfg, methods: guard.NewResourceCache[string](eng), outgoing: outgoing}
+	return g
 }
 
 func fullMethodName(m string) string { return m }
@@ -119,10 +123,13 @@ func (g *grpcGuard) enter(ctx context.Context, method string) (*engine.Resource,
 	}
 	opts = g.cfg.extract.Append(opts, grpcRequest{ctx: ctx, method: method, outgoing: g.outgoing})
 	e, blk := res.Entry(opts...)
-	if blk != nil {
+	switch {
+	case blk == nil:
+		return res, e, nil
+	case g.blocked == nil:
 		return res, e, g.cfg.blocked(ctx, method, blk)
 	}
-	return res, e, nil
+	return res, e, g.blocked.err(blk, middleware.RetryAfter(res.Status(true, opts...), blk))
 }
 
 // failure is err if its code counts as a failed call, else nil.
@@ -136,23 +143,44 @@ func (g *grpcGuard) failure(err error) error {
 	return nil
 }
 
-// blockedError is the default block error.
-func blockedError(detailed bool) func(context.Context, string, *engine.BlockError) error {
-	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(middleware.RetryAfterSeconds * time.Second)}
-	plain, err := status.New(codes.ResourceExhausted, middleware.TooManyRequests).WithDetails(retry)
+// cachedRetrySeconds is the longest RetryInfo whose plain block error is
+// made once and kept.
+const cachedRetrySeconds = 60
+
+// blockedErrors are the default block errors. Those without details, by
+// far the most frequent, are kept by their delay up to a minute, so that
+// a flood of blocked calls does not marshal a RetryInfo for each.
+type blockedErrors struct {
+	detailed bool
+	plain    [cachedRetrySeconds + 1]atomic.Pointer[status.Status]
+}
+
+// err is the error of a call blk blocked, which may retry after
+// retrySeconds.
+func (b *blockedErrors) err(blk *engine.BlockError, retrySeconds int64) error {
+	if b.detailed {
+		return blockedStatus(middleware.BlockedMessage(blk), retrySeconds).Err()
+	}
+	if retrySeconds > cachedRetrySeconds {
+		return blockedStatus(middleware.TooManyRequests, retrySeconds).Err()
+	}
+	st := b.plain[retrySeconds].Load()
+	if st == nil {
+		st = blockedStatus(middleware.TooManyRequests, retrySeconds)
+		b.plain[retrySeconds].Store(st)
+	}
+	return st.Err()
+}
+
+// blockedStatus is ResourceExhausted with msg and a RetryInfo of
+// retrySeconds.
+func blockedStatus(msg string, retrySeconds int64) *status.Status {
+	retry := &errdetails.RetryInfo{RetryDelay: durationpb.New(time.Duration(retrySeconds) * time.Second)}
+	st, err := status.New(codes.ResourceExhausted, msg).WithDetails(retry)
 	if err != nil {
-		panic(err) // RetryInfo always marshals
+		return status.New(codes.ResourceExhausted, msg) // RetryInfo always marshals
 	}
-	return func(_ context.Context, _ string, blk *engine.BlockError) error {
-		if !detailed {
-			return plain.Err()
-		}
-		st, err := status.New(codes.ResourceExhausted, middleware.BlockedMessage(blk)).WithDetails(retry)
-		if err != nil {
-			return status.Error(codes.ResourceExhausted, middleware.BlockedMessage(blk))
-		}
-		return st.Err()
-	}
+	return st
 }
 
 // UnaryServerInterceptor guards a server's unary calls.

@@ -219,8 +219,15 @@ func TestUnaryServer(t *testing.T) {
 }
 
 // checkBlocked checks a block error: ResourceExhausted, the message, and
-// a RetryInfo of one second, the HTTP guards' Retry-After.
+// a RetryInfo of one second, the HTTP guards' Retry-After for a rule of
+// one second or a block of another kind.
 func checkBlocked(t *testing.T, err error, wantMessage string) {
+	t.Helper()
+	checkBlockedRetry(t, err, wantMessage, time.Second)
+}
+
+// checkBlockedRetry is checkBlocked with a RetryInfo of want.
+func checkBlockedRetry(t *testing.T, err error, wantMessage string, want time.Duration) {
 	t.Helper()
 	st := status.Convert(err)
 	if st.Code() != codes.ResourceExhausted || st.Message() != wantMessage {
@@ -232,8 +239,45 @@ func checkBlocked(t *testing.T, err error, wantMessage string) {
 			retry = r
 		}
 	}
-	if retry == nil || retry.GetRetryDelay().AsDuration() != time.Second {
-		t.Errorf("details = %v, want a RetryInfo of 1s", st.Details())
+	if retry == nil || retry.GetRetryDelay().AsDuration() != want {
+		t.Errorf("details = %v, want a RetryInfo of %v", st.Details(), want)
+	}
+}
+
+// TestBlockedRetryInfoFromTheRule: a call a window rule blocks is told
+// when the window has room for it, in whole seconds rounded up, on the
+// server and on a client; with details too.
+func TestBlockedRetryInfoFromTheRule(t *testing.T) {
+	rules := []engine.FlowRule{{Name: "do-per-10s", Resource: doMethod, Threshold: 1, StatIntervalMs: 10_000}}
+	for _, tt := range []struct {
+		name        string
+		opts        []grpcmw.Option
+		wantMessage string
+	}{
+		{"plain", nil, "too many requests"},
+		{"with details", []grpcmw.Option{grpcmw.WithBlockDetails()}, "too many requests: blocked by flow rule do-per-10s"},
+	} {
+		t.Run(tt.name+"/server", func(t *testing.T) {
+			eng, clock := guardtest.NewEngine(t, rules...)
+			conn := serve(t, []grpc.ServerOption{grpc.UnaryInterceptor(grpcmw.UnaryServerInterceptor(eng, tt.opts...))})
+			if err := call(t.Context(), conn, "ok"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(2500)
+			// 7.5 s until the first call leaves the window.
+			checkBlockedRetry(t, call(t.Context(), conn, "ok"), tt.wantMessage, 8*time.Second)
+			clock.Advance(7000)
+			checkBlockedRetry(t, call(t.Context(), conn, "ok"), tt.wantMessage, time.Second)
+		})
+		t.Run(tt.name+"/client", func(t *testing.T) {
+			eng, clock := guardtest.NewEngine(t, rules...)
+			conn := serve(t, nil, grpc.WithUnaryInterceptor(grpcmw.UnaryClientInterceptor(eng, tt.opts...)))
+			if err := call(t.Context(), conn, "ok"); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(1000)
+			checkBlockedRetry(t, call(t.Context(), conn, "ok"), tt.wantMessage, 9*time.Second)
+		})
 	}
 }
 

@@ -22,6 +22,7 @@ type config struct {
 	logger   *slog.Logger
 	blocked  func(http.ResponseWriter, *http.Request, *engine.BlockError)
 	details  bool
+	limits   guard.Limits
 	extract  guard.Extractors[httpRequest]
 }
 
@@ -58,9 +59,12 @@ func WithLogger(logger *slog.Logger) Option {
 	return func(c *config) { c.logger = logger }
 }
 
-// WithBlocked answers blocked requests. The default answers 429 with
-// Retry-After and the JSON error envelope of Sluice's API, whose message
-// is "too many requests" (see WithBlockDetails).
+// WithBlocked answers blocked requests. The guard has set Retry-After
+// (from the rule that blocked: see middleware.RetryAfter) and the
+// rate-limit headers (WithRateLimitHeaders) on w before it calls answer,
+// which may change them. The default answers 429 with the JSON error
+// envelope of Sluice's API, whose message is "too many requests" (see
+// WithBlockDetails).
 func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine.BlockError)) Option {
 	return func(c *config) { c.blocked = answer }
 }
@@ -71,6 +75,18 @@ func WithBlocked(answer func(w http.ResponseWriter, r *http.Request, blk *engine
 // learn nothing of them.
 func WithBlockDetails() Option {
 	return func(c *config) { c.details = true }
+}
+
+// WithRateLimitHeaders tells each caller its limit, what remains of it and
+// when its window has room again, in the headers of style: those of the
+// IETF httpapi draft (middleware.HeadersDraft) or Envoy's X-RateLimit-*
+// (middleware.HeadersXRateLimit), on passed requests and block answers
+// alike, when the route has an enforced window rule. The draft's policy
+// is named "default", or the rule with WithBlockDetails. Optional.
+// Default: middleware.HeadersOff, which costs passed requests nothing;
+// the headers cost each one a search of the rule's window.
+func WithRateLimitHeaders(style middleware.RateLimitHeaders) Option {
+	return func(c *config) { c.limits.Style = style }
 }
 
 // Guard returns net/http middleware that asks eng before each request. Wrap
@@ -93,6 +109,7 @@ func Guard(eng *engine.Engine, opts ...Option) func(http.Handler) http.Handler {
 	if cfg.blocked == nil {
 		cfg.blocked = blockedWriter(cfg.details)
 	}
+	cfg.limits.Details = cfg.details
 	cfg.logger = cmp.Or(cfg.logger, slog.Default())
 	return func(next http.Handler) http.Handler {
 		g := &httpGuard{eng: eng, next: next, cfg: cfg, routes: guard.NewResourceCache[httpRoute](eng)}
@@ -128,9 +145,14 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	opts := append(buf[:0], engine.WithInbound())
 	opts = g.cfg.extract.Append(opts, httpRequest{r: r, mux: g.mux, pattern: pattern})
 	e, blk := res.Entry(opts...)
+	var headers [guard.MaxHeaders]middleware.Header
 	if blk != nil {
+		setHeaders(w.Header(), g.cfg.limits.Blocked(headers[:0], res, opts, blk))
 		g.cfg.blocked(w, r, blk)
 		return
+	}
+	if g.cfg.limits.On() {
+		setHeaders(w.Header(), g.cfg.limits.Passed(headers[:0], res, opts))
 	}
 	rec := recorders.Get().(*statusRecorder)
 	rec.ResponseWriter, rec.status, rec.wrote = w, http.StatusOK, false
@@ -217,12 +239,17 @@ func standardMethod(m string) bool {
 	return false
 }
 
-// blockedWriter is the default block answer.
+func setHeaders(h http.Header, fields []middleware.Header) {
+	for _, f := range fields {
+		h.Set(f.Name, f.Value)
+	}
+}
+
+// blockedWriter is the default block answer; the guard has set
+// Retry-After.
 func blockedWriter(detailed bool) func(http.ResponseWriter, *http.Request, *engine.BlockError) {
 	return func(w http.ResponseWriter, _ *http.Request, blk *engine.BlockError) {
-		h := w.Header()
-		h.Set("Retry-After", guard.RetryAfter)
-		h.Set("Content-Type", "application/json; charset=utf-8")
+		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		w.WriteHeader(http.StatusTooManyRequests)
 		_, _ = w.Write(guard.BlockedBody(blk, detailed))
 	}

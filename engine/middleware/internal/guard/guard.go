@@ -3,7 +3,6 @@ package guard
 import (
 	"errors"
 	"maps"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -11,9 +10,6 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/middleware"
 )
-
-// RetryAfter is the Retry-After header of the default block answers.
-var RetryAfter = strconv.Itoa(middleware.RetryAfterSeconds)
 
 // Errors recorded for calls that failed; the engine counts them, nobody
 // returns them.
