@@ -67,6 +67,13 @@ func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, s.certFi
 // startRLSWith is startRLS, serving both listeners over TLS if useTLS.
 func startRLSWith(t testing.TB, useTLS bool, opts ...servertest.Option) *rls {
 	t.Helper()
+	return startRLSConfigured(t, useTLS, nil, opts...)
+}
+
+// startRLSConfigured is startRLSWith, the server's Config changed by
+// configure (a Redis counter, say) when it is not nil.
+func startRLSConfigured(t testing.TB, useTLS bool, configure func(*server.Config), opts ...servertest.Option) *rls {
+	t.Helper()
 	r := &rls{clock: engine.NewManualClock(startMs), nowOffset: &atomic.Int64{}}
 	var certFile, keyFile string
 	var srv *server.Server
@@ -80,11 +87,15 @@ func startRLSWith(t testing.TB, useTLS bool, opts ...servertest.Option) *rls {
 	})
 	r.node = servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
 		var err error
-		srv, err = server.New(t.Context(), server.Config{
+		cfg := server.Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger,
 			BootstrapToken: servertest.AdminToken, PasswordCost: bcrypt.MinCost, TLS: useTLS,
 			Now: func() time.Time { return time.Now().UTC().Add(time.Duration(r.nowOffset.Load())) },
-		})
+		}
+		if configure != nil {
+			configure(&cfg)
+		}
+		srv, err = server.New(t.Context(), cfg)
 		if err != nil || !useTLS {
 			return srv, err
 		}

@@ -1,0 +1,186 @@
+package rls_test
+
+import (
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	pb "github.com/envoyproxy/go-control-plane/envoy/service/ratelimit/v3"
+
+	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/cluster"
+	"github.com/sluicehq/sluice/server/cluster/redistest"
+	"github.com/sluicehq/sluice/server/servertest"
+	"github.com/sluicehq/sluice/store/pgtest"
+)
+
+// TestExactUnderPacedOverload paces calls of one descriptor at three
+// times its limit of 100 a second through the rate limit service, on the
+// manual clock, for five seconds: every second passes 100, and no window
+// of a second, wherever it starts, holds more than 100 passes (a fixed
+// window would let up to 200 through across its boundary).
+func TestExactUnderPacedOverload(t *testing.T) {
+	r := startRLS(t)
+	r.rule(t, `{"name":"paced","kind":"flow","resource":"edge:route=paced","threshold":100}`)
+	var passes []int64
+	for i := range int64(1500) {
+		at := startMs + i*10/3 // 300 a second
+		r.clock.Set(at)
+		if r.ask(t, request("edge", desc("route", "paced"))).GetOverallCode() == pb.RateLimitResponse_OK {
+			passes = append(passes, at)
+		}
+	}
+	perSecond := map[int64]int{}
+	for _, at := range passes {
+		perSecond[(at-startMs)/1000]++
+	}
+	for s := range int64(5) {
+		if n := perSecond[s]; n < 99 || n > 100 {
+			t.Errorf("second %d passed %d, want 100 ± 1 (all: %v)", s, n, perSecond)
+		}
+	}
+	busiest, lo := 0, 0
+	for hi, at := range passes {
+		for passes[lo] <= at-1000 {
+			lo++
+		}
+		busiest = max(busiest, hi-lo+1)
+	}
+	if busiest > 100 {
+		t.Errorf("a window of one second held %d passes, more than the limit of 100", busiest)
+	}
+}
+
+// sharedDatabase is a PostgreSQL database that replicas share: the test
+// binary's on PostgreSQL, else one of a server of the test's own.
+func sharedDatabase(t *testing.T) string {
+	t.Helper()
+	if servertest.OnPostgres() {
+		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
+	}
+	return pgtest.StartForTest(t).NewDatabase(t)
+}
+
+// clusterReplica starts a replica on db whose engine shares the cluster
+// count in the Redis at url as id, on the real clock.
+func clusterReplica(t *testing.T, url, db, id string) *rls {
+	t.Helper()
+	counter, err := cluster.New(cluster.Options{URL: url})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = counter.Close() })
+	return startRLSConfigured(t, false, func(cfg *server.Config) { cfg.Cluster = counter },
+		servertest.DBPath(db), servertest.EngineOptions(engine.Options{Cluster: counter, ClusterEngine: id}))
+}
+
+// call is one ShouldRateLimit as a driver saw it.
+type call struct {
+	sent    time.Time
+	took    time.Duration
+	allowed bool
+}
+
+// TestClusterDescriptorAcrossReplicas drives a descriptor whose rule of
+// 1,000 a second has scope cluster through two replicas sharing one
+// Redis, both at once and well over the limit: together they pass no more
+// than the limit and two buckets of credit (the shared count's bound,
+// docs/operations.md#cluster-wide-limits-on-redis) in any second, and
+// most of it. Redis killed, no call waits on it (each is answered from the
+// leases or the fallback), and the fallback (local: each replica half the
+// limit) holds the sum to the limit.
+func TestClusterDescriptorAcrossReplicas(t *testing.T) {
+	rds := redistest.Start(t)
+	db := sharedDatabase(t)
+	a := clusterReplica(t, rds.URL(), db, "a")
+	b := clusterReplica(t, rds.URL(), db, "b")
+	a.rule(t, `{"name":"edge-global","kind":"flow","resource":"edge:route=global","threshold":1000,"scope":"cluster"}`)
+	servertest.WaitUntil(t, "the cluster rule on both replicas", 10*time.Second, func() bool {
+		return len(a.node.Engine.FlowRules()) == 1 && len(b.node.Engine.FlowRules()) == 1
+	})
+	req := request("edge", desc("route", "global"))
+
+	var mu sync.Mutex
+	var calls []call
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, r := range []*rls{a, b} {
+		client := pb.NewRateLimitServiceClient(r.conn)
+		ctx := bearer(t, r.editor)
+		for range 6 {
+			wg.Go(func() {
+				var mine []call
+				for {
+					select {
+					case <-stop:
+						mu.Lock()
+						calls = append(calls, mine...)
+						mu.Unlock()
+						return
+					default:
+					}
+					sent := time.Now()
+					resp, err := client.ShouldRateLimit(ctx, req)
+					if err != nil {
+						t.Errorf("ShouldRateLimit: %v", err)
+						continue
+					}
+					mine = append(mine, call{sent, time.Since(sent), resp.GetOverallCode() == pb.RateLimitResponse_OK})
+				}
+			})
+		}
+	}
+	start := time.Now()
+	time.Sleep(3500 * time.Millisecond)
+	rds.Kill()
+	killed := time.Now()
+	time.Sleep(2500 * time.Millisecond)
+	close(stop)
+	wg.Wait()
+
+	perSecond := map[int64]int{}
+	offered := map[int64]int{}
+	var down []time.Duration
+	for _, c := range calls {
+		offered[c.sent.Unix()]++
+		if c.allowed {
+			perSecond[c.sent.Unix()]++
+		}
+		if c.sent.After(killed) {
+			down = append(down, c.took)
+		}
+	}
+	// Whole seconds on the shared count, the first one left out (leases
+	// being first asked for), then whole seconds of the fallback.
+	shared := 0
+	for s := start.Unix() + 2; s < killed.Unix(); s++ {
+		shared++
+		if n := perSecond[s]; n < 800 || n > 1100 {
+			t.Errorf("second %d on the shared count passed %d of %d offered over two replicas, want 800 to 1,100", s-start.Unix(), n, offered[s])
+		}
+	}
+	if shared == 0 {
+		t.Fatal("no whole second on the shared count")
+	}
+	for s := killed.Unix() + 1; s < killed.Add(2500*time.Millisecond).Unix(); s++ {
+		if n := perSecond[s]; n > 1100 {
+			t.Errorf("second %d with Redis killed passed %d, more than the limit", s-start.Unix(), n)
+		}
+	}
+	slices.Sort(down)
+	if len(down) == 0 {
+		t.Fatal("no call with Redis killed")
+	}
+	p99, worst := down[len(down)*99/100], down[len(down)-1]
+	t.Logf("passes per second: %v (offered %v); with Redis killed: %d calls, p50 %v, p99 %v, max %v",
+		perSecond, offered, len(down), down[len(down)/2], p99, worst)
+	// The calls never wait on Redis, whose dial alone would take a
+	// second: what they take is the machine's (the race detector, two
+	// replicas and twelve drivers on two cores), not Redis's.
+	if worst > 500*time.Millisecond {
+		t.Errorf("a call with Redis killed took %v: it waited on Redis", worst)
+	}
+}
