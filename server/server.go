@@ -199,7 +199,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if s.quotaNode == "" {
 		s.quotaNode, _ = os.Hostname()
 	}
-	if err := quota.Restore(ctx, cfg.Engine, cfg.Store, s.quotaNode); err != nil {
+	savedQuotas, err := quota.Restore(ctx, cfg.Engine, cfg.Store, s.quotaNode)
+	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.rules = rules.New(cfg.Store, cfg.Engine)
@@ -266,7 +267,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
 	s.routes()
 	s.metrics.Start()
-	s.quotas = quota.Start(cfg.Engine, cfg.Store, s.quotaNode, cfg.QuotaSaveInterval, s.logger)
+	s.quotas = quota.Start(cfg.Engine, cfg.Store, s.quotaNode, savedQuotas, cfg.QuotaSaveInterval, s.logger)
 	s.startFollowing()
 	return s, nil
 }
@@ -371,7 +372,7 @@ func specOf(version string) ([]byte, error) {
 		return nil, err
 	}
 	spec["info"] = raw
-	return json.Marshal(spec)
+	return json.MarshalIndent(spec, "", "    ")
 }
 
 // writeJSON answers v as JSON with status.
