@@ -39,19 +39,11 @@ func rlsFigures(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	key, value, ok := strings.Cut(*entry, "=")
-	if !ok {
-		return errors.New("--descriptor: want key=value")
-	}
-	conn, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, req, closeConn, err := rlsClient(*grpcAddr, *domain, *entry)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	client := pb.NewRateLimitServiceClient(conn)
-	req := &pb.RateLimitRequest{Domain: *domain, Descriptors: []*rlcommon.RateLimitDescriptor{
-		{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: value}}},
-	}}
+	defer closeConn()
 	grpcCtx := metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
 	shouldRateLimit := func() error {
 		_, err := client.ShouldRateLimit(grpcCtx, req)
@@ -106,6 +98,24 @@ func rlsFigures(ctx context.Context, args []string) error {
 			median(rs, func(r loadResult) float64 { return ms(r.p99) }), len(rs), *callers, *duration)
 	}
 	return nil
+}
+
+// rlsClient connects to the rate limit service at addr and returns a
+// client, the request of one descriptor of domain whose one entry is
+// entry (key=value), and what closes the connection.
+func rlsClient(addr, domain, entry string) (pb.RateLimitServiceClient, *pb.RateLimitRequest, func() error, error) {
+	key, value, ok := strings.Cut(entry, "=")
+	if !ok {
+		return nil, nil, nil, errors.New("--descriptor: want key=value")
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	req := &pb.RateLimitRequest{Domain: domain, Descriptors: []*rlcommon.RateLimitDescriptor{
+		{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: value}}},
+	}}
+	return pb.NewRateLimitServiceClient(conn), req, conn.Close, nil
 }
 
 // loadResult is one run's throughput and latency percentiles.
@@ -186,19 +196,11 @@ func rlsAccuracy(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	key, value, ok := strings.Cut(*entry, "=")
-	if !ok {
-		return errors.New("--descriptor: want key=value")
-	}
-	conn, err := grpc.NewClient(*grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, req, closeConn, err := rlsClient(*grpcAddr, *domain, *entry)
 	if err != nil {
 		return err
 	}
-	defer conn.Close()
-	client := pb.NewRateLimitServiceClient(conn)
-	req := &pb.RateLimitRequest{Domain: *domain, Descriptors: []*rlcommon.RateLimitDescriptor{
-		{Entries: []*rlcommon.RateLimitDescriptor_Entry{{Key: key, Value: value}}},
-	}}
+	defer closeConn()
 	if *token != "" {
 		ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+*token)
 	}

@@ -86,19 +86,15 @@ func writeFleetFamilies(w io.Writer, rows []fleetRow) error {
 	for i, r := range rows {
 		labels[i] = `{app="` + labelEscaper.Replace(r.app) + `",resource="` + labelEscaper.Replace(r.resource) + `"}`
 	}
-	b := make([]byte, 0, 64<<10)
+	out := chunks{w: w, b: make([]byte, 0, 64<<10)}
 	for _, f := range fleetFamilies {
-		b = append(b, "# HELP "+f.name+" "+f.help+"\n# TYPE "+f.name+" counter\n"...)
+		out.b = append(out.b, "# HELP "+f.name+" "+f.help+"\n# TYPE "+f.name+" counter\n"...)
 		for i := range rows {
-			b = appendSample(b, f.name, labels[i], f.value(&rows[i].totals))
-			if len(b) > 60<<10 {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
+			out.b = appendSample(out.b, f.name, labels[i], f.value(&rows[i].totals))
+			if err := out.flushFull(); err != nil {
+				return err
 			}
 		}
 	}
-	_, err := w.Write(b)
-	return err
+	return out.flush()
 }

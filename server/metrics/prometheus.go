@@ -207,20 +207,38 @@ func writeResourceFamilies(w io.Writer, rows []resourceRow) error {
 	for i := range rows {
 		labels[i] = `{resource="` + labelEscaper.Replace(rows[i].name) + `"}`
 	}
-	b := make([]byte, 0, 64<<10)
+	out := chunks{w: w, b: make([]byte, 0, 64<<10)}
 	for _, f := range resourceFamilies {
-		b = append(b, "# HELP "+f.name+" "+f.help+"\n# TYPE "+f.name+" "+f.kind+"\n"...)
+		out.b = append(out.b, "# HELP "+f.name+" "+f.help+"\n# TYPE "+f.name+" "+f.kind+"\n"...)
 		for i := range rows {
-			b = f.appendSamples(b, f.name, labels[i], &rows[i])
-			if len(b) > 60<<10 {
-				if _, err := w.Write(b); err != nil {
-					return err
-				}
-				b = b[:0]
+			out.b = f.appendSamples(out.b, f.name, labels[i], &rows[i])
+			if err := out.flushFull(); err != nil {
+				return err
 			}
 		}
 	}
-	_, err := w.Write(b)
+	return out.flush()
+}
+
+// chunks writes the text exposition to w a buffer of about 60 KiB at a
+// time.
+type chunks struct {
+	w   io.Writer
+	b   []byte
+}
+
+// flushFull writes the buffer once it holds 60 KiB or more.
+func (c *chunks) flushFull() error {
+	if len(c.b) > 60<<10 {
+		return c.flush()
+	}
+	return nil
+}
+
+// flush writes what the buffer holds.
+func (c *chunks) flush() error {
+	_, err := c.w.Write(c.b)
+	c.b = c.b[:0]
 	return err
 }
 
