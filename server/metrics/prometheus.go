@@ -223,8 +223,8 @@ func writeResourceFamilies(w io.Writer, rows []resourceRow) error {
 // chunks writes the text exposition to w a buffer of about 60 KiB at a
 // time.
 type chunks struct {
-	w   io.Writer
-	b   []byte
+	w io.Writer
+	b []byte
 }
 
 // flushFull writes the buffer once it holds 60 KiB or more.
