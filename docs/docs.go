@@ -3951,6 +3951,43 @@ const docTemplate = `{
         "server.InstanceReport": {
             "type": "object"
         },
+        "server.KindSchema": {
+            "type": "object",
+            "properties": {
+                "fields": {
+                    "type": "array",
+                    "items": {
+                        "type": "object"
+                    }
+                },
+                "help": {
+                    "type": "string",
+                    "example": "cap requests per second or calls in flight"
+                },
+                "kind": {
+                    "type": "string",
+                    "example": "flow"
+                },
+                "label": {
+                    "type": "string",
+                    "example": "Flow"
+                },
+                "noResource": {
+                    "description": "NoResource is true for a kind whose rules are on no resource\n(system rules guard their whole process): a form leaves it out.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "summary": {
+                    "description": "Summary says what a rule of the kind does, as a template: {field}\nis the rule's value of field ({field|per}: an interval in ms, in\nwords), [field=a,b:text] is text where the field holds a or b, and\n[field!=a,b:text] where it holds neither; a field the rule does not\nshow holds its default.",
+                    "type": "string",
+                    "example": "[metric=qps:{threshold} per {statIntervalMs|per}]"
+                },
+                "title": {
+                    "type": "string",
+                    "example": "Flow rule"
+                }
+            }
+        },
         "server.LiveStats": {
             "type": "object",
             "properties": {
@@ -4958,43 +4995,6 @@ const docTemplate = `{
                 }
             }
         },
-        "server.RuleKind": {
-            "type": "object",
-            "properties": {
-                "fields": {
-                    "type": "array",
-                    "items": {
-                        "type": "object"
-                    }
-                },
-                "help": {
-                    "type": "string",
-                    "example": "cap requests per second or calls in flight"
-                },
-                "kind": {
-                    "type": "string",
-                    "example": "flow"
-                },
-                "label": {
-                    "type": "string",
-                    "example": "Flow"
-                },
-                "noResource": {
-                    "description": "NoResource is true for a kind whose rules are on no resource\n(system rules guard their whole process): a form leaves it out.",
-                    "type": "boolean",
-                    "example": false
-                },
-                "summary": {
-                    "description": "Summary says what a rule of the kind does, as a template: {field}\nis the rule's value of field ({field|per}: an interval in ms, in\nwords), [field=a,b:text] is text where the field holds a or b, and\n[field!=a,b:text] where it holds neither; a field the rule does not\nshow holds its default.",
-                    "type": "string",
-                    "example": "[metric=qps:{threshold} per {statIntervalMs|per}]"
-                },
-                "title": {
-                    "type": "string",
-                    "example": "Flow rule"
-                }
-            }
-        },
         "server.RuleList": {
             "type": "object",
             "properties": {
@@ -5068,7 +5068,7 @@ const docTemplate = `{
                 "kinds": {
                     "type": "array",
                     "items": {
-                        "$ref": "#/definitions/server.RuleKind"
+                        "$ref": "#/definitions/server.KindSchema"
                     }
                 }
             }

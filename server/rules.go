@@ -57,15 +57,15 @@ type ApplyRequest struct {
 type RuleSchema struct {
 	// Envelope are the fields every rule has besides its kind.
 	Envelope []wire.Field `json:"envelope" swaggertype:"array,object"`
-	Kinds    []RuleKind   `json:"kinds"`
+	Kinds    []KindSchema `json:"kinds"`
 	Demo     DemoMarks    `json:"demo"`
 }
 
-// RuleKind is one rule kind and its own fields, in display order. A field
+// KindSchema is one rule kind and its own fields, in display order. A field
 // is {name, type, label, help, required, default, example, min, max,
 // maxLength, multiline, options: [{value, label}], appliesWhen: {field,
 // value}}.
-type RuleKind struct {
+type KindSchema struct {
 	Kind   string       `json:"kind" example:"flow"`
 	Label  string       `json:"label" example:"Flow"`
 	Title  string       `json:"title" example:"Flow rule"`
@@ -126,9 +126,9 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/fields [get]
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
-	kinds := make([]RuleKind, len(engine.Kinds))
+	kinds := make([]KindSchema, len(engine.Kinds))
 	for i, k := range engine.Kinds {
-		kinds[i] = RuleKind{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: wire.FieldsOf(k.Fields), NoResource: k.NoResource, Summary: k.Summary}
+		kinds[i] = KindSchema{Kind: k.Name, Label: k.Label, Title: k.Title, Help: k.Help, Fields: wire.FieldsOf(k.Fields), NoResource: k.NoResource, Summary: k.Summary}
 	}
 	return writeJSON(c, http.StatusOK, RuleSchema{
 		Envelope: wire.FieldsOf(wire.EnvelopeFields), Kinds: kinds,

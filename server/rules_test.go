@@ -1548,7 +1548,7 @@ func TestRuleFields(t *testing.T) {
 	}
 	want, err := json.Marshal(RuleSchema{
 		Envelope: wire.FieldsOf(wire.EnvelopeFields),
-		Kinds: []RuleKind{
+		Kinds: []KindSchema{
 			{Kind: "flow", Label: "Flow", Title: "Flow rule", Help: "cap requests per second or calls in flight", Fields: wire.FieldsOf(engine.FlowRuleFields), Summary: engine.FlowKind.Summary},
 			{Kind: "circuitBreaker", Label: "Circuit breaker", Title: "Circuit breaker", Help: "stop calls to a failing resource", Fields: wire.FieldsOf(engine.BreakerRuleFields), Summary: engine.CircuitBreakerKind.Summary},
 			{Kind: "hotspot", Label: "Hotspot", Title: "Hotspot rule", Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: wire.FieldsOf(engine.HotspotRuleFields), Summary: engine.HotspotKind.Summary},
