@@ -86,12 +86,13 @@ type call struct {
 
 // TestClusterDescriptorAcrossReplicas drives a descriptor whose rule of
 // 1,000 a second has scope cluster through two replicas sharing one
-// Redis, both at once and well over the limit: together they pass no more
-// than the limit and two buckets of credit (the shared count's bound,
-// docs/operations.md#cluster-wide-limits-on-redis) in any second, and
-// most of it. Redis killed, no call waits on it (each is answered from the
-// leases or the fallback), and the fallback (local: each replica half the
-// limit) holds the sum to the limit.
+// Redis, both at once and well over the limit: together they pass 1,000 a
+// second within 5% (under the race detector, which starves the drivers
+// unevenly, within the shared count's bound, the limit and two buckets of
+// credit, and 80% of it). Redis killed, no call waits on it (each is
+// answered from the leases or the fallback: the calls are as fast as with
+// Redis up), and the fallback (local: each replica half the limit) holds
+// the sum to the limit.
 func TestClusterDescriptorAcrossReplicas(t *testing.T) {
 	rds := redistest.Start(t)
 	db := sharedDatabase(t)
@@ -143,7 +144,7 @@ func TestClusterDescriptorAcrossReplicas(t *testing.T) {
 
 	perSecond := map[int64]int{}
 	offered := map[int64]int{}
-	var down []time.Duration
+	var up, down []time.Duration
 	for _, c := range calls {
 		offered[c.sent.Unix()]++
 		if c.allowed {
@@ -151,35 +152,45 @@ func TestClusterDescriptorAcrossReplicas(t *testing.T) {
 		}
 		if c.sent.After(killed) {
 			down = append(down, c.took)
+		} else {
+			up = append(up, c.took)
 		}
+	}
+	least, most := 950, 1050
+	if raceDetector {
+		least, most = 800, 1100
 	}
 	// Whole seconds on the shared count, the first one left out (leases
 	// being first asked for), then whole seconds of the fallback.
 	shared := 0
 	for s := start.Unix() + 2; s < killed.Unix(); s++ {
 		shared++
-		if n := perSecond[s]; n < 800 || n > 1100 {
-			t.Errorf("second %d on the shared count passed %d of %d offered over two replicas, want 800 to 1,100", s-start.Unix(), n, offered[s])
+		if n := perSecond[s]; n < least || n > most {
+			t.Errorf("second %d on the shared count passed %d of %d offered over two replicas, want %d to %d", s-start.Unix(), n, offered[s], least, most)
 		}
 	}
 	if shared == 0 {
 		t.Fatal("no whole second on the shared count")
 	}
 	for s := killed.Unix() + 1; s < killed.Add(2500*time.Millisecond).Unix(); s++ {
-		if n := perSecond[s]; n > 1100 {
+		if n := perSecond[s]; n > most {
 			t.Errorf("second %d with Redis killed passed %d, more than the limit", s-start.Unix(), n)
 		}
 	}
+	slices.Sort(up)
 	slices.Sort(down)
-	if len(down) == 0 {
-		t.Fatal("no call with Redis killed")
+	if len(down) == 0 || len(up) == 0 {
+		t.Fatal("no call with Redis up, or none with it killed")
 	}
 	p99, worst := down[len(down)*99/100], down[len(down)-1]
-	t.Logf("passes per second: %v (offered %v); with Redis killed: %d calls, p50 %v, p99 %v, max %v",
-		perSecond, offered, len(down), down[len(down)/2], p99, worst)
+	t.Logf("passes per second: %v (offered %v); with Redis up: %d calls, p50 %v, p99 %v, max %v; killed: %d calls, p50 %v, p99 %v, max %v",
+		perSecond, offered, len(up), up[len(up)/2], up[len(up)*99/100], up[len(up)-1], len(down), down[len(down)/2], p99, worst)
 	// The calls never wait on Redis, whose dial alone would take a
-	// second: what they take is the machine's (the race detector, two
-	// replicas and twelve drivers on two cores), not Redis's.
+	// second: what they take is the machine's (two replicas and twelve
+	// drivers on two cores), not Redis's, and no more than with Redis up.
+	if limit := 5 * time.Millisecond; !raceDetector && p99 > limit {
+		t.Errorf("with Redis killed, calls took %v at p99, more than %v", p99, limit)
+	}
 	if worst > 500*time.Millisecond {
 		t.Errorf("a call with Redis killed took %v: it waited on Redis", worst)
 	}
