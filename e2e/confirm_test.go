@@ -85,3 +85,29 @@ func TestRetriedDeleteClearsItsAlert(t *testing.T) {
 	tb.waitText("main tbody", "No rules yet")
 	tb.waitFor("the alert gone", `document.querySelector('main .alert.error').hidden`)
 }
+
+// TestPromoteAShadowRule enforces a shadow rule from its resource page:
+// the Enforce button asks first, and the change is one revision with the
+// reason given.
+func TestPromoteAShadowRule(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	n.createRule(t, `{"name": "orders-try", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50, "mode": "shadow"}`)
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+"GET%3A%2Fapi%2Forders", "GET:/api/orders")
+	button := `button[aria-label="Enforce orders-try"]`
+	tb.waitFor("the Enforce button", `!!document.querySelector('`+button+`')`)
+
+	tb.click(button)
+	tb.waitText("dialog[open]", "Enforce orders-try?")
+	tb.fill(`dialog[open] input[data-role="reason"]`, "a week in shadow blocked only scrapers")
+	tb.click(`dialog[open] button[data-action="confirm"]`)
+	tb.waitFor("the rule enforcing, its button gone", `!document.querySelector('`+button+`') && document.querySelector('tr[data-rule="orders-try"]')?.textContent.includes('enforce')`)
+	if r := n.rule(t, 1); r.Mode != "enforce" || r.Version != 2 {
+		t.Fatalf("after enforcing, the rule is v%d in mode %s, want v2 enforce", r.Version, r.Mode)
+	}
+	if got := n.revisions(t, 1)[0]; got.Reason != "a week in shadow blocked only scrapers" {
+		t.Fatalf("newest revision's reason = %q, want the dialog's", got.Reason)
+	}
+}

@@ -395,6 +395,48 @@ export function render(ctx) {
     }
   }
 
+  // promote makes a shadow rule enforce, once confirmed: its would-be
+  // blocks (the dashed Shadow-blocked series above) become blocks.
+  async function promote(rule, button) {
+    const answer = await confirmDialog({
+      title: `Enforce ${rule.name}?`,
+      message: `The rule stops only counting what it would block and starts blocking ${name}'s calls over its limit at once: the Shadow-blocked series above shows how many that would have been.`,
+      confirmLabel: 'Enforce the rule',
+      askReason: true,
+    });
+    if (!answer) {
+      return;
+    }
+    button.disabled = true;
+    errors.clear();
+    try {
+      const { data } = await api('PATCH', `/rules/${rule.id}`, { body: { mode: 'enforce' }, headers: ifMatch(rule.version, answer.reason) });
+      toast(`${data.name} now enforces (version ${data.version}).`);
+      loadRules();
+    } catch (err) {
+      button.disabled = false;
+      if (err.status === 412) {
+        errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
+        loadRules();
+      } else {
+        errors.show(err);
+      }
+    }
+  }
+
+  // modeCell is a rule's mode; a shadow rule's has its promotion.
+  function modeCell(r) {
+    if (r.mode !== 'shadow') {
+      return 'enforce';
+    }
+    if (!ctx.session.canWrite) {
+      return badge('shadow', 'warn');
+    }
+    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Enforce ${r.name}` }, 'Enforce');
+    button.addEventListener('click', () => promote(r, button));
+    return [badge('shadow', 'warn'), ' ', button];
+  }
+
   async function loadRules() {
     try {
       const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { resource: name, pageSize: 500 } }), clusterStatus(api)]);
@@ -405,7 +447,7 @@ export function render(ctx) {
           h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null,
             [appBadge(r), expiryBadge(r), ...clusterBadges(r, cluster)].filter(Boolean).map((b) => [' ', b])),
           h('td', {}, kindLabel(r.kind)),
-          h('td', {}, r.mode === 'shadow' ? badge('shadow', 'warn') : 'enforce'),
+          h('td', {}, modeCell(r)),
           h('td', {}, summary(r)),
           h('td', {}, check));
       }) : stateRow(5, 'empty', 'No rule names this resource: its traffic is counted, never limited.'));
