@@ -140,7 +140,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 			return err
 		}
 		if !prune {
-			return nil
+			return tx.announceApply(plan, want, nil, who)
 		}
 		wanted := make(map[string]bool, len(want))
 		for _, r := range want {
@@ -159,7 +159,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, dryRun, prune bool, wh
 			}
 			plan.Deleted = append(plan.Deleted, PlanItem{Name: old.Name, Kind: old.Kind, Resource: old.Resource})
 		}
-		return nil
+		return tx.announceApply(plan, want, unwanted, who)
 	})
 	return plan, err
 }
