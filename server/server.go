@@ -30,6 +30,7 @@ import (
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/quota"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/webhook"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -124,7 +125,24 @@ type Config struct {
 	// QuotaSaveInterval is how often the quota windows are saved: what a
 	// crash may forget. Optional. Default: quota.DefaultSaveInterval (5s).
 	QuotaSaveInterval time.Duration
+	// WebhookAllowPrivate lets webhook endpoints have URLs on loopback,
+	// link-local, private and other internal addresses, and deliveries
+	// connect to them (--webhook-allow-private): tests set it to reach
+	// their receiver on 127.0.0.1. Optional. Default: false.
+	WebhookAllowPrivate bool
+	// Webhook tunes the webhook delivery worker (its polling, timeout,
+	// backoff, retry period and pausing; docs/webhooks.md). Its Store,
+	// Logger and AllowPrivate are the server's. Optional. Default: the
+	// worker's defaults.
+	Webhook webhook.Options
+	// WebhookRetention is how long delivered and failed webhook
+	// deliveries are kept, pruned by the metrics' retention job. Optional.
+	// Default: DefaultWebhookRetention (7 days).
+	WebhookRetention time.Duration
 }
+
+// DefaultWebhookRetention is Config.WebhookRetention's default.
+const DefaultWebhookRetention = 7 * 24 * time.Hour
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
 // or Serve and stop it with Shutdown.
@@ -144,6 +162,7 @@ type Server struct {
 	cluster       engine.ClusterCounter
 	quotaNode     string
 	quotas        *quota.Keeper // saves the quota windows
+	webhooks      *webhook.Worker
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -239,10 +258,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CaseSensitive: true,
 		StrictRouting: true,
 	})
+	hookOpts := cfg.Webhook
+	hookOpts.Store, hookOpts.Logger, hookOpts.AllowPrivate = cfg.Store, s.logger, cfg.WebhookAllowPrivate
+	s.webhooks = webhook.New(hookOpts)
+	webhookRetention := cmp.Or(cfg.WebhookRetention, DefaultWebhookRetention)
 	s.metrics = metrics.New(metrics.Options{
 		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
 		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
-		Purge: s.auth.purgeSessions,
+		Purge: func(ctx context.Context) error {
+			_, err := cfg.Store.PruneWebhookDeliveries(ctx, authCfg.now().Add(-webhookRetention).UnixMilli())
+			return errors.Join(s.auth.purgeSessions(ctx), err)
+		},
 	})
 	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
 	s.closing = make(chan struct{})
@@ -255,8 +281,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.entries = check.StartEntries(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
-	s.routes()
+	s.routes(cfg.WebhookAllowPrivate, authCfg.now)
 	s.metrics.Start()
+	s.webhooks.Start()
 	s.quotas = quota.Start(cfg.Engine, cfg.Store, s.quotaNode, cfg.QuotaSaveInterval, s.logger)
 	s.startFollowing()
 	return s, nil
@@ -264,7 +291,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // routes mounts every route. The console comes last: it answers whatever
 // the API and the Swagger UI did not.
-func (s *Server) routes() {
+func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 	s.app.Use(s.logRequests)
 	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec, Next: isTrafficRoute}))
 	s.app.Use(s.limitBody)
@@ -294,6 +321,7 @@ func (s *Server) routes() {
 	bindHotValues(api, &hotValuesHandler{engine: s.engine})
 	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
+	bindWebhooks(api, &webhookHandler{store: s.store, worker: s.webhooks, allowPrivate: webhookAllowPrivate, resolver: net.DefaultResolver, now: now})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {
 		guard = func(c *fiber.Ctx) error { return c.Next() }
@@ -432,6 +460,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.Close()
+	s.webhooks.Stop()
 	s.follow()
 	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.
