@@ -134,7 +134,7 @@ type WebhookTest struct {
 type TestEvent struct {
 	Webhook int64  `json:"webhook" example:"3"`
 	Actor   string `json:"actor" example:"alice"`
-} //@name webhook.TestEvent
+}
 
 type webhookHandler struct {
 	store        *store.Store
@@ -416,6 +416,8 @@ func (h *webhookHandler) delete(c *fiber.Ctx) error {
 //	@Failure	401	{object}	ErrorResponse
 //	@Failure	403	{object}	ErrorResponse	"admins only"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
+//	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/test [post]
@@ -451,6 +453,8 @@ func (h *webhookHandler) test(c *fiber.Ctx) error {
 //	@Failure	401	{object}	ErrorResponse
 //	@Failure	403	{object}	ErrorResponse	"admins only"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
+//	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/resume [post]

@@ -111,6 +111,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	redisURL := fs.String("redis", "", "Redis URL (redis://[user:password@]host:port/db) holding the count that scope cluster rules share across every replica and instance; without it such rules are refused (env SLUICE_REDIS)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
+	webhookAllowPrivate := fs.Bool("webhook-allow-private", false, "let webhook endpoints have URLs on loopback, link-local (cloud metadata), private and other internal addresses, and deliveries connect to them (env SLUICE_WEBHOOK_ALLOW_PRIVATE)")
+	webhookRetention := retentionFlag(server.DefaultWebhookRetention)
+	fs.Var(&webhookRetention, "webhook-retention", "how long delivered and failed webhook deliveries are kept: days (7d) or a Go duration (env SLUICE_WEBHOOK_RETENTION)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := parseFlags(fs, args, serveUsage, stdout, stderr); err != nil {
 		return err
@@ -186,6 +189,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		EntryLease: *entryLease, BreakerFeed: breakers,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
 		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances, QuotaNode: quotaNode(*addr),
+		WebhookAllowPrivate: *webhookAllowPrivate, WebhookRetention: time.Duration(webhookRetention),
 	})
 	if err != nil {
 		return err

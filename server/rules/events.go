@@ -24,7 +24,7 @@ type RuleEvent struct {
 	Rule   EventRule `json:"rule"`
 	Actor  string    `json:"actor" example:"alice"`
 	Reason string    `json:"reason" example:"Black Friday cap"`
-} //@name webhook.RuleEvent
+}
 
 // EventRule is a rule in an event: its id and version, and its content as
 // apply takes it.
@@ -32,7 +32,7 @@ type EventRule struct {
 	ID      int64 `json:"id" example:"42"`
 	Version int64 `json:"version" example:"3"`
 	Content
-} //@name webhook.EventRule
+}
 
 // maxAppliedNames bounds the names each list of a rules.applied event
 // carries: an apply of 100,000 rules announces its counts, not every name.
@@ -50,7 +50,7 @@ type AppliedEvent struct {
 	DeletedCount int      `json:"deletedCount" example:"0"`
 	Actor        string   `json:"actor" example:"ci-deploy"`
 	Reason       string   `json:"reason" example:"deploy 1f2e3d"`
-} //@name webhook.AppliedEvent
+}
 
 // announce queues, for the write's commit, the event of type kind on r.
 func (tx *Tx) announce(kind string, r *Rule, who Actor) error {
