@@ -358,3 +358,27 @@ func TestWebhooksOnReplicasDeliverOnce(t *testing.T) {
 		t.Fatalf("the receiver got %d requests of %d events, want %d of %d", len(got), len(delivered), writes, writes)
 	}
 }
+
+// TestWebhooksAStoppedServerReleasesItsClaims stops a server while its
+// delivery waits on the receiver: the next server on the database
+// delivers it at once, not when the stopped one's lease (50 s) ends.
+func TestWebhooksAStoppedServerReleasesItsClaims(t *testing.T) {
+	hold := make(chan struct{})
+	var held atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if held.Add(1) == 1 {
+			<-hold
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	t.Cleanup(recv.Close)
+	t.Cleanup(func() { close(hold) })
+	dbPath := filepath.Join(t.TempDir(), "sluice.db")
+	first := startServer(t, fastWebhooks, nil, servertest.DBPath(dbPath))
+	addWebhook(t, first.Node, fmt.Sprintf(`{"url":%q,"events":["*"]}`, recv.URL))
+	mustDo(t, first.Node, http.MethodPost, "/api/v1/rules", `{"kind":"flow","resource":"orders","threshold":5}`, http.StatusCreated)
+	servertest.WaitUntil(t, "the delivery in flight", 10*time.Second, func() bool { return held.Load() == 1 })
+	first.Stop(t)
+	startServer(t, fastWebhooks, nil, servertest.DBPath(dbPath))
+	servertest.WaitUntil(t, "the delivery made by the next server", 10*time.Second, func() bool { return held.Load() == 2 })
+}

@@ -318,6 +318,14 @@ func (s *Store) ClaimDeliveries(ctx context.Context, node string, nowMs, leaseMs
 	return out, err
 }
 
+// ReleaseDeliveries ends node's claims on the deliveries it has not
+// finished, so that another worker takes them at once rather than when
+// their leases end.
+func (s *Store) ReleaseDeliveries(ctx context.Context, node string) error {
+	return s.db.WithContext(ctx).Model(&WebhookDelivery{}).Where("claimed_by = ? AND state = ?", node, DeliveryPending).
+		Updates(map[string]any{"claimed_by": "", "claim_until_ms": 0}).Error
+}
+
 // Attempt is how one delivery attempt went.
 type Attempt struct {
 	// AtMs is when it was made.

@@ -161,15 +161,25 @@ func (w *Worker) Start() {
 	}()
 }
 
-// Stop ends the worker and waits for the deliveries in flight, which
-// end with it: a delivery cut short is claimed again once its lease ends.
+// Stop ends the worker, cutting short the deliveries in flight, and
+// releases their claims, so that another server (a replica, or this one
+// restarted) attempts them at once: the receiver may see an event it was
+// being sent again, under the same webhook-id.
 func (w *Worker) Stop() {
 	if w.stop == nil {
 		return
 	}
 	w.stop()
 	<-w.done
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := w.opts.Store.ReleaseDeliveries(ctx, w.opts.Node); err != nil {
+		w.opts.Logger.Warn("webhooks: releasing the deliveries cut short failed; they wait for their leases to end", "error", err)
+	}
 }
+
+// releaseTimeout bounds Stop's release of its claims.
+const releaseTimeout = 5 * time.Second
 
 // Nudge has the worker read the outbox now rather than at its next poll:
 // an event was published.
