@@ -370,7 +370,7 @@ func readEvents(o *wire.Object, errs *[]FieldError) ([]string, bool) {
 		case ev == "*" && len(events) > 1:
 			*errs = append(*errs, FieldError{field, `"*" is every type: list it alone`})
 		case ev != "*" && !slices.Contains(webhookEventTypes, ev):
-			*errs = append(*errs, FieldError{field, "must be one of " + strings.Join(webhookEventTypes, ", ") + ", or *"})
+			*errs = append(*errs, FieldError{field, fmt.Sprintf("%q is not an event type: must be one of %s, or *", ev, strings.Join(webhookEventTypes, ", "))})
 		case slices.Index(events, ev) < i:
 			*errs = append(*errs, FieldError{field, fmt.Sprintf("%q is listed twice", ev)})
 		}
