@@ -130,6 +130,10 @@ type Config struct {
 	// connect to them (--webhook-allow-private): tests set it to reach
 	// their receiver on 127.0.0.1. Optional. Default: false.
 	WebhookAllowPrivate bool
+	// ClusterFeed brings the engine's cluster state changes to the
+	// webhooks; see NewClusterFeed. Optional. Default: none (no cluster
+	// events).
+	ClusterFeed *ClusterFeed
 	// Webhook tunes the webhook delivery worker (its polling, timeout,
 	// backoff, retry period and pausing; docs/webhooks.md). Its Store,
 	// Logger and AllowPrivate are the server's. Optional. Default: the
@@ -163,6 +167,8 @@ type Server struct {
 	quotaNode     string
 	quotas        *quota.Keeper // saves the quota windows
 	webhooks      *webhook.Worker
+	// stopClusterRelay ends the relay of Config.ClusterFeed; nil without one.
+	stopClusterRelay func()
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -275,6 +281,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.stream = newStreamHub(s.metrics, streamInterval)
 	if cfg.BreakerFeed != nil {
 		s.stream.relayBreakers(cfg.BreakerFeed, cfg.Store, s.logger)
+	}
+	if cfg.ClusterFeed != nil {
+		s.stopClusterRelay = relayClusterChanges(cfg.ClusterFeed, cfg.Engine, cfg.Store, s.logger)
 	}
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
@@ -460,6 +469,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.Close()
+	if s.stopClusterRelay != nil {
+		s.stopClusterRelay()
+	}
 	s.webhooks.Stop()
 	s.follow()
 	<-s.followed

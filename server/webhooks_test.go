@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -116,12 +117,12 @@ func mustDo(t *testing.T, n *servertest.Node, method, path, body string, want in
 
 // TestWebhooksDeliverEveryEventSigned registers a loopback receiver for
 // every event, makes each kind happen (every rule write, breaker
-// transitions as the engine reports them, a test event) and checks that
-// each arrives once, its signature valid by the Standard Webhooks
-// library's verifier, its webhook-id the event's.
+// transitions and cluster state changes as the engine reports them, a
+// test event) and checks that each arrives once, its signature valid by
+// the Standard Webhooks library's verifier, its webhook-id the event's.
 func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
-	feed := NewBreakerFeed()
-	n := startServer(t, func(cfg *Config) { fastWebhooks(cfg); cfg.BreakerFeed = feed }, nil)
+	feed, clusterFeed := NewBreakerFeed(), NewClusterFeed()
+	n := startServer(t, func(cfg *Config) { fastWebhooks(cfg); cfg.BreakerFeed, cfg.ClusterFeed = feed, clusterFeed }, nil)
 	recv := startReceiver(t)
 	hook := addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["*"]}`, recv.URL))
 	if !strings.HasPrefix(hook.Secret, "whsec_") || hook.State != "active" {
@@ -140,6 +141,8 @@ func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
 	for _, to := range []engine.BreakerState{engine.BreakerOpen, engine.BreakerHalfOpen, engine.BreakerClosed} {
 		feed.Notify(engine.BreakerStateChange{Rule: "pay-errors", Resource: "pay", From: engine.BreakerClosed, To: to, AtMs: time.Now().UnixMilli()})
 	}
+	clusterFeed.Notify(engine.ClusterStateChange{State: engine.ClusterFallingBack, Err: errors.New("redis: connection refused"), AtMs: time.Now().UnixMilli()})
+	clusterFeed.Notify(engine.ClusterStateChange{State: engine.ClusterShared, AtMs: time.Now().UnixMilli()})
 	var test WebhookTest
 	if err := json.Unmarshal(mustDo(t, n.Node, http.MethodPost, fmt.Sprintf("/api/v1/webhooks/%d/test", hook.ID), "", http.StatusAccepted), &test); err != nil {
 		t.Fatal(err)
@@ -147,7 +150,7 @@ func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
 
 	want := []string{
 		rules.EventRuleCreated, rules.EventRuleUpdated, rules.EventRuleRolledBack, rules.EventRuleDeleted, rules.EventRulesApplied,
-		eventBreakerOpened, eventBreakerHalfOpen, eventBreakerClosed, eventTest,
+		eventBreakerOpened, eventBreakerHalfOpen, eventBreakerClosed, eventClusterFallbackEntered, eventClusterFallbackLeft, eventTest,
 	}
 	servertest.WaitUntil(t, "every event delivered", 10*time.Second, func() bool { return len(recv.requests()) >= len(want) })
 	verifier, err := standardwebhooks.NewWebhook(hook.Secret)
@@ -165,6 +168,14 @@ func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
 		}
 		ids[got.id] = true
 		types = append(types, got.eventType)
+		if got.eventType == eventClusterFallbackEntered {
+			var ev struct {
+				Data ClusterEvent `json:"data"`
+			}
+			if err := json.Unmarshal(got.body, &ev); err != nil || ev.Data.State != "fallback" || ev.Data.Error != "redis: connection refused" {
+				t.Errorf("cluster.fallbackEntered %s", got.body)
+			}
+		}
 	}
 	if !ids[test.EventID] {
 		t.Errorf("the test event %s was not delivered", test.EventID)

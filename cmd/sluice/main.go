@@ -168,12 +168,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		defer counter.Close()
 	}
 	breakers := server.NewBreakerFeed()
+	clusterFeed := server.NewClusterFeed()
 	engineOpts := engine.Options{
 		OnBreakerStateChange: breakers.Notify, MaxResources: *maxResources, ResourceIdleTTL: *idleTTL,
 	}
 	if counter != nil {
 		engineOpts.Cluster, engineOpts.ClusterEngine = counter, replicaID()
-		engineOpts.OnClusterStateChange = logClusterState(logger)
+		logState := logClusterState(logger)
+		engineOpts.OnClusterStateChange = func(c engine.ClusterStateChange) {
+			logState(c)
+			clusterFeed.Notify(c)
+		}
 	}
 	// Closed before the counter, so that it returns what its leases left.
 	eng := engine.New(engineOpts)
@@ -186,7 +191,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
-		EntryLease: *entryLease, BreakerFeed: breakers,
+		EntryLease: *entryLease, BreakerFeed: breakers, ClusterFeed: clusterFeed,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
 		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances, QuotaNode: quotaNode(*addr),
 		WebhookAllowPrivate: *webhookAllowPrivate, WebhookRetention: time.Duration(webhookRetention),
