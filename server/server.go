@@ -134,6 +134,11 @@ type Config struct {
 	// webhooks; see NewClusterFeed. Optional. Default: none (no cluster
 	// events).
 	ClusterFeed *ClusterFeed
+	// InstanceWatchInterval is how often the instances' states are
+	// compared with those last announced to the webhooks (instance.stale,
+	// instance.gone, instance.back). Optional. Default:
+	// DefaultInstanceWatchInterval (5s).
+	InstanceWatchInterval time.Duration
 	// Webhook tunes the webhook delivery worker (its polling, timeout,
 	// backoff, retry period and pausing; docs/webhooks.md). Its Store,
 	// Logger and AllowPrivate are the server's. Optional. Default: the
@@ -169,6 +174,8 @@ type Server struct {
 	webhooks      *webhook.Worker
 	// stopClusterRelay ends the relay of Config.ClusterFeed; nil without one.
 	stopClusterRelay func()
+	// stopInstanceWatch ends the watch of the instances' states.
+	stopInstanceWatch func()
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -285,6 +292,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ClusterFeed != nil {
 		s.stopClusterRelay = relayClusterChanges(cfg.ClusterFeed, cfg.Engine, cfg.Store, s.logger)
 	}
+	s.stopInstanceWatch = watchInstanceStates(s.instances, cfg.Store, cmp.Or(cfg.InstanceWatchInterval, DefaultInstanceWatchInterval), s.logger)
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
 	s.entries = check.StartEntries(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
@@ -472,6 +480,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if s.stopClusterRelay != nil {
 		s.stopClusterRelay()
 	}
+	s.stopInstanceWatch()
 	s.webhooks.Stop()
 	s.follow()
 	<-s.followed

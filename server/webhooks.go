@@ -34,7 +34,7 @@ const (
 var webhookEventTypes = []string{
 	rules.EventRuleCreated, rules.EventRuleUpdated, rules.EventRuleDeleted, rules.EventRuleRolledBack,
 	rules.EventRulesApplied, eventBreakerOpened, eventBreakerHalfOpen, eventBreakerClosed,
-	eventClusterFallbackEntered, eventClusterFallbackLeft,
+	eventClusterFallbackEntered, eventClusterFallbackLeft, eventInstanceStale, eventInstanceGone, eventInstanceBack,
 }
 
 // Bounds of an endpoint's fields.

@@ -393,3 +393,48 @@ func TestWebhooksAStoppedServerReleasesItsClaims(t *testing.T) {
 	startServer(t, fastWebhooks, nil, servertest.DBPath(dbPath))
 	servertest.WaitUntil(t, "the delivery made by the next server", 10*time.Second, func() bool { return held.Load() == 2 })
 }
+
+// TestWebhooksTellOfInstanceStates reports an instance, lets its reports
+// stop (by the server's clock) until it is stale, then gone, and reports
+// again: the receiver gets instance.stale, instance.gone and
+// instance.back, in that order, and nothing for the instance's first
+// report.
+func TestWebhooksTellOfInstanceStates(t *testing.T) {
+	clock := &testClock{now: time.Now().UTC()}
+	n := startServer(t, func(cfg *Config) {
+		fastWebhooks(cfg)
+		cfg.Now, cfg.InstanceWatchInterval = clock.Now, 10*time.Millisecond
+	}, nil)
+	recv := startReceiver(t)
+	addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["instance.stale","instance.gone","instance.back"]}`, recv.URL))
+	report := func() {
+		mustDo(t, n.Node, http.MethodPost, "/api/v1/instances/report", `{"instance":{"id":"shop-1","app":"shop","hostname":"box"}}`, http.StatusNoContent)
+	}
+	report()
+	servertest.WaitUntil(t, "the instance recorded", 10*time.Second, func() bool {
+		states, err := n.Store.AnnouncedInstanceStates(t.Context())
+		return err == nil && states["shop-1"] == "live"
+	})
+	steps := []struct {
+		change func()
+		want   string
+	}{
+		{func() { clock.Advance(11 * time.Second) }, eventInstanceStale},
+		{func() { clock.Advance(5 * time.Minute) }, eventInstanceGone},
+		{report, eventInstanceBack},
+	}
+	for i, step := range steps {
+		step.change()
+		servertest.WaitUntil(t, step.want+" delivered", 10*time.Second, func() bool { return len(recv.requests()) == i+1 })
+		got := recv.requests()[i]
+		var ev struct {
+			Data InstanceEvent `json:"data"`
+		}
+		if err := json.Unmarshal(got.body, &ev); err != nil || got.eventType != step.want || ev.Data.ID != "shop-1" || ev.Data.App != "shop" {
+			t.Fatalf("event %d: %s %s, want %s of shop-1", i, got.eventType, got.body, step.want)
+		}
+	}
+	if got := recv.requests(); len(got) != len(steps) {
+		t.Fatalf("%d events, want %d", len(got), len(steps))
+	}
+}

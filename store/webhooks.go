@@ -326,6 +326,57 @@ func (s *Store) ReleaseDeliveries(ctx context.Context, node string) error {
 		Updates(map[string]any{"claimed_by": "", "claim_until_ms": 0}).Error
 }
 
+// webhookInstanceState is an instance's state last announced to the
+// webhooks.
+type webhookInstanceState struct {
+	UID   string `gorm:"primaryKey"`
+	State string
+}
+
+// TableName is the announced instance states table.
+func (webhookInstanceState) TableName() string { return "webhook_instance_states" }
+
+// AnnouncedInstanceStates returns the instance states last announced to
+// the webhooks, by instance id.
+func (s *Store) AnnouncedInstanceStates(ctx context.Context) (map[string]string, error) {
+	var rows []webhookInstanceState
+	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(rows))
+	for _, r := range rows {
+		out[r.UID] = r.State
+	}
+	return out, nil
+}
+
+// AnnounceInstanceState records that instance uid went from state from
+// ("" for an instance none was recorded of) to state to and, in the same
+// transaction, publishes a, unless its Type is "". It reports false, and
+// publishes nothing, when the recorded state is no longer from: another
+// replica announced the change first.
+func (s *Store) AnnounceInstanceState(ctx context.Context, uid, from, to string, a Announcement) (bool, error) {
+	won := false
+	err := s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		var res *gorm.DB
+		if from == "" {
+			res = db.Clauses(clause.OnConflict{DoNothing: true}).Create(&webhookInstanceState{UID: uid, State: to})
+		} else {
+			res = db.Model(&webhookInstanceState{}).Where("uid = ? AND state = ?", uid, from).Update("state", to)
+		}
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		won = true
+		if a.Type == "" {
+			return nil
+		}
+		_, err := publish(db, a)
+		return err
+	})
+	return won, err
+}
+
 // Attempt is how one delivery attempt went.
 type Attempt struct {
 	// AtMs is when it was made.

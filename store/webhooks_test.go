@@ -89,3 +89,30 @@ func TestPublishInTheChangesTransaction(t *testing.T) {
 		t.Fatal(n, err)
 	}
 }
+
+// TestAnnounceInstanceStateOnce holds the replicas to one announcement of
+// each instance state change: the second of two replicas that saw the
+// same change records and publishes nothing.
+func TestAnnounceInstanceStateOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	addEndpoint(t, s, WebhookEndpoint{Events: []string{"*"}})
+	if won, err := s.AnnounceInstanceState(t.Context(), "i1", "", "live", Announcement{}); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	if won, err := s.AnnounceInstanceState(t.Context(), "i1", "", "live", Announcement{}); err != nil || won {
+		t.Fatalf("a second first sighting: won %v, %v", won, err)
+	}
+	stale := Announcement{Type: "instance.stale", Data: []byte(`{}`)}
+	for i, want := range []bool{true, false} {
+		if won, err := s.AnnounceInstanceState(t.Context(), "i1", "live", "stale", stale); err != nil || won != want {
+			t.Fatalf("announcement %d: won %v, %v; want %v", i, won, err, want)
+		}
+	}
+	due, err := s.ClaimDeliveries(t.Context(), "a", time.Now().UnixMilli()+1, 1000, 10)
+	if err != nil || len(due) != 1 || due[0].EventType != "instance.stale" {
+		t.Fatalf("due %+v, %v; want one instance.stale", due, err)
+	}
+	if states, err := s.AnnouncedInstanceStates(t.Context()); err != nil || states["i1"] != "stale" {
+		t.Fatalf("states %v, %v", states, err)
+	}
+}

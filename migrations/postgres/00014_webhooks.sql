@@ -45,7 +45,16 @@ CREATE INDEX webhook_deliveries_due ON webhook_deliveries (state, next_attempt_m
 CREATE INDEX webhook_deliveries_endpoint ON webhook_deliveries (endpoint_id, id);
 CREATE INDEX webhook_deliveries_settled ON webhook_deliveries (state, last_attempt_ms);
 
+-- The state of each instance last announced to the webhooks (live, stale,
+-- gone): a replica announces a change only if its conditional update of
+-- this row wins, so the replicas that all see it announce it once.
+CREATE TABLE webhook_instance_states (
+  uid TEXT PRIMARY KEY,
+  state TEXT NOT NULL
+);
+
 -- +goose Down
+DROP TABLE webhook_instance_states;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhook_events;
 DROP TABLE webhook_endpoints;
