@@ -438,3 +438,29 @@ func TestWebhooksTellOfInstanceStates(t *testing.T) {
 		t.Fatalf("%d events, want %d", len(got), len(steps))
 	}
 }
+
+// BenchmarkWebhookDelivery is the outbox's throughput: b.N test events
+// queued at once, delivered to a fast receiver on loopback by one server's
+// worker (8 at a time).
+func BenchmarkWebhookDelivery(b *testing.B) {
+	n := startServer(b, func(cfg *Config) {
+		cfg.WebhookAllowPrivate = true
+		cfg.Webhook = webhook.Options{PollInterval: time.Hour}
+	}, nil, servertest.DiscardLogs())
+	var got atomic.Int64
+	recv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { got.Add(1) }))
+	b.Cleanup(recv.Close)
+	hook := store.WebhookEndpoint{URL: recv.URL, Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", Events: []string{"*"}, Enabled: true}
+	if err := n.Store.CreateWebhook(b.Context(), &hook); err != nil {
+		b.Fatal(err)
+	}
+	for range b.N {
+		if _, err := n.Store.Publish(b.Context(), store.Announcement{Type: eventTest, Data: []byte(`{}`), Endpoint: hook.ID}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	n.webhooks.Nudge()
+	servertest.WaitUntil(b, "every event delivered", time.Minute, func() bool { return got.Load() >= int64(b.N) })
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -68,5 +69,29 @@ func TestWritesPublishTheirEvents(t *testing.T) {
 	if updated.Type != EventRuleUpdated || updated.Data.Rule.ID != r.ID || updated.Data.Rule.Version != 2 ||
 		updated.Data.Rule.Description != "edited" || updated.Data.Actor != "tester" || updated.Data.Reason != "test" {
 		t.Fatalf("rule.updated payload %s", due[1].Payload)
+	}
+}
+
+// BenchmarkCreateRule is the cost of a rule write on SQLite without a
+// webhook endpoint and with one (the event and its delivery written in
+// the write's transaction): the outbox's cost on a write.
+func BenchmarkCreateRule(b *testing.B) {
+	for _, endpoints := range []int{0, 1} {
+		b.Run(fmt.Sprintf("endpoints=%d", endpoints), func(b *testing.B) {
+			s := openService(b)
+			for range endpoints {
+				hook := store.WebhookEndpoint{URL: "http://receiver.example/", Secret: "whsec_x", Events: []string{"*"}, Enabled: true}
+				if err := s.store.CreateWebhook(b.Context(), &hook); err != nil {
+					b.Fatal(err)
+				}
+			}
+			i := 0
+			for b.Loop() {
+				i++
+				if _, err := s.Create(b.Context(), decoded(b, fmt.Sprintf(`{"kind":"flow","resource":"r%d","threshold":5}`, i)), tester); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
