@@ -3154,6 +3154,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "409": {
+                        "description": "there are 100 webhooks already",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "413": {
                         "description": "the body is over 1 MiB",
                         "schema": {

@@ -37,8 +37,10 @@ var webhookEventTypes = []string{
 	eventClusterFallbackEntered, eventClusterFallbackLeft, eventInstanceStale, eventInstanceGone, eventInstanceBack,
 }
 
-// Bounds of an endpoint's fields.
+// Bounds of the endpoints: each rule write reads them all, and writes a
+// delivery per endpoint that wants its event.
 const (
+	maxWebhooks           = 100
 	maxWebhookDescription = 500
 	maxWebhookDeliveries  = 100
 )
@@ -251,6 +253,7 @@ func (h *webhookHandler) endpoint(c *fiber.Ctx) (store.WebhookEndpoint, error) {
 //	@Failure		400		{object}	ErrorResponse
 //	@Failure		401		{object}	ErrorResponse
 //	@Failure		403		{object}	ErrorResponse	"admins only"
+//	@Failure		409		{object}	ErrorResponse	"there are 100 webhooks already"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
@@ -261,6 +264,13 @@ func (h *webhookHandler) create(c *fiber.Ctx) error {
 	e := store.WebhookEndpoint{Enabled: true}
 	if err := h.decode(c, &e, true); err != nil {
 		return err
+	}
+	all, err := h.store.Webhooks(c.UserContext())
+	if err != nil {
+		return err
+	}
+	if len(all) >= maxWebhooks {
+		return Conflict(fmt.Sprintf("there are %d webhooks, the most a server keeps: delete one first", len(all)))
 	}
 	secret, err := webhook.NewSecret()
 	if err != nil {

@@ -464,3 +464,19 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 	servertest.WaitUntil(b, "every event delivered", time.Minute, func() bool { return got.Load() >= int64(b.N) })
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
+
+// TestWebhooksAreBounded refuses a 101st endpoint (409): every rule write
+// reads them all.
+func TestWebhooksAreBounded(t *testing.T) {
+	n := startServer(t, nil, nil)
+	for range maxWebhooks {
+		e := store.WebhookEndpoint{URL: "https://203.0.113.10/", Secret: "whsec_x", Events: []string{"*"}}
+		if err := n.Store.CreateWebhook(t.Context(), &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	resp, data := n.Do(t, http.MethodPost, "/api/v1/webhooks", strings.NewReader(`{"url":"https://203.0.113.10/","events":["*"]}`))
+	if resp.StatusCode != http.StatusConflict || !strings.Contains(decodeEnvelope(t, resp, data).Message, "delete one first") {
+		t.Fatalf("the 101st webhook: %d %s, want 409", resp.StatusCode, data)
+	}
+}

@@ -292,8 +292,19 @@ type DueDelivery struct {
 // deliveries that are due at nowMs, of endpoints neither disabled nor
 // paused and not leased to anyone, oldest due first.
 func (s *Store) ClaimDeliveries(ctx context.Context, node string, nowMs, leaseMs int64, limit int) ([]DueDelivery, error) {
+	// Looked for first on the read pool: most polls find nothing, and
+	// should not take SQLite's write lock (or a PostgreSQL transaction)
+	// to learn it.
+	var due []int64
+	err := s.read.WithContext(ctx).Model(&WebhookDelivery{}).Select("id").
+		Where("state = ? AND next_attempt_ms <= ? AND claim_until_ms <= ?", DeliveryPending, nowMs, nowMs).
+		Where("endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = ? AND paused_reason = '')", true).
+		Limit(1).Find(&due).Error
+	if err != nil || len(due) == 0 {
+		return nil, err
+	}
 	var out []DueDelivery
-	err := s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+	err = s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
 		q := db.Model(&WebhookDelivery{}).Select("id").
 			Where("state = ? AND next_attempt_ms <= ? AND claim_until_ms <= ?", DeliveryPending, nowMs, nowMs).
 			Where("endpoint_id IN (SELECT id FROM webhook_endpoints WHERE enabled = ? AND paused_reason = '')", true).
