@@ -282,6 +282,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 			_, err := cfg.Store.PruneWebhookDeliveries(ctx, authCfg.now().Add(-webhookRetention).UnixMilli())
 			return errors.Join(s.auth.purgeSessions(ctx), err)
 		},
+		OnOverflow: publishOverflow(cfg.Engine, cfg.Store, authCfg.now, s.logger),
 	})
 	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
 	s.closing = make(chan struct{})

@@ -35,6 +35,7 @@ var webhookEventTypes = []string{
 	rules.EventRuleCreated, rules.EventRuleUpdated, rules.EventRuleDeleted, rules.EventRuleRolledBack,
 	rules.EventRulesApplied, eventBreakerOpened, eventBreakerHalfOpen, eventBreakerClosed,
 	eventClusterFallbackEntered, eventClusterFallbackLeft, eventInstanceStale, eventInstanceGone, eventInstanceBack,
+	eventResourceOverflow,
 }
 
 // Bounds of the endpoints: each rule write reads them all, and writes a

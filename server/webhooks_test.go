@@ -480,3 +480,24 @@ func TestWebhooksAreBounded(t *testing.T) {
 		t.Fatalf("the 101st webhook: %d %s, want 409", resp.StatusCode, data)
 	}
 }
+
+// TestWebhooksTellOfResourceOverflow fills an engine of two resources
+// with calls on new names: a resource.overflow event comes with the
+// server's warning, naming how many calls overflowed.
+func TestWebhooksTellOfResourceOverflow(t *testing.T) {
+	n := startServer(t, func(cfg *Config) { fastWebhooks(cfg); cfg.UnguardedAPI = true }, nil,
+		servertest.EngineOptions(engine.Options{MaxResources: 2}))
+	recv := startReceiver(t)
+	addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["resource.overflow"]}`, recv.URL))
+	for i := range 5 {
+		mustDo(t, n.Node, http.MethodPost, "/api/v1/check", fmt.Sprintf(`{"resource":"r%d"}`, i), http.StatusOK)
+	}
+	servertest.WaitUntil(t, "the overflow event", 10*time.Second, func() bool { return len(recv.requests()) > 0 })
+	got := recv.requests()[0]
+	var ev struct {
+		Data OverflowEvent `json:"data"`
+	}
+	if err := json.Unmarshal(got.body, &ev); err != nil || got.eventType != eventResourceOverflow || ev.Data.Calls != 3 || ev.Data.MaxResources != 2 {
+		t.Fatalf("event %s %s, want resource.overflow of 3 calls", got.eventType, got.body)
+	}
+}
