@@ -4704,6 +4704,15 @@ const docTemplate = `{
                     "type": "string",
                     "example": "checkout"
                 },
+                "blockRateMinutes": {
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent and BlockRateMinutes are its resource.blockRate\ncondition: a resource's calls blocked at or over that percent in\neach of that many finished minutes.",
+                    "type": "integer",
+                    "example": 50
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -5976,6 +5985,15 @@ const docTemplate = `{
                     "type": "string",
                     "example": "checkout"
                 },
+                "blockRateMinutes": {
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent and BlockRateMinutes are its resource.blockRate\ncondition: a resource's calls blocked at or over that percent in\neach of that many finished minutes.",
+                    "type": "integer",
+                    "example": 50
+                },
                 "createdAt": {
                     "type": "string"
                 },
@@ -6120,6 +6138,16 @@ const docTemplate = `{
                     "description": "App, optional, keeps only the events about that app's rules.",
                     "type": "string",
                     "example": "checkout"
+                },
+                "blockRateMinutes": {
+                    "description": "BlockRateMinutes is optional (1 to 60, default 5): the\nresource.blockRate condition's run of minutes.",
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent is optional (1 to 100, default 50): the\nresource.blockRate condition's share of blocked calls.",
+                    "type": "integer",
+                    "example": 50
                 },
                 "description": {
                     "description": "Description is optional: at most 500 characters.",

@@ -17,6 +17,8 @@ CREATE TABLE webhook_endpoints (
   paused_at_ms INTEGER NOT NULL DEFAULT 0,
   failures INTEGER NOT NULL DEFAULT 0,
   failing_since_ms INTEGER NOT NULL DEFAULT 0,
+  block_rate_percent INTEGER NOT NULL DEFAULT 50,
+  block_rate_minutes INTEGER NOT NULL DEFAULT 5,
   created_by TEXT NOT NULL DEFAULT '',
   created_at DATETIME NOT NULL,
   updated_at DATETIME NOT NULL
@@ -57,7 +59,18 @@ CREATE TABLE webhook_instance_states (
   state TEXT NOT NULL
 );
 
+-- The resources whose sustained block rate was announced to an endpoint
+-- (resource.blockRate), until their block rate falls under its threshold
+-- again: one event per episode, and a replica announces it only if its
+-- insert of the row wins.
+CREATE TABLE webhook_block_alerts (
+  endpoint_id INTEGER NOT NULL REFERENCES webhook_endpoints (id) ON DELETE CASCADE,
+  resource TEXT NOT NULL,
+  PRIMARY KEY (endpoint_id, resource)
+);
+
 -- +goose Down
+DROP TABLE webhook_block_alerts;
 DROP TABLE webhook_instance_states;
 DROP TABLE webhook_deliveries;
 DROP TABLE webhook_events;

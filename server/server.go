@@ -139,6 +139,10 @@ type Config struct {
 	// instance.gone, instance.back). Optional. Default:
 	// DefaultInstanceWatchInterval (5s).
 	InstanceWatchInterval time.Duration
+	// BlockRateInterval is how often the endpoints' block-rate conditions
+	// (resource.blockRate) are evaluated. Optional. Default:
+	// DefaultBlockRateInterval (30s).
+	BlockRateInterval time.Duration
 	// Webhook tunes the webhook delivery worker (its polling, timeout,
 	// backoff, retry period and pausing; docs/webhooks.md). Its Store,
 	// Logger and AllowPrivate are the server's. Optional. Default: the
@@ -174,8 +178,9 @@ type Server struct {
 	webhooks      *webhook.Worker
 	// stopClusterRelay ends the relay of Config.ClusterFeed; nil without one.
 	stopClusterRelay func()
-	// stopInstanceWatch ends the watch of the instances' states.
-	stopInstanceWatch func()
+	// stopInstanceWatch ends the watch of the instances' states, and
+	// stopBlockRateWatch that of the block rates.
+	stopInstanceWatch, stopBlockRateWatch func()
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -293,6 +298,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.ClusterFeed != nil {
 		s.stopClusterRelay = relayClusterChanges(cfg.ClusterFeed, cfg.Engine, cfg.Store, s.logger)
 	}
+	s.stopBlockRateWatch = watchBlockRates(cfg.Store, cmp.Or(cfg.BlockRateInterval, DefaultBlockRateInterval), authCfg.now, s.logger)
 	s.stopInstanceWatch = watchInstanceStates(s.instances, cfg.Store, cmp.Or(cfg.InstanceWatchInterval, DefaultInstanceWatchInterval), s.logger)
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
@@ -482,6 +488,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopClusterRelay()
 	}
 	s.stopInstanceWatch()
+	s.stopBlockRateWatch()
 	s.webhooks.Stop()
 	s.follow()
 	<-s.followed

@@ -35,7 +35,7 @@ var webhookEventTypes = []string{
 	rules.EventRuleCreated, rules.EventRuleUpdated, rules.EventRuleDeleted, rules.EventRuleRolledBack,
 	rules.EventRulesApplied, eventBreakerOpened, eventBreakerHalfOpen, eventBreakerClosed,
 	eventClusterFallbackEntered, eventClusterFallbackLeft, eventInstanceStale, eventInstanceGone, eventInstanceBack,
-	eventResourceOverflow,
+	eventResourceOverflow, eventResourceBlockRate,
 }
 
 // Bounds of the endpoints: each rule write reads them all, and writes a
@@ -65,10 +65,15 @@ type Webhook struct {
 	PausedReason string     `json:"pausedReason,omitempty" example:"20 attempts in a row failed since 2026-11-28T19:00:00Z; the last: HTTP 503"`
 	PausedAt     *time.Time `json:"pausedAt,omitempty"`
 	// Failures counts the attempts failed in a row.
-	Failures  int       `json:"failures" example:"0"`
-	CreatedBy string    `json:"createdBy" example:"alice"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	Failures int `json:"failures" example:"0"`
+	// BlockRatePercent and BlockRateMinutes are its resource.blockRate
+	// condition: a resource's calls blocked at or over that percent in
+	// each of that many finished minutes.
+	BlockRatePercent int       `json:"blockRatePercent" example:"50"`
+	BlockRateMinutes int       `json:"blockRateMinutes" example:"5"`
+	CreatedBy        string    `json:"createdBy" example:"alice"`
+	CreatedAt        time.Time `json:"createdAt"`
+	UpdatedAt        time.Time `json:"updatedAt"`
 }
 
 // NewWebhook is an endpoint just created, with its secret: shown this once.
@@ -99,6 +104,12 @@ type WebhookRequest struct {
 	// Enabled is optional: default true. A disabled endpoint gets no new
 	// events, and its pending deliveries wait.
 	Enabled *bool `json:"enabled" example:"true"`
+	// BlockRatePercent is optional (1 to 100, default 50): the
+	// resource.blockRate condition's share of blocked calls.
+	BlockRatePercent int `json:"blockRatePercent" example:"50"`
+	// BlockRateMinutes is optional (1 to 60, default 5): the
+	// resource.blockRate condition's run of minutes.
+	BlockRateMinutes int `json:"blockRateMinutes" example:"5"`
 }
 
 // WebhookList is every endpoint.
@@ -163,6 +174,7 @@ func webhookOf(e store.WebhookEndpoint) Webhook {
 	w := Webhook{
 		ID: e.ID, URL: e.URL, Description: e.Description, Events: e.Events, App: e.App, Resource: e.Resource,
 		Enabled: e.Enabled, State: "active", PausedReason: e.PausedReason, Failures: e.Failures,
+		BlockRatePercent: e.BlockRatePercent, BlockRateMinutes: e.BlockRateMinutes,
 		CreatedBy: e.CreatedBy, CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC(),
 	}
 	if w.Events == nil {
@@ -262,7 +274,7 @@ func (h *webhookHandler) endpoint(c *fiber.Ctx) (store.WebhookEndpoint, error) {
 //	@Security		BearerAuth
 //	@Router			/api/v1/webhooks [post]
 func (h *webhookHandler) create(c *fiber.Ctx) error {
-	e := store.WebhookEndpoint{Enabled: true}
+	e := store.WebhookEndpoint{Enabled: true, BlockRatePercent: defaultBlockRatePercent, BlockRateMinutes: defaultBlockRateMinutes}
 	if err := h.decode(c, &e, true); err != nil {
 		return err
 	}
@@ -333,6 +345,8 @@ func (h *webhookHandler) decode(c *fiber.Ctx, e *store.WebhookEndpoint, create b
 	o.Str("app", &e.App)
 	o.Str("resource", &e.Resource)
 	o.Bool("enabled", &e.Enabled, true)
+	readBound(o, "blockRatePercent", 1, 100, &e.BlockRatePercent, &errs)
+	readBound(o, "blockRateMinutes", 1, maxBlockRateMinutes, &e.BlockRateMinutes, &errs)
 	events, hasEvents := readEvents(o, &errs)
 	if hasEvents {
 		e.Events = events
@@ -362,6 +376,20 @@ func (h *webhookHandler) decode(c *fiber.Ctx, e *store.WebhookEndpoint, create b
 		return ValidationFailed("the webhook is not valid; see details", errs...)
 	}
 	return nil
+}
+
+// readBound reads the whole number field name, from lo to hi, into dst
+// when it is present.
+func readBound(o *wire.Object, name string, lo, hi int, dst *int, errs *[]FieldError) {
+	var v int64
+	if !o.Integer(name, &v) {
+		return
+	}
+	if v < int64(lo) || v > int64(hi) {
+		*errs = append(*errs, FieldError{name, fmt.Sprintf("must be a whole number from %d to %d", lo, hi)})
+		return
+	}
+	*dst = int(v)
 }
 
 // readEvents reads the events field: known event types, none twice, or

@@ -501,3 +501,62 @@ func TestWebhooksTellOfResourceOverflow(t *testing.T) {
 		t.Fatalf("event %s %s, want resource.overflow of 3 calls", got.eventType, got.body)
 	}
 }
+
+// TestWebhooksTellOfASustainedBlockRate seeds the fleet's minutes of two
+// resources: pay blocked at 80% in each of the last three minutes, orders
+// at 80% in two of them. An endpoint whose condition is 50% for three
+// minutes gets one resource.blockRate event, of pay, however often the
+// condition is evaluated; another for four minutes gets none.
+func TestWebhooksTellOfASustainedBlockRate(t *testing.T) {
+	clock := &testClock{now: time.Now().UTC().Truncate(time.Minute).Add(30 * time.Second)}
+	n := startServer(t, func(cfg *Config) {
+		fastWebhooks(cfg)
+		cfg.Now, cfg.BlockRateInterval = clock.Now, 10*time.Millisecond
+	}, nil)
+	endMs := clock.Now().Truncate(time.Minute).UnixMilli()
+	var deltas []store.MinuteDelta
+	for i := int64(1); i <= 3; i++ {
+		start := endMs - i*store.MinuteMs
+		deltas = append(deltas, store.MinuteDelta{Resource: "pay", StartMs: start, Counts: engine.Counts{Calls: engine.Calls{Pass: 4, Block: 16}}})
+		if i < 3 {
+			deltas = append(deltas, store.MinuteDelta{Resource: "orders", StartMs: start, Counts: engine.Counts{Calls: engine.Calls{Pass: 4, Block: 16}}})
+		}
+	}
+	if err := n.Store.AddMetrics(t.Context(), deltas); err != nil {
+		t.Fatal(err)
+	}
+	recv := startReceiver(t)
+	addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["resource.blockRate"],"blockRatePercent":50,"blockRateMinutes":3}`, recv.URL))
+	longer := addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["resource.blockRate"],"blockRateMinutes":4}`, recv.URL))
+	if longer.BlockRatePercent != 50 || longer.BlockRateMinutes != 4 {
+		t.Fatalf("created %+v, want the default percent", longer.Webhook)
+	}
+	servertest.WaitUntil(t, "the block-rate event", 10*time.Second, func() bool { return len(recv.requests()) > 0 })
+	// Evaluated again, as every tick and every replica does: still one.
+	for range 2 {
+		if err := announceBlockRates(t.Context(), n.Store, clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range []int64{longer.ID - 1, longer.ID} {
+		var list WebhookDeliveryList
+		if err := json.Unmarshal(mustDo(t, n.Node, http.MethodGet, fmt.Sprintf("/api/v1/webhooks/%d/deliveries", id), "", http.StatusOK), &list); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[int64]int{longer.ID - 1: 1, longer.ID: 0}[id]; len(list.Items) != want {
+			t.Fatalf("webhook %d has %d deliveries, want %d", id, len(list.Items), want)
+		}
+	}
+	got := recv.requests()
+	var ev struct {
+		Data BlockRateEvent `json:"data"`
+	}
+	if len(got) != 1 || json.Unmarshal(got[0].body, &ev) != nil || got[0].eventType != eventResourceBlockRate ||
+		ev.Data.Resource != "pay" || ev.Data.Minutes != 3 || ev.Data.Percent != 50 {
+		t.Fatalf("events %+v, want one resource.blockRate of pay", got)
+	}
+	resp, data := n.Do(t, http.MethodPost, "/api/v1/webhooks", strings.NewReader(`{"url":"https://203.0.113.10/","events":["*"],"blockRateMinutes":61}`))
+	if env := decodeEnvelope(t, resp, data); resp.StatusCode != http.StatusUnprocessableEntity || env.Details[0].Field != "blockRateMinutes" {
+		t.Fatalf("blockRateMinutes 61: %d %s", resp.StatusCode, data)
+	}
+}

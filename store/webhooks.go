@@ -54,7 +54,12 @@ type WebhookEndpoint struct {
 	// and FailingSinceMs is when the first of them was made (0: none).
 	Failures       int
 	FailingSinceMs int64
-	CreatedBy      string
+	// BlockRatePercent and BlockRateMinutes are the endpoint's
+	// resource.blockRate condition: a resource's block rate at or over
+	// that percent in each of that many finished minutes.
+	BlockRatePercent int
+	BlockRateMinutes int
+	CreatedBy        string
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
@@ -214,6 +219,7 @@ func (s *Store) UpdateWebhook(ctx context.Context, e *WebhookEndpoint) error {
 	res := db.Model(&WebhookEndpoint{}).Where("id = ?", e.ID).Updates(map[string]any{
 		"url": e.URL, "description": e.Description, "events": e.Events, "app": e.App,
 		"resource": e.Resource, "enabled": e.Enabled, "updated_at": e.UpdatedAt,
+		"block_rate_percent": e.BlockRatePercent, "block_rate_minutes": e.BlockRateMinutes,
 	})
 	if res.Error != nil {
 		return translate(res.Error)
@@ -386,6 +392,65 @@ func (s *Store) AnnounceInstanceState(ctx context.Context, uid, from, to string,
 		return err
 	})
 	return won, err
+}
+
+// webhookBlockAlert is a resource whose sustained block rate was
+// announced to an endpoint.
+type webhookBlockAlert struct {
+	EndpointID int64 `gorm:"primaryKey"`
+	Resource   string `gorm:"primaryKey"`
+}
+
+// TableName is the block-rate alerts table.
+func (webhookBlockAlert) TableName() string { return "webhook_block_alerts" }
+
+// BlockRateMinCalls is the calls a minute needs to count towards a
+// sustained block rate: a minute of three calls, two blocked, says little.
+const BlockRateMinCalls = 10
+
+// SustainedBlocks returns, by name, the resources whose every minute from
+// fromMs (inclusive) to toMs (exclusive), minutes of the fleet's summed
+// figures, had at least BlockRateMinCalls calls, percent or more of them
+// blocked.
+func (s *Store) SustainedBlocks(ctx context.Context, fromMs, toMs int64, percent int) ([]string, error) {
+	minutes := (toMs - fromMs) / MinuteMs
+	out := []string{}
+	err := s.read.WithContext(ctx).Raw(`SELECT r.name FROM metric_minutes AS m JOIN resources AS r ON r.id = m.resource_id
+		WHERE m.start_ms >= ? AND m.start_ms < ? AND m.pass + m.block >= ? AND m.block * 100 >= ? * (m.pass + m.block)
+		GROUP BY r.name HAVING count(*) = ? ORDER BY r.name`, fromMs, toMs, BlockRateMinCalls, percent, minutes).Scan(&out).Error
+	return out, err
+}
+
+// BlockAlerts returns the resources whose sustained block rate is
+// announced to endpoint id.
+func (s *Store) BlockAlerts(ctx context.Context, id int64) ([]string, error) {
+	out := []string{}
+	return out, s.db.WithContext(ctx).Model(&webhookBlockAlert{}).Where("endpoint_id = ?", id).Order("resource").Pluck("resource", &out).Error
+}
+
+// StartBlockAlert records that resource's sustained block rate is
+// announced to endpoint id and publishes a to it in the same
+// transaction; it reports false, publishing nothing, if it was already
+// (another replica first).
+func (s *Store) StartBlockAlert(ctx context.Context, id int64, resource string, a Announcement) (bool, error) {
+	won := false
+	err := s.db.WithContext(ctx).Transaction(func(db *gorm.DB) error {
+		res := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&webhookBlockAlert{EndpointID: id, Resource: resource})
+		if res.Error != nil || res.RowsAffected == 0 {
+			return res.Error
+		}
+		won = true
+		a.Endpoint = id
+		_, err := publish(db, a)
+		return err
+	})
+	return won, err
+}
+
+// EndBlockAlert forgets that resource's block rate was announced to
+// endpoint id: its next sustained block rate is announced again.
+func (s *Store) EndBlockAlert(ctx context.Context, id int64, resource string) error {
+	return s.db.WithContext(ctx).Where("endpoint_id = ? AND resource = ?", id, resource).Delete(&webhookBlockAlert{}).Error
 }
 
 // Attempt is how one delivery attempt went.

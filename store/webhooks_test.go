@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 func addEndpoint(t *testing.T, s *Store, e WebhookEndpoint) WebhookEndpoint {
@@ -114,5 +116,52 @@ func TestAnnounceInstanceStateOnce(t *testing.T) {
 	}
 	if states, err := s.AnnouncedInstanceStates(t.Context()); err != nil || states["i1"] != "stale" {
 		t.Fatalf("states %v, %v", states, err)
+	}
+}
+
+// TestStartBlockAlertOnce holds replicas that both found a resource's
+// block rate sustained to one announcement; ended, the next episode is
+// announced again.
+func TestStartBlockAlertOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	e := addEndpoint(t, s, WebhookEndpoint{Events: []string{"resource.blockRate"}})
+	a := Announcement{Type: "resource.blockRate", Data: []byte(`{}`)}
+	for i, want := range []bool{true, false} {
+		if won, err := s.StartBlockAlert(t.Context(), e.ID, "pay", a); err != nil || won != want {
+			t.Fatalf("start %d: won %v, %v; want %v", i, won, err, want)
+		}
+	}
+	if err := s.EndBlockAlert(t.Context(), e.ID, "pay"); err != nil {
+		t.Fatal(err)
+	}
+	if won, err := s.StartBlockAlert(t.Context(), e.ID, "pay", a); err != nil || !won {
+		t.Fatalf("after the end: won %v, %v", won, err)
+	}
+	if list, err := s.WebhookDeliveries(t.Context(), e.ID, 10); err != nil || len(list) != 2 {
+		t.Fatalf("deliveries %d, %v; want 2", len(list), err)
+	}
+}
+
+func TestSustainedBlocks(t *testing.T) {
+	s, _ := openTestStore(t)
+	const end = 100 * MinuteMs
+	var deltas []MinuteDelta
+	for i := int64(1); i <= 3; i++ {
+		deltas = append(deltas,
+			MinuteDelta{Resource: "pay", StartMs: end - i*MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 5, Block: 5}}},
+			MinuteDelta{Resource: "quiet", StartMs: end - i*MinuteMs, Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Block: 8}}})
+	}
+	if err := s.AddMetrics(t.Context(), deltas); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		minutes int64
+		percent int
+		want    []string
+	}{{3, 50, []string{"pay"}}, {3, 51, nil}, {4, 50, nil}, {2, 50, []string{"pay"}}} {
+		got, err := s.SustainedBlocks(t.Context(), end-tc.minutes*MinuteMs, end, tc.percent)
+		if err != nil || len(got) != len(tc.want) || (len(got) == 1 && got[0] != tc.want[0]) {
+			t.Errorf("%d minutes at %d%%: %v, %v; want %v (quiet has under %d calls a minute)", tc.minutes, tc.percent, got, err, tc.want, BlockRateMinCalls)
+		}
 	}
 }
