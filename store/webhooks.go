@@ -60,8 +60,8 @@ type WebhookEndpoint struct {
 	BlockRatePercent int
 	BlockRateMinutes int
 	CreatedBy        string
-	CreatedAt      time.Time
-	UpdatedAt      time.Time
+	CreatedAt        time.Time
+	UpdatedAt        time.Time
 }
 
 // TableName is the webhook endpoints table.
@@ -397,7 +397,7 @@ func (s *Store) AnnounceInstanceState(ctx context.Context, uid, from, to string,
 // webhookBlockAlert is a resource whose sustained block rate was
 // announced to an endpoint.
 type webhookBlockAlert struct {
-	EndpointID int64 `gorm:"primaryKey"`
+	EndpointID int64  `gorm:"primaryKey"`
 	Resource   string `gorm:"primaryKey"`
 }
 
