@@ -30,7 +30,17 @@ export function render() {
   });
   const app = field({ label: 'App (optional)', id: 'webhook-app', input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }) });
   const resource = field({ label: 'Resource (optional)', id: 'webhook-resource', input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }) });
-  const fields = { url, events, app, resource };
+  const blockRatePercent = field({
+    label: 'Block rate %', id: 'webhook-block-rate-percent',
+    hint: 'For resource.blockRate: blocked share of a minute\'s calls, 1 to 100.',
+    input: h('input', { type: 'number', min: 1, max: 100, step: 1, value: 50 }),
+  });
+  const blockRateMinutes = field({
+    label: 'For minutes', id: 'webhook-block-rate-minutes',
+    hint: 'Each of this many minutes in a row, 1 to 60.',
+    input: h('input', { type: 'number', min: 1, max: 60, step: 1, value: 5 }),
+  });
+  const fields = { url, events, app, resource, blockRatePercent, blockRateMinutes };
 
   async function act(method, path, done) {
     errors.clear();
@@ -104,7 +114,7 @@ export function render() {
   const form = h('form', { class: 'card', id: 'webhook-form', novalidate: true, 'aria-labelledby': 'webhook-form-title' },
     h('h2', { id: 'webhook-form-title' }, 'New webhook'),
     formErrors.el,
-    h('div', { class: 'toolbar' }, url.row, events.row, app.row, resource.row),
+    h('div', { class: 'toolbar' }, url.row, events.row, app.row, resource.row, blockRatePercent.row, blockRateMinutes.row),
     h('div', { class: 'actions' }, create));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
@@ -124,6 +134,11 @@ export function render() {
     if (resource.input.value.trim()) {
       body.resource = resource.input.value.trim();
     }
+    for (const [name, f] of [['blockRatePercent', blockRatePercent], ['blockRateMinutes', blockRateMinutes]]) {
+      if (f.input.value !== '') {
+        body[name] = Number(f.input.value);
+      }
+    }
     create.disabled = true;
     try {
       const { data } = await api('POST', '/webhooks', { body });
@@ -133,8 +148,11 @@ export function render() {
         h('p', {}, 'Verify each delivery\'s webhook-signature with it (Standard Webhooks).'),
         h('button', { type: 'button', onclick: () => { secret.hidden = true; secret.replaceChildren(); } }, 'Done, I copied it'));
       secret.hidden = false;
+      // The defaults are properties, which reset empties.
       form.reset();
       events.input.value = '*';
+      blockRatePercent.input.value = 50;
+      blockRateMinutes.input.value = 5;
       load();
     } catch (err) {
       // One field holds every event type: events[i]'s error goes under it.
