@@ -124,7 +124,7 @@ type Announcement struct {
 	// endpoint's app and resource filters.
 	Apps, Resources []string
 	// Endpoint, when not 0, delivers the event to that endpoint alone,
-	// whatever its filters (a test event).
+	// whatever its filters (a test event, a block-rate alert).
 	Endpoint int64
 }
 
