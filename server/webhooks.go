@@ -167,6 +167,7 @@ func bindWebhooks(api apiRoutes, h *webhookHandler) {
 	api.delete("/webhooks/:id", admins, h.delete)
 	api.post("/webhooks/:id/test", admins, h.test)
 	api.post("/webhooks/:id/resume", admins, h.resume)
+	api.post("/webhooks/:id/rotate-secret", admins, h.rotateSecret)
 	api.get("/webhooks/:id/deliveries", admins, h.deliveries)
 }
 
@@ -512,6 +513,44 @@ func (h *webhookHandler) resume(c *fiber.Ctx) error {
 		return fmt.Errorf("no webhook has id %d: %w", id, err)
 	}
 	return writeJSON(c, http.StatusOK, webhookOf(e))
+}
+
+// rotateSecret gives the endpoint a new signing secret and answers it,
+// this once.
+//
+//	@Summary		Rotate a webhook endpoint's signing secret
+//	@ID				rotateWebhookSecret
+//	@Tags			webhooks
+//	@Description	The new secret signs every attempt from now on, retries of earlier events included; the old one signs nothing more.
+//	@Produce		json
+//	@Param			id	path		int	true	"endpoint id"
+//	@Success		200	{object}	NewWebhook
+//	@Failure		400	{object}	ErrorResponse
+//	@Failure		401	{object}	ErrorResponse
+//	@Failure		403	{object}	ErrorResponse	"admins only"
+//	@Failure		404	{object}	ErrorResponse	"no such endpoint"
+//	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
+//	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
+//	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Security		BearerAuth
+//	@Router			/api/v1/webhooks/{id}/rotate-secret [post]
+func (h *webhookHandler) rotateSecret(c *fiber.Ctx) error {
+	id, err := idParam(c, "id")
+	if err != nil {
+		return err
+	}
+	secret, err := webhook.NewSecret()
+	if err != nil {
+		return err
+	}
+	if err := h.store.RotateWebhookSecret(c.UserContext(), id, secret); err != nil {
+		return fmt.Errorf("no webhook has id %d: %w", id, err)
+	}
+	e, err := h.store.Webhook(c.UserContext(), id)
+	if err != nil {
+		return fmt.Errorf("no webhook has id %d: %w", id, err)
+	}
+	return writeJSON(c, http.StatusOK, NewWebhook{Webhook: webhookOf(e), Secret: secret})
 }
 
 // deliveries answers the endpoint's newest deliveries.

@@ -560,3 +560,31 @@ func TestWebhooksTellOfASustainedBlockRate(t *testing.T) {
 		t.Fatalf("blockRateMinutes 61: %d %s", resp.StatusCode, data)
 	}
 }
+
+// TestWebhookSecretRotation rotates an endpoint's secret: the answer has
+// the new one, and the next delivery verifies with it, not with the old.
+func TestWebhookSecretRotation(t *testing.T) {
+	n := startServer(t, fastWebhooks, nil)
+	recv := startReceiver(t)
+	hook := addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["*"]}`, recv.URL))
+	var rotated NewWebhook
+	if err := json.Unmarshal(mustDo(t, n.Node, http.MethodPost, fmt.Sprintf("/api/v1/webhooks/%d/rotate-secret", hook.ID), "", http.StatusOK), &rotated); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(rotated.Secret, "whsec_") || rotated.Secret == hook.Secret || rotated.ID != hook.ID {
+		t.Fatalf("rotated %+v", rotated)
+	}
+	mustDo(t, n.Node, http.MethodPost, fmt.Sprintf("/api/v1/webhooks/%d/test", hook.ID), "", http.StatusAccepted)
+	servertest.WaitUntil(t, "the test event", 10*time.Second, func() bool { return len(recv.requests()) == 1 })
+	got := recv.requests()[0]
+	for secret, want := range map[string]bool{rotated.Secret: true, hook.Secret: false} {
+		verifier, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok := verifier.Verify(got.body, got.header) == nil; ok != want {
+			t.Errorf("verified with the %s secret: %v, want %v", map[bool]string{true: "new", false: "old"}[want], ok, want)
+		}
+	}
+	mustDo(t, n.Node, http.MethodPost, "/api/v1/webhooks/999/rotate-secret", "", http.StatusNotFound)
+}

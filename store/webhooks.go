@@ -230,6 +230,19 @@ func (s *Store) UpdateWebhook(ctx context.Context, e *WebhookEndpoint) error {
 	return nil
 }
 
+// RotateWebhookSecret sets endpoint id's secret; ErrNotFound if it is gone.
+func (s *Store) RotateWebhookSecret(ctx context.Context, id int64, secret string) error {
+	db := s.db.WithContext(ctx)
+	res := db.Model(&WebhookEndpoint{}).Where("id = ?", id).Updates(map[string]any{"secret": secret, "updated_at": db.NowFunc()})
+	if res.Error != nil {
+		return res.Error
+	}
+	if res.RowsAffected == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
 // DeleteWebhook removes endpoint id and its deliveries; ErrNotFound if it
 // is gone.
 func (s *Store) DeleteWebhook(ctx context.Context, id int64) error {
