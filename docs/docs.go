@@ -3100,6 +3100,647 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/webhooks": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "List webhook endpoints",
+                "operationId": "listWebhooks",
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.WebhookList"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The server makes the endpoint's signing secret and answers it this once. The URL is refused (422 naming url) if its host resolves to a loopback, link-local (the cloud metadata address 169.254.169.254 among them), private, carrier-grade NAT, unspecified, multicast or reserved address, unless the server runs with --webhook-allow-private; each delivery checks the address it connects to again. docs/webhooks.md has the events, their payloads and the signature.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Register a webhook endpoint",
+                "operationId": "createWebhook",
+                "parameters": [
+                    {
+                        "description": "url and events required",
+                        "name": "webhook",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.WebhookRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "201": {
+                        "description": "Created",
+                        "schema": {
+                            "$ref": "#/definitions/server.NewWebhook"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "409": {
+                        "description": "there are 100 webhooks already",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/webhooks/{id}": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Get a webhook endpoint",
+                "operationId": "getWebhook",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Webhook"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "delete": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Delete a webhook endpoint",
+                "operationId": "deleteWebhook",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "204": {
+                        "description": "No Content"
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            },
+            "patch": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Change a webhook endpoint",
+                "operationId": "updateWebhook",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "description": "only the fields to change",
+                        "name": "webhook",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.WebhookRequest"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Webhook"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/webhooks/{id}/deliveries": {
+            "get": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "List a webhook endpoint's deliveries",
+                "operationId": "listWebhookDeliveries",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    },
+                    {
+                        "type": "integer",
+                        "default": 50,
+                        "description": "deliveries, 1 to 100",
+                        "name": "limit",
+                        "in": "query"
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.WebhookDeliveryList"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/webhooks/{id}/resume": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Resume a paused webhook endpoint",
+                "operationId": "resumeWebhook",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.Webhook"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/webhooks/{id}/rotate-secret": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "The new secret signs every attempt from now on, retries of earlier events included; the old one signs nothing more.",
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Rotate a webhook endpoint's signing secret",
+                "operationId": "rotateWebhookSecret",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.NewWebhook"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
+        "/api/v1/webhooks/{id}/test": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "webhooks"
+                ],
+                "summary": "Send a test event to a webhook endpoint",
+                "operationId": "testWebhook",
+                "parameters": [
+                    {
+                        "type": "integer",
+                        "description": "endpoint id",
+                        "name": "id",
+                        "in": "path",
+                        "required": true
+                    }
+                ],
+                "responses": {
+                    "202": {
+                        "description": "Accepted",
+                        "schema": {
+                            "$ref": "#/definitions/server.WebhookTest"
+                        }
+                    },
+                    "400": {
+                        "description": "Bad Request",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "Unauthorized",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "admins only",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "404": {
+                        "description": "no such endpoint",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/metrics": {
             "get": {
                 "security": [
@@ -4235,6 +4876,93 @@ const docTemplate = `{
                 "token": {
                     "type": "string",
                     "example": "slc_3q2-7wEvz6xYcH1o0hQk0oOq3Ysm6mC0i2qWb1Q4l7k"
+                }
+            }
+        },
+        "server.NewWebhook": {
+            "type": "object",
+            "properties": {
+                "app": {
+                    "description": "App and Resource, when set, keep only the events about that app or\nresource.",
+                    "type": "string",
+                    "example": "checkout"
+                },
+                "blockRateMinutes": {
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent and BlockRateMinutes are its resource.blockRate\ncondition: a resource's calls blocked at or over that percent in\neach of that many finished minutes.",
+                    "type": "integer",
+                    "example": 50
+                },
+                "createdAt": {
+                    "type": "string"
+                },
+                "createdBy": {
+                    "type": "string",
+                    "example": "alice"
+                },
+                "description": {
+                    "type": "string",
+                    "example": "on-call channel"
+                },
+                "enabled": {
+                    "type": "boolean",
+                    "example": true
+                },
+                "events": {
+                    "description": "Events are the event types it takes; \"*\" is every type.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "breaker.opened",
+                        "rule.updated"
+                    ]
+                },
+                "failures": {
+                    "description": "Failures counts the attempts failed in a row.",
+                    "type": "integer",
+                    "example": 0
+                },
+                "id": {
+                    "type": "integer",
+                    "example": 3
+                },
+                "pausedAt": {
+                    "type": "string"
+                },
+                "pausedReason": {
+                    "type": "string",
+                    "example": "20 attempts in a row failed since 2026-11-28T19:00:00Z; the last: HTTP 503"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                },
+                "secret": {
+                    "description": "Secret signs every delivery (webhook-signature): \"whsec_\" and the\nbase64 of 32 bytes, as Standard Webhooks spells it.",
+                    "type": "string",
+                    "example": "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+                },
+                "state": {
+                    "description": "State is active, paused (the delivery worker paused it after it\nkept failing: pausedReason says why; POST .../resume ends it) or\ndisabled (enabled is false).",
+                    "type": "string",
+                    "enum": [
+                        "active",
+                        "paused",
+                        "disabled"
+                    ],
+                    "example": "active"
+                },
+                "updatedAt": {
+                    "type": "string"
+                },
+                "url": {
+                    "type": "string",
+                    "example": "https://hooks.example.com/sluice"
                 }
             }
         },
@@ -5405,6 +6133,221 @@ const docTemplate = `{
                 "username": {
                     "type": "string",
                     "example": "alice"
+                }
+            }
+        },
+        "server.Webhook": {
+            "type": "object",
+            "properties": {
+                "app": {
+                    "description": "App and Resource, when set, keep only the events about that app or\nresource.",
+                    "type": "string",
+                    "example": "checkout"
+                },
+                "blockRateMinutes": {
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent and BlockRateMinutes are its resource.blockRate\ncondition: a resource's calls blocked at or over that percent in\neach of that many finished minutes.",
+                    "type": "integer",
+                    "example": 50
+                },
+                "createdAt": {
+                    "type": "string"
+                },
+                "createdBy": {
+                    "type": "string",
+                    "example": "alice"
+                },
+                "description": {
+                    "type": "string",
+                    "example": "on-call channel"
+                },
+                "enabled": {
+                    "type": "boolean",
+                    "example": true
+                },
+                "events": {
+                    "description": "Events are the event types it takes; \"*\" is every type.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "breaker.opened",
+                        "rule.updated"
+                    ]
+                },
+                "failures": {
+                    "description": "Failures counts the attempts failed in a row.",
+                    "type": "integer",
+                    "example": 0
+                },
+                "id": {
+                    "type": "integer",
+                    "example": 3
+                },
+                "pausedAt": {
+                    "type": "string"
+                },
+                "pausedReason": {
+                    "type": "string",
+                    "example": "20 attempts in a row failed since 2026-11-28T19:00:00Z; the last: HTTP 503"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                },
+                "state": {
+                    "description": "State is active, paused (the delivery worker paused it after it\nkept failing: pausedReason says why; POST .../resume ends it) or\ndisabled (enabled is false).",
+                    "type": "string",
+                    "enum": [
+                        "active",
+                        "paused",
+                        "disabled"
+                    ],
+                    "example": "active"
+                },
+                "updatedAt": {
+                    "type": "string"
+                },
+                "url": {
+                    "type": "string",
+                    "example": "https://hooks.example.com/sluice"
+                }
+            }
+        },
+        "server.WebhookDelivery": {
+            "type": "object",
+            "properties": {
+                "attempts": {
+                    "type": "integer",
+                    "example": 1
+                },
+                "createdAt": {
+                    "type": "string"
+                },
+                "eventId": {
+                    "description": "EventID is the event's stable id, the webhook-id header.",
+                    "type": "string",
+                    "example": "msg_2kwpbgllafxdpx2ai54ppj85f4"
+                },
+                "eventType": {
+                    "type": "string",
+                    "example": "breaker.opened"
+                },
+                "id": {
+                    "type": "integer",
+                    "example": 81
+                },
+                "lastAttemptAt": {
+                    "type": "string"
+                },
+                "lastError": {
+                    "type": "string",
+                    "example": "HTTP 503: try later"
+                },
+                "lastStatus": {
+                    "description": "LastStatus is the receiver's last HTTP status, 0 when none came.",
+                    "type": "integer",
+                    "example": 204
+                },
+                "nextAttemptAt": {
+                    "description": "NextAttemptAt is when a pending delivery is tried next.",
+                    "type": "string"
+                },
+                "state": {
+                    "type": "string",
+                    "enum": [
+                        "pending",
+                        "delivered",
+                        "failed"
+                    ],
+                    "example": "delivered"
+                }
+            }
+        },
+        "server.WebhookDeliveryList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.WebhookDelivery"
+                    }
+                }
+            }
+        },
+        "server.WebhookList": {
+            "type": "object",
+            "properties": {
+                "items": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.Webhook"
+                    }
+                }
+            }
+        },
+        "server.WebhookRequest": {
+            "type": "object",
+            "properties": {
+                "app": {
+                    "description": "App, optional, keeps only the events about that app's rules.",
+                    "type": "string",
+                    "example": "checkout"
+                },
+                "blockRateMinutes": {
+                    "description": "BlockRateMinutes is optional (1 to 60, default 5): the\nresource.blockRate condition's run of minutes.",
+                    "type": "integer",
+                    "example": 5
+                },
+                "blockRatePercent": {
+                    "description": "BlockRatePercent is optional (1 to 100, default 50): the\nresource.blockRate condition's share of blocked calls.",
+                    "type": "integer",
+                    "example": 50
+                },
+                "description": {
+                    "description": "Description is optional: at most 500 characters.",
+                    "type": "string",
+                    "example": "on-call channel"
+                },
+                "enabled": {
+                    "description": "Enabled is optional: default true. A disabled endpoint gets no new\nevents, and its pending deliveries wait.",
+                    "type": "boolean",
+                    "example": true
+                },
+                "events": {
+                    "description": "Events are the event types to deliver, or [\"*\"] for every type.\nRequired on create.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    },
+                    "example": [
+                        "breaker.opened",
+                        "rule.updated"
+                    ]
+                },
+                "resource": {
+                    "description": "Resource, optional, keeps only the events about that resource.",
+                    "type": "string",
+                    "example": "POST:/api/pay"
+                },
+                "url": {
+                    "description": "URL is where events are posted: http or https, no user or password,\nat most 2048 bytes, on a host that resolves to no loopback,\nlink-local, private or other internal address (unless the server\nruns with --webhook-allow-private). Required on create.",
+                    "type": "string",
+                    "example": "https://hooks.example.com/sluice"
+                }
+            }
+        },
+        "server.WebhookTest": {
+            "type": "object",
+            "properties": {
+                "eventId": {
+                    "description": "EventID is the event's id, the webhook-id its delivery carries.",
+                    "type": "string",
+                    "example": "msg_2kwpbgllafxdpx2ai54ppj85f4"
                 }
             }
         }

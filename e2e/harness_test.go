@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/server/demo"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/server/servertest"
+	"github.com/sluicehq/sluice/server/webhook"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -66,6 +67,10 @@ type nodeConfig struct {
 	// redisURL, when set, gives the server a cluster count in that Redis
 	// (sluice --redis).
 	redisURL string
+	// webhooks lets webhooks reach a receiver on loopback, polls and
+	// retries them within milliseconds, and pauses an endpoint at its
+	// first failure.
+	webhooks bool
 }
 
 func startNode(t *testing.T, cfg nodeConfig) *node {
@@ -95,11 +100,16 @@ func (n *node) start() {
 		if first && n.cfg.seed != nil {
 			n.cfg.seed(n.t, env.Store)
 		}
-		srv, err := server.New(context.Background(), server.Config{
+		cfg := server.Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger, BreakerFeed: feed,
 			AdminPassword: adminPassword, BootstrapToken: apiToken, PasswordCost: bcrypt.MinCost,
 			Cluster: engineOpts.Cluster,
-		})
+		}
+		if n.cfg.webhooks {
+			cfg.WebhookAllowPrivate = true
+			cfg.Webhook = webhook.Options{PollInterval: 20 * time.Millisecond, BackoffBase: 5 * time.Millisecond, PauseAfterFailures: 1, PauseAfter: time.Nanosecond}
+		}
+		srv, err := server.New(context.Background(), cfg)
 		if err != nil {
 			return nil, err
 		}

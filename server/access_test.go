@@ -63,6 +63,17 @@ var routePolicy = map[string]string{
 	// (admins besides instances, to look into it).
 	"GET /api/v1/cluster":           roleViewer,
 	"POST /api/v1/cluster/exchange": roleAdmin,
+
+	// Event webhooks: their URLs and secrets are an admin's.
+	"GET /api/v1/webhooks":                    roleAdmin,
+	"POST /api/v1/webhooks":                   roleAdmin,
+	"GET /api/v1/webhooks/:id":                roleAdmin,
+	"PATCH /api/v1/webhooks/:id":              roleAdmin,
+	"DELETE /api/v1/webhooks/:id":             roleAdmin,
+	"POST /api/v1/webhooks/:id/test":          roleAdmin,
+	"POST /api/v1/webhooks/:id/resume":        roleAdmin,
+	"POST /api/v1/webhooks/:id/rotate-secret": roleAdmin,
+	"GET /api/v1/webhooks/:id/deliveries":     roleAdmin,
 }
 
 // instanceRoutes are the routes a token of role instance may use besides
@@ -110,6 +121,25 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 	newToken := func() int64 {
 		_, id := n.newToken(t, fmt.Sprintf("walk-%d", time.Now().UnixNano()), roleViewer, "")
 		return id
+	}
+	// The walk's endpoints are disabled: the test events it queues are
+	// never posted to the documentation address they name.
+	const walkWebhook = `{"url":"https://203.0.113.10/hook","events":["*"],"enabled":false}`
+	newWebhook := func() int64 {
+		resp, body := n.Do(t, http.MethodPost, "/api/v1/webhooks", strings.NewReader(walkWebhook))
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create a webhook: %d %s", resp.StatusCode, body)
+		}
+		var w Webhook
+		if err := json.Unmarshal(body, &w); err != nil {
+			t.Fatal(err)
+		}
+		return w.ID
+	}
+	webhookRoute := func(suffix, body string) func() walkRequest {
+		return func() walkRequest {
+			return walkRequest{path: fmt.Sprintf("/api/v1/webhooks/%d%s", newWebhook(), suffix), body: body}
+		}
 	}
 	fixed := func(path, query, body string) func() walkRequest {
 		return func() walkRequest { return walkRequest{path: path, query: query, body: body} }
@@ -174,10 +204,19 @@ func walkFixtures(t *testing.T, n *authNode) map[string]func() walkRequest {
 		"GET /api/v1/rules/snapshot":          fixed("/api/v1/rules/snapshot", "", ""),
 		"POST /api/v1/instances/report": fixed("/api/v1/instances/report", "",
 			`{"instance":{"id":"walk"},"minutes":[{"resource":"walk","time":"2026-11-20T14:00:00Z","pass":1}],"live":[{"resource":"walk","passQps":1}]}`),
-		"GET /api/v1/instances":                  fixed("/api/v1/instances", "", ""),
-		"GET /api/v1/resources/:name/hot-values": fixed("/api/v1/resources/walk/hot-values", "", ""),
-		"GET /api/v1/cluster":                    fixed("/api/v1/cluster", "", ""),
-		"POST /api/v1/cluster/exchange":          fixed("/api/v1/cluster/exchange", "", `{"engine":"walk"}`),
+		"GET /api/v1/instances":                   fixed("/api/v1/instances", "", ""),
+		"GET /api/v1/resources/:name/hot-values":  fixed("/api/v1/resources/walk/hot-values", "", ""),
+		"GET /api/v1/cluster":                     fixed("/api/v1/cluster", "", ""),
+		"POST /api/v1/cluster/exchange":           fixed("/api/v1/cluster/exchange", "", `{"engine":"walk"}`),
+		"GET /api/v1/webhooks":                    fixed("/api/v1/webhooks", "", ""),
+		"POST /api/v1/webhooks":                   fixed("/api/v1/webhooks", "", walkWebhook),
+		"GET /api/v1/webhooks/:id":                webhookRoute("", ""),
+		"PATCH /api/v1/webhooks/:id":              webhookRoute("", `{"description":"walked"}`),
+		"DELETE /api/v1/webhooks/:id":             webhookRoute("", ""),
+		"POST /api/v1/webhooks/:id/test":          webhookRoute("/test", ""),
+		"POST /api/v1/webhooks/:id/resume":        webhookRoute("/resume", ""),
+		"POST /api/v1/webhooks/:id/rotate-secret": webhookRoute("/rotate-secret", ""),
+		"GET /api/v1/webhooks/:id/deliveries":     webhookRoute("/deliveries", ""),
 	}
 }
 

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // breakerFeedSize is how many transitions may wait for the stream; past
@@ -45,4 +47,18 @@ type BreakerEvent struct {
 // breakerEvent is a transition as the API shows it.
 func breakerEvent(c engine.BreakerStateChange) BreakerEvent {
 	return BreakerEvent{Rule: c.Rule, Resource: c.Resource, From: string(c.From), To: string(c.To), Time: time.UnixMilli(c.AtMs).UTC()}
+}
+
+// breakerAnnouncement is the webhook event of a transition: its type
+// names the state the breaker entered, its data is the BreakerEvent.
+func breakerAnnouncement(c engine.BreakerStateChange) store.Announcement {
+	kind := eventBreakerClosed
+	switch c.To {
+	case engine.BreakerOpen:
+		kind = eventBreakerOpened
+	case engine.BreakerHalfOpen:
+		kind = eventBreakerHalfOpen
+	}
+	data, _ := json.Marshal(breakerEvent(c)) // plain structs always encode
+	return store.Announcement{Type: kind, Data: data, Apps: []string{""}, Resources: []string{c.Resource}}
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/sluicehq/sluice/server/quota"
 	"github.com/sluicehq/sluice/server/rls"
 	"github.com/sluicehq/sluice/server/rules"
+	"github.com/sluicehq/sluice/server/webhook"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -125,7 +126,37 @@ type Config struct {
 	// QuotaSaveInterval is how often the quota windows are saved: what a
 	// crash may forget. Optional. Default: quota.DefaultSaveInterval (5s).
 	QuotaSaveInterval time.Duration
+	// WebhookAllowPrivate lets webhook endpoints have URLs on loopback,
+	// link-local, private and other internal addresses, and deliveries
+	// connect to them (--webhook-allow-private): tests set it to reach
+	// their receiver on 127.0.0.1. Optional. Default: false.
+	WebhookAllowPrivate bool
+	// ClusterFeed brings the engine's cluster state changes to the
+	// webhooks; see NewClusterFeed. Optional. Default: none (no cluster
+	// events).
+	ClusterFeed *ClusterFeed
+	// InstanceWatchInterval is how often the instances' states are
+	// compared with those last announced to the webhooks (instance.stale,
+	// instance.gone, instance.back). Optional. Default:
+	// DefaultInstanceWatchInterval (5s).
+	InstanceWatchInterval time.Duration
+	// BlockRateInterval is how often the endpoints' block-rate conditions
+	// (resource.blockRate) are evaluated. Optional. Default:
+	// DefaultBlockRateInterval (30s).
+	BlockRateInterval time.Duration
+	// Webhook tunes the webhook delivery worker (its polling, timeout,
+	// backoff, retry period and pausing; docs/webhooks.md). Its Store,
+	// Logger and AllowPrivate are the server's. Optional. Default: the
+	// worker's defaults.
+	Webhook webhook.Options
+	// WebhookRetention is how long delivered and failed webhook
+	// deliveries are kept, pruned by the metrics' retention job. Optional.
+	// Default: DefaultWebhookRetention (7 days).
+	WebhookRetention time.Duration
 }
+
+// DefaultWebhookRetention is Config.WebhookRetention's default.
+const DefaultWebhookRetention = 7 * 24 * time.Hour
 
 // Server is the HTTP control plane. Create it with New, run it with Listen
 // or Serve and stop it with Shutdown.
@@ -146,6 +177,12 @@ type Server struct {
 	quotaNode     string
 	quotas        *quota.Keeper // saves the quota windows
 	spec          []byte        // the OpenAPI document served (serveSpec)
+	webhooks      *webhook.Worker
+	// stopClusterRelay ends the relay of Config.ClusterFeed; nil without one.
+	stopClusterRelay func()
+	// stopInstanceWatch ends the watch of the instances' states, and
+	// stopBlockRateWatch that of the block rates.
+	stopInstanceWatch, stopBlockRateWatch func()
 	// closing is closed by Shutdown: held snapshot requests answer then.
 	closing chan struct{}
 
@@ -248,10 +285,18 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		CaseSensitive: true,
 		StrictRouting: true,
 	})
+	hookOpts := cfg.Webhook
+	hookOpts.Store, hookOpts.Logger, hookOpts.AllowPrivate = cfg.Store, s.logger, cfg.WebhookAllowPrivate
+	s.webhooks = webhook.New(hookOpts)
+	webhookRetention := cmp.Or(cfg.WebhookRetention, DefaultWebhookRetention)
 	s.metrics = metrics.New(metrics.Options{
 		Engine: cfg.Engine, Store: cfg.Store, Logger: s.logger,
 		FlushInterval: cfg.MetricsFlushInterval, Retention: cfg.MetricsRetention,
-		Purge: s.auth.purgeSessions,
+		Purge: func(ctx context.Context) error {
+			_, err := cfg.Store.PruneWebhookDeliveries(ctx, authCfg.now().Add(-webhookRetention).UnixMilli())
+			return errors.Join(s.auth.purgeSessions(ctx), err)
+		},
+		OnOverflow: publishOverflow(cfg.Engine, cfg.Store, authCfg.now, s.logger),
 	})
 	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
 	s.metrics.MustRegister(s.instances.Collector())
@@ -260,13 +305,19 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.BreakerFeed != nil {
 		s.stream.relayBreakers(cfg.BreakerFeed, cfg.Store, s.logger)
 	}
+	if cfg.ClusterFeed != nil {
+		s.stopClusterRelay = relayClusterChanges(cfg.ClusterFeed, cfg.Engine, cfg.Store, s.logger)
+	}
+	s.stopBlockRateWatch = watchBlockRates(cfg.Store, cmp.Or(cfg.BlockRateInterval, DefaultBlockRateInterval), authCfg.now, s.logger)
+	s.stopInstanceWatch = watchInstanceStates(s.instances, cfg.Store, cmp.Or(cfg.InstanceWatchInterval, DefaultInstanceWatchInterval), s.logger)
 	s.publicMetrics = cfg.PublicMetrics
 	s.cluster = cfg.Cluster
 	s.entries = check.StartEntries(cfg.Engine.Clock(), cmp.Or(cfg.EntryLease, DefaultEntryLease))
 	s.unguardedAPI = cfg.UnguardedAPI
 	s.fixedPaths, s.ruleFileRoutes = fixedPaths{}, ruleFileRoutes{}
-	s.routes()
+	s.routes(cfg.WebhookAllowPrivate, authCfg.now)
 	s.metrics.Start()
+	s.webhooks.Start()
 	s.quotas = quota.Start(cfg.Engine, cfg.Store, s.quotaNode, savedQuotas, cfg.QuotaSaveInterval, s.logger)
 	s.startFollowing()
 	return s, nil
@@ -274,7 +325,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 
 // routes mounts every route. The console comes last: it answers whatever
 // the API and the Swagger UI did not.
-func (s *Server) routes() {
+func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 	s.app.Use(s.logRequests)
 	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec, Next: isTrafficRoute}))
 	s.app.Use(s.limitBody)
@@ -304,6 +355,7 @@ func (s *Server) routes() {
 	bindHotValues(api, &hotValuesHandler{engine: s.engine})
 	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
+	bindWebhooks(api, &webhookHandler{store: s.store, worker: s.webhooks, allowPrivate: webhookAllowPrivate, resolver: net.DefaultResolver, now: now})
 	guard := s.auth.requireCredentials
 	if s.publicMetrics {
 		guard = func(c *fiber.Ctx) error { return c.Next() }
@@ -469,6 +521,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		}
 	}
 	s.entries.Close()
+	if s.stopClusterRelay != nil {
+		s.stopClusterRelay()
+	}
+	s.stopInstanceWatch()
+	s.stopBlockRateWatch()
+	s.webhooks.Stop()
 	s.follow()
 	<-s.followed
 	// The requests answered, nothing more is counted: flush it all.

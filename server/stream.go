@@ -159,7 +159,8 @@ func (h *streamHub) close() {
 // none longer than one.
 const relayBreakerBatch = 256
 
-// relayBreakers stores every transition of feed, then hands it to the
+// relayBreakers stores every transition of feed and publishes it to the
+// webhooks (each in a transaction of its own), then hands it to the
 // listeners of its resource, until the hub closes: a console that reads
 // the stored transitions when an event comes finds that one among them.
 func (h *streamHub) relayBreakers(feed *BreakerFeed, st *store.Store, logger *slog.Logger) {
@@ -187,6 +188,11 @@ func (h *streamHub) relayBreakers(feed *BreakerFeed, st *store.Store, logger *sl
 				ctx, cancel := context.WithTimeout(context.Background(), breakerWriteTimeout)
 				if err := st.AddBreakerTransitions(ctx, rows); err != nil {
 					logger.Error("breakers: could not store transitions; the stream still sends them", "transitions", len(rows), "error", err)
+				}
+				for _, c := range batch {
+					if _, err := st.Publish(ctx, breakerAnnouncement(c)); err != nil {
+						logger.Error("breakers: could not publish a transition to the webhooks", "resource", c.Resource, "error", err)
+					}
 				}
 				cancel()
 				for _, c := range batch {

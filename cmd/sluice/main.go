@@ -112,6 +112,9 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	redisURL := fs.String("redis", "", "Redis URL (redis://[user:password@]host:port/db) holding the count that scope cluster rules share across every replica and instance; without it such rules are refused (env SLUICE_REDIS)")
 	tlsCert := fs.String("tls-cert", "", "TLS certificate file (PEM); with --tls-key, serve HTTPS (env SLUICE_TLS_CERT)")
 	tlsKey := fs.String("tls-key", "", "TLS private key file (PEM) (env SLUICE_TLS_KEY)")
+	webhookAllowPrivate := fs.Bool("webhook-allow-private", false, "let webhook endpoints have URLs on loopback, link-local (cloud metadata), private and other internal addresses, and deliveries connect to them (env SLUICE_WEBHOOK_ALLOW_PRIVATE)")
+	webhookRetention := retentionFlag(server.DefaultWebhookRetention)
+	fs.Var(&webhookRetention, "webhook-retention", "how long delivered and failed webhook deliveries are kept: days (7d) or a Go duration (env SLUICE_WEBHOOK_RETENTION)")
 	showVersion := fs.Bool("version", false, "print the version and exit")
 	if err := parseFlags(fs, args, serveUsage, stdout, stderr); err != nil {
 		return err
@@ -174,12 +177,17 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		defer counter.Close()
 	}
 	breakers := server.NewBreakerFeed()
+	clusterFeed := server.NewClusterFeed()
 	engineOpts := engine.Options{
 		OnBreakerStateChange: breakers.Notify, MaxResources: *maxResources, ResourceIdleTTL: *idleTTL,
 	}
 	if counter != nil {
 		engineOpts.Cluster, engineOpts.ClusterEngine = counter, replicaID()
-		engineOpts.OnClusterStateChange = logClusterState(logger)
+		logState := logClusterState(logger)
+		engineOpts.OnClusterStateChange = func(c engine.ClusterStateChange) {
+			logState(c)
+			clusterFeed.Notify(c)
+		}
 	}
 	// Closed before the counter, so that it returns what its leases left.
 	eng := engine.New(engineOpts)
@@ -192,9 +200,10 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	srv, err := server.New(ctx, server.Config{
 		Engine: eng, Store: st, Version: version, Logger: logger,
 		MetricsFlushInterval: *flushInterval, MetricsRetention: time.Duration(retention), PublicMetrics: *publicMetrics,
-		EntryLease: *entryLease, BreakerFeed: breakers,
+		EntryLease: *entryLease, BreakerFeed: breakers, ClusterFeed: clusterFeed,
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
 		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances, QuotaNode: quotaNode(*addr),
+		WebhookAllowPrivate: *webhookAllowPrivate, WebhookRetention: time.Duration(webhookRetention),
 	})
 	if err != nil {
 		return err

@@ -35,6 +35,11 @@ type Options struct {
 	// that expire by other rules than the metrics' (the console's
 	// sessions). Optional. Default: none.
 	Purge func(ctx context.Context) error
+	// OnOverflow is told, with the warning logged at most once a minute,
+	// how many calls the engine counted under engine.OverflowResource
+	// since the last warning, and a name of one of them; it runs on the
+	// watch's goroutine. Optional. Default: none.
+	OnOverflow func(calls int64, example string)
 }
 
 // Pipeline is the one consumer of the engine's CollectMinutes. It fans
@@ -49,6 +54,7 @@ type Pipeline struct {
 
 	flushInterval, retention time.Duration
 	purge                    func(ctx context.Context) error
+	onOverflow               func(calls int64, example string)
 	jobs                     *jobs
 	registry                 *prometheus.Registry
 	backlog                  *Backlog
@@ -105,6 +111,7 @@ func New(opts Options) *Pipeline {
 		flushInterval: cmp.Or(opts.FlushInterval, DefaultFlushInterval),
 		retention:     cmp.Or(opts.Retention, DefaultRetention),
 		purge:         opts.Purge,
+		onOverflow:    opts.OnOverflow,
 		pending:       map[minuteKey]*store.MinuteDelta{},
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},

@@ -41,7 +41,7 @@ func (p *Pipeline) Start() {
 		every(ctx, time.Second, true, p.SampleLive)
 	})
 	p.jobs.done.Go(func() {
-		every(ctx, overflowCheckInterval, false, (&overflowWatch{engine: p.engine, clock: p.clock, logger: p.logger}).check)
+		every(ctx, overflowCheckInterval, false, (&overflowWatch{engine: p.engine, clock: p.clock, logger: p.logger, tell: p.onOverflow}).check)
 	})
 	p.jobs.done.Go(func() {
 		every(ctx, pruneInterval, true, func() {

@@ -39,11 +39,13 @@ func (g *WarnGate) Pass(nowMs int64) bool {
 }
 
 // overflowWatch warns, at most once a minute, that the engine is full and
-// counts calls on new resources under engine.OverflowResource.
+// counts calls on new resources under engine.OverflowResource, and tells
+// Options.OnOverflow.
 type overflowWatch struct {
 	engine *engine.Engine
 	clock  engine.Clock
 	logger *slog.Logger
+	tell   func(calls int64, example string) // Options.OnOverflow; may be nil
 
 	// Owned by the one goroutine that calls check.
 	warnedCalls int64 // the engine's overflow count at the last warning
@@ -63,5 +65,8 @@ func (w *overflowWatch) check() {
 	w.logger.Warn("resources: the engine tracks its maximum of resources; calls on new ones are counted under "+engine.OverflowResource+
 		" (raise --max-resources, or lower --resource-idle-ttl, if these names are meant to be resources of their own)",
 		"calls", o.Calls-w.warnedCalls, "maxResources", w.engine.MaxResources(), "example", o.RecentName)
+	if w.tell != nil {
+		w.tell(o.Calls-w.warnedCalls, o.RecentName)
+	}
 	w.warnedCalls = o.Calls
 }

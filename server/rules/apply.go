@@ -169,7 +169,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, opts ApplyOptions, who
 			return err
 		}
 		if !prune {
-			return nil
+			return tx.announceApply(plan, want, nil, who)
 		}
 		wanted := make(map[string]bool, len(want))
 		for _, r := range want {
@@ -193,7 +193,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, opts ApplyOptions, who
 			}
 			plan.Deleted = append(plan.Deleted, PlanItem{Name: old.Name, Kind: old.Kind, Resource: old.Resource})
 		}
-		return nil
+		return tx.announceApply(plan, want, unwanted, who)
 	})
 	return plan, err
 }

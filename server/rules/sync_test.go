@@ -23,7 +23,7 @@ import (
 func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 
 // openService runs the rule domain on a fresh database.
-func openService(t *testing.T) *Service {
+func openService(t testing.TB) *Service {
 	t.Helper()
 	st := servertest.OpenStore(t, filepath.Join(t.TempDir(), "sluice.db"))
 	s := New(st, engine.New(engine.Options{Clock: engine.NewManualClock(0)}))
@@ -34,7 +34,7 @@ func openService(t *testing.T) *Service {
 }
 
 // decoded is the rule body decodes to, for Create.
-func decoded(t *testing.T, body string) Rule {
+func decoded(t testing.TB, body string) Rule {
 	t.Helper()
 	var errs []engine.FieldError
 	o, err := codec.ParseBody([]byte(body), &errs)

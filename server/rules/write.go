@@ -84,7 +84,7 @@ func (s *Service) Create(ctx context.Context, r Rule, who Actor) (Rule, error) {
 			return err
 		}
 		tx.from(r.Name, requestPath{})
-		return nil
+		return tx.announce(EventRuleCreated, &r, who)
 	})
 	return r, err
 }
@@ -117,7 +117,10 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, edit Edit
 			return err
 		}
 		tx.from(r.Name, requestPath{})
-		return updateRule(tx, &r, store.ActionUpdate, who)
+		if err := updateRule(tx, &r, store.ActionUpdate, who); err != nil {
+			return err
+		}
+		return tx.announce(EventRuleUpdated, &r, who)
 	})
 	return r, err
 }
@@ -142,7 +145,10 @@ func (s *Service) Delete(ctx context.Context, id int64, match IfMatch, who Actor
 		if !who.mayWrite(r.App) {
 			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), r.App))
 		}
-		return deleteRule(tx, &r, who)
+		if err := deleteRule(tx, &r, who); err != nil {
+			return err
+		}
+		return tx.announce(EventRuleDeleted, &r, who)
 	})
 }
 
@@ -198,7 +204,10 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 			return invalid(fmt.Sprintf("version %d is not a valid rule any more", to), errs...)
 		}
 		tx.from(r.Name, requestPath{})
-		return updateRule(tx, &r, store.ActionRollback, who)
+		if err := updateRule(tx, &r, store.ActionRollback, who); err != nil {
+			return err
+		}
+		return tx.announce(EventRuleRolledBack, &r, who)
 	})
 	return r, err
 }

@@ -21,6 +21,7 @@ import * as ruleForm from './pages/ruleform.js';
 import * as rules from './pages/rules.js';
 import * as tokens from './pages/tokens.js';
 import * as users from './pages/users.js';
+import * as webhooks from './pages/webhooks.js';
 
 // Pages marked reload are drawn again when the server answers after an
 // outage, so that none stays on an error or on figures from before it;
@@ -37,6 +38,7 @@ const routes = [
   { pattern: /^\/instances$/, page: instances, nav: '/instances', reload: true },
   { pattern: /^\/tokens$/, page: tokens, nav: '/tokens', admin: true, reload: true },
   { pattern: /^\/users$/, page: users, nav: '/users', admin: true, reload: true },
+  { pattern: /^\/webhooks$/, page: webhooks, nav: '/webhooks', admin: true, reload: true },
   { pattern: /^\/account$/, page: account },
 ];
 

@@ -1,0 +1,177 @@
+// Event webhooks, for admins: the endpoints (never their secrets) with
+// their state, a form that registers one and shows its secret this once,
+// and per endpoint a test event, resume when paused, its recent deliveries
+// and deletion.
+
+import { api } from '../api.js';
+import { h, replace } from '../dom.js';
+import { timeEl } from '../format.js';
+import { badge, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
+
+/** stateBadges colour an endpoint's state. */
+const stateBadges = { active: 'ok', paused: 'bad', disabled: 'muted' };
+
+/** deliveryBadges colour a delivery's state. */
+const deliveryBadges = { delivered: 'ok', pending: 'warn', failed: 'bad' };
+
+/** render draws the webhooks page. */
+export function render() {
+  const errors = errorBox();
+  const formErrors = errorBox();
+  const tbody = h('tbody', {}, stateRow(7, 'loading', 'Loading the webhooks…'));
+  const secret = h('div', { class: 'alert ok', id: 'webhook-secret-box', role: 'status', hidden: true });
+  const deliveries = h('div', { id: 'webhook-deliveries' });
+
+  const url = field({ label: 'URL', id: 'webhook-url', hint: 'http(s); hosts on loopback, private or link-local addresses are refused unless the server allows them.', input: h('input', { type: 'url', autocomplete: 'off', spellcheck: 'false' }) });
+  const events = field({
+    label: 'Events', id: 'webhook-events',
+    hint: 'Event types separated by commas, e.g. breaker.opened, rule.updated; * for every type.',
+    input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false', value: '*' }),
+  });
+  const app = field({ label: 'App (optional)', id: 'webhook-app', input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }) });
+  const resource = field({ label: 'Resource (optional)', id: 'webhook-resource', input: h('input', { type: 'text', autocomplete: 'off', spellcheck: 'false' }) });
+  const blockRatePercent = field({
+    label: 'Block rate %', id: 'webhook-block-rate-percent',
+    hint: 'For resource.blockRate: blocked share of a minute\'s calls, 1 to 100.',
+    input: h('input', { type: 'number', min: 1, max: 100, step: 1, value: 50 }),
+  });
+  const blockRateMinutes = field({
+    label: 'For minutes', id: 'webhook-block-rate-minutes',
+    hint: 'Each of this many minutes in a row, 1 to 60.',
+    input: h('input', { type: 'number', min: 1, max: 60, step: 1, value: 5 }),
+  });
+  const fields = { url, events, app, resource, blockRatePercent, blockRateMinutes };
+
+  async function act(method, path, done) {
+    errors.clear();
+    try {
+      const { data } = await api(method, path);
+      toast(done(data));
+      load();
+    } catch (err) {
+      errors.show(err);
+    }
+  }
+
+  async function remove(w) {
+    const confirmed = await confirmThen({
+      title: `Delete the webhook to ${w.url}?`,
+      message: 'Its pending deliveries are dropped. This cannot be undone.',
+      confirmLabel: 'Delete the webhook',
+    }, async () => {
+      errors.clear();
+      await api('DELETE', `/webhooks/${w.id}`);
+      toast('Webhook deleted.');
+    }, (err) => errors.show(err));
+    if (confirmed) {
+      replace(deliveries);
+      load();
+    }
+  }
+
+  async function showDeliveries(w) {
+    const body = h('tbody', {}, stateRow(6, 'loading', 'Loading the deliveries…'));
+    replace(deliveries, table(`Deliveries to ${w.url}`, ['Event', 'Type', 'State', 'Attempts', 'Last attempt', 'Last error'], body));
+    try {
+      const { data } = await api('GET', `/webhooks/${w.id}/deliveries`);
+      replace(body, data.items.length ? data.items.map((d) => h('tr', { dataset: { event: d.eventId } },
+        h('td', {}, h('code', {}, d.eventId)),
+        h('td', {}, d.eventType),
+        h('td', {}, badge(d.state, deliveryBadges[d.state])),
+        h('td', {}, String(d.attempts)),
+        h('td', {}, d.lastAttemptAt ? timeEl(d.lastAttemptAt) : '—'),
+        h('td', { class: d.lastError ? null : 'muted' }, d.lastError || (d.lastStatus ? `HTTP ${d.lastStatus}` : '—'))))
+        : stateRow(6, 'empty', 'No deliveries yet: send a test event.'));
+    } catch (err) {
+      replace(body, loadError(6, err, () => showDeliveries(w)));
+    }
+  }
+
+  async function load() {
+    try {
+      const { data } = await api('GET', '/webhooks');
+      replace(tbody, data.items.length ? data.items.map((w) => h('tr', { dataset: { webhook: String(w.id) } },
+        h('th', { scope: 'row' }, h('code', {}, w.url)),
+        h('td', {}, w.events.join(', ')),
+        h('td', { class: w.app || w.resource ? null : 'muted' }, [w.app, w.resource].filter(Boolean).join(' · ') || 'all'),
+        h('td', {}, badge(w.state, stateBadges[w.state], w.pausedReason), w.pausedReason ? h('p', { class: 'hint' }, w.pausedReason) : null),
+        h('td', {}, String(w.failures)),
+        h('td', {}, timeEl(w.createdAt)),
+        h('td', { class: 'actions' },
+          h('button', { type: 'button', class: 'link', onclick: () => act('POST', `/webhooks/${w.id}/test`, (d) => `Test event ${d.eventId} queued.`).then(() => showDeliveries(w)), 'aria-label': `Send test to ${w.url}` }, 'Send test'),
+          w.state === 'paused'
+            ? h('button', { type: 'button', class: 'link', onclick: () => act('POST', `/webhooks/${w.id}/resume`, () => 'Resumed: its pending deliveries are due now.'), 'aria-label': `Resume ${w.url}` }, 'Resume')
+            : null,
+          h('button', { type: 'button', class: 'link', onclick: () => showDeliveries(w), 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries'),
+          h('button', { type: 'button', class: 'link danger', onclick: () => remove(w), 'aria-label': `Delete the webhook to ${w.url}` }, 'Delete'))))
+        : stateRow(7, 'empty', 'No webhooks yet: register an endpoint below to hear of breakers and rule changes.'));
+    } catch (err) {
+      replace(tbody, loadError(7, err, load));
+    }
+  }
+
+  const create = h('button', { type: 'submit', class: 'primary', id: 'webhook-create' }, 'Register webhook');
+  const form = h('form', { class: 'card', id: 'webhook-form', novalidate: true, 'aria-labelledby': 'webhook-form-title' },
+    h('h2', { id: 'webhook-form-title' }, 'New webhook'),
+    formErrors.el,
+    h('div', { class: 'toolbar' }, url.row, events.row, app.row, resource.row, blockRatePercent.row, blockRateMinutes.row),
+    h('div', { class: 'actions' }, create));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    formErrors.clear();
+    secret.hidden = true;
+    secret.replaceChildren();
+    for (const f of Object.values(fields)) {
+      f.setError('');
+    }
+    const body = {
+      url: url.input.value.trim(),
+      events: events.input.value.split(/[\s,]+/).filter(Boolean),
+    };
+    if (app.input.value.trim()) {
+      body.app = app.input.value.trim();
+    }
+    if (resource.input.value.trim()) {
+      body.resource = resource.input.value.trim();
+    }
+    for (const [name, f] of [['blockRatePercent', blockRatePercent], ['blockRateMinutes', blockRateMinutes]]) {
+      if (f.input.value !== '') {
+        body[name] = Number(f.input.value);
+      }
+    }
+    create.disabled = true;
+    try {
+      const { data } = await api('POST', '/webhooks', { body });
+      replace(secret,
+        h('p', {}, h('strong', {}, 'Webhook registered. Copy its signing secret now: it is shown only this once.')),
+        h('p', { class: 'secret' }, h('code', { id: 'webhook-secret' }, data.secret)),
+        h('p', {}, 'Verify each delivery\'s webhook-signature with it (Standard Webhooks).'),
+        h('button', { type: 'button', onclick: () => { secret.hidden = true; secret.replaceChildren(); } }, 'Done, I copied it'));
+      secret.hidden = false;
+      // The defaults are properties, which reset empties.
+      form.reset();
+      events.input.value = '*';
+      blockRatePercent.input.value = 50;
+      blockRateMinutes.input.value = 5;
+      load();
+    } catch (err) {
+      // One field holds every event type: events[i]'s error goes under it.
+      if (err.details) {
+        err.details = err.details.map((d) => (/^events\[\d+\]$/.test(d.field) ? { ...d, field: 'events' } : d));
+      }
+      showFieldErrors(formErrors, fields, err);
+    } finally {
+      create.disabled = false;
+    }
+  });
+
+  load();
+  return page('Webhooks',
+    h('p', {}, 'Sluice posts events — breakers opening and closing, rules changed — to these endpoints, signed as Standard Webhooks asks, and retries for a day. '
+      + 'An endpoint that keeps failing is paused until you resume it; its deliveries wait.'),
+    secret,
+    errors.el,
+    table('Webhooks', ['URL', 'Events', 'Filter', 'State', 'Failures', 'Created', ''], tbody),
+    deliveries,
+    form);
+}
