@@ -55,7 +55,26 @@ func Refused(ip netip.Addr) string {
 			return fmt.Sprintf("is in %s, which webhooks may not reach", p)
 		}
 	}
+	if ownAddress(ip) {
+		return "is an address of this server's own host"
+	}
 	return ""
+}
+
+// ownAddress reports whether ip is an address of one of this host's
+// network interfaces: a public one reaches the server itself as surely as
+// loopback does.
+func ownAddress(ip netip.Addr) bool {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return true // unknown: refused rather than guessed
+	}
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil && p.Addr().Unmap() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckURL says what is wrong with raw as an endpoint's URL, "" if

@@ -55,6 +55,42 @@ func TestRefused(t *testing.T) {
 	}
 }
 
+// TestRefusedOwnAddresses: every address of this host's interfaces is
+// refused, a public one too (a webhook to it reaches the server itself).
+func TestRefusedOwnAddresses(t *testing.T) {
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(addrs) == 0 {
+		t.Fatal("the host has no interface address")
+	}
+	for _, a := range addrs {
+		p, err := netip.ParsePrefix(a.String())
+		if err != nil {
+			continue
+		}
+		if why := Refused(p.Addr()); why == "" {
+			t.Errorf("Refused(%s), an address of this host, = \"\"", p.Addr())
+		}
+	}
+	if !ownAddress(mustOwn(t, addrs)) {
+		t.Error("ownAddress does not know this host's addresses")
+	}
+}
+
+// mustOwn returns one address of addrs.
+func mustOwn(t *testing.T, addrs []net.Addr) netip.Addr {
+	t.Helper()
+	for _, a := range addrs {
+		if p, err := netip.ParsePrefix(a.String()); err == nil {
+			return p.Addr()
+		}
+	}
+	t.Fatal("no parsable interface address")
+	return netip.Addr{}
+}
+
 func TestCheckURL(t *testing.T) {
 	for _, tc := range []struct {
 		url, want    string
