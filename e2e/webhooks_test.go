@@ -73,6 +73,8 @@ func TestWebhooksPage(t *testing.T) {
 		return list.Items[0].State, w.State
 	}
 	tb.click(`tr[data-webhook="1"] button[aria-label^="Send test"]`)
+	// The list is reloaded, then the deliveries shown: the rows are new.
+	tb.waitFor("the deliveries after the test event", `!!document.querySelector('#webhook-deliveries tbody tr')`)
 	servertest.WaitUntil(t, "the test event delivered", waitTimeout, func() bool { d, _ := newest(); return d == "delivered" })
 	tb.click(`tr[data-webhook="1"] button[aria-label^="Deliveries"]`)
 	tb.waitText("#webhook-deliveries tbody", "delivered")

@@ -36,10 +36,10 @@ func TestWritesPublishTheirEvents(t *testing.T) {
 	if err := s.Delete(ctx, r.ID, nil, tester); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, []Rule{decoded(t, `{"kind":"flow","name":"applied","resource":"pay","threshold":1}`)}, false, false, tester); err != nil {
+	if _, err := s.Apply(ctx, []Rule{decoded(t, `{"kind":"flow","name":"applied","resource":"pay","threshold":1}`)}, ApplyOptions{}, tester); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Apply(ctx, []Rule{decoded(t, `{"kind":"flow","name":"dry","resource":"pay","threshold":1}`)}, true, false, tester); err != nil {
+	if _, err := s.Apply(ctx, []Rule{decoded(t, `{"kind":"flow","name":"dry","resource":"pay","threshold":1}`)}, ApplyOptions{DryRun: true}, tester); err != nil {
 		t.Fatal(err)
 	}
 	due, err := s.store.ClaimDeliveries(ctx, "test", time.Now().UnixMilli()+1, 60_000, 100)

@@ -47,7 +47,9 @@ export function render() {
     try {
       const { data } = await api(method, path);
       toast(done(data));
-      load();
+      // Awaited: what follows an action (its deliveries) finds the rows
+      // the list has once it is reloaded.
+      await load();
     } catch (err) {
       errors.show(err);
     }
