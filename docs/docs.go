@@ -5986,7 +5986,7 @@ const docTemplate = `{
                     "example": "ci-deploy"
                 },
                 "role": {
-                    "description": "Role instance may only read the rule snapshot and post instance\nreports: the token an app process that embeds the engine is given.",
+                    "description": "Role instance may only read the rule snapshot, post instance\nreports and ask the rate limit service: the token an app process\nthat embeds the engine, or a gateway, is given.",
                     "type": "string",
                     "enum": [
                         "admin",

@@ -40,15 +40,16 @@ func (s *Server) ServeGRPC(ln net.Listener, certFile, keyFile string) error {
 }
 
 // authorizeGRPC checks a gRPC caller's bearer token against the tokens the
-// HTTP API takes: ShouldRateLimit needs a role the check API allows
-// (checkRole and above), reflection any valid token.
+// HTTP API takes: ShouldRateLimit needs the instance role, the one that
+// may change nothing (what a gateway should hold), or a role the check
+// API allows (checkRole and above); reflection any valid token.
 func (a *auth) authorizeGRPC(ctx context.Context, secret string, need rls.Access) error {
 	p, err := a.tokenPrincipal(ctx, secret)
 	if err != nil {
 		return fmt.Errorf("%w: %v", rls.ErrUnauthenticated, err)
 	}
-	if need == rls.AccessDecide && roleRank[p.role] < roleRank[checkRole] {
-		return fmt.Errorf("%w: ShouldRateLimit needs the %s role, as the check API does; yours is %s", rls.ErrPermissionDenied, checkRole, p.role)
+	if need == rls.AccessDecide && p.role != roleInstance && roleRank[p.role] < roleRank[checkRole] {
+		return fmt.Errorf("%w: ShouldRateLimit needs the %s role (a gateway's), or %s and above; yours is %s", rls.ErrPermissionDenied, roleInstance, checkRole, p.role)
 	}
 	return nil
 }

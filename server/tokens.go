@@ -51,8 +51,9 @@ type TokenRequest struct {
 	// Name follows the username rule: 1-64 letters, digits, '.', '_', '@'
 	// or '-', starting with a letter or digit.
 	Name string `json:"name" example:"ci-deploy"`
-	// Role instance may only read the rule snapshot and post instance
-	// reports: the token an app process that embeds the engine is given.
+	// Role instance may only read the rule snapshot, post instance
+	// reports and ask the rate limit service: the token an app process
+	// that embeds the engine, or a gateway, is given.
 	Role string `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
 	// ExpiresAt is optional: without it the token does not expire.
 	ExpiresAt *time.Time `json:"expiresAt"`

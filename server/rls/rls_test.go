@@ -550,7 +550,7 @@ func TestAuthentication(t *testing.T) {
 		{"revoked", bearer(t, revoked), codes.Unauthenticated},
 		{"expired", bearer(t, expiring), codes.Unauthenticated},
 		{"viewer", bearer(t, viewer), codes.PermissionDenied},
-		{"instance", bearer(t, instance), codes.PermissionDenied},
+		{"instance", bearer(t, instance), codes.OK},
 		{"editor", bearer(t, r.editor), codes.OK},
 		{"admin", bearer(t, admin), codes.OK},
 	}
@@ -559,8 +559,8 @@ func TestAuthentication(t *testing.T) {
 			t.Errorf("%s: %v, want %v", c.name, err, c.want)
 		}
 	}
-	if p, _, _ := r.counts("edge:generic_key"); p != 2 {
-		t.Errorf("%v calls counted, want the 2 allowed ones", p)
+	if p, _, _ := r.counts("edge:generic_key"); p != 3 {
+		t.Errorf("%v calls counted, want the 3 allowed ones", p)
 	}
 
 	health, err := grpc_health_v1.NewHealthClient(r.conn).Check(t.Context(), &grpc_health_v1.HealthCheckRequest{})
