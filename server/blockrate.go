@@ -46,6 +46,16 @@ type BlockRateEvent struct {
 // resource.blockRate events, and announces each resource that meets it,
 // once until it no longer does.
 func watchBlockRates(st *store.Store, interval time.Duration, now func() time.Time, logger *slog.Logger) (stop func()) {
+	return every(interval, func(ctx context.Context) {
+		if err := announceBlockRates(ctx, st, now()); err != nil && ctx.Err() == nil {
+			logger.Error("webhooks: evaluating the block rates failed", "error", err)
+		}
+	})
+}
+
+// every runs fn every interval on a goroutine of its own until stop is
+// called, which waits for a run in progress; fn's context ends then.
+func every(interval time.Duration, fn func(ctx context.Context)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() {
@@ -57,9 +67,7 @@ func watchBlockRates(st *store.Store, interval time.Duration, now func() time.Ti
 				return
 			case <-tick.C:
 			}
-			if err := announceBlockRates(ctx, st, now()); err != nil && ctx.Err() == nil {
-				logger.Error("webhooks: evaluating the block rates failed", "error", err)
-			}
+			fn(ctx)
 		}
 	})
 	return func() {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice/server/instances"
@@ -40,26 +39,11 @@ type InstanceEvent struct {
 // watch; the store lets one announce each change (AnnounceInstanceState).
 // An instance first seen is recorded without an event.
 func watchInstanceStates(registry *instances.Registry, st *store.Store, interval time.Duration, logger *slog.Logger) (stop func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		tick := time.NewTicker(interval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			if err := announceInstanceStates(ctx, registry, st); err != nil && ctx.Err() == nil {
-				logger.Error("instances: announcing their state changes to the webhooks failed", "error", err)
-			}
+	return every(interval, func(ctx context.Context) {
+		if err := announceInstanceStates(ctx, registry, st); err != nil && ctx.Err() == nil {
+			logger.Error("instances: announcing their state changes to the webhooks failed", "error", err)
 		}
 	})
-	return func() {
-		cancel()
-		wg.Wait()
-	}
 }
 
 // announceInstanceStates announces every instance whose state is not the
