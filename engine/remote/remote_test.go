@@ -152,6 +152,15 @@ func TestQuickNotModifiedIsNotAskedAgainAtOnce(t *testing.T) {
 	srv := startTestServer(t, flowRule("orders-qps", "orders", 1))
 	c, _ := startClient(t, srv.URL(), func(cfg *remote.Config) { cfg.MinBackoff = time.Hour })
 	waitReady(t, c)
+	// The new set reaches the poll the server holds, and the server closes
+	// after: the client's next poll is the one answered 304 at once. Were
+	// the server closing before the client asked again, that 304 would
+	// come before the new set, and the client pause with revision 1.
+	eventually(t, "the client's poll held", func() bool {
+		var held int
+		srv.read(func(s *testServer) { held = s.etagsAsked[`"1"`] })
+		return held > 0
+	})
 	srv.setClosing(true)
 	srv.setRules(flowRule("orders-qps", "orders", 2))
 	eventually(t, "revision 2 is in force", func() bool { return c.State().Revision == 2 })
