@@ -41,7 +41,7 @@ type QuotaWindow struct {
 func (e *Engine) QuotaWindows() []QuotaWindow {
 	nowMs := e.clock.NowMs()
 	var out []QuotaWindow
-	for _, r := range e.Resources() {
+	for _, r := range e.resourcesWithRules() {
 		rs := r.rules.Load()
 		flow := rs.flow
 		if rs.more != nil {
@@ -63,6 +63,19 @@ func (e *Engine) QuotaWindows() []QuotaWindow {
 				out = append(out, c.quotaWindows(r.name, nowMs)...)
 			}
 		}
+	}
+	return out
+}
+
+// resourcesWithRules returns the resources the rule book holds: those
+// with rules, rather than every resource the engine tracks (a server's
+// quota keeper asks every few seconds).
+func (e *Engine) resourcesWithRules() []*Resource {
+	e.loadMu.Lock()
+	defer e.loadMu.Unlock()
+	out := make([]*Resource, 0, len(e.book.entries))
+	for r := range e.book.entries {
+		out = append(out, r)
 	}
 	return out
 }
