@@ -1753,6 +1753,88 @@ const docTemplate = `{
                 }
             }
         },
+        "/api/v1/rules/impact": {
+            "post": {
+                "security": [
+                    {
+                        "BearerAuth": []
+                    }
+                ],
+                "description": "Takes a flow or hotspot rule as POST /api/v1/rules does (nothing is stored) and answers, for the last 24 h and 7 d of its resource's minute history, the minutes in which it would have blocked calls and roughly how many: a low and a high bound per minute and in total, from each minute's calls, its busiest second and the engines that saw them. It is an estimate, with notes on what the history cannot show for this rule; docs/impact.md says how it is made. A dry run of apply or import carries the same estimate for each created or changed flow and hotspot rule.",
+                "consumes": [
+                    "application/json"
+                ],
+                "produces": [
+                    "application/json"
+                ],
+                "tags": [
+                    "rules"
+                ],
+                "summary": "Estimate a rule's impact",
+                "operationId": "estimateRuleImpact",
+                "parameters": [
+                    {
+                        "description": "the rule, as it would be created; a flow or hotspot rule",
+                        "name": "rule",
+                        "in": "body",
+                        "required": true,
+                        "schema": {
+                            "$ref": "#/definitions/server.RuleContent"
+                        }
+                    }
+                ],
+                "responses": {
+                    "200": {
+                        "description": "OK",
+                        "schema": {
+                            "$ref": "#/definitions/server.ImpactEstimate"
+                        }
+                    },
+                    "400": {
+                        "description": "the body is not JSON, or not UTF-8, or has a key twice",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "401": {
+                        "description": "no credentials, or a wrong, expired or revoked one",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "403": {
+                        "description": "a console session's request without its X-CSRF-Token",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "413": {
+                        "description": "the body is over 1 MiB",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "415": {
+                        "description": "the body has a Content-Encoding: compressed bodies are refused",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "422": {
+                        "description": "bad fields, each named in details; or a rule of a kind that is not estimated (detail kind)",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
+                    "429": {
+                        "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    }
+                }
+            }
+        },
         "/api/v1/rules/import": {
             "post": {
                 "security": [
@@ -4533,6 +4615,113 @@ const docTemplate = `{
                 }
             }
         },
+        "server.ImpactEstimate": {
+            "type": "object",
+            "properties": {
+                "limit": {
+                    "description": "Limit is the limit estimated against, in words.",
+                    "type": "string",
+                    "example": "100 calls per 1 s, on each engine"
+                },
+                "notes": {
+                    "description": "Notes say what the estimate could not see for this rule, if\nanything.",
+                    "type": "array",
+                    "items": {
+                        "type": "string"
+                    }
+                },
+                "ranges": {
+                    "description": "Ranges has one estimate per span of history, the day then the week.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ImpactRange"
+                    }
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "orders-qps"
+                }
+            }
+        },
+        "server.ImpactMinute": {
+            "type": "object",
+            "properties": {
+                "blockedHigh": {
+                    "type": "integer",
+                    "example": 300
+                },
+                "blockedLow": {
+                    "type": "integer",
+                    "example": 140
+                },
+                "busiestSecond": {
+                    "description": "BusiestSecond is the most calls one engine saw in one second of it.",
+                    "type": "integer",
+                    "example": 240
+                },
+                "calls": {
+                    "description": "Calls are the minute's calls, passed or blocked.",
+                    "type": "integer",
+                    "example": 9000
+                },
+                "time": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
+        "server.ImpactRange": {
+            "type": "object",
+            "properties": {
+                "blockedHigh": {
+                    "type": "integer",
+                    "example": 900
+                },
+                "blockedLow": {
+                    "description": "BlockedLow and BlockedHigh bound the calls it would have blocked:\nat least, and at most.",
+                    "type": "integer",
+                    "example": 120
+                },
+                "calls": {
+                    "description": "Calls are the calls of those minutes, passed or blocked.",
+                    "type": "integer",
+                    "example": 4120000
+                },
+                "from": {
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "minutes": {
+                    "description": "Minutes are the minutes it would have blocked the most in (by\nBlockedHigh, then time), at most MaxMinutes, oldest first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ImpactMinute"
+                    }
+                },
+                "minutesBlocked": {
+                    "description": "MinutesBlocked is how many minutes the rule would have blocked\ncalls in (at most: a minute counts if it may have).",
+                    "type": "integer",
+                    "example": 3
+                },
+                "minutesSeen": {
+                    "description": "MinutesSeen is how many minutes of the range had traffic.",
+                    "type": "integer",
+                    "example": 1380
+                },
+                "range": {
+                    "type": "string",
+                    "example": "24h"
+                },
+                "to": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
         "server.InstanceItem": {
             "type": "object",
             "properties": {
@@ -4777,6 +4966,11 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 180
                 },
+                "busiestSecond": {
+                    "description": "BusiestSecond is the most calls, passed or blocked, that one engine\n(the server or an instance) saw in one second of the step: a\nsecond counts in the minute it ends in; the step's is its minutes'\nlargest. It is 0 in rows written before Sluice kept it.",
+                    "type": "integer",
+                    "example": 41
+                },
                 "complete": {
                     "type": "integer",
                     "example": 7190
@@ -4980,6 +5174,14 @@ const docTemplate = `{
         "server.PlanItem": {
             "type": "object",
             "properties": {
+                "impact": {
+                    "description": "Impact is what a created or changed flow or hotspot rule would\nhave blocked over the last day and week, in a dry run's plan only\n(docs/impact.md).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.ImpactEstimate"
+                        }
+                    ]
+                },
                 "kind": {
                     "type": "string",
                     "example": "flow"
@@ -5015,6 +5217,14 @@ const docTemplate = `{
                     "items": {
                         "$ref": "#/definitions/server.FieldChange"
                     }
+                },
+                "impact": {
+                    "description": "Impact is what a created or changed flow or hotspot rule would\nhave blocked over the last day and week, in a dry run's plan only\n(docs/impact.md).",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.ImpactEstimate"
+                        }
+                    ]
                 },
                 "kind": {
                     "type": "string",

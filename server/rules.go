@@ -15,6 +15,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
 	"github.com/sluicehq/sluice/server/codec"
+	"github.com/sluicehq/sluice/server/impact"
 	"github.com/sluicehq/sluice/server/rules"
 	"github.com/sluicehq/sluice/store"
 )
@@ -96,11 +97,15 @@ type ruleHandler struct {
 	// console tells apart; the server wires it, so that the rule handlers
 	// need not know the demo.
 	demo DemoMarks
+	// impact estimates what a rule would have blocked, for dry runs and
+	// the impact route.
+	impact *impact.Estimator
 }
 
 func bindRules(api apiRoutes, h *ruleHandler) {
 	api.get("/rules", viewers, h.list)
 	api.post("/rules", editors, h.create)
+	api.post("/rules/impact", viewers, h.estimate)
 	api.get("/rules/export", viewers, h.export)
 	api.get("/rules/fields", viewers, h.fields)
 	api.postRuleFile("/rules/apply", editorsOrPlans, h.apply)
@@ -531,6 +536,11 @@ func (h *ruleHandler) apply(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	if opts.DryRun {
+		if err := plan.Estimate(c.UserContext(), h.impact, want); err != nil {
+			return err
+		}
+	}
 	return writeJSON(c, http.StatusOK, plan)
 }
 
@@ -691,6 +701,11 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 		return err
 	}
 	plan.Notes = notes
+	if plan.DryRun {
+		if err := plan.Estimate(c.UserContext(), h.impact, want); err != nil {
+			return err
+		}
+	}
 	return writeJSON(c, http.StatusOK, plan)
 }
 

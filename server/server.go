@@ -26,6 +26,7 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/check"
 	"github.com/sluicehq/sluice/server/demo"
+	"github.com/sluicehq/sluice/server/impact"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 	"github.com/sluicehq/sluice/server/quota"
@@ -348,7 +349,8 @@ func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 	bindCheck(api, &checkHandler{api: check.New(s.engine, s.entries)})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
 	bindRules(api, &ruleHandler{rules: s.rules,
-		demo: DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix}})
+		demo:   DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
+		impact: &impact.Estimator{Source: s.store, NowMs: s.metrics.NowMs}})
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})

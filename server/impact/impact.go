@@ -109,6 +109,42 @@ type limit struct {
 // Estimate estimates what r, a flow or hotspot rule (Estimable), would
 // have blocked over each of Ranges up to now.
 func (e *Estimator) Estimate(ctx context.Context, r *wire.Rule) (Estimate, error) {
+	ests, err := e.EstimateEach(ctx, []*wire.Rule{r})
+	if err != nil {
+		return Estimate{}, err
+	}
+	return ests[0], nil
+}
+
+// EstimateEach estimates each of rs, all Estimable, reading the history of
+// each resource (and app) once.
+func (e *Estimator) EstimateEach(ctx context.Context, rs []*wire.Rule) ([]Estimate, error) {
+	now := e.NowMs()
+	longest := Ranges[len(Ranges)-1].Dur.Milliseconds()
+	type key struct{ resource, app string }
+	read := map[key][]store.EngineMinute{}
+	out := make([]Estimate, 0, len(rs))
+	for _, r := range rs {
+		k := key{r.Resource, r.App}
+		minutes, ok := read[k]
+		if !ok {
+			var err error
+			if minutes, err = e.Source.EngineMinutes(ctx, r.Resource, r.App, now-longest, now); err != nil {
+				return nil, err
+			}
+			read[k] = minutes
+		}
+		est, err := estimate(r, minutes, now)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, est)
+	}
+	return out, nil
+}
+
+// estimate estimates r over minutes, those of the longest range up to now.
+func estimate(r *wire.Rule, minutes []store.EngineMinute, now int64) (Estimate, error) {
 	est := Estimate{Rule: r.Name, Resource: r.Resource, Ranges: []RangeEstimate{}, Notes: []string{}}
 	var l limit
 	switch spec := r.Spec.(type) {
@@ -132,14 +168,12 @@ func (e *Estimator) Estimate(ctx context.Context, r *wire.Rule) (Estimate, error
 	if r.App != "" {
 		est.Notes = append(est.Notes, fmt.Sprintf("Only the traffic of app %s's instances is read: the rule runs on them alone.", r.App))
 	}
-	now := e.NowMs()
 	for _, rg := range Ranges {
+		// As EngineMinutes reads the range: from the minute it begins in.
 		fromMs := now - rg.Dur.Milliseconds()
-		minutes, err := e.Source.EngineMinutes(ctx, r.Resource, r.App, fromMs, now)
-		if err != nil {
-			return est, err
-		}
-		re := l.over(minutes)
+		fromMs -= fromMs % store.MinuteMs
+		first, _ := slices.BinarySearchFunc(minutes, fromMs, func(m store.EngineMinute, ms int64) int { return cmp.Compare(m.StartMs, ms) })
+		re := l.over(minutes[first:])
 		re.Range, re.From, re.To = rg.Name, time.UnixMilli(fromMs).UTC(), time.UnixMilli(now).UTC()
 		est.Ranges = append(est.Ranges, re)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/engine/wire"
+	"github.com/sluicehq/sluice/server/impact"
 	"github.com/sluicehq/sluice/store"
 )
 
@@ -23,6 +24,10 @@ type PlanItem struct {
 	Name     string `json:"name" example:"orders-qps"`
 	Kind     string `json:"kind" example:"flow"`
 	Resource string `json:"resource" example:"GET:/api/orders"`
+	// Impact is what a created or changed flow or hotspot rule would
+	// have blocked over the last day and week, in a dry run's plan only
+	// (docs/impact.md).
+	Impact *impact.Estimate `json:"impact,omitempty"`
 } //@name server.PlanItem
 
 // FieldChange is one field an update changes, with its JSON values before
@@ -294,3 +299,49 @@ func orNull(v json.RawMessage) json.RawMessage {
 type RuleFile struct {
 	Rules []Content `json:"rules"`
 } //@name server.RuleFile
+
+// MaxPlanEstimates bounds the rules a dry run's plan estimates the impact
+// of: each reads a week of its resource's minutes.
+const MaxPlanEstimates = 50
+
+// Estimate sets the impact of the plan's created and changed flow and
+// hotspot rules (want holds them; an update that changes only the
+// description has none), the first MaxPlanEstimates of them, and says in a
+// note if there were more.
+func (p *ApplyPlan) Estimate(ctx context.Context, e *impact.Estimator, want []Rule) error {
+	byName := make(map[string]*Rule, len(want))
+	for i := range want {
+		byName[want[i].Name] = &want[i]
+	}
+	var items []*PlanItem
+	var rs []*wire.Rule
+	add := func(item *PlanItem) {
+		if r := byName[item.Name]; r != nil && impact.Estimable(r) {
+			items, rs = append(items, item), append(rs, r)
+		}
+	}
+	for i := range p.Created {
+		add(&p.Created[i])
+	}
+	for i := range p.Updated {
+		if slices.ContainsFunc(p.Updated[i].Changes, func(c FieldChange) bool { return c.Field != "description" }) {
+			add(&p.Updated[i].PlanItem)
+		}
+	}
+	if len(rs) > MaxPlanEstimates {
+		p.Notes = append(p.Notes, PlanNote{Field: "impact", Message: fmt.Sprintf(
+			"estimated for the first %d of the %d created or changed flow and hotspot rules", MaxPlanEstimates, len(rs))})
+		items, rs = items[:MaxPlanEstimates], rs[:MaxPlanEstimates]
+	}
+	if len(rs) == 0 {
+		return nil
+	}
+	ests, err := e.EstimateEach(ctx, rs)
+	if err != nil {
+		return err
+	}
+	for i := range ests {
+		items[i].Impact = &ests[i]
+	}
+	return nil
+}
