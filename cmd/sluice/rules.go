@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/server"
+	"github.com/sluicehq/sluice/server/impact"
 	"github.com/sluicehq/sluice/server/rules"
 )
 
@@ -234,12 +235,14 @@ func rulesImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 func printPlan(w io.Writer, plan rules.ApplyPlan) int {
 	for _, r := range plan.Created {
 		fmt.Fprintf(w, "+ create %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
+		printImpact(w, r.Impact)
 	}
 	for _, r := range plan.Updated {
 		fmt.Fprintf(w, "~ update %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
 		for _, c := range r.Changes {
 			fmt.Fprintf(w, "    %s: %s -> %s\n", c.Field, c.From, c.To)
 		}
+		printImpact(w, r.Impact)
 	}
 	for _, r := range plan.Deleted {
 		fmt.Fprintf(w, "- delete %s %s (resource %s)\n", r.Kind, r.Name, r.Resource)
@@ -259,6 +262,31 @@ func printPlan(w io.Writer, plan rules.ApplyPlan) int {
 		fmt.Fprintf(w, "Applied: %s.\n", strings.ReplaceAll(summary, " to ", " "))
 	}
 	return changes
+}
+
+// printImpact writes what a dry run estimates a rule would have blocked,
+// one line per range of history, if it has an estimate.
+func printImpact(w io.Writer, est *impact.Estimate) {
+	if est == nil {
+		return
+	}
+	for _, r := range est.Ranges {
+		if r.MinutesBlocked == 0 {
+			fmt.Fprintf(w, "    impact over %s (estimate): would have blocked nothing of %d calls\n", r.Range, r.Calls)
+			continue
+		}
+		busiest := r.Minutes[0]
+		for _, m := range r.Minutes {
+			if m.BlockedHigh > busiest.BlockedHigh {
+				busiest = m
+			}
+		}
+		fmt.Fprintf(w, "    impact over %s (estimate): would have blocked %d to %d of %d calls, in %d minutes; most at %s (%d calls, %d in its busiest second)\n",
+			r.Range, r.BlockedLow, r.BlockedHigh, r.Calls, r.MinutesBlocked, busiest.Time.Format("2006-01-02 15:04 UTC"), busiest.Calls, busiest.BusiestSecond)
+	}
+	for _, n := range est.Notes {
+		fmt.Fprintf(w, "    note: %s\n", n)
+	}
 }
 
 // rulesExportUsage is what "sluice rules export" prints about itself.
