@@ -3,6 +3,7 @@ package server
 import (
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -76,6 +77,9 @@ func TestImpactOfARuleOverHTTP(t *testing.T) {
 
 	resp, body = n.call(t, http.MethodPost, "/api/v1/rules/impact", map[string]any{"kind": "flow", "resource": "orders", "threshold": 100}, nil)
 	mustStatus(t, resp, body, http.StatusOK)
+	if !strings.Contains(string(body), `"notes":[]`) {
+		t.Errorf("the estimate of a plain rule: %s, want notes as an empty list, never null", body)
+	}
 	est := decodeStrict[impact.Estimate](t, body)
 	wantBurst("POST /rules/impact", &est, 300)
 

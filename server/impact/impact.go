@@ -150,7 +150,7 @@ func estimate(r *wire.Rule, minutes []store.EngineMinute, now int64) (Estimate, 
 	switch spec := r.Spec.(type) {
 	case engine.FlowRule:
 		l = limit{spec.Metric == engine.MetricConcurrency, spec.Threshold, spec.StatIntervalMs, spec.Scope == engine.ScopeCluster}
-		est.Notes = flowNotes(spec)
+		est.Notes = append(est.Notes, flowNotes(spec)...)
 	case engine.HotspotRule:
 		l = limit{spec.Metric == engine.MetricConcurrency, spec.Threshold, spec.StatIntervalMs, false}
 		for _, t := range spec.SpecificItems {

@@ -4,6 +4,7 @@
 
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
+import { estimateView } from '../impact.js';
 import { ruleTarget, show } from '../rulesinfo.js';
 import { confirmDialog, errorBox, field, page, reasonHeaders, table, toast } from '../ui.js';
 
@@ -32,13 +33,18 @@ function itemParts(it) {
 }
 
 function item(it) {
-  return h('li', {}, itemParts(it));
+  return h('li', {}, itemParts(it), impactOf(it));
+}
+
+/** impactOf is what a dry run estimates the rule would have blocked, if it has an estimate. */
+function impactOf(it) {
+  return it.impact ? h('div', { class: 'impact' }, h('p', { class: 'muted' }, 'Estimated from its resource\'s history:'), estimateView(it.impact)) : null;
 }
 
 function drawPlan(plan) {
   const parts = [
     planList('Created', 'plan-created', plan.created, item),
-    planList('Updated', 'plan-updated', plan.updated, (u) => h('li', {}, itemParts(u),
+    planList('Updated', 'plan-updated', plan.updated, (u) => h('li', {}, itemParts(u), impactOf(u),
       table(`Changes to ${u.name}`, ['Field', 'Now', 'After'], h('tbody', {}, u.changes.map((c) => h('tr', {},
         h('th', { scope: 'row' }, h('code', {}, c.field)),
         h('td', {}, h('del', {}, show(c.from))),

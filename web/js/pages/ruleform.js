@@ -9,6 +9,7 @@
 import { api, etagVersion, ifMatch, onSessionReplaced } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { decimalNumber, localInput, span, timeEl } from '../format.js';
+import { impactPanel } from '../impact.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
@@ -374,14 +375,19 @@ export function render(ctx) {
 
   const reason = field({ label: 'Reason for the change (kept in the history)', id: 'rule-reason', input: h('input', { type: 'text', maxlength: 1024, autocomplete: 'off' }) });
   const save = h('button', { type: 'submit', class: 'primary', id: 'rule-save' }, editing ? 'Save changes' : 'Create rule');
+  const impact = impactPanel();
   const form = h('form', { class: 'card rule-form', id: 'rule-form', novalidate: true },
     conflict, errors.el,
     h('fieldset', {}, h('legend', {}, 'Rule'), kindField.row, groups.envelope.map((f) => f.row)),
     Object.values(kindSets),
+    impact.el,
     reason.row,
     h('div', { class: 'actions' }, save, h('a', { href: '#/rules', class: 'button' }, 'Cancel')));
   form.addEventListener('change', visible);
   form.addEventListener('input', visible);
+  const estimate = () => impact.update(body());
+  form.addEventListener('change', estimate);
+  form.addEventListener('input', estimate);
 
   // Changes not saved yet: leaving asks first, in the console (leave) and
   // when the browser would unload the page.
@@ -472,6 +478,7 @@ export function render(ctx) {
       loaded = data;
       version = etagVersion(headers) ?? data.version;
       fill(data);
+      estimate();
       replace(facts, `Version ${data.version}, last changed `, timeEl(data.updatedAt), '. ',
         h('a', { href: `#/rules/${id}/history` }, 'History'), isDemoRule(data) ? [' ', badge('demo data', 'info')] : null,
         [appBadge(data), expiryBadge(data)].filter(Boolean).map((b) => [' ', b]));
@@ -537,6 +544,9 @@ export function render(ctx) {
   });
 
   visible();
+  if (!editing) {
+    estimate();
+  }
   if (editing) {
     save.disabled = true;
     load();
@@ -560,6 +570,7 @@ export function render(ctx) {
       return answer !== null;
     },
     cleanup() {
+      impact.cleanup();
       window.removeEventListener('beforeunload', beforeUnload);
       unsubscribe();
     },
