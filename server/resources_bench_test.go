@@ -149,10 +149,27 @@ func liveNode(b *testing.B) *testServer {
 }
 
 // BenchmarkPrometheusScrape scrapes GET /metrics over HTTP while the engine
-// tracks SLUICE_BENCH_RESOURCES resources: the time and the bytes on the
-// wire of one scrape, plain and gzipped (as Prometheus asks for it).
+// tracks SLUICE_BENCH_RESOURCES resources and an app's instances reported
+// as many: the time and the bytes on the wire of one scrape, plain and
+// gzipped (as Prometheus asks for it), the fleet's series included.
 func BenchmarkPrometheusScrape(b *testing.B) {
 	n := liveNode(b)
+	in := store.Instance{UID: "bench", App: "bench", FirstSeenMs: time.Now().UnixMilli(), LastSeenMs: time.Now().UnixMilli()}
+	if err := n.Store.PutInstance(b.Context(), &in); err != nil {
+		b.Fatal(err)
+	}
+	count := benchResourceCount(b)
+	startMs := time.Now().Add(-time.Hour).Truncate(time.Minute).UnixMilli()
+	for from := 0; from < count; from += 10_000 {
+		deltas := make([]store.MinuteDelta, 0, 10_000)
+		for i := from; i < min(from+10_000, count); i++ {
+			deltas = append(deltas, store.MinuteDelta{Resource: benchName(i), StartMs: startMs,
+				Counts: engine.Counts{Calls: engine.Calls{Pass: int64(i%100 + 1), Block: int64(i % 3)}}})
+		}
+		if _, err := n.metrics.AddInstanceMinutes(b.Context(), in.ID, in.App, deltas); err != nil {
+			b.Fatal(err)
+		}
+	}
 	for _, encoding := range []string{"identity", "gzip"} {
 		b.Run(encoding, func(b *testing.B) {
 			var size int64
