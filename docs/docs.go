@@ -4411,10 +4411,10 @@ const docTemplate = `{
                     "example": "threshold"
                 },
                 "from": {
-                    "type": "object"
+                    "description": "From is the field's value before the update: any JSON value, null\nwhen the rule did not have the field."
                 },
                 "to": {
-                    "type": "object"
+                    "description": "To is the field's value after the update: any JSON value, null when\nthe update removes the field."
                 }
             }
         },
