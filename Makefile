@@ -1,6 +1,6 @@
 # Sluice's developer commands. `make test` is the one full check CI runs.
 
-SWAG := go tool swag init --quiet --dir ./server,./engine/wire --generalInfo doc.go --overridesFile .swaggo --outputTypes go,json,yaml --packageName docs
+SWAG := go tool swag init --quiet --dir ./server,./engine --generalInfo doc.go --overridesFile .swaggo --requiredByDefault --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
 .PHONY: run test tools clients static bench-once chromium postgres redis promtool alerts replicas fmt-check vet docs check-docs bench bench-metrics

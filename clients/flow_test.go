@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"reflect"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/bcrypt"
 
@@ -44,7 +45,7 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 	ctx := t.Context()
 
 	created, err := client.CreateRuleWithResponse(ctx, &sluiceapi.CreateRuleParams{}, sluiceapi.ServerRuleContent{
-		Name: new("orders-qps"), Kind: new(sluiceapi.ServerRuleContentKindFlow),
+		Name: new("orders-qps"), Kind: sluiceapi.ServerRuleContentKindFlow,
 		Resource: new("GET:/api/orders"), Threshold: new(float32(100)),
 	})
 	if err != nil {
@@ -53,7 +54,10 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 	if created.JSON201 == nil {
 		t.Fatalf("create: %d %s", created.StatusCode(), created.Body)
 	}
-	id := *created.JSON201.Id
+	id := created.JSON201.Id
+	if since := time.Since(created.JSON201.CreatedAt); since < 0 || since > time.Minute {
+		t.Errorf("create: createdAt %v, want a moment ago", created.JSON201.CreatedAt)
+	}
 
 	listed, err := client.ListRulesWithResponse(ctx, &sluiceapi.ListRulesParams{Resource: new("GET:/api/orders")})
 	if err != nil {
@@ -62,13 +66,13 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 	if listed.JSON200 == nil {
 		t.Fatalf("list: %d %s", listed.StatusCode(), listed.Body)
 	}
-	if items := *listed.JSON200.Items; *listed.JSON200.Total != 1 || len(items) != 1 || *items[0].Id != id || *items[0].Name != "orders-qps" {
+	if items := listed.JSON200.Items; listed.JSON200.Total != 1 || len(items) != 1 || items[0].Id != id || *items[0].Name != "orders-qps" {
 		t.Fatalf("list: %s, want the one rule created, id %d", listed.Body, id)
 	}
 
 	planned, err := client.ApplyRulesWithResponse(ctx, &sluiceapi.ApplyRulesParams{DryRun: new(true)}, sluiceapi.ServerApplyRequest{
-		Rules: &[]sluiceapi.ServerRuleContent{{
-			Name: new("orders-qps"), Kind: new(sluiceapi.ServerRuleContentKindFlow),
+		Rules: []sluiceapi.ServerRuleContent{{
+			Name: new("orders-qps"), Kind: sluiceapi.ServerRuleContentKindFlow,
 			Resource: new("GET:/api/orders"), Threshold: new(float32(250)),
 			Enabled: new(false), Description: new("sale cap"), App: new("checkout"),
 		}},
@@ -80,16 +84,16 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 		t.Fatalf("apply: %d %s", planned.StatusCode(), planned.Body)
 	}
 	plan := planned.JSON200
-	if !*plan.DryRun || len(*plan.Created) != 0 || len(*plan.Deleted) != 0 || len(*plan.Unchanged) != 0 || len(*plan.Updated) != 1 {
+	if !plan.DryRun || len(plan.Created) != 0 || len(plan.Deleted) != 0 || len(plan.Unchanged) != 0 || len(plan.Updated) != 1 {
 		t.Fatalf("apply: %s, want a dry run that updates orders-qps only", planned.Body)
 	}
-	update := (*plan.Updated)[0]
-	if *update.Name != "orders-qps" || *update.Kind != "flow" || *update.Resource != "GET:/api/orders" {
-		t.Errorf("apply: updates %s %s %s, want orders-qps, a flow rule on GET:/api/orders", *update.Name, *update.Kind, *update.Resource)
+	update := plan.Updated[0]
+	if update.Name != "orders-qps" || update.Kind != "flow" || update.Resource != "GET:/api/orders" {
+		t.Errorf("apply: updates %s %s %s, want orders-qps, a flow rule on GET:/api/orders", update.Name, update.Kind, update.Resource)
 	}
 	got := map[string][2]any{}
-	for _, c := range *update.Changes {
-		got[*c.Field] = [2]any{c.From, c.To}
+	for _, c := range update.Changes {
+		got[c.Field] = [2]any{c.From, c.To}
 	}
 	want := map[string][2]any{
 		"app":         {nil, "checkout"},
@@ -101,15 +105,15 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 		t.Errorf("apply: changes %v, want %v", got, want)
 	}
 
-	history, err := client.ListRuleRevisionsWithResponse(ctx, int(id), &sluiceapi.ListRuleRevisionsParams{})
+	history, err := client.ListRuleRevisionsWithResponse(ctx, id, &sluiceapi.ListRuleRevisionsParams{})
 	if err != nil {
 		t.Fatalf("revisions: %v", err)
 	}
 	if history.JSON200 == nil {
 		t.Fatalf("revisions: %d %s", history.StatusCode(), history.Body)
 	}
-	revs := *history.JSON200.Items
-	if len(revs) != 1 || *revs[0].Version != 1 || *revs[0].Action != sluiceapi.Create || *revs[0].Rule.Threshold != 100 {
-		t.Errorf("revisions: %s, want only the creation (version 1, threshold 100): a dry run writes nothing", history.Body)
+	revs := history.JSON200.Items
+	if len(revs) != 1 || revs[0].Version != 1 || revs[0].Action != sluiceapi.Create || *revs[0].Rule.Threshold != 100 || !revs[0].Rule.CreatedAt.Equal(created.JSON201.CreatedAt) {
+		t.Errorf("revisions: %s, want only the creation (version 1, threshold 100, its rule created as answered): a dry run writes nothing", history.Body)
 	}
 }

@@ -21,3 +21,9 @@ export const plan: ApplyPlan = {
   deleted: [],
   unchanged: [],
 };
+
+// The fields the server always sends are required in the types: a client
+// reads them without a check for undefined.
+export function updatedFields(p: ApplyPlan): string[] {
+  return p.updated.map((u) => `${u.name}: ${u.changes.map((c) => c.field).join(", ")}`);
+}

@@ -3783,6 +3783,15 @@ const docTemplate = `{
     "definitions": {
         "server.APIToken": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "createdBy",
+                "expiresAt",
+                "id",
+                "lastUsedAt",
+                "name",
+                "role"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the token's scope (docs/api.md, \"Per-app scopes\"); absent when it\nhas none.",
@@ -3795,21 +3804,26 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
                     "example": "alice"
                 },
                 "expiresAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "id": {
                     "type": "integer",
                     "example": 7
                 },
                 "lastUsedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "name": {
                     "type": "string",
@@ -3829,6 +3843,13 @@ const docTemplate = `{
         },
         "server.ApplyPlan": {
             "type": "object",
+            "required": [
+                "created",
+                "deleted",
+                "dryRun",
+                "unchanged",
+                "updated"
+            ],
             "properties": {
                 "created": {
                     "type": "array",
@@ -3869,6 +3890,9 @@ const docTemplate = `{
         },
         "server.ApplyRequest": {
             "type": "object",
+            "required": [
+                "rules"
+            ],
             "properties": {
                 "rules": {
                     "type": "array",
@@ -3880,6 +3904,14 @@ const docTemplate = `{
         },
         "server.Breaker": {
             "type": "object",
+            "required": [
+                "resource",
+                "rule",
+                "since",
+                "state",
+                "strategy",
+                "window"
+            ],
             "properties": {
                 "resource": {
                     "type": "string",
@@ -3891,7 +3923,8 @@ const docTemplate = `{
                 },
                 "since": {
                     "description": "Since is when the breaker entered its state.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "type": "string",
@@ -3918,6 +3951,13 @@ const docTemplate = `{
         },
         "server.BreakerEvent": {
             "type": "object",
+            "required": [
+                "from",
+                "resource",
+                "rule",
+                "time",
+                "to"
+            ],
             "properties": {
                 "from": {
                     "type": "string",
@@ -3937,7 +3977,8 @@ const docTemplate = `{
                     "example": "pay-errors"
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "to": {
                     "type": "string",
@@ -3952,6 +3993,9 @@ const docTemplate = `{
         },
         "server.BreakerList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -3963,10 +4007,17 @@ const docTemplate = `{
         },
         "server.BreakerTransitionList": {
             "type": "object",
+            "required": [
+                "from",
+                "items",
+                "to",
+                "truncated"
+            ],
             "properties": {
                 "from": {
                     "description": "From and To are the range answered: from inclusive, to exclusive.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "items": {
                     "type": "array",
@@ -3975,7 +4026,8 @@ const docTemplate = `{
                     }
                 },
                 "to": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "truncated": {
                     "description": "Truncated is true when the range held more than maxBreakerTransitions:\nItems are then the newest of them.",
@@ -3986,6 +4038,11 @@ const docTemplate = `{
         },
         "server.BreakerWindow": {
             "type": "object",
+            "required": [
+                "errors",
+                "slow",
+                "total"
+            ],
             "properties": {
                 "errors": {
                     "type": "integer",
@@ -4004,6 +4061,9 @@ const docTemplate = `{
         },
         "server.CheckBatchRequest": {
             "type": "object",
+            "required": [
+                "checks"
+            ],
             "properties": {
                 "checks": {
                     "description": "Checks are 1 to 1000 checks.",
@@ -4016,6 +4076,9 @@ const docTemplate = `{
         },
         "server.CheckBatchResponse": {
             "type": "object",
+            "required": [
+                "results"
+            ],
             "properties": {
                 "results": {
                     "type": "array",
@@ -4027,6 +4090,9 @@ const docTemplate = `{
         },
         "server.CheckRequest": {
             "type": "object",
+            "required": [
+                "resource"
+            ],
             "properties": {
                 "count": {
                     "description": "Count is how many calls the check is for.",
@@ -4067,6 +4133,10 @@ const docTemplate = `{
         },
         "server.CheckResult": {
             "type": "object",
+            "required": [
+                "allowed",
+                "waitMs"
+            ],
             "properties": {
                 "allowed": {
                     "description": "Allowed is whether the calls may go ahead.",
@@ -4124,6 +4194,15 @@ const docTemplate = `{
         },
         "server.ClusterAsk": {
             "type": "object",
+            "required": [
+                "charge",
+                "chargeSpanMs",
+                "intervalMs",
+                "key",
+                "next",
+                "threshold",
+                "want"
+            ],
             "properties": {
                 "charge": {
                     "description": "Charge is how many passes the engine made without a lease since\nits last exchange (on credit after an idle spell, or falling back\nwhile the count was unreachable): they are counted, room or not, in\nthe current bucket or, with ChargeSpanMs, spread evenly over the\nbuckets of the last ChargeSpanMs, as they were made.",
@@ -4162,6 +4241,11 @@ const docTemplate = `{
         },
         "server.ClusterExchange": {
             "type": "object",
+            "required": [
+                "asks",
+                "engine",
+                "returns"
+            ],
             "properties": {
                 "asks": {
                     "type": "array",
@@ -4184,6 +4268,9 @@ const docTemplate = `{
         },
         "server.ClusterExchangeAnswer": {
             "type": "object",
+            "required": [
+                "leases"
+            ],
             "properties": {
                 "leases": {
                     "type": "array",
@@ -4195,6 +4282,14 @@ const docTemplate = `{
         },
         "server.ClusterLease": {
             "type": "object",
+            "required": [
+                "bucket",
+                "endsInMs",
+                "engines",
+                "granted",
+                "startsInMs",
+                "used"
+            ],
             "properties": {
                 "bucket": {
                     "type": "integer",
@@ -4226,6 +4321,11 @@ const docTemplate = `{
         },
         "server.ClusterReturn": {
             "type": "object",
+            "required": [
+                "bucket",
+                "key",
+                "unused"
+            ],
             "properties": {
                 "bucket": {
                     "type": "integer",
@@ -4243,6 +4343,14 @@ const docTemplate = `{
         },
         "server.ClusterRuleStatus": {
             "type": "object",
+            "required": [
+                "engines",
+                "fallback",
+                "fallbackThreshold",
+                "fallingBack",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "engines": {
                     "description": "Engines is how many engines (server replicas and instances) shared\nthe rule, as Redis last said.",
@@ -4279,6 +4387,10 @@ const docTemplate = `{
         },
         "server.ClusterStatus": {
             "type": "object",
+            "required": [
+                "enabled",
+                "rules"
+            ],
             "properties": {
                 "enabled": {
                     "description": "Enabled is true when the server runs with --redis: scope cluster\nrules are accepted and share one count in Redis.",
@@ -4299,7 +4411,8 @@ const docTemplate = `{
                 },
                 "since": {
                     "description": "Since is when the state began.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "description": "State is cluster while Redis answers, fallback while it does not\n(each rule then does what its clusterFallback says); absent when not\nenabled.",
@@ -4349,6 +4462,10 @@ const docTemplate = `{
         },
         "server.DemoMarks": {
             "type": "object",
+            "required": [
+                "descriptionPrefix",
+                "namePrefix"
+            ],
             "properties": {
                 "descriptionPrefix": {
                     "type": "string",
@@ -4405,16 +4522,23 @@ const docTemplate = `{
         },
         "server.FieldChange": {
             "type": "object",
+            "required": [
+                "field",
+                "from",
+                "to"
+            ],
             "properties": {
                 "field": {
                     "type": "string",
                     "example": "threshold"
                 },
                 "from": {
-                    "description": "From is the field's value before the update: any JSON value, null\nwhen the rule did not have the field."
+                    "description": "From is the field's value before the update: any JSON value, null\nwhen the rule did not have the field.",
+                    "x-nullable": true
                 },
                 "to": {
-                    "description": "To is the field's value after the update: any JSON value, null when\nthe update removes the field."
+                    "description": "To is the field's value after the update: any JSON value, null when\nthe update removes the field.",
+                    "x-nullable": true
                 }
             }
         },
@@ -4439,6 +4563,11 @@ const docTemplate = `{
         },
         "server.HealthResponse": {
             "type": "object",
+            "required": [
+                "db",
+                "status",
+                "version"
+            ],
             "properties": {
                 "db": {
                     "description": "DB is \"ok\" when the database answered and would take a write, else\n\"unreachable\".",
@@ -4467,6 +4596,10 @@ const docTemplate = `{
         },
         "server.HistoryStep": {
             "type": "object",
+            "required": [
+                "name",
+                "stepMs"
+            ],
             "properties": {
                 "name": {
                     "type": "string",
@@ -4480,6 +4613,11 @@ const docTemplate = `{
         },
         "server.HistorySteps": {
             "type": "object",
+            "required": [
+                "flushIntervalMs",
+                "maxPoints",
+                "steps"
+            ],
             "properties": {
                 "flushIntervalMs": {
                     "description": "FlushIntervalMs is how often the figures are stored: a history is as\nfresh as the last flush.",
@@ -4502,6 +4640,11 @@ const docTemplate = `{
         },
         "server.HotValue": {
             "type": "object",
+            "required": [
+                "block",
+                "pass",
+                "value"
+            ],
             "properties": {
                 "block": {
                     "type": "integer",
@@ -4519,6 +4662,10 @@ const docTemplate = `{
         },
         "server.HotValuesAnswer": {
             "type": "object",
+            "required": [
+                "resource",
+                "rules"
+            ],
             "properties": {
                 "resource": {
                     "type": "string",
@@ -4535,13 +4682,25 @@ const docTemplate = `{
         },
         "server.InstanceItem": {
             "type": "object",
+            "required": [
+                "app",
+                "firstSeen",
+                "hostname",
+                "id",
+                "lastSeen",
+                "pid",
+                "rulesRevision",
+                "state",
+                "version"
+            ],
             "properties": {
                 "app": {
                     "type": "string",
                     "example": "orders"
                 },
                 "firstSeen": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "hostname": {
                     "type": "string",
@@ -4552,7 +4711,8 @@ const docTemplate = `{
                     "example": "orders-7f9c4d-xk2lp"
                 },
                 "lastSeen": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pid": {
                     "type": "integer",
@@ -4580,6 +4740,9 @@ const docTemplate = `{
         },
         "server.InstanceList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -4590,10 +4753,40 @@ const docTemplate = `{
             }
         },
         "server.InstanceReport": {
-            "type": "object"
+            "type": "object",
+            "required": [
+                "instance"
+            ],
+            "properties": {
+                "instance": {
+                    "$ref": "#/definitions/server.ReportingInstance"
+                },
+                "live": {
+                    "description": "Live is the instance's live view: the resources with traffic or\ncalls in flight in the last second. It replaces the last report's.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedLive"
+                    }
+                },
+                "minutes": {
+                    "description": "Minutes are finished minutes, each sent until one report of it is\nanswered 204; a minute of a resource reported twice counts once.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedMinute"
+                    }
+                }
+            }
         },
         "server.KindSchema": {
             "type": "object",
+            "required": [
+                "fields",
+                "help",
+                "kind",
+                "label",
+                "summary",
+                "title"
+            ],
             "properties": {
                 "fields": {
                     "type": "array",
@@ -4631,6 +4824,15 @@ const docTemplate = `{
         },
         "server.LiveStats": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "completeQps",
+                "concurrency",
+                "errorQps",
+                "passQps",
+                "shadowBlockQps"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
@@ -4666,6 +4868,10 @@ const docTemplate = `{
         },
         "server.LoginRequest": {
             "type": "object",
+            "required": [
+                "password",
+                "username"
+            ],
             "properties": {
                 "password": {
                     "type": "string",
@@ -4679,6 +4885,10 @@ const docTemplate = `{
         },
         "server.LoginResponse": {
             "type": "object",
+            "required": [
+                "csrfToken",
+                "user"
+            ],
             "properties": {
                 "csrfToken": {
                     "type": "string",
@@ -4691,6 +4901,11 @@ const docTemplate = `{
         },
         "server.Me": {
             "type": "object",
+            "required": [
+                "name",
+                "role",
+                "type"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the caller's scope (docs/api.md, \"Per-app scopes\"); absent when\nit has none.",
@@ -4740,10 +4955,18 @@ const docTemplate = `{
         },
         "server.MetricHistory": {
             "type": "object",
+            "required": [
+                "from",
+                "points",
+                "resource",
+                "step",
+                "to"
+            ],
             "properties": {
                 "from": {
                     "description": "From and To are the range answered, rounded out to the step.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "points": {
                     "description": "Points has one point per step with traffic, oldest first.",
@@ -4761,12 +4984,25 @@ const docTemplate = `{
                     "example": "1m"
                 },
                 "to": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.MetricPoint": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "maxConcurrency",
+                "maxRtMs",
+                "minRtMs",
+                "pass",
+                "shadowBlock",
+                "time"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
@@ -4808,12 +5044,21 @@ const docTemplate = `{
                     "example": 0
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.MinuteFigures": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "pass",
+                "shadowBlock"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
@@ -4844,6 +5089,14 @@ const docTemplate = `{
         },
         "server.NewAPIToken": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "expiresAt",
+                "id",
+                "name",
+                "role",
+                "token"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the token's scope; absent when it has none.",
@@ -4856,10 +5109,13 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "expiresAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "id": {
                     "type": "integer",
@@ -4881,6 +5137,21 @@ const docTemplate = `{
         },
         "server.NewWebhook": {
             "type": "object",
+            "required": [
+                "blockRateMinutes",
+                "blockRatePercent",
+                "createdAt",
+                "createdBy",
+                "description",
+                "enabled",
+                "events",
+                "failures",
+                "id",
+                "secret",
+                "state",
+                "updatedAt",
+                "url"
+            ],
             "properties": {
                 "app": {
                     "description": "App and Resource, when set, keep only the events about that app or\nresource.",
@@ -4897,7 +5168,8 @@ const docTemplate = `{
                     "example": 50
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
@@ -4932,7 +5204,8 @@ const docTemplate = `{
                     "example": 3
                 },
                 "pausedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pausedReason": {
                     "type": "string",
@@ -4958,7 +5231,8 @@ const docTemplate = `{
                     "example": "active"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "url": {
                     "type": "string",
@@ -4968,6 +5242,10 @@ const docTemplate = `{
         },
         "server.PasswordChange": {
             "type": "object",
+            "required": [
+                "currentPassword",
+                "newPassword"
+            ],
             "properties": {
                 "currentPassword": {
                     "type": "string"
@@ -4979,6 +5257,11 @@ const docTemplate = `{
         },
         "server.PlanItem": {
             "type": "object",
+            "required": [
+                "kind",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "kind": {
                     "type": "string",
@@ -4996,6 +5279,10 @@ const docTemplate = `{
         },
         "server.PlanNote": {
             "type": "object",
+            "required": [
+                "field",
+                "message"
+            ],
             "properties": {
                 "field": {
                     "type": "string",
@@ -5009,6 +5296,12 @@ const docTemplate = `{
         },
         "server.PlanUpdate": {
             "type": "object",
+            "required": [
+                "changes",
+                "kind",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "changes": {
                     "type": "array",
@@ -5027,6 +5320,104 @@ const docTemplate = `{
                 "resource": {
                     "type": "string",
                     "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.ReportedLive": {
+            "type": "object",
+            "required": [
+                "resource"
+            ],
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "format": "float64"
+                },
+                "blockQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "completeQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "errorQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "passQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "format": "float64"
+                }
+            }
+        },
+        "server.ReportedMinute": {
+            "type": "object",
+            "required": [
+                "resource",
+                "time"
+            ],
+            "properties": {
+                "block": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "complete": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "error": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "maxConcurrency": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "maxRtMs": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "minRtMs": {
+                    "description": "MinRtMs is the fastest completed call; it means nothing while\nComplete is 0.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "pass": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rtSumMs": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "time": {
+                    "description": "Time is the minute's start, a whole UTC minute.",
+                    "type": "string",
+                    "format": "date-time",
+                    "example": "2026-11-24T10:15:00Z"
                 }
             }
         },
@@ -5069,10 +5460,19 @@ const docTemplate = `{
         },
         "server.ResourceItem": {
             "type": "object",
+            "required": [
+                "firstSeen",
+                "lastMinute",
+                "lastSeen",
+                "live",
+                "name",
+                "rules"
+            ],
             "properties": {
                 "firstSeen": {
                     "description": "FirstSeen and LastSeen bound the resource's traffic; null while it\nhad none.",
                     "type": "string",
+                    "format": "date-time",
                     "x-nullable": true
                 },
                 "lastMinute": {
@@ -5080,6 +5480,7 @@ const docTemplate = `{
                 },
                 "lastSeen": {
                     "type": "string",
+                    "format": "date-time",
                     "x-nullable": true
                 },
                 "live": {
@@ -5098,6 +5499,12 @@ const docTemplate = `{
         },
         "server.ResourceList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5121,6 +5528,12 @@ const docTemplate = `{
         },
         "server.RevisionList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5144,6 +5557,13 @@ const docTemplate = `{
         },
         "server.Rule": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "id",
+                "kind",
+                "updatedAt",
+                "version"
+            ],
             "properties": {
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
@@ -5182,7 +5602,8 @@ const docTemplate = `{
                     "example": "reject"
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "description": {
                     "type": "string",
@@ -5200,6 +5621,7 @@ const docTemplate = `{
                 "expiresAt": {
                     "description": "ExpiresAt is when the rule stops applying; absent, never.",
                     "type": "string",
+                    "format": "date-time",
                     "example": "2026-12-01T00:00:00Z"
                 },
                 "id": {
@@ -5400,7 +5822,8 @@ const docTemplate = `{
                     "example": 0.8
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "version": {
                     "type": "integer",
@@ -5423,6 +5846,9 @@ const docTemplate = `{
         },
         "server.RuleContent": {
             "type": "object",
+            "required": [
+                "kind"
+            ],
             "properties": {
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
@@ -5471,6 +5897,7 @@ const docTemplate = `{
                 "expiresAt": {
                     "description": "ExpiresAt is when the rule stops applying; absent, never.",
                     "type": "string",
+                    "format": "date-time",
                     "example": "2026-12-01T00:00:00Z"
                 },
                 "kind": {
@@ -5683,6 +6110,9 @@ const docTemplate = `{
         },
         "server.RuleFile": {
             "type": "object",
+            "required": [
+                "rules"
+            ],
             "properties": {
                 "rules": {
                     "type": "array",
@@ -5694,6 +6124,13 @@ const docTemplate = `{
         },
         "server.RuleHotValues": {
             "type": "object",
+            "required": [
+                "approximate",
+                "byBlock",
+                "byPass",
+                "paramKey",
+                "rule"
+            ],
             "properties": {
                 "approximate": {
                     "description": "Approximate is false when every count is exact; true when they are\nestimates (a busy rule is sampled, and a value past the sketch's 64\ncounters per 10 s takes the least counted one's place): each count\nis then off by at most the rule's calls in the minute / 64, plus the\nsampling error.",
@@ -5725,6 +6162,12 @@ const docTemplate = `{
         },
         "server.RuleList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5748,6 +6191,14 @@ const docTemplate = `{
         },
         "server.RuleRevision": {
             "type": "object",
+            "required": [
+                "action",
+                "actor",
+                "createdAt",
+                "reason",
+                "rule",
+                "version"
+            ],
             "properties": {
                 "action": {
                     "description": "Action is what made this version.",
@@ -5765,7 +6216,8 @@ const docTemplate = `{
                     "example": "ci-deploy"
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "reason": {
                     "type": "string",
@@ -5782,6 +6234,11 @@ const docTemplate = `{
         },
         "server.RuleSchema": {
             "type": "object",
+            "required": [
+                "demo",
+                "envelope",
+                "kinds"
+            ],
             "properties": {
                 "demo": {
                     "$ref": "#/definitions/server.DemoMarks"
@@ -5803,6 +6260,10 @@ const docTemplate = `{
         },
         "server.RuleSnapshot": {
             "type": "object",
+            "required": [
+                "revision",
+                "rules"
+            ],
             "properties": {
                 "revision": {
                     "description": "Revision grows with every rule change, of any rule; it is also the\nanswer's ETag.",
@@ -5820,6 +6281,9 @@ const docTemplate = `{
         },
         "server.SentinelFlowRule": {
             "type": "object",
+            "required": [
+                "resource"
+            ],
             "properties": {
                 "controlBehavior": {
                     "description": "ControlBehavior: 0 Reject, 1 Throttling.",
@@ -5892,6 +6356,16 @@ const docTemplate = `{
         },
         "server.StreamResource": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "completeQps",
+                "concurrency",
+                "errorQps",
+                "name",
+                "passQps",
+                "shadowBlockQps"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
@@ -5931,6 +6405,10 @@ const docTemplate = `{
         },
         "server.StreamStats": {
             "type": "object",
+            "required": [
+                "resources",
+                "time"
+            ],
             "properties": {
                 "resources": {
                     "type": "array",
@@ -5939,12 +6417,19 @@ const docTemplate = `{
                     }
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.TokenList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5965,6 +6450,10 @@ const docTemplate = `{
         },
         "server.TokenRequest": {
             "type": "object",
+            "required": [
+                "name",
+                "role"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (docs/api.md, \"Per-app\nscopes\"). Absent or null: no scope.",
@@ -5972,13 +6461,16 @@ const docTemplate = `{
                     "items": {
                         "type": "string"
                     },
+                    "x-nullable": true,
                     "example": [
                         "checkout"
                     ]
                 },
                 "expiresAt": {
                     "description": "ExpiresAt is optional: without it the token does not expire.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "name": {
                     "description": "Name follows the username rule: 1-64 letters, digits, '.', '_', '@'\nor '-', starting with a letter or digit.",
@@ -6000,6 +6492,15 @@ const docTemplate = `{
         },
         "server.TopItem": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "pass",
+                "resource",
+                "shadowBlock"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
@@ -6034,6 +6535,9 @@ const docTemplate = `{
         },
         "server.TopList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6045,6 +6549,13 @@ const docTemplate = `{
         },
         "server.User": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "id",
+                "role",
+                "updatedAt",
+                "username"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the user's scope (docs/api.md, \"Per-app scopes\"); absent when\nthe user has none.",
@@ -6058,7 +6569,8 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "id": {
                     "type": "integer",
@@ -6074,7 +6586,8 @@ const docTemplate = `{
                     "example": "editor"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "username": {
                     "type": "string",
@@ -6084,6 +6597,12 @@ const docTemplate = `{
         },
         "server.UserList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6111,6 +6630,7 @@ const docTemplate = `{
                     "items": {
                         "type": "string"
                     },
+                    "x-nullable": true,
                     "example": [
                         "checkout",
                         "payments"
@@ -6138,6 +6658,20 @@ const docTemplate = `{
         },
         "server.Webhook": {
             "type": "object",
+            "required": [
+                "blockRateMinutes",
+                "blockRatePercent",
+                "createdAt",
+                "createdBy",
+                "description",
+                "enabled",
+                "events",
+                "failures",
+                "id",
+                "state",
+                "updatedAt",
+                "url"
+            ],
             "properties": {
                 "app": {
                     "description": "App and Resource, when set, keep only the events about that app or\nresource.",
@@ -6154,7 +6688,8 @@ const docTemplate = `{
                     "example": 50
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
@@ -6189,7 +6724,8 @@ const docTemplate = `{
                     "example": 3
                 },
                 "pausedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pausedReason": {
                     "type": "string",
@@ -6210,7 +6746,8 @@ const docTemplate = `{
                     "example": "active"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "url": {
                     "type": "string",
@@ -6220,13 +6757,23 @@ const docTemplate = `{
         },
         "server.WebhookDelivery": {
             "type": "object",
+            "required": [
+                "attempts",
+                "createdAt",
+                "eventId",
+                "eventType",
+                "id",
+                "lastStatus",
+                "state"
+            ],
             "properties": {
                 "attempts": {
                     "type": "integer",
                     "example": 1
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "eventId": {
                     "description": "EventID is the event's stable id, the webhook-id header.",
@@ -6242,7 +6789,8 @@ const docTemplate = `{
                     "example": 81
                 },
                 "lastAttemptAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "lastError": {
                     "type": "string",
@@ -6255,7 +6803,8 @@ const docTemplate = `{
                 },
                 "nextAttemptAt": {
                     "description": "NextAttemptAt is when a pending delivery is tried next.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "type": "string",
@@ -6270,6 +6819,9 @@ const docTemplate = `{
         },
         "server.WebhookDeliveryList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6281,6 +6833,9 @@ const docTemplate = `{
         },
         "server.WebhookList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6343,6 +6898,9 @@ const docTemplate = `{
         },
         "server.WebhookTest": {
             "type": "object",
+            "required": [
+                "eventId"
+            ],
             "properties": {
                 "eventId": {
                     "description": "EventID is the event's id, the webhook-id its delivery carries.",

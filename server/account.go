@@ -24,8 +24,8 @@ type User struct {
 	// Apps is the user's scope (docs/api.md, "Per-app scopes"); absent when
 	// the user has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout,payments"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	CreatedAt time.Time `json:"createdAt" format:"date-time"`
+	UpdatedAt time.Time `json:"updatedAt" format:"date-time"`
 }
 
 func userOf(u store.User) User {

@@ -22,7 +22,7 @@ type Breaker struct {
 	Strategy string `json:"strategy" enums:"slowRequestRatio,errorRatio,errorCount" example:"errorRatio"`
 	State    string `json:"state" enums:"closed,open,halfOpen" example:"open"`
 	// Since is when the breaker entered its state.
-	Since  time.Time     `json:"since"`
+	Since  time.Time     `json:"since" format:"date-time"`
 	Window BreakerWindow `json:"window"`
 }
 
@@ -41,8 +41,8 @@ type BreakerWindow struct {
 type BreakerTransitionList struct {
 	Items []BreakerEvent `json:"items"`
 	// From and To are the range answered: from inclusive, to exclusive.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
 	// Truncated is true when the range held more than maxBreakerTransitions:
 	// Items are then the newest of them.
 	Truncated bool `json:"truncated" example:"false"`

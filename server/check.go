@@ -20,7 +20,7 @@ type CheckRequest struct {
 	// Resource is 1 to 256 characters, no control characters.
 	Resource string `json:"resource" example:"orders"`
 	// Count is how many calls the check is for.
-	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1" validate:"optional"`
 	// Origin names the caller, 1 to 256 characters: authority rules allow
 	// or deny it, and flow rules with a limitApp count it apart.
 	Origin string `json:"origin,omitempty" example:"app-a" minLength:"1" maxLength:"256"`
@@ -87,19 +87,19 @@ type CheckBatchResponse struct {
 type CompleteRequest struct {
 	// Resource of the calls; required without entryId, and the entry's
 	// resource with it.
-	Resource string `json:"resource" example:"orders"`
+	Resource string `json:"resource" example:"orders" validate:"optional"`
 	// Count is how many calls; with entryId it is the entry's count.
-	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1" validate:"optional"`
 	// RtMs is each call's response time; required without entryId (with
 	// one, the time since the check is taken when it is left out).
-	RtMs int64 `json:"rtMs" example:"42" minimum:"0" maximum:"86400000"`
+	RtMs int64 `json:"rtMs" example:"42" minimum:"0" maximum:"86400000" validate:"optional"`
 	// Error says whether the calls failed: they count as complete and as
 	// errors.
-	Error bool `json:"error" example:"false"`
+	Error bool `json:"error" example:"false" validate:"optional"`
 	// EntryID is the entryId the check answered. Required when a
 	// concurrency rule counted the calls; a breaker's probe may leave it
 	// out.
-	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
+	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k" validate:"optional"`
 }
 
 // checkHandler is the HTTP layer of package check, which decodes the

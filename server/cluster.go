@@ -29,7 +29,7 @@ type ClusterStatus struct {
 	// enabled.
 	State string `json:"state,omitempty" enums:"cluster,fallback" example:"cluster"`
 	// Since is when the state began.
-	Since *time.Time `json:"since,omitempty"`
+	Since *time.Time `json:"since,omitempty" format:"date-time"`
 	// LastError is why Redis was last unreachable.
 	LastError string `json:"lastError,omitempty" example:"dial tcp 127.0.0.1:6379: connect: connection refused"`
 	// Rules are the cluster rules the server's engine runs (those without

@@ -58,10 +58,10 @@ type InstanceReport struct {
 	Instance ReportingInstance `json:"instance" validate:"required"`
 	// Minutes are finished minutes, each sent until one report of it is
 	// answered 204; a minute of a resource reported twice counts once.
-	Minutes []ReportedMinute `json:"minutes"`
+	Minutes []ReportedMinute `json:"minutes" validate:"optional"`
 	// Live is the instance's live view: the resources with traffic or
 	// calls in flight in the last second. It replaces the last report's.
-	Live []ReportedLive `json:"live"`
+	Live []ReportedLive `json:"live" validate:"optional"`
 }
 
 // ReportingInstance is who reports.
@@ -70,14 +70,14 @@ type ReportingInstance struct {
 	// characters, no control characters.
 	ID string `json:"id" example:"orders-7f9c4d-xk2lp" validate:"required"`
 	// App is the app it runs, whose rules it takes; optional.
-	App string `json:"app" example:"orders"`
+	App string `json:"app" example:"orders" validate:"optional"`
 	// Hostname is at most 255 characters.
-	Hostname string `json:"hostname" example:"orders-7f9c4d-xk2lp"`
-	PID      int64  `json:"pid" example:"1"`
+	Hostname string `json:"hostname" example:"orders-7f9c4d-xk2lp" validate:"optional"`
+	PID      int64  `json:"pid" example:"1" validate:"optional"`
 	// Version is the app's version, at most 64 characters.
-	Version string `json:"version" example:"1.4.2"`
+	Version string `json:"version" example:"1.4.2" validate:"optional"`
 	// RulesRevision is the snapshot revision the instance runs.
-	RulesRevision int64 `json:"rulesRevision" example:"42"`
+	RulesRevision int64 `json:"rulesRevision" example:"42" validate:"optional"`
 }
 
 // ReportedMinute is what an instance's engine counted for one resource in
@@ -85,7 +85,7 @@ type ReportingInstance struct {
 type ReportedMinute struct {
 	Resource string `json:"resource" example:"GET:/api/orders" validate:"required"`
 	// Time is the minute's start, a whole UTC minute.
-	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required"`
+	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required" format:"date-time"`
 	engine.Counts
 }
 
@@ -103,8 +103,8 @@ type InstanceItem struct {
 	PID           int64     `json:"pid" example:"1"`
 	Version       string    `json:"version" example:"1.4.2"`
 	RulesRevision int64     `json:"rulesRevision" example:"42"`
-	FirstSeen     time.Time `json:"firstSeen"`
-	LastSeen      time.Time `json:"lastSeen"`
+	FirstSeen     time.Time `json:"firstSeen" format:"date-time"`
+	LastSeen      time.Time `json:"lastSeen" format:"date-time"`
 	// State is live while it reports, stale after 10 s without a report,
 	// gone after 5 min.
 	State string `json:"state" enums:"live,stale,gone" example:"live"`

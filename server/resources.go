@@ -27,8 +27,8 @@ type ResourceItem struct {
 	Rules int `json:"rules" example:"2"`
 	// FirstSeen and LastSeen bound the resource's traffic; null while it
 	// had none.
-	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
-	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
+	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable" format:"date-time"`
+	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable" format:"date-time"`
 	Live       LiveStats     `json:"live"`
 	LastMinute MinuteFigures `json:"lastMinute"`
 }
@@ -45,15 +45,15 @@ type MetricHistory struct {
 	Resource string `json:"resource" example:"GET:/api/orders"`
 	Step     string `json:"step" example:"1m"`
 	// From and To are the range answered, rounded out to the step.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
 	// Points has one point per step with traffic, oldest first.
 	Points []MetricPoint `json:"points"`
 }
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
 type MetricPoint struct {
-	Time time.Time `json:"time"`
+	Time time.Time `json:"time" format:"date-time"`
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`

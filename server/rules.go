@@ -35,7 +35,7 @@ type RuleRevision struct {
 	Rule      rules.APIRule `json:"rule"`
 	Actor     string        `json:"actor" example:"ci-deploy"`
 	Reason    string        `json:"reason" example:"raise the cap for the sale"`
-	CreatedAt time.Time     `json:"createdAt"`
+	CreatedAt time.Time     `json:"createdAt" format:"date-time"`
 }
 
 // RevisionList is one page of a rule's revisions, newest first.

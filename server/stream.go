@@ -24,7 +24,7 @@ const streamInterval = time.Second
 
 // StreamStats is the data of one "stats" event of the metric stream.
 type StreamStats struct {
-	Time      time.Time        `json:"time"`
+	Time      time.Time        `json:"time" format:"date-time"`
 	Resources []StreamResource `json:"resources"`
 }
 
@@ -42,8 +42,8 @@ type StreamResource struct {
 // completed.
 type StreamBacklog struct {
 	// From is the first second; To is the last, the newest sampled.
-	From      time.Time               `json:"from"`
-	To        time.Time               `json:"to"`
+	From      time.Time               `json:"from" format:"date-time"`
+	To        time.Time               `json:"to" format:"date-time"`
 	StepMs    int                     `json:"stepMs" example:"1000"`
 	Resources []StreamBacklogResource `json:"resources"`
 }

@@ -17,15 +17,15 @@ import (
 // UserRequest creates a user, or changes one (PATCH: only the fields
 // given).
 type UserRequest struct {
-	Username string `json:"username" example:"alice"`
-	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	Username string `json:"username" example:"alice" validate:"optional"`
+	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor" validate:"optional"`
 	// Password is write-only; changing it ends the user's sessions.
-	Password string `json:"password" example:"correct horse battery staple"`
+	Password string `json:"password" example:"correct horse battery staple" validate:"optional"`
 	// Apps scopes the user to the rules of these apps (docs/api.md, "Per-app
 	// scopes"): 1 to 64 app names, none twice; not for an admin. Absent or
 	// null on create: no scope; on PATCH, absent keeps it and null clears
 	// it.
-	Apps []string `json:"apps" example:"checkout,payments"`
+	Apps []string `json:"apps" example:"checkout,payments" extensions:"x-nullable" validate:"optional"`
 }
 
 // UserList is one page of users.

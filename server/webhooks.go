@@ -63,7 +63,7 @@ type Webhook struct {
 	// disabled (enabled is false).
 	State        string     `json:"state" enums:"active,paused,disabled" example:"active"`
 	PausedReason string     `json:"pausedReason,omitempty" example:"20 attempts in a row failed since 2026-11-28T19:00:00Z; the last: HTTP 503"`
-	PausedAt     *time.Time `json:"pausedAt,omitempty"`
+	PausedAt     *time.Time `json:"pausedAt,omitempty" format:"date-time"`
 	// Failures counts the attempts failed in a row.
 	Failures int `json:"failures" example:"0"`
 	// BlockRatePercent and BlockRateMinutes are its resource.blockRate
@@ -72,8 +72,8 @@ type Webhook struct {
 	BlockRatePercent int       `json:"blockRatePercent" example:"50"`
 	BlockRateMinutes int       `json:"blockRateMinutes" example:"5"`
 	CreatedBy        string    `json:"createdBy" example:"alice"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	CreatedAt        time.Time `json:"createdAt" format:"date-time"`
+	UpdatedAt        time.Time `json:"updatedAt" format:"date-time"`
 }
 
 // NewWebhook is an endpoint just created, with its secret: shown this once.
@@ -91,25 +91,25 @@ type WebhookRequest struct {
 	// at most 2048 bytes, on a host that resolves to no loopback,
 	// link-local, private or other internal address (unless the server
 	// runs with --webhook-allow-private). Required on create.
-	URL string `json:"url" example:"https://hooks.example.com/sluice"`
+	URL string `json:"url" example:"https://hooks.example.com/sluice" validate:"optional"`
 	// Description is optional: at most 500 characters.
-	Description string `json:"description" example:"on-call channel"`
+	Description string `json:"description" example:"on-call channel" validate:"optional"`
 	// Events are the event types to deliver, or ["*"] for every type.
 	// Required on create.
-	Events []string `json:"events" example:"breaker.opened,rule.updated"`
+	Events []string `json:"events" example:"breaker.opened,rule.updated" validate:"optional"`
 	// App, optional, keeps only the events about that app's rules.
-	App string `json:"app" example:"checkout"`
+	App string `json:"app" example:"checkout" validate:"optional"`
 	// Resource, optional, keeps only the events about that resource.
-	Resource string `json:"resource" example:"POST:/api/pay"`
+	Resource string `json:"resource" example:"POST:/api/pay" validate:"optional"`
 	// Enabled is optional: default true. A disabled endpoint gets no new
 	// events, and its pending deliveries wait.
-	Enabled *bool `json:"enabled" example:"true"`
+	Enabled *bool `json:"enabled" example:"true" validate:"optional"`
 	// BlockRatePercent is optional (1 to 100, default 50): the
 	// resource.blockRate condition's share of blocked calls.
-	BlockRatePercent int `json:"blockRatePercent" example:"50"`
+	BlockRatePercent int `json:"blockRatePercent" example:"50" validate:"optional"`
 	// BlockRateMinutes is optional (1 to 60, default 5): the
 	// resource.blockRate condition's run of minutes.
-	BlockRateMinutes int `json:"blockRateMinutes" example:"5"`
+	BlockRateMinutes int `json:"blockRateMinutes" example:"5" validate:"optional"`
 }
 
 // WebhookList is every endpoint.
@@ -126,12 +126,12 @@ type WebhookDelivery struct {
 	State     string `json:"state" enums:"pending,delivered,failed" example:"delivered"`
 	Attempts  int    `json:"attempts" example:"1"`
 	// NextAttemptAt is when a pending delivery is tried next.
-	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty" format:"date-time"`
 	// LastStatus is the receiver's last HTTP status, 0 when none came.
 	LastStatus    int        `json:"lastStatus" example:"204"`
 	LastError     string     `json:"lastError,omitempty" example:"HTTP 503: try later"`
-	LastAttemptAt *time.Time `json:"lastAttemptAt,omitempty"`
-	CreatedAt     time.Time  `json:"createdAt"`
+	LastAttemptAt *time.Time `json:"lastAttemptAt,omitempty" format:"date-time"`
+	CreatedAt     time.Time  `json:"createdAt" format:"date-time"`
 }
 
 // WebhookDeliveryList is an endpoint's newest deliveries, newest first.

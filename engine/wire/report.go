@@ -38,7 +38,7 @@ type ReportInstance struct {
 // only ever sent whole, and sent again as it was if a report fails.
 type ReportMinute struct {
 	Resource string    `json:"resource"`
-	Time     time.Time `json:"time"`
+	Time     time.Time `json:"time" format:"date-time"`
 	Counts
 }
 

@@ -31,10 +31,10 @@ type FieldChange struct {
 	Field string `json:"field" example:"threshold"`
 	// From is the field's value before the update: any JSON value, null
 	// when the rule did not have the field.
-	From json.RawMessage `json:"from"`
+	From json.RawMessage `json:"from" extensions:"x-nullable"`
 	// To is the field's value after the update: any JSON value, null when
 	// the update removes the field.
-	To json.RawMessage `json:"to"`
+	To json.RawMessage `json:"to" extensions:"x-nullable"`
 } //@name server.FieldChange
 
 // PlanUpdate is a rule an apply changes, field by field.

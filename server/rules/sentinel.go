@@ -18,24 +18,24 @@ type SentinelFlowRule struct {
 	ID       string `json:"id,omitempty"`
 	Resource string `json:"resource" example:"GET:/api/orders"`
 	// TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).
-	TokenCalculateStrategy int32 `json:"tokenCalculateStrategy" enums:"0,1"`
+	TokenCalculateStrategy int32 `json:"tokenCalculateStrategy" enums:"0,1" validate:"optional"`
 	// ControlBehavior: 0 Reject, 1 Throttling.
-	ControlBehavior int32   `json:"controlBehavior" enums:"0,1"`
-	Threshold       float64 `json:"threshold" example:"100"`
+	ControlBehavior int32   `json:"controlBehavior" enums:"0,1" validate:"optional"`
+	Threshold       float64 `json:"threshold" example:"100" validate:"optional"`
 	// RelationStrategy: 0 CurrentResource, 1 AssociatedResource.
-	RelationStrategy      int32  `json:"relationStrategy" enums:"0,1"`
-	RefResource           string `json:"refResource"`
-	MaxQueueingTimeMs     uint32 `json:"maxQueueingTimeMs"`
-	WarmUpPeriodSec       uint32 `json:"warmUpPeriodSec"`
-	WarmUpColdFactor      uint32 `json:"warmUpColdFactor"`
-	StatIntervalInMs      uint32 `json:"statIntervalInMs"`
-	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold"`
-	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
-	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
-	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
+	RelationStrategy      int32  `json:"relationStrategy" enums:"0,1" validate:"optional"`
+	RefResource           string `json:"refResource" validate:"optional"`
+	MaxQueueingTimeMs     uint32 `json:"maxQueueingTimeMs" validate:"optional"`
+	WarmUpPeriodSec       uint32 `json:"warmUpPeriodSec" validate:"optional"`
+	WarmUpColdFactor      uint32 `json:"warmUpColdFactor" validate:"optional"`
+	StatIntervalInMs      uint32 `json:"statIntervalInMs" validate:"optional"`
+	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold" validate:"optional"`
+	HighMemUsageThreshold int64  `json:"highMemUsageThreshold" validate:"optional"`
+	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes" validate:"optional"`
+	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes" validate:"optional"`
 	// LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:
 	// whose calls the rule counts; empty is every caller's.
-	LimitApp string `json:"limitApp" example:"default"`
+	LimitApp string `json:"limitApp" example:"default" validate:"optional"`
 } //@name server.SentinelFlowRule
 
 // sentinelOption is the value sentinel-golang numbers n for the field
