@@ -82,6 +82,12 @@ const docTemplate = `{
                         "description": "too many failures; see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -111,7 +117,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "X-CSRF-Token is missing or wrong",
+                        "description": "X-CSRF-Token is missing or wrong; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -159,10 +165,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -223,10 +241,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -315,7 +345,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -342,6 +372,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -397,7 +433,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -424,6 +460,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -468,6 +510,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -556,6 +604,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     },
                     "503": {
@@ -611,7 +665,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -650,6 +704,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -742,6 +802,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -818,6 +884,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -851,10 +923,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -904,7 +988,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "an API token has no password",
+                        "description": "an API token has no password; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -931,6 +1015,12 @@ const docTemplate = `{
                         "description": "too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -965,10 +1055,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1000,9 +1102,9 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "a stream of events: stats",
+                        "description": "a stream of events: backlog, then stats and breaker; each event's data is the property of its name",
                         "schema": {
-                            "$ref": "#/definitions/server.StreamStats"
+                            "$ref": "#/definitions/server.StreamEvents"
                         }
                     },
                     "401": {
@@ -1011,10 +1113,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     },
                     "503": {
@@ -1097,10 +1211,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1178,10 +1304,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1240,6 +1378,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "the server's engine does not track the resource",
                         "schema": {
@@ -1250,6 +1394,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1331,6 +1481,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "the resource was never seen, or no instance has that id",
                         "schema": {
@@ -1341,6 +1497,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1436,10 +1598,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1509,7 +1683,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1542,6 +1716,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1625,7 +1805,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1652,6 +1832,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1706,10 +1892,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1744,10 +1942,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1844,7 +2054,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1871,6 +2081,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1956,6 +2172,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2010,6 +2232,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
                         "schema": {
@@ -2020,6 +2248,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2077,6 +2311,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2092,7 +2332,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2137,6 +2377,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2190,7 +2436,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2211,6 +2457,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2268,6 +2520,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2283,7 +2541,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2328,6 +2586,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2393,6 +2657,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no rule ever had this id",
                         "schema": {
@@ -2403,6 +2673,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2457,6 +2733,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2472,7 +2754,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2511,6 +2793,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2567,7 +2855,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2576,6 +2864,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2628,7 +2922,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2661,6 +2955,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2704,7 +3004,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2719,6 +3019,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2775,7 +3081,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2784,6 +3090,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2836,7 +3148,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2869,6 +3181,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2918,7 +3236,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2933,6 +3251,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2975,7 +3299,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2996,6 +3320,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3056,7 +3386,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3095,6 +3425,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3129,7 +3465,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3138,6 +3474,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3191,7 +3533,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3224,6 +3566,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3273,7 +3621,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3288,6 +3636,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3329,7 +3683,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3344,6 +3698,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3403,7 +3763,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3436,6 +3796,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3492,7 +3858,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3507,6 +3873,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3556,7 +3928,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3583,6 +3955,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3633,7 +4011,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3660,6 +4038,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3709,7 +4093,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3736,6 +4120,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -6354,6 +6744,102 @@ const docTemplate = `{
                 }
             }
         },
+        "server.StreamBacklog": {
+            "type": "object",
+            "required": [
+                "from",
+                "resources",
+                "stepMs",
+                "to"
+            ],
+            "properties": {
+                "from": {
+                    "description": "From is the first second; To is the last, the newest sampled.",
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "resources": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.StreamBacklogResource"
+                    }
+                },
+                "stepMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "to": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
+        "server.StreamBacklogResource": {
+            "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "concurrency",
+                "name",
+                "passQps",
+                "shadowBlockQps"
+            ],
+            "properties": {
+                "avgRtMs": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "blockQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "concurrency": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "name": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "passQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "shadowBlockQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                }
+            }
+        },
+        "server.StreamEvents": {
+            "type": "object",
+            "properties": {
+                "backlog": {
+                    "$ref": "#/definitions/server.StreamBacklog"
+                },
+                "breaker": {
+                    "$ref": "#/definitions/server.BreakerEvent"
+                },
+                "stats": {
+                    "$ref": "#/definitions/server.StreamStats"
+                }
+            }
+        },
         "server.StreamResource": {
             "type": "object",
             "required": [
@@ -6927,7 +7413,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "Sluice API",
-	Description:      "Flow control (rate limiting and circuit breaking) with rules kept in a database.",
+	Description:      "Flow control (rate limiting and circuit breaking) with rules kept in a database. Every route answers a method it does not take 405, in the error envelope, with an Allow header naming those it takes; every failure is the error envelope (docs/api.md).",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

@@ -137,11 +137,12 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //	@Header			200		{integer}	X-RateLimit-Reset		"with headers=x-ratelimit and a window rule: the seconds until the window has room"
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object, or headers is not off, draft or x-ratelimit (details name headers)"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
@@ -180,11 +181,12 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Success		200		{object}	CheckBatchResponse
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad checks, each field named as checks[i].field, or not 1 to 1000 checks"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
@@ -207,13 +209,14 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403	{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403	{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
 //	@Failure		409	{object}	ErrorResponse	"the entry was completed already, its lease ran out, or a complete without entryId ended it as a probe"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details; entryId left out where a concurrency rule's entries are held"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {

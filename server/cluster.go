@@ -85,6 +85,7 @@ func bindCluster(api apiRoutes, h *clusterHandler) {
 //	@Failure		415			{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422			{object}	ErrorResponse	"bad fields, each named in details (asks[2].want)"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Failure		503			{object}	ErrorResponse	"Redis did not answer"
 //	@Security		BearerAuth
 //	@Router			/api/v1/cluster/exchange [post]
@@ -220,6 +221,7 @@ func exchangeCount(o *wire.Object, name string, dst *int64) {
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403	{object}	ErrorResponse	"an instance token"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/cluster [get]
 func (h *clusterHandler) status(c *fiber.Ctx) error {

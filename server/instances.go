@@ -160,6 +160,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
@@ -215,6 +216,7 @@ func (h *instanceHandler) refuse(id string, err error) {
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403	{object}	ErrorResponse	"an instance token"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances [get]
 func (h *instanceHandler) list(c *fiber.Ctx) error {

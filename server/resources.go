@@ -90,7 +90,9 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //	@Success		200			{object}	ResourceList
 //	@Failure		400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources [get]
 func (h *resourceHandler) list(c *fiber.Ctx) error {
@@ -137,8 +139,10 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //	@Success		200		{object}	MetricHistory
 //	@Failure		400		{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404		{object}	ErrorResponse	"the resource was never seen, or no instance has that id"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/metrics [get]
 func (h *resourceHandler) history(c *fiber.Ctx) error {

@@ -122,7 +122,9 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 //	@Produce		json
 //	@Success		200	{object}	RuleSchema
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/fields [get]
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
@@ -152,7 +154,9 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@Success	200			{object}	RuleList
 //	@Failure	400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules [get]
 func (h *ruleHandler) list(c *fiber.Ctx) error {
@@ -196,8 +200,10 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 //	@Header		200	{string}	ETag			"the rule's version, quoted"
 //	@Failure	400	{object}	ErrorResponse	"id is not a positive whole number"
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id} [get]
 func (h *ruleHandler) get(c *fiber.Ctx) error {
@@ -227,12 +233,13 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules [post]
 func (h *ruleHandler) create(c *fiber.Ctx) error {
@@ -280,9 +287,10 @@ func decodeRule(o *wire.Object, base rules.Rule, mode wire.DecodeMode) (rules.Ru
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -290,6 +298,7 @@ func decodeRule(o *wire.Object, base rules.Rule, mode wire.DecodeMode) (rules.Ru
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
 func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForReplace) }
@@ -307,9 +316,10 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForR
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -317,6 +327,7 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForR
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
 func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, wire.ForPatch) }
@@ -354,10 +365,11 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode wire.DecodeMode) error {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403	{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
+//	@Failure	403	{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	412	{object}	ErrorResponse	"If-Match names another version"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id} [delete]
 func (h *ruleHandler) delete(c *fiber.Ctx) error {
@@ -388,8 +400,10 @@ func (h *ruleHandler) delete(c *fiber.Ctx) error {
 //	@Success	200			{object}	RevisionList
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404			{object}	ErrorResponse	"no rule ever had this id"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id}/revisions [get]
 func (h *ruleHandler) revisions(c *fiber.Ctx) error {
@@ -427,15 +441,17 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 //	@Param		If-Match		header		string	false	"the version the rollback is based on, e.g. \"3\""
 //	@Param		X-Change-Reason	header		string	false	"why, kept in the rule's history"
 //	@Success	200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure	400				{object}	ErrorResponse	"toVersion is missing or not a positive whole number"
 //	@Failure	401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)"
+//	@Failure	403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404				{object}	ErrorResponse	"no such rule, or no such version"
 //	@Failure	409				{object}	ErrorResponse	"the old name is taken by another rule now"
 //	@Failure	412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure	413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id}/rollback [post]
 func (h *ruleHandler) rollback(c *fiber.Ctx) error {
@@ -475,11 +491,12 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Success		200				{object}	rules.ApplyPlan
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or bad query parameters, every one named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for a body that is no mapping)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/apply [post]
 func (h *ruleHandler) apply(c *fiber.Ctx) error {
@@ -597,7 +614,9 @@ func isYAML(contentType string) bool {
 //	@Success		200		{object}	rules.RuleFile
 //	@Failure		400		{object}	ErrorResponse	"an unknown format"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/export [get]
 func (h *ruleHandler) export(c *fiber.Ctx) error {
@@ -639,11 +658,12 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Success		200		{object}	rules.ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not JSON (with format=envoy, not YAML), or bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB (4 MiB with format=envoy)"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for JSON that is no array); with format=envoy, named by its path in the file (descriptors[i].rate_limit.unit, body for YAML that is no mapping)"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/import [post]
 func (h *ruleHandler) importRules(c *fiber.Ctx) error {

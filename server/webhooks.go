@@ -202,8 +202,9 @@ func webhookOf(e store.WebhookEndpoint) Webhook {
 //	@Produce	json
 //	@Success	200	{object}	WebhookList
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks [get]
 func (h *webhookHandler) list(c *fiber.Ctx) error {
@@ -228,9 +229,10 @@ func (h *webhookHandler) list(c *fiber.Ctx) error {
 //	@Success	200	{object}	Webhook
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [get]
 func (h *webhookHandler) get(c *fiber.Ctx) error {
@@ -266,12 +268,13 @@ func (h *webhookHandler) endpoint(c *fiber.Ctx) (store.WebhookEndpoint, error) {
 //	@Success		201		{object}	NewWebhook
 //	@Failure		400		{object}	ErrorResponse
 //	@Failure		401		{object}	ErrorResponse
-//	@Failure		403		{object}	ErrorResponse	"admins only"
+//	@Failure		403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		409		{object}	ErrorResponse	"there are 100 webhooks already"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/webhooks [post]
 func (h *webhookHandler) create(c *fiber.Ctx) error {
@@ -310,12 +313,13 @@ func (h *webhookHandler) create(c *fiber.Ctx) error {
 //	@Success	200		{object}	Webhook
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404		{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [patch]
 func (h *webhookHandler) update(c *fiber.Ctx) error {
@@ -428,9 +432,10 @@ func readEvents(o *wire.Object, errs *[]FieldError) ([]string, bool) {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [delete]
 func (h *webhookHandler) delete(c *fiber.Ctx) error {
@@ -455,11 +460,12 @@ func (h *webhookHandler) delete(c *fiber.Ctx) error {
 //	@Success	202	{object}	WebhookTest
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/test [post]
 func (h *webhookHandler) test(c *fiber.Ctx) error {
@@ -492,11 +498,12 @@ func (h *webhookHandler) test(c *fiber.Ctx) error {
 //	@Success	200	{object}	Webhook
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/resume [post]
 func (h *webhookHandler) resume(c *fiber.Ctx) error {
@@ -527,11 +534,12 @@ func (h *webhookHandler) resume(c *fiber.Ctx) error {
 //	@Success		200	{object}	NewWebhook
 //	@Failure		400	{object}	ErrorResponse
 //	@Failure		401	{object}	ErrorResponse
-//	@Failure		403	{object}	ErrorResponse	"admins only"
+//	@Failure		403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/webhooks/{id}/rotate-secret [post]
 func (h *webhookHandler) rotateSecret(c *fiber.Ctx) error {
@@ -564,9 +572,10 @@ func (h *webhookHandler) rotateSecret(c *fiber.Ctx) error {
 //	@Success	200		{object}	WebhookDeliveryList
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404		{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/deliveries [get]
 func (h *webhookHandler) deliveries(c *fiber.Ctx) error {
