@@ -1970,7 +1970,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource \u003cdomain\u003e:\u003ckey\u003e=\u003cvalue\u003e/\u003ckey\u003e/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system), or one of sentinel-golang's Kubernetes custom resources of rules (sentinel-go-datasource-k8s-crd's FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, apiVersion datasource.sentinel.io/..., in JSON or in YAML with Content-Type application/yaml), whose spec.rules are taken as rules of the resource's kind (a kind given must be that one, else 400 naming kind; errors name them rules[i]), and applies it like apply (no prune). An enum is sentinel-golang's number or its name, as the CRDs write it (controlBehavior Reject, strategy SlowRequestRatio, metricType QPS, valKind KindString); another name is refused (422 naming the field). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource \u003cdomain\u003e:\u003ckey\u003e=\u003cvalue\u003e/\u003ckey\u003e/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -2022,14 +2022,14 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
-                        "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)",
+                        "description": "sentinel-golang rules of kind (the fields of each kind described in one object), or, JSON or YAML (Content-Type application/yaml), one of its Kubernetes custom resources of rules (apiVersion datasource.sentinel.io/..., kind FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, the rules in spec.rules), whose kind is the rules' (a kind given must be the same); with format=envoy, an envoyproxy/ratelimit configuration in YAML",
                         "name": "rules",
                         "in": "body",
                         "required": true,
                         "schema": {
                             "type": "array",
                             "items": {
-                                "$ref": "#/definitions/server.SentinelFlowRule"
+                                "$ref": "#/definitions/server.SentinelRule"
                             }
                         }
                     }
@@ -6669,35 +6669,43 @@ const docTemplate = `{
                 }
             }
         },
-        "server.SentinelFlowRule": {
+        "server.SentinelRule": {
             "type": "object",
-            "required": [
-                "resource"
-            ],
             "properties": {
+                "adaptiveConfigName": {
+                    "type": "string"
+                },
+                "burstCount": {
+                    "description": "BurstCount, DurationInSec (which becomes statIntervalMs) and\nParamsMaxCapacity are a hotspot rule's.",
+                    "type": "integer"
+                },
                 "controlBehavior": {
-                    "description": "ControlBehavior: 0 Reject, 1 Throttling.",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "ControlBehavior (flow, hotspot): 0 Reject, 1 Throttling."
+                },
+                "durationInSec": {
+                    "type": "integer"
                 },
                 "highMemUsageThreshold": {
                     "type": "integer"
                 },
                 "id": {
+                    "description": "ID (every kind) becomes the rule's description.",
                     "type": "string"
                 },
                 "limitApp": {
-                    "description": "LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:\nwhose calls the rule counts; empty is every caller's.",
+                    "description": "LimitApp (flow) is Sentinel's (Java) field, which sentinel-golang\nlacks: whose calls the rule counts; empty is every caller's.",
                     "type": "string",
                     "example": "default"
                 },
                 "lowMemUsageThreshold": {
+                    "description": "LowMemUsageThreshold, HighMemUsageThreshold, MemLowWaterMarkBytes,\nMemHighWaterMarkBytes and AdaptiveConfigName (flow) are read by\nMemoryAdaptive only, which is refused.",
+                    "type": "integer"
+                },
+                "maxAllowedRtMs": {
                     "type": "integer"
                 },
                 "maxQueueingTimeMs": {
+                    "description": "MaxQueueingTimeMs (flow, hotspot) is a Throttling rule's.",
                     "type": "integer"
                 },
                 "memHighWaterMarkBytes": {
@@ -6706,41 +6714,103 @@ const docTemplate = `{
                 "memLowWaterMarkBytes": {
                     "type": "integer"
                 },
-                "refResource": {
+                "metricType": {
+                    "description": "MetricType (hotspot): 0 Concurrency, 1 QPS; (system): 0 Load\n(refused), 1 AvgRT, 2 Concurrency, 3 InboundQPS, 4 CpuUsage."
+                },
+                "minRequestAmount": {
+                    "type": "integer"
+                },
+                "paramIndex": {
+                    "type": "integer"
+                },
+                "paramKey": {
+                    "description": "ParamKey and ParamIndex (hotspot) name the parameter: paramKey, else\nargN for paramIndex N.",
                     "type": "string"
                 },
+                "paramsMaxCapacity": {
+                    "type": "integer"
+                },
+                "probeNum": {
+                    "type": "integer"
+                },
+                "refResource": {
+                    "description": "RefResource (flow) is the resource an AssociatedResource rule counts.",
+                    "type": "string"
+                },
+                "regex": {
+                    "description": "Regex (flow) must be false: a rule names one resource.",
+                    "type": "boolean"
+                },
                 "relationStrategy": {
-                    "description": "RelationStrategy: 0 CurrentResource, 1 AssociatedResource.",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "RelationStrategy (flow): 0 CurrentResource, 1 AssociatedResource."
                 },
                 "resource": {
+                    "description": "Resource is the rule's (flow, circuitBreaker, hotspot); a system rule\nhas none.",
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
-                "statIntervalInMs": {
+                "retryTimeoutMs": {
+                    "description": "RetryTimeoutMs, MinRequestAmount, StatIntervalMs, MaxAllowedRtMs and\nProbeNum are a circuitBreaker rule's; StatSlidingWindowBucketCount,\nSluice's own choice, is dropped.",
                     "type": "integer"
                 },
+                "specificItems": {
+                    "description": "SpecificItems (hotspot) are the values with thresholds of their own.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.SentinelSpecificItem"
+                    }
+                },
+                "statIntervalInMs": {
+                    "description": "StatIntervalInMs (flow) becomes statIntervalMs.",
+                    "type": "integer"
+                },
+                "statIntervalMs": {
+                    "type": "integer"
+                },
+                "statSlidingWindowBucketCount": {
+                    "type": "integer"
+                },
+                "strategy": {
+                    "description": "Strategy (circuitBreaker): 0 SlowRequestRatio, 1 ErrorRatio, 2\nErrorCount; (system): -1 NoAdaptive, 1 BBR, 0 unset."
+                },
                 "threshold": {
+                    "description": "Threshold is the flow, circuitBreaker or hotspot rule's.",
                     "type": "number",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
-                    "description": "TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "TokenCalculateStrategy (flow): 0 Direct, 1 WarmUp (2 MemoryAdaptive is\nrefused)."
+                },
+                "triggerCount": {
+                    "description": "TriggerCount is a system rule's.",
+                    "type": "number"
                 },
                 "warmUpColdFactor": {
                     "type": "integer"
                 },
                 "warmUpPeriodSec": {
+                    "description": "WarmUpPeriodSec and WarmUpColdFactor (flow) are a WarmUp rule's.",
                     "type": "integer"
+                }
+            }
+        },
+        "server.SentinelSpecificItem": {
+            "type": "object",
+            "required": [
+                "threshold",
+                "valStr"
+            ],
+            "properties": {
+                "threshold": {
+                    "type": "number",
+                    "example": 100
+                },
+                "valKind": {
+                    "description": "ValKind: 0 KindInt, 1 KindString, 2 KindBool, 3 KindFloat64."
+                },
+                "valStr": {
+                    "type": "string",
+                    "example": "vip"
                 }
             }
         },

@@ -70,3 +70,46 @@ func TestSpecDocumentsInstanceRefusalsAndHeaders(t *testing.T) {
 		}
 	}
 }
+
+// TestSpecDescribesTheImportOfEveryKind checks that the import's body
+// schema has the fields of each kind of sentinel-golang rule it takes, not
+// the flow rule's only.
+func TestSpecDescribesTheImportOfEveryKind(t *testing.T) {
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				In     string `json:"in"`
+				Schema struct {
+					Items struct {
+						Ref string `json:"$ref"`
+					} `json:"items"`
+				} `json:"schema"`
+			} `json:"parameters"`
+		} `json:"paths"`
+		Definitions map[string]struct {
+			Properties map[string]any `json:"properties"`
+		} `json:"definitions"`
+	}
+	if err := json.Unmarshal(servedSpec(t, startServer(t, nil, nil)), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var ref string
+	for _, p := range doc.Paths["/api/v1/rules/import"]["post"].Parameters {
+		if p.In == "body" {
+			ref = p.Schema.Items.Ref
+		}
+	}
+	rule := doc.Definitions[strings.TrimPrefix(ref, "#/definitions/")].Properties
+	for kind, fields := range map[string][]string{
+		"flow":           {"tokenCalculateStrategy", "controlBehavior", "relationStrategy", "statIntervalInMs", "regex"},
+		"circuitBreaker": {"strategy", "retryTimeoutMs", "minRequestAmount", "statIntervalMs", "maxAllowedRtMs", "probeNum"},
+		"hotspot":        {"metricType", "paramKey", "paramIndex", "burstCount", "durationInSec", "specificItems"},
+		"system":         {"metricType", "triggerCount", "strategy"},
+	} {
+		for _, f := range fields {
+			if rule[f] == nil {
+				t.Errorf("the import's body (%s) lacks %s, a field of sentinel-golang's %s rules", ref, f, kind)
+			}
+		}
+	}
+}
