@@ -46,7 +46,7 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 
 	created, err := client.CreateRuleWithResponse(ctx, &sluiceapi.CreateRuleParams{}, sluiceapi.ServerRuleContent{
 		Name: new("orders-qps"), Kind: sluiceapi.ServerRuleContentKindFlow,
-		Resource: new("GET:/api/orders"), Threshold: new(float32(100)),
+		Resource: new("GET:/api/orders"), Threshold: new(100.0),
 	})
 	if err != nil {
 		t.Fatalf("create: %v", err)
@@ -73,7 +73,7 @@ func TestGeneratedClientDrivesTheRuleFlow(t *testing.T) {
 	planned, err := client.ApplyRulesWithResponse(ctx, &sluiceapi.ApplyRulesParams{DryRun: new(true)}, sluiceapi.ServerApplyRequest{
 		Rules: []sluiceapi.ServerRuleContent{{
 			Name: new("orders-qps"), Kind: sluiceapi.ServerRuleContentKindFlow,
-			Resource: new("GET:/api/orders"), Threshold: new(float32(250)),
+			Resource: new("GET:/api/orders"), Threshold: new(250.0),
 			Enabled: new(false), Description: new("sale cap"), App: new("checkout"),
 		}},
 	})

@@ -4759,6 +4759,7 @@ const docTemplate = `{
                 "fallbackThreshold": {
                     "description": "FallbackThreshold is the server's threshold in a local fallback: in\nforce while fallingBack, what it would be otherwise.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "fallingBack": {
@@ -5227,14 +5228,17 @@ const docTemplate = `{
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "blockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 3
                 },
                 "completeQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 119
                 },
                 "concurrency": {
@@ -5244,14 +5248,17 @@ const docTemplate = `{
                 },
                 "errorQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 1
                 },
                 "passQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 120
                 },
                 "shadowBlockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 0
                 }
             }
@@ -5397,6 +5404,7 @@ const docTemplate = `{
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {
@@ -5453,6 +5461,7 @@ const docTemplate = `{
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {
@@ -5980,6 +5989,7 @@ const docTemplate = `{
                 "clusterFallbackThreshold": {
                     "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "controlBehavior": {
@@ -6193,6 +6203,7 @@ const docTemplate = `{
                 "threshold": {
                     "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
@@ -6207,6 +6218,7 @@ const docTemplate = `{
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "format": "double",
                     "maximum": 1000000000000,
                     "minimum": 0,
                     "example": 0.8
@@ -6265,6 +6277,7 @@ const docTemplate = `{
                 "clusterFallbackThreshold": {
                     "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "controlBehavior": {
@@ -6465,6 +6478,7 @@ const docTemplate = `{
                 "threshold": {
                     "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
@@ -6479,6 +6493,7 @@ const docTemplate = `{
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "format": "double",
                     "maximum": 1000000000000,
                     "minimum": 0,
                     "example": 0.8
@@ -6776,6 +6791,7 @@ const docTemplate = `{
                 "threshold": {
                     "description": "Threshold is the flow, circuitBreaker or hotspot rule's.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
@@ -6783,7 +6799,8 @@ const docTemplate = `{
                 },
                 "triggerCount": {
                     "description": "TriggerCount is a system rule's.",
-                    "type": "number"
+                    "type": "number",
+                    "format": "double"
                 },
                 "warmUpColdFactor": {
                     "type": "integer"
@@ -6803,6 +6820,7 @@ const docTemplate = `{
             "properties": {
                 "threshold": {
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "valKind": {
@@ -6926,14 +6944,17 @@ const docTemplate = `{
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "blockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 3
                 },
                 "completeQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 119
                 },
                 "concurrency": {
@@ -6943,6 +6964,7 @@ const docTemplate = `{
                 },
                 "errorQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 1
                 },
                 "name": {
@@ -6951,10 +6973,12 @@ const docTemplate = `{
                 },
                 "passQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 120
                 },
                 "shadowBlockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 0
                 }
             }
@@ -7061,6 +7085,7 @@ const docTemplate = `{
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {

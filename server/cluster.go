@@ -47,7 +47,7 @@ type ClusterRuleStatus struct {
 	Fallback string `json:"fallback" enums:"local,pass,block" example:"local"`
 	// FallbackThreshold is the server's threshold in a local fallback: in
 	// force while fallingBack, what it would be otherwise.
-	FallbackThreshold float64 `json:"fallbackThreshold" example:"250"`
+	FallbackThreshold float64 `json:"fallbackThreshold" example:"250" format:"double"`
 	FallingBack       bool    `json:"fallingBack" example:"false"`
 }
 

@@ -31,7 +31,7 @@ type TopItem struct {
 	Resource string `json:"resource" example:"GET:/api/orders"`
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 }
 
 // HistorySteps is what a client needs to ask for a history: its steps,

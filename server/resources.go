@@ -37,7 +37,7 @@ type ResourceItem struct {
 type MinuteFigures struct {
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 }
 
 // MetricHistory is one resource's traffic over a range, step by step.
@@ -56,7 +56,7 @@ type MetricPoint struct {
 	Time time.Time `json:"time" format:"date-time"`
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
 	// if none.
 	MinRtMs int64 `json:"minRtMs" example:"2"`

@@ -12,7 +12,8 @@ import (
 
 // TestSpecFieldTags holds the tags by which swag documents the API's
 // fields as generated clients need them (docs/development.md): a time is a
-// date-time, and a pointer the server may send as null is nullable unless
+// date-time, a float64 a double (not a generator's default float32), and
+// a pointer the server may send as null is nullable unless
 // it is a request field a client may leave out (validate:"optional"). It
 // reads the sources of the packages swag documents.
 func TestSpecFieldTags(t *testing.T) {
@@ -51,6 +52,9 @@ func TestSpecFieldTags(t *testing.T) {
 			where := fset.Position(field.Pos())
 			if sel, ok := typ.(*ast.SelectorExpr); ok && sel.Sel.Name == "Time" && tag.Get("format") != "date-time" {
 				t.Errorf("%s: %s is a time without format:\"date-time\"", where, field.Names[0])
+			}
+			if ident, ok := typ.(*ast.Ident); ok && ident.Name == "float64" && tag.Get("format") != "double" {
+				t.Errorf("%s: %s is a float64 without format:\"double\"", where, field.Names[0])
 			}
 			if pointer && !strings.Contains(opts, "omitempty") && tag.Get("validate") != "optional" && tag.Get("extensions") != "x-nullable" {
 				t.Errorf("%s: %s is a pointer sent as null without extensions:\"x-nullable\"", where, field.Names[0])

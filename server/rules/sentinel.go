@@ -26,7 +26,7 @@ type SentinelRule struct {
 	// has none.
 	Resource string `json:"resource" example:"GET:/api/orders" validate:"optional"`
 	// Threshold is the flow, circuitBreaker or hotspot rule's.
-	Threshold float64 `json:"threshold" example:"100" validate:"optional"`
+	Threshold float64 `json:"threshold" example:"100" validate:"optional" format:"double"`
 	// TokenCalculateStrategy (flow): 0 Direct, 1 WarmUp (2 MemoryAdaptive is
 	// refused).
 	TokenCalculateStrategy json.RawMessage `json:"tokenCalculateStrategy" validate:"optional"`
@@ -83,7 +83,7 @@ type SentinelRule struct {
 	// SpecificItems (hotspot) are the values with thresholds of their own.
 	SpecificItems []SentinelSpecificItem `json:"specificItems" validate:"optional"`
 	// TriggerCount is a system rule's.
-	TriggerCount float64 `json:"triggerCount" validate:"optional"`
+	TriggerCount float64 `json:"triggerCount" validate:"optional" format:"double"`
 } //@name server.SentinelRule
 
 // SentinelSpecificItem documents one of a sentinel-golang hotspot rule's
@@ -92,7 +92,7 @@ type SentinelSpecificItem struct {
 	// ValKind: 0 KindInt, 1 KindString, 2 KindBool, 3 KindFloat64.
 	ValKind   json.RawMessage `json:"valKind" validate:"optional"`
 	ValStr    string          `json:"valStr" example:"vip"`
-	Threshold float64         `json:"threshold" example:"100"`
+	Threshold float64         `json:"threshold" example:"100" format:"double"`
 } //@name server.SentinelSpecificItem
 
 // sentinelOption is the value sentinel-golang numbers n for the field
