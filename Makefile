@@ -1,9 +1,9 @@
 # Sluice's developer commands. `make test` is the one full check CI runs.
 
-SWAG := go tool swag init --quiet --dir ./server,./engine/wire --generalInfo doc.go --outputTypes go,json,yaml --packageName docs
+SWAG := go tool swag init --quiet --dir ./server,./engine --generalInfo doc.go --overridesFile .swaggo --requiredByDefault --outputTypes go,json,yaml --packageName docs
 SWAG_FILES := docs.go swagger.json swagger.yaml
 
-.PHONY: run test tools static bench-once chromium postgres redis promtool alerts replicas fmt-check vet docs check-docs bench bench-metrics
+.PHONY: run test tools clients static bench-once chromium postgres redis promtool alerts replicas fmt-check vet docs check-docs bench bench-metrics
 
 # run starts sluice from the sources; ARGS are its flags, as in
 # make run ARGS="--demo --addr 127.0.0.1:8080".
@@ -17,7 +17,7 @@ run:
 # tests then run once more on a throwaway PostgreSQL server
 # (SLUICE_TEST_DB=postgres), without the race detector, which the first run
 # has applied to the same code.
-test: tools fmt-check vet static check-docs alerts bench-once chromium postgres redis
+test: tools fmt-check vet static check-docs clients alerts bench-once chromium postgres redis
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/
 
@@ -31,19 +31,42 @@ promtool:
 	@command -v promtool >/dev/null || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends prometheus)
 
 # tools installs, when missing, the OpenAPI validators that the server's
-# tests run on the served spec (TestServedSpecPassesValidators), pinned,
-# into .tools/ (ignored by git). A change of version reinstalls them.
+# tests run on the served spec (TestServedSpecPassesValidators) and the
+# converter and generators that make clients (see clients), pinned, into
+# .tools/ (ignored by git). A change of version reinstalls them.
 SWAGGER_CLI_VERSION := 4.0.4
 REDOCLY_CLI_VERSION := 2.77.0
-TOOLS_STAMP := .tools/installed-swagger-cli-$(SWAGGER_CLI_VERSION)-redocly-$(REDOCLY_CLI_VERSION)
+SWAGGER2OPENAPI_VERSION := 7.0.8
+OPENAPI_TYPESCRIPT_VERSION := 7.13.0
+TYPESCRIPT_VERSION := 5.9.3
+TOOLS_STAMP := .tools/installed-swagger-cli-$(SWAGGER_CLI_VERSION)-redocly-$(REDOCLY_CLI_VERSION)-swagger2openapi-$(SWAGGER2OPENAPI_VERSION)-openapi-typescript-$(OPENAPI_TYPESCRIPT_VERSION)-typescript-$(TYPESCRIPT_VERSION)
 
 tools: $(TOOLS_STAMP)
 
 $(TOOLS_STAMP):
 	rm -rf .tools
 	npm install --prefix .tools --no-audit --no-fund --save-exact \
-		@apidevtools/swagger-cli@$(SWAGGER_CLI_VERSION) @redocly/cli@$(REDOCLY_CLI_VERSION)
+		@apidevtools/swagger-cli@$(SWAGGER_CLI_VERSION) @redocly/cli@$(REDOCLY_CLI_VERSION) \
+		swagger2openapi@$(SWAGGER2OPENAPI_VERSION) openapi-typescript@$(OPENAPI_TYPESCRIPT_VERSION) \
+		typescript@$(TYPESCRIPT_VERSION)
 	touch $@
+
+# clients consumes docs/swagger.json as the API's users do, with the
+# pinned tools of .tools/ and clients/go.mod's oapi-codegen: converted to
+# OpenAPI 3 (swagger2openapi), it must yield TypeScript types
+# (openapi-typescript) that clients/plan.ts type-checks against (tsc) and a
+# Go client that clients/'s tests drive a real server through. What it
+# generates, in clients/gen/, is build output, ignored by git: a change the
+# spec needs is made in the annotations (or .swaggo), never there.
+CLIENTS_GEN := clients/gen
+clients: tools
+	rm -rf $(CLIENTS_GEN)
+	mkdir -p $(CLIENTS_GEN)/sluiceapi
+	.tools/node_modules/.bin/swagger2openapi --outfile $(CLIENTS_GEN)/openapi.json docs/swagger.json
+	.tools/node_modules/.bin/openapi-typescript $(CLIENTS_GEN)/openapi.json --output $(CLIENTS_GEN)/sluice.d.ts
+	.tools/node_modules/.bin/tsc --project clients
+	cd clients && go tool oapi-codegen -config oapi-codegen.yaml gen/openapi.json
+	cd clients && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...
 
 # bench-once vets engine/benchmarks, a module of its own that ./... does not
 # reach, and runs each of its benchmarks once. It runs without the race

@@ -82,6 +82,12 @@ const docTemplate = `{
                         "description": "too many failures; see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -111,7 +117,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "X-CSRF-Token is missing or wrong",
+                        "description": "X-CSRF-Token is missing or wrong; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -159,10 +165,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -223,10 +241,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -315,7 +345,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -342,6 +372,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -397,7 +433,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -424,6 +460,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -468,6 +510,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -556,6 +604,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     },
                     "503": {
@@ -611,7 +665,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role",
+                        "description": "needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -650,6 +704,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -742,6 +802,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -818,6 +884,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -851,10 +923,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -904,7 +988,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "an API token has no password",
+                        "description": "an API token has no password; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -931,6 +1015,12 @@ const docTemplate = `{
                         "description": "too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -965,10 +1055,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1000,9 +1102,9 @@ const docTemplate = `{
                 ],
                 "responses": {
                     "200": {
-                        "description": "a stream of events: stats",
+                        "description": "a stream of events: backlog, then stats and breaker; each event's data is the property of its name",
                         "schema": {
-                            "$ref": "#/definitions/server.StreamStats"
+                            "$ref": "#/definitions/server.StreamEvents"
                         }
                     },
                     "401": {
@@ -1011,10 +1113,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     },
                     "503": {
@@ -1097,10 +1211,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1178,10 +1304,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1240,6 +1378,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "the server's engine does not track the resource",
                         "schema": {
@@ -1250,6 +1394,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1331,6 +1481,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "the resource was never seen, or no instance has that id",
                         "schema": {
@@ -1341,6 +1497,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1436,10 +1598,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1509,7 +1683,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1542,6 +1716,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1625,7 +1805,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1652,6 +1832,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1706,10 +1892,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1744,10 +1942,22 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "429": {
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -1842,7 +2052,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource \u003cdomain\u003e:\u003ckey\u003e=\u003cvalue\u003e/\u003ckey\u003e/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.",
+                "description": "Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system), or one of sentinel-golang's Kubernetes custom resources of rules (sentinel-go-datasource-k8s-crd's FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, apiVersion datasource.sentinel.io/..., in JSON or in YAML with Content-Type application/yaml), whose spec.rules are taken as rules of the resource's kind (a kind given must be that one, else 400 naming kind; errors name them rules[i]), and applies it like apply (no prune). An enum is sentinel-golang's number or its name, as the CRDs write it (controlBehavior Reject, strategy SlowRequestRatio, metricType QPS, valKind KindString); another name is refused (422 naming the field). Sentinel's zero values mean \"unset\" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {\"arg0\": …}); a negative paramIndex cannot be mapped, and a paramIndex \u003e 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (\u003ckind\u003e-\u003cslug of resource\u003e, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource \u003cdomain\u003e:\u003ckey\u003e=\u003cvalue\u003e/\u003ckey\u003e/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.",
                 "consumes": [
                     "application/json",
                     "application/yaml"
@@ -1894,14 +2104,14 @@ const docTemplate = `{
                         "in": "query"
                     },
                     {
-                        "description": "sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)",
+                        "description": "sentinel-golang rules of kind (the fields of each kind described in one object), or, JSON or YAML (Content-Type application/yaml), one of its Kubernetes custom resources of rules (apiVersion datasource.sentinel.io/..., kind FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, the rules in spec.rules), whose kind is the rules' (a kind given must be the same); with format=envoy, an envoyproxy/ratelimit configuration in YAML",
                         "name": "rules",
                         "in": "body",
                         "required": true,
                         "schema": {
                             "type": "array",
                             "items": {
-                                "$ref": "#/definitions/server.SentinelFlowRule"
+                                "$ref": "#/definitions/server.SentinelRule"
                             }
                         }
                     }
@@ -1926,7 +2136,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them",
+                        "description": "needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1953,6 +2163,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2038,6 +2254,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2092,6 +2314,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no such rule",
                         "schema": {
@@ -2102,6 +2330,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2159,6 +2393,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2174,7 +2414,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2219,6 +2459,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2272,7 +2518,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2293,6 +2539,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2350,6 +2602,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2365,7 +2623,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2410,6 +2668,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2475,6 +2739,12 @@ const docTemplate = `{
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
                     },
+                    "403": {
+                        "description": "an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
+                        "schema": {
+                            "$ref": "#/definitions/server.ErrorResponse"
+                        }
+                    },
                     "404": {
                         "description": "no rule ever had this id",
                         "schema": {
@@ -2485,6 +2755,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2539,6 +2815,12 @@ const docTemplate = `{
                         "description": "OK",
                         "schema": {
                             "$ref": "#/definitions/server.Rule"
+                        },
+                        "headers": {
+                            "ETag": {
+                                "type": "string",
+                                "description": "the rule's new version, quoted"
+                            }
                         }
                     },
                     "400": {
@@ -2554,7 +2836,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)",
+                        "description": "needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2593,6 +2875,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2649,7 +2937,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2658,6 +2946,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2710,7 +3004,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2743,6 +3037,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2786,7 +3086,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2801,6 +3101,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2857,7 +3163,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2866,6 +3172,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -2918,7 +3230,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2951,6 +3263,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3000,7 +3318,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3015,6 +3333,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3057,7 +3381,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3078,6 +3402,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3138,7 +3468,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3177,6 +3507,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3211,7 +3547,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3220,6 +3556,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3273,7 +3615,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3306,6 +3648,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3355,7 +3703,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3370,6 +3718,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3411,7 +3765,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3426,6 +3780,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3485,7 +3845,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3518,6 +3878,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3574,7 +3940,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3589,6 +3955,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3638,7 +4010,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3665,6 +4037,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3715,7 +4093,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3742,6 +4120,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3791,7 +4175,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "admins only",
+                        "description": "admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -3818,6 +4202,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -3865,6 +4255,15 @@ const docTemplate = `{
     "definitions": {
         "server.APIToken": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "createdBy",
+                "expiresAt",
+                "id",
+                "lastUsedAt",
+                "name",
+                "role"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the token's scope (docs/api.md, \"Per-app scopes\"); absent when it\nhas none.",
@@ -3877,21 +4276,26 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
                     "example": "alice"
                 },
                 "expiresAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "id": {
                     "type": "integer",
                     "example": 7
                 },
                 "lastUsedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "name": {
                     "type": "string",
@@ -3911,6 +4315,13 @@ const docTemplate = `{
         },
         "server.ApplyPlan": {
             "type": "object",
+            "required": [
+                "created",
+                "deleted",
+                "dryRun",
+                "unchanged",
+                "updated"
+            ],
             "properties": {
                 "created": {
                     "type": "array",
@@ -3951,6 +4362,9 @@ const docTemplate = `{
         },
         "server.ApplyRequest": {
             "type": "object",
+            "required": [
+                "rules"
+            ],
             "properties": {
                 "rules": {
                     "type": "array",
@@ -3962,6 +4376,14 @@ const docTemplate = `{
         },
         "server.Breaker": {
             "type": "object",
+            "required": [
+                "resource",
+                "rule",
+                "since",
+                "state",
+                "strategy",
+                "window"
+            ],
             "properties": {
                 "resource": {
                     "type": "string",
@@ -3973,7 +4395,8 @@ const docTemplate = `{
                 },
                 "since": {
                     "description": "Since is when the breaker entered its state.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "type": "string",
@@ -4000,6 +4423,13 @@ const docTemplate = `{
         },
         "server.BreakerEvent": {
             "type": "object",
+            "required": [
+                "from",
+                "resource",
+                "rule",
+                "time",
+                "to"
+            ],
             "properties": {
                 "from": {
                     "type": "string",
@@ -4019,7 +4449,8 @@ const docTemplate = `{
                     "example": "pay-errors"
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "to": {
                     "type": "string",
@@ -4034,6 +4465,9 @@ const docTemplate = `{
         },
         "server.BreakerList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -4045,10 +4479,17 @@ const docTemplate = `{
         },
         "server.BreakerTransitionList": {
             "type": "object",
+            "required": [
+                "from",
+                "items",
+                "to",
+                "truncated"
+            ],
             "properties": {
                 "from": {
                     "description": "From and To are the range answered: from inclusive, to exclusive.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "items": {
                     "type": "array",
@@ -4057,7 +4498,8 @@ const docTemplate = `{
                     }
                 },
                 "to": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "truncated": {
                     "description": "Truncated is true when the range held more than maxBreakerTransitions:\nItems are then the newest of them.",
@@ -4068,6 +4510,11 @@ const docTemplate = `{
         },
         "server.BreakerWindow": {
             "type": "object",
+            "required": [
+                "errors",
+                "slow",
+                "total"
+            ],
             "properties": {
                 "errors": {
                     "type": "integer",
@@ -4086,6 +4533,9 @@ const docTemplate = `{
         },
         "server.CheckBatchRequest": {
             "type": "object",
+            "required": [
+                "checks"
+            ],
             "properties": {
                 "checks": {
                     "description": "Checks are 1 to 1000 checks.",
@@ -4098,6 +4548,9 @@ const docTemplate = `{
         },
         "server.CheckBatchResponse": {
             "type": "object",
+            "required": [
+                "results"
+            ],
             "properties": {
                 "results": {
                     "type": "array",
@@ -4109,6 +4562,9 @@ const docTemplate = `{
         },
         "server.CheckRequest": {
             "type": "object",
+            "required": [
+                "resource"
+            ],
             "properties": {
                 "count": {
                     "description": "Count is how many calls the check is for.",
@@ -4149,6 +4605,10 @@ const docTemplate = `{
         },
         "server.CheckResult": {
             "type": "object",
+            "required": [
+                "allowed",
+                "waitMs"
+            ],
             "properties": {
                 "allowed": {
                     "description": "Allowed is whether the calls may go ahead.",
@@ -4206,6 +4666,15 @@ const docTemplate = `{
         },
         "server.ClusterAsk": {
             "type": "object",
+            "required": [
+                "charge",
+                "chargeSpanMs",
+                "intervalMs",
+                "key",
+                "next",
+                "threshold",
+                "want"
+            ],
             "properties": {
                 "charge": {
                     "description": "Charge is how many passes the engine made without a lease since\nits last exchange (on credit after an idle spell, or falling back\nwhile the count was unreachable): they are counted, room or not, in\nthe current bucket or, with ChargeSpanMs, spread evenly over the\nbuckets of the last ChargeSpanMs, as they were made.",
@@ -4244,6 +4713,11 @@ const docTemplate = `{
         },
         "server.ClusterExchange": {
             "type": "object",
+            "required": [
+                "asks",
+                "engine",
+                "returns"
+            ],
             "properties": {
                 "asks": {
                     "type": "array",
@@ -4266,6 +4740,9 @@ const docTemplate = `{
         },
         "server.ClusterExchangeAnswer": {
             "type": "object",
+            "required": [
+                "leases"
+            ],
             "properties": {
                 "leases": {
                     "type": "array",
@@ -4277,6 +4754,14 @@ const docTemplate = `{
         },
         "server.ClusterLease": {
             "type": "object",
+            "required": [
+                "bucket",
+                "endsInMs",
+                "engines",
+                "granted",
+                "startsInMs",
+                "used"
+            ],
             "properties": {
                 "bucket": {
                     "type": "integer",
@@ -4308,6 +4793,11 @@ const docTemplate = `{
         },
         "server.ClusterReturn": {
             "type": "object",
+            "required": [
+                "bucket",
+                "key",
+                "unused"
+            ],
             "properties": {
                 "bucket": {
                     "type": "integer",
@@ -4325,6 +4815,14 @@ const docTemplate = `{
         },
         "server.ClusterRuleStatus": {
             "type": "object",
+            "required": [
+                "engines",
+                "fallback",
+                "fallbackThreshold",
+                "fallingBack",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "engines": {
                     "description": "Engines is how many engines (server replicas and instances) shared\nthe rule, as Redis last said.",
@@ -4343,6 +4841,7 @@ const docTemplate = `{
                 "fallbackThreshold": {
                     "description": "FallbackThreshold is the server's threshold in a local fallback: in\nforce while fallingBack, what it would be otherwise.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "fallingBack": {
@@ -4361,6 +4860,10 @@ const docTemplate = `{
         },
         "server.ClusterStatus": {
             "type": "object",
+            "required": [
+                "enabled",
+                "rules"
+            ],
             "properties": {
                 "enabled": {
                     "description": "Enabled is true when the server runs with --redis: scope cluster\nrules are accepted and share one count in Redis.",
@@ -4381,7 +4884,8 @@ const docTemplate = `{
                 },
                 "since": {
                     "description": "Since is when the state began.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "description": "State is cluster while Redis answers, fallback while it does not\n(each rule then does what its clusterFallback says); absent when not\nenabled.",
@@ -4431,6 +4935,10 @@ const docTemplate = `{
         },
         "server.DemoMarks": {
             "type": "object",
+            "required": [
+                "descriptionPrefix",
+                "namePrefix"
+            ],
             "properties": {
                 "descriptionPrefix": {
                     "type": "string",
@@ -4487,16 +4995,23 @@ const docTemplate = `{
         },
         "server.FieldChange": {
             "type": "object",
+            "required": [
+                "field",
+                "from",
+                "to"
+            ],
             "properties": {
                 "field": {
                     "type": "string",
                     "example": "threshold"
                 },
                 "from": {
-                    "type": "object"
+                    "description": "From is the field's value before the update: any JSON value, null\nwhen the rule did not have the field.",
+                    "x-nullable": true
                 },
                 "to": {
-                    "type": "object"
+                    "description": "To is the field's value after the update: any JSON value, null when\nthe update removes the field.",
+                    "x-nullable": true
                 }
             }
         },
@@ -4521,6 +5036,11 @@ const docTemplate = `{
         },
         "server.HealthResponse": {
             "type": "object",
+            "required": [
+                "db",
+                "status",
+                "version"
+            ],
             "properties": {
                 "db": {
                     "description": "DB is \"ok\" when the database answered and would take a write, else\n\"unreachable\".",
@@ -4549,6 +5069,10 @@ const docTemplate = `{
         },
         "server.HistoryStep": {
             "type": "object",
+            "required": [
+                "name",
+                "stepMs"
+            ],
             "properties": {
                 "name": {
                     "type": "string",
@@ -4562,6 +5086,11 @@ const docTemplate = `{
         },
         "server.HistorySteps": {
             "type": "object",
+            "required": [
+                "flushIntervalMs",
+                "maxPoints",
+                "steps"
+            ],
             "properties": {
                 "flushIntervalMs": {
                     "description": "FlushIntervalMs is how often the figures are stored: a history is as\nfresh as the last flush.",
@@ -4584,6 +5113,11 @@ const docTemplate = `{
         },
         "server.HotValue": {
             "type": "object",
+            "required": [
+                "block",
+                "pass",
+                "value"
+            ],
             "properties": {
                 "block": {
                     "type": "integer",
@@ -4601,6 +5135,10 @@ const docTemplate = `{
         },
         "server.HotValuesAnswer": {
             "type": "object",
+            "required": [
+                "resource",
+                "rules"
+            ],
             "properties": {
                 "resource": {
                     "type": "string",
@@ -4724,13 +5262,25 @@ const docTemplate = `{
         },
         "server.InstanceItem": {
             "type": "object",
+            "required": [
+                "app",
+                "firstSeen",
+                "hostname",
+                "id",
+                "lastSeen",
+                "pid",
+                "rulesRevision",
+                "state",
+                "version"
+            ],
             "properties": {
                 "app": {
                     "type": "string",
                     "example": "orders"
                 },
                 "firstSeen": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "hostname": {
                     "type": "string",
@@ -4741,7 +5291,8 @@ const docTemplate = `{
                     "example": "orders-7f9c4d-xk2lp"
                 },
                 "lastSeen": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pid": {
                     "type": "integer",
@@ -4769,6 +5320,9 @@ const docTemplate = `{
         },
         "server.InstanceList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -4779,10 +5333,40 @@ const docTemplate = `{
             }
         },
         "server.InstanceReport": {
-            "type": "object"
+            "type": "object",
+            "required": [
+                "instance"
+            ],
+            "properties": {
+                "instance": {
+                    "$ref": "#/definitions/server.ReportingInstance"
+                },
+                "live": {
+                    "description": "Live is the instance's live view: the resources with traffic or\ncalls in flight in the last second. It replaces the last report's.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedLive"
+                    }
+                },
+                "minutes": {
+                    "description": "Minutes are finished minutes, each sent until one report of it is\nanswered 204; a minute of a resource reported twice counts once.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedMinute"
+                    }
+                }
+            }
         },
         "server.KindSchema": {
             "type": "object",
+            "required": [
+                "fields",
+                "help",
+                "kind",
+                "label",
+                "summary",
+                "title"
+            ],
             "properties": {
                 "fields": {
                     "type": "array",
@@ -4820,18 +5404,30 @@ const docTemplate = `{
         },
         "server.LiveStats": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "completeQps",
+                "concurrency",
+                "errorQps",
+                "passQps",
+                "shadowBlockQps"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "blockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 3
                 },
                 "completeQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 119
                 },
                 "concurrency": {
@@ -4841,20 +5437,27 @@ const docTemplate = `{
                 },
                 "errorQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 1
                 },
                 "passQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 120
                 },
                 "shadowBlockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 0
                 }
             }
         },
         "server.LoginRequest": {
             "type": "object",
+            "required": [
+                "password",
+                "username"
+            ],
             "properties": {
                 "password": {
                     "type": "string",
@@ -4868,6 +5471,10 @@ const docTemplate = `{
         },
         "server.LoginResponse": {
             "type": "object",
+            "required": [
+                "csrfToken",
+                "user"
+            ],
             "properties": {
                 "csrfToken": {
                     "type": "string",
@@ -4880,6 +5487,11 @@ const docTemplate = `{
         },
         "server.Me": {
             "type": "object",
+            "required": [
+                "name",
+                "role",
+                "type"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the caller's scope (docs/api.md, \"Per-app scopes\"); absent when\nit has none.",
@@ -4929,10 +5541,18 @@ const docTemplate = `{
         },
         "server.MetricHistory": {
             "type": "object",
+            "required": [
+                "from",
+                "points",
+                "resource",
+                "step",
+                "to"
+            ],
             "properties": {
                 "from": {
                     "description": "From and To are the range answered, rounded out to the step.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "points": {
                     "description": "Points has one point per step with traffic, oldest first.",
@@ -4950,16 +5570,30 @@ const docTemplate = `{
                     "example": "1m"
                 },
                 "to": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.MetricPoint": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "maxConcurrency",
+                "maxRtMs",
+                "minRtMs",
+                "pass",
+                "shadowBlock",
+                "time"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {
@@ -5002,16 +5636,26 @@ const docTemplate = `{
                     "example": 0
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.MinuteFigures": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "pass",
+                "shadowBlock"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {
@@ -5038,6 +5682,14 @@ const docTemplate = `{
         },
         "server.NewAPIToken": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "expiresAt",
+                "id",
+                "name",
+                "role",
+                "token"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the token's scope; absent when it has none.",
@@ -5050,10 +5702,13 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "expiresAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "id": {
                     "type": "integer",
@@ -5075,6 +5730,21 @@ const docTemplate = `{
         },
         "server.NewWebhook": {
             "type": "object",
+            "required": [
+                "blockRateMinutes",
+                "blockRatePercent",
+                "createdAt",
+                "createdBy",
+                "description",
+                "enabled",
+                "events",
+                "failures",
+                "id",
+                "secret",
+                "state",
+                "updatedAt",
+                "url"
+            ],
             "properties": {
                 "app": {
                     "description": "App and Resource, when set, keep only the events about that app or\nresource.",
@@ -5091,7 +5761,8 @@ const docTemplate = `{
                     "example": 50
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
@@ -5126,7 +5797,8 @@ const docTemplate = `{
                     "example": 3
                 },
                 "pausedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pausedReason": {
                     "type": "string",
@@ -5152,7 +5824,8 @@ const docTemplate = `{
                     "example": "active"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "url": {
                     "type": "string",
@@ -5162,6 +5835,10 @@ const docTemplate = `{
         },
         "server.PasswordChange": {
             "type": "object",
+            "required": [
+                "currentPassword",
+                "newPassword"
+            ],
             "properties": {
                 "currentPassword": {
                     "type": "string"
@@ -5173,6 +5850,11 @@ const docTemplate = `{
         },
         "server.PlanItem": {
             "type": "object",
+            "required": [
+                "kind",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "impact": {
                     "description": "Impact is what a created or changed flow or hotspot rule would\nhave blocked over the last day and week, in a dry run's plan only\n(docs/impact.md).",
@@ -5198,6 +5880,10 @@ const docTemplate = `{
         },
         "server.PlanNote": {
             "type": "object",
+            "required": [
+                "field",
+                "message"
+            ],
             "properties": {
                 "field": {
                     "type": "string",
@@ -5211,6 +5897,12 @@ const docTemplate = `{
         },
         "server.PlanUpdate": {
             "type": "object",
+            "required": [
+                "changes",
+                "kind",
+                "name",
+                "resource"
+            ],
             "properties": {
                 "changes": {
                     "type": "array",
@@ -5237,6 +5929,104 @@ const docTemplate = `{
                 "resource": {
                     "type": "string",
                     "example": "GET:/api/orders"
+                }
+            }
+        },
+        "server.ReportedLive": {
+            "type": "object",
+            "required": [
+                "resource"
+            ],
+            "properties": {
+                "avgRtMs": {
+                    "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
+                    "type": "number",
+                    "format": "float64"
+                },
+                "blockQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "completeQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "concurrency": {
+                    "description": "Concurrency is the calls in flight.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "errorQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "passQps": {
+                    "type": "number",
+                    "format": "float64"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "format": "float64"
+                }
+            }
+        },
+        "server.ReportedMinute": {
+            "type": "object",
+            "required": [
+                "resource",
+                "time"
+            ],
+            "properties": {
+                "block": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "complete": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "error": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "maxConcurrency": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "maxRtMs": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "minRtMs": {
+                    "description": "MinRtMs is the fastest completed call; it means nothing while\nComplete is 0.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "pass": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rtSumMs": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "shadowBlock": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "time": {
+                    "description": "Time is the minute's start, a whole UTC minute.",
+                    "type": "string",
+                    "format": "date-time",
+                    "example": "2026-11-24T10:15:00Z"
                 }
             }
         },
@@ -5279,10 +6069,19 @@ const docTemplate = `{
         },
         "server.ResourceItem": {
             "type": "object",
+            "required": [
+                "firstSeen",
+                "lastMinute",
+                "lastSeen",
+                "live",
+                "name",
+                "rules"
+            ],
             "properties": {
                 "firstSeen": {
                     "description": "FirstSeen and LastSeen bound the resource's traffic; null while it\nhad none.",
                     "type": "string",
+                    "format": "date-time",
                     "x-nullable": true
                 },
                 "lastMinute": {
@@ -5290,6 +6089,7 @@ const docTemplate = `{
                 },
                 "lastSeen": {
                     "type": "string",
+                    "format": "date-time",
                     "x-nullable": true
                 },
                 "live": {
@@ -5308,6 +6108,12 @@ const docTemplate = `{
         },
         "server.ResourceList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5331,6 +6137,12 @@ const docTemplate = `{
         },
         "server.RevisionList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5354,6 +6166,13 @@ const docTemplate = `{
         },
         "server.Rule": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "id",
+                "kind",
+                "updatedAt",
+                "version"
+            ],
             "properties": {
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
@@ -5380,6 +6199,7 @@ const docTemplate = `{
                 "clusterFallbackThreshold": {
                     "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "controlBehavior": {
@@ -5392,7 +6212,8 @@ const docTemplate = `{
                     "example": "reject"
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "description": {
                     "type": "string",
@@ -5410,6 +6231,7 @@ const docTemplate = `{
                 "expiresAt": {
                     "description": "ExpiresAt is when the rule stops applying; absent, never.",
                     "type": "string",
+                    "format": "date-time",
                     "example": "2026-12-01T00:00:00Z"
                 },
                 "id": {
@@ -5591,6 +6413,7 @@ const docTemplate = `{
                 "threshold": {
                     "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
@@ -5605,12 +6428,14 @@ const docTemplate = `{
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "format": "double",
                     "maximum": 1000000000000,
                     "minimum": 0,
                     "example": 0.8
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "version": {
                     "type": "integer",
@@ -5633,6 +6458,9 @@ const docTemplate = `{
         },
         "server.RuleContent": {
             "type": "object",
+            "required": [
+                "kind"
+            ],
             "properties": {
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
@@ -5659,6 +6487,7 @@ const docTemplate = `{
                 "clusterFallbackThreshold": {
                     "description": "ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.",
                     "type": "number",
+                    "format": "double",
                     "example": 250
                 },
                 "controlBehavior": {
@@ -5681,6 +6510,7 @@ const docTemplate = `{
                 "expiresAt": {
                     "description": "ExpiresAt is when the rule stops applying; absent, never.",
                     "type": "string",
+                    "format": "date-time",
                     "example": "2026-12-01T00:00:00Z"
                 },
                 "kind": {
@@ -5858,6 +6688,7 @@ const docTemplate = `{
                 "threshold": {
                     "description": "Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
@@ -5872,6 +6703,7 @@ const docTemplate = `{
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
+                    "format": "double",
                     "maximum": 1000000000000,
                     "minimum": 0,
                     "example": 0.8
@@ -5893,6 +6725,9 @@ const docTemplate = `{
         },
         "server.RuleFile": {
             "type": "object",
+            "required": [
+                "rules"
+            ],
             "properties": {
                 "rules": {
                     "type": "array",
@@ -5904,6 +6739,13 @@ const docTemplate = `{
         },
         "server.RuleHotValues": {
             "type": "object",
+            "required": [
+                "approximate",
+                "byBlock",
+                "byPass",
+                "paramKey",
+                "rule"
+            ],
             "properties": {
                 "approximate": {
                     "description": "Approximate is false when every count is exact; true when they are\nestimates (a busy rule is sampled, and a value past the sketch's 64\ncounters per 10 s takes the least counted one's place): each count\nis then off by at most the rule's calls in the minute / 64, plus the\nsampling error.",
@@ -5935,6 +6777,12 @@ const docTemplate = `{
         },
         "server.RuleList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -5958,6 +6806,14 @@ const docTemplate = `{
         },
         "server.RuleRevision": {
             "type": "object",
+            "required": [
+                "action",
+                "actor",
+                "createdAt",
+                "reason",
+                "rule",
+                "version"
+            ],
             "properties": {
                 "action": {
                     "description": "Action is what made this version.",
@@ -5975,7 +6831,8 @@ const docTemplate = `{
                     "example": "ci-deploy"
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "reason": {
                     "type": "string",
@@ -5992,6 +6849,11 @@ const docTemplate = `{
         },
         "server.RuleSchema": {
             "type": "object",
+            "required": [
+                "demo",
+                "envelope",
+                "kinds"
+            ],
             "properties": {
                 "demo": {
                     "$ref": "#/definitions/server.DemoMarks"
@@ -6013,6 +6875,10 @@ const docTemplate = `{
         },
         "server.RuleSnapshot": {
             "type": "object",
+            "required": [
+                "revision",
+                "rules"
+            ],
             "properties": {
                 "revision": {
                     "description": "Revision grows with every rule change, of any rule; it is also the\nanswer's ETag.",
@@ -6028,32 +6894,43 @@ const docTemplate = `{
                 }
             }
         },
-        "server.SentinelFlowRule": {
+        "server.SentinelRule": {
             "type": "object",
             "properties": {
+                "adaptiveConfigName": {
+                    "type": "string"
+                },
+                "burstCount": {
+                    "description": "BurstCount, DurationInSec (which becomes statIntervalMs) and\nParamsMaxCapacity are a hotspot rule's.",
+                    "type": "integer"
+                },
                 "controlBehavior": {
-                    "description": "ControlBehavior: 0 Reject, 1 Throttling.",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "ControlBehavior (flow, hotspot): 0 Reject, 1 Throttling."
+                },
+                "durationInSec": {
+                    "type": "integer"
                 },
                 "highMemUsageThreshold": {
                     "type": "integer"
                 },
                 "id": {
+                    "description": "ID (every kind) becomes the rule's description.",
                     "type": "string"
                 },
                 "limitApp": {
-                    "description": "LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:\nwhose calls the rule counts; empty is every caller's.",
+                    "description": "LimitApp (flow) is Sentinel's (Java) field, which sentinel-golang\nlacks: whose calls the rule counts; empty is every caller's.",
                     "type": "string",
                     "example": "default"
                 },
                 "lowMemUsageThreshold": {
+                    "description": "LowMemUsageThreshold, HighMemUsageThreshold, MemLowWaterMarkBytes,\nMemHighWaterMarkBytes and AdaptiveConfigName (flow) are read by\nMemoryAdaptive only, which is refused.",
+                    "type": "integer"
+                },
+                "maxAllowedRtMs": {
                     "type": "integer"
                 },
                 "maxQueueingTimeMs": {
+                    "description": "MaxQueueingTimeMs (flow, hotspot) is a Throttling rule's.",
                     "type": "integer"
                 },
                 "memHighWaterMarkBytes": {
@@ -6062,58 +6939,232 @@ const docTemplate = `{
                 "memLowWaterMarkBytes": {
                     "type": "integer"
                 },
-                "refResource": {
+                "metricType": {
+                    "description": "MetricType (hotspot): 0 Concurrency, 1 QPS; (system): 0 Load\n(refused), 1 AvgRT, 2 Concurrency, 3 InboundQPS, 4 CpuUsage."
+                },
+                "minRequestAmount": {
+                    "type": "integer"
+                },
+                "paramIndex": {
+                    "type": "integer"
+                },
+                "paramKey": {
+                    "description": "ParamKey and ParamIndex (hotspot) name the parameter: paramKey, else\nargN for paramIndex N.",
                     "type": "string"
                 },
+                "paramsMaxCapacity": {
+                    "type": "integer"
+                },
+                "probeNum": {
+                    "type": "integer"
+                },
+                "refResource": {
+                    "description": "RefResource (flow) is the resource an AssociatedResource rule counts.",
+                    "type": "string"
+                },
+                "regex": {
+                    "description": "Regex (flow) must be false: a rule names one resource.",
+                    "type": "boolean"
+                },
                 "relationStrategy": {
-                    "description": "RelationStrategy: 0 CurrentResource, 1 AssociatedResource.",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "RelationStrategy (flow): 0 CurrentResource, 1 AssociatedResource."
                 },
                 "resource": {
+                    "description": "Resource is the rule's (flow, circuitBreaker, hotspot); a system rule\nhas none.",
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
-                "statIntervalInMs": {
+                "retryTimeoutMs": {
+                    "description": "RetryTimeoutMs, MinRequestAmount, StatIntervalMs, MaxAllowedRtMs and\nProbeNum are a circuitBreaker rule's; StatSlidingWindowBucketCount,\nSluice's own choice, is dropped.",
                     "type": "integer"
                 },
+                "specificItems": {
+                    "description": "SpecificItems (hotspot) are the values with thresholds of their own.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.SentinelSpecificItem"
+                    }
+                },
+                "statIntervalInMs": {
+                    "description": "StatIntervalInMs (flow) becomes statIntervalMs.",
+                    "type": "integer"
+                },
+                "statIntervalMs": {
+                    "type": "integer"
+                },
+                "statSlidingWindowBucketCount": {
+                    "type": "integer"
+                },
+                "strategy": {
+                    "description": "Strategy (circuitBreaker): 0 SlowRequestRatio, 1 ErrorRatio, 2\nErrorCount; (system): -1 NoAdaptive, 1 BBR, 0 unset."
+                },
                 "threshold": {
+                    "description": "Threshold is the flow, circuitBreaker or hotspot rule's.",
                     "type": "number",
+                    "format": "double",
                     "example": 100
                 },
                 "tokenCalculateStrategy": {
-                    "description": "TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).",
-                    "type": "integer",
-                    "enum": [
-                        0,
-                        1
-                    ]
+                    "description": "TokenCalculateStrategy (flow): 0 Direct, 1 WarmUp (2 MemoryAdaptive is\nrefused)."
+                },
+                "triggerCount": {
+                    "description": "TriggerCount is a system rule's.",
+                    "type": "number",
+                    "format": "double"
                 },
                 "warmUpColdFactor": {
                     "type": "integer"
                 },
                 "warmUpPeriodSec": {
+                    "description": "WarmUpPeriodSec and WarmUpColdFactor (flow) are a WarmUp rule's.",
                     "type": "integer"
+                }
+            }
+        },
+        "server.SentinelSpecificItem": {
+            "type": "object",
+            "required": [
+                "threshold",
+                "valStr"
+            ],
+            "properties": {
+                "threshold": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 100
+                },
+                "valKind": {
+                    "description": "ValKind: 0 KindInt, 1 KindString, 2 KindBool, 3 KindFloat64."
+                },
+                "valStr": {
+                    "type": "string",
+                    "example": "vip"
+                }
+            }
+        },
+        "server.StreamBacklog": {
+            "type": "object",
+            "required": [
+                "from",
+                "resources",
+                "stepMs",
+                "to"
+            ],
+            "properties": {
+                "from": {
+                    "description": "From is the first second; To is the last, the newest sampled.",
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "resources": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.StreamBacklogResource"
+                    }
+                },
+                "stepMs": {
+                    "type": "integer",
+                    "example": 1000
+                },
+                "to": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
+        "server.StreamBacklogResource": {
+            "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "concurrency",
+                "name",
+                "passQps",
+                "shadowBlockQps"
+            ],
+            "properties": {
+                "avgRtMs": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "blockQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "concurrency": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "name": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "passQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                },
+                "shadowBlockQps": {
+                    "type": "array",
+                    "items": {
+                        "type": "number"
+                    },
+                    "x-nullable": true
+                }
+            }
+        },
+        "server.StreamEvents": {
+            "type": "object",
+            "properties": {
+                "backlog": {
+                    "$ref": "#/definitions/server.StreamBacklog"
+                },
+                "breaker": {
+                    "$ref": "#/definitions/server.BreakerEvent"
+                },
+                "stats": {
+                    "$ref": "#/definitions/server.StreamStats"
                 }
             }
         },
         "server.StreamResource": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "blockQps",
+                "completeQps",
+                "concurrency",
+                "errorQps",
+                "name",
+                "passQps",
+                "shadowBlockQps"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "blockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 3
                 },
                 "completeQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 119
                 },
                 "concurrency": {
@@ -6123,6 +7174,7 @@ const docTemplate = `{
                 },
                 "errorQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 1
                 },
                 "name": {
@@ -6131,16 +7183,22 @@ const docTemplate = `{
                 },
                 "passQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 120
                 },
                 "shadowBlockQps": {
                     "type": "number",
+                    "format": "double",
                     "example": 0
                 }
             }
         },
         "server.StreamStats": {
             "type": "object",
+            "required": [
+                "resources",
+                "time"
+            ],
             "properties": {
                 "resources": {
                     "type": "array",
@@ -6149,12 +7207,19 @@ const docTemplate = `{
                     }
                 },
                 "time": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 }
             }
         },
         "server.TokenList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6175,6 +7240,10 @@ const docTemplate = `{
         },
         "server.TokenRequest": {
             "type": "object",
+            "required": [
+                "name",
+                "role"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is optional: 1 to 64 app names, none twice, not for role admin.\nA scoped editor writes only the rules of these apps, a scoped\ninstance token reads and reports only for them (docs/api.md, \"Per-app\nscopes\"). Absent or null: no scope.",
@@ -6182,13 +7251,16 @@ const docTemplate = `{
                     "items": {
                         "type": "string"
                     },
+                    "x-nullable": true,
                     "example": [
                         "checkout"
                     ]
                 },
                 "expiresAt": {
                     "description": "ExpiresAt is optional: without it the token does not expire.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time",
+                    "x-nullable": true
                 },
                 "name": {
                     "description": "Name follows the username rule: 1-64 letters, digits, '.', '_', '@'\nor '-', starting with a letter or digit.",
@@ -6210,10 +7282,20 @@ const docTemplate = `{
         },
         "server.TopItem": {
             "type": "object",
+            "required": [
+                "avgRtMs",
+                "block",
+                "complete",
+                "error",
+                "pass",
+                "resource",
+                "shadowBlock"
+            ],
             "properties": {
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
+                    "format": "double",
                     "example": 12.5
                 },
                 "block": {
@@ -6244,6 +7326,9 @@ const docTemplate = `{
         },
         "server.TopList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6255,6 +7340,13 @@ const docTemplate = `{
         },
         "server.User": {
             "type": "object",
+            "required": [
+                "createdAt",
+                "id",
+                "role",
+                "updatedAt",
+                "username"
+            ],
             "properties": {
                 "apps": {
                     "description": "Apps is the user's scope (docs/api.md, \"Per-app scopes\"); absent when\nthe user has none.",
@@ -6268,7 +7360,8 @@ const docTemplate = `{
                     ]
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "id": {
                     "type": "integer",
@@ -6284,7 +7377,8 @@ const docTemplate = `{
                     "example": "editor"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "username": {
                     "type": "string",
@@ -6294,6 +7388,12 @@ const docTemplate = `{
         },
         "server.UserList": {
             "type": "object",
+            "required": [
+                "items",
+                "page",
+                "pageSize",
+                "total"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6321,6 +7421,7 @@ const docTemplate = `{
                     "items": {
                         "type": "string"
                     },
+                    "x-nullable": true,
                     "example": [
                         "checkout",
                         "payments"
@@ -6348,6 +7449,20 @@ const docTemplate = `{
         },
         "server.Webhook": {
             "type": "object",
+            "required": [
+                "blockRateMinutes",
+                "blockRatePercent",
+                "createdAt",
+                "createdBy",
+                "description",
+                "enabled",
+                "events",
+                "failures",
+                "id",
+                "state",
+                "updatedAt",
+                "url"
+            ],
             "properties": {
                 "app": {
                     "description": "App and Resource, when set, keep only the events about that app or\nresource.",
@@ -6364,7 +7479,8 @@ const docTemplate = `{
                     "example": 50
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "createdBy": {
                     "type": "string",
@@ -6399,7 +7515,8 @@ const docTemplate = `{
                     "example": 3
                 },
                 "pausedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "pausedReason": {
                     "type": "string",
@@ -6420,7 +7537,8 @@ const docTemplate = `{
                     "example": "active"
                 },
                 "updatedAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "url": {
                     "type": "string",
@@ -6430,13 +7548,23 @@ const docTemplate = `{
         },
         "server.WebhookDelivery": {
             "type": "object",
+            "required": [
+                "attempts",
+                "createdAt",
+                "eventId",
+                "eventType",
+                "id",
+                "lastStatus",
+                "state"
+            ],
             "properties": {
                 "attempts": {
                     "type": "integer",
                     "example": 1
                 },
                 "createdAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "eventId": {
                     "description": "EventID is the event's stable id, the webhook-id header.",
@@ -6452,7 +7580,8 @@ const docTemplate = `{
                     "example": 81
                 },
                 "lastAttemptAt": {
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "lastError": {
                     "type": "string",
@@ -6465,7 +7594,8 @@ const docTemplate = `{
                 },
                 "nextAttemptAt": {
                     "description": "NextAttemptAt is when a pending delivery is tried next.",
-                    "type": "string"
+                    "type": "string",
+                    "format": "date-time"
                 },
                 "state": {
                     "type": "string",
@@ -6480,6 +7610,9 @@ const docTemplate = `{
         },
         "server.WebhookDeliveryList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6491,6 +7624,9 @@ const docTemplate = `{
         },
         "server.WebhookList": {
             "type": "object",
+            "required": [
+                "items"
+            ],
             "properties": {
                 "items": {
                     "type": "array",
@@ -6553,6 +7689,9 @@ const docTemplate = `{
         },
         "server.WebhookTest": {
             "type": "object",
+            "required": [
+                "eventId"
+            ],
             "properties": {
                 "eventId": {
                     "description": "EventID is the event's id, the webhook-id its delivery carries.",
@@ -6579,7 +7718,7 @@ var SwaggerInfo = &swag.Spec{
 	BasePath:         "/",
 	Schemes:          []string{},
 	Title:            "Sluice API",
-	Description:      "Flow control (rate limiting and circuit breaking) with rules kept in a database.",
+	Description:      "Flow control (rate limiting and circuit breaking) with rules kept in a database. Every route answers a method it does not take 405, in the error envelope, with an Allow header naming those it takes; every failure is the error envelope (docs/api.md).",
 	InfoInstanceName: "swagger",
 	SwaggerTemplate:  docTemplate,
 	LeftDelim:        "{{",

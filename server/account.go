@@ -24,8 +24,8 @@ type User struct {
 	// Apps is the user's scope (docs/api.md, "Per-app scopes"); absent when
 	// the user has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout,payments"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	CreatedAt time.Time `json:"createdAt" format:"date-time"`
+	UpdatedAt time.Time `json:"updatedAt" format:"date-time"`
 }
 
 func userOf(u store.User) User {
@@ -99,6 +99,7 @@ func bindAccount(api apiRoutes, h *accountHandler) {
 //	@Failure		415			{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422			{object}	ErrorResponse	"a missing or unknown field"
 //	@Failure		429			{object}	ErrorResponse	"too many failures; see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security
 //	@Router			/api/v1/auth/login [post]
 func (h *accountHandler) login(c *fiber.Ctx) error {
@@ -158,7 +159,7 @@ func (h *accountHandler) login(c *fiber.Ctx) error {
 //	@Tags			auth
 //	@Success		204
 //	@Failure		401	{object}	ErrorResponse
-//	@Failure		403	{object}	ErrorResponse	"X-CSRF-Token is missing or wrong"
+//	@Failure		403	{object}	ErrorResponse	"X-CSRF-Token is missing or wrong; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Security		BearerAuth
@@ -181,7 +182,9 @@ func (h *accountHandler) logout(c *fiber.Ctx) error {
 //	@Produce	json
 //	@Success	200	{object}	Me
 //	@Failure	401	{object}	ErrorResponse
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/me [get]
 func (h *accountHandler) me(c *fiber.Ctx) error {
@@ -211,11 +214,12 @@ func (h *accountHandler) me(c *fiber.Ctx) error {
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse
 //	@Failure		401	{object}	ErrorResponse
-//	@Failure		403	{object}	ErrorResponse	"an API token has no password"
+//	@Failure		403	{object}	ErrorResponse	"an API token has no password; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"the current password is wrong, or the new one too weak"
 //	@Failure		429	{object}	ErrorResponse	"too many wrong passwords, or a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/me/password [patch]
 func (h *accountHandler) changePassword(c *fiber.Ctx) error {

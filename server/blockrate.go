@@ -37,8 +37,8 @@ type BlockRateEvent struct {
 	// Percent and Minutes are the endpoint's condition.
 	Percent int       `json:"percent" example:"50"`
 	Minutes int       `json:"minutes" example:"5"`
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
+	From    time.Time `json:"from" format:"date-time"`
+	To      time.Time `json:"to" format:"date-time"`
 }
 
 // watchBlockRates evaluates, every interval until stop is called, the

@@ -41,7 +41,7 @@ type BreakerEvent struct {
 	Resource string    `json:"resource" example:"POST:/api/pay"`
 	From     string    `json:"from" enums:"closed,open,halfOpen" example:"closed"`
 	To       string    `json:"to" enums:"closed,open,halfOpen" example:"open"`
-	Time     time.Time `json:"time"`
+	Time     time.Time `json:"time" format:"date-time"`
 }
 
 // breakerEvent is a transition as the API shows it.

@@ -22,7 +22,7 @@ type Breaker struct {
 	Strategy string `json:"strategy" enums:"slowRequestRatio,errorRatio,errorCount" example:"errorRatio"`
 	State    string `json:"state" enums:"closed,open,halfOpen" example:"open"`
 	// Since is when the breaker entered its state.
-	Since  time.Time     `json:"since"`
+	Since  time.Time     `json:"since" format:"date-time"`
 	Window BreakerWindow `json:"window"`
 }
 
@@ -41,8 +41,8 @@ type BreakerWindow struct {
 type BreakerTransitionList struct {
 	Items []BreakerEvent `json:"items"`
 	// From and To are the range answered: from inclusive, to exclusive.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
 	// Truncated is true when the range held more than maxBreakerTransitions:
 	// Items are then the newest of them.
 	Truncated bool `json:"truncated" example:"false"`
@@ -72,7 +72,9 @@ func bindBreakers(api apiRoutes, h *breakerHandler) {
 //	@Produce	json
 //	@Success	200	{object}	BreakerList
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/breakers [get]
 func (h *breakerHandler) list(c *fiber.Ctx) error {
@@ -101,7 +103,9 @@ func (h *breakerHandler) list(c *fiber.Ctx) error {
 //	@Success		200			{object}	BreakerTransitionList
 //	@Failure		400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/breakers/transitions [get]
 func (h *breakerHandler) transitions(c *fiber.Ctx) error {

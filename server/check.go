@@ -20,7 +20,7 @@ type CheckRequest struct {
 	// Resource is 1 to 256 characters, no control characters.
 	Resource string `json:"resource" example:"orders"`
 	// Count is how many calls the check is for.
-	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1" validate:"optional"`
 	// Origin names the caller, 1 to 256 characters: authority rules allow
 	// or deny it, and flow rules with a limitApp count it apart.
 	Origin string `json:"origin,omitempty" example:"app-a" minLength:"1" maxLength:"256"`
@@ -87,19 +87,19 @@ type CheckBatchResponse struct {
 type CompleteRequest struct {
 	// Resource of the calls; required without entryId, and the entry's
 	// resource with it.
-	Resource string `json:"resource" example:"orders"`
+	Resource string `json:"resource" example:"orders" validate:"optional"`
 	// Count is how many calls; with entryId it is the entry's count.
-	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1"`
+	Count int64 `json:"count" example:"1" minimum:"1" maximum:"1000000" default:"1" validate:"optional"`
 	// RtMs is each call's response time; required without entryId (with
 	// one, the time since the check is taken when it is left out).
-	RtMs int64 `json:"rtMs" example:"42" minimum:"0" maximum:"86400000"`
+	RtMs int64 `json:"rtMs" example:"42" minimum:"0" maximum:"86400000" validate:"optional"`
 	// Error says whether the calls failed: they count as complete and as
 	// errors.
-	Error bool `json:"error" example:"false"`
+	Error bool `json:"error" example:"false" validate:"optional"`
 	// EntryID is the entryId the check answered. Required when a
 	// concurrency rule counted the calls; a breaker's probe may leave it
 	// out.
-	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k"`
+	EntryID string `json:"entryId" example:"9f3c2a1b7d4e-1k" validate:"optional"`
 }
 
 // checkHandler is the HTTP layer of package check, which decodes the
@@ -137,11 +137,12 @@ func bindCheck(api apiRoutes, h *checkHandler) {
 //	@Header			200		{integer}	X-RateLimit-Reset		"with headers=x-ratelimit and a window rule: the seconds until the window has room"
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object, or headers is not off, draft or x-ratelimit (details name headers)"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/check [post]
 func (h *checkHandler) check(c *fiber.Ctx) error {
@@ -180,11 +181,12 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Success		200		{object}	CheckBatchResponse
 //	@Failure		400		{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad checks, each field named as checks[i].field, or not 1 to 1000 checks"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
@@ -207,13 +209,14 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse	"the body is not a JSON object"
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403	{object}	ErrorResponse	"needs the editor role"
+//	@Failure		403	{object}	ErrorResponse	"needs the editor role; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404	{object}	ErrorResponse	"no entry has this entryId"
 //	@Failure		409	{object}	ErrorResponse	"the entry was completed already, its lease ran out, or a complete without entryId ended it as a probe"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details; entryId left out where a concurrency rule's entries are held"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {

@@ -29,7 +29,7 @@ type ClusterStatus struct {
 	// enabled.
 	State string `json:"state,omitempty" enums:"cluster,fallback" example:"cluster"`
 	// Since is when the state began.
-	Since *time.Time `json:"since,omitempty"`
+	Since *time.Time `json:"since,omitempty" format:"date-time"`
 	// LastError is why Redis was last unreachable.
 	LastError string `json:"lastError,omitempty" example:"dial tcp 127.0.0.1:6379: connect: connection refused"`
 	// Rules are the cluster rules the server's engine runs (those without
@@ -47,7 +47,7 @@ type ClusterRuleStatus struct {
 	Fallback string `json:"fallback" enums:"local,pass,block" example:"local"`
 	// FallbackThreshold is the server's threshold in a local fallback: in
 	// force while fallingBack, what it would be otherwise.
-	FallbackThreshold float64 `json:"fallbackThreshold" example:"250"`
+	FallbackThreshold float64 `json:"fallbackThreshold" example:"250" format:"double"`
 	FallingBack       bool    `json:"fallingBack" example:"false"`
 }
 
@@ -85,6 +85,7 @@ func bindCluster(api apiRoutes, h *clusterHandler) {
 //	@Failure		415			{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422			{object}	ErrorResponse	"bad fields, each named in details (asks[2].want)"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Failure		503			{object}	ErrorResponse	"Redis did not answer"
 //	@Security		BearerAuth
 //	@Router			/api/v1/cluster/exchange [post]
@@ -220,6 +221,7 @@ func exchangeCount(o *wire.Object, name string, dst *int64) {
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403	{object}	ErrorResponse	"an instance token"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/cluster [get]
 func (h *clusterHandler) status(c *fiber.Ctx) error {

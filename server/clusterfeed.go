@@ -52,7 +52,7 @@ type ClusterEvent struct {
 	State string `json:"state" enums:"cluster,fallback" example:"fallback"`
 	// Error is why the count is unreachable; absent when it answers.
 	Error string    `json:"error,omitempty" example:"dial tcp 10.0.0.7:6379: connect: connection refused"`
-	Time  time.Time `json:"time"`
+	Time  time.Time `json:"time" format:"date-time"`
 	// Rules are the cluster rules loaded then, with their fallbacks.
 	Rules []ClusterEventRule `json:"rules"`
 }

@@ -14,7 +14,7 @@ package server
 //
 //	@title						Sluice API
 //	@version					1.0
-//	@description				Flow control (rate limiting and circuit breaking) with rules kept in a database.
+//	@description				Flow control (rate limiting and circuit breaking) with rules kept in a database. Every route answers a method it does not take 405, in the error envelope, with an Allow header naming those it takes; every failure is the error envelope (docs/api.md).
 //	@BasePath					/
 //	@securityDefinitions.apikey	BearerAuth
 //	@in							header

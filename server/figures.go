@@ -19,13 +19,13 @@ func callsOf(c engine.Calls) Calls {
 
 // LiveStats is a resource's traffic over the last second.
 type LiveStats struct {
-	PassQps        float64 `json:"passQps" example:"120"`
-	BlockQps       float64 `json:"blockQps" example:"3"`
-	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0"`
-	CompleteQps    float64 `json:"completeQps" example:"119"`
-	ErrorQps       float64 `json:"errorQps" example:"1"`
+	PassQps        float64 `json:"passQps" example:"120" format:"double"`
+	BlockQps       float64 `json:"blockQps" example:"3" format:"double"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0" format:"double"`
+	CompleteQps    float64 `json:"completeQps" example:"119" format:"double"`
+	ErrorQps       float64 `json:"errorQps" example:"1" format:"double"`
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 	// Concurrency is the calls in flight.
 	Concurrency int64 `json:"concurrency" example:"4"`
 }

@@ -72,8 +72,10 @@ func bindHotValues(api apiRoutes, h *hotValuesHandler) {
 //	@Success		200		{object}	HotValuesAnswer
 //	@Failure		400		{object}	ErrorResponse	"a bad query parameter, named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404		{object}	ErrorResponse	"the server's engine does not track the resource"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/hot-values [get]
 func (h *hotValuesHandler) get(c *fiber.Ctx) error {

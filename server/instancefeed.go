@@ -29,7 +29,7 @@ type InstanceEvent struct {
 	Hostname string    `json:"hostname" example:"checkout-7f9c"`
 	From     string    `json:"from" enums:"live,stale,gone" example:"live"`
 	To       string    `json:"to" enums:"live,stale,gone" example:"stale"`
-	LastSeen time.Time `json:"lastSeen"`
+	LastSeen time.Time `json:"lastSeen" format:"date-time"`
 }
 
 // watchInstanceStates compares, every interval until stop is called, the

@@ -58,10 +58,10 @@ type InstanceReport struct {
 	Instance ReportingInstance `json:"instance" validate:"required"`
 	// Minutes are finished minutes, each sent until one report of it is
 	// answered 204; a minute of a resource reported twice counts once.
-	Minutes []ReportedMinute `json:"minutes"`
+	Minutes []ReportedMinute `json:"minutes" validate:"optional"`
 	// Live is the instance's live view: the resources with traffic or
 	// calls in flight in the last second. It replaces the last report's.
-	Live []ReportedLive `json:"live"`
+	Live []ReportedLive `json:"live" validate:"optional"`
 }
 
 // ReportingInstance is who reports.
@@ -70,14 +70,14 @@ type ReportingInstance struct {
 	// characters, no control characters.
 	ID string `json:"id" example:"orders-7f9c4d-xk2lp" validate:"required"`
 	// App is the app it runs, whose rules it takes; optional.
-	App string `json:"app" example:"orders"`
+	App string `json:"app" example:"orders" validate:"optional"`
 	// Hostname is at most 255 characters.
-	Hostname string `json:"hostname" example:"orders-7f9c4d-xk2lp"`
-	PID      int64  `json:"pid" example:"1"`
+	Hostname string `json:"hostname" example:"orders-7f9c4d-xk2lp" validate:"optional"`
+	PID      int64  `json:"pid" example:"1" validate:"optional"`
 	// Version is the app's version, at most 64 characters.
-	Version string `json:"version" example:"1.4.2"`
+	Version string `json:"version" example:"1.4.2" validate:"optional"`
 	// RulesRevision is the snapshot revision the instance runs.
-	RulesRevision int64 `json:"rulesRevision" example:"42"`
+	RulesRevision int64 `json:"rulesRevision" example:"42" validate:"optional"`
 }
 
 // ReportedMinute is what an instance's engine counted for one resource in
@@ -85,7 +85,7 @@ type ReportingInstance struct {
 type ReportedMinute struct {
 	Resource string `json:"resource" example:"GET:/api/orders" validate:"required"`
 	// Time is the minute's start, a whole UTC minute.
-	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required"`
+	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required" format:"date-time"`
 	engine.Counts
 }
 
@@ -103,8 +103,8 @@ type InstanceItem struct {
 	PID           int64     `json:"pid" example:"1"`
 	Version       string    `json:"version" example:"1.4.2"`
 	RulesRevision int64     `json:"rulesRevision" example:"42"`
-	FirstSeen     time.Time `json:"firstSeen"`
-	LastSeen      time.Time `json:"lastSeen"`
+	FirstSeen     time.Time `json:"firstSeen" format:"date-time"`
+	LastSeen      time.Time `json:"lastSeen" format:"date-time"`
 	// State is live while it reports, stale after 10 s without a report,
 	// gone after 5 min.
 	State string `json:"state" enums:"live,stale,gone" example:"live"`
@@ -160,6 +160,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422	{object}	ErrorResponse	"bad fields, each named in details (minutes[3].time)"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's), or a new instance id while --max-instances instances have reported in the last 5 minutes (details name instance.id); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
@@ -215,6 +216,7 @@ func (h *instanceHandler) refuse(id string, err error) {
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403	{object}	ErrorResponse	"an instance token"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/instances [get]
 func (h *instanceHandler) list(c *fiber.Ctx) error {

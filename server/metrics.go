@@ -31,7 +31,7 @@ type TopItem struct {
 	Resource string `json:"resource" example:"GET:/api/orders"`
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 }
 
 // HistorySteps is what a client needs to ask for a history: its steps,
@@ -80,7 +80,9 @@ func bindMetrics(api apiRoutes, h *metricsHandler) {
 //	@Success		200		{object}	TopList
 //	@Failure		400		{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/top [get]
 func (h *metricsHandler) top(c *fiber.Ctx) error {
@@ -129,7 +131,9 @@ func (h *metricsHandler) top(c *fiber.Ctx) error {
 //	@Produce		json
 //	@Success		200	{object}	HistorySteps
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/history-steps [get]
 func (h *metricsHandler) historySteps(c *fiber.Ctx) error {

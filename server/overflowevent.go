@@ -24,7 +24,7 @@ type OverflowEvent struct {
 	// Example is the name of one of them.
 	Example      string    `json:"example" example:"GET:/api/orders/8412"`
 	MaxResources int       `json:"maxResources" example:"100000"`
-	Time         time.Time `json:"time"`
+	Time         time.Time `json:"time" format:"date-time"`
 }
 
 // publishOverflow returns the metrics pipeline's OnOverflow: it publishes

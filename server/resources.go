@@ -27,8 +27,8 @@ type ResourceItem struct {
 	Rules int `json:"rules" example:"2"`
 	// FirstSeen and LastSeen bound the resource's traffic; null while it
 	// had none.
-	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable"`
-	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable"`
+	FirstSeen  *time.Time    `json:"firstSeen" extensions:"x-nullable" format:"date-time"`
+	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable" format:"date-time"`
 	Live       LiveStats     `json:"live"`
 	LastMinute MinuteFigures `json:"lastMinute"`
 }
@@ -37,7 +37,7 @@ type ResourceItem struct {
 type MinuteFigures struct {
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 }
 
 // MetricHistory is one resource's traffic over a range, step by step.
@@ -45,18 +45,18 @@ type MetricHistory struct {
 	Resource string `json:"resource" example:"GET:/api/orders"`
 	Step     string `json:"step" example:"1m"`
 	// From and To are the range answered, rounded out to the step.
-	From time.Time `json:"from"`
-	To   time.Time `json:"to"`
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
 	// Points has one point per step with traffic, oldest first.
 	Points []MetricPoint `json:"points"`
 }
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
 type MetricPoint struct {
-	Time time.Time `json:"time"`
+	Time time.Time `json:"time" format:"date-time"`
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5"`
+	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
 	// if none.
 	MinRtMs int64 `json:"minRtMs" example:"2"`
@@ -95,7 +95,9 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //	@Success		200			{object}	ResourceList
 //	@Failure		400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources [get]
 func (h *resourceHandler) list(c *fiber.Ctx) error {
@@ -142,8 +144,10 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //	@Success		200		{object}	MetricHistory
 //	@Failure		400		{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404		{object}	ErrorResponse	"the resource was never seen, or no instance has that id"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/metrics [get]
 func (h *resourceHandler) history(c *fiber.Ctx) error {

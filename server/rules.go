@@ -36,7 +36,7 @@ type RuleRevision struct {
 	Rule      rules.APIRule `json:"rule"`
 	Actor     string        `json:"actor" example:"ci-deploy"`
 	Reason    string        `json:"reason" example:"raise the cap for the sale"`
-	CreatedAt time.Time     `json:"createdAt"`
+	CreatedAt time.Time     `json:"createdAt" format:"date-time"`
 }
 
 // RevisionList is one page of a rule's revisions, newest first.
@@ -127,7 +127,9 @@ func bindRules(api apiRoutes, h *ruleHandler) {
 //	@Produce		json
 //	@Success		200	{object}	RuleSchema
 //	@Failure		401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/fields [get]
 func (h *ruleHandler) fields(c *fiber.Ctx) error {
@@ -157,7 +159,9 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@Success	200			{object}	RuleList
 //	@Failure	400			{object}	ErrorResponse	"bad query parameters, every one named in details"
 //	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules [get]
 func (h *ruleHandler) list(c *fiber.Ctx) error {
@@ -201,8 +205,10 @@ func (h *ruleHandler) list(c *fiber.Ctx) error {
 //	@Header		200	{string}	ETag			"the rule's version, quoted"
 //	@Failure	400	{object}	ErrorResponse	"id is not a positive whole number"
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id} [get]
 func (h *ruleHandler) get(c *fiber.Ctx) error {
@@ -232,12 +238,13 @@ func (h *ruleHandler) get(c *fiber.Ctx) error {
 //	@Header			201				{string}	ETag			"the rule's version, quoted"
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		409				{object}	ErrorResponse	"the name is taken"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules [post]
 func (h *ruleHandler) create(c *fiber.Ctx) error {
@@ -285,9 +292,10 @@ func decodeRule(o *wire.Object, base rules.Rule, mode wire.DecodeMode) (rules.Ru
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -295,6 +303,7 @@ func decodeRule(o *wire.Object, base rules.Rule, mode wire.DecodeMode) (rules.Ru
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [put]
 func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForReplace) }
@@ -312,9 +321,10 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForR
 //	@Param			If-Match		header		string		false	"the version the change is based on, e.g. \"3\""
 //	@Param			X-Change-Reason	header		string		false	"why, kept in the rule's history"
 //	@Success		200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure		400				{object}	ErrorResponse
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, stored or as written, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404				{object}	ErrorResponse	"no such rule"
 //	@Failure		409				{object}	ErrorResponse	"the new name is taken"
 //	@Failure		412				{object}	ErrorResponse	"If-Match names another version"
@@ -322,6 +332,7 @@ func (h *ruleHandler) replace(c *fiber.Ctx) error { return h.update(c, wire.ForR
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad fields, each named in details (the field body for JSON that is no object)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/{id} [patch]
 func (h *ruleHandler) patch(c *fiber.Ctx) error { return h.update(c, wire.ForPatch) }
@@ -359,10 +370,11 @@ func (h *ruleHandler) update(c *fiber.Ctx, mode wire.DecodeMode) error {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403	{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app)"
+//	@Failure	403	{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such rule"
 //	@Failure	412	{object}	ErrorResponse	"If-Match names another version"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id} [delete]
 func (h *ruleHandler) delete(c *fiber.Ctx) error {
@@ -393,8 +405,10 @@ func (h *ruleHandler) delete(c *fiber.Ctx) error {
 //	@Success	200			{object}	RevisionList
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404			{object}	ErrorResponse	"no rule ever had this id"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id}/revisions [get]
 func (h *ruleHandler) revisions(c *fiber.Ctx) error {
@@ -432,15 +446,17 @@ func (h *ruleHandler) revisions(c *fiber.Ctx) error {
 //	@Param		If-Match		header		string	false	"the version the rollback is based on, e.g. \"3\""
 //	@Param		X-Change-Reason	header		string	false	"why, kept in the rule's history"
 //	@Success	200				{object}	rules.APIRule
+//	@Header		200	{string}	ETag	"the rule's new version, quoted"
 //	@Failure	400				{object}	ErrorResponse	"toVersion is missing or not a positive whole number"
 //	@Failure	401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure	403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app)"
+//	@Failure	403				{object}	ErrorResponse	"needs the editor role; or, for a caller scoped to apps, the rule's app, now or at that version, is outside them (detail app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404				{object}	ErrorResponse	"no such rule, or no such version"
 //	@Failure	409				{object}	ErrorResponse	"the old name is taken by another rule now"
 //	@Failure	412				{object}	ErrorResponse	"If-Match names another version"
 //	@Failure	413				{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/rules/{id}/rollback [post]
 func (h *ruleHandler) rollback(c *fiber.Ctx) error {
@@ -480,11 +496,12 @@ func (h *ruleHandler) rollback(c *fiber.Ctx) error {
 //	@Success		200				{object}	rules.ApplyPlan
 //	@Failure		400				{object}	ErrorResponse	"the body is not JSON or YAML, or bad query parameters, every one named in details"
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app)"
+//	@Failure		403				{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, a rule of the body, or the stored rule of its name, is of an app outside them (details rules[i].app); or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413				{object}	ErrorResponse	"the body is over 64 MiB"
 //	@Failure		415				{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422				{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for a body that is no mapping)"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/apply [post]
 func (h *ruleHandler) apply(c *fiber.Ctx) error {
@@ -607,7 +624,9 @@ func isYAML(contentType string) bool {
 //	@Success		200		{object}	rules.RuleFile
 //	@Failure		400		{object}	ErrorResponse	"an unknown format"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/export [get]
 func (h *ruleHandler) export(c *fiber.Ctx) error {
@@ -636,7 +655,7 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //
 //	@Summary		Import sentinel-golang rules or an envoyproxy/ratelimit configuration
 //	@ID				importRules
-//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system) and applies it like apply (no prune). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped, and a paramIndex > 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource <domain>:<key>=<value>/<key>/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.
+//	@Description	Takes sentinel-golang's rule JSON (an array of flow.Rule, which may carry Sentinel's limitApp; of circuitbreaker.Rule with kind=circuitBreaker; of hotspot rules in its data sources' shape with kind=hotspot; of system.Rule with kind=system), or one of sentinel-golang's Kubernetes custom resources of rules (sentinel-go-datasource-k8s-crd's FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, apiVersion datasource.sentinel.io/..., in JSON or in YAML with Content-Type application/yaml), whose spec.rules are taken as rules of the resource's kind (a kind given must be that one, else 400 naming kind; errors name them rules[i]), and applies it like apply (no prune). An enum is sentinel-golang's number or its name, as the CRDs write it (controlBehavior Reject, strategy SlowRequestRatio, metricType QPS, valKind KindString); another name is refused (422 naming the field). Sentinel's zero values mean "unset" and take Sluice's defaults, but a hotspot rule's metricType 0 is sentinel-golang's Concurrency, and so is a missing one, unless the rule sets a field only QPS reads (durationInSec, controlBehavior, burstCount, maxQueueingTimeMs): that rule is refused (422 naming metricType); A hotspot rule's parameter is its paramKey; without one, its paramIndex N becomes the key argN (send params {"arg0": …}); a negative paramIndex cannot be mapped, and a paramIndex > 0 beside a paramKey is one sentinel-golang refuses: both are refused (422 naming it). durationInSec becomes statIntervalMs; specificItems [{valKind, valStr, threshold}] become value → threshold, each value as a check's params carry it (42, true, 1.5). Fields sentinel-golang ignores too (a behaviour's fields that the rule's behaviour does not read, as Sentinel's dashboard writes them with defaults; a concurrency hotspot rule's QPS fields; BBR on a system metric other than Load and CpuUsage) are dropped, each named in the plan's notes. A rule with a regex resource, or a Java Sentinel rule (grade, count, …), is refused with one message. A system rule's metricType 0 (Load) is refused (422 naming it): Sentinel's trigger is the machine's load average, Sluice's the load per CPU; its strategy -1 is NoAdaptive, 1 BBR, 0 unset. Names are made up in file order (<kind>-<slug of resource>, -2, …), so importing the same file twice changes nothing. With dryRun=true (a viewer may ask) nothing is written. With format=envoy the body is instead one envoyproxy/ratelimit configuration file (YAML, at most 4 MiB: domain, descriptors with key, value, rate_limit {unit, requests_per_unit, unlimited, name, replaces [{name}]}, shadow_mode, detailed_metric, value_to_metric, descriptors; kind must be left out): each descriptor with a rate_limit becomes a rule on the resource <domain>:<key>=<value>/<key>/… (an entry without a value matches any), a flow rule, or a hotspot rule counting each value apart when its path has an entry without a value (paramKey: those keys joined by /); threshold is requests_per_unit, statIntervalMs the unit (second, minute, hour, day); shadow_mode is mode shadow; unlimited is the same rule disabled; rate_limit.name is the rule name, else one made from the domain and path (with a hash when cut or when two would be the same); replaces becomes the replaces field and must name rate_limit.names of the file; detailed_metric and value_to_metric are accepted and change nothing. Refused, 422 naming the field by its path in the file (descriptors[2].descriptors[0].rate_limit.unit): week, month and year units, wildcard values (*), quota_mode, share_threshold, metadata, unknown fields, more than 10,000 descriptors or 16 levels. See docs/envoy-import.md.
 //	@Tags			rules
 //	@Accept			json
 //	@Accept			application/yaml
@@ -645,15 +664,16 @@ func (h *ruleHandler) export(c *fiber.Ctx) error {
 //	@Param			kind	query		string				false	"the kind of the rules in the file (format sentinel only)"	Enums(flow, circuitBreaker, hotspot, system)	default(flow)
 //	@Param			dryRun	query		bool				false	"only answer the plan"				default(false)
 //	@Param			app		query		string				false	"the app every imported rule names (the rule field app); a caller scoped to apps must give one of them"
-//	@Param			rules	body		[]rules.SentinelFlowRule	true	"sentinel-golang flow rules; with kind=circuitBreaker, circuitbreaker.Rule objects (id, resource, strategy 0 SlowRequestRatio / 1 ErrorRatio / 2 ErrorCount, retryTimeoutMs, minRequestAmount, statIntervalMs, statSlidingWindowBucketCount, maxAllowedRtMs, threshold, probeNum); with kind=hotspot, hotspot rules (id, resource, metricType 0 Concurrency / 1 QPS, controlBehavior 0 Reject / 1 Throttling, paramKey, paramIndex, threshold, maxQueueingTimeMs, burstCount, durationInSec, paramsMaxCapacity, specificItems [{valKind 0 Int / 1 String / 2 Bool / 3 Float64, valStr, threshold}]); with kind=system, system rules (id, metricType 0 Load / 1 AvgRT / 2 Concurrency / 3 InboundQPS / 4 CpuUsage, triggerCount, strategy -1 NoAdaptive / 1 BBR)"
+//	@Param			rules	body		[]rules.SentinelRule	true	"sentinel-golang rules of kind (the fields of each kind described in one object), or, JSON or YAML (Content-Type application/yaml), one of its Kubernetes custom resources of rules (apiVersion datasource.sentinel.io/..., kind FlowRules, CircuitBreakerRules, HotspotRules or SystemRules, the rules in spec.rules), whose kind is the rules' (a kind given must be the same); with format=envoy, an envoyproxy/ratelimit configuration in YAML"
 //	@Success		200		{object}	rules.ApplyPlan
 //	@Failure		400		{object}	ErrorResponse	"not JSON (with format=envoy, not YAML), or bad query parameters, every one named in details"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them"
+//	@Failure		403		{object}	ErrorResponse	"needs the editor role unless dryRun=true; or, for a caller scoped to apps, app (or rules[i].app, when a stored rule of the name made up is of another app) is outside them; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 64 MiB (4 MiB with format=envoy)"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad rules, each field named as rules[i].field (the field body for JSON that is no array); with format=envoy, named by its path in the file (descriptors[i].rate_limit.unit, body for YAML that is no mapping)"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/import [post]
 func (h *ruleHandler) importRules(c *fiber.Ctx) error {
@@ -688,7 +708,7 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	if format == "envoy" {
 		want, err = importEnvoy(c.Body())
 	} else {
-		want, notes, err = importSentinel(c.Body(), kind)
+		want, notes, err = importSentinel(c.Body(), kind, c.Query("kind") != "", isYAML(c.Get(fiber.HeaderContentType)))
 	}
 	if err != nil {
 		return err
@@ -709,19 +729,34 @@ func (h *ruleHandler) importRules(c *fiber.Ctx) error {
 	return writeJSON(c, http.StatusOK, plan)
 }
 
-// importSentinel converts a sentinel-golang rule file of kind; the notes
-// name the fields it dropped.
-func importSentinel(body []byte, kind string) ([]rules.Rule, []rules.PlanNote, error) {
-	if err := checkJSONBody(body); err != nil {
+// importSentinel converts a sentinel-golang rule file of kind, or one of
+// its Kubernetes custom resources of rules (JSON, or YAML when yamlBody),
+// whose rules are of the resource's kind: kindGiven says ?kind= named one,
+// which must then be the same. The notes name the fields it dropped.
+func importSentinel(body []byte, kind string, kindGiven, yamlBody bool) ([]rules.Rule, []rules.PlanNote, error) {
+	var err error
+	if yamlBody {
+		body, err = codec.YAMLToJSON(body)
+	} else {
+		err = checkJSONBody(body)
+	}
+	if err != nil {
 		return nil, nil, err
 	}
+	if resourceKind, items, ok := rules.SentinelResource(body); ok {
+		if kindGiven && kind != resourceKind {
+			msg := fmt.Sprintf("is %s, but the body is a Kubernetes resource of %s rules: leave kind out", kind, resourceKind)
+			return nil, nil, BadRequest("kind "+msg, FieldError{"kind", msg})
+		}
+		return rules.ImportSentinel(resourceKind, items)
+	}
 	var items []json.RawMessage
-	err := json.Unmarshal(body, &items)
+	err = json.Unmarshal(body, &items)
 	if _, ok := errors.AsType[*json.SyntaxError](err); ok {
 		return nil, nil, BadRequest("the body must be a JSON array of sentinel-golang rules: " + err.Error())
 	}
 	if err != nil || items == nil {
-		msg := "must be a JSON array of sentinel-golang rules"
+		msg := "must be a JSON array of sentinel-golang rules, or one of its Kubernetes resources of rules (kind FlowRules, CircuitBreakerRules, HotspotRules or SystemRules)"
 		return nil, nil, ValidationFailed("the body "+msg, FieldError{"body", msg})
 	}
 	return rules.ImportSentinel(kind, items)

@@ -56,6 +56,7 @@ func bindSnapshot(api apiRoutes, h *snapshotHandler) {
 //	@Failure		401				{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
 //	@Failure		403				{object}	ErrorResponse	"neither an instance token nor a viewer or above; or an instance token scoped to apps that app is not one of"
 //	@Failure		429				{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/snapshot [get]
 func (h *snapshotHandler) get(c *fiber.Ctx) error {

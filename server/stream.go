@@ -24,7 +24,7 @@ const streamInterval = time.Second
 
 // StreamStats is the data of one "stats" event of the metric stream.
 type StreamStats struct {
-	Time      time.Time        `json:"time"`
+	Time      time.Time        `json:"time" format:"date-time"`
 	Resources []StreamResource `json:"resources"`
 }
 
@@ -32,6 +32,15 @@ type StreamStats struct {
 type StreamResource struct {
 	Name string `json:"name" example:"GET:/api/orders"`
 	LiveStats
+}
+
+// StreamEvents documents the events of the metric stream, which is no one
+// JSON document: each property is an event's name and its schema the data
+// that event carries, so that the Swagger document names them all.
+type StreamEvents struct {
+	Backlog StreamBacklog `json:"backlog" validate:"optional"`
+	Stats   StreamStats   `json:"stats" validate:"optional"`
+	Breaker BreakerEvent  `json:"breaker" validate:"optional"`
 }
 
 // StreamBacklog is the data of the "backlog" event that opens the metric
@@ -42,8 +51,8 @@ type StreamResource struct {
 // completed.
 type StreamBacklog struct {
 	// From is the first second; To is the last, the newest sampled.
-	From      time.Time               `json:"from"`
-	To        time.Time               `json:"to"`
+	From      time.Time               `json:"from" format:"date-time"`
+	To        time.Time               `json:"to" format:"date-time"`
 	StepMs    int                     `json:"stepMs" example:"1000"`
 	Resources []StreamBacklogResource `json:"resources"`
 }
@@ -387,9 +396,11 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 //	@Tags			metrics
 //	@Produce		text/event-stream
 //	@Param			resource	query		string			false	"only this resource (exact name)"
-//	@Success		200			{object}	StreamStats		"a stream of events: stats"
+//	@Success		200			{object}	StreamEvents	"a stream of events: backlog, then stats and breaker; each event's data is the property of its name"
 //	@Failure		401			{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
+//	@Failure	403	{object}	ErrorResponse	"an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Failure		503			{object}	ErrorResponse	"the server is shutting down"
 //	@Security		BearerAuth
 //	@Router			/api/v1/metrics/stream [get]

@@ -18,13 +18,13 @@ type APIToken struct {
 	ID         int64      `json:"id" example:"7"`
 	Name       string     `json:"name" example:"ci-deploy"`
 	Role       string     `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
-	ExpiresAt  *time.Time `json:"expiresAt"`
-	LastUsedAt *time.Time `json:"lastUsedAt"`
+	ExpiresAt  *time.Time `json:"expiresAt" format:"date-time" extensions:"x-nullable"`
+	LastUsedAt *time.Time `json:"lastUsedAt" format:"date-time" extensions:"x-nullable"`
 	CreatedBy  string     `json:"createdBy" example:"alice"`
 	// Apps is the token's scope (docs/api.md, "Per-app scopes"); absent when it
 	// has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt" format:"date-time"`
 }
 
 func tokenOf(t store.APIToken) APIToken {
@@ -40,10 +40,10 @@ type NewAPIToken struct {
 	Name      string     `json:"name" example:"ci-deploy"`
 	Role      string     `json:"role" example:"editor"`
 	Token     string     `json:"token" example:"slc_3q2-7wEvz6xYcH1o0hQk0oOq3Ysm6mC0i2qWb1Q4l7k"`
-	ExpiresAt *time.Time `json:"expiresAt"`
+	ExpiresAt *time.Time `json:"expiresAt" format:"date-time" extensions:"x-nullable"`
 	// Apps is the token's scope; absent when it has none.
 	Apps      []string  `json:"apps,omitempty" example:"checkout"`
-	CreatedAt time.Time `json:"createdAt"`
+	CreatedAt time.Time `json:"createdAt" format:"date-time"`
 }
 
 // TokenRequest creates an API token.
@@ -56,12 +56,12 @@ type TokenRequest struct {
 	// that embeds the engine, or a gateway, is given.
 	Role string `json:"role" enums:"admin,editor,viewer,instance" example:"editor"`
 	// ExpiresAt is optional: without it the token does not expire.
-	ExpiresAt *time.Time `json:"expiresAt"`
+	ExpiresAt *time.Time `json:"expiresAt" format:"date-time" extensions:"x-nullable" validate:"optional"`
 	// Apps is optional: 1 to 64 app names, none twice, not for role admin.
 	// A scoped editor writes only the rules of these apps, a scoped
 	// instance token reads and reports only for them (docs/api.md, "Per-app
 	// scopes"). Absent or null: no scope.
-	Apps []string `json:"apps" example:"checkout"`
+	Apps []string `json:"apps" example:"checkout" extensions:"x-nullable" validate:"optional"`
 }
 
 // TokenList is one page of API tokens.
@@ -93,8 +93,9 @@ func bindTokens(api apiRoutes, h *tokenHandler) {
 //	@Success	200			{object}	TokenList
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse
-//	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Failure	403			{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/tokens [get]
 func (h *tokenHandler) list(c *fiber.Ctx) error {
@@ -124,12 +125,13 @@ func (h *tokenHandler) list(c *fiber.Ctx) error {
 //	@Success	201		{object}	NewAPIToken
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	409		{object}	ErrorResponse	"the name is taken"
 //	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/tokens [post]
 func (h *tokenHandler) create(c *fiber.Ctx) error {
@@ -192,9 +194,10 @@ func (h *tokenHandler) create(c *fiber.Ctx) error {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such token"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/tokens/{id} [delete]
 func (h *tokenHandler) delete(c *fiber.Ctx) error {

@@ -17,15 +17,15 @@ import (
 // UserRequest creates a user, or changes one (PATCH: only the fields
 // given).
 type UserRequest struct {
-	Username string `json:"username" example:"alice"`
-	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor"`
+	Username string `json:"username" example:"alice" validate:"optional"`
+	Role     string `json:"role" enums:"admin,editor,viewer" example:"editor" validate:"optional"`
 	// Password is write-only; changing it ends the user's sessions.
-	Password string `json:"password" example:"correct horse battery staple"`
+	Password string `json:"password" example:"correct horse battery staple" validate:"optional"`
 	// Apps scopes the user to the rules of these apps (docs/api.md, "Per-app
 	// scopes"): 1 to 64 app names, none twice; not for an admin. Absent or
 	// null on create: no scope; on PATCH, absent keeps it and null clears
 	// it.
-	Apps []string `json:"apps" example:"checkout,payments"`
+	Apps []string `json:"apps" example:"checkout,payments" extensions:"x-nullable" validate:"optional"`
 }
 
 // UserList is one page of users.
@@ -61,8 +61,9 @@ func bindUsers(api apiRoutes, h *userHandler) {
 //	@Success	200			{object}	UserList
 //	@Failure	400			{object}	ErrorResponse
 //	@Failure	401			{object}	ErrorResponse
-//	@Failure	403			{object}	ErrorResponse	"admins only"
+//	@Failure	403			{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429			{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/users [get]
 func (h *userHandler) list(c *fiber.Ctx) error {
@@ -91,9 +92,10 @@ func (h *userHandler) list(c *fiber.Ctx) error {
 //	@Success	200	{object}	User
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such user"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/users/{id} [get]
 func (h *userHandler) get(c *fiber.Ctx) error {
@@ -119,12 +121,13 @@ func (h *userHandler) get(c *fiber.Ctx) error {
 //	@Success	201		{object}	User
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	409		{object}	ErrorResponse	"the username is taken, in this case or another: usernames are case-insensitive"
 //	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/users [post]
 func (h *userHandler) create(c *fiber.Ctx) error {
@@ -172,13 +175,14 @@ func (h *userHandler) create(c *fiber.Ctx) error {
 //	@Success		200		{object}	User
 //	@Failure		400		{object}	ErrorResponse
 //	@Failure		401		{object}	ErrorResponse
-//	@Failure		403		{object}	ErrorResponse	"admins only"
+//	@Failure		403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404		{object}	ErrorResponse	"no such user"
 //	@Failure		409		{object}	ErrorResponse	"it would leave no admin"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/users/{id} [patch]
 func (h *userHandler) update(c *fiber.Ctx) error {
@@ -249,10 +253,11 @@ func (h *userHandler) update(c *fiber.Ctx) error {
 //	@Success		204
 //	@Failure		400	{object}	ErrorResponse
 //	@Failure		401	{object}	ErrorResponse
-//	@Failure		403	{object}	ErrorResponse	"admins only"
+//	@Failure		403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404	{object}	ErrorResponse	"no such user"
 //	@Failure		409	{object}	ErrorResponse	"the last admin cannot be deleted"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/users/{id} [delete]
 func (h *userHandler) delete(c *fiber.Ctx) error {

@@ -63,7 +63,7 @@ type Webhook struct {
 	// disabled (enabled is false).
 	State        string     `json:"state" enums:"active,paused,disabled" example:"active"`
 	PausedReason string     `json:"pausedReason,omitempty" example:"20 attempts in a row failed since 2026-11-28T19:00:00Z; the last: HTTP 503"`
-	PausedAt     *time.Time `json:"pausedAt,omitempty"`
+	PausedAt     *time.Time `json:"pausedAt,omitempty" format:"date-time"`
 	// Failures counts the attempts failed in a row.
 	Failures int `json:"failures" example:"0"`
 	// BlockRatePercent and BlockRateMinutes are its resource.blockRate
@@ -72,8 +72,8 @@ type Webhook struct {
 	BlockRatePercent int       `json:"blockRatePercent" example:"50"`
 	BlockRateMinutes int       `json:"blockRateMinutes" example:"5"`
 	CreatedBy        string    `json:"createdBy" example:"alice"`
-	CreatedAt        time.Time `json:"createdAt"`
-	UpdatedAt        time.Time `json:"updatedAt"`
+	CreatedAt        time.Time `json:"createdAt" format:"date-time"`
+	UpdatedAt        time.Time `json:"updatedAt" format:"date-time"`
 }
 
 // NewWebhook is an endpoint just created, with its secret: shown this once.
@@ -91,25 +91,25 @@ type WebhookRequest struct {
 	// at most 2048 bytes, on a host that resolves to no loopback,
 	// link-local, private or other internal address (unless the server
 	// runs with --webhook-allow-private). Required on create.
-	URL string `json:"url" example:"https://hooks.example.com/sluice"`
+	URL string `json:"url" example:"https://hooks.example.com/sluice" validate:"optional"`
 	// Description is optional: at most 500 characters.
-	Description string `json:"description" example:"on-call channel"`
+	Description string `json:"description" example:"on-call channel" validate:"optional"`
 	// Events are the event types to deliver, or ["*"] for every type.
 	// Required on create.
-	Events []string `json:"events" example:"breaker.opened,rule.updated"`
+	Events []string `json:"events" example:"breaker.opened,rule.updated" validate:"optional"`
 	// App, optional, keeps only the events about that app's rules.
-	App string `json:"app" example:"checkout"`
+	App string `json:"app" example:"checkout" validate:"optional"`
 	// Resource, optional, keeps only the events about that resource.
-	Resource string `json:"resource" example:"POST:/api/pay"`
+	Resource string `json:"resource" example:"POST:/api/pay" validate:"optional"`
 	// Enabled is optional: default true. A disabled endpoint gets no new
 	// events, and its pending deliveries wait.
-	Enabled *bool `json:"enabled" example:"true"`
+	Enabled *bool `json:"enabled" example:"true" validate:"optional"`
 	// BlockRatePercent is optional (1 to 100, default 50): the
 	// resource.blockRate condition's share of blocked calls.
-	BlockRatePercent int `json:"blockRatePercent" example:"50"`
+	BlockRatePercent int `json:"blockRatePercent" example:"50" validate:"optional"`
 	// BlockRateMinutes is optional (1 to 60, default 5): the
 	// resource.blockRate condition's run of minutes.
-	BlockRateMinutes int `json:"blockRateMinutes" example:"5"`
+	BlockRateMinutes int `json:"blockRateMinutes" example:"5" validate:"optional"`
 }
 
 // WebhookList is every endpoint.
@@ -126,12 +126,12 @@ type WebhookDelivery struct {
 	State     string `json:"state" enums:"pending,delivered,failed" example:"delivered"`
 	Attempts  int    `json:"attempts" example:"1"`
 	// NextAttemptAt is when a pending delivery is tried next.
-	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty"`
+	NextAttemptAt *time.Time `json:"nextAttemptAt,omitempty" format:"date-time"`
 	// LastStatus is the receiver's last HTTP status, 0 when none came.
 	LastStatus    int        `json:"lastStatus" example:"204"`
 	LastError     string     `json:"lastError,omitempty" example:"HTTP 503: try later"`
-	LastAttemptAt *time.Time `json:"lastAttemptAt,omitempty"`
-	CreatedAt     time.Time  `json:"createdAt"`
+	LastAttemptAt *time.Time `json:"lastAttemptAt,omitempty" format:"date-time"`
+	CreatedAt     time.Time  `json:"createdAt" format:"date-time"`
 }
 
 // WebhookDeliveryList is an endpoint's newest deliveries, newest first.
@@ -202,8 +202,9 @@ func webhookOf(e store.WebhookEndpoint) Webhook {
 //	@Produce	json
 //	@Success	200	{object}	WebhookList
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks [get]
 func (h *webhookHandler) list(c *fiber.Ctx) error {
@@ -228,9 +229,10 @@ func (h *webhookHandler) list(c *fiber.Ctx) error {
 //	@Success	200	{object}	Webhook
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [get]
 func (h *webhookHandler) get(c *fiber.Ctx) error {
@@ -266,12 +268,13 @@ func (h *webhookHandler) endpoint(c *fiber.Ctx) (store.WebhookEndpoint, error) {
 //	@Success		201		{object}	NewWebhook
 //	@Failure		400		{object}	ErrorResponse
 //	@Failure		401		{object}	ErrorResponse
-//	@Failure		403		{object}	ErrorResponse	"admins only"
+//	@Failure		403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		409		{object}	ErrorResponse	"there are 100 webhooks already"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/webhooks [post]
 func (h *webhookHandler) create(c *fiber.Ctx) error {
@@ -310,12 +313,13 @@ func (h *webhookHandler) create(c *fiber.Ctx) error {
 //	@Success	200		{object}	Webhook
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404		{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	422		{object}	ErrorResponse	"bad fields, each named in details"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [patch]
 func (h *webhookHandler) update(c *fiber.Ctx) error {
@@ -428,9 +432,10 @@ func readEvents(o *wire.Object, errs *[]FieldError) ([]string, bool) {
 //	@Success	204
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id} [delete]
 func (h *webhookHandler) delete(c *fiber.Ctx) error {
@@ -455,11 +460,12 @@ func (h *webhookHandler) delete(c *fiber.Ctx) error {
 //	@Success	202	{object}	WebhookTest
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/test [post]
 func (h *webhookHandler) test(c *fiber.Ctx) error {
@@ -492,11 +498,12 @@ func (h *webhookHandler) test(c *fiber.Ctx) error {
 //	@Success	200	{object}	Webhook
 //	@Failure	400	{object}	ErrorResponse
 //	@Failure	401	{object}	ErrorResponse
-//	@Failure	403	{object}	ErrorResponse	"admins only"
+//	@Failure	403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure	413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure	415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure	429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/resume [post]
 func (h *webhookHandler) resume(c *fiber.Ctx) error {
@@ -527,11 +534,12 @@ func (h *webhookHandler) resume(c *fiber.Ctx) error {
 //	@Success		200	{object}	NewWebhook
 //	@Failure		400	{object}	ErrorResponse
 //	@Failure		401	{object}	ErrorResponse
-//	@Failure		403	{object}	ErrorResponse	"admins only"
+//	@Failure		403	{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		404	{object}	ErrorResponse	"no such endpoint"
 //	@Failure		413	{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415	{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		429	{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/webhooks/{id}/rotate-secret [post]
 func (h *webhookHandler) rotateSecret(c *fiber.Ctx) error {
@@ -564,9 +572,10 @@ func (h *webhookHandler) rotateSecret(c *fiber.Ctx) error {
 //	@Success	200		{object}	WebhookDeliveryList
 //	@Failure	400		{object}	ErrorResponse
 //	@Failure	401		{object}	ErrorResponse
-//	@Failure	403		{object}	ErrorResponse	"admins only"
+//	@Failure	403		{object}	ErrorResponse	"admins only; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure	404		{object}	ErrorResponse	"no such endpoint"
 //	@Failure	429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header		429	{integer}	Retry-After	"seconds until the call may be made again"
 //	@Security	BearerAuth
 //	@Router		/api/v1/webhooks/{id}/deliveries [get]
 func (h *webhookHandler) deliveries(c *fiber.Ctx) error {

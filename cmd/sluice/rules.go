@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -178,7 +179,9 @@ const rulesImportUsage = `Usage: sluice rules import -f FILE --format sentinel|e
 
 Applies another limiter's rule file as Sluice rules, like rules apply
 without --prune, and prints the plan: --format sentinel takes
-sentinel-golang's JSON rule array (--kind says which rules), --format envoy
+sentinel-golang's JSON rule array (--kind says which rules) or a Kubernetes
+resource of its CRDs (a .yaml or .yml file, kind FlowRules and the others),
+--format envoy
 an envoyproxy/ratelimit configuration (YAML), see docs/envoy-import.md.
 Importing the same file twice changes nothing. A dry run changes nothing, so
 a viewer token may ask for it.
@@ -221,7 +224,9 @@ func rulesImport(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	header := http.Header{"Content-Type": {"application/json"}}
-	if *format == "envoy" {
+	// A .yaml file with --format sentinel is a Kubernetes resource of
+	// sentinel-golang's CRDs, which the server takes as YAML.
+	if ext := filepath.Ext(*file); *format == "envoy" || ext == ".yaml" || ext == ".yml" {
 		header.Set("Content-Type", "application/yaml")
 	}
 	if *reason != "" {

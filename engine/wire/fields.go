@@ -12,8 +12,8 @@ type Field struct {
 	Required    bool             `json:"required,omitempty"`
 	Default     any              `json:"default,omitempty"`
 	Example     any              `json:"example,omitempty"`
-	Min         *float64         `json:"min,omitempty"`
-	Max         *float64         `json:"max,omitempty"`
+	Min         *float64         `json:"min,omitempty" format:"double"`
+	Max         *float64         `json:"max,omitempty" format:"double"`
 	MaxLength   int              `json:"maxLength,omitempty"`
 	Multiline   bool             `json:"multiline,omitempty"`
 	Options     []Option         `json:"options,omitempty"`

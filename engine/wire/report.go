@@ -38,7 +38,7 @@ type ReportInstance struct {
 // only ever sent whole, and sent again as it was if a report fails.
 type ReportMinute struct {
 	Resource string    `json:"resource"`
-	Time     time.Time `json:"time"`
+	Time     time.Time `json:"time" format:"date-time"`
 	Counts
 }
 
@@ -73,12 +73,12 @@ type ReportLive struct {
 
 // LiveStats is engine.LiveStats as a report and the API carry it.
 type LiveStats struct {
-	PassQps        float64 `json:"passQps"`
-	BlockQps       float64 `json:"blockQps"`
-	ShadowBlockQps float64 `json:"shadowBlockQps"`
-	CompleteQps    float64 `json:"completeQps"`
-	ErrorQps       float64 `json:"errorQps"`
-	AvgRtMs        float64 `json:"avgRtMs"`
+	PassQps        float64 `json:"passQps" format:"double"`
+	BlockQps       float64 `json:"blockQps" format:"double"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" format:"double"`
+	CompleteQps    float64 `json:"completeQps" format:"double"`
+	ErrorQps       float64 `json:"errorQps" format:"double"`
+	AvgRtMs        float64 `json:"avgRtMs" format:"double"`
 	Concurrency    int64   `json:"concurrency"`
 }
 

@@ -102,6 +102,10 @@ type KindFields struct {
 		if swagType != "" {
 			tags = append(tags, fmt.Sprintf(`swaggertype:"%s"`, swagType))
 		}
+		if first.Type == engine.FieldNumber {
+			// Else a generated client reads a number as float32.
+			tags = append(tags, `format:"double"`)
+		}
 		if enums := unionEnums(u); len(enums) > 0 {
 			tags = append(tags, fmt.Sprintf(`enums:"%s"`, strings.Join(enums, ",")))
 		}

@@ -33,9 +33,13 @@ type PlanItem struct {
 // FieldChange is one field an update changes, with its JSON values before
 // and after (null when the field is absent on that side).
 type FieldChange struct {
-	Field string          `json:"field" example:"threshold"`
-	From  json.RawMessage `json:"from" swaggertype:"object"`
-	To    json.RawMessage `json:"to" swaggertype:"object"`
+	Field string `json:"field" example:"threshold"`
+	// From is the field's value before the update: any JSON value, null
+	// when the rule did not have the field.
+	From json.RawMessage `json:"from" extensions:"x-nullable"`
+	// To is the field's value after the update: any JSON value, null when
+	// the update removes the field.
+	To json.RawMessage `json:"to" extensions:"x-nullable"`
 } //@name server.FieldChange
 
 // PlanUpdate is a rule an apply changes, field by field.

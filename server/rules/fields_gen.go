@@ -9,7 +9,7 @@ type KindFields struct {
 	// Metric — flow: What the threshold limits: passes per stat interval, or calls in flight (which needs Exit); hotspot: What the threshold limits per value.
 	Metric *string `json:"metric,omitempty" enums:"qps,concurrency" example:"qps"`
 	// Threshold — flow: Requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0; circuitBreaker: A ratio from 0 to 1 for the ratios (opens above it); a whole count ≥ 1 for error count (opens at it); hotspot: Per value: requests allowed per stat interval, or calls in flight (a whole number). Required, ≥ 0.
-	Threshold *float64 `json:"threshold,omitempty" example:"100"`
+	Threshold *float64 `json:"threshold,omitempty" format:"double" example:"100"`
 	// StatIntervalMs — flow: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas; circuitBreaker: 1000 to 600000; default 1000; hotspot: 100 to 86400000 (a day); default 1000. 60000, 3600000 and 86400000 make minute, hour and day quotas.
 	StatIntervalMs *int64 `json:"statIntervalMs,omitempty" example:"1000"`
 	// ControlBehavior — flow: What happens to calls over the threshold; hotspot: What happens to a value's calls over its threshold.
@@ -33,7 +33,7 @@ type KindFields struct {
 	// ClusterFallback — flow: What each engine does while it cannot reach the count all engines share.
 	ClusterFallback *string `json:"clusterFallback,omitempty" enums:"local,pass,block" example:"local"`
 	// ClusterFallbackThreshold — flow: With fallback local: each engine's own threshold while the count is unreachable. Empty or 0: the threshold divided by the engines that shared the rule last.
-	ClusterFallbackThreshold *float64 `json:"clusterFallbackThreshold,omitempty" example:"250"`
+	ClusterFallbackThreshold *float64 `json:"clusterFallbackThreshold,omitempty" format:"double" example:"250"`
 	// Replaces — flow: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it; hotspot: Names of rules, separated by commas, that this rule replaces when Envoy's rate limit service is asked about both in one request (envoyproxy/ratelimit's replaces). Only the rate limit service reads it.
 	Replaces *string `json:"replaces,omitempty" example:"per-user" maxLength:"2064"`
 	// Strategy — circuitBreaker: What counts as failing; authority: Allow only the origins listed (a call without an origin is blocked), or deny them; system: Block every inbound call, or (bbr, for load and cpuUsage only, and their default) only those beyond what the process completes at best.
@@ -59,5 +59,5 @@ type KindFields struct {
 	// MetricType — system: The figure of the process, over its inbound calls or its own, past which inbound calls are blocked.
 	MetricType *string `json:"metricType,omitempty" enums:"load,avgRt,concurrency,inboundQps,cpuUsage" example:"cpuUsage"`
 	// TriggerCount — system: > 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.
-	TriggerCount *float64 `json:"triggerCount,omitempty" example:"0.8" minimum:"0" maximum:"1000000000000"`
+	TriggerCount *float64 `json:"triggerCount,omitempty" format:"double" example:"0.8" minimum:"0" maximum:"1000000000000"`
 }

@@ -60,8 +60,8 @@ type storedRevision struct {
 	Description string          `json:"description"`
 	Spec        json.RawMessage `json:"spec"`
 	Version     int64           `json:"version"`
-	CreatedAt   time.Time       `json:"createdAt"`
-	UpdatedAt   time.Time       `json:"updatedAt"`
+	CreatedAt   time.Time       `json:"createdAt" format:"date-time"`
+	UpdatedAt   time.Time       `json:"updatedAt" format:"date-time"`
 }
 
 // revise records r, as it is after the write, as a revision.

@@ -18,19 +18,19 @@ import (
 // not apply to a rule (another kind's, or maxQueueingTimeMs of a reject
 // rule) are left out.
 type Content struct {
-	Name string `json:"name" example:"orders-qps"`
+	Name string `json:"name" example:"orders-qps" validate:"optional"`
 	Kind string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system" example:"flow"`
 	// Resource is what the rule guards; a system rule has none (it guards
 	// every inbound call of its process).
 	Resource    string `json:"resource,omitempty" example:"GET:/api/orders"`
-	Enabled     bool   `json:"enabled" example:"true"`
-	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce"`
-	Description string `json:"description" example:"Black Friday cap"`
+	Enabled     bool   `json:"enabled" example:"true" validate:"optional"`
+	Mode        string `json:"mode" enums:"enforce,shadow" example:"enforce" validate:"optional"`
+	Description string `json:"description" example:"Black Friday cap" validate:"optional"`
 	// App, if set, is the only app whose instances run the rule; the
 	// server's own engine does not. Absent, every engine runs it.
 	App string `json:"app,omitempty" example:"checkout"`
 	// ExpiresAt is when the rule stops applying; absent, never.
-	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z"`
+	ExpiresAt *time.Time `json:"expiresAt,omitempty" example:"2026-12-01T00:00:00Z" format:"date-time"`
 	// KindFields are the fields of the rule's kind that show: each one
 	// that applies to it, and each behaviour that holds a value.
 	KindFields
@@ -45,8 +45,8 @@ type APIRule struct {
 	// it is stored still, but applies no more.
 	Expired   bool      `json:"expired,omitempty" example:"false"`
 	Version   int64     `json:"version" example:"3"`
-	CreatedAt time.Time `json:"createdAt"`
-	UpdatedAt time.Time `json:"updatedAt"`
+	CreatedAt time.Time `json:"createdAt" format:"date-time"`
+	UpdatedAt time.Time `json:"updatedAt" format:"date-time"`
 } //@name server.Rule
 
 // Rule is a rule of the domain, between the wire and the store.

@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -12,31 +13,87 @@ import (
 	"github.com/sluicehq/sluice/engine/wire"
 )
 
-// SentinelFlowRule is sentinel-golang's flow.rule as its JSON data sources
-// write it; enums are numbers.
-type SentinelFlowRule struct {
-	ID       string `json:"id,omitempty"`
-	Resource string `json:"resource" example:"GET:/api/orders"`
-	// TokenCalculateStrategy: 0 Direct, 1 WarmUp (2 MemoryAdaptive is not supported).
-	TokenCalculateStrategy int32 `json:"tokenCalculateStrategy" enums:"0,1"`
-	// ControlBehavior: 0 Reject, 1 Throttling.
-	ControlBehavior int32   `json:"controlBehavior" enums:"0,1"`
-	Threshold       float64 `json:"threshold" example:"100"`
-	// RelationStrategy: 0 CurrentResource, 1 AssociatedResource.
-	RelationStrategy      int32  `json:"relationStrategy" enums:"0,1"`
-	RefResource           string `json:"refResource"`
-	MaxQueueingTimeMs     uint32 `json:"maxQueueingTimeMs"`
-	WarmUpPeriodSec       uint32 `json:"warmUpPeriodSec"`
-	WarmUpColdFactor      uint32 `json:"warmUpColdFactor"`
-	StatIntervalInMs      uint32 `json:"statIntervalInMs"`
-	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold"`
-	HighMemUsageThreshold int64  `json:"highMemUsageThreshold"`
-	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes"`
-	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes"`
-	// LimitApp is Sentinel's (Java) field, which sentinel-golang lacks:
-	// whose calls the rule counts; empty is every caller's.
-	LimitApp string `json:"limitApp" example:"default"`
-} //@name server.SentinelFlowRule
+// SentinelRule documents a rule of the import's body with format=sentinel:
+// sentinel-golang's rule JSON of each kind it takes (flow.Rule,
+// circuitbreaker.Rule, its data sources' hotspot rule, system.Rule), the
+// fields of all four in one object, each saying which kinds read it. An
+// enum is sentinel-golang's number or, as its Kubernetes CRDs write it,
+// the number's name; its schema is any value for that reason.
+type SentinelRule struct {
+	// ID (every kind) becomes the rule's description.
+	ID string `json:"id" validate:"optional"`
+	// Resource is the rule's (flow, circuitBreaker, hotspot); a system rule
+	// has none.
+	Resource string `json:"resource" example:"GET:/api/orders" validate:"optional"`
+	// Threshold is the flow, circuitBreaker or hotspot rule's.
+	Threshold float64 `json:"threshold" example:"100" validate:"optional" format:"double"`
+	// TokenCalculateStrategy (flow): 0 Direct, 1 WarmUp (2 MemoryAdaptive is
+	// refused).
+	TokenCalculateStrategy json.RawMessage `json:"tokenCalculateStrategy" validate:"optional"`
+	// ControlBehavior (flow, hotspot): 0 Reject, 1 Throttling.
+	ControlBehavior json.RawMessage `json:"controlBehavior" validate:"optional"`
+	// RelationStrategy (flow): 0 CurrentResource, 1 AssociatedResource.
+	RelationStrategy json.RawMessage `json:"relationStrategy" validate:"optional"`
+	// RefResource (flow) is the resource an AssociatedResource rule counts.
+	RefResource string `json:"refResource" validate:"optional"`
+	// MaxQueueingTimeMs (flow, hotspot) is a Throttling rule's.
+	MaxQueueingTimeMs int64 `json:"maxQueueingTimeMs" validate:"optional"`
+	// WarmUpPeriodSec and WarmUpColdFactor (flow) are a WarmUp rule's.
+	WarmUpPeriodSec  int64 `json:"warmUpPeriodSec" validate:"optional"`
+	WarmUpColdFactor int64 `json:"warmUpColdFactor" validate:"optional"`
+	// StatIntervalInMs (flow) becomes statIntervalMs.
+	StatIntervalInMs int64 `json:"statIntervalInMs" validate:"optional"`
+	// LowMemUsageThreshold, HighMemUsageThreshold, MemLowWaterMarkBytes,
+	// MemHighWaterMarkBytes and AdaptiveConfigName (flow) are read by
+	// MemoryAdaptive only, which is refused.
+	LowMemUsageThreshold  int64  `json:"lowMemUsageThreshold" validate:"optional"`
+	HighMemUsageThreshold int64  `json:"highMemUsageThreshold" validate:"optional"`
+	MemLowWaterMarkBytes  int64  `json:"memLowWaterMarkBytes" validate:"optional"`
+	MemHighWaterMarkBytes int64  `json:"memHighWaterMarkBytes" validate:"optional"`
+	AdaptiveConfigName    string `json:"adaptiveConfigName" validate:"optional"`
+	// Regex (flow) must be false: a rule names one resource.
+	Regex bool `json:"regex" validate:"optional"`
+	// LimitApp (flow) is Sentinel's (Java) field, which sentinel-golang
+	// lacks: whose calls the rule counts; empty is every caller's.
+	LimitApp string `json:"limitApp" example:"default" validate:"optional"`
+	// Strategy (circuitBreaker): 0 SlowRequestRatio, 1 ErrorRatio, 2
+	// ErrorCount; (system): -1 NoAdaptive, 1 BBR, 0 unset.
+	Strategy json.RawMessage `json:"strategy" validate:"optional"`
+	// RetryTimeoutMs, MinRequestAmount, StatIntervalMs, MaxAllowedRtMs and
+	// ProbeNum are a circuitBreaker rule's; StatSlidingWindowBucketCount,
+	// Sluice's own choice, is dropped.
+	RetryTimeoutMs               int64 `json:"retryTimeoutMs" validate:"optional"`
+	MinRequestAmount             int64 `json:"minRequestAmount" validate:"optional"`
+	StatIntervalMs               int64 `json:"statIntervalMs" validate:"optional"`
+	StatSlidingWindowBucketCount int64 `json:"statSlidingWindowBucketCount" validate:"optional"`
+	MaxAllowedRtMs               int64 `json:"maxAllowedRtMs" validate:"optional"`
+	ProbeNum                     int64 `json:"probeNum" validate:"optional"`
+	// MetricType (hotspot): 0 Concurrency, 1 QPS; (system): 0 Load
+	// (refused), 1 AvgRT, 2 Concurrency, 3 InboundQPS, 4 CpuUsage.
+	MetricType json.RawMessage `json:"metricType" validate:"optional"`
+	// ParamKey and ParamIndex (hotspot) name the parameter: paramKey, else
+	// argN for paramIndex N.
+	ParamKey   string `json:"paramKey" validate:"optional"`
+	ParamIndex int64  `json:"paramIndex" validate:"optional"`
+	// BurstCount, DurationInSec (which becomes statIntervalMs) and
+	// ParamsMaxCapacity are a hotspot rule's.
+	BurstCount        int64 `json:"burstCount" validate:"optional"`
+	DurationInSec     int64 `json:"durationInSec" validate:"optional"`
+	ParamsMaxCapacity int64 `json:"paramsMaxCapacity" validate:"optional"`
+	// SpecificItems (hotspot) are the values with thresholds of their own.
+	SpecificItems []SentinelSpecificItem `json:"specificItems" validate:"optional"`
+	// TriggerCount is a system rule's.
+	TriggerCount float64 `json:"triggerCount" validate:"optional" format:"double"`
+} //@name server.SentinelRule
+
+// SentinelSpecificItem documents one of a sentinel-golang hotspot rule's
+// specificItems.
+type SentinelSpecificItem struct {
+	// ValKind: 0 KindInt, 1 KindString, 2 KindBool, 3 KindFloat64.
+	ValKind   json.RawMessage `json:"valKind" validate:"optional"`
+	ValStr    string          `json:"valStr" example:"vip"`
+	Threshold float64         `json:"threshold" example:"100" format:"double"`
+} //@name server.SentinelSpecificItem
 
 // sentinelOption is the value sentinel-golang numbers n for the field
 // called name: the engine's table lists a field's options in its order.
@@ -53,6 +110,35 @@ func sentinelOption(table engine.Fields, name string, n int64) (string, bool) {
 func plainFields(table engine.Fields) engine.Fields {
 	return slices.DeleteFunc(slices.Clone(table), func(f engine.Field) bool { return f.Options != nil })
 }
+
+// sentinelEnum reads the enum field name into dst: sentinel-golang's JSON
+// writes a number, and its Kubernetes CRDs (sentinel-go-datasource-k8s-crd)
+// the number's name, one of names; "" there is unset, as 0 is.
+func sentinelEnum(o *wire.Object, name string, names map[string]int64, dst *int64) {
+	if v, _ := o.Value(name); len(v) == 0 || v[0] != '"' {
+		o.Integer(name, dst)
+		return
+	}
+	var text string
+	o.Str(name, &text)
+	if n, ok := names[text]; ok {
+		*dst = n
+	} else if text != "" {
+		o.Fail(name, fmt.Sprintf("%q is no name of sentinel-golang's: must be a number or one of %s", text, strings.Join(slices.Sorted(maps.Keys(names)), ", ")))
+	}
+}
+
+// The names sentinel-golang's Kubernetes CRDs give its enums' numbers.
+var (
+	sentinelTokenStrategies = map[string]int64{"Direct": 0, "WarmUp": 1, "MemoryAdaptive": 2}
+	sentinelBehaviors       = map[string]int64{"Reject": 0, "Throttling": 1}
+	sentinelRelations       = map[string]int64{"CurrentResource": 0, "AssociatedResource": 1}
+	sentinelBreakerKinds    = map[string]int64{"SlowRequestRatio": 0, "ErrorRatio": 1, "ErrorCount": 2}
+	sentinelHotspotMetrics  = map[string]int64{"Concurrency": 0, "QPS": 1}
+	sentinelValueKinds      = map[string]int64{"KindInt": 0, "KindString": 1, "KindBool": 2, "KindFloat64": 3}
+	sentinelSystemMetrics   = map[string]int64{"Load": 0, "AvgRT": 1, "Concurrency": 2, "InboundQPS": 3, "CpuUsage": 4}
+	sentinelSystemAdaptives = map[string]int64{"NoAdaptive": -1, "BBR": 1}
+)
 
 // SentinelKinds are the kinds ImportSentinel converts.
 var SentinelKinds = []string{engine.KindFlow, engine.KindCircuitBreaker, engine.KindHotspot, engine.KindSystem}
@@ -77,6 +163,36 @@ func ImportSentinel(kind string, items []json.RawMessage) ([]Rule, []PlanNote, e
 	return rules, notes, err
 }
 
+// sentinelResourceKinds are the kinds of sentinel-golang's Kubernetes
+// custom resources (group datasource.sentinel.io) that hold rules of
+// SentinelKinds, in spec.rules: the kind of those rules by the resource's.
+var sentinelResourceKinds = map[string]string{
+	"FlowRules":           engine.KindFlow,
+	"CircuitBreakerRules": engine.KindCircuitBreaker,
+	"HotspotRules":        engine.KindHotspot,
+	"SystemRules":         engine.KindSystem,
+}
+
+// SentinelResource reads doc, a JSON object, as one of sentinel-golang's
+// Kubernetes custom resources of rules (sentinel-go-datasource-k8s-crd's
+// FlowRules, CircuitBreakerRules, HotspotRules or SystemRules): it
+// answers the kind of its rules and the rules of its spec, or ok false
+// when doc is no such resource.
+func SentinelResource(doc []byte) (kind string, items []json.RawMessage, ok bool) {
+	var resource struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Spec       struct {
+			Rules []json.RawMessage `json:"rules"`
+		} `json:"spec"`
+	}
+	if json.Unmarshal(doc, &resource) != nil || !strings.HasPrefix(resource.APIVersion, "datasource.sentinel.io/") {
+		return "", nil, false
+	}
+	kind, ok = sentinelResourceKinds[resource.Kind]
+	return kind, resource.Spec.Rules, ok
+}
+
 // javaSentinelFields are fields of Java Sentinel's rules (FlowRule,
 // DegradeRule, ParamFlowRule, SystemRule, AuthorityRule and the dashboard's
 // entities) that sentinel-golang's have not: a rule with one is refused
@@ -91,7 +207,7 @@ func convertSentinelBreakerRules(items []json.RawMessage, notes *[]PlanNote) ([]
 		var id string
 		var strategy, ignored int64
 		o.Str("id", &id)
-		o.Integer("strategy", &strategy)
+		sentinelEnum(o, "strategy", sentinelBreakerKinds, &strategy)
 		// Sentinel's zero values mean unset (docs/api.md): the zeros sent
 		// take Sluice's defaults.
 		wire.DecodeFields(o, engine.CircuitBreakerKind, plainFields(engine.BreakerRuleFields), b, false)
@@ -184,10 +300,10 @@ func convertSentinelFlowRules(items []json.RawMessage, notes *[]PlanNote) ([]Rul
 		// (Java) and of Sluice's: "" is unset, as Sentinel's other zero
 		// values.
 		o.Str("limitApp", &sr.limitApp)
-		o.Integer("tokenCalculateStrategy", &sr.strategy)
-		o.Integer("controlBehavior", &sr.behavior)
+		sentinelEnum(o, "tokenCalculateStrategy", sentinelTokenStrategies, &sr.strategy)
+		sentinelEnum(o, "controlBehavior", sentinelBehaviors, &sr.behavior)
 		o.Number("threshold", &sr.threshold)
-		o.Integer("relationStrategy", &sr.relation)
+		sentinelEnum(o, "relationStrategy", sentinelRelations, &sr.relation)
 		o.Str("refResource", &sr.refResource)
 		o.Integer("maxQueueingTimeMs", &sr.queueing)
 		o.Integer("warmUpPeriodSec", &sr.warmUpSec)
@@ -258,8 +374,8 @@ func convertSentinelHotspotRules(items []json.RawMessage, notes *[]PlanNote) ([]
 			metric, behavior, index, queueing, burst, secs int64
 		}
 		o.Str("id", &sr.id)
-		o.Integer("metricType", &sr.metric)
-		o.Integer("controlBehavior", &sr.behavior)
+		sentinelEnum(o, "metricType", sentinelHotspotMetrics, &sr.metric)
+		sentinelEnum(o, "controlBehavior", sentinelBehaviors, &sr.behavior)
 		o.Str("paramKey", &sr.paramKey)
 		o.Integer("paramIndex", &sr.index)
 		o.Number("threshold", &h.Threshold)
@@ -346,7 +462,7 @@ func sentinelSpecificItems(o *wire.Object) map[string]float64 {
 		var kind int64
 		var text string
 		var threshold float64
-		item.Integer("valKind", &kind)
+		sentinelEnum(item, "valKind", sentinelValueKinds, &kind)
 		item.Str("valStr", &text)
 		item.Number("threshold", &threshold)
 		item.Rest(func(string) string { return "" })
@@ -415,9 +531,9 @@ func convertSentinelSystemRules(items []json.RawMessage, notes *[]PlanNote) ([]R
 		var id string
 		var metric, strategy int64
 		o.Str("id", &id)
-		o.Integer("metricType", &metric)
+		sentinelEnum(o, "metricType", sentinelSystemMetrics, &metric)
 		o.Number("triggerCount", &sys.TriggerCount)
-		o.Integer("strategy", &strategy)
+		sentinelEnum(o, "strategy", sentinelSystemAdaptives, &strategy)
 		value, ok := sentinelOption(engine.SystemRuleFields, "metricType", metric)
 		switch {
 		case !ok:
