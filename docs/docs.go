@@ -2013,7 +2013,7 @@ const docTemplate = `{
                         }
                     },
                     "403": {
-                        "description": "a console session's request without its X-CSRF-Token",
+                        "description": "a console session's request without its X-CSRF-Token; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -2040,6 +2040,12 @@ const docTemplate = `{
                         "description": "a rule on the API's own routes blocked the call (never an admin's); see Retry-After",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
+                        },
+                        "headers": {
+                            "Retry-After": {
+                                "type": "integer",
+                                "description": "seconds until the call may be made again"
+                            }
                         }
                     }
                 }
@@ -5155,6 +5161,13 @@ const docTemplate = `{
         },
         "server.ImpactEstimate": {
             "type": "object",
+            "required": [
+                "limit",
+                "notes",
+                "ranges",
+                "resource",
+                "rule"
+            ],
             "properties": {
                 "limit": {
                     "description": "Limit is the limit estimated against, in words.",
@@ -5187,6 +5200,13 @@ const docTemplate = `{
         },
         "server.ImpactMinute": {
             "type": "object",
+            "required": [
+                "blockedHigh",
+                "blockedLow",
+                "busiestSecond",
+                "calls",
+                "time"
+            ],
             "properties": {
                 "blockedHigh": {
                     "type": "integer",
@@ -5214,6 +5234,17 @@ const docTemplate = `{
         },
         "server.ImpactRange": {
             "type": "object",
+            "required": [
+                "blockedHigh",
+                "blockedLow",
+                "calls",
+                "from",
+                "minutes",
+                "minutesBlocked",
+                "minutesSeen",
+                "range",
+                "to"
+            ],
             "properties": {
                 "blockedHigh": {
                     "type": "integer",
@@ -5580,6 +5611,7 @@ const docTemplate = `{
             "required": [
                 "avgRtMs",
                 "block",
+                "busiestSecond",
                 "complete",
                 "error",
                 "maxConcurrency",
@@ -5982,6 +6014,11 @@ const docTemplate = `{
             ],
             "properties": {
                 "block": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "busiestSecond": {
+                    "description": "BusiestSecond is the most calls, passed or blocked, in one second\n(any ten 100 ms spans in a row, of one engine); a second counts in\nthe minute it ends in.",
                     "type": "integer",
                     "format": "int64"
                 },

@@ -25,11 +25,12 @@ import (
 //	@Success		200		{object}	impact.Estimate
 //	@Failure		400		{object}	ErrorResponse	"the body is not JSON, or not UTF-8, or has a key twice"
 //	@Failure		401		{object}	ErrorResponse	"no credentials, or a wrong, expired or revoked one"
-//	@Failure		403		{object}	ErrorResponse	"a console session's request without its X-CSRF-Token"
+//	@Failure		403		{object}	ErrorResponse	"a console session's request without its X-CSRF-Token; or an instance token (role instance), which may call only GET /api/v1/rules/snapshot, POST /api/v1/instances/report and POST /api/v1/cluster/exchange"
 //	@Failure		413		{object}	ErrorResponse	"the body is over 1 MiB"
 //	@Failure		415		{object}	ErrorResponse	"the body has a Content-Encoding: compressed bodies are refused"
 //	@Failure		422		{object}	ErrorResponse	"bad fields, each named in details; or a rule of a kind that is not estimated (detail kind)"
 //	@Failure		429		{object}	ErrorResponse	"a rule on the API's own routes blocked the call (never an admin's); see Retry-After"
+//	@Header			429		{integer}	Retry-After		"seconds until the call may be made again"
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/impact [post]
 func (h *ruleHandler) estimate(c *fiber.Ctx) error {
