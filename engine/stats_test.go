@@ -23,7 +23,9 @@ func TestCollectMinutes(t *testing.T) {
 		call(0, nil) // 4 pass (the first call is a second old: 5 in the second), 2 blocked
 	}
 	first := e.CollectMinutes()
-	want := MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 6, Block: 2, Complete: 6, Error: 1}, RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1}}
+	want := MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 6, Block: 2, Complete: 6, Error: 1}, RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1,
+		// The six calls at 2 s; the two at 1 s are more than a second before.
+		BusiestSecond: 6}}
 	if len(first) != 1 || first[0] != want {
 		t.Fatalf("first collection = %+v, want [%+v]", first, want)
 	}
@@ -36,7 +38,7 @@ func TestCollectMinutes(t *testing.T) {
 	clock.Set(minute0 + 30_000)
 	call(50, nil)
 	delta := e.CollectMinutes()
-	want = MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 1, Complete: 1}, RtSumMs: 50, MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1}}
+	want = MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 1, Complete: 1}, RtSumMs: 50, MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1, BusiestSecond: 6}}
 	if len(delta) != 1 || delta[0] != want {
 		t.Fatalf("delta = %+v, want [%+v]", delta, want)
 	}

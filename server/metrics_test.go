@@ -148,6 +148,8 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 	want := []MetricPoint{{
 		Time: time.UnixMilli(metricsT0).UTC(), Calls: Calls{Pass: 11, Complete: 11, Error: 3},
 		AvgRtMs: float64(5*8+4*2+2*20) / 11, MinRtMs: 2, MaxRtMs: 20, MaxConcurrency: 1,
+		// The first node's 5 calls of one second; its next 3 died with it.
+		BusiestSecond: 5,
 	}}
 	for _, step := range []string{"1m", "5m", "15m", "1h", "1d"} {
 		got := third.history(t, "orders", rangeQuery(metricsT0, metricsT0+store.MinuteMs, step))
@@ -232,6 +234,7 @@ func TestHistoryOfAKnownPattern(t *testing.T) {
 			p.MinRtMs = min(p.MinRtMs, b.minute)
 			p.MaxRtMs = max(p.MaxRtMs, b.minute)
 			p.MaxConcurrency = 1
+			p.BusiestSecond = max(p.BusiestSecond, int64(b.calls))
 		}
 		for i := range points {
 			points[i].AvgRtMs /= float64(points[i].Complete)
