@@ -415,3 +415,12 @@ func slotOf(ms, unit int64, n int) int {
 	}
 	return int(k)
 }
+
+// SumSpans returns the count of every event over the kept spans that
+// start in [fromMs, toMs): what an adaptive limit learns from, once per
+// span, without counting anything of its own.
+func (t *Tally) SumSpans(fromMs, toMs int64) [NumEvents]int64 {
+	var v view
+	t.load(&v)
+	return v.sum(floorTo(fromMs+SpanMs-1, SpanMs)/SpanMs, floorTo(toMs-1, SpanMs)/SpanMs)
+}
