@@ -1368,7 +1368,8 @@ const docTemplate = `{
                             "circuitBreaker",
                             "hotspot",
                             "authority",
-                            "system"
+                            "system",
+                            "adaptiveConcurrency"
                         ],
                         "type": "string",
                         "description": "only this kind",
@@ -4084,7 +4085,7 @@ const docTemplate = `{
                     "example": 1000
                 },
                 "limit": {
-                    "description": "Limit is the threshold of the limit the call came nearest to (the\nenforced window rule, flow or hotspot, with the fewest calls left;\na hotspot rule's for the call's value), per intervalMs. Limit,\nintervalMs, remaining and resetMs are left out when no such rule\napplies.",
+                    "description": "Limit is the threshold of the limit the call came nearest to (the\nenforced window rule, flow or hotspot, with the fewest calls left;\na hotspot rule's for the call's value), per intervalMs. Limit,\nintervalMs, remaining and resetMs are left out when no such rule\napplies. A call blocked by an adaptive concurrency rule (reason\nadaptive) has the calls in flight the rule allowed as its limit,\nand no window's figures.",
                     "type": "integer",
                     "example": 100
                 },
@@ -4096,7 +4097,8 @@ const docTemplate = `{
                         "concurrency",
                         "circuitBreaker",
                         "hotspot",
-                        "authority"
+                        "authority",
+                        "adaptive"
                     ],
                     "example": "flow"
                 },
@@ -5145,10 +5147,26 @@ const docTemplate = `{
         "server.Rule": {
             "type": "object",
             "properties": {
+                "algorithm": {
+                    "description": "Algorithm — adaptiveConcurrency: How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.",
+                    "type": "string",
+                    "enum": [
+                        "gradient2",
+                        "aimd"
+                    ],
+                    "example": "gradient2"
+                },
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
                     "type": "string",
                     "example": "checkout"
+                },
+                "backoffRatio": {
+                    "description": "BackoffRatio — adaptiveConcurrency: What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9.",
+                    "type": "number",
+                    "maximum": 0.99,
+                    "minimum": 0.5,
+                    "example": 0.9
                 },
                 "burstCount": {
                     "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
@@ -5206,6 +5224,13 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 42
                 },
+                "initialLimit": {
+                    "description": "InitialLimit — adaptiveConcurrency: Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 20
+                },
                 "kind": {
                     "type": "string",
                     "enum": [
@@ -5213,7 +5238,8 @@ const docTemplate = `{
                         "circuitBreaker",
                         "hotspot",
                         "authority",
-                        "system"
+                        "system",
+                        "adaptiveConcurrency"
                     ],
                     "example": "flow"
                 },
@@ -5228,6 +5254,13 @@ const docTemplate = `{
                     "type": "integer",
                     "minimum": 1,
                     "example": 200
+                },
+                "maxLimit": {
+                    "description": "MaxLimit — adaptiveConcurrency: The limit never goes above it; default 1000.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1000
                 },
                 "maxQueueingTimeMs": {
                     "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
@@ -5256,6 +5289,13 @@ const docTemplate = `{
                         "cpuUsage"
                     ],
                     "example": "cpuUsage"
+                },
+                "minLimit": {
+                    "description": "MinLimit — adaptiveConcurrency: The limit never goes below it; default 4.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 4
                 },
                 "minRequestAmount": {
                     "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
@@ -5349,6 +5389,13 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "smoothing": {
+                    "description": "Smoothing — adaptiveConcurrency: How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier.",
+                    "type": "number",
+                    "maximum": 1,
+                    "minimum": 0.01,
+                    "example": 0.2
+                },
                 "specificItems": {
                     "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
@@ -5392,6 +5439,13 @@ const docTemplate = `{
                     ],
                     "example": "direct"
                 },
+                "tolerance": {
+                    "description": "Tolerance — adaptiveConcurrency: How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over).",
+                    "type": "number",
+                    "maximum": 10,
+                    "minimum": 1,
+                    "example": 1.1
+                },
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
@@ -5424,10 +5478,26 @@ const docTemplate = `{
         "server.RuleContent": {
             "type": "object",
             "properties": {
+                "algorithm": {
+                    "description": "Algorithm — adaptiveConcurrency: How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.",
+                    "type": "string",
+                    "enum": [
+                        "gradient2",
+                        "aimd"
+                    ],
+                    "example": "gradient2"
+                },
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
                     "type": "string",
                     "example": "checkout"
+                },
+                "backoffRatio": {
+                    "description": "BackoffRatio — adaptiveConcurrency: What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9.",
+                    "type": "number",
+                    "maximum": 0.99,
+                    "minimum": 0.5,
+                    "example": 0.9
                 },
                 "burstCount": {
                     "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
@@ -5473,6 +5543,13 @@ const docTemplate = `{
                     "type": "string",
                     "example": "2026-12-01T00:00:00Z"
                 },
+                "initialLimit": {
+                    "description": "InitialLimit — adaptiveConcurrency: Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 20
+                },
                 "kind": {
                     "type": "string",
                     "enum": [
@@ -5480,7 +5557,8 @@ const docTemplate = `{
                         "circuitBreaker",
                         "hotspot",
                         "authority",
-                        "system"
+                        "system",
+                        "adaptiveConcurrency"
                     ],
                     "example": "flow"
                 },
@@ -5495,6 +5573,13 @@ const docTemplate = `{
                     "type": "integer",
                     "minimum": 1,
                     "example": 200
+                },
+                "maxLimit": {
+                    "description": "MaxLimit — adaptiveConcurrency: The limit never goes above it; default 1000.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1000
                 },
                 "maxQueueingTimeMs": {
                     "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
@@ -5523,6 +5608,13 @@ const docTemplate = `{
                         "cpuUsage"
                     ],
                     "example": "cpuUsage"
+                },
+                "minLimit": {
+                    "description": "MinLimit — adaptiveConcurrency: The limit never goes below it; default 4.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 4
                 },
                 "minRequestAmount": {
                     "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
@@ -5616,6 +5708,13 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "smoothing": {
+                    "description": "Smoothing — adaptiveConcurrency: How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier.",
+                    "type": "number",
+                    "maximum": 1,
+                    "minimum": 0.01,
+                    "example": 0.2
+                },
                 "specificItems": {
                     "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
@@ -5658,6 +5757,13 @@ const docTemplate = `{
                         "warmUp"
                     ],
                     "example": "direct"
+                },
+                "tolerance": {
+                    "description": "Tolerance — adaptiveConcurrency: How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over).",
+                    "type": "number",
+                    "maximum": 10,
+                    "minimum": 1,
+                    "example": 1.1
                 },
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
