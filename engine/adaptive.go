@@ -108,11 +108,11 @@ func (r AdaptiveConcurrencyRule) checked() (AdaptiveConcurrencyRule, []FieldErro
 func checkAdaptive(r *AdaptiveConcurrencyRule, errs *fieldErrors) {
 	switch {
 	case r.MinLimit > r.MaxLimit:
-		errs.add("minLimit", "must be at most maxLimit ("+strconv.FormatInt(r.MaxLimit, 10)+")")
+		errs.add("minLimit", "must be at most maxLimit: "+strconv.FormatInt(r.MaxLimit, 10))
 	case r.InitialLimit < r.MinLimit:
-		errs.add("initialLimit", "must be at least minLimit ("+strconv.FormatInt(r.MinLimit, 10)+")")
+		errs.add("initialLimit", "must be at least minLimit: "+strconv.FormatInt(r.MinLimit, 10))
 	case r.InitialLimit > r.MaxLimit:
-		errs.add("initialLimit", "must be at most maxLimit ("+strconv.FormatInt(r.MaxLimit, 10)+")")
+		errs.add("initialLimit", "must be at most maxLimit: "+strconv.FormatInt(r.MaxLimit, 10))
 	}
 }
 
