@@ -24,6 +24,10 @@ type Counts struct {
 	MinRtMs        int64
 	MaxRtMs        int64
 	MaxConcurrency int64
+	// BusiestSecond is the most calls, passed or blocked, in one second
+	// (any ten 100 ms spans in a row, of one engine); a second counts in
+	// the minute it ends in.
+	BusiestSecond int64
 }
 
 // Merge adds o to c the way deltas add up to a minute: counts add, the
@@ -44,6 +48,7 @@ func (c *Counts) Merge(o Counts) {
 	c.RtSumMs += o.RtSumMs
 	c.MaxRtMs = max(c.MaxRtMs, o.MaxRtMs)
 	c.MaxConcurrency = max(c.MaxConcurrency, o.MaxConcurrency)
+	c.BusiestSecond = max(c.BusiestSecond, o.BusiestSecond)
 }
 
 // AvgRtMs is the mean response time of the completed calls, 0 if none.
@@ -110,6 +115,7 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 				MinRtMs:        m.MinRtMs,
 				MaxRtMs:        m.MaxRtMs,
 				MaxConcurrency: m.MaxConcurrency,
+				BusiestSecond:  m.BusiestSecond,
 			},
 		})
 	}

@@ -39,6 +39,7 @@ func appendHistoryJSON(b []byte, h MetricHistory) []byte {
 		b = strconv.AppendInt(append(b, `,"minRtMs":`...), p.MinRtMs, 10)
 		b = strconv.AppendInt(append(b, `,"maxRtMs":`...), p.MaxRtMs, 10)
 		b = strconv.AppendInt(append(b, `,"maxConcurrency":`...), p.MaxConcurrency, 10)
+		b = strconv.AppendInt(append(b, `,"busiestSecond":`...), p.BusiestSecond, 10)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

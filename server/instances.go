@@ -381,6 +381,7 @@ func decodeReportedMinute(o *wire.Object, oldestMs, nowMs int64) store.MinuteDel
 		{"error", &c.Error, maxReportedCalls}, {"rtSumMs", &c.RtSumMs, maxReportedRtSumMs},
 		{"minRtMs", &c.MinRtMs, maxReportedRtMs}, {"maxRtMs", &c.MaxRtMs, maxReportedRtMs},
 		{"maxConcurrency", &c.MaxConcurrency, maxReportedConcurrency},
+		{"busiestSecond", &c.BusiestSecond, maxReportedCalls},
 	} {
 		bounded(o, f.name, f.dst, f.most)
 	}

@@ -63,6 +63,11 @@ type MetricPoint struct {
 	MaxRtMs int64 `json:"maxRtMs" example:"340"`
 	// MaxConcurrency is the most calls in flight at once.
 	MaxConcurrency int64 `json:"maxConcurrency" example:"9"`
+	// BusiestSecond is the most calls, passed or blocked, that one engine
+	// (the server or an instance) saw in one second of the step: a
+	// second counts in the minute it ends in; the step's is its minutes'
+	// largest. It is 0 in rows written before Sluice kept it.
+	BusiestSecond int64 `json:"busiestSecond" example:"41"`
 }
 
 type resourceHandler struct {
@@ -177,6 +182,7 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 		points[i] = MetricPoint{
 			Time: time.UnixMilli(p.StartMs).UTC(), Calls: callsOf(p.Calls), AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
+			BusiestSecond: p.BusiestSecond,
 		}
 	}
 	return writeHistory(c, MetricHistory{

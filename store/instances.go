@@ -239,8 +239,9 @@ func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxReso
 // returns those new (not a retry) as rows to add to the sums.
 func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, folded map[string]bool, ids map[string]int64) ([]countRow, error) {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` (resource_id, start_ms,
-			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency,
+			busiest_second)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms, instance_id) DO NOTHING`))
 	if err != nil {
 		return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
@@ -255,7 +256,7 @@ func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []
 		}
 		c := d.Counts
 		res, err := stmt.ExecContext(uncancelled, ids[d.Resource], d.StartMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency)
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond)
 		if err != nil {
 			return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 		}
@@ -325,8 +326,9 @@ func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas
 // upsertCounts adds to the summed ones.
 func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, rows []countRow) error {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` AS m (resource_id, start_ms,
-			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency,
+			busiest_second)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms, instance_id) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
@@ -336,7 +338,7 @@ func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, ro
 	for _, r := range rows {
 		c := r.counts
 		if _, err := stmt.ExecContext(uncancelled, r.resourceID, r.startMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency); err != nil {
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond); err != nil {
 			return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 		}
 	}

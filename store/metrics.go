@@ -273,7 +273,8 @@ func addCounts(tx *gorm.DB) string {
 			rt_sum_ms = m.rt_sum_ms + excluded.rt_sum_ms,
 			rt_min_ms = coalesce(` + least + `(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
 			rt_max_ms = ` + greatest + `(m.rt_max_ms, excluded.rt_max_ms),
-			max_concurrency = ` + greatest + `(m.max_concurrency, excluded.max_concurrency)`
+			max_concurrency = ` + greatest + `(m.max_concurrency, excluded.max_concurrency),
+			busiest_second = ` + greatest + `(m.busiest_second, excluded.busiest_second)`
 }
 
 // upsertCounts adds rows to table (one of metricTables) with one
@@ -281,8 +282,8 @@ func addCounts(tx *gorm.DB) string {
 // which SQLite compiles anew each time.
 func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
-			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", table, err)
@@ -295,7 +296,7 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 	for _, r := range rows {
 		c := r.counts
 		if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency); err != nil {
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond); err != nil {
 			return fmt.Errorf("add to %s: %w", table, err)
 		}
 	}
@@ -322,25 +323,25 @@ func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 const partColumns = `sum(m.pass) AS pass, sum(m.block) AS block, sum(m.shadow_block) AS shadow_block,
 	sum(m.complete) AS complete, sum(m.error) AS error, sum(m.rt_sum_ms) AS rt_sum_ms,
 	min(m.rt_min_ms) AS rt_min_ms, max(m.rt_max_ms) AS rt_max_ms,
-	max(m.max_concurrency) AS max_concurrency`
+	max(m.max_concurrency) AS max_concurrency, max(m.busiest_second) AS busiest_second`
 
 // countColumns sums a metric table's rows in SQL, in the order scanCounts
 // reads them.
 const countColumns = `sum(pass) AS pass, sum(block) AS block, sum(shadow_block) AS shadow_block,
 	sum(complete) AS complete, sum(error) AS error, sum(rt_sum_ms) AS rt_sum_ms,
 	coalesce(min(rt_min_ms), 0) AS rt_min_ms, max(rt_max_ms) AS rt_max_ms,
-	max(max_concurrency) AS max_concurrency`
+	max(max_concurrency) AS max_concurrency, max(busiest_second) AS busiest_second`
 
 // pointFields is how many numbers ResourceMetrics reads per point: the
 // step's start, then the figures in the order of countColumns.
-const pointFields = 10
+const pointFields = 11
 
 // pointText writes a point's numbers, from the columns of
 // countColumns (a grouped step) or a table's row (a step of its span),
 // separated by spaces.
 const pointText = `step_ms || ' ' || pass || ' ' || block || ' ' || shadow_block || ' ' ||
 	complete || ' ' || error || ' ' || rt_sum_ms || ' ' || coalesce(rt_min_ms, 0) || ' ' ||
-	rt_max_ms || ' ' || max_concurrency`
+	rt_max_ms || ' ' || max_concurrency || ' ' || busiest_second`
 
 // ResourceMetrics returns the named resource's traffic from fromMs
 // (inclusive) to toMs (exclusive) in steps of stepMs, UTC-aligned: fromMs is
@@ -368,7 +369,7 @@ func (s *Store) metricPoints(ctx context.Context, table metricTable, filter stri
 	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
 	// Rows of the step's own span are the points: nothing to group.
 	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
-			rt_min_ms, rt_max_ms, max_concurrency FROM ` + table.name + `
+			rt_min_ms, rt_max_ms, max_concurrency, busiest_second FROM ` + table.name + `
 		WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
 		  AND start_ms >= ? AND start_ms < ?`
 	args := append(slices.Clone(filterArgs), name, fromMs, toMs)
@@ -409,7 +410,7 @@ func parsePoints(text string) ([]MetricPoint, error) {
 		}
 		points = append(points, MetricPoint{StartMs: n[0], Counts: engine.Counts{
 			Calls:   engine.Calls{Pass: n[1], Block: n[2], ShadowBlock: n[3], Complete: n[4], Error: n[5]},
-			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9],
+			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9], BusiestSecond: n[10],
 		}})
 	}
 	return points, nil
@@ -423,7 +424,7 @@ type scanner interface {
 // scanCounts reads key, then countColumns.
 func scanCounts(rows scanner, key any, c *engine.Counts) error {
 	return rows.Scan(key, &c.Pass, &c.Block, &c.ShadowBlock, &c.Complete, &c.Error,
-		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency)
+		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency, &c.BusiestSecond)
 }
 
 // rangePart is the rows of one metric table that start in [fromMs, toMs).
@@ -686,9 +687,9 @@ func (s *Store) sumAgain(ctx context.Context, finer string, rollup metricTable, 
 			}
 			deleted += res.RowsAffected
 			return tx.Exec(`UPDATE `+rollup.name+` SET (pass, block, shadow_block, complete, error,
-					rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency) =
+					rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second) =
 				(SELECT sum(f.pass), sum(f.block), sum(f.shadow_block), sum(f.complete), sum(f.error),
-					sum(f.rt_sum_ms), min(f.rt_min_ms), max(f.rt_max_ms), max(f.max_concurrency) `+finerRows+`)
+					sum(f.rt_sum_ms), min(f.rt_min_ms), max(f.rt_max_ms), max(f.max_concurrency), max(f.busiest_second) `+finerRows+`)
 				WHERE start_ms = ? AND resource_id IN ?`, startMs, endMs, startMs, ids).Error
 		})
 		if err != nil || len(ids) < batchRows {

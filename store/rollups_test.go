@@ -20,12 +20,12 @@ func rollupTables(t *testing.T, db *sql.DB) (stored, summed map[string][][]any) 
 	stored, summed = map[string][][]any{}, map[string][][]any{}
 	for _, table := range metricTables[1:] {
 		stored[table.name] = queryRows(t, db, `SELECT resource_id, start_ms, pass, block, shadow_block, complete,
-			error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency
+			error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second
 			FROM `+table.name+` ORDER BY resource_id, start_ms`)
 		span := fmt.Sprint(table.spanMs)
 		summed[table.name] = queryRows(t, db, `SELECT resource_id, start_ms / `+span+` * `+span+` AS span_ms,
 			sum(pass), sum(block), sum(shadow_block), sum(complete), sum(error), sum(rt_sum_ms),
-			min(rt_min_ms), max(rt_max_ms), max(max_concurrency)
+			min(rt_min_ms), max(rt_max_ms), max(max_concurrency), max(busiest_second)
 			FROM metric_minutes GROUP BY resource_id, span_ms ORDER BY resource_id, span_ms`)
 	}
 	return stored, summed
@@ -42,7 +42,11 @@ func queryRows(t *testing.T, db *sql.DB, query string) [][]any {
 	for rows.Next() {
 		// Integers all, or NULL: PostgreSQL's sums are numeric, SQLite's
 		// integer, and the rows compare as int64.
-		cells := make([]sql.NullInt64, 11)
+		columns, err := rows.Columns()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cells := make([]sql.NullInt64, len(columns))
 		ptrs := make([]any, len(cells))
 		for i := range cells {
 			ptrs[i] = &cells[i]
@@ -91,7 +95,7 @@ func rollupTraffic(fromMinute, toMinute int64) []MinuteDelta {
 			if (m+int64(i))%(int64(i)+2) != 0 {
 				continue
 			}
-			c := engine.Counts{Calls: engine.Calls{Pass: m%9 + 1, Block: m % 4, ShadowBlock: m % 3, Error: m % 2}, MaxConcurrency: m % 5}
+			c := engine.Counts{Calls: engine.Calls{Pass: m%9 + 1, Block: m % 4, ShadowBlock: m % 3, Error: m % 2}, MaxConcurrency: m % 5, BusiestSecond: m % 7}
 			if m%3 != 0 {
 				c.Complete, c.RtSumMs, c.MinRtMs, c.MaxRtMs = 2, m%50+2, m%25+1, m%50+1
 			}
@@ -172,7 +176,7 @@ func TestTopResourcesMatchesTheMinutes(t *testing.T) {
 func topFromMinutes(t *testing.T, s *Store, fromMs, toMs int64, by TopBy, limit int) []ResourceTotals {
 	t.Helper()
 	rows, err := s.db.WithContext(t.Context()).Raw(`SELECT t.name, t.pass, t.block, t.shadow_block, t.complete,
-			t.error, t.rt_sum_ms, t.rt_min_ms, t.rt_max_ms, t.max_concurrency
+			t.error, t.rt_sum_ms, t.rt_min_ms, t.rt_max_ms, t.max_concurrency, t.busiest_second
 		FROM (SELECT r.name, `+countColumns+` FROM resources AS r JOIN metric_minutes AS m ON m.resource_id = r.id
 			WHERE m.start_ms >= ? AND m.start_ms < ? GROUP BY r.name) AS t
 		ORDER BY `+topOrder[by]+`, t.name LIMIT ?`, fromMs, toMs, limit).Rows()

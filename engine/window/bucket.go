@@ -40,6 +40,9 @@ type Extremes struct {
 	minRt          atomic.Int64
 	maxRt          atomic.Int64
 	maxConcurrency atomic.Int64
+	// busiestSecond is the most calls, passed or blocked, in one second
+	// (a Tally's: ten spans in a row) of the minute.
+	busiestSecond atomic.Int64
 }
 
 // StartMs returns the start of the time span the bucket counts.
@@ -67,11 +70,15 @@ func (b *Bucket) reset() {
 	}
 }
 
+// observeSecond records n calls in one second.
+func (x *Extremes) observeSecond(n int64) { storeMax(&x.busiestSecond, n) }
+
 // reset forgets the extremes. The caller owns their minute.
 func (x *Extremes) reset() {
 	x.minRt.Store(noRt)
 	x.maxRt.Store(0)
 	x.maxConcurrency.Store(0)
+	x.busiestSecond.Store(0)
 }
 
 func storeMax(a *atomic.Int64, v int64) {

@@ -116,6 +116,10 @@ type Minute struct {
 	MinRtMs        int64 // 0 when no call completed
 	MaxRtMs        int64
 	MaxConcurrency int64
+	// BusiestSecond is the most calls, passed or blocked, in one second
+	// of the minute: any ten spans in a row that end in it, the second
+	// still under way included.
+	BusiestSecond int64
 }
 
 // view is a consistent copy of a Tally's marks and totals.
@@ -126,8 +130,9 @@ type view struct {
 	minutes [minutes]struct {
 		start int64
 		at    [NumEvents]int64
-		// minRt, maxRt and maxConcurrency are the minute's extremes.
-		minRt, maxRt, maxConcurrency int64
+		// minRt, maxRt, maxConcurrency and busiestSecond are the
+		// minute's extremes.
+		minRt, maxRt, maxConcurrency, busiestSecond int64
 	}
 }
 
@@ -173,6 +178,13 @@ func (t *Tally) roll(nowMs int64) {
 		}
 		start := floorTo(nowMs, SpanMs)
 		at := t.loadTotals()
+		if s != never {
+			// The second that ended as span s did is the last whose calls
+			// are all counted, and the busiest of those ending since: its
+			// first span's mark is in the slot about to be written.
+			first := &t.marks[slotOf(s+SpanMs, SpanMs, Spans)]
+			t.newestX.Load().observeSecond(at[Pass] + at[Block] - first[Pass].Load() - first[Block].Load())
+		}
 		// The spans skipped since the newest saw nothing: they begin
 		// with the same totals.
 		shadow := t.shadow.Load()
@@ -274,6 +286,7 @@ func (t *Tally) load(v *view) {
 				c.at[ShadowBlock] = shadow.minuteAts[i].Load()
 			}
 			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
+			c.busiestSecond = m.x.busiestSecond.Load()
 		}
 		v.totals = t.loadTotals()
 		if t.newest.Load() == n {
@@ -390,7 +403,12 @@ func (t *Tally) appendMinute(out []Minute, v *view, i int, from, to *[NumEvents]
 		return out
 	}
 	c := &v.minutes[i]
-	m.StartMs, m.MaxRtMs, m.MaxConcurrency = c.start, c.maxRt, c.maxConcurrency
+	m.StartMs, m.MaxRtMs, m.MaxConcurrency, m.BusiestSecond = c.start, c.maxRt, c.maxConcurrency, c.busiestSecond
+	if c.start == floorTo(v.newest, MinuteMs) {
+		// The second under way, which the next span's start would count.
+		first := v.mark(v.newest/SpanMs - Spans + 1)
+		m.BusiestSecond = max(m.BusiestSecond, v.totals[Pass]+v.totals[Block]-first[Pass]-first[Block])
+	}
 	if c.minRt != noRt {
 		m.MinRtMs = c.minRt
 	}

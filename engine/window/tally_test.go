@@ -153,7 +153,7 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	x.ObserveRt(5)
 	x.ObserveConcurrency(3)
 	tally.count(minute1+59_999, Pass, 2)
-	want := Minute{StartMs: minute1, MinRtMs: 5, MaxRtMs: 30, MaxConcurrency: 3}
+	want := Minute{StartMs: minute1, MinRtMs: 5, MaxRtMs: 30, MaxConcurrency: 3, BusiestSecond: 2}
 	want.Counts[Complete], want.Counts[RtSum], want.Counts[Error], want.Counts[Pass] = 3, 65, 1, 2
 	if got := tally.Collect(nil); len(got) != 1 || got[0] != want {
 		t.Fatalf("first collection = %+v, want [%+v]", got, want)
@@ -170,9 +170,11 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	tally.AddComplete(1, 0, 0)
 	x.ObserveRt(0)
 	got := tally.Collect(nil)
-	older := Minute{StartMs: minute1, MinRtMs: 5, MaxRtMs: 30, MaxConcurrency: 3}
+	older := Minute{StartMs: minute1, MinRtMs: 5, MaxRtMs: 30, MaxConcurrency: 3, BusiestSecond: 3}
 	older.Counts[Block] = 1
-	newer := Minute{StartMs: minute2}
+	// Its busiest second began in minute 1: a second counts in the minute
+	// it ends in.
+	newer := Minute{StartMs: minute2, BusiestSecond: 3}
 	newer.Counts[Complete] = 1
 	if len(got) != 2 || got[0] != older || got[1] != newer {
 		t.Fatalf("collection across minutes = %+v, want [%+v %+v]", got, older, newer)
@@ -186,6 +188,34 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	}
 	if start, ok := tally.NewestMinuteMs(); !ok || start != 4*MinuteMs {
 		t.Fatalf("NewestMinuteMs = %d, %v; want %d", start, ok, 4*MinuteMs)
+	}
+}
+
+// TestTallyKeepsTheBusiestSecond: a minute's busiest second is any ten
+// spans in a row, not a calendar second, and one that ends in a minute
+// counts there even when it began in the one before.
+func TestTallyKeepsTheBusiestSecond(t *testing.T) {
+	const minute1, minute2 = MinuteMs, 2 * MinuteMs
+	tally := newTally()
+	tally.count(minute1, Pass, 50)
+	tally.count(minute1+500, Block, 30)
+	tally.count(minute1+1_200, Pass, 20)
+	if got := tally.Collect(nil); len(got) != 1 || got[0].BusiestSecond != 80 {
+		t.Fatalf("collection = %+v, want the busiest second at 80 (50 passed, 30 blocked)", got)
+	}
+	tally.count(minute2-50, Pass, 10)
+	if got := tally.Collect(nil); len(got) != 1 || got[0].BusiestSecond != 80 {
+		t.Fatalf("collection after a quiet minute's end = %+v, want the busiest second still 80", got)
+	}
+	tally.count(minute2+50, Pass, 70)
+	got := tally.Collect(nil)
+	if len(got) != 1 || got[0].StartMs != minute2 || got[0].BusiestSecond != 80 {
+		t.Fatalf("collection of minute 2 = %+v, want its busiest second at 80 (10 at the end of minute 1, 70 at its start)", got)
+	}
+	tally.count(minute2+30_000, Pass, 1)
+	got = tally.Collect(nil)
+	if len(got) != 1 || got[0].BusiestSecond != 80 {
+		t.Fatalf("collection after a lone call = %+v, want the busiest second kept at 80", got)
 	}
 }
 

@@ -53,12 +53,16 @@ type Counts struct {
 	MinRtMs        int64 `json:"minRtMs"`
 	MaxRtMs        int64 `json:"maxRtMs"`
 	MaxConcurrency int64 `json:"maxConcurrency"`
+	// BusiestSecond is absent from the reports of instances older than
+	// the field.
+	BusiestSecond int64 `json:"busiestSecond,omitempty"`
 }
 
 // CountsOf is c as a report carries it.
 func CountsOf(c engine.Counts) Counts {
 	return Counts{Pass: c.Pass, Block: c.Block, ShadowBlock: c.ShadowBlock, Complete: c.Complete, Error: c.Error,
-		RtSumMs: c.RtSumMs, MinRtMs: c.MinRtMs, MaxRtMs: c.MaxRtMs, MaxConcurrency: c.MaxConcurrency}
+		RtSumMs: c.RtSumMs, MinRtMs: c.MinRtMs, MaxRtMs: c.MaxRtMs, MaxConcurrency: c.MaxConcurrency,
+		BusiestSecond: c.BusiestSecond}
 }
 
 // ReportLive is one resource's figures over the last second.

@@ -71,10 +71,11 @@ func minuteRows(t *testing.T, st *store.Store, resource string) []store.MetricPo
 	return points
 }
 
+// counts is a minute of passes that came in one second.
 func counts(pass, complete, errs, rtSumMs, minRtMs, maxRtMs int64) engine.Counts {
 	return engine.Counts{
 		Calls:   engine.Calls{Pass: pass, Complete: complete, Error: errs},
-		RtSumMs: rtSumMs, MinRtMs: minRtMs, MaxRtMs: maxRtMs, MaxConcurrency: 1,
+		RtSumMs: rtSumMs, MinRtMs: minRtMs, MaxRtMs: maxRtMs, MaxConcurrency: 1, BusiestSecond: pass,
 	}
 }
 
@@ -101,8 +102,12 @@ func TestCountedCallsBecomeMinuteRows(t *testing.T) {
 	clock.Advance(store.MinuteMs)
 	calls(t, eng, "orders", 1, 0, 5)
 	flush(t, p)
+	// The busiest second of t0's minute is its first: 3 calls, then 2
+	// twenty seconds on.
+	first := counts(5, 5, 1, 28, 2, 8)
+	first.BusiestSecond = 3
 	want = []store.MetricPoint{
-		{StartMs: t0, Counts: counts(5, 5, 1, 28, 2, 8)},
+		{StartMs: t0, Counts: first},
 		{StartMs: t0 + store.MinuteMs, Counts: counts(1, 1, 0, 5, 5, 5)},
 	}
 	if got := minuteRows(t, st, "orders"); !reflect.DeepEqual(got, want) {
