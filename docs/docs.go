@@ -4770,6 +4770,19 @@ const docTemplate = `{
         "server.MetricPoint": {
             "type": "object",
             "properties": {
+                "adaptiveLimitLast": {
+                    "type": "integer",
+                    "example": 96
+                },
+                "adaptiveLimitMax": {
+                    "type": "integer",
+                    "example": 120
+                },
+                "adaptiveLimitMin": {
+                    "description": "AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the\nleast, greatest and latest limit of the resource's adaptive\nconcurrency rule in the step (the latest: of its latest minute that\nhad one); 0 when it had none.",
+                    "type": "integer",
+                    "example": 80
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
@@ -4778,6 +4791,11 @@ const docTemplate = `{
                 "block": {
                     "type": "integer",
                     "example": 180
+                },
+                "busiestSecond": {
+                    "description": "BusiestSecond is the most calls, passed or blocked, that one engine\n(the server or an instance) saw in one second of the step: a\nsecond counts in the minute it ends in; the step's is its minutes'\nlargest. It is 0 in rows written before Sluice kept it.",
+                    "type": "integer",
+                    "example": 41
                 },
                 "complete": {
                     "type": "integer",

@@ -317,6 +317,11 @@ func (a *adaptiveLimiter) learn(nowMs int64) {
 		return
 	}
 	a.nextMs.Store(start + window.SpanMs)
+	// The minute's row keeps the limit the span ended with and the one
+	// the next starts with.
+	x := a.res.second.Extremes()
+	x.ObserveLimit(a.state.Load().limit)
+	defer func() { x.ObserveLimit(a.state.Load().limit) }()
 	sums := a.res.second.SumSpans(a.fromMs, start)
 	completes, elapsedMs := sums[window.Complete], start-a.fromMs
 	if completes < adaptiveMinSamples && elapsedMs < adaptiveMaxWindowMs {

@@ -275,3 +275,41 @@ func TestAdaptiveRuleValidation(t *testing.T) {
 		t.Fatal("the rule is still in force after its resource's rules were replaced by none")
 	}
 }
+
+// TestAdaptiveLimitInMinutes: each minute the engine hands out keeps the
+// least, greatest and latest limit the rule held in it, and a delta
+// merged after another keeps the later's latest.
+func TestAdaptiveLimitInMinutes(t *testing.T) {
+	clock := NewManualClock(0)
+	e := New(Options{Clock: clock})
+	t.Cleanup(e.Close)
+	rule := AdaptiveConcurrencyRule{Name: "a", Resource: "svc", Algorithm: AdaptiveAIMD}
+	if err := e.LoadAdaptiveConcurrencyRules([]AdaptiveConcurrencyRule{rule}); err != nil {
+		t.Fatal(err)
+	}
+	svc := &simService{capacity: 100, baseMs: 50}
+	load := newSimLoad(clock, e.Resource("svc"), svc, 300)
+	load.runUntil(30_000, nil)
+	first := e.CollectMinutes()
+	load.runUntil(60_000, nil)
+	second := e.CollectMinutes()
+	if len(first) != 1 || len(second) != 1 {
+		t.Fatalf("minutes %+v then %+v, want one each", first, second)
+	}
+	a, b := first[0].Counts, second[0].Counts
+	// AIMD climbs by one a span from 20: 20 to about 50 in the first
+	// 3 s after the rule's first span, past 100 within the minute.
+	if a.AdaptiveLimitMin != 20 || a.AdaptiveLimitMax < 100 || a.AdaptiveLimitLast < 90 {
+		t.Fatalf("first half minute: limits %d/%d/%d", a.AdaptiveLimitMin, a.AdaptiveLimitMax, a.AdaptiveLimitLast)
+	}
+	st, _ := e.Resource("svc").AdaptiveLimit()
+	if b.AdaptiveLimitMin != 20 || b.AdaptiveLimitLast != st.Limit {
+		t.Fatalf("second collection: limits %d/%d/%d, want the minute's least 20 and the latest %d", b.AdaptiveLimitMin, b.AdaptiveLimitMax, b.AdaptiveLimitLast, st.Limit)
+	}
+	merged := a
+	merged.Merge(Counts{Calls: Calls{Pass: 1}, AdaptiveLimitMin: 7, AdaptiveLimitMax: 9, AdaptiveLimitLast: 8})
+	merged.Merge(Counts{Calls: Calls{Pass: 1}})
+	if merged.AdaptiveLimitMin != 7 || merged.AdaptiveLimitMax != a.AdaptiveLimitMax || merged.AdaptiveLimitLast != 8 {
+		t.Fatalf("merged limits %d/%d/%d", merged.AdaptiveLimitMin, merged.AdaptiveLimitMax, merged.AdaptiveLimitLast)
+	}
+}

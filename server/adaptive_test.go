@@ -113,3 +113,38 @@ func TestAdaptiveLimitGauge(t *testing.T) {
 		t.Fatalf("sluice_adaptive_limit = %v", got)
 	}
 }
+
+// TestAdaptiveLimitHistory: the minute rows of a resource with an
+// adaptive rule keep the least, greatest and latest limit the rule held,
+// and the history answers them.
+func TestAdaptiveLimitHistory(t *testing.T) {
+	clock := engine.NewManualClock(metricsT0)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	rule := engine.AdaptiveConcurrencyRule{Name: "search", Resource: "search", Algorithm: engine.AdaptiveAIMD, InitialLimit: 10, MinLimit: 1}
+	if err := n.engine.LoadAdaptiveConcurrencyRules([]engine.AdaptiveConcurrencyRule{rule}); err != nil {
+		t.Fatal(err)
+	}
+	// Ten calls in flight each span, as slow as the no-load latency: the
+	// limit, always in use, climbs by one a span.
+	for span := range int64(20) {
+		clock.Set(metricsT0 + span*100)
+		var held []engine.Entry
+		for range 10 {
+			if e, blk := n.engine.Entry("search"); blk == nil {
+				held = append(held, e)
+			}
+		}
+		for _, e := range held {
+			e.Exit(engine.WithRtMs(100))
+		}
+	}
+	n.flush(t)
+	st, _ := n.engine.Resource("search").AdaptiveLimit()
+	h := n.history(t, "search", rangeQuery(metricsT0, metricsT0+60_000, "1m"))
+	if len(h.Points) != 1 {
+		t.Fatalf("points %+v, want one minute", h.Points)
+	}
+	if p := h.Points[0]; p.AdaptiveLimitMin != 10 || p.AdaptiveLimitMax != st.Limit || p.AdaptiveLimitLast != st.Limit || st.Limit <= 10 {
+		t.Fatalf("minute's limits %d/%d/%d, want 10 and the rule's %d", p.AdaptiveLimitMin, p.AdaptiveLimitMax, p.AdaptiveLimitLast, st.Limit)
+	}
+}
