@@ -4634,6 +4634,15 @@ const docTemplate = `{
         "server.LiveStats": {
             "type": "object",
             "properties": {
+                "adaptiveChange": {
+                    "type": "string",
+                    "example": "latency rose 40% over its no-load level: limit 120 → 96"
+                },
+                "adaptiveLimit": {
+                    "description": "AdaptiveLimit is the calls in flight the resource's adaptive\nconcurrency rule allows now (of the server's engine), absent\nwithout one; AdaptiveChange says its latest change in words.",
+                    "type": "integer",
+                    "example": 96
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
@@ -6017,6 +6026,15 @@ const docTemplate = `{
         "server.StreamResource": {
             "type": "object",
             "properties": {
+                "adaptiveChange": {
+                    "type": "string",
+                    "example": "latency rose 40% over its no-load level: limit 120 → 96"
+                },
+                "adaptiveLimit": {
+                    "description": "AdaptiveLimit is the calls in flight the resource's adaptive\nconcurrency rule allows now (of the server's engine), absent\nwithout one; AdaptiveChange says its latest change in words.",
+                    "type": "integer",
+                    "example": 96
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",

@@ -151,6 +151,11 @@ type LiveStats struct {
 	AvgRtMs float64
 	// Concurrency is the calls in flight.
 	Concurrency int64
+	// AdaptiveLimit is the limit of the resource's adaptive concurrency
+	// rule now, 0 without one; AdaptiveChange its latest change (AtMs 0
+	// before the first).
+	AdaptiveLimit  int64
+	AdaptiveChange AdaptiveChange
 }
 
 // Live returns the resource's figures over the last second, read in one
@@ -170,6 +175,10 @@ func (r *Resource) Live() LiveStats {
 	}
 	if s.CompleteQps > 0 {
 		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
+	}
+	if a := r.rules.Load().adaptive; a != nil {
+		st := a.state.Load()
+		s.AdaptiveLimit, s.AdaptiveChange = st.limit, st.change
 	}
 	return s
 }

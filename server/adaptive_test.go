@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -146,5 +147,25 @@ func TestAdaptiveLimitHistory(t *testing.T) {
 	}
 	if p := h.Points[0]; p.AdaptiveLimitMin != 10 || p.AdaptiveLimitMax != st.Limit || p.AdaptiveLimitLast != st.Limit || st.Limit <= 10 {
 		t.Fatalf("minute's limits %d/%d/%d, want 10 and the rule's %d", p.AdaptiveLimitMin, p.AdaptiveLimitMax, p.AdaptiveLimitLast, st.Limit)
+	}
+}
+
+// TestStreamStatsCarryTheAdaptiveLimit: a resource's live figures carry
+// its adaptive rule's limit and latest change in words, and the stream's
+// own encoder writes them as encoding/json does.
+func TestStreamStatsCarryTheAdaptiveLimit(t *testing.T) {
+	change := engine.AdaptiveChange{AtMs: 1, From: 120, To: 96, Cause: engine.AdaptiveLatency, ShortRttMs: 70, NoLoadRttMs: 50}
+	live := liveStatsOf(engine.LiveStats{PassQps: 3, Concurrency: 2, AdaptiveLimit: 96, AdaptiveChange: change})
+	if live.AdaptiveLimit != 96 || live.AdaptiveChange != "latency rose 40% over its no-load level: limit 120 → 96" {
+		t.Fatalf("live %+v", live)
+	}
+	stats := StreamStats{Time: time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC),
+		Resources: []StreamResource{{Name: "a", LiveStats: live}, {Name: "b", LiveStats: LiveStats{PassQps: 1}}}}
+	want, err := marshalJSON(stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendStreamStats(nil, stats); string(got) != string(want) {
+		t.Fatalf("stream stats:\n%s\nencoding/json:\n%s", got, want)
 	}
 }

@@ -280,6 +280,12 @@ func appendStreamStats(b []byte, s StreamStats) []byte {
 			b = codec.AppendFloat(append(b, f.key...), f.v)
 		}
 		b = strconv.AppendInt(append(b, `,"concurrency":`...), r.Concurrency, 10)
+		if r.AdaptiveLimit != 0 {
+			b = strconv.AppendInt(append(b, `,"adaptiveLimit":`...), r.AdaptiveLimit, 10)
+		}
+		if r.AdaptiveChange != "" {
+			b = codec.AppendString(append(b, `,"adaptiveChange":`...), r.AdaptiveChange)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
