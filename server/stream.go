@@ -389,7 +389,7 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 //
 //	@Summary		Live figures as Server-Sent Events
 //	@ID				streamMetrics
-//	@Description	First an "event: backlog" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
+//	@Description	First an "event: backlog" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic, calls in flight or an adaptive concurrency rule (its limit and latest change), or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
 //	@Tags			metrics
 //	@Produce		text/event-stream
 //	@Param			resource	query		string			false	"only this resource (exact name)"
