@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // simService is a service that serves capacity calls at once in baseMs
@@ -311,5 +313,36 @@ func TestAdaptiveLimitInMinutes(t *testing.T) {
 	merged.Merge(Counts{Calls: Calls{Pass: 1}})
 	if merged.AdaptiveLimitMin != 7 || merged.AdaptiveLimitMax != a.AdaptiveLimitMax || merged.AdaptiveLimitLast != 8 {
 		t.Fatalf("merged limits %d/%d/%d", merged.AdaptiveLimitMin, merged.AdaptiveLimitMax, merged.AdaptiveLimitLast)
+	}
+}
+
+// TestAdaptiveLearnsUnderConcurrentCalls: calls on both cores, on the
+// real clock, learn and read the limit at once (run with -race); the
+// limit stays within its bounds and the minute keeps it.
+func TestAdaptiveLearnsUnderConcurrentCalls(t *testing.T) {
+	e := New(Options{})
+	t.Cleanup(e.Close)
+	rule := AdaptiveConcurrencyRule{Name: "a", Resource: "svc", InitialLimit: 8, MinLimit: 2, MaxLimit: 64}
+	if err := e.LoadAdaptiveConcurrencyRules([]AdaptiveConcurrencyRule{rule}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("svc")
+	deadline := time.Now().Add(400 * time.Millisecond)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(deadline); i++ {
+				if en, blk := r.Entry(); blk == nil {
+					en.Exit(WithRtMs(int64(1 + (i+g)%5)))
+				}
+				_ = e.AdaptiveLimits()
+			}
+		})
+	}
+	wg.Wait()
+	st, _ := r.AdaptiveLimit()
+	minutes := e.CollectMinutes()
+	if st.Limit < 2 || st.Limit > 64 || len(minutes) == 0 || minutes[len(minutes)-1].Counts.AdaptiveLimitLast == 0 {
+		t.Fatalf("status %+v, minutes %+v", st, minutes)
 	}
 }
