@@ -1083,7 +1083,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "First an \"event: backlog\" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an \"event: breaker\" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).",
+                "description": "First an \"event: backlog\" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an \"event: stats\" whose data is a StreamStats: the last second's figures of every resource with traffic, calls in flight or an adaptive concurrency rule (its limit and latest change), or only of the one named by resource. A circuit breaker that changes state sends an \"event: breaker\" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).",
                 "produces": [
                     "text/event-stream"
                 ],
@@ -1530,7 +1530,8 @@ const docTemplate = `{
                             "circuitBreaker",
                             "hotspot",
                             "authority",
-                            "system"
+                            "system",
+                            "adaptiveConcurrency"
                         ],
                         "type": "string",
                         "description": "only this kind",
@@ -4259,6 +4260,49 @@ const docTemplate = `{
         }
     },
     "definitions": {
+        "engine.AdaptiveCause": {
+            "type": "string",
+            "enum": [
+                "latency",
+                "errors",
+                "headroom"
+            ],
+            "x-enum-varnames": [
+                "AdaptiveLatency",
+                "AdaptiveErrors",
+                "AdaptiveHeadroom"
+            ]
+        },
+        "engine.AdaptiveChange": {
+            "type": "object",
+            "properties": {
+                "atMs": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "cause": {
+                    "$ref": "#/definitions/engine.AdaptiveCause"
+                },
+                "from": {
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "noLoadRttMs": {
+                    "description": "ShortRttMs is the mean response time of the calls the change was\ndecided on; NoLoadRttMs the resource's no-load latency then.",
+                    "type": "number",
+                    "format": "float64"
+                },
+                "shortRttMs": {
+                    "description": "ShortRttMs is the mean response time of the calls the change was\ndecided on; NoLoadRttMs the resource's no-load latency then.",
+                    "type": "number",
+                    "format": "float64"
+                },
+                "to": {
+                    "type": "integer",
+                    "format": "int64"
+                }
+            }
+        },
         "server.APIToken": {
             "type": "object",
             "required": [
@@ -4632,7 +4676,7 @@ const docTemplate = `{
                     "example": 1000
                 },
                 "limit": {
-                    "description": "Limit is the threshold of the limit the call came nearest to (the\nenforced window rule, flow or hotspot, with the fewest calls left;\na hotspot rule's for the call's value), per intervalMs. Limit,\nintervalMs, remaining and resetMs are left out when no such rule\napplies.",
+                    "description": "Limit is the threshold of the limit the call came nearest to (the\nenforced window rule, flow or hotspot, with the fewest calls left;\na hotspot rule's for the call's value), per intervalMs. Limit,\nintervalMs, remaining and resetMs are left out when no such rule\napplies. A call blocked by an adaptive concurrency rule (reason\nadaptive) has the calls in flight the rule allowed as its limit,\nand no window's figures.",
                     "type": "integer",
                     "example": 100
                 },
@@ -4644,7 +4688,8 @@ const docTemplate = `{
                         "concurrency",
                         "circuitBreaker",
                         "hotspot",
-                        "authority"
+                        "authority",
+                        "adaptive"
                     ],
                     "example": "flow"
                 },
@@ -5445,6 +5490,15 @@ const docTemplate = `{
                 "shadowBlockQps"
             ],
             "properties": {
+                "adaptiveChange": {
+                    "type": "string",
+                    "example": "latency rose 40% over its no-load level: limit 120 → 96"
+                },
+                "adaptiveLimit": {
+                    "description": "AdaptiveLimit is the calls in flight the resource's adaptive\nconcurrency rule allows now (of the server's engine), absent\nwithout one; AdaptiveChange says its latest change in words.",
+                    "type": "integer",
+                    "example": 96
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
@@ -5609,6 +5663,9 @@ const docTemplate = `{
         "server.MetricPoint": {
             "type": "object",
             "required": [
+                "adaptiveLimitLast",
+                "adaptiveLimitMax",
+                "adaptiveLimitMin",
                 "avgRtMs",
                 "block",
                 "busiestSecond",
@@ -5622,6 +5679,19 @@ const docTemplate = `{
                 "time"
             ],
             "properties": {
+                "adaptiveLimitLast": {
+                    "type": "integer",
+                    "example": 96
+                },
+                "adaptiveLimitMax": {
+                    "type": "integer",
+                    "example": 120
+                },
+                "adaptiveLimitMin": {
+                    "description": "AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the\nleast, greatest and latest limit of the resource's adaptive\nconcurrency rule in the step (the latest: of its latest minute that\nhad one); 0 when it had none.",
+                    "type": "integer",
+                    "example": 80
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
@@ -5970,6 +6040,14 @@ const docTemplate = `{
                 "resource"
             ],
             "properties": {
+                "adaptiveChange": {
+                    "$ref": "#/definitions/engine.AdaptiveChange"
+                },
+                "adaptiveLimit": {
+                    "description": "AdaptiveLimit is the limit of the resource's adaptive concurrency\nrule now, 0 without one; AdaptiveChange its latest change (AtMs 0\nbefore the first).",
+                    "type": "integer",
+                    "format": "int64"
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",
@@ -6013,6 +6091,21 @@ const docTemplate = `{
                 "time"
             ],
             "properties": {
+                "adaptiveLimitLast": {
+                    "description": "AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the\nleast, greatest and latest limit the resource's adaptive\nconcurrency rule held, learned once per 100 ms span with a\ncompleted call; 0 when it had none.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "adaptiveLimitMax": {
+                    "description": "AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the\nleast, greatest and latest limit the resource's adaptive\nconcurrency rule held, learned once per 100 ms span with a\ncompleted call; 0 when it had none.",
+                    "type": "integer",
+                    "format": "int64"
+                },
+                "adaptiveLimitMin": {
+                    "description": "AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the\nleast, greatest and latest limit the resource's adaptive\nconcurrency rule held, learned once per 100 ms span with a\ncompleted call; 0 when it had none.",
+                    "type": "integer",
+                    "format": "int64"
+                },
                 "block": {
                     "type": "integer",
                     "format": "int64"
@@ -6211,10 +6304,27 @@ const docTemplate = `{
                 "version"
             ],
             "properties": {
+                "algorithm": {
+                    "description": "Algorithm — adaptiveConcurrency: How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.",
+                    "type": "string",
+                    "enum": [
+                        "gradient2",
+                        "aimd"
+                    ],
+                    "example": "gradient2"
+                },
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
                     "type": "string",
                     "example": "checkout"
+                },
+                "backoffRatio": {
+                    "description": "BackoffRatio — adaptiveConcurrency: What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9.",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 0.99,
+                    "minimum": 0.5,
+                    "example": 0.9
                 },
                 "burstCount": {
                     "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
@@ -6275,6 +6385,13 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 42
                 },
+                "initialLimit": {
+                    "description": "InitialLimit — adaptiveConcurrency: Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 20
+                },
                 "kind": {
                     "type": "string",
                     "enum": [
@@ -6282,7 +6399,8 @@ const docTemplate = `{
                         "circuitBreaker",
                         "hotspot",
                         "authority",
-                        "system"
+                        "system",
+                        "adaptiveConcurrency"
                     ],
                     "example": "flow"
                 },
@@ -6297,6 +6415,13 @@ const docTemplate = `{
                     "type": "integer",
                     "minimum": 1,
                     "example": 200
+                },
+                "maxLimit": {
+                    "description": "MaxLimit — adaptiveConcurrency: The limit never goes above it; default 1000.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1000
                 },
                 "maxQueueingTimeMs": {
                     "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
@@ -6325,6 +6450,13 @@ const docTemplate = `{
                         "cpuUsage"
                     ],
                     "example": "cpuUsage"
+                },
+                "minLimit": {
+                    "description": "MinLimit — adaptiveConcurrency: The limit never goes below it; default 4.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 4
                 },
                 "minRequestAmount": {
                     "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
@@ -6418,6 +6550,14 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "smoothing": {
+                    "description": "Smoothing — adaptiveConcurrency: How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier.",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 1,
+                    "minimum": 0.01,
+                    "example": 0.2
+                },
                 "specificItems": {
                     "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
@@ -6462,6 +6602,14 @@ const docTemplate = `{
                     ],
                     "example": "direct"
                 },
+                "tolerance": {
+                    "description": "Tolerance — adaptiveConcurrency: How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over).",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 10,
+                    "minimum": 1,
+                    "example": 1.1
+                },
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
                     "type": "number",
@@ -6499,10 +6647,27 @@ const docTemplate = `{
                 "kind"
             ],
             "properties": {
+                "algorithm": {
+                    "description": "Algorithm — adaptiveConcurrency: How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.",
+                    "type": "string",
+                    "enum": [
+                        "gradient2",
+                        "aimd"
+                    ],
+                    "example": "gradient2"
+                },
                 "app": {
                     "description": "App, if set, is the only app whose instances run the rule; the\nserver's own engine does not. Absent, every engine runs it.",
                     "type": "string",
                     "example": "checkout"
+                },
+                "backoffRatio": {
+                    "description": "BackoffRatio — adaptiveConcurrency: What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9.",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 0.99,
+                    "minimum": 0.5,
+                    "example": 0.9
                 },
                 "burstCount": {
                     "description": "BurstCount — hotspot: Extra passes a value may take at once on top of the threshold; ≥ 0.",
@@ -6550,6 +6715,13 @@ const docTemplate = `{
                     "format": "date-time",
                     "example": "2026-12-01T00:00:00Z"
                 },
+                "initialLimit": {
+                    "description": "InitialLimit — adaptiveConcurrency: Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 20
+                },
                 "kind": {
                     "type": "string",
                     "enum": [
@@ -6557,7 +6729,8 @@ const docTemplate = `{
                         "circuitBreaker",
                         "hotspot",
                         "authority",
-                        "system"
+                        "system",
+                        "adaptiveConcurrency"
                     ],
                     "example": "flow"
                 },
@@ -6572,6 +6745,13 @@ const docTemplate = `{
                     "type": "integer",
                     "minimum": 1,
                     "example": 200
+                },
+                "maxLimit": {
+                    "description": "MaxLimit — adaptiveConcurrency: The limit never goes above it; default 1000.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 1000
                 },
                 "maxQueueingTimeMs": {
                     "description": "MaxQueueingTimeMs — flow: 0 to 60000: how long a caller may be asked to wait; hotspot: 0 to 60000: how long a caller may be asked to wait.",
@@ -6600,6 +6780,13 @@ const docTemplate = `{
                         "cpuUsage"
                     ],
                     "example": "cpuUsage"
+                },
+                "minLimit": {
+                    "description": "MinLimit — adaptiveConcurrency: The limit never goes below it; default 4.",
+                    "type": "integer",
+                    "maximum": 1000000,
+                    "minimum": 1,
+                    "example": 4
                 },
                 "minRequestAmount": {
                     "description": "MinRequestAmount — circuitBreaker: ≥ 1, default 5: fewer calls in the window never open the breaker.",
@@ -6693,6 +6880,14 @@ const docTemplate = `{
                     ],
                     "example": "local"
                 },
+                "smoothing": {
+                    "description": "Smoothing — adaptiveConcurrency: How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier.",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 1,
+                    "minimum": 0.01,
+                    "example": 0.2
+                },
                 "specificItems": {
                     "description": "SpecificItems — hotspot: Value → its own threshold (≥ 0), at most 1000 entries.",
                     "type": "object",
@@ -6736,6 +6931,14 @@ const docTemplate = `{
                         "warmUp"
                     ],
                     "example": "direct"
+                },
+                "tolerance": {
+                    "description": "Tolerance — adaptiveConcurrency: How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over).",
+                    "type": "number",
+                    "format": "double",
+                    "maximum": 10,
+                    "minimum": 1,
+                    "example": 1.1
                 },
                 "triggerCount": {
                     "description": "TriggerCount — system: \u003e 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.",
@@ -7188,6 +7391,15 @@ const docTemplate = `{
                 "shadowBlockQps"
             ],
             "properties": {
+                "adaptiveChange": {
+                    "type": "string",
+                    "example": "latency rose 40% over its no-load level: limit 120 → 96"
+                },
+                "adaptiveLimit": {
+                    "description": "AdaptiveLimit is the calls in flight the resource's adaptive\nconcurrency rule allows now (of the server's engine), absent\nwithout one; AdaptiveChange says its latest change in words.",
+                    "type": "integer",
+                    "example": 96
+                },
                 "avgRtMs": {
                     "description": "AvgRtMs is the mean response time of the completed calls, 0 if none.",
                     "type": "number",

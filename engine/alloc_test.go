@@ -186,3 +186,35 @@ func TestInboundDoesNotAllocate(t *testing.T) {
 		})
 	}
 }
+
+// TestAdaptiveDoesNotAllocate: with an adaptive concurrency rule, in each
+// mode, a pass, a block and Exit, which learns once per span, allocate
+// nothing (a new limit, once per span at most, does).
+func TestAdaptiveDoesNotAllocate(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	err := e.LoadAdaptiveConcurrencyRules([]AdaptiveConcurrencyRule{
+		{Name: "learning", Resource: "learning"},
+		{Name: "tight", Resource: "tight", InitialLimit: 1, MinLimit: 1, MaxLimit: 1},
+		{Name: "shadow", Resource: "shadow", InitialLimit: 1, MinLimit: 1, MaxLimit: 1, Mode: ModeShadow},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"learning", "tight", "shadow"} {
+		r := e.Resource(name)
+		t.Run(name, func(t *testing.T) {
+			allocs := testing.AllocsPerRun(1000, func() {
+				clock.Advance(7)
+				if en, blk := r.Entry(WithCount(2)); blk == nil {
+					en.Exit()
+				}
+				if en, blk := r.Entry(); blk == nil {
+					en.Exit(WithRtMs(3))
+				}
+			})
+			if allocs != 0 {
+				t.Fatalf("allocations per call: %v, want 0", allocs)
+			}
+		})
+	}
+}

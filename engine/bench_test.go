@@ -238,3 +238,52 @@ func BenchmarkHotSketchRecord(b *testing.B) {
 		s.record(0, "user-0", 1, false, passDraw(total, 0))
 	}
 }
+
+// BenchmarkEntryExitAdaptive is issue #34's hot-path figure: Entry and
+// Exit by handle with an adaptive concurrency rule loaded beside the same
+// with a plain concurrency flow rule, in one run, on one goroutine and on
+// every core. Neither blocks; the adaptive rule learns on the real clock
+// as it would in service.
+func BenchmarkEntryExitAdaptive(b *testing.B) {
+	concurrency := func(b *testing.B) *Resource {
+		return benchEngine(b, FlowRule{Name: "conc", Resource: "svc", Metric: MetricConcurrency, Threshold: 1e6}).Resource("svc")
+	}
+	adaptive := func(b *testing.B) *Resource {
+		e := benchEngine(b)
+		err := e.LoadAdaptiveConcurrencyRules([]AdaptiveConcurrencyRule{{Name: "adaptive", Resource: "svc", InitialLimit: 1e6, MaxLimit: 1e6}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return e.Resource("svc")
+	}
+	for _, tc := range []struct {
+		name     string
+		resource func(*testing.B) *Resource
+	}{{"concurrency", concurrency}, {"adaptive", adaptive}} {
+		b.Run(tc.name, func(b *testing.B) {
+			r := tc.resource(b)
+			b.ReportAllocs()
+			for b.Loop() {
+				en, blk := r.Entry()
+				if blk != nil {
+					b.Fatal(blk)
+				}
+				en.Exit()
+			}
+		})
+		b.Run(tc.name+"Parallel", func(b *testing.B) {
+			r := tc.resource(b)
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					en, blk := r.Entry()
+					if blk != nil {
+						b.Error(blk)
+						return
+					}
+					en.Exit()
+				}
+			})
+		})
+	}
+}

@@ -96,6 +96,7 @@ const (
 type BlockError struct {
 	reason BlockReason
 	rule   string
+	limit  int64
 }
 
 // Error describes the block.
@@ -108,6 +109,11 @@ func (b *BlockError) Reason() BlockReason { return b.reason }
 
 // Rule returns the name of the rule that blocked the call.
 func (b *BlockError) Rule() string { return b.rule }
+
+// Limit returns the calls in flight an adaptive concurrency rule allowed
+// when it blocked the call (ReasonAdaptive); 0 for other reasons, whose
+// rules' thresholds are in their rules.
+func (b *BlockError) Limit() int64 { return b.limit }
 
 // Entry is a call that was let through. Call Exit exactly once when the call
 // is done; it records completion, response time and the end of the call's
@@ -187,6 +193,18 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			}
 		}
 		flow = more.flowAll
+	}
+	if a := rs.adaptive; a != nil {
+		// Before the in-flight count is raised for a concurrency rule:
+		// the limit is what was in flight before the call.
+		switch ok, blk := a.admits(r.concurrency.Load(), count); {
+		case ok:
+		case a.shadow:
+			shadowBlocked = true
+		default:
+			r.recordBlock(now, count)
+			return Entry{}, blk
+		}
 	}
 	var inFlight int64
 	if rs.reserveConcurrency {
@@ -369,6 +387,9 @@ func (e Entry) Exit(opts ...ExitOption) {
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
 	}
+	if a := e.rules.adaptive; a != nil {
+		a.observe(now)
+	}
 }
 
 // RecordComplete records count calls that completed in rtMs each, failed
@@ -385,15 +406,20 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	}
 	now := r.now()
 	r.recordComplete(now, count, rtMs, errors)
-	for _, b := range r.rules.Load().breakers {
+	rs := r.rules.Load()
+	for _, b := range rs.breakers {
 		b.onComplete(now, count, rtMs, failed, false)
+	}
+	if a := rs.adaptive; a != nil {
+		a.observe(now)
 	}
 }
 
 // NeedsExit reports whether the entry must be exited, not released at
 // once, when its outcome is to be reported later: a concurrency rule counts
-// it in flight (its resource's, or an associated one's), or it is a probe a
-// half-open circuit breaker waits for.
+// it in flight (its resource's, or an associated one's, or an adaptive
+// concurrency rule's), or it is a probe a half-open circuit breaker waits
+// for.
 func (e Entry) NeedsExit() bool {
 	return e.CountsInFlight() || e.res != nil && e.probes != 0
 }

@@ -313,3 +313,33 @@ var SystemRuleFields = Fields{
 			{string(SystemBBR), "Block calls beyond what completes at best (bbr)"},
 		}},
 }
+
+// AdaptiveRuleFields are the fields of an adaptive concurrency rule
+// (AdaptiveConcurrencyRule) besides the name, resource and mode every rule
+// has, in the order the console lists them.
+var AdaptiveRuleFields = Fields{
+	{Name: "algorithm", Type: FieldString, Label: "Algorithm", Default: string(AdaptiveGradient2), Example: string(AdaptiveGradient2),
+		Help: "How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.",
+		Options: []Option{
+			{string(AdaptiveGradient2), "Gradient (gradient2)"},
+			{string(AdaptiveAIMD), "Additive increase, multiplicative decrease (aimd)"},
+		}},
+	{Name: "initialLimit", Type: FieldInteger, Label: "Initial limit", Default: DefaultAdaptiveInitialLimit, Example: DefaultAdaptiveInitialLimit,
+		Min: bound(1), Max: bound(MaxAdaptiveLimit),
+		Help: "Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it."},
+	{Name: "minLimit", Type: FieldInteger, Label: "Least limit", Default: DefaultAdaptiveMinLimit, Example: DefaultAdaptiveMinLimit,
+		Min: bound(1), Max: bound(MaxAdaptiveLimit),
+		Help: "The limit never goes below it; default 4."},
+	{Name: "maxLimit", Type: FieldInteger, Label: "Greatest limit", Default: DefaultAdaptiveMaxLimit, Example: DefaultAdaptiveMaxLimit,
+		Min: bound(1), Max: bound(MaxAdaptiveLimit),
+		Help: "The limit never goes above it; default 1000."},
+	{Name: "tolerance", Type: FieldNumber, Label: "Latency tolerance", Default: DefaultAdaptiveTolerance, Example: DefaultAdaptiveTolerance,
+		Min: bound(1), Max: bound(MaxAdaptiveTolerance),
+		Help: "How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over)."},
+	{Name: "smoothing", Type: FieldNumber, Label: "Smoothing", Default: DefaultAdaptiveSmoothing, Example: DefaultAdaptiveSmoothing,
+		Min: bound(0.01), Max: bound(1), AppliesWhen: &Condition{"algorithm", string(AdaptiveGradient2)},
+		Help: "How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier."},
+	{Name: "backoffRatio", Type: FieldNumber, Label: "Backoff ratio", Default: DefaultAdaptiveBackoffRatio, Example: DefaultAdaptiveBackoffRatio,
+		Min: bound(0.5), Max: bound(0.99), AppliesWhen: &Condition{"algorithm", string(AdaptiveAIMD)},
+		Help: "What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9."},
+}

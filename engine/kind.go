@@ -17,6 +17,8 @@ const (
 	KindHotspot        = "hotspot"
 	KindAuthority      = "authority"
 	KindSystem         = "system"
+	// KindAdaptiveConcurrency is an adaptive concurrency rule.
+	KindAdaptiveConcurrency = "adaptiveConcurrency"
 )
 
 // Kind is one rule kind, described once: its name, its field table, and
@@ -136,7 +138,7 @@ func fieldNames(fs Fields) []string {
 }
 
 // Kinds are the rule kinds, in the order clients offer them.
-var Kinds = []*Kind{FlowKind, CircuitBreakerKind, HotspotKind, AuthorityKind, SystemKind}
+var Kinds = []*Kind{FlowKind, CircuitBreakerKind, HotspotKind, AuthorityKind, SystemKind, AdaptiveConcurrencyKind}
 
 // LookupKind returns the kind called name.
 func LookupKind(name string) (*Kind, bool) {

@@ -54,8 +54,10 @@ func (s *ruleSet) has(kind ruleKind) bool {
 		return len(s.breakers) > 0
 	case hotspotKind:
 		return len(s.hotspot()) > 0
-	default:
+	case authorityKind:
 		return len(s.authority()) > 0
+	default:
+		return s.adaptive != nil
 	}
 }
 
@@ -71,6 +73,8 @@ type ResourceRules struct {
 	CircuitBreakers []CircuitBreakerRule
 	Hotspot         []HotspotRule
 	Authority       []AuthorityRule
+	// AdaptiveConcurrency holds at most one rule per resource.
+	AdaptiveConcurrency []AdaptiveConcurrencyRule
 	// System, when ReplaceSystem is set, replaces every system rule of
 	// the engine (none left if it is empty): they have no resource.
 	// DecodeRules sets ReplaceSystem, as its set holds every rule;
@@ -87,7 +91,8 @@ type ResourceRules struct {
 // The rules are validated as a whole and with the rules that stay: names
 // are unique per kind across the engine. A *ValidationError names every bad
 // field as "resources[i]", "flow[i].field", "circuitBreakers[i].field",
-// "hotspot[i].field", "authority[i].field" or "system[i].field";
+// "hotspot[i].field", "authority[i].field", "adaptiveConcurrency[i].field"
+// or "system[i].field";
 // nothing changes then.
 //
 // Each resource whose rules change (its own, or the associated rules of
@@ -140,6 +145,8 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 	errs.merge(err)
 	authority, err := validateSet("authority", rules.Authority, nil)
 	errs.merge(err)
+	adaptive, err := validateAdaptiveRules("adaptiveConcurrency", rules.AdaptiveConcurrency)
+	errs.merge(err)
 	system, err := validateSet("system", rules.System, nil)
 	errs.merge(err)
 	if len(rules.System) > 0 && !rules.ReplaceSystem {
@@ -166,6 +173,11 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 			errs.add(fmt.Sprintf("authority[%d].resource", i), unlisted)
 		}
 	}
+	for i, rule := range rules.AdaptiveConcurrency {
+		if c.resources[rule.Resource] == nil {
+			errs.add(fmt.Sprintf("adaptiveConcurrency[%d].resource", i), unlisted)
+		}
+	}
 	e.book.checkNames(c, rules, &errs)
 	if len(errs) > 0 {
 		return nil, nil, &ValidationError{Fields: errs}
@@ -185,6 +197,10 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 	for _, rule := range authority {
 		rc := c.resources[rule.Resource]
 		rc.authority = append(rc.authority, rule)
+	}
+	for _, rule := range adaptive {
+		rc := c.resources[rule.Resource]
+		rc.adaptive = append(rc.adaptive, rule)
 	}
 	return c, system, nil
 }

@@ -56,6 +56,8 @@ type ruleSet struct {
 	// more holds the rules of the kinds most resources have none of, nil
 	// if none, so that a resource without pays one pointer for them.
 	more *moreRules
+	// adaptive is the resource's adaptive concurrency rule, nil if none.
+	adaptive *adaptiveLimiter
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog
@@ -63,7 +65,8 @@ type ruleSet struct {
 	// caller itself, so the in-flight count is raised before the checks.
 	reserveConcurrency bool
 	// inFlightMatters: a concurrency rule, of this resource or one
-	// associated with it, reads this resource's calls in flight.
+	// associated with it, or its adaptive concurrency rule, reads this
+	// resource's calls in flight.
 	inFlightMatters bool
 	// expiresAtMs is when the first of the set's rules expires (noExpiry
 	// if none does): past it, Entry has the set without it published once

@@ -43,12 +43,13 @@ type resourceChange struct {
 	breakers  []CircuitBreakerRule
 	hotspot   []HotspotRule
 	authority []AuthorityRule
+	adaptive  []AdaptiveConcurrencyRule
 	replaced  [kinds]bool
 }
 
 // rules reports whether the change gives its resource any rule.
 func (rc *resourceChange) rules() bool {
-	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0 || len(rc.authority) > 0
+	return len(rc.flow) > 0 || len(rc.breakers) > 0 || len(rc.hotspot) > 0 || len(rc.authority) > 0 || len(rc.adaptive) > 0
 }
 
 // ruleKind is a kind of rule, an index of the arrays kept by kind.
@@ -59,6 +60,7 @@ const (
 	breakerKind
 	hotspotKind
 	authorityKind
+	adaptiveKind
 	kinds
 )
 
@@ -105,6 +107,9 @@ func (b *ruleBook) checkNames(c *ruleChange, rules ResourceRules, errs *fieldErr
 	for i, rule := range rules.Authority {
 		taken(authorityKind, "authority", i, rule.Name)
 	}
+	for i, rule := range rules.AdaptiveConcurrency {
+		taken(adaptiveKind, "adaptiveConcurrency", i, rule.Name)
+	}
 }
 
 // commit loads c, which is valid. Each resource it replaces gets its new
@@ -144,6 +149,9 @@ func (e *Engine) commit(c *ruleChange) {
 		if rc.replaced[authorityKind] {
 			st.replaceAuthority(r, rc.authority)
 		}
+		if rc.replaced[adaptiveKind] {
+			st.replaceAdaptive(r, rc.adaptive)
+		}
 	}
 	st.publish()
 }
@@ -166,7 +174,7 @@ func (st *staging) stage(r *Resource) *ruleSet {
 	if s == nil {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
-			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
+			s.flow, s.breakers, s.adaptive = entry.rules.flow, entry.rules.breakers, entry.rules.adaptive
 			if more := entry.rules.more; more != nil {
 				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority}
 			}
@@ -280,6 +288,31 @@ func (st *staging) replaceAuthority(r *Resource, rules []AuthorityRule) {
 	}
 }
 
+// replaceAdaptive gives r the adaptive concurrency rule of rules, at most
+// one: the limiter of an equal rule is kept, and a changed rule's
+// follows the limit its prior learned.
+func (st *staging) replaceAdaptive(r *Resource, rules []AdaptiveConcurrencyRule) {
+	names := st.e.book.names[adaptiveKind]
+	s := st.stage(r)
+	prior := s.adaptive
+	if prior != nil && names[prior.rule.Name] == r {
+		delete(names, prior.rule.Name)
+	}
+	s.adaptive = nil
+	if len(rules) == 0 {
+		return
+	}
+	rule := rules[0]
+	if prior != nil && prior.rule == rule {
+		s.adaptive = prior
+	} else {
+		s.adaptive = newAdaptiveLimiter(rule, r, prior, st.now)
+	}
+	if rule.Name != "" {
+		names[rule.Name] = r
+	}
+}
+
 // publish books and stores the rule set of every staged resource.
 func (st *staging) publish() {
 	b := &st.e.book
@@ -316,6 +349,9 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
+	if s.adaptive != nil {
+		s.inFlightMatters = true
+	}
 	s.derive()
 	if !s.own() && len(s.feeds) == 0 && !s.inFlightMatters {
 		s = noRules
@@ -341,7 +377,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 
 // own reports whether s has rules of its resource's own.
 func (s *ruleSet) own() bool {
-	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0 || s.adaptive != nil
 }
 
 // derive sets what Entry reads of s's rules: the flow rules that count
@@ -394,6 +430,9 @@ func (s *ruleSet) firstExpiry() int64 {
 	for _, c := range s.authority() {
 		first = min(first, expiry(c.rule.ExpiresAtMs))
 	}
+	if s.adaptive != nil {
+		first = min(first, expiry(s.adaptive.rule.ExpiresAtMs))
+	}
 	return first
 }
 
@@ -426,6 +465,9 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 		if live(b.rule.ExpiresAtMs) {
 			active.breakers = append(active.breakers, b)
 		}
+	}
+	if s.adaptive != nil && !live(s.adaptive.rule.ExpiresAtMs) {
+		active.adaptive = nil
 	}
 	active.more = nil
 	if s.more != nil {

@@ -28,6 +28,11 @@ type Counts struct {
 	// (any ten 100 ms spans in a row, of one engine); a second counts in
 	// the minute it ends in.
 	BusiestSecond int64
+	// AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the
+	// least, greatest and latest limit the resource's adaptive
+	// concurrency rule held, learned once per 100 ms span with a
+	// completed call; 0 when it had none.
+	AdaptiveLimitMin, AdaptiveLimitMax, AdaptiveLimitLast int64
 }
 
 // Merge adds o to c the way deltas add up to a minute: counts add, the
@@ -49,6 +54,15 @@ func (c *Counts) Merge(o Counts) {
 	c.MaxRtMs = max(c.MaxRtMs, o.MaxRtMs)
 	c.MaxConcurrency = max(c.MaxConcurrency, o.MaxConcurrency)
 	c.BusiestSecond = max(c.BusiestSecond, o.BusiestSecond)
+	if o.AdaptiveLimitLast != 0 {
+		// o is the later delta: its limit is the latest.
+		if c.AdaptiveLimitLast == 0 {
+			c.AdaptiveLimitMin = o.AdaptiveLimitMin
+		}
+		c.AdaptiveLimitMin = min(c.AdaptiveLimitMin, o.AdaptiveLimitMin)
+		c.AdaptiveLimitMax = max(c.AdaptiveLimitMax, o.AdaptiveLimitMax)
+		c.AdaptiveLimitLast = o.AdaptiveLimitLast
+	}
 }
 
 // AvgRtMs is the mean response time of the completed calls, 0 if none.
@@ -116,6 +130,10 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 				MaxRtMs:        m.MaxRtMs,
 				MaxConcurrency: m.MaxConcurrency,
 				BusiestSecond:  m.BusiestSecond,
+
+				AdaptiveLimitMin:  m.MinLimit,
+				AdaptiveLimitMax:  m.MaxLimit,
+				AdaptiveLimitLast: m.LastLimit,
 			},
 		})
 	}
@@ -133,6 +151,11 @@ type LiveStats struct {
 	AvgRtMs float64
 	// Concurrency is the calls in flight.
 	Concurrency int64
+	// AdaptiveLimit is the limit of the resource's adaptive concurrency
+	// rule now, 0 without one; AdaptiveChange its latest change (AtMs 0
+	// before the first).
+	AdaptiveLimit  int64
+	AdaptiveChange AdaptiveChange
 }
 
 // Live returns the resource's figures over the last second, read in one
@@ -152,6 +175,10 @@ func (r *Resource) Live() LiveStats {
 	}
 	if s.CompleteQps > 0 {
 		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
+	}
+	if a := r.rules.Load().adaptive; a != nil {
+		st := a.state.Load()
+		s.AdaptiveLimit, s.AdaptiveChange = st.limit, st.change
 	}
 	return s
 }

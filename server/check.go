@@ -43,7 +43,7 @@ type CheckResult struct {
 	// calls (a throttling rule spaces them); the server does not wait.
 	WaitMs int64 `json:"waitMs" example:"0"`
 	// Reason, when blocked, is the kind of rule that blocked.
-	Reason string `json:"reason,omitempty" enums:"flow,concurrency,circuitBreaker,hotspot,authority" example:"flow"`
+	Reason string `json:"reason,omitempty" enums:"flow,concurrency,circuitBreaker,hotspot,authority,adaptive" example:"flow"`
 	// Rule, when blocked, is the name of the rule that blocked.
 	Rule string `json:"rule,omitempty" example:"orders-qps"`
 	// EntryID, when a concurrency rule counts the resource's calls in
@@ -57,7 +57,9 @@ type CheckResult struct {
 	// enforced window rule, flow or hotspot, with the fewest calls left;
 	// a hotspot rule's for the call's value), per intervalMs. Limit,
 	// intervalMs, remaining and resetMs are left out when no such rule
-	// applies.
+	// applies. A call blocked by an adaptive concurrency rule (reason
+	// adaptive) has the calls in flight the rule allowed as its limit,
+	// and no window's figures.
 	Limit *int64 `json:"limit,omitempty" example:"100"`
 	// IntervalMs is the rule's window.
 	IntervalMs *int64 `json:"intervalMs,omitempty" example:"1000"`

@@ -28,10 +28,20 @@ type LiveStats struct {
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
 	// Concurrency is the calls in flight.
 	Concurrency int64 `json:"concurrency" example:"4"`
+	// AdaptiveLimit is the calls in flight the resource's adaptive
+	// concurrency rule allows now (of the server's engine), absent
+	// without one; AdaptiveChange says its latest change in words.
+	AdaptiveLimit  int64  `json:"adaptiveLimit,omitempty" example:"96"`
+	AdaptiveChange string `json:"adaptiveChange,omitempty" example:"latency rose 40% over its no-load level: limit 120 → 96"`
 }
 
 // liveStatsOf is l as the API answers it.
 func liveStatsOf(l engine.LiveStats) LiveStats {
-	return LiveStats{PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
-		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency}
+	s := LiveStats{PassQps: l.PassQps, BlockQps: l.BlockQps, ShadowBlockQps: l.ShadowBlockQps,
+		CompleteQps: l.CompleteQps, ErrorQps: l.ErrorQps, AvgRtMs: l.AvgRtMs, Concurrency: l.Concurrency,
+		AdaptiveLimit: l.AdaptiveLimit}
+	if l.AdaptiveChange.AtMs != 0 {
+		s.AdaptiveChange = l.AdaptiveChange.Explain()
+	}
+	return s
 }

@@ -40,6 +40,9 @@ func appendHistoryJSON(b []byte, h MetricHistory) []byte {
 		b = strconv.AppendInt(append(b, `,"maxRtMs":`...), p.MaxRtMs, 10)
 		b = strconv.AppendInt(append(b, `,"maxConcurrency":`...), p.MaxConcurrency, 10)
 		b = strconv.AppendInt(append(b, `,"busiestSecond":`...), p.BusiestSecond, 10)
+		b = strconv.AppendInt(append(b, `,"adaptiveLimitMin":`...), p.AdaptiveLimitMin, 10)
+		b = strconv.AppendInt(append(b, `,"adaptiveLimitMax":`...), p.AdaptiveLimitMax, 10)
+		b = strconv.AppendInt(append(b, `,"adaptiveLimitLast":`...), p.AdaptiveLimitLast, 10)
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

@@ -384,6 +384,9 @@ func decodeReportedMinute(o *wire.Object, oldestMs, nowMs int64) store.MinuteDel
 		{"minRtMs", &c.MinRtMs, maxReportedRtMs}, {"maxRtMs", &c.MaxRtMs, maxReportedRtMs},
 		{"maxConcurrency", &c.MaxConcurrency, maxReportedConcurrency},
 		{"busiestSecond", &c.BusiestSecond, maxReportedCalls},
+		{"adaptiveLimitMin", &c.AdaptiveLimitMin, engine.MaxAdaptiveLimit},
+		{"adaptiveLimitMax", &c.AdaptiveLimitMax, engine.MaxAdaptiveLimit},
+		{"adaptiveLimitLast", &c.AdaptiveLimitLast, engine.MaxAdaptiveLimit},
 	} {
 		bounded(o, f.name, f.dst, f.most)
 	}

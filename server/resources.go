@@ -68,6 +68,13 @@ type MetricPoint struct {
 	// second counts in the minute it ends in; the step's is its minutes'
 	// largest. It is 0 in rows written before Sluice kept it.
 	BusiestSecond int64 `json:"busiestSecond" example:"41"`
+	// AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the
+	// least, greatest and latest limit of the resource's adaptive
+	// concurrency rule in the step (the latest: of its latest minute that
+	// had one); 0 when it had none.
+	AdaptiveLimitMin  int64 `json:"adaptiveLimitMin" example:"80"`
+	AdaptiveLimitMax  int64 `json:"adaptiveLimitMax" example:"120"`
+	AdaptiveLimitLast int64 `json:"adaptiveLimitLast" example:"96"`
 }
 
 type resourceHandler struct {
@@ -186,7 +193,8 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 		points[i] = MetricPoint{
 			Time: time.UnixMilli(p.StartMs).UTC(), Calls: callsOf(p.Calls), AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
-			BusiestSecond: p.BusiestSecond,
+			BusiestSecond: p.BusiestSecond, AdaptiveLimitMin: p.AdaptiveLimitMin, AdaptiveLimitMax: p.AdaptiveLimitMax,
+			AdaptiveLimitLast: p.AdaptiveLimitLast,
 		}
 	}
 	return writeHistory(c, MetricHistory{

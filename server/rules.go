@@ -149,7 +149,7 @@ func (h *ruleHandler) fields(c *fiber.Ctx) error {
 //	@ID			listRules
 //	@Tags		rules
 //	@Produce	json
-//	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority, system)
+//	@Param		kind		query		string	false	"only this kind"	Enums(flow, circuitBreaker, hotspot, authority, system, adaptiveConcurrency)
 //	@Param		resource	query		string	false	"only rules of this resource (exact name)"
 //	@Param		app			query		string	false	"only the rules of this app (not those without one): ^[a-z0-9]([a-z0-9._-]{0,62}[a-z0-9])?$"
 //	@Param		enabled		query		bool	false	"only enabled (true) or disabled (false) rules"

@@ -1543,7 +1543,7 @@ func TestRuleFields(t *testing.T) {
 	for _, k := range got.Kinds {
 		kinds = append(kinds, k.Kind)
 	}
-	if want := []string{"flow", "circuitBreaker", "hotspot", "authority", "system"}; !slices.Equal(kinds, want) {
+	if want := []string{"flow", "circuitBreaker", "hotspot", "authority", "system", "adaptiveConcurrency"}; !slices.Equal(kinds, want) {
 		t.Fatalf("kinds %q, want %q", kinds, want)
 	}
 	want, err := json.Marshal(RuleSchema{
@@ -1555,6 +1555,8 @@ func TestRuleFields(t *testing.T) {
 			{Kind: "authority", Label: "Authority", Title: "Authority rule", Help: "allow or deny callers by their origin", Fields: wire.FieldsOf(engine.AuthorityRuleFields), Summary: engine.AuthorityKind.Summary},
 			{Kind: "system", Label: "System", Title: "System rule", Help: "protect the whole process: CPU, load, response time, calls in flight",
 				Fields: wire.FieldsOf(engine.SystemRuleFields), NoResource: true, Summary: engine.SystemKind.Summary},
+			{Kind: "adaptiveConcurrency", Label: "Adaptive concurrency", Title: "Adaptive concurrency rule", Help: engine.AdaptiveConcurrencyKind.Help,
+				Fields: wire.FieldsOf(engine.AdaptiveRuleFields), Summary: engine.AdaptiveConcurrencyKind.Summary},
 		},
 		Demo: DemoMarks{NamePrefix: "demo-", DescriptionPrefix: "Demo data (sluice --demo): "},
 	})

@@ -289,6 +289,12 @@ func appendStreamStats(b []byte, s StreamStats) []byte {
 			b = codec.AppendFloat(append(b, f.key...), f.v)
 		}
 		b = strconv.AppendInt(append(b, `,"concurrency":`...), r.Concurrency, 10)
+		if r.AdaptiveLimit != 0 {
+			b = strconv.AppendInt(append(b, `,"adaptiveLimit":`...), r.AdaptiveLimit, 10)
+		}
+		if r.AdaptiveChange != "" {
+			b = codec.AppendString(append(b, `,"adaptiveChange":`...), r.AdaptiveChange)
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)
@@ -392,7 +398,7 @@ func writeEvent(w *bufio.Writer, event string, data []byte) error {
 //
 //	@Summary		Live figures as Server-Sent Events
 //	@ID				streamMetrics
-//	@Description	First an "event: backlog" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic or calls in flight, or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
+//	@Description	First an "event: backlog" whose data is a StreamBacklog: the last five minutes of per-second figures (of the 1,000 busiest resources, or of the one named by resource), null where the server did not sample. Then once a second an "event: stats" whose data is a StreamStats: the last second's figures of every resource with traffic, calls in flight or an adaptive concurrency rule (its limit and latest change), or only of the one named by resource. A circuit breaker that changes state sends an "event: breaker" whose data is a BreakerEvent. Works with a bearer token and with the console's session cookie (EventSource).
 //	@Tags			metrics
 //	@Produce		text/event-stream
 //	@Param			resource	query		string			false	"only this resource (exact name)"

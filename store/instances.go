@@ -240,8 +240,8 @@ func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxReso
 func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, folded map[string]bool, ids map[string]int64) ([]countRow, error) {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` (resource_id, start_ms,
 			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency,
-			busiest_second)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			busiest_second, adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms, instance_id) DO NOTHING`))
 	if err != nil {
 		return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
@@ -256,7 +256,8 @@ func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []
 		}
 		c := d.Counts
 		res, err := stmt.ExecContext(uncancelled, ids[d.Resource], d.StartMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond)
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond,
+			minLimit(c), c.AdaptiveLimitMax, c.AdaptiveLimitLast, countRow{startMs: d.StartMs, counts: c}.limitAtMs())
 		if err != nil {
 			return nil, fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 		}
@@ -327,8 +328,8 @@ func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas
 func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, rows []countRow) error {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+instanceMinutes.name+` AS m (resource_id, start_ms,
 			instance_id, pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency,
-			busiest_second)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			busiest_second, adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms, instance_id) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
@@ -338,7 +339,8 @@ func upsertInstanceCounts(ctx context.Context, tx *gorm.DB, instanceID int64, ro
 	for _, r := range rows {
 		c := r.counts
 		if _, err := stmt.ExecContext(uncancelled, r.resourceID, r.startMs, instanceID, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond); err != nil {
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond,
+			minLimit(c), c.AdaptiveLimitMax, c.AdaptiveLimitLast, r.limitAtMs()); err != nil {
 			return fmt.Errorf("add to %s: %w", instanceMinutes.name, err)
 		}
 	}

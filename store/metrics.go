@@ -54,6 +54,29 @@ func minRt(c engine.Counts) any {
 	return c.MinRtMs
 }
 
+// minLimit is the adaptive_limit_min column of c: NULL when it had no
+// adaptive limit.
+func minLimit(c engine.Counts) any {
+	if c.AdaptiveLimitLast == 0 {
+		return nil
+	}
+	return c.AdaptiveLimitMin
+}
+
+// limitShift makes a row's latest adaptive limit a key that the latest
+// one is the greatest of, in SQL's max: adaptive_limit_at_ms × 2^20 + the
+// limit (engine.MaxAdaptiveLimit < 2^20; a time in milliseconds × 2^20 is
+// about 2^60), so that "latest" sums up in a GROUP BY on SQLite and
+// PostgreSQL alike. lastKey is that key of the rows aliased alias, NULL
+// for one without a limit; lastOf reads the limit back from the greatest.
+const limitShift = "1048576"
+
+func lastKey(alias string) string {
+	return `CASE WHEN ` + alias + `adaptive_limit_last > 0 THEN ` + alias + `adaptive_limit_at_ms * ` + limitShift + ` + ` + alias + `adaptive_limit_last END`
+}
+
+func lastOf(key string) string { return `coalesce(max(` + key + `) % ` + limitShift + `, 0)` }
+
 // MinuteDelta is what one resource did in one UTC minute since the previous
 // flush.
 type MinuteDelta struct {
@@ -202,11 +225,19 @@ func rollUp(rows []countRow, spanMs int64) []countRow {
 	for _, r := range rows {
 		k := key{r.resourceID, floorTo(r.startMs, spanMs)}
 		if i, ok := at[k]; ok {
+			// Merge takes r's adaptive limit as the latest, which it is
+			// only if its minute is not before the one kept.
+			kept, keptMs := out[i].counts.AdaptiveLimitLast, out[i].latestLimitMs
 			out[i].counts.Merge(r.counts)
+			if ms := r.limitAtMs(); ms < keptMs {
+				out[i].counts.AdaptiveLimitLast = kept
+			} else if ms != 0 {
+				out[i].latestLimitMs = ms
+			}
 			continue
 		}
 		at[k] = len(out)
-		out = append(out, countRow{resourceID: k.resourceID, startMs: k.startMs, counts: r.counts})
+		out = append(out, countRow{resourceID: k.resourceID, startMs: k.startMs, counts: r.counts, latestLimitMs: r.limitAtMs()})
 	}
 	return out
 }
@@ -215,6 +246,21 @@ type countRow struct {
 	resourceID int64
 	startMs    int64
 	counts     engine.Counts
+	// latestLimitMs is the start of the minute whose adaptive limit is
+	// the row's latest, for a rollup row; 0 for a minute row.
+	latestLimitMs int64
+}
+
+// limitAtMs is the row's adaptive_limit_at_ms: the start of the minute
+// its latest adaptive limit is of, 0 without one.
+func (r countRow) limitAtMs() int64 {
+	switch {
+	case r.counts.AdaptiveLimitLast == 0:
+		return 0
+	case r.latestLimitMs != 0:
+		return r.latestLimitMs
+	}
+	return r.startMs
 }
 
 // upsertResources records that the resources were seen and returns their
@@ -262,7 +308,9 @@ func upsertResources(ctx context.Context, tx *gorm.DB, seen map[string]*MetricRe
 // addCounts is the SET list of an upsert, into a metric table aliased m,
 // that adds the excluded row's counts to the stored row's. SQLite's
 // two-argument min is NULL if either is: coalesce keeps whichever side has
-// a minimum.
+// a minimum. The latest adaptive limit is the excluded row's if it has one
+// of the same minute or a later one: of a minute, deltas come in time
+// order.
 func addCounts(tx *gorm.DB) string {
 	least, greatest := least(tx), greatest(tx)
 	return `pass = m.pass + excluded.pass,
@@ -274,7 +322,12 @@ func addCounts(tx *gorm.DB) string {
 			rt_min_ms = coalesce(` + least + `(m.rt_min_ms, excluded.rt_min_ms), m.rt_min_ms, excluded.rt_min_ms),
 			rt_max_ms = ` + greatest + `(m.rt_max_ms, excluded.rt_max_ms),
 			max_concurrency = ` + greatest + `(m.max_concurrency, excluded.max_concurrency),
-			busiest_second = ` + greatest + `(m.busiest_second, excluded.busiest_second)`
+			busiest_second = ` + greatest + `(m.busiest_second, excluded.busiest_second),
+			adaptive_limit_min = coalesce(` + least + `(m.adaptive_limit_min, excluded.adaptive_limit_min), m.adaptive_limit_min, excluded.adaptive_limit_min),
+			adaptive_limit_max = ` + greatest + `(m.adaptive_limit_max, excluded.adaptive_limit_max),
+			adaptive_limit_last = CASE WHEN excluded.adaptive_limit_last > 0 AND excluded.adaptive_limit_at_ms >= m.adaptive_limit_at_ms
+				THEN excluded.adaptive_limit_last ELSE m.adaptive_limit_last END,
+			adaptive_limit_at_ms = ` + greatest + `(m.adaptive_limit_at_ms, excluded.adaptive_limit_at_ms)`
 }
 
 // upsertCounts adds rows to table (one of metricTables) with one
@@ -282,8 +335,9 @@ func addCounts(tx *gorm.DB) string {
 // which SQLite compiles anew each time.
 func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
 	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
-			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
+			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (resource_id, start_ms) DO UPDATE SET `+addCounts(tx)))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", table, err)
@@ -296,7 +350,8 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 	for _, r := range rows {
 		c := r.counts
 		if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond); err != nil {
+			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond,
+			minLimit(c), c.AdaptiveLimitMax, c.AdaptiveLimitLast, r.limitAtMs()); err != nil {
 			return fmt.Errorf("add to %s: %w", table, err)
 		}
 	}
@@ -318,30 +373,42 @@ func (s *Store) MetricResources(ctx context.Context) ([]MetricResource, error) {
 	return rs, err
 }
 
-// partColumns sums the rows of a metric table, or of partial sums, aliased
-// m: the minimum is NULL if no call completed.
-const partColumns = `sum(m.pass) AS pass, sum(m.block) AS block, sum(m.shadow_block) AS shadow_block,
+// partColumns sums the rows of a metric table aliased m into a part of
+// a range, which partSumColumns sums: the minima are NULL if none was
+// seen, and the latest adaptive limit is kept as its key (lastKey).
+var partColumns = `sum(m.pass) AS pass, sum(m.block) AS block, sum(m.shadow_block) AS shadow_block,
 	sum(m.complete) AS complete, sum(m.error) AS error, sum(m.rt_sum_ms) AS rt_sum_ms,
 	min(m.rt_min_ms) AS rt_min_ms, max(m.rt_max_ms) AS rt_max_ms,
-	max(m.max_concurrency) AS max_concurrency, max(m.busiest_second) AS busiest_second`
+	max(m.max_concurrency) AS max_concurrency, max(m.busiest_second) AS busiest_second,
+	min(m.adaptive_limit_min) AS adaptive_limit_min, max(m.adaptive_limit_max) AS adaptive_limit_max,
+	max(` + lastKey("m.") + `) AS adaptive_limit_key`
 
-// countColumns sums a metric table's rows in SQL, in the order scanCounts
-// reads them.
-const countColumns = `sum(pass) AS pass, sum(block) AS block, sum(shadow_block) AS shadow_block,
+// sumColumns sums what rows and parts alike hold, in the order scanCounts
+// reads them, up to the latest adaptive limit.
+const sumColumns = `sum(pass) AS pass, sum(block) AS block, sum(shadow_block) AS shadow_block,
 	sum(complete) AS complete, sum(error) AS error, sum(rt_sum_ms) AS rt_sum_ms,
 	coalesce(min(rt_min_ms), 0) AS rt_min_ms, max(rt_max_ms) AS rt_max_ms,
-	max(max_concurrency) AS max_concurrency, max(busiest_second) AS busiest_second`
+	max(max_concurrency) AS max_concurrency, max(busiest_second) AS busiest_second,
+	coalesce(min(adaptive_limit_min), 0) AS adaptive_limit_min, max(adaptive_limit_max) AS adaptive_limit_max`
+
+// countColumns sums a metric table's rows in SQL, in the order scanCounts
+// reads them; partSumColumns sums the parts partColumns made.
+var (
+	countColumns   = sumColumns + `, ` + lastOf(lastKey("")) + ` AS adaptive_limit_last`
+	partSumColumns = sumColumns + `, ` + lastOf("adaptive_limit_key") + ` AS adaptive_limit_last`
+)
 
 // pointFields is how many numbers ResourceMetrics reads per point: the
 // step's start, then the figures in the order of countColumns.
-const pointFields = 11
+const pointFields = 14
 
 // pointText writes a point's numbers, from the columns of
 // countColumns (a grouped step) or a table's row (a step of its span),
 // separated by spaces.
 const pointText = `step_ms || ' ' || pass || ' ' || block || ' ' || shadow_block || ' ' ||
 	complete || ' ' || error || ' ' || rt_sum_ms || ' ' || coalesce(rt_min_ms, 0) || ' ' ||
-	rt_max_ms || ' ' || max_concurrency || ' ' || busiest_second`
+	rt_max_ms || ' ' || max_concurrency || ' ' || busiest_second || ' ' || coalesce(adaptive_limit_min, 0) || ' ' ||
+	adaptive_limit_max || ' ' || adaptive_limit_last`
 
 // ResourceMetrics returns the named resource's traffic from fromMs
 // (inclusive) to toMs (exclusive) in steps of stepMs, UTC-aligned: fromMs is
@@ -369,7 +436,8 @@ func (s *Store) metricPoints(ctx context.Context, table metricTable, filter stri
 	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
 	// Rows of the step's own span are the points: nothing to group.
 	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
-			rt_min_ms, rt_max_ms, max_concurrency, busiest_second FROM ` + table.name + `
+			rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
+			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last FROM ` + table.name + `
 		WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
 		  AND start_ms >= ? AND start_ms < ?`
 	args := append(slices.Clone(filterArgs), name, fromMs, toMs)
@@ -411,6 +479,7 @@ func parsePoints(text string) ([]MetricPoint, error) {
 		points = append(points, MetricPoint{StartMs: n[0], Counts: engine.Counts{
 			Calls:   engine.Calls{Pass: n[1], Block: n[2], ShadowBlock: n[3], Complete: n[4], Error: n[5]},
 			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9], BusiestSecond: n[10],
+			AdaptiveLimitMin: n[11], AdaptiveLimitMax: n[12], AdaptiveLimitLast: n[13],
 		}})
 	}
 	return points, nil
@@ -424,7 +493,8 @@ type scanner interface {
 // scanCounts reads key, then countColumns.
 func scanCounts(rows scanner, key any, c *engine.Counts) error {
 	return rows.Scan(key, &c.Pass, &c.Block, &c.ShadowBlock, &c.Complete, &c.Error,
-		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency, &c.BusiestSecond)
+		&c.RtSumMs, &c.MinRtMs, &c.MaxRtMs, &c.MaxConcurrency, &c.BusiestSecond,
+		&c.AdaptiveLimitMin, &c.AdaptiveLimitMax, &c.AdaptiveLimitLast)
 }
 
 // rangePart is the rows of one metric table that start in [fromMs, toMs).
@@ -526,7 +596,7 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 // resource ID.
 func (s *Store) partTotals(ctx context.Context, parts []rangePart, ids []int64) (map[int64]engine.Counts, error) {
 	union, args := perResource(parts, partColumns, "r.id IN ? AND", []any{ids})
-	rows, err := s.read.WithContext(ctx).Raw(`SELECT resource_id, `+countColumns+` FROM (`+union+`) AS m
+	rows, err := s.read.WithContext(ctx).Raw(`SELECT resource_id, `+partSumColumns+` FROM (`+union+`) AS m
 		GROUP BY resource_id`, args...).Rows()
 	if err != nil {
 		return nil, err
@@ -687,9 +757,12 @@ func (s *Store) sumAgain(ctx context.Context, finer string, rollup metricTable, 
 			}
 			deleted += res.RowsAffected
 			return tx.Exec(`UPDATE `+rollup.name+` SET (pass, block, shadow_block, complete, error,
-					rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second) =
+					rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
+					adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms) =
 				(SELECT sum(f.pass), sum(f.block), sum(f.shadow_block), sum(f.complete), sum(f.error),
-					sum(f.rt_sum_ms), min(f.rt_min_ms), max(f.rt_max_ms), max(f.max_concurrency), max(f.busiest_second) `+finerRows+`)
+					sum(f.rt_sum_ms), min(f.rt_min_ms), max(f.rt_max_ms), max(f.max_concurrency), max(f.busiest_second),
+					min(f.adaptive_limit_min), coalesce(max(f.adaptive_limit_max), 0), `+lastOf(lastKey("f."))+`,
+					coalesce(max(f.adaptive_limit_at_ms), 0) `+finerRows+`)
 				WHERE start_ms = ? AND resource_id IN ?`, startMs, endMs, startMs, ids).Error
 		})
 		if err != nil || len(ids) < batchRows {

@@ -20,12 +20,14 @@ func rollupTables(t *testing.T, db *sql.DB) (stored, summed map[string][][]any) 
 	stored, summed = map[string][][]any{}, map[string][][]any{}
 	for _, table := range metricTables[1:] {
 		stored[table.name] = queryRows(t, db, `SELECT resource_id, start_ms, pass, block, shadow_block, complete,
-			error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second
+			error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
+			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms
 			FROM `+table.name+` ORDER BY resource_id, start_ms`)
 		span := fmt.Sprint(table.spanMs)
 		summed[table.name] = queryRows(t, db, `SELECT resource_id, start_ms / `+span+` * `+span+` AS span_ms,
 			sum(pass), sum(block), sum(shadow_block), sum(complete), sum(error), sum(rt_sum_ms),
-			min(rt_min_ms), max(rt_max_ms), max(max_concurrency), max(busiest_second)
+			min(rt_min_ms), max(rt_max_ms), max(max_concurrency), max(busiest_second),
+			min(adaptive_limit_min), max(adaptive_limit_max), `+lastOf(lastKey(""))+`, max(adaptive_limit_at_ms)
 			FROM metric_minutes GROUP BY resource_id, span_ms ORDER BY resource_id, span_ms`)
 	}
 	return stored, summed
@@ -86,7 +88,7 @@ func assertRollupsSumMinutes(t *testing.T, db *sql.DB, when string) {
 // rollupTraffic is three days of minutes from 2026-03-01 23:00 UTC for
 // three resources, sparse and uneven, with minutes without completed
 // calls: every span of every rollup mixes rows with and without a
-// minimum response time.
+// minimum response time, and b's with and without an adaptive limit.
 func rollupTraffic(fromMinute, toMinute int64) []MinuteDelta {
 	var deltas []MinuteDelta
 	start := t0 - 11*HourMs
@@ -98,6 +100,9 @@ func rollupTraffic(fromMinute, toMinute int64) []MinuteDelta {
 			c := engine.Counts{Calls: engine.Calls{Pass: m%9 + 1, Block: m % 4, ShadowBlock: m % 3, Error: m % 2}, MaxConcurrency: m % 5, BusiestSecond: m % 7}
 			if m%3 != 0 {
 				c.Complete, c.RtSumMs, c.MinRtMs, c.MaxRtMs = 2, m%50+2, m%25+1, m%50+1
+			}
+			if name == "b" && m%5 != 1 {
+				c.AdaptiveLimitMin, c.AdaptiveLimitMax, c.AdaptiveLimitLast = m%30+5, m%30+5+m%7, m%30+5+m%4
 			}
 			deltas = append(deltas, MinuteDelta{Resource: name, StartMs: start + m*MinuteMs, Counts: c})
 		}
@@ -176,7 +181,8 @@ func TestTopResourcesMatchesTheMinutes(t *testing.T) {
 func topFromMinutes(t *testing.T, s *Store, fromMs, toMs int64, by TopBy, limit int) []ResourceTotals {
 	t.Helper()
 	rows, err := s.db.WithContext(t.Context()).Raw(`SELECT t.name, t.pass, t.block, t.shadow_block, t.complete,
-			t.error, t.rt_sum_ms, t.rt_min_ms, t.rt_max_ms, t.max_concurrency, t.busiest_second
+			t.error, t.rt_sum_ms, t.rt_min_ms, t.rt_max_ms, t.max_concurrency, t.busiest_second,
+			t.adaptive_limit_min, t.adaptive_limit_max, t.adaptive_limit_last
 		FROM (SELECT r.name, `+countColumns+` FROM resources AS r JOIN metric_minutes AS m ON m.resource_id = r.id
 			WHERE m.start_ms >= ? AND m.start_ms < ? GROUP BY r.name) AS t
 		ORDER BY `+topOrder[by]+`, t.name LIMIT ?`, fromMs, toMs, limit).Rows()

@@ -96,6 +96,9 @@ func convert(set engine.ResourceRules) rules {
 	for _, r := range set.Authority {
 		refuse(r.Name, engine.KindAuthority, "sentinel-golang has no authority rules")
 	}
+	for _, r := range set.AdaptiveConcurrency {
+		refuse(r.Name, engine.KindAdaptiveConcurrency, "sentinel-golang has no adaptive concurrency rules")
+	}
 	for _, r := range set.System {
 		r = r.WithDefaults()
 		if !common(r.Name, engine.KindSystem, r.Mode, r.ExpiresAtMs) {

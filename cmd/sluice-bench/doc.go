@@ -9,6 +9,7 @@
 //	sluice-bench instance-overhead [-server …] [-rate 10000] [-duration 30s]
 //	sluice-bench cluster [-redis redis://…] [-accuracy 15s] [-outage-up 5s] [-outage-down 5s] [-cost 10s] [-cost-rate 10000]
 //	sluice-bench replicas [-sluice ./sluice] [-changes 50]
+//	sluice-bench adaptive [-capacity 20] [-base-ms 20] [-overload 3] [-duration 5s] [-warmup 5s]
 //
 // hello serves the HTTP ceiling of the machine: a Fiber handler answering a
 // POST with a fixed 60-byte JSON. accuracy creates a reject rule through a
@@ -17,6 +18,9 @@
 // and the passes of each second. cardinality sends checks on
 // ever new names and reports the server's resident memory as they add up,
 // then what a scrape, a stream tick and a resource list cost.
+// adaptive offers an in-process service three times the calls it
+// completes, with and without an adaptive concurrency rule, and reports
+// the served calls' p99 beside its no-load p99.
 // propagation, reporters and instance-overhead are the fleet's figures
 // (fleet.go): a rule change reaching every sluice-example process, the
 // server under many reporting instances, and what an instance pays for

@@ -33,7 +33,7 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead|cluster|replicas|rls|rls-accuracy [flags]")
+		return errors.New("usage: sluice-bench hello|accuracy|cardinality|propagation|reporters|instance-overhead|cluster|replicas|rls|rls-accuracy|adaptive [flags]")
 	}
 	switch args[0] {
 	case "hello":
@@ -56,8 +56,10 @@ func run(ctx context.Context, args []string) error {
 		return rlsFigures(ctx, args[1:])
 	case "rls-accuracy":
 		return rlsAccuracy(ctx, args[1:])
+	case "adaptive":
+		return adaptiveOverload(ctx, args[1:])
 	}
-	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead, cluster, replicas, rls, rls-accuracy", args[0])
+	return fmt.Errorf("unknown command %q; commands: hello, accuracy, cardinality, propagation, reporters, instance-overhead, cluster, replicas, rls, rls-accuracy, adaptive", args[0])
 }
 
 // helloBody is the fixed answer, 60 bytes.

@@ -34,6 +34,9 @@ func main() {
 type config struct {
 	addr, server, token, app, cacheDir, instanceID string
 	traffic                                        float64
+	// capacity and searchMs shape GET /search's backend; searchClients
+	// call it in a closed loop.
+	capacity, searchMs, searchClients int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -47,6 +50,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&cfg.cacheDir, "cache-dir", "", "where the last good rules are kept (default: the user cache directory)")
 	fs.StringVar(&cfg.instanceID, "instance-id", "", "this process's id in the instance list (default: hostname-pid)")
 	fs.Float64Var(&cfg.traffic, "traffic", 0, "calls a second the service sends to its own routes")
+	fs.Int64Var(&cfg.capacity, "capacity", 20, "calls GET /search serves at once before they queue (PUT /sluice/capacity?calls=N changes it)")
+	fs.Int64Var(&cfg.searchMs, "search-ms", 50, "how long a GET /search call takes within its capacity, in milliseconds")
+	fs.Int64Var(&cfg.searchClients, "search-clients", 0, "clients the service runs that call its GET /search in a closed loop")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -55,6 +61,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.traffic < 0 {
 		return cfg, errors.New("-traffic must not be negative")
+	}
+	if cfg.capacity < 1 || cfg.searchMs < 1 || cfg.searchClients < 0 {
+		return cfg, errors.New("-capacity and -search-ms must be at least 1, -search-clients not negative")
 	}
 	if cfg.cacheDir == "" {
 		dir, err := os.UserCacheDir()
@@ -92,12 +101,22 @@ func run(args []string, stderr io.Writer) error {
 		client.Close()
 		return err
 	}
-	srv := &http.Server{Handler: shop.Handler(client), ReadHeaderTimeout: 5 * time.Second}
+	backend := &searchBackend{baseMs: cfg.searchMs}
+	backend.capacity.Store(cfg.capacity)
+	mux := http.NewServeMux()
+	mux.Handle("/", shop.Handler(client))
+	searchRoutes := backend.handler(client.Engine())
+	mux.Handle("GET /search", searchRoutes)
+	mux.Handle("PUT /sluice/capacity", searchRoutes)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	logger.Info("serving", "addr", ln.Addr().String(), "app", cfg.app, "server", cfg.server)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	if cfg.traffic > 0 {
 		go shop.Drive(ctx, "http://"+ln.Addr().String(), cfg.traffic)
+	}
+	if cfg.searchClients > 0 {
+		driveSearch(ctx, "http://"+ln.Addr().String(), int(cfg.searchClients))
 	}
 	select {
 	case err = <-served:

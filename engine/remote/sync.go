@@ -147,6 +147,9 @@ func (c *Client) loadEngine(snap wire.Snapshot) error {
 	for _, r := range c.engine.AuthorityRules() {
 		held[r.Resource] = true
 	}
+	for _, r := range c.engine.AdaptiveConcurrencyRules() {
+		held[r.Resource] = true
+	}
 	for _, name := range set.Resources {
 		delete(held, name)
 	}

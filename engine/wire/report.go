@@ -56,13 +56,20 @@ type Counts struct {
 	// BusiestSecond is absent from the reports of instances older than
 	// the field.
 	BusiestSecond int64 `json:"busiestSecond,omitempty"`
+	// AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are absent
+	// for a resource without an adaptive concurrency rule, and from the
+	// reports of instances older than the fields.
+	AdaptiveLimitMin  int64 `json:"adaptiveLimitMin,omitempty"`
+	AdaptiveLimitMax  int64 `json:"adaptiveLimitMax,omitempty"`
+	AdaptiveLimitLast int64 `json:"adaptiveLimitLast,omitempty"`
 }
 
 // CountsOf is c as a report carries it.
 func CountsOf(c engine.Counts) Counts {
 	return Counts{Pass: c.Pass, Block: c.Block, ShadowBlock: c.ShadowBlock, Complete: c.Complete, Error: c.Error,
 		RtSumMs: c.RtSumMs, MinRtMs: c.MinRtMs, MaxRtMs: c.MaxRtMs, MaxConcurrency: c.MaxConcurrency,
-		BusiestSecond: c.BusiestSecond}
+		BusiestSecond: c.BusiestSecond, AdaptiveLimitMin: c.AdaptiveLimitMin, AdaptiveLimitMax: c.AdaptiveLimitMax,
+		AdaptiveLimitLast: c.AdaptiveLimitLast}
 }
 
 // ReportLive is one resource's figures over the last second.

@@ -98,7 +98,7 @@ func TestDecodeRulesRefusesBadRules(t *testing.T) {
 	}{
 		{"not an object", `[1]`, []engine.FieldError{{Field: "rules[0]", Message: "must be a JSON object"}}},
 		{"unknown kind", `{"kind": "isolation", "resource": "x"}`,
-			[]engine.FieldError{{Field: "rules[0].kind", Message: "must be one of flow, circuitBreaker, hotspot, authority, system"}}},
+			[]engine.FieldError{{Field: "rules[0].kind", Message: "must be one of flow, circuitBreaker, hotspot, authority, system, adaptiveConcurrency"}}},
 		{"a system rule on a resource", `{"kind": "system", "resource": "x", "metricType": "load", "triggerCount": 2}`,
 			[]engine.FieldError{{Field: "rules[0].resource", Message: "must be absent: a system rule guards every inbound call of its process"}}},
 		{"a system rule's bad fields", `{"kind": "system", "metricType": "cpuUsage", "triggerCount": 1.5, "strategy": "fast"}`,

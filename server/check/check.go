@@ -31,6 +31,10 @@ type decision struct {
 	reason  string
 	rule    string
 	entryID string
+	// limit is the calls in flight an adaptive concurrency rule that
+	// blocked the call allowed, which the answer gives in place of a
+	// window's figures; 0 for other blocks.
+	limit int64
 	// status is the limit the call came nearest to, read after the
 	// decision.
 	status engine.Status
@@ -101,7 +105,7 @@ func (a *API) decideWith(q checkQuery, opts []engine.EntryOption) decision {
 	}
 	e, blk := res.Entry(opts...)
 	if blk != nil {
-		return decision{reason: string(blk.Reason()), rule: blk.Rule(), status: res.Status(true, opts...)}
+		return decision{reason: string(blk.Reason()), rule: blk.Rule(), limit: blk.Limit(), status: res.Status(true, opts...)}
 	}
 	r := decision{allowed: true, waitMs: e.WaitMs(), status: res.Status(false, opts...)}
 	if e.NeedsExit() {
@@ -132,6 +136,10 @@ func (r decision) appendJSON(b []byte) []byte {
 	if r.entryID != "" {
 		b = append(b, `,"entryId":`...)
 		b = codec.AppendString(b, r.entryID)
+	}
+	if r.limit > 0 {
+		b = append(b, `,"limit":`...)
+		return append(strconv.AppendInt(b, r.limit, 10), '}')
 	}
 	if st := r.status; st.Known {
 		b = append(b, `,"limit":`...)

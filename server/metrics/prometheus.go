@@ -13,11 +13,12 @@ import (
 	"github.com/sluicehq/sluice/engine"
 )
 
-// engineCollector exposes, at every scrape, the breakers' states and the
-// engine's bounds.
+// engineCollector exposes, at every scrape, the breakers' states, the
+// adaptive limits and the engine's bounds.
 type engineCollector struct {
 	engine                          *engine.Engine
 	breakerState, tracked, overflow *prometheus.Desc
+	adaptiveLimit                   *prometheus.Desc
 	clusterState, clusterChanges    *prometheus.Desc
 	clusterRule, clusterEngines     *prometheus.Desc
 }
@@ -28,6 +29,9 @@ func newEngineCollector(eng *engine.Engine) *engineCollector {
 		breakerState: prometheus.NewDesc("sluice_breaker_state",
 			"1 for the state each circuit breaker is in, 0 for the others.",
 			[]string{"rule", "resource", "state"}, nil),
+		adaptiveLimit: prometheus.NewDesc("sluice_adaptive_limit",
+			"The calls in flight each adaptive concurrency rule allows now, as it learned from latency (one series per rule, shadow rules too).",
+			[]string{"rule", "resource", "mode"}, nil),
 		tracked: prometheus.NewDesc("sluice_resources_tracked",
 			"Resources the engine tracks; past --max-resources, calls on new ones are counted under "+engine.OverflowResource+".", nil, nil),
 		overflow: prometheus.NewDesc("sluice_resource_overflow_total",
@@ -48,7 +52,7 @@ func newEngineCollector(eng *engine.Engine) *engineCollector {
 
 // Describe sends every metric's description.
 func (c *engineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.breakerState, c.tracked, c.overflow, c.clusterState, c.clusterChanges, c.clusterRule, c.clusterEngines} {
+	for _, d := range []*prometheus.Desc{c.breakerState, c.adaptiveLimit, c.tracked, c.overflow, c.clusterState, c.clusterChanges, c.clusterRule, c.clusterEngines} {
 		ch <- d
 	}
 }
@@ -59,6 +63,9 @@ func (c *engineCollector) Collect(ch chan<- prometheus.Metric) {
 		for _, state := range []engine.BreakerState{engine.BreakerClosed, engine.BreakerOpen, engine.BreakerHalfOpen} {
 			ch <- prometheus.MustNewConstMetric(c.breakerState, prometheus.GaugeValue, flag(b.State == state), b.Rule, b.Resource, string(state))
 		}
+	}
+	for _, a := range c.engine.AdaptiveLimits() {
+		ch <- prometheus.MustNewConstMetric(c.adaptiveLimit, prometheus.GaugeValue, float64(a.Limit), a.Rule, a.Resource, string(a.Mode))
 	}
 	ch <- prometheus.MustNewConstMetric(c.tracked, prometheus.GaugeValue, float64(c.engine.ResourceCount()))
 	ch <- prometheus.MustNewConstMetric(c.overflow, prometheus.CounterValue, float64(c.engine.Overflow().Calls))

@@ -60,4 +60,18 @@ type KindFields struct {
 	MetricType *string `json:"metricType,omitempty" enums:"load,avgRt,concurrency,inboundQps,cpuUsage" example:"cpuUsage"`
 	// TriggerCount — system: > 0: the figure past which inbound calls are blocked; for cpuUsage a ratio of the CPU quota, at most 1.
 	TriggerCount *float64 `json:"triggerCount,omitempty" format:"double" example:"0.8" minimum:"0" maximum:"1000000000000"`
+	// Algorithm — adaptiveConcurrency: How the limit follows latency: gradient2 scales it by the no-load latency over the latest, aimd adds one while latency holds and cuts it by backoffRatio when it does not.
+	Algorithm *string `json:"algorithm,omitempty" enums:"gradient2,aimd" example:"gradient2"`
+	// InitialLimit — adaptiveConcurrency: Calls in flight allowed before the rule has learned anything; default 20. Better below the resource's capacity than above it.
+	InitialLimit *int64 `json:"initialLimit,omitempty" example:"20" minimum:"1" maximum:"1000000"`
+	// MinLimit — adaptiveConcurrency: The limit never goes below it; default 4.
+	MinLimit *int64 `json:"minLimit,omitempty" example:"4" minimum:"1" maximum:"1000000"`
+	// MaxLimit — adaptiveConcurrency: The limit never goes above it; default 1000.
+	MaxLimit *int64 `json:"maxLimit,omitempty" example:"1000" minimum:"1" maximum:"1000000"`
+	// Tolerance — adaptiveConcurrency: How far mean latency may rise over its no-load level before the limit comes down, as a ratio: 1 to 10, default 1.1 (10% over).
+	Tolerance *float64 `json:"tolerance,omitempty" format:"double" example:"1.1" minimum:"1" maximum:"10"`
+	// Smoothing — adaptiveConcurrency: How much of each new estimate the limit takes, 0.01 to 1, default 0.2: lower moves slower and steadier.
+	Smoothing *float64 `json:"smoothing,omitempty" format:"double" example:"0.2" minimum:"0.01" maximum:"1"`
+	// BackoffRatio — adaptiveConcurrency: What the limit is multiplied by when latency passes its tolerance or calls fail, 0.5 to 0.99, default 0.9.
+	BackoffRatio *float64 `json:"backoffRatio,omitempty" format:"double" example:"0.9" minimum:"0.5" maximum:"0.99"`
 }

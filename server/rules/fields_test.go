@@ -71,6 +71,8 @@ func TestZeroMeansDefaultFields(t *testing.T) {
 		engine.KindHotspot:        {"metric", "statIntervalMs", "controlBehavior", "paramsMaxCapacity"},
 		engine.KindAuthority:      nil,
 		engine.KindSystem:         {"strategy"},
+		engine.KindAdaptiveConcurrency: {"algorithm", "initialLimit", "minLimit", "maxLimit", "tolerance", "smoothing",
+			"backoffRatio"},
 	}
 	for _, k := range engine.Kinds {
 		var got []string

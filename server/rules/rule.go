@@ -19,7 +19,7 @@ import (
 // rule) are left out.
 type Content struct {
 	Name string `json:"name" example:"orders-qps" validate:"optional"`
-	Kind string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system" example:"flow"`
+	Kind string `json:"kind" enums:"flow,circuitBreaker,hotspot,authority,system,adaptiveConcurrency" example:"flow"`
 	// Resource is what the rule guards; a system rule has none (it guards
 	// every inbound call of its process).
 	Resource    string `json:"resource,omitempty" example:"GET:/api/orders"`

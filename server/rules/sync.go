@@ -293,11 +293,12 @@ func requestFields(err error, failed string, touched engine.ResourceRules, writt
 		return fmt.Errorf("%s: %w", failed, err)
 	}
 	names := map[string][]string{
-		"flow":            namesOf(touched.Flow, func(r engine.FlowRule) string { return r.Name }),
-		"circuitBreakers": namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
-		"hotspot":         namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
-		"authority":       namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
-		"system":          namesOf(touched.System, func(r engine.SystemRule) string { return r.Name }),
+		"flow":                namesOf(touched.Flow, func(r engine.FlowRule) string { return r.Name }),
+		"circuitBreakers":     namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
+		"hotspot":             namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
+		"authority":           namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
+		"adaptiveConcurrency": namesOf(touched.AdaptiveConcurrency, func(r engine.AdaptiveConcurrencyRule) string { return r.Name }),
+		"system":              namesOf(touched.System, func(r engine.SystemRule) string { return r.Name }),
 	}
 	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
 	for _, fe := range engineErr.Fields {
@@ -506,7 +507,8 @@ func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.Syste
 // replacement.
 func loadEvery(e *engine.Engine, set engine.ResourceRules) error {
 	return errors.Join(e.LoadFlowRules(set.Flow), e.LoadCircuitBreakerRules(set.CircuitBreakers),
-		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority), e.LoadSystemRules(set.System))
+		e.LoadHotspotRules(set.Hotspot), e.LoadAuthorityRules(set.Authority), e.LoadAdaptiveConcurrencyRules(set.AdaptiveConcurrency),
+		e.LoadSystemRules(set.System))
 }
 
 // NowMs is the engine's time, in Unix milliseconds, by which rules expire.

@@ -28,10 +28,10 @@ const reopenAfterMs = 2000;
  */
 const gapAfterSec = 2;
 
-const keys = ['t', 'pass', 'block', 'shadow', 'rt', 'conc'];
+const keys = ['t', 'pass', 'block', 'shadow', 'rt', 'conc', 'limit'];
 
 function emptyBuffer() {
-  return { t: [], pass: [], block: [], shadow: [], rt: [], conc: [], lastActive: 0 };
+  return { t: [], pass: [], block: [], shadow: [], rt: [], conc: [], limit: [], lastActive: 0 };
 }
 
 /** push appends one second to buf; a second missed before it becomes a gap. */
@@ -168,6 +168,8 @@ class LiveFeed {
         shadow: r?.shadowBlockQps ?? 0,
         rt: r && r.completeQps > 0 ? r.avgRtMs : null,
         conc: r?.concurrency ?? 0,
+        // An adaptive rule's limit; the backlog does not keep it.
+        limit: r?.adaptiveLimit ?? null,
       });
       if (r) {
         buf.lastActive = t;
@@ -194,7 +196,7 @@ class LiveFeed {
     for (const r of backlog.resources) {
       const kept = this.buffers.get(r.name) ?? emptyBuffer();
       const keptAt = new Map(kept.t.map((t, i) => [t, i]));
-      const keptValues = (i) => ({ pass: kept.pass[i], block: kept.block[i], shadow: kept.shadow[i], rt: kept.rt[i], conc: kept.conc[i] });
+      const keptValues = (i) => ({ pass: kept.pass[i], block: kept.block[i], shadow: kept.shadow[i], rt: kept.rt[i], conc: kept.conc[i], limit: kept.limit[i] });
       const buf = emptyBuffer();
       buf.lastActive = kept.lastActive;
       kept.t.forEach((t, i) => {
@@ -207,14 +209,14 @@ class LiveFeed {
       r.passQps.forEach((pass, i) => {
         const t = from + i;
         if (pass !== null) {
-          push(buf, t, { pass, block: r.blockQps[i], shadow: r.shadowBlockQps[i], rt: r.avgRtMs[i], conc: r.concurrency[i] });
+          push(buf, t, { pass, block: r.blockQps[i], shadow: r.shadowBlockQps[i], rt: r.avgRtMs[i], conc: r.concurrency[i], limit: keptAt.has(t) ? kept.limit[keptAt.get(t)] : null });
           if (pass || r.blockQps[i] || r.shadowBlockQps[i] || r.concurrency[i]) {
             buf.lastActive = Math.max(buf.lastActive, t);
           }
         } else if (keptAt.has(t)) {
           push(buf, t, keptValues(keptAt.get(t)));
         } else if (buf.t.length) {
-          push(buf, t, { pass: null, block: null, shadow: null, rt: null, conc: null });
+          push(buf, t, { pass: null, block: null, shadow: null, rt: null, conc: null, limit: null });
         }
       });
       kept.t.forEach((t, i) => {

@@ -141,7 +141,8 @@ export function render(ctx) {
   const liveSection = section('Live: last 5 minutes', liveEl,
     h('h3', {}, 'Calls in flight'), inFlightEl,
     h('p', { class: 'muted small' }, 'One point a second from the metric stream; the server keeps the last five minutes, so the charts start full. '
-      + 'A gap is a time without figures: the server was down or out of reach. Concurrency rules limit the calls in flight.'));
+      + 'A gap is a time without figures: the server was down or out of reach. Concurrency rules limit the calls in flight; '
+      + 'an adaptive concurrency rule\'s limit is drawn dashed from when the page opened (the server\'s five minutes do not keep it).'));
   let live = null;
   let inFlight = null;
 
@@ -149,10 +150,22 @@ export function render(ctx) {
     const s = feed.series(name);
     if (s) {
       live.setData(s.t, s.pass, s.block, s.shadow, s.rt);
-      inFlight.setData(s.t, s.conc);
+      inFlight.setData(s.t, s.conc, s.limit);
     } else {
       live.setData([], [], [], [], []);
-      inFlight.setData([], []);
+      inFlight.setData([], [], []);
+    }
+    explainAdaptive(feed.latest(name));
+  }
+
+  // explainAdaptive writes the latest change of the resource's adaptive
+  // limit, as the stream tells it, in its rule's row.
+  function explainAdaptive(latest) {
+    const text = latest?.adaptiveLimit
+      ? `Limit now ${number(latest.adaptiveLimit)}${latest.adaptiveChange ? `; last change: ${latest.adaptiveChange}` : ''}.`
+      : '';
+    for (const el of rulesBody.querySelectorAll('.adaptive-explanation')) {
+      el.textContent = text;
     }
   }
 
@@ -177,7 +190,13 @@ export function render(ctx) {
   const instanceInput = h('select', { id: 'history-instance' }, option('', 'all (summed)'));
   instanceInput.value = ctx.params.get('instance') ?? '';
   const instanceField = h('div', { class: 'field' }, h('label', { for: 'history-instance' }, 'Instance'), instanceInput);
-  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl);
+  // The adaptive limit over the history's steps, beside the calls in
+  // flight and latency it follows: drawn when a step has one.
+  const limitEl = h('div', { class: 'chart', id: 'adaptive-history-chart' });
+  const limitBlock = h('div', { hidden: true }, h('h3', {}, 'Adaptive limit'), limitEl,
+    h('p', { class: 'muted small' }, 'Per step, the latest limit of the adaptive concurrency rule (its least and greatest dashed), the most calls in flight at once, and the mean response time.'));
+  let limitChart = null;
+  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, limitBlock);
 
   /**
    * loadInstances offers the instances that report to the server; the
@@ -253,6 +272,7 @@ export function render(ctx) {
         cols[5].push(p && p.complete > 0 ? p.avgRtMs : null);
       }
       history.setData(...cols);
+      drawLimitHistory(data.points, from, to, step.stepMs);
       historyEl.dataset.traffic = String(data.points.length);
       historyEl.dataset.instance = instance;
       historyNote.textContent = `${instance ? `Instance ${instance} only. ` : ''}${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
@@ -262,6 +282,42 @@ export function render(ctx) {
         historyNote.textContent = err.status === 404 && !instanceInput.value ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
       }
     }
+  }
+
+  // drawLimitHistory draws the adaptive limit of the history's points, if
+  // any has one.
+  function drawLimitHistory(points, from, to, stepMs) {
+    limitBlock.hidden = !points.some((p) => p.adaptiveLimitLast > 0);
+    if (limitBlock.hidden) {
+      return;
+    }
+    limitChart ??= timeChart(limitEl, {
+      height: 200,
+      long: true,
+      leftLabel: 'calls in flight',
+      rightLabel: 'avg response time (ms)',
+      series: [
+        { label: 'Limit', color: colors.block, unit: 'calls' },
+        { label: 'Least limit', color: colors.block, unit: 'calls', dash: [4, 4] },
+        { label: 'Greatest limit', color: colors.block, unit: 'calls', dash: [4, 4] },
+        { label: 'Most in flight', color: colors.conc, unit: 'calls' },
+        { label: 'Avg RT', color: colors.rt, unit: 'ms', side: 'right', dash: [2, 3] },
+      ],
+    });
+    const byTime = new Map(points.map((p) => [Date.parse(p.time), p]));
+    const cols = [[], [], [], [], [], []];
+    for (let t = from; t < to; t += stepMs) {
+      const p = byTime.get(t);
+      const limited = p?.adaptiveLimitLast > 0;
+      cols[0].push(t / 1000);
+      cols[1].push(limited ? p.adaptiveLimitLast : null);
+      cols[2].push(limited ? p.adaptiveLimitMin : null);
+      cols[3].push(limited ? p.adaptiveLimitMax : null);
+      cols[4].push(p ? p.maxConcurrency : null);
+      cols[5].push(p && p.complete > 0 ? p.avgRtMs : null);
+    }
+    limitChart.setData(...cols);
+    limitEl.dataset.limits = String(cols[1].filter((v) => v !== null).length);
   }
 
   // A custom range keeps its bounds in the URL (from, to: RFC 3339), so
@@ -448,10 +504,11 @@ export function render(ctx) {
             [appBadge(r), expiryBadge(r), ...clusterBadges(r, cluster)].filter(Boolean).map((b) => [' ', b])),
           h('td', {}, kindLabel(r.kind)),
           h('td', {}, modeCell(r)),
-          h('td', {}, summary(r)),
+          h('td', {}, summary(r), r.kind === 'adaptiveConcurrency' ? h('p', { class: 'adaptive-explanation small', role: 'status' }) : null),
           h('td', {}, check));
       }) : stateRow(5, 'empty', 'No rule names this resource: its traffic is counted, never limited.'));
       facts.textContent = `${data.total} rule${data.total === 1 ? '' : 's'}.`;
+      explainAdaptive(feed.latest(name));
     } catch (err) {
       replace(rulesBody, loadError(5, err, loadRules));
     }
@@ -480,7 +537,7 @@ export function render(ctx) {
     inFlight = timeChart(inFlightEl, {
       height: 160,
       leftLabel: 'calls in flight',
-      series: [{ label: 'In flight', color: colors.conc, unit: 'calls' }],
+      series: [{ label: 'In flight', color: colors.conc, unit: 'calls' }, { label: 'Adaptive limit', color: colors.block, unit: 'calls', dash: [4, 4] }],
     });
     drawLive();
     cleanups.push(feed.subscribe(drawLive));
