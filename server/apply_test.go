@@ -326,7 +326,12 @@ func TestApplyDryRun(t *testing.T) {
 		if real.DryRun {
 			t.Error("dryRun = true, want false")
 		}
+		// The same plan, less the dry run's impact estimates.
 		dry.DryRun = false
+		if dry.Created[0].Impact == nil || dry.Updated[0].Impact == nil {
+			t.Errorf("the dry run's created and updated flow rules have no impact estimate: %+v", dry)
+		}
+		dry.Created[0].Impact, dry.Updated[0].Impact = nil, nil
 		if !reflect.DeepEqual(real, dry) {
 			t.Errorf("plan = %+v\nthe dry run's = %+v", real, dry)
 		}

@@ -484,7 +484,15 @@ func TestADayQuotaSharedOnRedis(t *testing.T) {
 	rule := engine.FlowRule{Name: "daily", Resource: "r", Threshold: threshold, StatIntervalMs: 86_400_000, Scope: engine.ScopeCluster}
 	var engines []*engine.Engine
 	for _, id := range []string{"a", "b"} {
-		e := engine.New(engine.Options{Cluster: newRedis(t, s.URL()), ClusterEngine: id})
+		// A timeout far over the machine's worst, so that the engines
+		// count on Redis throughout: a timed-out exchange falls back to
+		// each engine's own count (the fallback's own tests hold it).
+		counter, err := New(Options{URL: s.URL(), Timeout: 5 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = counter.Close() })
+		e := engine.New(engine.Options{Cluster: counter, ClusterEngine: id})
 		t.Cleanup(e.Close)
 		if err := e.LoadFlowRules([]engine.FlowRule{rule}); err != nil {
 			t.Fatal(err)
