@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
+	"sync"
 
 	"gorm.io/gorm"
 
@@ -116,6 +118,16 @@ func (n *AddedMinutes) add(o AddedMinutes) {
 // folded. Names the resources table holds (a rule's among them) are never
 // folded. Across replicas the budget may be overshot by what reports
 // committed side by side add.
+//
+// Calls that arrive while another's transaction runs are committed
+// together in the next one (group commit): a fleet's reports come in a
+// burst at each minute's end, and one transaction a report would queue
+// them all behind the database's one writer. A group's reports are
+// applied one after the other, as they would be alone, but their sums go
+// to the minute rows and rollups merged, one upsert per resource and
+// minute. If the transaction fails, every report it carried fails with
+// the error, and none of them counted. The transaction does not end with
+// ctx, which is one caller's of many.
 func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
 	if len(deltas) == 0 {
 		return AddedMinutes{}, nil
@@ -124,26 +136,141 @@ func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas
 	if err := s.b.fileGone(); err != nil {
 		return AddedMinutes{}, err
 	}
-	var sum AddedMinutes
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sum = AddedMinutes{}
-		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
-			n, err := addInstanceMinutesIn(ctx, tx, instanceID, chunk, maxResources)
-			if err != nil {
-				return err
-			}
-			sum.add(n)
-		}
-		return nil
-	})
-	return sum, err
+	w := &reportWrite{instanceID: instanceID, deltas: deltas, maxResources: maxResources, ready: make(chan bool, 1)}
+	if s.reports.enqueue(w) {
+		s.commitReports(ctx)
+	} else if lead := <-w.ready; lead {
+		s.commitReports(ctx)
+	}
+	return w.sum, w.err
 }
 
-// addInstanceMinutesIn is AddInstanceMinutes for one chunk, within tx.
-func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
-	folded, err := namesToFold(ctx, tx, deltas, maxResources)
+// reportWrite is one AddInstanceMinutes call waiting for its group's
+// transaction.
+type reportWrite struct {
+	instanceID   int64
+	deltas       []MinuteDelta
+	maxResources int
+	// ready is sent true when the call is to commit the next group, its
+	// own among it, or false once its group has committed or failed; sum
+	// and err are its outcome then.
+	ready chan bool
+	sum   AddedMinutes
+	err   error
+}
+
+// maxGroupDeltas bounds the minutes one group commit carries, so that a
+// fleet's burst does not hold the database's writer in one long
+// transaction; the rest go in the next.
+const maxGroupDeltas = 20_000
+
+// reportQueue is the AddInstanceMinutes calls waiting for a transaction.
+// One caller at a time commits: the one that found no commit under way,
+// then, in turn, the first of those that queued meanwhile.
+type reportQueue struct {
+	mu         sync.Mutex
+	waiting    []*reportWrite
+	committing bool
+}
+
+// enqueue queues w and reports whether its caller is to commit now.
+func (q *reportQueue) enqueue(w *reportWrite) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, w)
+	if q.committing {
+		return false
+	}
+	q.committing = true
+	return true
+}
+
+// next takes the next group off the queue: at least one call, and more
+// while they carry at most maxGroupDeltas minutes in all.
+func (q *reportQueue) next() []*reportWrite {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, deltas := 1, len(q.waiting[0].deltas)
+	for ; n < len(q.waiting) && deltas+len(q.waiting[n].deltas) <= maxGroupDeltas; n++ {
+		deltas += len(q.waiting[n].deltas)
+	}
+	group := q.waiting[:n:n]
+	q.waiting = q.waiting[n:]
+	return group
+}
+
+// handOver passes the commit to the first call still waiting, if any.
+func (q *reportQueue) handOver() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if len(q.waiting) == 0 {
+		q.committing = false
+		q.waiting = nil
+		return
+	}
+	q.waiting[0].ready <- true
+}
+
+// commitReports commits the next group of queued reports in one
+// transaction, tells each its outcome and hands the commit on; on a panic
+// too, so that no call waits for ever.
+func (s *Store) commitReports(ctx context.Context) {
+	group := s.reports.next()
+	err := errors.New("the transaction panicked")
+	defer func() {
+		if err != nil && len(group) > 1 {
+			err = fmt.Errorf("add the minutes of %d instance reports committed together: %w", len(group), err)
+		}
+		s.reports.handOver()
+		for _, w := range group {
+			if err != nil {
+				w.sum, w.err = AddedMinutes{}, err
+			}
+			// Never blocks: ready holds one, and the one true a call may
+			// have been sent, to commit this group, it has read.
+			w.ready <- false
+		}
+	}()
+	ctx = context.WithoutCancel(ctx)
+	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []countRow
+		res := groupResources{ids: map[string]int64{}, seen: map[string]*MetricResource{}}
+		for _, w := range group {
+			w.sum = AddedMinutes{}
+			for chunk := range slices.Chunk(w.deltas, addMetricsChunk) {
+				n, fresh, err := addInstanceMinutesIn(ctx, tx, &res, w.instanceID, chunk, w.maxResources)
+				if err != nil {
+					return err
+				}
+				w.sum.add(n)
+				rows = append(rows, fresh...)
+			}
+		}
+		if _, err := upsertResources(ctx, tx, res.seen); err != nil {
+			return err
+		}
+		return addMinuteRows(ctx, tx, rollUp(rows, MinuteMs))
+	})
+}
+
+// groupResources is what a group commit knows of the resources its
+// reports name: the ids of those it has upserted, and the seen times that
+// later reports of the group moved, written once at its end, since a
+// fleet's reports name the same resources.
+type groupResources struct {
+	ids  map[string]int64
+	seen map[string]*MetricResource
+}
+
+// addInstanceMinutesIn is AddInstanceMinutes for one chunk of one report,
+// within tx: it returns the rows to add to the sums rather than add them,
+// so that a group's go in at once. A name new to the group is upserted at
+// once, so that the next report's budget counts it; res keeps the seen
+// times of the others.
+func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, []countRow, error) {
+	folded, err := namesToFold(ctx, tx, deltas, maxResources, res.ids)
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	seen := map[string]*MetricResource{}
 	for _, d := range deltas {
@@ -158,22 +285,34 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 		}
 		r.FirstSeenMs, r.LastSeenMs = min(r.FirstSeenMs, d.StartMs), max(r.LastSeenMs, d.StartMs+MinuteMs-1)
 	}
-	ids, err := upsertResources(ctx, tx, seen)
-	if err != nil {
-		return AddedMinutes{}, err
+	upsert := map[string]*MetricResource{}
+	for name, r := range seen {
+		if _, known := res.ids[name]; !known {
+			upsert[name] = r
+		} else if moved, ok := res.seen[name]; ok {
+			moved.FirstSeenMs, moved.LastSeenMs = min(moved.FirstSeenMs, r.FirstSeenMs), max(moved.LastSeenMs, r.LastSeenMs)
+		} else {
+			res.seen[name] = r
+		}
 	}
+	upserted, err := upsertResources(ctx, tx, upsert)
+	if err != nil {
+		return AddedMinutes{}, nil, err
+	}
+	maps.Copy(res.ids, upserted)
+	ids := res.ids
 	fresh, err := addOwnMinutes(ctx, tx, instanceID, deltas, folded, ids)
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	overflow, err := addFoldedMinutes(ctx, tx, instanceID, deltas, folded, ids[engine.OverflowResource])
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh))}
-	names := make(map[int64]string, len(ids))
-	for name, id := range ids {
-		names[id] = name
+	names := make(map[int64]string, len(seen))
+	for name := range seen {
+		names[ids[name]] = name
 	}
 	for _, r := range fresh {
 		sum := n.Counts[names[r.resourceID]]
@@ -188,19 +327,20 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 		n.Counts[engine.OverflowResource] = sum
 	}
 	n.Added += n.Folded
-	return n, addMinuteRows(ctx, tx, fresh)
+	return n, fresh, nil
 }
 
 // namesToFold returns the names of deltas whose minutes are counted under
 // engine.OverflowResource: that name itself, and, with maxResources above
 // 0, the names the resources table lacks beyond its room, in name order.
-func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxResources int) (map[string]bool, error) {
+// The names of upserted, which the table holds, are not looked up.
+func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxResources int, upserted map[string]int64) (map[string]bool, error) {
 	folded := map[string]bool{}
 	names := map[string]bool{}
 	for _, d := range deltas {
 		if d.Resource == engine.OverflowResource {
 			folded[d.Resource] = true
-		} else {
+		} else if _, ok := upserted[d.Resource]; !ok {
 			names[d.Resource] = true
 		}
 	}

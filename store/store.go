@@ -28,6 +28,9 @@ type Store struct {
 	// url is the PostgreSQL database's, for the listener of Changes; ""
 	// on SQLite.
 	url string
+	// reports is the AddInstanceMinutes calls waiting for their group
+	// commit.
+	reports reportQueue
 }
 
 // Option changes how Open builds a Store.
