@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
-	"sync"
 
 	"gorm.io/gorm"
 
@@ -40,21 +38,50 @@ var instanceMinutes = metricTable{"instance_minutes", MinuteMs}
 
 // PutInstance records in, matched by UID: a new instance is inserted, a
 // known one takes in's fields, its first seen time kept. It sets in.ID.
+//
+// Calls that arrive while another's transaction runs are committed
+// together in the next one, as AddInstanceMinutes's are: a fleet of
+// thousands records its instances every few seconds, and a transaction
+// each would keep the database's one writer busy with nothing else. If
+// the transaction fails, every call it carried fails.
 func (s *Store) PutInstance(ctx context.Context, in *Instance) error {
-	db := s.db.WithContext(ctx)
-	row := db.Raw(`INSERT INTO instances AS i
-			(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
-			pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
-			first_seen_ms = `+least(db)+`(i.first_seen_ms, excluded.first_seen_ms),
-			last_seen_ms = `+greatest(db)+`(i.last_seen_ms, excluded.last_seen_ms)
-		RETURNING id, first_seen_ms`,
-		in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs).Row()
-	if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
-		return fmt.Errorf("record instance %q: %w", in.UID, err)
+	// Its statements go straight to the connection, as AddMetrics's.
+	if err := s.b.fileGone(); err != nil {
+		return err
 	}
-	return nil
+	return s.instances.do(in, "instance records", func(*Instance) int { return 1 }, maxGroupInstances, func(group []*Instance) error {
+		return s.putInstances(ctx, group)
+	})
+}
+
+// maxGroupInstances bounds the instances one group commit of PutInstance
+// records.
+const maxGroupInstances = 1000
+
+// putInstances records a group of instances in one transaction, in order.
+func (s *Store) putInstances(ctx context.Context, group []*Instance) error {
+	ctx = context.WithoutCancel(ctx)
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO instances AS i
+				(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
+				pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
+				first_seen_ms = `+least(tx)+`(i.first_seen_ms, excluded.first_seen_ms),
+				last_seen_ms = `+greatest(tx)+`(i.last_seen_ms, excluded.last_seen_ms)
+			RETURNING id, first_seen_ms`))
+		if err != nil {
+			return fmt.Errorf("record instances: %w", err)
+		}
+		defer stmt.Close()
+		for _, in := range group {
+			row := stmt.QueryRowContext(ctx, in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs)
+			if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
+				return fmt.Errorf("record instance %q: %w", in.UID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Instances returns the registry, by UID; with app set, only that app's
@@ -136,103 +163,38 @@ func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas
 	if err := s.b.fileGone(); err != nil {
 		return AddedMinutes{}, err
 	}
-	w := &reportWrite{instanceID: instanceID, deltas: deltas, maxResources: maxResources, ready: make(chan bool, 1)}
-	if s.reports.enqueue(w) {
-		s.commitReports(ctx)
-	} else if lead := <-w.ready; lead {
-		s.commitReports(ctx)
+	w := &reportWrite{instanceID: instanceID, deltas: deltas, maxResources: maxResources}
+	err := s.reports.do(w, "instance reports", reportSize, maxGroupDeltas, func(group []*reportWrite) error {
+		return s.addReports(ctx, group)
+	})
+	if err != nil {
+		return AddedMinutes{}, fmt.Errorf("add an instance's minutes: %w", err)
 	}
-	return w.sum, w.err
+	return w.sum, nil
 }
 
-// reportWrite is one AddInstanceMinutes call waiting for its group's
-// transaction.
+// reportWrite is one AddInstanceMinutes call: its arguments, and what it
+// added.
 type reportWrite struct {
 	instanceID   int64
 	deltas       []MinuteDelta
 	maxResources int
-	// ready is sent true when the call is to commit the next group, its
-	// own among it, or false once its group has committed or failed; sum
-	// and err are its outcome then.
-	ready chan bool
-	sum   AddedMinutes
-	err   error
+	sum          AddedMinutes
 }
+
+// reportSize is a report's size in a group: its minutes.
+func reportSize(w *reportWrite) int { return len(w.deltas) }
 
 // maxGroupDeltas bounds the minutes one group commit carries, so that a
 // fleet's burst does not hold the database's writer in one long
 // transaction; the rest go in the next.
 const maxGroupDeltas = 20_000
 
-// reportQueue is the AddInstanceMinutes calls waiting for a transaction.
-// One caller at a time commits: the one that found no commit under way,
-// then, in turn, the first of those that queued meanwhile.
-type reportQueue struct {
-	mu         sync.Mutex
-	waiting    []*reportWrite
-	committing bool
-}
-
-// enqueue queues w and reports whether its caller is to commit now.
-func (q *reportQueue) enqueue(w *reportWrite) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	q.waiting = append(q.waiting, w)
-	if q.committing {
-		return false
-	}
-	q.committing = true
-	return true
-}
-
-// next takes the next group off the queue: at least one call, and more
-// while they carry at most maxGroupDeltas minutes in all.
-func (q *reportQueue) next() []*reportWrite {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	n, deltas := 1, len(q.waiting[0].deltas)
-	for ; n < len(q.waiting) && deltas+len(q.waiting[n].deltas) <= maxGroupDeltas; n++ {
-		deltas += len(q.waiting[n].deltas)
-	}
-	group := q.waiting[:n:n]
-	q.waiting = q.waiting[n:]
-	return group
-}
-
-// handOver passes the commit to the first call still waiting, if any.
-func (q *reportQueue) handOver() {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if len(q.waiting) == 0 {
-		q.committing = false
-		q.waiting = nil
-		return
-	}
-	q.waiting[0].ready <- true
-}
-
-// commitReports commits the next group of queued reports in one
-// transaction, tells each its outcome and hands the commit on; on a panic
-// too, so that no call waits for ever.
-func (s *Store) commitReports(ctx context.Context) {
-	group := s.reports.next()
-	err := errors.New("the transaction panicked")
-	defer func() {
-		if err != nil && len(group) > 1 {
-			err = fmt.Errorf("add the minutes of %d instance reports committed together: %w", len(group), err)
-		}
-		s.reports.handOver()
-		for _, w := range group {
-			if err != nil {
-				w.sum, w.err = AddedMinutes{}, err
-			}
-			// Never blocks: ready holds one, and the one true a call may
-			// have been sent, to commit this group, it has read.
-			w.ready <- false
-		}
-	}()
+// addReports adds a group of reports in one transaction, one after the
+// other, and their sums, merged, at its end.
+func (s *Store) addReports(ctx context.Context, group []*reportWrite) error {
 	ctx = context.WithoutCancel(ctx)
-	err = s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var rows []countRow
 		res := groupResources{ids: map[string]int64{}, seen: map[string]*MetricResource{}}
 		for _, w := range group {

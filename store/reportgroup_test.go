@@ -46,13 +46,14 @@ func exec(t *testing.T, conn *sql.Conn, stmts ...string) {
 	}
 }
 
-// waitQueued polls until n calls wait for the group commit under way.
-func waitQueued(t *testing.T, s *Store, n int) {
+// waitQueued polls until n calls wait in q for the group commit under
+// way.
+func waitQueued[W any](t *testing.T, q *groupQueue[W], n int) {
 	t.Helper()
 	for deadline := time.Now().Add(3 * time.Second); ; {
-		s.reports.mu.Lock()
-		queued := len(s.reports.waiting)
-		s.reports.mu.Unlock()
+		q.mu.Lock()
+		queued := len(q.waiting)
+		q.mu.Unlock()
 		if queued == n {
 			return
 		}
@@ -78,7 +79,7 @@ func reportTwice(t *testing.T, s *Store, url string, instances []int64, report [
 			wg.Go(func() { added[i][k], errs[i][k] = s.AddInstanceMinutes(context.Background(), id, report, 0) })
 		}
 	}
-	waitQueued(t, s, 2*len(instances)-1)
+	waitQueued(t, &s.reports, 2*len(instances)-1)
 	release(whileHeld...)
 	wg.Wait()
 	return added, errs
@@ -151,7 +152,7 @@ func TestGroupCommitFailureFailsEveryReport(t *testing.T) {
 			if err == nil {
 				t.Fatalf("instance %d, call %d: no error", i, k)
 			}
-			if strings.Contains(err.Error(), fmt.Sprintf("add the minutes of %d instance reports committed together: ", 2*n-1)) {
+			if strings.Contains(err.Error(), fmt.Sprintf("%d instance reports committed together: ", 2*n-1)) {
 				together++
 			}
 		}
@@ -178,5 +179,52 @@ func TestGroupCommitFailureFailsEveryReport(t *testing.T) {
 	points, err := s.ResourceMetrics(t.Context(), "group-0", minute(0), minute(60), MinuteMs)
 	if err != nil || len(points) != 1 || points[0].Pass != n*3 {
 		t.Errorf("sent again: %+v %v, want %d passes", points, err, n*3)
+	}
+}
+
+// TestGroupCommitRecordsEveryInstance: instances recorded while the
+// database's writer is held queue and are recorded together, each with its
+// key; an instance recorded twice in one group keeps one key and its
+// first seen time.
+func TestGroupCommitRecordsEveryInstance(t *testing.T) {
+	s, url := openTestStore(t)
+	release := holdWriter(t, url)
+	const n = 30
+	ins := make([]*Instance, 2*n)
+	errs := make([]error, len(ins))
+	var wg sync.WaitGroup
+	for i := range ins {
+		// Instance i%n, seen at minute i: twice each, the second later.
+		ins[i] = &Instance{UID: fmt.Sprintf("i-%d", i%n), App: "shop", FirstSeenMs: minute(int64(i)), LastSeenMs: minute(int64(i))}
+		wg.Go(func() { errs[i] = s.PutInstance(context.Background(), ins[i]) })
+	}
+	waitQueued(t, &s.instances, len(ins)-1)
+	release()
+	wg.Wait()
+	keys := map[int64]bool{}
+	for i, in := range ins {
+		if errs[i] != nil {
+			t.Fatalf("instance %s: %v", in.UID, errs[i])
+		}
+		keys[in.ID] = true
+		if twin := ins[(i+n)%len(ins)]; in.ID != twin.ID {
+			t.Errorf("%s recorded twice: keys %d and %d", in.UID, in.ID, twin.ID)
+		}
+	}
+	all, err := s.Instances(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != n || len(keys) != n {
+		t.Fatalf("%d instances stored, %d keys; want %d", len(all), len(keys), n)
+	}
+	for _, in := range all {
+		var i int64
+		if _, err := fmt.Sscanf(in.UID, "i-%d", &i); err != nil {
+			t.Fatal(err)
+		}
+		if in.FirstSeenMs != minute(i) || in.LastSeenMs != minute(i+n) {
+			t.Errorf("%s: seen %d to %d, want %d to %d", in.UID, in.FirstSeenMs, in.LastSeenMs, minute(i), minute(i+n))
+		}
 	}
 }

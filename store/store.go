@@ -29,8 +29,10 @@ type Store struct {
 	// on SQLite.
 	url string
 	// reports is the AddInstanceMinutes calls waiting for their group
-	// commit.
-	reports reportQueue
+	// commit (groupQueue).
+	reports groupQueue[*reportWrite]
+	// instances is the PutInstance calls waiting for theirs.
+	instances groupQueue[*Instance]
 }
 
 // Option changes how Open builds a Store.
