@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/sluicehq/sluice/store"
@@ -59,18 +60,24 @@ var publicPaths = map[string]bool{"/api/v1/health": true, "/api/v1/auth/login": 
 
 // principal is who makes a request: a user through a console session, or
 // an API token.
+//
+// A token's principal is made once, when the token is cached, and shared
+// by its requests: nothing writes to a principal once made.
 type principal struct {
 	user    *store.User     // a session's user
 	session *store.Session  // nil for tokens
 	token   *store.APIToken // nil for sessions
 	role    string
+	// actor is a token's actorName, made once rather than on every
+	// request that the API guard names by it.
+	actor string
 }
 
 // actorName is how revisions name the principal: the username, or
 // "token:<name>".
 func (p *principal) actorName() string {
 	if p.token != nil {
-		return store.TokenActor(p.token.Name)
+		return p.actor
 	}
 	return p.user.Username
 }
@@ -105,8 +112,11 @@ type auth struct {
 	// a login takes as long either way; made on first need.
 	dummyHash func() []byte
 
-	mu     sync.RWMutex
-	tokens map[string]*cachedToken // by token hash
+	mu sync.RWMutex
+	// tokens is keyed by the SHA-256 of the secret as bytes, not by the
+	// hex text the store keeps, so that a request's lookup makes no
+	// string.
+	tokens map[tokenDigest]*cachedToken
 	// writeMu is held by every writer of tokens across the store access
 	// its change follows, so that a reload that read the store before a
 	// token was added or revoked cannot put back a cache without that
@@ -116,6 +126,8 @@ type auth struct {
 
 type cachedToken struct {
 	token store.APIToken
+	// principal is every request's principal with the token.
+	principal principal
 	// lastSeenNs is when the last use was written to the store, in Unix
 	// nanoseconds; checked on every request without a lock.
 	lastSeenNs atomic.Int64
@@ -123,7 +135,7 @@ type cachedToken struct {
 
 func newAuth(st *store.Store, logger *slog.Logger, cfg authConfig) *auth {
 	return &auth{
-		store: st, logger: logger, cfg: cfg, logins: newLoginLimiter(), tokens: map[string]*cachedToken{},
+		store: st, logger: logger, cfg: cfg, logins: newLoginLimiter(), tokens: map[tokenDigest]*cachedToken{},
 		dummyHash: sync.OnceValue(func() []byte {
 			hash, _ := bcrypt.GenerateFromPassword([]byte(randomSecret(16)), cfg.bcryptCost)
 			return hash
@@ -188,13 +200,18 @@ func (a *auth) reloadTokens(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tokens := make(map[string]*cachedToken, len(all))
+	tokens := make(map[tokenDigest]*cachedToken, len(all))
 	for _, t := range all {
-		ct := &cachedToken{token: t}
+		digest, ok := digestOfHash(t.TokenHash)
+		if !ok {
+			a.logger.WarnContext(ctx, "a stored token's hash is not a SHA-256 in hex; the token is refused", "token", t.Name)
+			continue
+		}
+		ct := newCachedToken(t)
 		if t.LastUsedAt != nil {
 			ct.lastSeenNs.Store(t.LastUsedAt.UnixNano())
 		}
-		tokens[t.TokenHash] = ct
+		tokens[digest] = ct
 	}
 	a.mu.Lock()
 	a.tokens = tokens
@@ -261,7 +278,9 @@ func (a *auth) authenticate(c *fiber.Ctx, noCredentials string) (*principal, err
 // session cookie. A credential that is present but wrong, expired or
 // revoked is an error; no credential at all is a nil principal.
 func (a *auth) credentials(c *fiber.Ctx) (*principal, error) {
-	if h := c.Get(fiber.HeaderAuthorization); h != "" {
+	// Read in place, not copied as c.Get copies under Immutable: the
+	// secret is only hashed, never kept.
+	if h := utils.UnsafeString(c.Request().Header.Peek(fiber.HeaderAuthorization)); h != "" {
 		secret, ok := bearerSecret(h)
 		if !ok {
 			return nil, NewError(http.StatusUnauthorized, "the Authorization header must be \"Bearer <token>\"")
@@ -285,8 +304,9 @@ func bearerSecret(header string) (string, bool) {
 }
 
 func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, error) {
+	digest := tokenDigest(sha256.Sum256(utils.UnsafeBytes(secret)))
 	a.mu.RLock()
-	ct := a.tokens[hashSecret(secret)]
+	ct := a.tokens[digest]
 	a.mu.RUnlock()
 	now := a.cfg.now()
 	if ct == nil || ct.token.ExpiresAt != nil && !now.Before(*ct.token.ExpiresAt) {
@@ -298,8 +318,7 @@ func (a *auth) tokenPrincipal(ctx context.Context, secret string) (*principal, e
 			a.logger.WarnContext(ctx, "record a token's last use", "token", ct.token.Name, "error", err)
 		}
 	}
-	token := ct.token
-	return &principal{token: &token, role: token.Role}, nil
+	return &ct.principal, nil
 }
 
 func (a *auth) sessionPrincipal(ctx context.Context, cookie string) (*principal, error) {
@@ -371,7 +390,7 @@ func (a *auth) addToken(ctx context.Context, t *store.APIToken) (string, error) 
 		return "", err
 	}
 	a.mu.Lock()
-	a.tokens[t.TokenHash] = &cachedToken{token: *t}
+	a.tokens[tokenDigest(sha256.Sum256([]byte(secret)))] = newCachedToken(*t)
 	a.mu.Unlock()
 	return secret, nil
 }
@@ -391,6 +410,26 @@ func (a *auth) revokeToken(ctx context.Context, id int64) error {
 		}
 	}
 	return nil
+}
+
+// tokenDigest is the SHA-256 of a token's secret.
+type tokenDigest [sha256.Size]byte
+
+// digestOfHash reads a token hash as the store keeps it (hashSecret's hex).
+func digestOfHash(hash string) (tokenDigest, bool) {
+	var d tokenDigest
+	if len(hash) != hex.EncodedLen(len(d)) {
+		return d, false
+	}
+	_, err := hex.Decode(d[:], []byte(hash))
+	return d, err == nil
+}
+
+// newCachedToken caches t with the principal its requests share.
+func newCachedToken(t store.APIToken) *cachedToken {
+	ct := &cachedToken{token: t}
+	ct.principal = principal{token: &ct.token, role: t.Role, actor: store.TokenActor(t.Name)}
+	return ct
 }
 
 // hashSecret is the SHA-256 of a high-entropy secret (a session or token):

@@ -38,21 +38,50 @@ var instanceMinutes = metricTable{"instance_minutes", MinuteMs}
 
 // PutInstance records in, matched by UID: a new instance is inserted, a
 // known one takes in's fields, its first seen time kept. It sets in.ID.
+//
+// Calls that arrive while another's transaction runs are committed
+// together in the next one, as AddInstanceMinutes's are: a fleet of
+// thousands records its instances every few seconds, and a transaction
+// each would keep the database's one writer busy with nothing else. If
+// the transaction fails, every call it carried fails.
 func (s *Store) PutInstance(ctx context.Context, in *Instance) error {
-	db := s.db.WithContext(ctx)
-	row := db.Raw(`INSERT INTO instances AS i
-			(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
-			pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
-			first_seen_ms = `+least(db)+`(i.first_seen_ms, excluded.first_seen_ms),
-			last_seen_ms = `+greatest(db)+`(i.last_seen_ms, excluded.last_seen_ms)
-		RETURNING id, first_seen_ms`,
-		in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs).Row()
-	if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
-		return fmt.Errorf("record instance %q: %w", in.UID, err)
+	// Its statements go straight to the connection, as AddMetrics's.
+	if err := s.b.fileGone(); err != nil {
+		return err
 	}
-	return nil
+	return s.instances.do(in, "instance records", func(*Instance) int { return 1 }, maxGroupInstances, func(group []*Instance) error {
+		return s.putInstances(ctx, group)
+	})
+}
+
+// maxGroupInstances bounds the instances one group commit of PutInstance
+// records.
+const maxGroupInstances = 1000
+
+// putInstances records a group of instances in one transaction, in order.
+func (s *Store) putInstances(ctx context.Context, group []*Instance) error {
+	ctx = context.WithoutCancel(ctx)
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO instances AS i
+				(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
+				pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
+				first_seen_ms = `+least(tx)+`(i.first_seen_ms, excluded.first_seen_ms),
+				last_seen_ms = `+greatest(tx)+`(i.last_seen_ms, excluded.last_seen_ms)
+			RETURNING id, first_seen_ms`))
+		if err != nil {
+			return fmt.Errorf("record instances: %w", err)
+		}
+		defer stmt.Close()
+		for _, in := range group {
+			row := stmt.QueryRowContext(ctx, in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs)
+			if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
+				return fmt.Errorf("record instance %q: %w", in.UID, err)
+			}
+		}
+		return nil
+	})
 }
 
 // Instances returns the registry, by UID; with app set, only that app's
@@ -116,6 +145,16 @@ func (n *AddedMinutes) add(o AddedMinutes) {
 // folded. Names the resources table holds (a rule's among them) are never
 // folded. Across replicas the budget may be overshot by what reports
 // committed side by side add.
+//
+// Calls that arrive while another's transaction runs are committed
+// together in the next one (group commit): a fleet's reports come in a
+// burst at each minute's end, and one transaction a report would queue
+// them all behind the database's one writer. A group's reports are
+// applied one after the other, as they would be alone, but their sums go
+// to the minute rows and rollups merged, one upsert per resource and
+// minute. If the transaction fails, every report it carried fails with
+// the error, and none of them counted. The transaction does not end with
+// ctx, which is one caller's of many.
 func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
 	if len(deltas) == 0 {
 		return AddedMinutes{}, nil
@@ -124,26 +163,76 @@ func (s *Store) AddInstanceMinutes(ctx context.Context, instanceID int64, deltas
 	if err := s.b.fileGone(); err != nil {
 		return AddedMinutes{}, err
 	}
-	var sum AddedMinutes
-	err := s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		sum = AddedMinutes{}
-		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
-			n, err := addInstanceMinutesIn(ctx, tx, instanceID, chunk, maxResources)
-			if err != nil {
-				return err
-			}
-			sum.add(n)
-		}
-		return nil
+	w := &reportWrite{instanceID: instanceID, deltas: deltas, maxResources: maxResources}
+	err := s.reports.do(w, "instance reports", reportSize, maxGroupDeltas, func(group []*reportWrite) error {
+		return s.addReports(ctx, group)
 	})
-	return sum, err
+	if err != nil {
+		return AddedMinutes{}, fmt.Errorf("add an instance's minutes: %w", err)
+	}
+	return w.sum, nil
 }
 
-// addInstanceMinutesIn is AddInstanceMinutes for one chunk, within tx.
-func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, error) {
-	folded, err := namesToFold(ctx, tx, deltas, maxResources)
+// reportWrite is one AddInstanceMinutes call: its arguments, and what it
+// added.
+type reportWrite struct {
+	instanceID   int64
+	deltas       []MinuteDelta
+	maxResources int
+	sum          AddedMinutes
+}
+
+// reportSize is a report's size in a group: its minutes.
+func reportSize(w *reportWrite) int { return len(w.deltas) }
+
+// maxGroupDeltas bounds the minutes one group commit carries, so that a
+// fleet's burst does not hold the database's writer in one long
+// transaction; the rest go in the next.
+const maxGroupDeltas = 20_000
+
+// addReports adds a group of reports in one transaction, one after the
+// other, and their sums, merged, at its end.
+func (s *Store) addReports(ctx context.Context, group []*reportWrite) error {
+	ctx = context.WithoutCancel(ctx)
+	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		var rows []countRow
+		res := groupResources{ids: map[string]int64{}, seen: map[string]*MetricResource{}}
+		for _, w := range group {
+			w.sum = AddedMinutes{}
+			for chunk := range slices.Chunk(w.deltas, addMetricsChunk) {
+				n, fresh, err := addInstanceMinutesIn(ctx, tx, &res, w.instanceID, chunk, w.maxResources)
+				if err != nil {
+					return err
+				}
+				w.sum.add(n)
+				rows = append(rows, fresh...)
+			}
+		}
+		if _, err := upsertResources(ctx, tx, res.seen); err != nil {
+			return err
+		}
+		return addMinuteRows(ctx, tx, rollUp(rows, MinuteMs))
+	})
+}
+
+// groupResources is what a group commit knows of the resources its
+// reports name: the ids of those it has upserted, and the seen times that
+// later reports of the group moved, written once at its end, since a
+// fleet's reports name the same resources.
+type groupResources struct {
+	ids  map[string]int64
+	seen map[string]*MetricResource
+}
+
+// addInstanceMinutesIn is AddInstanceMinutes for one chunk of one report,
+// within tx: it returns the rows to add to the sums rather than add them,
+// so that a group's go in at once. A name new to the group is upserted at
+// once, so that the next report's budget counts it; res keeps the seen
+// times of the others.
+func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, []countRow, error) {
+	folded, err := namesToFold(ctx, tx, deltas, maxResources, res.ids)
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	seen := map[string]*MetricResource{}
 	for _, d := range deltas {
@@ -158,22 +247,34 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 		}
 		r.FirstSeenMs, r.LastSeenMs = min(r.FirstSeenMs, d.StartMs), max(r.LastSeenMs, d.StartMs+MinuteMs-1)
 	}
-	ids, err := upsertResources(ctx, tx, seen)
-	if err != nil {
-		return AddedMinutes{}, err
+	upsert := map[string]*MetricResource{}
+	for name, r := range seen {
+		if _, known := res.ids[name]; !known {
+			upsert[name] = r
+		} else if moved, ok := res.seen[name]; ok {
+			moved.FirstSeenMs, moved.LastSeenMs = min(moved.FirstSeenMs, r.FirstSeenMs), max(moved.LastSeenMs, r.LastSeenMs)
+		} else {
+			res.seen[name] = r
+		}
 	}
+	upserted, err := upsertResources(ctx, tx, upsert)
+	if err != nil {
+		return AddedMinutes{}, nil, err
+	}
+	maps.Copy(res.ids, upserted)
+	ids := res.ids
 	fresh, err := addOwnMinutes(ctx, tx, instanceID, deltas, folded, ids)
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	overflow, err := addFoldedMinutes(ctx, tx, instanceID, deltas, folded, ids[engine.OverflowResource])
 	if err != nil {
-		return AddedMinutes{}, err
+		return AddedMinutes{}, nil, err
 	}
 	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh))}
-	names := make(map[int64]string, len(ids))
-	for name, id := range ids {
-		names[id] = name
+	names := make(map[int64]string, len(seen))
+	for name := range seen {
+		names[ids[name]] = name
 	}
 	for _, r := range fresh {
 		sum := n.Counts[names[r.resourceID]]
@@ -188,19 +289,20 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, instanceID int64, de
 		n.Counts[engine.OverflowResource] = sum
 	}
 	n.Added += n.Folded
-	return n, addMinuteRows(ctx, tx, fresh)
+	return n, fresh, nil
 }
 
 // namesToFold returns the names of deltas whose minutes are counted under
 // engine.OverflowResource: that name itself, and, with maxResources above
 // 0, the names the resources table lacks beyond its room, in name order.
-func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxResources int) (map[string]bool, error) {
+// The names of upserted, which the table holds, are not looked up.
+func namesToFold(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta, maxResources int, upserted map[string]int64) (map[string]bool, error) {
 	folded := map[string]bool{}
 	names := map[string]bool{}
 	for _, d := range deltas {
 		if d.Resource == engine.OverflowResource {
 			folded[d.Resource] = true
-		} else {
+		} else if _, ok := upserted[d.Resource]; !ok {
 			names[d.Resource] = true
 		}
 	}

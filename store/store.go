@@ -28,6 +28,11 @@ type Store struct {
 	// url is the PostgreSQL database's, for the listener of Changes; ""
 	// on SQLite.
 	url string
+	// reports is the AddInstanceMinutes calls waiting for their group
+	// commit (groupQueue).
+	reports groupQueue[*reportWrite]
+	// instances is the PutInstance calls waiting for theirs.
+	instances groupQueue[*Instance]
 }
 
 // Option changes how Open builds a Store.

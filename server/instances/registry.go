@@ -85,7 +85,10 @@ type Registry struct {
 	mu sync.Mutex
 	// reported holds, by id, the instances that reported since the
 	// server started, as last reported, with the last report stored.
-	reported    map[string]*reported
+	reported map[string]*reported
+	// writing counts, by id, the reports of instances not in reported
+	// whose write to the store is under way.
+	writing     map[string]int
 	lastSweepMs int64
 	// elsewhere caches, by id, the store's last report of instances that
 	// did not report here (to another replica, or never), for Reporting.
@@ -112,6 +115,7 @@ func New(opts Options) *Registry {
 		goneAfter:    cmp.Or(opts.GoneAfter, DefaultGoneAfter),
 		maxInstances: cmp.Or(opts.MaxInstances, DefaultMaxInstances),
 		reported:     map[string]*reported{},
+		writing:      map[string]int{},
 		elsewhere:    map[string]storedReport{},
 	}
 	if r.now == nil {
@@ -122,31 +126,60 @@ func New(opts Options) *Registry {
 
 // Report records that the instance info describes reported now, and
 // returns its key in the store (the key of its metric rows).
+//
+// The store is written without mu held, so that reports wait neither for
+// the write nor for one another's: writes that meet are committed together
+// (store.PutInstance). A new id being written counts towards MaxInstances
+// meanwhile, so that concurrent new ids cannot overshoot it.
 func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 	nowMs := r.now().UnixMilli()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.sweepLocked(nowMs, false)
 	last, known := r.reported[info.ID]
-	if !known && len(r.reported) >= r.maxInstances {
-		if r.sweepLocked(nowMs, true); len(r.reported) >= r.maxInstances {
-			return 0, fmt.Errorf("%w: %d have reported in the last %v", ErrTooManyInstances, len(r.reported), r.goneAfter)
+	isNew := !known && r.writing[info.ID] == 0
+	if isNew && len(r.reported)+len(r.writing) >= r.maxInstances {
+		if r.sweepLocked(nowMs, true); len(r.reported)+len(r.writing) >= r.maxInstances {
+			n := len(r.reported) + len(r.writing)
+			r.mu.Unlock()
+			return 0, fmt.Errorf("%w: %d have reported in the last %v", ErrTooManyInstances, n, r.goneAfter)
 		}
 	}
 	if known && last.row.App == info.App && last.row.Hostname == info.Hostname && last.row.PID == info.PID &&
 		last.row.Version == info.Version && last.row.RulesRevision == info.RulesRevision &&
 		nowMs-last.storedLastSeenMs < persistEvery.Milliseconds() {
 		last.row.LastSeenMs = max(last.row.LastSeenMs, nowMs)
-		return last.row.ID, nil
+		id := last.row.ID
+		r.mu.Unlock()
+		return id, nil
 	}
+	if !known {
+		r.writing[info.ID]++
+	}
+	r.mu.Unlock()
 	row := store.Instance{
 		UID: info.ID, App: info.App, Hostname: info.Hostname, PID: info.PID, Version: info.Version,
 		RulesRevision: info.RulesRevision, FirstSeenMs: nowMs, LastSeenMs: nowMs,
 	}
-	if err := r.store.PutInstance(ctx, &row); err != nil {
+	err := r.store.PutInstance(ctx, &row)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !known {
+		if r.writing[info.ID]--; r.writing[info.ID] == 0 {
+			delete(r.writing, info.ID)
+		}
+	}
+	if err != nil {
 		return 0, err
 	}
-	r.reported[info.ID] = &reported{row: row, storedLastSeenMs: nowMs}
+	// Of two writes of one instance, the later report's stays; a report
+	// that wrote nothing meanwhile moved its last seen time.
+	cur, ok := r.reported[info.ID]
+	if ok {
+		row.LastSeenMs = max(row.LastSeenMs, cur.row.LastSeenMs)
+	}
+	if !ok || cur.storedLastSeenMs <= nowMs {
+		r.reported[info.ID] = &reported{row: row, storedLastSeenMs: nowMs}
+	}
 	return row.ID, nil
 }
 
