@@ -9,6 +9,7 @@ import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
 import { localInput, number, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
+import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
@@ -384,6 +385,14 @@ export function render(ctx) {
       toast(`${rule.name} is now ${rule.enabled ? 'enabled' : 'disabled'} (version ${rule.version}).`);
     } catch (err) {
       input.checked = rule.enabled;
+      if (outcomeUnknown(err)) {
+        settleRuleWrite({
+          rule, version: rule.version, actor: ctx.session.me.name,
+          what: `${enabling ? 'Enable' : 'Disable'} ${rule.name}`,
+          describe: (rev) => `${rule.name} is now ${rev.rule.enabled ? 'enabled' : 'disabled'}`,
+        });
+        return;
+      }
       if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
         loadRules();
@@ -391,7 +400,7 @@ export function render(ctx) {
         errors.show(err);
       }
     } finally {
-      input.disabled = !ctx.session.canWrite;
+      input.disabled = !ctx.session.canWrite || isPending(`rule:${rule.id}`);
     }
   }
 
@@ -414,6 +423,14 @@ export function render(ctx) {
       toast(`${data.name} now enforces (version ${data.version}).`);
       loadRules();
     } catch (err) {
+      if (outcomeUnknown(err)) {
+        settleRuleWrite({
+          rule, version: rule.version, actor: ctx.session.me.name,
+          what: `Enforce ${rule.name}`,
+          describe: (rev) => `${rule.name} now ${rev.rule.mode === 'enforce' ? 'enforces' : 'only counts what it would block'}`,
+        });
+        return;
+      }
       button.disabled = false;
       if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
@@ -432,7 +449,7 @@ export function render(ctx) {
     if (!ctx.session.canWrite) {
       return badge('shadow', 'warn');
     }
-    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Enforce ${r.name}` }, 'Enforce');
+    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Enforce ${r.name}`, disabled: isPending(`rule:${r.id}`) }, 'Enforce');
     button.addEventListener('click', () => promote(r, button));
     return [badge('shadow', 'warn'), ' ', button];
   }
@@ -441,7 +458,7 @@ export function render(ctx) {
     try {
       const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { resource: name, pageSize: 500 } }), clusterStatus(api)]);
       replace(rulesBody, data.items.length ? data.items.map((r) => {
-        const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite, 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
+        const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite || isPending(`rule:${r.id}`), 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
         check.addEventListener('change', () => toggle(r, check));
         return h('tr', { dataset: { rule: r.name } },
           h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null,
@@ -488,6 +505,7 @@ export function render(ctx) {
   });
   loadBreakers();
   loadRules();
+  cleanups.push(onSettled(loadRules));
   loadInstances();
   loadHotValues();
   // The breakers' window figures and the hottest values move without an
