@@ -28,7 +28,8 @@ export function isPending(key) {
 }
 
 /**
- * onSettled calls fn(key) when a pending write's outcome is known; it
+ * onSettled calls fn(key, made) when a pending write's outcome is known
+ * (made: whether the write was made, false when it is still unknown); it
  * returns the undo. Pages redraw then, since the object may have changed.
  */
 export function onSettled(fn) {
@@ -75,10 +76,12 @@ export async function settle({ key, what, check }) {
   const el = line(key);
   replace(el, h('p', {}, h('strong', {}, `${what}: outcome unknown — checking…`),
     ' The server did not answer in time, so the change may have been made or not. The console asks again once the server answers; do not make it twice meanwhile.'));
+  let made = false;
   for (;;) {
     await serverAnswers();
     try {
-      const { made, message } = await check();
+      let message;
+      ({ made, message } = await check());
       el.className = `alert ${made ? 'ok' : 'info'} outcome`;
       replace(el, h('p', {}, h('strong', {}, `${what}: ${made ? 'made' : 'not made'}.`), ' ', message, ' ', dismiss(el)));
       break;
@@ -92,7 +95,7 @@ export async function settle({ key, what, check }) {
   }
   pending.delete(key);
   for (const fn of settledListeners) {
-    fn(key);
+    fn(key, made);
   }
 }
 
@@ -119,6 +122,31 @@ export function settleRuleWrite({ rule, version, what, actor, describe }) {
         return { made: false, message: `${rev.actor} changed ${rule.name} first, to version ${rev.version}: check it, then make the change again if you still mean to.` };
       }
       return { made: true, message: `${describe(rev)} (version ${rev.version}).` };
+    },
+  });
+}
+
+/**
+ * settleRuleCreate follows the creation of a rule named name that timed
+ * out: the rule of that name, if there is one, was made by this write when
+ * its first version's actor is actor.
+ */
+export function settleRuleCreate({ name, actor }) {
+  return settle({
+    key: `rule:new:${name}`,
+    what: `Create ${name}`,
+    async check() {
+      const { data } = await api('GET', '/rules', { query: { q: name, pageSize: 500 } });
+      const rule = data.items.find((r) => r.name === name);
+      if (!rule) {
+        return { made: false, message: `No rule is named ${name}. Create it again if you still mean to.` };
+      }
+      const { data: revs } = await api('GET', `/rules/${rule.id}/revisions`, { query: { pageSize: 500 } });
+      const first = revs.items.find((r) => r.version === 1);
+      if (first?.actor !== actor) {
+        return { made: false, message: `${first?.actor ?? 'Someone else'} created a rule named ${name} first: check it.` };
+      }
+      return { made: true, message: `${name} is created (version ${rule.version}).` };
     },
   });
 }
