@@ -277,10 +277,10 @@ function start() {
     drawStatus();
     banner.hidden = !state.stale;
     if (state.stale) {
-      const since = clockTime(state.since);
-      banner.textContent = state.api
-        ? `Server unreachable since ${since} — figures are stale. Retrying…`
-        : `Live figures stopped at ${since} — figures are stale. Reconnecting…`;
+      const since = h('time', { datetime: state.since.toISOString() }, clockTime(state.since));
+      replace(banner, ...(state.api
+        ? ['Server unreachable since ', since, ' — figures are stale. Retrying…']
+        : ['Live figures stopped at ', since, ' — figures are stale. Reconnecting…']));
     }
     if (recovered && (unreached || session.me && currentRoute?.reload)) {
       route();

@@ -114,13 +114,28 @@ export function span(msValue) {
   return hours % 24 ? `${days} ${unit} ${hours % 24} h` : `${days} ${unit}`;
 }
 
-/** ago is a <time> element reading how long ago value was ("12 s ago"), the time on hover. */
+let agoTimer = 0;
+
+/**
+ * tickAgo rewrites every relative time on the page each second: "12 s ago"
+ * keeps counting when nothing redraws its page, as in an outage, where a
+ * frozen "0 s ago" would read as live.
+ */
+function tickAgo() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('time[data-ago]')) {
+    el.textContent = `${span(now - Date.parse(el.dateTime))} ago`;
+  }
+}
+
+/** ago is a <time> element reading how long ago value was ("12 s ago"), ticking, the time on hover. */
 export function ago(value, nowMs = Date.now()) {
   const d = toDate(value);
   if (!d) {
     return h('span', { class: 'muted' }, '—');
   }
-  return h('time', { datetime: d.toISOString(), title: `${dateTime.format(d)} (${utc(d)})` }, `${span(nowMs - d.getTime())} ago`);
+  agoTimer ||= setInterval(tickAgo, 1000);
+  return h('time', { datetime: d.toISOString(), title: `${dateTime.format(d)} (${utc(d)})`, dataset: { ago: '' } }, `${span(nowMs - d.getTime())} ago`);
 }
 
 /**

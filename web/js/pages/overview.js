@@ -5,9 +5,10 @@
 // unless asked for.
 
 import { api } from '../api.js';
+import { connection } from '../connection.js';
 import { h, option, replace } from '../dom.js';
 import { sparkline } from '../charts.js';
-import { ms, number } from '../format.js';
+import { ms, number, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { badge, errorBox, field, loadError, page, stateRow, table } from '../ui.js';
 
@@ -253,16 +254,31 @@ export function render(ctx) {
   loadStart();
   loadBreakers().then(load);
 
+  // While the server does not answer, the figures are the last ones it
+  // gave: the table stops looking live (no red of blocking rows, greyed
+  // numbers) and says since when, wherever the banner has scrolled.
+  const tableWrap = h('div', { class: 'overview-table' }, table('Resources', headers, tbody));
+  const staleNote = h('p', { class: 'alert warn', id: 'overview-stale', hidden: true });
+  const undoConnection = connection.subscribe((state) => {
+    tableWrap.classList.toggle('stale', state.stale);
+    staleNote.hidden = !state.stale;
+    if (state.stale) {
+      replace(staleNote, 'Not live: these are the figures of ', timeEl(state.since, true), ', the server\'s last answer.');
+    }
+  });
+
   const p = page('Overview',
     start,
     errors.el,
     h('form', { class: 'toolbar', role: 'search', onsubmit: (e) => e.preventDefault() }, search.row, sort.row, ownToggle),
-    h('div', { class: 'overview-table' }, table('Resources', headers, tbody)),
+    staleNote,
+    tableWrap,
     note,
     h('p', { class: 'muted small' }, 'Live figures come once a second from the metric stream; the list and its order refresh every 15 s.'));
   return {
     ...p,
     cleanup() {
+      undoConnection();
       unsubscribe();
       unsubscribeBreakers();
       clearInterval(timer);
