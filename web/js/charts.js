@@ -44,6 +44,20 @@ function fromZero(u, min, max) {
   return [0, max > 0 ? max * 1.1 : 1];
 }
 
+/**
+ * axisValues writes an axis's tick values with as many decimals as their
+ * spacing needs: an axis from 0 to 0.05 reads 0.01, 0.02…, never 0 0 0.
+ */
+export function axisValues(splits) {
+  const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 1;
+  let decimals = 0;
+  while (step > 0 && decimals < 6 && Math.abs(step * 10 ** decimals - Math.round(step * 10 ** decimals)) > 1e-6 * step * 10 ** decimals) {
+    decimals += 1;
+  }
+  const format = new Intl.NumberFormat(undefined, { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  return splits.map((v) => (v === null || v === undefined ? '' : format.format(v)));
+}
+
 function chartWidth(el) {
   return Math.max(280, Math.floor(el.clientWidth || 600));
 }
@@ -80,12 +94,12 @@ export function timeChart(container, opts) {
   const axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
   const axes = [
     { ...axis, label: `Time (${zone})`, labelSize: 24 },
-    { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => splits.map(number) },
+    { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => axisValues(splits) },
   ];
   if (opts.rightLabel) {
     axes.push({
       ...axis, scale: 'right', side: 1, label: opts.rightLabel, labelSize: 24, size: 56,
-      grid: { show: false }, values: (u, splits) => splits.map(number),
+      grid: { show: false }, values: (u, splits) => axisValues(splits),
     });
   }
   const u = new uPlot({

@@ -72,9 +72,22 @@ export function rate(qps) {
   return `${number(qps)}/s`;
 }
 
-/** ms writes a duration in milliseconds, "—" for none. */
-export function ms(value) {
-  return value ? `${number(value)} ms` : '—';
+/**
+ * ms writes an average response time in milliseconds: "—" when no call
+ * completed (completed, a count or rate, is 0), "<1 ms" under a
+ * millisecond — the engine counts whole milliseconds, so 0 with calls
+ * completed is fast, not missing.
+ */
+export function ms(value, completed) {
+  if (value === null || value === undefined || Number.isNaN(value) || (!value && !completed)) {
+    return '—';
+  }
+  return value < 1 ? '<1 ms' : `${number(value)} ms`;
+}
+
+/** plural writes a count with its noun: "1 error", "3 errors". */
+export function plural(n, noun, nouns = `${noun}s`) {
+  return `${number(n)} ${n === 1 ? noun : nouns}`;
 }
 
 /**

@@ -16,7 +16,7 @@ const listSize = 200;
 const refreshMs = 15000;
 /** rankSec is the span the ranking sums: a minute smooths out single seconds. */
 const rankSec = 60;
-const headers = ['Resource', 'Rules', 'Passed /s', 'Blocked /s', 'Avg RT', 'In flight', 'Last 5 min'];
+const headers = ['Resource', 'Rules', 'Passed/s', 'Blocked/s', 'Avg RT', 'In flight', 'Last 5 min'];
 
 /**
  * ownRoute tells Sluice's own API routes, which the server guards with its
@@ -115,7 +115,7 @@ export function render(ctx) {
   function liveCells(row, figures) {
     row.pass.textContent = number(figures?.passQps ?? 0);
     row.block.textContent = number(figures?.blockQps ?? 0);
-    row.rt.textContent = ms(figures?.avgRtMs ?? 0);
+    row.rt.textContent = ms(figures?.avgRtMs ?? 0, figures?.completeQps);
     row.conc.textContent = number(figures?.concurrency ?? 0);
     row.tr.classList.toggle('blocking', (figures?.blockQps ?? 0) > 0);
     const s = feed.series(row.name);

@@ -7,7 +7,7 @@
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
-import { localInput, number, stepLabel, timeEl } from '../format.js';
+import { localInput, number, plural, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
@@ -97,7 +97,7 @@ export function render(ctx) {
       h('td', {}, strategyLabel(b.strategy)),
       h('td', {}, badge(stateLabel(b.state), stateKind(b.state))),
       h('td', {}, timeEl(b.since)),
-      h('td', {}, `${number(b.window.total)} calls, ${number(b.window.errors)} errors, ${number(b.window.slow)} slow`))));
+      h('td', {}, `${plural(b.window.total, 'call')}, ${plural(b.window.errors, 'error')}, ${number(b.window.slow)} slow`))));
     // The server lists them oldest first, those of one millisecond in the
     // order they happened: reversed, never re-sorted by time.
     const events = [...transitions].reverse();
@@ -345,8 +345,8 @@ export function render(ctx) {
         h('h3', {}, `${r.rule}: per value of ${r.paramKey}`),
         r.approximate ? h('p', { class: 'muted small' }, 'Estimates: this rule sees more values than the sketch counts one by one.') : null,
         h('div', { class: 'split' },
-          h('div', {}, h('h4', {}, 'Most passes'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
-          h('div', {}, h('h4', {}, 'Most blocks'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
+          h('div', {}, h('h4', {}, 'Most passed'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
+          h('div', {}, h('h4', {}, 'Most blocked'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
     } catch (err) {
       if (err.status === 404 || err.status === 405) {
         hotSection.hidden = true;
@@ -485,7 +485,7 @@ export function render(ctx) {
     }
     live = timeChart(liveEl, {
       height: 240,
-      leftLabel: 'requests per second',
+      leftLabel: 'calls/s',
       rightLabel: 'avg response time (ms)',
       series: [
         { label: 'Passed', color: colors.pass, unit: '/s' },

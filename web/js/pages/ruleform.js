@@ -519,7 +519,7 @@ export function render(ctx) {
       const { data } = creating
         ? await api('POST', '/rules', { body: body(), headers })
         : await api('PUT', `/rules/${id}`, { body: body(), headers });
-      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`);
+      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`, true);
       dirty = false;
       ctx.refreshDemo();
       ctx.go('/rules');

@@ -78,7 +78,12 @@ export function render(ctx) {
       }
     });
     if (confirmed) {
-      load();
+      // The row, and the button that had focus, are gone: focus goes to
+      // the rule that took its place, else the one before, else the heading.
+      const index = [...tbody.querySelectorAll('tr[data-rule]')].findIndex((tr) => tr.dataset.rule === rule.name);
+      await load();
+      const links = tbody.querySelectorAll('tr[data-rule] th a');
+      (links[Math.min(index, links.length - 1)] ?? heading).focus();
     }
   }
 
@@ -134,13 +139,16 @@ export function render(ctx) {
   load();
   const undoSettled = onSettled(load);
 
+  const p = page('Rules',
+    ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
+    h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
+    errors.el,
+    table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
+    pages.el);
+  const heading = p.heading;
+
   return {
-    ...page('Rules',
-      ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
-      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
-      errors.el,
-      table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
-      pages.el),
+    ...p,
     cleanup() {
       clearTimeout(typing);
       undoSettled();
