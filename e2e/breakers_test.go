@@ -83,3 +83,32 @@ func TestFormWords(t *testing.T) {
 	tb.click("#rule-save")
 	tb.waitText("#rule-form", "is required with Warm up (warmUp)")
 }
+
+// TestFlappingBreakerCollapsed makes a breaker open and close three times:
+// the resource page lists the newest five of its nine changes, the charts
+// stay near the top, and "Show all" lists the nine.
+func TestFlappingBreakerCollapsed(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:flapping"
+	n.createRule(t, `{"name": "flappy", "kind": "circuitBreaker", "resource": "e2e:flapping",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 200}`)
+	for range 3 {
+		if e, blk := n.engine.Entry(resource); blk == nil {
+			e.Exit(engine.WithError(errors.New("failed")))
+		}
+		closeAfterRetry(t, n.engine, resource)
+	}
+
+	items := `document.querySelectorAll('#breaker-timeline li[data-state]').length`
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	tb.waitText("#breaker-timeline-more", "Show all 9 changes")
+	tb.waitFor("the newest five listed", items+` === 5`)
+	tb.waitText("#breaker-timeline li:first-child", "half-open → closed")
+	tb.click("#breaker-timeline-more")
+	tb.waitFor("all nine listed", items+` === 9 && document.querySelector('#breaker-timeline-more').getAttribute('aria-expanded') === 'true'`)
+	tb.click("#breaker-timeline-more")
+	tb.waitFor("five again", items+` === 5`)
+}

@@ -16,6 +16,13 @@ import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, t
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
 const breakerRefreshMs = 5000;
 
+/**
+ * shownChanges is how many breaker state changes the page lists until
+ * asked for all: a flapping breaker would otherwise push the charts
+ * thousands of pixels down.
+ */
+const shownChanges = 5;
+
 /** ranges are the preset history ranges. */
 const ranges = [['1h', '1 h', 3600e3], ['6h', '6 h', 6 * 3600e3], ['24h', '24 h', 24 * 3600e3],
   ['7d', '7 d', 7 * 86400e3], ['30d', '30 d', 30 * 86400e3]];
@@ -81,10 +88,19 @@ export function render(ctx) {
   // which the server stores as the engine reports them.
   const breakerBody = h('tbody');
   const timeline = h('ol', { class: 'timeline', id: 'breaker-timeline' });
+  let showAllChanges = false;
+  const moreChanges = h('button', {
+    type: 'button', class: 'link', id: 'breaker-timeline-more', hidden: true, 'aria-controls': 'breaker-timeline',
+    onclick: () => {
+      showAllChanges = !showAllChanges;
+      drawBreakers();
+    },
+  });
   const breakerSection = section('Circuit breakers',
     table('Circuit breakers', ['Rule', 'Strategy', 'State', 'Since', 'Window'], breakerBody),
     h('h3', {}, 'State changes, last 24 hours'),
     timeline,
+    moreChanges,
     h('p', { class: 'muted small' }, 'Newest first; the server keeps every transition as long as the metrics.'));
   breakerSection.hidden = true;
   let breakers = [];
@@ -106,7 +122,11 @@ export function render(ctx) {
         events.push({ time: b.since, rule: b.rule, from: null, to: b.state });
       }
     }
-    replace(timeline, events.length ? events.map((e) => h('li', { dataset: { state: e.to } },
+    moreChanges.hidden = events.length <= shownChanges;
+    moreChanges.textContent = showAllChanges ? `Show the newest ${shownChanges} only` : `Show all ${events.length} changes`;
+    moreChanges.setAttribute('aria-expanded', String(showAllChanges));
+    const shown = showAllChanges ? events : events.slice(0, shownChanges);
+    replace(timeline, shown.length ? shown.map((e) => h('li', { dataset: { state: e.to } },
       timeEl(e.time), ' ', h('strong', {}, e.rule), ' ',
       e.from ? [badge(stateLabel(e.from), stateKind(e.from)), ' → '] : 'is ',
       badge(stateLabel(e.to), stateKind(e.to)),
