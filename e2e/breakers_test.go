@@ -112,3 +112,27 @@ func TestFlappingBreakerCollapsed(t *testing.T) {
 	tb.click("#breaker-timeline-more")
 	tb.waitFor("five again", items+` === 5`)
 }
+
+// TestOpenBreakerClock opens a breaker that waits a minute before its
+// probe: the resource page says how long it has been open and when the
+// next probe comes, counting as the seconds pass.
+func TestOpenBreakerClock(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:open"
+	n.createRule(t, `{"name": "stuck", "kind": "circuitBreaker", "resource": "e2e:open",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 60000}`)
+	if e, blk := n.engine.Entry(resource); blk == nil {
+		e.Exit(engine.WithError(errors.New("failed")))
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	clock := `(document.querySelector('tr[data-rule="stuck"] .breaker-clock')?.textContent ?? '')`
+	tb.waitFor("the open breaker's clock", `/^open for \d+ s, next probe in \d+ s$/.test(`+clock+`)`)
+	first, err := eval[string](tb, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor("the clock counting", clock+` !== `+js(first)+` && /^open for \d+ s, next probe in \d+ s$/.test(`+clock+`)`)
+}

@@ -7,7 +7,7 @@
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
-import { localInput, number, plural, stepLabel, timeEl } from '../format.js';
+import { localInput, number, plural, span, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
@@ -105,13 +105,39 @@ export function render(ctx) {
   breakerSection.hidden = true;
   let breakers = [];
   let transitions = [];
+  // retryTimeoutMs of each breaker rule of the resource, from its rules.
+  const retryMs = new Map();
+
+  /**
+   * breakerClock says how long an open breaker has been open and when it
+   * lets a probe through, as an on-call operator asks it: "open for 12 s,
+   * next probe in 8 s". It is redrawn every second.
+   */
+  function breakerClock(b) {
+    if (b.state !== 'open') {
+      return '';
+    }
+    const since = Date.parse(b.since);
+    const now = Date.now();
+    const retry = retryMs.get(b.rule);
+    const probe = retry === undefined ? '' : since + retry > now ? `, next probe in ${span(since + retry - now)}` : ', the next call probes';
+    return `open for ${span(now - since)}${probe}`;
+  }
+  const clocks = new Map(); // rule → [breaker, element]
+
+  function clockEl(b) {
+    const el = h('span', { class: 'muted small breaker-clock' }, breakerClock(b));
+    clocks.set(b.rule, [b, el]);
+    return el;
+  }
 
   function drawBreakers() {
+    clocks.clear();
     breakerSection.hidden = breakers.length === 0 && transitions.length === 0;
     replace(breakerBody, breakers.map((b) => h('tr', { dataset: { rule: b.rule } },
       h('th', { scope: 'row' }, b.rule),
       h('td', {}, strategyLabel(b.strategy)),
-      h('td', {}, badge(stateLabel(b.state), stateKind(b.state))),
+      h('td', {}, badge(stateLabel(b.state), stateKind(b.state)), ' ', clockEl(b)),
       h('td', {}, timeEl(b.since)),
       h('td', {}, `${plural(b.window.total, 'call')}, ${plural(b.window.errors, 'error')}, ${number(b.window.slow)} slow`))));
     // The server lists them oldest first, those of one millisecond in the
@@ -477,6 +503,12 @@ export function render(ctx) {
   async function loadRules() {
     try {
       const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { resource: name, pageSize: 500 } }), clusterStatus(api)]);
+      for (const r of data.items) {
+        if (r.retryTimeoutMs) {
+          retryMs.set(r.name, r.retryTimeoutMs);
+        }
+      }
+      drawBreakers();
       replace(rulesBody, data.items.length ? data.items.map((r) => {
         const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite || isPending(`rule:${r.id}`), 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
         check.addEventListener('change', () => toggle(r, check));
@@ -530,6 +562,11 @@ export function render(ctx) {
   loadHotValues();
   // The breakers' window figures and the hottest values move without an
   // event to announce it.
+  const clockTimer = setInterval(() => {
+    for (const [b, el] of clocks.values()) {
+      el.textContent = breakerClock(b);
+    }
+  }, 1000);
   const breakerTimer = setInterval(() => {
     if (!breakerSection.hidden) {
       loadBreakers();
@@ -542,6 +579,7 @@ export function render(ctx) {
     cleanup() {
       gone = true;
       clearInterval(breakerTimer);
+      clearInterval(clockTimer);
       historySeq += 1;
       for (const undo of cleanups) {
         undo();
