@@ -18,6 +18,7 @@ func TestAdminPageErrors(t *testing.T) {
 	tb.visit("/users", "Users")
 	tb.fill(`tr[data-user="admin"] select`, "viewer")
 	tb.click(`tr[data-user="admin"] td:nth-of-type(1) button`)
+	tb.click(`dialog[open] button[data-action="confirm"]`)
 	tb.waitText("main .alert.error", "admin is the last admin")
 	if got := tb.text("main .alert.error"); strings.Contains(got, "user 1") {
 		t.Fatalf("the error reads %q, want the username, not the id", got)

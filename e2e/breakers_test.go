@@ -83,3 +83,56 @@ func TestFormWords(t *testing.T) {
 	tb.click("#rule-save")
 	tb.waitText("#rule-form", "is required with Warm up (warmUp)")
 }
+
+// TestFlappingBreakerCollapsed makes a breaker open and close three times:
+// the resource page lists the newest five of its nine changes, the charts
+// stay near the top, and "Show all" lists the nine.
+func TestFlappingBreakerCollapsed(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:flapping"
+	n.createRule(t, `{"name": "flappy", "kind": "circuitBreaker", "resource": "e2e:flapping",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 200}`)
+	for range 3 {
+		if e, blk := n.engine.Entry(resource); blk == nil {
+			e.Exit(engine.WithError(errors.New("failed")))
+		}
+		closeAfterRetry(t, n.engine, resource)
+	}
+
+	items := `document.querySelectorAll('#breaker-timeline li[data-state]').length`
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	tb.waitText("#breaker-timeline-more", "Show all 9 changes")
+	tb.waitFor("the newest five listed", items+` === 5`)
+	tb.waitText("#breaker-timeline li:first-child", "half-open → closed")
+	tb.click("#breaker-timeline-more")
+	tb.waitFor("all nine listed", items+` === 9 && document.querySelector('#breaker-timeline-more').getAttribute('aria-expanded') === 'true'`)
+	tb.click("#breaker-timeline-more")
+	tb.waitFor("five again", items+` === 5`)
+}
+
+// TestOpenBreakerClock opens a breaker that waits a minute before its
+// probe: the resource page says how long it has been open and when the
+// next probe comes, counting as the seconds pass.
+func TestOpenBreakerClock(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:open"
+	n.createRule(t, `{"name": "stuck", "kind": "circuitBreaker", "resource": "e2e:open",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 60000}`)
+	if e, blk := n.engine.Entry(resource); blk == nil {
+		e.Exit(engine.WithError(errors.New("failed")))
+	}
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	clock := `(document.querySelector('tr[data-rule="stuck"] .breaker-clock')?.textContent ?? '')`
+	tb.waitFor("the open breaker's clock", `/^open for \d+ s, next probe in \d+ s$/.test(`+clock+`)`)
+	first, err := eval[string](tb, clock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb.waitFor("the clock counting", clock+` !== `+js(first)+` && /^open for \d+ s, next probe in \d+ s$/.test(`+clock+`)`)
+}

@@ -19,6 +19,12 @@ import (
 // test ends, so that the live stream has something to show.
 func drive(t *testing.T, eng *engine.Engine, resource string, perTick int) {
 	t.Helper()
+	driveRt(t, eng, resource, perTick, 12)
+}
+
+// driveRt drives as drive does, each call taking rtMs milliseconds.
+func driveRt(t *testing.T, eng *engine.Engine, resource string, perTick int, rtMs int64) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() {
@@ -36,7 +42,7 @@ func drive(t *testing.T, eng *engine.Engine, resource string, perTick int) {
 			case <-tick.C:
 				for range perTick {
 					if e, blk := eng.Entry(resource); blk == nil {
-						e.Exit(engine.WithRtMs(12))
+						e.Exit(engine.WithRtMs(rtMs))
 					}
 				}
 			}

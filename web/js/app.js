@@ -9,7 +9,7 @@ import { h, replace } from './dom.js';
 import { clockTime } from './format.js';
 import { feed } from './live.js';
 import { loadRuleSchema } from './rulesinfo.js';
-import { toast } from './ui.js';
+import { dropToast, toast } from './ui.js';
 import * as account from './pages/account.js';
 import * as apply from './pages/apply.js';
 import * as history from './pages/history.js';
@@ -59,6 +59,9 @@ let currentRoute = null;
 // currentHash is the address of the page shown, to go back to when the
 // page keeps the person from leaving it.
 let currentHash = '';
+// shownPath is the path of the page shown, without its query: a page
+// drawn again (filters, the server back) is no navigation.
+let shownPath = null;
 // unreached is set when the page could not even learn who is logged in
 // because the server did not answer; it is drawn once the server is back.
 let unreached = false;
@@ -225,11 +228,15 @@ async function route() {
   }
   unreached = false;
   if (found.admin && !session.isAdmin) {
-    toast('That page is for admins.');
+    toast('That page is for admins.', true);
     go('/');
     return;
   }
   current?.cleanup?.();
+  if (path !== shownPath) {
+    dropToast();
+  }
+  shownPath = path;
   const ctx = {
     match: path.match(found.pattern),
     params,
@@ -277,10 +284,10 @@ function start() {
     drawStatus();
     banner.hidden = !state.stale;
     if (state.stale) {
-      const since = clockTime(state.since);
-      banner.textContent = state.api
-        ? `Server unreachable since ${since} — figures are stale. Retrying…`
-        : `Live figures stopped at ${since} — figures are stale. Reconnecting…`;
+      const since = h('time', { datetime: state.since.toISOString() }, clockTime(state.since));
+      replace(banner, ...(state.api
+        ? ['Server unreachable since ', since, ' — figures are stale. Retrying…']
+        : ['Live figures stopped at ', since, ' — figures are stale. Reconnecting…']));
     }
     if (recovered && (unreached || session.me && currentRoute?.reload)) {
       route();

@@ -2,7 +2,9 @@
 // a unit on every axis, and a sparkline for tables. Times are shown in the
 // browser's zone; hovering a point shows it in UTC too. A null value is a
 // second or step without figures, drawn as a gap. Colours come from the
-// stylesheet's custom properties, so they follow the light or dark scheme.
+// stylesheet's custom properties, so they follow the light or dark scheme:
+// the axes and grid read them at every draw, and a chart draws again when
+// the scheme changes (a canvas does not follow the stylesheet by itself).
 
 import uPlot from '../vendor/uplot/uPlot.esm.js';
 import { h, replace } from './dom.js';
@@ -36,8 +38,24 @@ function gaps(ys) {
   return runs;
 }
 
+const darkScheme = window.matchMedia('(prefers-color-scheme: dark)');
+
 function fromZero(u, min, max) {
   return [0, max > 0 ? max * 1.1 : 1];
+}
+
+/**
+ * axisValues writes an axis's tick values with as many decimals as their
+ * spacing needs: an axis from 0 to 0.05 reads 0.01, 0.02…, never 0 0 0.
+ */
+export function axisValues(splits) {
+  const step = splits.length > 1 ? Math.abs(splits[1] - splits[0]) : 1;
+  let decimals = 0;
+  while (step > 0 && decimals < 6 && Math.abs(step * 10 ** decimals - Math.round(step * 10 ** decimals)) > 1e-6 * step * 10 ** decimals) {
+    decimals += 1;
+  }
+  const format = new Intl.NumberFormat(undefined, { minimumFractionDigits: decimals, maximumFractionDigits: decimals });
+  return splits.map((v) => (v === null || v === undefined ? '' : format.format(v)));
 }
 
 function chartWidth(el) {
@@ -71,16 +89,17 @@ export function timeChart(container, opts) {
       value: (u, v) => (v === null || v === undefined ? '—' : `${number(v)} ${s.unit}`),
     })),
   ];
-  const gridColor = cssColor('grid');
-  const axis = { stroke: cssColor('axis'), grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
+  const axisColor = () => cssColor('axis');
+  const gridColor = () => cssColor('grid');
+  const axis = { stroke: axisColor, grid: { stroke: gridColor, width: 1 }, ticks: { stroke: gridColor, width: 1 } };
   const axes = [
     { ...axis, label: `Time (${zone})`, labelSize: 24 },
-    { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => splits.map(number) },
+    { ...axis, scale: 'left', label: opts.leftLabel, labelSize: 24, size: 56, values: (u, splits) => axisValues(splits) },
   ];
   if (opts.rightLabel) {
     axes.push({
       ...axis, scale: 'right', side: 1, label: opts.rightLabel, labelSize: 24, size: 56,
-      grid: { show: false }, values: (u, splits) => splits.map(number),
+      grid: { show: false }, values: (u, splits) => axisValues(splits),
     });
   }
   const u = new uPlot({
@@ -95,6 +114,8 @@ export function timeChart(container, opts) {
 
   const resize = new ResizeObserver(() => u.setSize({ width: chartWidth(container), height: opts.height ?? 260 }));
   resize.observe(container);
+  const redraw = () => u.redraw(false);
+  darkScheme.addEventListener('change', redraw);
 
   return {
     setData(xs, ...ys) {
@@ -107,6 +128,7 @@ export function timeChart(container, opts) {
     },
     destroy() {
       resize.disconnect();
+      darkScheme.removeEventListener('change', redraw);
       u.destroy();
     },
   };

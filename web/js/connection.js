@@ -13,12 +13,17 @@ const probeTimeoutMs = 3000;
 class Connection {
   constructor() {
     this.down = new Map(); // source ("api" or "stream") → since when
+    // lastAnswer is when each source last reached the server: an outage is
+    // noticed only after a timeout (10 s) or a stall (5 s), and its "since"
+    // is the last good answer, not the moment it was noticed.
+    this.lastAnswer = new Map();
     this.listeners = new Set();
     this.probeTimer = 0;
   }
 
   /** ok records that source reached the server. */
   ok(source) {
+    this.lastAnswer.set(source, new Date());
     if (!this.down.delete(source)) {
       return;
     }
@@ -34,17 +39,29 @@ class Connection {
     if (this.down.has(source)) {
       return;
     }
-    this.down.set(source, new Date());
+    this.down.set(source, this.lastAnswerOf(source));
     if (source === 'api') {
       this.probe();
     }
     this.notify(false);
   }
 
+  /**
+   * lastAnswerOf is the last time source's failure can date from: the
+   * stream's last frame for the stream; for the API, its last answer or
+   * the stream's last frame, whichever is later, since the server answered
+   * then. Now, if neither ever answered.
+   */
+  lastAnswerOf(source) {
+    const times = (source === 'api' ? [...this.lastAnswer.values()] : [this.lastAnswer.get(source)]).filter(Boolean);
+    return times.length ? new Date(Math.max(...times.map((d) => d.getTime()))) : new Date();
+  }
+
   /** reset forgets every failure (on logout: nothing is shown then). */
   reset() {
     const wasDown = this.down.size > 0;
     this.down.clear();
+    this.lastAnswer.clear();
     clearTimeout(this.probeTimer);
     this.probeTimer = 0;
     if (wasDown) {

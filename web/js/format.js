@@ -72,9 +72,22 @@ export function rate(qps) {
   return `${number(qps)}/s`;
 }
 
-/** ms writes a duration in milliseconds, "—" for none. */
-export function ms(value) {
-  return value ? `${number(value)} ms` : '—';
+/**
+ * ms writes an average response time in milliseconds: "—" when no call
+ * completed (completed, a count or rate, is 0), "<1 ms" under a
+ * millisecond — the engine counts whole milliseconds, so 0 with calls
+ * completed is fast, not missing.
+ */
+export function ms(value, completed) {
+  if (value === null || value === undefined || Number.isNaN(value) || (!value && !completed)) {
+    return '—';
+  }
+  return value < 1 ? '<1 ms' : `${number(value)} ms`;
+}
+
+/** plural writes a count with its noun: "1 error", "3 errors". */
+export function plural(n, noun, nouns = `${noun}s`) {
+  return `${number(n)} ${n === 1 ? noun : nouns}`;
 }
 
 /**
@@ -114,13 +127,28 @@ export function span(msValue) {
   return hours % 24 ? `${days} ${unit} ${hours % 24} h` : `${days} ${unit}`;
 }
 
-/** ago is a <time> element reading how long ago value was ("12 s ago"), the time on hover. */
+let agoTimer = 0;
+
+/**
+ * tickAgo rewrites every relative time on the page each second: "12 s ago"
+ * keeps counting when nothing redraws its page, as in an outage, where a
+ * frozen "0 s ago" would read as live.
+ */
+function tickAgo() {
+  const now = Date.now();
+  for (const el of document.querySelectorAll('time[data-ago]')) {
+    el.textContent = `${span(now - Date.parse(el.dateTime))} ago`;
+  }
+}
+
+/** ago is a <time> element reading how long ago value was ("12 s ago"), ticking, the time on hover. */
 export function ago(value, nowMs = Date.now()) {
   const d = toDate(value);
   if (!d) {
     return h('span', { class: 'muted' }, '—');
   }
-  return h('time', { datetime: d.toISOString(), title: `${dateTime.format(d)} (${utc(d)})` }, `${span(nowMs - d.getTime())} ago`);
+  agoTimer ||= setInterval(tickAgo, 1000);
+  return h('time', { datetime: d.toISOString(), title: `${dateTime.format(d)} (${utc(d)})`, dataset: { ago: '' } }, `${span(nowMs - d.getTime())} ago`);
 }
 
 /**

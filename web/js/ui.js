@@ -258,17 +258,41 @@ export async function confirmThen(question, act, onError) {
 }
 
 let toastTimer = 0;
+// toastCarried is whether the toast shown is about the page a navigation
+// is taking the person to ("Saved orders-qps", then the rule list).
+let toastCarried = false;
 
-/** toast shows a short message in the status line for a while. */
-export function toast(message) {
+function hideToast() {
+  const el = document.getElementById('toast');
+  el.textContent = '';
+  el.hidden = true;
+}
+
+/**
+ * toast shows a short message in the status line for a while; carried
+ * keeps it through the navigation that follows (made by the caller).
+ */
+export function toast(message, carried = false) {
   const el = document.getElementById('toast');
   el.textContent = message;
   el.hidden = false;
+  toastCarried = carried;
   clearTimeout(toastTimer);
-  toastTimer = setTimeout(() => {
-    el.textContent = '';
-    el.hidden = true;
-  }, 8000);
+  toastTimer = setTimeout(hideToast, 8000);
+}
+
+/**
+ * dropToast hides the toast when a page is left: a message about the page
+ * before ("Deleted orders-qps") would read as news about the next. A
+ * carried toast survives this once.
+ */
+export function dropToast() {
+  if (toastCarried) {
+    toastCarried = false;
+    return;
+  }
+  clearTimeout(toastTimer);
+  hideToast();
 }
 
 /** table is a table with a header row, inside a box that scrolls sideways on small screens. */

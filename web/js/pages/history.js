@@ -5,6 +5,7 @@
 import { api, ifMatch } from '../api.js';
 import { h, replace } from '../dom.js';
 import { timeEl } from '../format.js';
+import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { orderedFields, show } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, messageOf, page, table, toast } from '../ui.js';
 
@@ -33,6 +34,7 @@ export function render(ctx) {
   const list = h('ol', { class: 'revisions', id: 'revisions', reversed: true },
     h('li', { class: 'card state loading' }, 'Loading the history…'));
   let loaded = false;
+  let ruleName = `rule ${id}`;
   const facts = h('p', { class: 'muted' });
   const p = page('History', h('p', {}, h('a', { href: '#/rules' }, '← Rules')), facts, errors.el, list);
   const heading = p.heading;
@@ -56,7 +58,13 @@ export function render(ctx) {
       toast(`Rolled ${data.name} back to the content of version ${to}: it is now version ${data.version}.`);
       await load();
     } catch (err) {
-      if (err.status === 412) {
+      if (outcomeUnknown(err)) {
+        settleRuleWrite({
+          rule: { id, name: ruleName }, version: current, actor: ctx.session.me.name,
+          what: `Roll ${ruleName} back to version ${to}`,
+          describe: () => `${ruleName} has the content of version ${to} again`,
+        });
+      } else if (err.status === 412) {
         errors.text('The rule changed while you were reading its history; it is reloaded. Check the newest version, then roll back again if you still mean to.');
         await load();
       } else {
@@ -71,7 +79,8 @@ export function render(ctx) {
       const revs = data.items;
       const newest = revs[0];
       const deleted = newest?.action === 'delete';
-      heading.textContent = `History of ${newest?.rule.name ?? `rule ${id}`}`;
+      ruleName = newest?.rule.name ?? ruleName;
+      heading.textContent = `History of ${ruleName}`;
       replace(facts, `${data.total} version${data.total === 1 ? '' : 's'}, newest first. `,
         deleted ? 'The rule is deleted; its history stays readable.' : h('a', { href: `#/rules/${id}/edit` }, 'Edit the rule'),
         data.total > revs.length ? ` Only the newest ${revs.length} are shown.` : '');
@@ -94,7 +103,7 @@ export function render(ctx) {
             rev.reason ? [' — ', h('q', {}, rev.reason)] : null),
           what,
           restorable ? h('div', { class: 'actions' }, h('button', {
-            type: 'button', dataset: { rollback: rev.version },
+            type: 'button', dataset: { rollback: rev.version }, disabled: isPending(`rule:${id}`),
             onclick: () => rollback(rev.version, newest.version),
           }, `Roll back to version ${rev.version}`)) : null);
       }) : h('li', { class: 'card state empty' }, 'No version of this rule is recorded.'));
@@ -110,5 +119,6 @@ export function render(ctx) {
   }
 
   load();
-  return p;
+  const undoSettled = onSettled(load);
+  return { ...p, cleanup: undoSettled };
 }

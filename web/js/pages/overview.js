@@ -5,9 +5,10 @@
 // unless asked for.
 
 import { api } from '../api.js';
+import { connection } from '../connection.js';
 import { h, option, replace } from '../dom.js';
 import { sparkline } from '../charts.js';
-import { ms, number } from '../format.js';
+import { ms, number, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { badge, errorBox, field, loadError, page, stateRow, table } from '../ui.js';
 
@@ -15,7 +16,7 @@ const listSize = 200;
 const refreshMs = 15000;
 /** rankSec is the span the ranking sums: a minute smooths out single seconds. */
 const rankSec = 60;
-const headers = ['Resource', 'Rules', 'Passed /s', 'Blocked /s', 'Avg RT', 'In flight', 'Last 5 min'];
+const headers = ['Resource', 'Rules', 'Passed/s', 'Blocked/s', 'Avg RT', 'In flight', 'Last 5 min'];
 
 /**
  * ownRoute tells Sluice's own API routes, which the server guards with its
@@ -114,7 +115,7 @@ export function render(ctx) {
   function liveCells(row, figures) {
     row.pass.textContent = number(figures?.passQps ?? 0);
     row.block.textContent = number(figures?.blockQps ?? 0);
-    row.rt.textContent = ms(figures?.avgRtMs ?? 0);
+    row.rt.textContent = ms(figures?.avgRtMs ?? 0, figures?.completeQps);
     row.conc.textContent = number(figures?.concurrency ?? 0);
     row.tr.classList.toggle('blocking', (figures?.blockQps ?? 0) > 0);
     const s = feed.series(row.name);
@@ -253,16 +254,31 @@ export function render(ctx) {
   loadStart();
   loadBreakers().then(load);
 
+  // While the server does not answer, the figures are the last ones it
+  // gave: the table stops looking live (no red of blocking rows, greyed
+  // numbers) and says since when, wherever the banner has scrolled.
+  const tableWrap = h('div', { class: 'overview-table' }, table('Resources', headers, tbody));
+  const staleNote = h('p', { class: 'alert warn', id: 'overview-stale', hidden: true });
+  const undoConnection = connection.subscribe((state) => {
+    tableWrap.classList.toggle('stale', state.stale);
+    staleNote.hidden = !state.stale;
+    if (state.stale) {
+      replace(staleNote, 'Not live: these are the figures of ', timeEl(state.since, true), ', the server\'s last answer.');
+    }
+  });
+
   const p = page('Overview',
     start,
     errors.el,
     h('form', { class: 'toolbar', role: 'search', onsubmit: (e) => e.preventDefault() }, search.row, sort.row, ownToggle),
-    h('div', { class: 'overview-table' }, table('Resources', headers, tbody)),
+    staleNote,
+    tableWrap,
     note,
     h('p', { class: 'muted small' }, 'Live figures come once a second from the metric stream; the list and its order refresh every 15 s.'));
   return {
     ...p,
     cleanup() {
+      undoConnection();
       unsubscribe();
       unsubscribeBreakers();
       clearInterval(timer);

@@ -7,13 +7,21 @@
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
-import { localInput, number, stepLabel, timeEl } from '../format.js';
+import { localInput, number, plural, span, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
+import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, loadError, messageOf, page, stateRow, table, toast } from '../ui.js';
 
 /** breakerRefreshMs is how often the breakers' states and windows are read again. */
 const breakerRefreshMs = 5000;
+
+/**
+ * shownChanges is how many breaker state changes the page lists until
+ * asked for all: a flapping breaker would otherwise push the charts
+ * thousands of pixels down.
+ */
+const shownChanges = 5;
 
 /** ranges are the preset history ranges. */
 const ranges = [['1h', '1 h', 3600e3], ['6h', '6 h', 6 * 3600e3], ['24h', '24 h', 24 * 3600e3],
@@ -80,23 +88,58 @@ export function render(ctx) {
   // which the server stores as the engine reports them.
   const breakerBody = h('tbody');
   const timeline = h('ol', { class: 'timeline', id: 'breaker-timeline' });
+  let showAllChanges = false;
+  const moreChanges = h('button', {
+    type: 'button', class: 'link', id: 'breaker-timeline-more', hidden: true, 'aria-controls': 'breaker-timeline',
+    onclick: () => {
+      showAllChanges = !showAllChanges;
+      drawBreakers();
+    },
+  });
   const breakerSection = section('Circuit breakers',
     table('Circuit breakers', ['Rule', 'Strategy', 'State', 'Since', 'Window'], breakerBody),
     h('h3', {}, 'State changes, last 24 hours'),
     timeline,
+    moreChanges,
     h('p', { class: 'muted small' }, 'Newest first; the server keeps every transition as long as the metrics.'));
   breakerSection.hidden = true;
   let breakers = [];
   let transitions = [];
+  // retryTimeoutMs of each breaker rule of the resource, from its rules.
+  const retryMs = new Map();
+
+  /**
+   * breakerClock says how long an open breaker has been open and when it
+   * lets a probe through, as an on-call operator asks it: "open for 12 s,
+   * next probe in 8 s". It is redrawn every second.
+   */
+  function breakerClock(b) {
+    if (b.state !== 'open') {
+      return '';
+    }
+    const since = Date.parse(b.since);
+    const now = Date.now();
+    const retry = retryMs.get(b.rule);
+    const probe = retry === undefined ? '' : since + retry > now ? `, next probe in ${span(since + retry - now)}` : ', the next call probes';
+    return `open for ${span(now - since)}${probe}`;
+  }
+  const clocks = new Map(); // rule → [breaker, element]
+
+  function clockEl(b) {
+    const el = h('span', { class: 'muted small breaker-clock' }, breakerClock(b));
+    clocks.set(b.rule, [b, el]);
+    return el;
+  }
 
   function drawBreakers() {
+    clocks.clear();
     breakerSection.hidden = breakers.length === 0 && transitions.length === 0;
     replace(breakerBody, breakers.map((b) => h('tr', { dataset: { rule: b.rule } },
       h('th', { scope: 'row' }, b.rule),
       h('td', {}, strategyLabel(b.strategy)),
-      h('td', {}, badge(stateLabel(b.state), stateKind(b.state))),
+      h('td', {}, badge(stateLabel(b.state), stateKind(b.state)), ' ', clockEl(b)),
       h('td', {}, timeEl(b.since)),
-      h('td', {}, `${number(b.window.total)} calls, ${number(b.window.errors)} errors, ${number(b.window.slow)} slow`))));
+      h('td', {}, `${plural(b.window.total, 'call')}, ${plural(b.window.errors, 'error')}, ${number(b.window.slow)} slow`))));
     // The server lists them oldest first, those of one millisecond in the
     // order they happened: reversed, never re-sorted by time.
     const events = [...transitions].reverse();
@@ -105,7 +148,11 @@ export function render(ctx) {
         events.push({ time: b.since, rule: b.rule, from: null, to: b.state });
       }
     }
-    replace(timeline, events.length ? events.map((e) => h('li', { dataset: { state: e.to } },
+    moreChanges.hidden = events.length <= shownChanges;
+    moreChanges.textContent = showAllChanges ? `Show the newest ${shownChanges} only` : `Show all ${events.length} changes`;
+    moreChanges.setAttribute('aria-expanded', String(showAllChanges));
+    const shown = showAllChanges ? events : events.slice(0, shownChanges);
+    replace(timeline, shown.length ? shown.map((e) => h('li', { dataset: { state: e.to } },
       timeEl(e.time), ' ', h('strong', {}, e.rule), ' ',
       e.from ? [badge(stateLabel(e.from), stateKind(e.from)), ' → '] : 'is ',
       badge(stateLabel(e.to), stateKind(e.to)),
@@ -400,8 +447,8 @@ export function render(ctx) {
         h('h3', {}, `${r.rule}: per value of ${r.paramKey}`),
         r.approximate ? h('p', { class: 'muted small' }, 'Estimates: this rule sees more values than the sketch counts one by one.') : null,
         h('div', { class: 'split' },
-          h('div', {}, h('h4', {}, 'Most passes'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
-          h('div', {}, h('h4', {}, 'Most blocks'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
+          h('div', {}, h('h4', {}, 'Most passed'), hotTable(`Values of ${r.paramKey} with the most passes, rule ${r.rule}`, r.byPass, 'pass')),
+          h('div', {}, h('h4', {}, 'Most blocked'), hotTable(`Values of ${r.paramKey} with the most blocks, rule ${r.rule}`, r.byBlock, 'block'))))));
     } catch (err) {
       if (err.status === 404 || err.status === 405) {
         hotSection.hidden = true;
@@ -440,6 +487,14 @@ export function render(ctx) {
       toast(`${rule.name} is now ${rule.enabled ? 'enabled' : 'disabled'} (version ${rule.version}).`);
     } catch (err) {
       input.checked = rule.enabled;
+      if (outcomeUnknown(err)) {
+        settleRuleWrite({
+          rule, version: rule.version, actor: ctx.session.me.name,
+          what: `${enabling ? 'Enable' : 'Disable'} ${rule.name}`,
+          describe: (rev) => `${rule.name} is now ${rev.rule.enabled ? 'enabled' : 'disabled'}`,
+        });
+        return;
+      }
       if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
         loadRules();
@@ -447,7 +502,7 @@ export function render(ctx) {
         errors.show(err);
       }
     } finally {
-      input.disabled = !ctx.session.canWrite;
+      input.disabled = !ctx.session.canWrite || isPending(`rule:${rule.id}`);
     }
   }
 
@@ -470,6 +525,14 @@ export function render(ctx) {
       toast(`${data.name} now enforces (version ${data.version}).`);
       loadRules();
     } catch (err) {
+      if (outcomeUnknown(err)) {
+        settleRuleWrite({
+          rule, version: rule.version, actor: ctx.session.me.name,
+          what: `Enforce ${rule.name}`,
+          describe: (rev) => `${rule.name} now ${rev.rule.mode === 'enforce' ? 'enforces' : 'only counts what it would block'}`,
+        });
+        return;
+      }
       button.disabled = false;
       if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else meanwhile; the rules below are reloaded. Check them, then try again.`);
@@ -488,7 +551,7 @@ export function render(ctx) {
     if (!ctx.session.canWrite) {
       return badge('shadow', 'warn');
     }
-    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Enforce ${r.name}` }, 'Enforce');
+    const button = h('button', { type: 'button', class: 'small', 'aria-label': `Enforce ${r.name}`, disabled: isPending(`rule:${r.id}`) }, 'Enforce');
     button.addEventListener('click', () => promote(r, button));
     return [badge('shadow', 'warn'), ' ', button];
   }
@@ -496,8 +559,14 @@ export function render(ctx) {
   async function loadRules() {
     try {
       const [{ data }, cluster] = await Promise.all([api('GET', '/rules', { query: { resource: name, pageSize: 500 } }), clusterStatus(api)]);
+      for (const r of data.items) {
+        if (r.retryTimeoutMs) {
+          retryMs.set(r.name, r.retryTimeoutMs);
+        }
+      }
+      drawBreakers();
       replace(rulesBody, data.items.length ? data.items.map((r) => {
-        const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite, 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
+        const check = h('input', { type: 'checkbox', checked: r.enabled, disabled: !ctx.session.canWrite || isPending(`rule:${r.id}`), 'aria-label': `Enabled: ${r.name}`, dataset: { rule: r.name } });
         check.addEventListener('change', () => toggle(r, check));
         return h('tr', { dataset: { rule: r.name } },
           h('th', { scope: 'row' }, h('a', { href: `#/rules/${r.id}/edit` }, r.name), isDemoRule(r) ? badge('demo', 'info') : null,
@@ -525,7 +594,7 @@ export function render(ctx) {
     }
     live = timeChart(liveEl, {
       height: 240,
-      leftLabel: 'requests per second',
+      leftLabel: 'calls/s',
       rightLabel: 'avg response time (ms)',
       series: [
         { label: 'Passed', color: colors.pass, unit: '/s' },
@@ -545,10 +614,16 @@ export function render(ctx) {
   });
   loadBreakers();
   loadRules();
+  cleanups.push(onSettled(loadRules));
   loadInstances();
   loadHotValues();
   // The breakers' window figures and the hottest values move without an
   // event to announce it.
+  const clockTimer = setInterval(() => {
+    for (const [b, el] of clocks.values()) {
+      el.textContent = breakerClock(b);
+    }
+  }, 1000);
   const breakerTimer = setInterval(() => {
     if (!breakerSection.hidden) {
       loadBreakers();
@@ -561,6 +636,7 @@ export function render(ctx) {
     cleanup() {
       gone = true;
       clearInterval(breakerTimer);
+      clearInterval(clockTimer);
       historySeq += 1;
       for (const undo of cleanups) {
         undo();

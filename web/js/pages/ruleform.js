@@ -11,6 +11,7 @@ import { h, option, replace } from '../dom.js';
 import { decimalNumber, localInput, span, timeEl } from '../format.js';
 import { impactPanel } from '../impact.js';
 import { arrayEditor, objectEditor } from '../itemseditor.js';
+import { isPending, onSettled, outcomeUnknown, settleRuleCreate, settleRuleWrite } from '../outcome.js';
 import { appBadge, expiryBadge, formWords, isDemoRule, ruleSchema, show } from '../rulesinfo.js';
 import { badge, confirmDialog, errorBox, field, messageOf, page, reasonHeaders, toast } from '../ui.js';
 
@@ -518,12 +519,20 @@ export function render(ctx) {
       const { data } = creating
         ? await api('POST', '/rules', { body: body(), headers })
         : await api('PUT', `/rules/${id}`, { body: body(), headers });
-      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`);
+      toast(`${creating ? 'Created' : 'Saved'} ${data.name} (version ${data.version}).`, true);
       dirty = false;
       ctx.refreshDemo();
       ctx.go('/rules');
     } catch (err) {
-      if (err.status === 422) {
+      if (outcomeUnknown(err)) {
+        const name = body().name;
+        pendingKey = creating ? `rule:new:${name}` : `rule:${id}`;
+        if (creating) {
+          settleRuleCreate({ name, actor: ctx.session.me.name });
+        } else {
+          settleRuleWrite({ rule: { id, name }, version, actor: ctx.session.me.name, what: `Save ${name}`, describe: () => `${name} is saved` });
+        }
+      } else if (err.status === 422) {
         showErrors(err);
       } else if (err.status === 409) {
         groups.envelope[0].setError(err.message);
@@ -534,9 +543,26 @@ export function render(ctx) {
         errors.text(messageOf(err));
       }
     } finally {
-      save.disabled = !ctx.session.canWrite || (editing && !loaded);
+      save.disabled = !ctx.session.canWrite || (editing && !loaded) || isPending(pendingKey);
     }
   }
+
+  // A save that timed out keeps the form until its outcome is known: made,
+  // the form is done with, as after a save that answered; not made, it can
+  // be sent again.
+  let pendingKey = null;
+  const undoSettled = onSettled((key, made) => {
+    if (key !== pendingKey) {
+      return;
+    }
+    pendingKey = null;
+    if (made) {
+      dirty = false;
+      ctx.go('/rules');
+    } else {
+      save.disabled = !ctx.session.canWrite || (editing && !loaded);
+    }
+  });
 
   form.addEventListener('submit', (e) => {
     e.preventDefault();
@@ -570,6 +596,7 @@ export function render(ctx) {
       return answer !== null;
     },
     cleanup() {
+      undoSettled();
       impact.cleanup();
       window.removeEventListener('beforeunload', beforeUnload);
       unsubscribe();

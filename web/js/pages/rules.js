@@ -6,6 +6,7 @@
 import { api, ifMatch } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { timeEl } from '../format.js';
+import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, ruleSchema, ruleTarget, summary } from '../rulesinfo.js';
 import { badge, confirmThen, errorBox, field, loadError, page, pager, stateRow, table, toast } from '../ui.js';
 
@@ -49,7 +50,7 @@ export function render(ctx) {
     return { kind: kind.input.value, resource: resource.input.value, app: app?.input.value ?? '', enabled: enabled.input.value, q: text.input.value };
   }
 
-  async function remove(rule) {
+  async function remove(rule, button) {
     const confirmed = await confirmThen({
       title: `Delete ${rule.name}?`,
       message: `The rule stops applying to ${ruleTarget(rule)} at once. A deleted rule cannot be restored: its history stays readable, and shows its last content should you create it again.`,
@@ -61,14 +62,28 @@ export function render(ctx) {
       toast(`Deleted ${rule.name}.`);
       ctx.refreshDemo();
     }, (err) => {
-      if (err.status === 412) {
+      if (outcomeUnknown(err)) {
+        // The list reloads when the server answers: until then, this row
+        // must not offer the deletion again.
+        button.disabled = true;
+        settleRuleWrite({
+          rule, version: rule.version, actor: ctx.session.me.name,
+          what: `Delete ${rule.name}`,
+          describe: (rev) => (rev.action === 'delete' ? `${rule.name} is deleted` : `${rule.name} is now version ${rev.version}`),
+        });
+      } else if (err.status === 412) {
         errors.text(`${rule.name} was changed by someone else after this list was loaded, so it was not deleted. The list is reloaded: check the rule, then delete it again if you still mean to.`);
       } else {
         errors.show(err);
       }
     });
     if (confirmed) {
-      load();
+      // The row, and the button that had focus, are gone: focus goes to
+      // the rule that took its place, else the one before, else the heading.
+      const index = [...tbody.querySelectorAll('tr[data-rule]')].findIndex((tr) => tr.dataset.rule === rule.name);
+      await load();
+      const links = tbody.querySelectorAll('tr[data-rule] th a');
+      (links[Math.min(index, links.length - 1)] ?? heading).focus();
     }
   }
 
@@ -89,7 +104,7 @@ export function render(ctx) {
       h('td', {}, timeEl(r.updatedAt)),
       h('td', { class: 'row-actions' },
         h('a', { href: `#/rules/${r.id}/history` }, 'History'),
-        ctx.session.canWrite ? h('button', { type: 'button', class: 'link danger', onclick: () => remove(r), 'aria-label': `Delete ${r.name}` }, 'Delete') : null));
+        ctx.session.canWrite ? h('button', { type: 'button', class: 'link danger', onclick: (e) => remove(r, e.currentTarget), 'aria-label': `Delete ${r.name}`, disabled: isPending(`rule:${r.id}`) }, 'Delete') : null));
   }
 
   async function load() {
@@ -122,16 +137,21 @@ export function render(ctx) {
     });
   }
   load();
+  const undoSettled = onSettled(load);
+
+  const p = page('Rules',
+    ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
+    h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
+    errors.el,
+    table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
+    pages.el);
+  const heading = p.heading;
 
   return {
-    ...page('Rules',
-      ctx.session.canWrite ? h('p', {}, h('a', { class: 'button primary', href: '#/rules/new', id: 'new-rule' }, 'New rule')) : null,
-      h('form', { class: 'toolbar', role: 'search', 'aria-label': 'Filter rules', onsubmit: (e) => e.preventDefault() }, kind.row, resource.row, app?.row, enabled.row, text.row),
-      errors.el,
-      table('Rules', ['Name', 'Kind', 'Resource', 'State', 'What it does', 'Version', 'Changed', ''], tbody),
-      pages.el),
+    ...p,
     cleanup() {
       clearTimeout(typing);
+      undoSettled();
     },
   };
 }

@@ -4,9 +4,16 @@
 import { ApiError, api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { appsText, parseApps, timeEl } from '../format.js';
-import { confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
+import { confirmDialog, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
+
+/** roleEffects words what a user can do once given each role. */
+const roleEffects = {
+  viewer: (name) => `${name} can then read rules and figures, and change nothing.`,
+  editor: (name) => `${name} can then create, change and delete rules.`,
+  admin: (name) => `${name} can then also manage users, API tokens and webhooks.`,
+};
 
 function roleSelect(selected, id) {
   return h('select', { id }, roles.map(([value, label]) => option(value, label, value === selected)));
@@ -40,6 +47,38 @@ export function render(ctx) {
     load();
   }
 
+  // A role change and a new password take effect at once and cannot be
+  // undone by the one who made them by mistake (a demoted admin's tokens
+  // are gone): both ask first, saying what they do.
+  async function setRole(u, to) {
+    if (to === u.role) {
+      errors.text(`${u.username} is already ${to}.`);
+      return;
+    }
+    const confirmed = await confirmDialog({
+      title: `Make ${u.username} ${to}?`,
+      message: [u.role === 'admin'
+        ? `${u.username} loses the users, tokens and webhooks pages, and the admin API tokens they created (and those these created in turn) are revoked at once: whatever uses them is refused from then on.`
+        : null, roleEffects[to](u.username)].filter(Boolean).join(' '),
+      confirmLabel: `Make ${u.username} ${to}`,
+    });
+    if (confirmed) {
+      await change(u, { role: to }, `role set to ${to}`);
+    }
+  }
+
+  async function setPassword(u, password) {
+    const self = u.username === ctx.session.me?.name;
+    const confirmed = await confirmDialog({
+      title: `Set a new password for ${u.username}?`,
+      message: `${self ? 'Your' : 'Their'} sessions end at once, ${self ? 'this one included: you' : 'so they'} log in again with the new password. API tokens keep working.`,
+      confirmLabel: 'Set the password',
+    });
+    if (confirmed) {
+      await change(u, { password }, 'password changed; their sessions ended');
+    }
+  }
+
   async function remove(u) {
     const confirmed = await confirmThen({
       title: `Delete ${u.username}?`,
@@ -55,7 +94,7 @@ export function render(ctx) {
     }
   }
 
-  function row(u) {
+  function row(u, lastAdmin) {
     const roleId = uid('user-role');
     const passId = uid('user-password');
     const appsId = uid('user-apps');
@@ -67,7 +106,7 @@ export function render(ctx) {
       h('th', { scope: 'row' }, u.username, self ? ' (you)' : ''),
       h('td', {},
         h('label', { for: roleId, class: 'visually-hidden' }, `Role of ${u.username}`), role, ' ',
-        h('button', { type: 'button', onclick: () => change(u, { role: role.value }, `role set to ${role.value}`) }, 'Set role')),
+        h('button', { type: 'button', onclick: () => setRole(u, role.value) }, 'Set role')),
       h('td', {},
         h('label', { for: appsId, class: 'visually-hidden' }, `Apps of ${u.username} (empty: all)`), apps, ' ',
         h('button', { type: 'button', onclick: () => {
@@ -76,15 +115,18 @@ export function render(ctx) {
         } }, 'Set apps')),
       h('td', {},
         h('label', { for: passId, class: 'visually-hidden' }, `New password for ${u.username}`), password, ' ',
-        h('button', { type: 'button', onclick: () => change(u, { password: password.value }, 'password changed; their sessions ended') }, 'Set password')),
+        h('button', { type: 'button', onclick: () => setPassword(u, password.value) }, 'Set password')),
       h('td', {}, timeEl(u.createdAt)),
-      h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => remove(u), 'aria-label': `Delete ${u.username}` }, 'Delete')));
+      h('td', {}, lastAdmin
+        ? h('span', { class: 'muted small' }, 'the last admin')
+        : h('button', { type: 'button', class: 'link danger', onclick: () => remove(u), 'aria-label': `Delete ${u.username}` }, 'Delete')));
   }
 
   async function load() {
     try {
       const { data } = await api('GET', '/users', { query: { pageSize: 500 } });
-      replace(tbody, data.items.map(row));
+      const admins = data.items.filter((u) => u.role === 'admin').length;
+      replace(tbody, data.items.map((u) => row(u, u.role === 'admin' && admins === 1)));
     } catch (err) {
       replace(tbody, loadError(6, err, load));
     }
