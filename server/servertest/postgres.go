@@ -29,13 +29,24 @@ var postgres struct {
 }
 
 // Main runs a package's tests, on a throwaway PostgreSQL server when
-// TestDBEnv says "postgres"; call it from TestMain:
+// TestDBEnv says "postgres", or else on SQLite files that start as copies
+// of one migrated once; call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 func Main(m *testing.M) int {
 	switch db := os.Getenv(TestDBEnv); db {
 	case "", "sqlite":
-		return m.Run()
+		stop, err := startSQLiteTemplate()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "servertest:", err)
+			return 1
+		}
+		code := m.Run()
+		if err := stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "servertest:", err)
+			code = 1
+		}
+		return code
 	case "postgres":
 	default:
 		fmt.Fprintf(os.Stderr, "servertest: %s=%q: want sqlite or postgres\n", TestDBEnv, db)
@@ -68,10 +79,14 @@ func Main(m *testing.M) int {
 }
 
 // database is what store.Open opens for the database path: path itself,
-// or on PostgreSQL the database made for it, the same one each time a
-// test starts a server on path again.
+// a copy of the migrated template if it is new (Main), or on PostgreSQL
+// the database made for it, the same one each time a test starts a server
+// on path again.
 func database(t testing.TB, path string) string {
 	if postgres.server == nil {
+		if err := fromSQLiteTemplate(path); err != nil {
+			t.Fatalf("servertest: %v", err)
+		}
 		return path
 	}
 	postgres.mu.Lock()
