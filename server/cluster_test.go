@@ -69,7 +69,7 @@ func clusterState(t *testing.T, n *authNode) ClusterStatus {
 // (and a little credit).
 func TestClusterRuleAcrossReplicasAndInstances(t *testing.T) {
 	rds := redistest.Start(t)
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	a := clusterNode(t, rds.URL(), "a", servertest.DBPath(db))
 	b := clusterNode(t, rds.URL(), "b", servertest.DBPath(db))
 	admin := bearer(servertest.AdminToken)

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,27 +13,14 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/server/servertest"
-	"github.com/sluicehq/sluice/store/pgtest"
 )
-
-// sharedDatabase is a PostgreSQL database for servers that share it, as
-// replicas do: the test binary's (servertest.Main) or, on SQLite, one of
-// a PostgreSQL server of the test's own.
-func sharedDatabase(t *testing.T) string {
-	t.Helper()
-	if servertest.OnPostgres() {
-		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
-	}
-	pg := pgtest.StartForTest(t)
-	return pg.NewDatabase(t)
-}
 
 // TestReplicasShareOneDatabase runs three servers on one PostgreSQL
 // database: a rule written on one is in the others' engines, a token made
 // or revoked on one is honoured or refused by another, their revisions
 // agree, and their metric flushes add up.
 func TestReplicasShareOneDatabase(t *testing.T) {
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	a := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	b := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	c := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
@@ -112,7 +98,7 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 // replica's own write to end.
 func TestReplicasValidateWhatTheyCommit(t *testing.T) {
 	const rounds, padding = 16, 300
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	nodes := [2]*testServer{startServer(t, nil, nil, servertest.DBPath(db)), startServer(t, nil, nil, servertest.DBPath(db))}
 	sides := [2]string{"a", "b"}
 	conflicting := []func(name, resource string) string{

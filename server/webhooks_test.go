@@ -341,7 +341,7 @@ func TestWebhooksSurviveARestart(t *testing.T) {
 // checks that every event reached the receiver once, not once per
 // replica.
 func TestWebhooksOnReplicasDeliverOnce(t *testing.T) {
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	a := startServer(t, fastWebhooks, nil, servertest.DBPath(db))
 	b := startServer(t, fastWebhooks, nil, servertest.DBPath(db))
 	recv := startReceiver(t)
