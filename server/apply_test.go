@@ -506,9 +506,10 @@ func TestApplyRejects(t *testing.T) {
 			wantFields: []string{"rules[0].threshold"},
 		},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := newApplyServer(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 
 			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", tt.body, tt.header)
@@ -545,9 +546,10 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 		{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
 		{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := newApplyServer(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			ruleName := "the-fourth"
 			kind := cmp.Or(tt.kind, "flow")
@@ -934,10 +936,11 @@ func TestImportSentinelRejects(t *testing.T) {
 		{name: "hotspot negative specific threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":-1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
 		{name: "hotspot unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","paramKind":1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKind"}},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			body := []byte(tt.body)
 			if tt.file != "" {

@@ -173,9 +173,10 @@ func TestImportEnvoyRejects(t *testing.T) {
 		{name: "a list", query: "format=envoy", body: "- key: a", wantStatus: 422, wantFields: []string{"body"}},
 		{name: "too large", query: "format=envoy", body: "domain: d\n#" + strings.Repeat("x", rules.MaxEnvoyConfigBytes), wantStatus: 413},
 	}
+	// One server: each case is refused and checks that it wrote nothing.
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
 			body := []byte(tt.body)
 			if tt.file != "" {
 				body = readEnvoyFile(t, tt.file)

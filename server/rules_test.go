@@ -498,10 +498,10 @@ func TestCreateRuleRejects(t *testing.T) {
 			wantFields: []string{"resource", "threshold", "statIntervalMs", "mode", "enabled", "colour", "maxQueueingTimeMs"},
 		},
 	}
+	// One server: each case is refused and checks that it wrote nothing.
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-
 			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
 
 			code := "validation_failed"
