@@ -176,6 +176,7 @@ rules:
 `
 
 func TestApply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		query      string
@@ -260,6 +261,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestApplyCreatesRulesAsWritten(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	body := `{"rules": [
 		{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
@@ -294,6 +296,7 @@ func TestApplyCreatesRulesAsWritten(t *testing.T) {
 }
 
 func TestApplyDryRun(t *testing.T) {
+	t.Parallel()
 	ts := newApplyServer(t)
 	before, loaded := ts.snapshot(t), ts.loadedThresholds()
 	body := `{"rules": [
@@ -342,6 +345,7 @@ func TestApplyDryRun(t *testing.T) {
 }
 
 func TestApplyReportsChanges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		stored string
@@ -456,6 +460,9 @@ func applyRules(rules ...string) string {
 	return `{"rules":[{` + strings.Join(rules, "},{") + `}]}`
 }
 
+// TestApplyRejects: each refused apply changes nothing. Not parallel: its
+// body of over MaxApplyRules rules, beside other tests, outran the
+// client's timeout.
 func TestApplyRejects(t *testing.T) {
 	many := make([]string, rules.MaxApplyRules+1)
 	for i := range many {
@@ -525,6 +532,7 @@ func TestApplyRejects(t *testing.T) {
 }
 
 func TestApplyErrorsNameTheRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		kind       string // of rules[3]: flow if empty
@@ -579,6 +587,7 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 }
 
 func TestApplyIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ts := newApplyServer(t)
 	before, loaded := ts.snapshot(t), ts.loadedThresholds()
 	rules := []string{`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":50`}
@@ -625,6 +634,7 @@ var exportFixture = []string{
 }
 
 func TestExportThenApplyIsANoOp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		format          string
 		wantContentType string
@@ -696,6 +706,7 @@ func readSentinelFile(t *testing.T, name string) []byte {
 }
 
 func TestImportSentinel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		file       string // under testdata/sentinel, or
@@ -805,6 +816,7 @@ func TestImportSentinel(t *testing.T) {
 }
 
 func TestImportSentinelDryRun(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 
 	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&dryRun=true", readSentinelFile(t, "flow_rules.json"), nil)
@@ -831,6 +843,7 @@ const sentinelHotspotFile = `[
 // durationInSec as statIntervalMs, specificItems as value → threshold,
 // fields Sentinel ignores dropped), and importing them again is a no-op.
 func TestImportSentinelHotspot(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	names := []string{"hotspot-get-api-orders", "hotspot-get-api-orders-2", "hotspot-post-api-pay"}
 
@@ -881,6 +894,7 @@ func TestImportSentinelHotspot(t *testing.T) {
 // TestImportSentinelFlowLimitApp: a flow rule may carry Sentinel's
 // limitApp; "" is unset.
 func TestImportSentinelFlowLimitApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	body := `[{"resource": "a", "threshold": 5, "limitApp": "app-a"}, {"resource": "a", "threshold": 6, "limitApp": ""}]`
 
@@ -897,6 +911,7 @@ func TestImportSentinelFlowLimitApp(t *testing.T) {
 }
 
 func TestImportSentinelRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		query      string

@@ -20,6 +20,7 @@ import (
 // or revoked on one is honoured or refused by another, their revisions
 // agree, and their metric flushes add up.
 func TestReplicasShareOneDatabase(t *testing.T) {
+	t.Parallel()
 	db := servertest.SharedDatabase(t)
 	a := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	b := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
@@ -95,7 +96,8 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 // both engines end with the rules the database has. Checked against the
 // rules a replica last heard of, both would pass: neither has heard of the
 // other's, which has not committed, or whose announcement waits for the
-// replica's own write to end.
+// replica's own write to end. Not parallel: its applies hold long
+// transactions, and beside other tests they outran the client's timeout.
 func TestReplicasValidateWhatTheyCommit(t *testing.T) {
 	const rounds, padding = 16, 300
 	db := servertest.SharedDatabase(t)

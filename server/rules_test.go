@@ -302,6 +302,7 @@ func wantUTC(t *testing.T, field string, v any) time.Time {
 var ruleNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
 
 func TestCreateRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -381,6 +382,7 @@ func TestCreateRule(t *testing.T) {
 }
 
 func TestCreateRuleGeneratesNames(t *testing.T) {
+	t.Parallel()
 	longSlugs := strings.Repeat("ab/", 85)
 	longRun := strings.Repeat("a", 256)
 	tests := []struct {
@@ -429,6 +431,7 @@ func TestCreateRuleGeneratesNames(t *testing.T) {
 }
 
 func TestCreateRuleRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		body       string
@@ -515,6 +518,7 @@ func TestCreateRuleRejects(t *testing.T) {
 }
 
 func TestCreateRuleNameTaken(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	first := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"a","threshold":1}`)
 
@@ -529,6 +533,7 @@ func TestCreateRuleNameTaken(t *testing.T) {
 }
 
 func TestGetRule(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10}`)
 
@@ -587,6 +592,7 @@ func newListServer(t *testing.T) *testServer {
 }
 
 func TestListRulesPagination(t *testing.T) {
+	t.Parallel()
 	all := []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}
 	tests := []struct {
 		query        string
@@ -629,6 +635,7 @@ func TestListRulesPagination(t *testing.T) {
 }
 
 func TestListRulesFilters(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		query     url.Values
@@ -669,6 +676,7 @@ func TestListRulesFilters(t *testing.T) {
 }
 
 func TestListRulesBadQuery(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		query     string
 		wantField string
@@ -693,6 +701,7 @@ func TestListRulesBadQuery(t *testing.T) {
 }
 
 func TestReplaceRule(t *testing.T) {
+	t.Parallel()
 	const original = `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10,` +
 		`"controlBehavior":"throttling","maxQueueingTimeMs":500,"mode":"shadow","description":"sale","enabled":false}`
 
@@ -828,6 +837,7 @@ func TestReplaceRule(t *testing.T) {
 }
 
 func TestPatchRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		create string
@@ -950,6 +960,7 @@ func (ts *testServer) ruleAtVersion3(t *testing.T, name string) rules.APIRule {
 }
 
 func TestRuleWritesHonourIfMatch(t *testing.T) {
+	t.Parallel()
 	writes := []struct {
 		name          string
 		method        string
@@ -1027,6 +1038,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 }
 
 func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
+	t.Parallel()
 	const writers = 16
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
@@ -1078,6 +1090,7 @@ func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
 }
 
 func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
+	t.Parallel()
 	const writers = 16
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
@@ -1122,6 +1135,7 @@ func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
 }
 
 func TestDeleteRule(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 	ts.createRule(t, `{"name":"other","kind":"flow","resource":"o","threshold":2}`)
@@ -1186,6 +1200,7 @@ func TestDeleteRule(t *testing.T) {
 }
 
 func TestRuleRevisions(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`, reqHeader{"X-Change-Reason": "first cap"})
 	mustStatus(t, resp, body, http.StatusCreated)
@@ -1284,6 +1299,7 @@ func TestRuleRevisions(t *testing.T) {
 }
 
 func TestRollbackRule(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) (*testServer, rules.APIRule) {
 		t.Helper()
 		ts := startServer(t, nil, nil)
@@ -1398,6 +1414,7 @@ func TestRollbackRule(t *testing.T) {
 var placeholderRE = regexp.MustCompile(`\{([a-z0-9._-]+)\}`)
 
 func TestEngineFollowsRuleWrites(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name       string
 		method     string
@@ -1475,6 +1492,7 @@ func TestEngineFollowsRuleWrites(t *testing.T) {
 }
 
 func TestRulesDecideInTheEngine(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	passes := func(t *testing.T) bool {
 		t.Helper()
@@ -1533,6 +1551,7 @@ func TestRulesDecideInTheEngine(t *testing.T) {
 // TestRuleFields: the fields endpoint answers the engine's tables, the
 // envelope's and each kind's, and the demo's marks, to any role.
 func TestRuleFields(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, body := ts.Do(t, http.MethodGet, "/api/v1/rules/fields", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -1588,6 +1607,7 @@ func (ts *testServer) checkAnswer(t *testing.T, resource string) string {
 // engine, so it does not block the server's POST /check on its resource,
 // and the same rule without an app does.
 func TestRuleAppWrites(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	// The answer goes on with the rule's limit, whose resetMs the real
 	// clock's slack moves.
@@ -1654,6 +1674,7 @@ func TestRuleAppWrites(t *testing.T) {
 // digits, ".", "_" and "-", starting and ending with a letter or digit;
 // anything else is a 422 naming app, and nothing is stored.
 func TestRuleAppValidation(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		app    string
@@ -1711,6 +1732,7 @@ func TestRuleAppValidation(t *testing.T) {
 // TestListRulesByApp: ?app= lists the rules of that app only, with the
 // other filters; a bad app is a 400 naming app.
 func TestListRulesByApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, body := range []string{
 		`{"name":"everywhere","kind":"flow","resource":"orders","threshold":1}`,
@@ -1748,6 +1770,7 @@ func TestListRulesByApp(t *testing.T) {
 // a no-op; apply changes and clears an app as it changes any field, and
 // the server's engine follows.
 func TestRuleAppRoundTrips(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name":"shop-cap","kind":"flow","app":"shop","resource":"orders","threshold":3}`)
 	ts.createRule(t, `{"name":"cap","kind":"flow","resource":"orders","threshold":5}`)
@@ -1818,6 +1841,7 @@ func TestRuleAppRoundTrips(t *testing.T) {
 // many for shop's instances, though the server's engine would hold only
 // one; beside one of another app it is fine.
 func TestRuleAppSetsAreValidated(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	inflight := `{"name":%q,"kind":"hotspot","resource":"orders","paramKey":"ip","metric":"concurrency","threshold":2%s}`
 	ts.createRule(t, fmt.Sprintf(inflight, "billing-inflight", `,"app":"billing"`))

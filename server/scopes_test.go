@@ -34,6 +34,7 @@ func (n *authNode) scopedToken(t *testing.T, name, role, apps string) string {
 // /me, and a user's PATCH changes or (null) clears it from their next
 // request on, their session kept; an unscoped one has no apps field.
 func TestScopeShowsInTokensUsersAndMe(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	admin := bearer(servertest.AdminToken)
 	secret := n.scopedToken(t, "ci-checkout", roleEditor, `["checkout","payments"]`)
@@ -119,6 +120,7 @@ func TestScopeShowsInTokensUsersAndMe(t *testing.T) {
 // not on an admin; each fault is a 422 naming the field, and nothing is
 // made or changed.
 func TestScopeValidation(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	admin := bearer(servertest.AdminToken)
 	id, _ := n.newUser(t, roleEditor)
@@ -213,6 +215,7 @@ func scopeFixture(t *testing.T, n *authNode) map[string]int64 {
 // of the scope, is 403 naming the app field and writes nothing; its
 // apply's prune and plan leave the other apps' rules out.
 func TestScopeEditorWrites(t *testing.T) {
+	t.Parallel()
 	const (
 		inScope   = `{"rules":[{"name":"co","kind":"flow","app":"checkout","resource":"GET:/co","threshold":30},{"name":"new","kind":"flow","app":"search","resource":"GET:/new","threshold":5}]}`
 		inScopeYA = "rules:\n  - name: co\n    kind: flow\n    app: checkout\n    resource: GET:/co\n    threshold: 30\n"
@@ -328,6 +331,7 @@ func TestScopeEditorWrites(t *testing.T) {
 // app's snapshot (a viewer's reads are its role's), and a scoped editor's
 // reports are held to its apps like the token's.
 func TestScopeInstanceToken(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	scoped := bearer(n.scopedToken(t, "fleet-shop", roleInstance, `["shop"]`))
 	unscoped := bearer(n.scopedToken(t, "fleet", roleInstance, `null`))
@@ -375,6 +379,7 @@ func TestScopeInstanceToken(t *testing.T) {
 // the cluster rules of shop and from those without app (every app runs
 // them), and gets nothing for another app's, as for an unknown key.
 func TestScopeClusterExchange(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	n := clusterNode(t, rds.URL(), "a")
 	admin := bearer(servertest.AdminToken)
@@ -429,6 +434,7 @@ var scopedRuleWrites = map[string]struct{ path, body, field string }{
 // request succeeds. A write route without a request in scopedRuleWrites
 // fails it.
 func TestScopeHoldsEveryRuleWrite(t *testing.T) {
+	t.Parallel()
 	routes := startAuthNode(t).app.GetRoutes(true)
 	seen := map[string]bool{}
 	for _, route := range routes {
