@@ -815,11 +815,13 @@ func TestReplaceRule(t *testing.T) {
 		{name: "no such rule", id: "999", body: `{"kind":"flow","resource":"r","threshold":1}`, wantStatus: 404, wantCode: "not_found"},
 		{name: "a bad id", id: "abc", body: `{"kind":"flow","resource":"r","threshold":1}`, wantStatus: 400, wantCode: "bad_request", wantFields: []string{"id"}},
 	}
+	// One server: each case is refused and checks that the rules are as
+	// they were.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
+	r := ts.createRule(t, original)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
-			r := ts.createRule(t, original)
 			path := ruleURL(r.ID)
 			if tt.id != "" {
 				path = rulesPath + "/" + tt.id
@@ -920,12 +922,13 @@ func TestPatchRule(t *testing.T) {
 		{name: "a taken name", patch: `{"name": "taken"}`, wantStatus: 409, wantCode: "conflict"},
 		{name: "not a JSON object", patch: `[{"enabled": false}]`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"body"}},
 	}
+	// One server: each case is refused and checks that the rules are as
+	// they were.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
+	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
-			r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
-
 			resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), tt.patch, nil)
 
 			wantError(t, resp, body, tt.wantStatus, tt.wantCode, tt.wantFields...)
@@ -1373,9 +1376,11 @@ func TestRollbackRule(t *testing.T) {
 		{name: "toVersion zero", query: "toVersion=0", wantStatus: http.StatusBadRequest, wantFields: []string{"toVersion"}},
 		{name: "toVersion negative", query: "toVersion=-1", wantStatus: http.StatusBadRequest, wantFields: []string{"toVersion"}},
 	}
+	// One server: each case is refused and checks that the rule is as it
+	// was.
+	ts, r := setup(t)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts, r := setup(t)
 			before, _ := ts.getRule(t, r.ID)
 			path := ruleURL(r.ID)
 			if tt.id != "" {

@@ -265,6 +265,7 @@ func TestScopeEditorWrites(t *testing.T) {
 		{"import without app", http.MethodPost, "/api/v1/rules/import?format=sentinel", sentinel, nil, http.StatusForbidden, "rules[0].app", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			n := startAuthNode(t)
 			ids := scopeFixture(t, n)
 			editor := bearer(n.scopedToken(t, "ci-checkout", roleEditor, `["checkout","search"]`))
