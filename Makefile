@@ -16,10 +16,13 @@ run:
 # for the nested modules. The store's, the server's and the rule domain's
 # tests then run once more on a throwaway PostgreSQL server
 # (SLUICE_TEST_DB=postgres), without the race detector, which the first run
-# has applied to the same code.
+# has applied to the same code. The tests of size that skip themselves under
+# the race detector (cmd/sluice's 100,000-rule apply) run last, without it,
+# on SQLite.
 test: tools fmt-check vet static check-docs clients alerts bench-once chromium postgres redis
 	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/
+	CGO_ENABLED=1 go test -count=1 -run '^TestRulesApplyAHundredThousandRules$$' ./cmd/sluice/
 
 # alerts checks the shipped Prometheus alert rules and runs their unit
 # tests (deploy/prometheus) with promtool, from Debian's prometheus package.

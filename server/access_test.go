@@ -285,6 +285,7 @@ func spellings(pattern, path string) []string {
 // succeeds for the role it needs, so the walk's requests are ones a route
 // would have taken.
 func TestNoSpellingGivesARoleMore(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	tokens := map[string]string{roleAdmin: servertest.AdminToken}
 	sessions := map[string]http.Header{}
@@ -383,6 +384,7 @@ func describe(h http.Header) string {
 // TestPlansAreReads: asking apply or import for a plan changes nothing, so
 // a viewer may; applying needs an editor.
 func TestPlansAreReads(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	viewer, _ := n.newToken(t, "viewer", roleViewer, "")
 	for _, tt := range []struct{ path, body string }{
@@ -421,6 +423,7 @@ func TestPlansAreReads(t *testing.T) {
 // never a parameter route's beside it (GET /rules/apply is not rule
 // "apply").
 func TestWrongMethodIs405(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	methods := map[string]map[string]bool{} // by path, with "1" for parameters
 	for _, route := range n.app.GetRoutes(true) {

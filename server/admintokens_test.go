@@ -14,6 +14,7 @@ import (
 // admin tokens these made, are revoked with the role; a token of a lesser
 // role they made, and the admin tokens others made, keep working.
 func TestAdminTokensEndWithTheAdmin(t *testing.T) {
+	t.Parallel()
 	admin := bearer(servertest.AdminToken)
 	for _, tc := range []struct {
 		name   string

@@ -176,6 +176,7 @@ rules:
 `
 
 func TestApply(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		query      string
@@ -260,6 +261,7 @@ func TestApply(t *testing.T) {
 }
 
 func TestApplyCreatesRulesAsWritten(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	body := `{"rules": [
 		{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
@@ -294,6 +296,7 @@ func TestApplyCreatesRulesAsWritten(t *testing.T) {
 }
 
 func TestApplyDryRun(t *testing.T) {
+	t.Parallel()
 	ts := newApplyServer(t)
 	before, loaded := ts.snapshot(t), ts.loadedThresholds()
 	body := `{"rules": [
@@ -347,6 +350,7 @@ func TestApplyDryRun(t *testing.T) {
 }
 
 func TestApplyReportsChanges(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		stored string
@@ -461,6 +465,9 @@ func applyRules(rules ...string) string {
 	return `{"rules":[{` + strings.Join(rules, "},{") + `}]}`
 }
 
+// TestApplyRejects: each refused apply changes nothing. Not parallel: its
+// body of over MaxApplyRules rules, beside other tests, outran the
+// client's timeout.
 func TestApplyRejects(t *testing.T) {
 	many := make([]string, rules.MaxApplyRules+1)
 	for i := range many {
@@ -511,9 +518,10 @@ func TestApplyRejects(t *testing.T) {
 			wantFields: []string{"rules[0].threshold"},
 		},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := newApplyServer(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 
 			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", tt.body, tt.header)
@@ -529,6 +537,7 @@ func TestApplyRejects(t *testing.T) {
 }
 
 func TestApplyErrorsNameTheRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		kind       string // of rules[3]: flow if empty
@@ -550,9 +559,10 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 		{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
 		{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := newApplyServer(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := newApplyServer(t)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			ruleName := "the-fourth"
 			kind := cmp.Or(tt.kind, "flow")
@@ -582,6 +592,7 @@ func TestApplyErrorsNameTheRule(t *testing.T) {
 }
 
 func TestApplyIsAllOrNothing(t *testing.T) {
+	t.Parallel()
 	ts := newApplyServer(t)
 	before, loaded := ts.snapshot(t), ts.loadedThresholds()
 	rules := []string{`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":50`}
@@ -628,6 +639,7 @@ var exportFixture = []string{
 }
 
 func TestExportThenApplyIsANoOp(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		format          string
 		wantContentType string
@@ -699,6 +711,7 @@ func readSentinelFile(t *testing.T, name string) []byte {
 }
 
 func TestImportSentinel(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		file       string // under testdata/sentinel, or
@@ -808,6 +821,7 @@ func TestImportSentinel(t *testing.T) {
 }
 
 func TestImportSentinelDryRun(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 
 	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&dryRun=true", readSentinelFile(t, "flow_rules.json"), nil)
@@ -834,6 +848,7 @@ const sentinelHotspotFile = `[
 // durationInSec as statIntervalMs, specificItems as value → threshold,
 // fields Sentinel ignores dropped), and importing them again is a no-op.
 func TestImportSentinelHotspot(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	names := []string{"hotspot-get-api-orders", "hotspot-get-api-orders-2", "hotspot-post-api-pay"}
 
@@ -884,6 +899,7 @@ func TestImportSentinelHotspot(t *testing.T) {
 // TestImportSentinelFlowLimitApp: a flow rule may carry Sentinel's
 // limitApp; "" is unset.
 func TestImportSentinelFlowLimitApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	body := `[{"resource": "a", "threshold": 5, "limitApp": "app-a"}, {"resource": "a", "threshold": 6, "limitApp": ""}]`
 
@@ -900,6 +916,7 @@ func TestImportSentinelFlowLimitApp(t *testing.T) {
 }
 
 func TestImportSentinelRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		query      string
@@ -939,10 +956,11 @@ func TestImportSentinelRejects(t *testing.T) {
 		{name: "hotspot negative specific threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":-1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
 		{name: "hotspot unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","paramKind":1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKind"}},
 	}
+	// One server: each case is refused and checks that it changed nothing.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
 			before, loaded := ts.snapshot(t), ts.loadedThresholds()
 			body := []byte(tt.body)
 			if tt.file != "" {

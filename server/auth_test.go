@@ -130,6 +130,7 @@ var routeParam = regexp.MustCompile(`:[a-zA-Z]+`)
 // write is 403, a revoked or expired token is 401, and the role the route
 // needs gets past authorisation. A route added without a policy fails it.
 func TestEveryRouteIsGuarded(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	viewer, _ := n.newToken(t, "viewer", roleViewer, "")
 	editor, _ := n.newToken(t, "editor", roleEditor, "")
@@ -206,6 +207,7 @@ func TestEveryRouteIsGuarded(t *testing.T) {
 }
 
 func TestSessions(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	resp, data := n.DoWith(t, http.MethodPost, "/api/v1/auth/login",
 		strings.NewReader(`{"username":"admin","password":"`+adminPassword+`"}`), nil)
@@ -295,6 +297,7 @@ func TestSessions(t *testing.T) {
 }
 
 func TestLoginErrors(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	tests := []struct {
 		name, body string
@@ -319,6 +322,7 @@ func TestLoginErrors(t *testing.T) {
 // address, are answered 429, even with the right password, until the
 // window has passed.
 func TestLoginThrottling(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	wrong := `{"username":"admin","password":"wrong-password"}`
 	right := `{"username":"admin","password":"` + adminPassword + `"}`
@@ -345,6 +349,7 @@ func TestLoginThrottling(t *testing.T) {
 }
 
 func TestTokensAndUsers(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	secret, id := n.newToken(t, "ci-deploy", roleEditor, "")
 	if !strings.HasPrefix(secret, "slc_") {
@@ -432,6 +437,7 @@ func TestTokensAndUsers(t *testing.T) {
 }
 
 func TestFirstAdmin(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	n := startServer(t, nil, nil, servertest.DBPath(path))
 	m := regexp.MustCompile(`username=admin password=(\S+)`).FindStringSubmatch(n.Logs())
@@ -452,6 +458,7 @@ func TestFirstAdmin(t *testing.T) {
 // TestAdminsAreNotLockedOut: a rule on the API's own routes blocks editors
 // and viewers, but an admin can still reach the route to remove it.
 func TestAdminsAreNotLockedOut(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	editor, _ := n.newToken(t, "editor", roleEditor, "")
 	status, data := n.as(t, bearer(servertest.AdminToken), http.MethodPost, "/api/v1/rules",
@@ -473,6 +480,7 @@ func TestAdminsAreNotLockedOut(t *testing.T) {
 // TestNoRuleLocksOutLogin: the engine never guards health nor logging in
 // and out, so an editor's rule with threshold 0 on them changes nothing.
 func TestNoRuleLocksOutLogin(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	editor, _ := n.newToken(t, "editor", roleEditor, "")
 	for _, resource := range []string{"POST /api/v1/auth/login", "POST /api/v1/auth/logout", "GET /api/v1/health"} {

@@ -24,6 +24,7 @@ func (ts *testServer) authorityByName(name string) (engine.AuthorityRule, bool) 
 // and patched like any rule, listed by its kind, and the engine holds it
 // as stored.
 func TestAuthorityRuleWrites(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"kind":"authority","resource":"GET:/api/admin","strategy":"allow","origins":["checkout","billing"]}`)
 	if created.Name != "authority-get-api-admin" {
@@ -63,6 +64,7 @@ func TestAuthorityRuleWrites(t *testing.T) {
 }
 
 func TestAuthorityRuleRejects(t *testing.T) {
+	t.Parallel()
 	many := make([]string, 1001)
 	for i := range many {
 		many[i] = fmt.Sprintf(`"o%d"`, i)
@@ -103,6 +105,7 @@ func TestAuthorityRuleRejects(t *testing.T) {
 // only the origins it lists through (a call without an origin is
 // blocked), a deny rule blocks only those.
 func TestAuthorityDecidesByOrigin(t *testing.T) {
+	t.Parallel()
 	ts, _ := newCheckServer(t,
 		`{"name":"only-shops","kind":"authority","resource":"admin","strategy":"allow","origins":["shop-a","shop-b"]}`,
 		`{"name":"no-scrapers","kind":"authority","resource":"catalog","strategy":"deny","origins":["scraper"]}`)

@@ -11,6 +11,7 @@ import (
 // 2.1), on the API and on /metrics alike; another scheme, or Bearer with
 // no token, is 401.
 func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	viewer, _ := n.newToken(t, "scheme", roleViewer, "")
 	tests := []struct {
@@ -42,6 +43,7 @@ func TestBearerSchemeIsCaseInsensitive(t *testing.T) {
 // challenge RFC 7235 requires of one, whatever the credential was wrong
 // with, on every route that needs one, and on a failed login.
 func TestEvery401Challenges(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	credentials := map[string]http.Header{
 		"none":                  nil,

@@ -31,6 +31,7 @@ var bodyRoutes = []struct {
 // route that decodes a body, instead of storing U+FFFD; a whole pair
 // escaped is a character like any other.
 func TestBodyTextMustBeUTF8(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name": "one", "kind": "flow", "resource": "r", "threshold": 5}`)
 	bad := []struct{ name, value string }{
@@ -71,6 +72,7 @@ func TestBodyTextMustBeUTF8(t *testing.T) {
 // the body, as any field of a wrong JSON type, and that a body that is
 // not JSON at all stays a 400.
 func TestBodyOfAnotherJSONType(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name": "one", "kind": "flow", "resource": "r", "threshold": 5}`)
 	for _, route := range bodyRoutes {
@@ -119,6 +121,7 @@ func TestBodyOfAnotherJSONType(t *testing.T) {
 // TestBadFieldNamedOnce checks that a field of the wrong JSON type is
 // named once in details, not again as missing.
 func TestBadFieldNamedOnce(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		name, path, body string
@@ -150,6 +153,7 @@ func TestBadFieldNamedOnce(t *testing.T) {
 // field refuses a number, true or false, as JSON does, and takes it
 // quoted.
 func TestYAMLStringFieldsTakeNoNumbers(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	yaml := reqHeader{"Content-Type": "application/yaml"}
 	tests := []struct {

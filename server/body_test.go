@@ -76,7 +76,8 @@ func (spaces) Read(p []byte) (int, error) {
 
 // TestBodiesAreBounded: a rule file of several MiB applies for a caller
 // the route allows, and is never held in memory for anyone else, nor on
-// any other route; compressed bodies are refused.
+// any other route; compressed bodies are refused. Not parallel: it
+// measures what the whole process allocates.
 func TestBodiesAreBounded(t *testing.T) {
 	n := startAuthNode(t)
 	viewer, _ := n.newToken(t, "viewer", roleViewer, "")

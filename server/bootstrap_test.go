@@ -16,6 +16,7 @@ import (
 // lastUsedAt: docs/api.md, idempotent across restarts), and a new value
 // replaces the old, which stops working.
 func TestStartUpTokensSurviveRestarts(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	clock := &testClock{now: time.Date(2026, 11, 20, 14, 5, 0, 0, time.UTC)}
 	const instanceToken = "restart-instance-token"

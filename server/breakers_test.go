@@ -13,6 +13,7 @@ import (
 )
 
 func TestCircuitBreakerRules(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	var created rules.APIRule
 	status := n.send(t, http.MethodPost, "/api/v1/rules",
@@ -91,6 +92,7 @@ func TestCircuitBreakerRules(t *testing.T) {
 }
 
 func TestImportSentinelCircuitBreakers(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	file := `[
 		{"id": "1", "resource": "POST:/pay", "strategy": 1, "retryTimeoutMs": 3000, "minRequestAmount": 10, "statIntervalMs": 5000, "statSlidingWindowBucketCount": 10, "threshold": 0.4},
@@ -126,6 +128,7 @@ func TestImportSentinelCircuitBreakers(t *testing.T) {
 // reason circuitBreaker, after retryTimeoutMs one probe goes through (held
 // under an entryId), and its success closes the breaker.
 func TestBreakerOverHTTP(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(1_000_000)
 	ts := startServer(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil,
 		servertest.EngineOptions(engine.Options{Clock: clock}))

@@ -78,6 +78,7 @@ const (
 )
 
 func TestCheck(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		rules     []string
@@ -213,6 +214,7 @@ func TestCheck(t *testing.T) {
 }
 
 func TestCheckBatchResults(t *testing.T) {
+	t.Parallel()
 	ts, _ := newCheckServer(t, ordersRule, slotsRule)
 	resp, body := ts.call(t, http.MethodPost, batchPath, `{"checks": [{"resource": "free"}, {"resource": "orders"},
 		{"resource": "orders", "count": 2}, {"resource": "orders"}, {"resource": "reports"}, {"resource": "reports"}]}`, nil)
@@ -250,6 +252,7 @@ func TestCheckBatchResults(t *testing.T) {
 }
 
 func TestEntryLeaseExpires(t *testing.T) {
+	t.Parallel()
 	ts, clock := newCheckServer(t, slotsRule)
 	reports := ts.engine.Resource("reports")
 	resp, body := ts.call(t, http.MethodPost, checkPath, `{"resource": "reports"}`, nil)
@@ -297,6 +300,7 @@ func TestEntryLeaseExpires(t *testing.T) {
 }
 
 func TestCheckErrors(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("r", 257)
 	keys := make([]string, 33)
 	for i := range keys {
@@ -389,6 +393,7 @@ func TestCheckErrors(t *testing.T) {
 }
 
 func TestAPIRoutesAreGuarded(t *testing.T) {
+	t.Parallel()
 	ts, _ := newCheckServer(t, `{"name": "rule-reads", "kind": "flow", "resource": "GET /api/v1/rules/:id", "threshold": 1}`)
 	// Admins are never blocked by rules on the API (TestAdminsAreNotLockedOut):
 	// read as a viewer.
@@ -435,6 +440,7 @@ func TestAPIRoutesAreGuarded(t *testing.T) {
 }
 
 func TestUnguardedAPIIsNotCounted(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(cfg *Config) { cfg.UnguardedAPI = true }, nil)
 	resp, body := ts.call(t, http.MethodPost, rulesPath, ordersRule, nil)
 	mustStatus(t, resp, body, http.StatusCreated)
@@ -490,6 +496,7 @@ func (ts *testServer) wantEntryIDRequired(t *testing.T, resource string) {
 }
 
 func TestCompleteWithoutEntryID(t *testing.T) {
+	t.Parallel()
 	createSlots := func(t *testing.T, ts *testServer) int64 {
 		t.Helper()
 		resp, body := ts.call(t, http.MethodPost, rulesPath, slotsRule, nil)
@@ -564,6 +571,7 @@ func TestCompleteWithoutEntryID(t *testing.T) {
 }
 
 func TestCompleteEntryIDErrors(t *testing.T) {
+	t.Parallel()
 	ts, _ := newCheckServer(t, slotsRule)
 	id := ts.checkEntry(t, "reports")
 	resp, body := ts.call(t, http.MethodPost, completePath, fmt.Sprintf(`{"entryId": %q, "rtMs": 5}`, id), nil)
@@ -581,6 +589,7 @@ func TestCompleteEntryIDErrors(t *testing.T) {
 }
 
 func TestBreakerProbeOverHTTP(t *testing.T) {
+	t.Parallel()
 	const payBlocked = `{"allowed":false,"waitMs":0,"reason":"circuitBreaker","rule":"pay-errors"}`
 	breakerRule := func(probeNum int) string {
 		return fmt.Sprintf(`{"name": "pay-errors", "kind": "circuitBreaker", "resource": "pay", "strategy": "errorCount",
@@ -716,6 +725,7 @@ func (ts *testServer) wantNothingHeld(t *testing.T, resource string) {
 // TestCheckOriginAndPriority: a check's origin reaches flow rules with a
 // limitApp, and a prioritized check borrows from the coming window.
 func TestCheckOriginAndPriority(t *testing.T) {
+	t.Parallel()
 	ts, clock := newCheckServer(t,
 		`{"name":"app-a-cap","kind":"flow","resource":"orders","threshold":1,"limitApp":"app-a"}`,
 		`{"name":"pay-cap","kind":"flow","resource":"pay","threshold":1}`)
@@ -773,6 +783,7 @@ func equalPtr[T comparable](a, b *T) bool {
 // without a window rule gets none; an unknown style is 400 naming headers,
 // before anything is counted.
 func TestCheckRateLimitHeaders(t *testing.T) {
+	t.Parallel()
 	ts, clock := newCheckServer(t,
 		`{"name":"search-per-minute","kind":"flow","resource":"search","threshold":100,"statIntervalMs":60000}`,
 		`{"name":"per-user","kind":"hotspot","resource":"search","paramKey":"user","threshold":2,"statIntervalMs":60000,"specificItems":{"vip":5}}`)

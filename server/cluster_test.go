@@ -66,10 +66,11 @@ func clusterState(t *testing.T, n *authNode) ClusterStatus {
 // engine falls back and says so in GET /cluster and Prometheus; Redis
 // restarted, every engine is on the shared count again; and no
 // wall-clock second, through all of it, passes more than the threshold
-// (and a little credit).
+// (and a little credit). Not parallel: it counts passes per wall-clock
+// second, which other tests' load would skew.
 func TestClusterRuleAcrossReplicasAndInstances(t *testing.T) {
 	rds := redistest.Start(t)
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	a := clusterNode(t, rds.URL(), "a", servertest.DBPath(db))
 	b := clusterNode(t, rds.URL(), "b", servertest.DBPath(db))
 	admin := bearer(servertest.AdminToken)
@@ -183,6 +184,7 @@ func TestClusterRuleAcrossReplicasAndInstances(t *testing.T) {
 // the stored rule, a key that is no cluster rule gets nothing, bad bodies
 // are 422s naming the field, and a server without Redis answers 409.
 func TestClusterExchange(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	n := clusterNode(t, rds.URL(), "a")
 	admin := bearer(servertest.AdminToken)
@@ -238,7 +240,8 @@ func TestClusterExchange(t *testing.T) {
 // TestClusterEnginesAreReportingInstances: an exchange counts among a
 // rule's engines only while the instance it names reports: names that
 // report nothing count as none, however many, and an instance that stops
-// reporting stops counting.
+// reporting stops counting. Not parallel: beside other tests, Redis
+// answered past the exchange's deadline.
 func TestClusterEnginesAreReportingInstances(t *testing.T) {
 	rds := redistest.Start(t)
 	counter, err := cluster.New(cluster.Options{URL: rds.URL()})

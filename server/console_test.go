@@ -11,6 +11,7 @@ import (
 // Content-Security-Policy that forbids inline scripts, and that the Swagger
 // UI (whose page runs inline scripts) and the API are served without it.
 func TestConsoleSecurityPolicy(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		path            string
@@ -62,6 +63,7 @@ func TestConsoleSecurityPolicy(t *testing.T) {
 // script without src, or an event handler attribute, would be refused by
 // the browser.
 func TestConsolePageHasNoInlineScript(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	_, body := ts.DoWith(t, http.MethodGet, "/", nil, nil)
 	page := string(body)
@@ -83,6 +85,7 @@ func TestConsolePageHasNoInlineScript(t *testing.T) {
 // for, with an ETag that the next request's If-None-Match turns into a 304
 // without a body.
 func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, path := range []string{"/", "/vendor/uplot/uPlot.esm.js", "/js/app.js", "/console.css", "/favicon.svg"} {
 		t.Run(path, func(t *testing.T) {
@@ -122,6 +125,7 @@ func TestConsoleStaticCompressedAndRevalidated(t *testing.T) {
 // TestConsoleFavicon checks that the page links the favicon and that it is
 // served as an SVG image.
 func TestConsoleFavicon(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	_, page := ts.DoWith(t, http.MethodGet, "/", nil, nil)
 	if !strings.Contains(string(page), `<link rel="icon" href="/favicon.svg" type="image/svg+xml">`) {

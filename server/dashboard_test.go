@@ -24,6 +24,7 @@ var sluiceMetricName = regexp.MustCompile(`\bsluice_[a-z_]+\b`)
 // alert rules use (deploy/prometheus/alerts.yml), among the scrape's
 // samples; and the fleet's counters hold what the instances reported.
 func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	n := clusterNode(t, rds.URL(), "a")
 	admin := bearer(servertest.AdminToken)

@@ -14,6 +14,7 @@ import (
 // without a sign or a leading zero: any other spelling of a record's id
 // is 400 naming id, never that record (docs/api.md: a path has one spelling).
 func TestPathIDsHaveOneSpelling(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	rule := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	resp, body := ts.call(t, http.MethodPost, "/api/v1/users", `{"username":"ann","role":"viewer","password":"a long enough password"}`, nil)
@@ -51,6 +52,7 @@ func TestPathIDsHaveOneSpelling(t *testing.T) {
 // free-text filter holding a control character is 400 naming it: a NUL
 // in ?q= made the LIKE pattern match every rule and resource.
 func TestFreeTextFiltersRefuseControlCharacters(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	for _, tc := range []struct{ path, field string }{
@@ -75,6 +77,7 @@ func TestFreeTextFiltersRefuseControlCharacters(t *testing.T) {
 // holding a control character is 400 naming the header, and that the
 // write it came with changes nothing.
 func TestChangeReasonRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	rule := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	path := ruleURL(rule.ID)
@@ -105,6 +108,7 @@ func TestChangeReasonRefusesControlCharacters(t *testing.T) {
 // import is 400 naming it whatever the caller's role, not 403 for a
 // viewer and 400 for an editor, and that a viewer still cannot write.
 func TestBadDryRunIsNamedForEveryRole(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	viewer, _ := n.newToken(t, "ci-viewer", roleViewer, "")
 	editor, _ := n.newToken(t, "ci-editor", roleEditor, "")
@@ -146,6 +150,7 @@ func TestBadDryRunIsNamedForEveryRole(t *testing.T) {
 // 422 naming name unless it is one a username may be: no whitespace-only,
 // control or invisible characters.
 func TestTokenNamesFollowTheUsernameRule(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, tc := range []struct {
 		name, tokenName string
@@ -178,6 +183,7 @@ func TestTokenNamesFollowTheUsernameRule(t *testing.T) {
 // with a UTF-8 byte order mark decodes as the same body without it, on
 // every body route: RFC 8259 lets a parser ignore the mark.
 func TestBodyMayBeginWithABOM(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	const bom = "\xef\xbb\xbf"
 	for _, tc := range []struct {
@@ -213,6 +219,7 @@ func TestBodyMayBeginWithABOM(t *testing.T) {
 // RFC 3339; the last range that fits still answers, and so does a
 // ranking up to the last millisecond (it answers no times).
 func TestHistoryEndStaysWithinRFC3339(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name":"res","kind":"flow","resource":"res","threshold":10}`)
 	const history = "/api/v1/resources/res/metrics?"
@@ -247,6 +254,7 @@ func TestHistoryEndStaysWithinRFC3339(t *testing.T) {
 // deleted rule named, with no traffic ever, is neither listed nor 200;
 // one a rule names, or one with traffic, is both.
 func TestHistoryOfAResourceAsTheListHasIt(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	gone := ts.createRule(t, `{"name":"gone","kind":"flow","resource":"gone","threshold":10}`)
 	resp, body := ts.call(t, http.MethodDelete, ruleURL(gone.ID), nil, nil)

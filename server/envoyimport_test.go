@@ -99,6 +99,7 @@ func summaryNames(lines []string) []string {
 // the engine runs (but the unlimited ones, disabled), and importing it
 // again plans nothing.
 func TestImportEnvoy(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	body := readEnvoyFile(t, "examples-example-f28024e.yaml")
 	names := summaryNames(examplesRules)
@@ -136,6 +137,7 @@ func TestImportEnvoy(t *testing.T) {
 // TestImportEnvoyApp: the app parameter names the app of every imported
 // rule, as for a Sentinel import.
 func TestImportEnvoyApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 
 	resp, got := ts.call(t, http.MethodPost, importPath+"?format=envoy&app=edge", readEnvoyFile(t, "readme-example3.yaml"), nil)
@@ -153,6 +155,7 @@ func TestImportEnvoyApp(t *testing.T) {
 // TestImportEnvoyRejects: a configuration Sluice cannot express, or a bad
 // request, is refused with every field named, and nothing is written.
 func TestImportEnvoyRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		query      string
@@ -173,9 +176,10 @@ func TestImportEnvoyRejects(t *testing.T) {
 		{name: "a list", query: "format=envoy", body: "- key: a", wantStatus: 422, wantFields: []string{"body"}},
 		{name: "too large", query: "format=envoy", body: "domain: d\n#" + strings.Repeat("x", rules.MaxEnvoyConfigBytes), wantStatus: 413},
 	}
+	// One server: each case is refused and checks that it wrote nothing.
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
 			body := []byte(tt.body)
 			if tt.file != "" {
 				body = readEnvoyFile(t, tt.file)
@@ -194,6 +198,7 @@ func TestImportEnvoyRejects(t *testing.T) {
 // another kind has is refused as apply refuses it, naming the imported
 // rule by its place in file order, and nothing is written.
 func TestImportEnvoyKindConflict(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name":"rl-foo","kind":"flow","resource":"rl:foo","threshold":1}`)
 	before, loaded := ts.snapshot(t), ts.loadedThresholds()

@@ -9,6 +9,7 @@ import (
 // marshalJSON writes, byte for byte, over names that need escaping, times
 // with and without fractions, and every kind of float.
 func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
+	t.Parallel()
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	floats := []float64{0, 1, 12.5, 1.0 / 3, 2.0 / 3 * 1e6, 1e-6, 9.99e-7, 1e-9, 1e20, 1e21, 1.5e300, 123456789.125}
 	var points []MetricPoint

@@ -40,6 +40,7 @@ func (ts *testServer) hotspotByName(name string) (engine.HotspotRule, bool) {
 // filled in, read, replaced and patched like any rule, listed by its
 // kind, kept in its history, and the engine holds it as stored.
 func TestHotspotRuleWrites(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"name":"per-user","kind":"hotspot","resource":"GET:/api/orders","paramKey":"header:X-User","threshold":10,"specificItems":{"vip":100,"bot":0}}`)
 	ts.createRule(t, ordersRule)
@@ -94,6 +95,7 @@ func TestHotspotRuleWrites(t *testing.T) {
 }
 
 func TestHotspotRuleRejects(t *testing.T) {
+	t.Parallel()
 	const base = `"kind":"hotspot","resource":"r","paramKey":"user","threshold":1`
 	many := make([]string, 1001)
 	for i := range many {
@@ -149,6 +151,7 @@ func TestHotspotRuleRejects(t *testing.T) {
 // each value of its parameter apart; a value of specificItems has its own
 // threshold; a call without the parameter is not limited by the rule.
 func TestHotspotLimitsEachValue(t *testing.T) {
+	t.Parallel()
 	ts, clock := newCheckServer(t,
 		`{"name":"per-user","kind":"hotspot","resource":"orders","paramKey":"user","threshold":2,"specificItems":{"vip":3,"banned":0}}`)
 	// Each answer tells the value's limit and what remains of it.
@@ -206,6 +209,7 @@ func TestHotspotLimitsEachValue(t *testing.T) {
 // the request has it: the rule's own in a create, rules[i].field with the
 // rule's name in an apply.
 func TestHotspotRulesOfAResource(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	const inflight = `"kind":"hotspot","resource":"r","metric":"concurrency","threshold":1`
 	ts.createRule(t, `{"name":"by-a",`+inflight+`,"paramKey":"a"}`)

@@ -30,6 +30,7 @@ func (ts *testServer) getHotValues(t *testing.T, resource, query string) HotValu
 // hotspot rule by passes and by blocks over the last minute, exactly at
 // this traffic, limited by ?limit=, and gone a minute later.
 func TestHotValuesRankTheRulesValues(t *testing.T) {
+	t.Parallel()
 	const resource = "GET:/api/orders"
 	ts, clock := newCheckServer(t,
 		`{"name":"per-user","kind":"hotspot","resource":"GET:/api/orders","paramKey":"user","threshold":2}`,
@@ -83,6 +84,7 @@ func TestHotValuesRankTheRulesValues(t *testing.T) {
 // TestHotValuesAnswers: a resource without a hotspot rule answers no
 // rules, one the engine does not track 404, and a bad limit 400 naming it.
 func TestHotValuesAnswers(t *testing.T) {
+	t.Parallel()
 	ts, _ := newCheckServer(t, `{"name":"orders-qps","kind":"flow","resource":"orders","threshold":10}`)
 	if got := ts.getHotValues(t, "orders", "limit=100"); got.Resource != "orders" || got.Rules == nil || len(got.Rules) != 0 {
 		t.Errorf("a resource without a hotspot rule: %+v, want no rules", got)

@@ -50,6 +50,7 @@ func minuteReport(id, resource string, startMs, pass int64) string {
 // TestInstanceTokenReachesOnlyItsRoutes: a token of role instance reads
 // the snapshot and posts reports, and is refused everything else.
 func TestInstanceTokenReachesOnlyItsRoutes(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	token := ts.instanceToken(t)
 	auth := http.Header{"Authorization": {"Bearer " + token}}
@@ -82,6 +83,7 @@ func TestInstanceTokenReachesOnlyItsRoutes(t *testing.T) {
 // own traffic of that minute, in every step; a retried report counts
 // once; ?instance= narrows the history to what one instance reported.
 func TestReportAddsToTheHistory(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 10_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	token := n.instanceToken(t)
@@ -124,6 +126,7 @@ func TestReportAddsToTheHistory(t *testing.T) {
 // TestReportLiveFigures: an instance's live rows add to the live figures
 // of GET /resources, with the server's own.
 func TestReportLiveFigures(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 10_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	traffic(t, n.Engine, "orders", 2, 0, 4)
@@ -157,6 +160,7 @@ func TestReportLiveFigures(t *testing.T) {
 // live, stale after 10 s without a report, gone after 5 min; ?app=
 // narrows it.
 func TestInstancesStates(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	token := n.instanceToken(t)
 	for _, body := range []string{
@@ -218,6 +222,7 @@ func TestInstancesStates(t *testing.T) {
 // TestReportValidation: a bad report is 422 naming every bad field, and
 // records nothing; one over 1 MiB is 413.
 func TestReportValidation(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	now := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
 	for _, tt := range []struct {
@@ -258,6 +263,7 @@ func TestReportValidation(t *testing.T) {
 // columns), and a minute older than the retention is refused, each named
 // by its field; nothing of a refused report is recorded.
 func TestReportFigureBounds(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	now := time.Now().UTC().Truncate(time.Minute).Format(time.RFC3339)
 	minute := func(fields string) string {
@@ -292,7 +298,8 @@ func TestReportFigureBounds(t *testing.T) {
 // without end leave at most --max-resources resources stored, the minutes
 // of the others counted under (overflow), every pass counted once (a
 // retried report adds nothing), and live rows of new names beyond the cap
-// count under (overflow) too.
+// count under (overflow) too. Not parallel: its reports are large, and
+// beside other tests they outran the client's timeout.
 func TestReportStoresAtMostMaxResources(t *testing.T) {
 	const maxResources, reports, namesPerReport = 1000, 10, 5000
 	clock := engine.NewManualClock(metricsT0 + 10_000)
@@ -365,6 +372,7 @@ func TestReportStoresAtMostMaxResources(t *testing.T) {
 // sluice_instances_refused_total and logged once a minute at most; known
 // ids still report, and a new one is taken once one is gone.
 func TestReportRefusesNewInstancesPastTheCap(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
 	clock := engine.NewManualClock(now.UnixMilli())
 	ts := startServer(t, func(cfg *Config) {

@@ -13,6 +13,7 @@ import (
 // being checked count against the limit, so no more than the limit are
 // ever let through at once; how they settle decides what follows.
 func TestLoginLimiterCountsLoginsInFlight(t *testing.T) {
+	t.Parallel()
 	const nowMs = 1_000_000_000
 	tests := []struct {
 		name   string
@@ -59,6 +60,7 @@ func TestLoginLimiterCountsLoginsInFlight(t *testing.T) {
 // user, sent at once, has no more than maxFailuresPerUser checked; the
 // rest are 429 with Retry-After, and so is the right password after it.
 func TestConcurrentGuessesAreThrottled(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	const guesses = 4 * maxFailuresPerUser
 	statuses := make(chan *http.Response, guesses)
@@ -105,6 +107,7 @@ func TestConcurrentGuessesAreThrottled(t *testing.T) {
 // the password without limit: after maxFailuresPerUser wrong ones, the
 // right one is 429 there and at login, until the window has passed.
 func TestPasswordChangeIsThrottled(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	_, name := n.newUser(t, roleViewer)
 	cookie, csrf := n.login(t, name, walkPassword)

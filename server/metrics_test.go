@@ -121,6 +121,7 @@ func passes(points []MetricPoint) int64 {
 // count is there exactly once, the restart adds to the minute instead of
 // overwriting it, and the graceful stop flushes the partial minute.
 func TestFlushKillRestartMidMinute(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	clock := engine.NewManualClock(metricsT0 + 10_000)
 	minute := rangeQuery(metricsT0, metricsT0+store.MinuteMs, "1m")
@@ -165,6 +166,7 @@ func TestFlushKillRestartMidMinute(t *testing.T) {
 // TestFlusherRunsEveryInterval: with a short interval the background job
 // writes the figures without anyone asking.
 func TestFlusherRunsEveryInterval(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, func(cfg *Config) { cfg.MetricsFlushInterval = 10 * time.Millisecond }, nil,
 		servertest.EngineOptions(engine.Options{Clock: engine.NewManualClock(metricsT0)}))
 	traffic(t, ts.Engine, "orders", 3, 0, 1)
@@ -202,6 +204,7 @@ type burst struct {
 // flow rule letting 2 calls a second through, and reads it back at every
 // step, before and after a retention cut in the middle of it.
 func TestHistoryOfAKnownPattern(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "GET:/api/orders", "threshold": 2})
@@ -271,6 +274,7 @@ func TestHistoryOfAKnownPattern(t *testing.T) {
 }
 
 func TestHistoryRangeRules(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 90*store.MinuteMs) // 11:30
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "idle", "threshold": 1})
@@ -317,6 +321,7 @@ func TestHistoryRangeRules(t *testing.T) {
 // TestMetricQueriesRejectBadParameters: every bad parameter is a 400 that
 // names it, an unknown resource a 404, all in the error envelope.
 func TestMetricQueriesRejectBadParameters(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	traffic(t, n.engine, "orders", 1, 0, 1)
@@ -354,6 +359,7 @@ func TestMetricQueriesRejectBadParameters(t *testing.T) {
 }
 
 func TestTopResourcesHTTP(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 30_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "a", "threshold": 1})
@@ -396,6 +402,7 @@ func TestTopResourcesHTTP(t *testing.T) {
 // by rules are all listed, with live, last-minute (flushed or not) and
 // rule figures, searchable, sorted and paginated.
 func TestResourcesList(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 30_000) // 10:00:30
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	if err := n.Store.AddMetrics(t.Context(), []store.MinuteDelta{
@@ -481,6 +488,7 @@ func TestResourcesList(t *testing.T) {
 // TestPrometheusExposition: /metrics counts what the engine recorded, flushed
 // or not, under Prometheus names, and agrees with the stored history.
 func TestPrometheusExposition(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	n.createRule(t, map[string]any{"kind": "flow", "resource": "orders", "threshold": 3})
@@ -530,6 +538,7 @@ func TestPrometheusExposition(t *testing.T) {
 // and the history holds to them: every step is accepted up to the cap and
 // refused one step past it.
 func TestHistoryStepsDescribeTheHistory(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	traffic(t, n.engine, "orders", 1, 0, 1)

@@ -10,6 +10,7 @@ import (
 // parameters is answered one 400 whose details name every one of them, on
 // each route that reads more than one, not only the first it read.
 func TestEveryBadQueryParameterNamed(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name": "one", "kind": "flow", "resource": "r", "threshold": 5}`)
 	tests := []struct {

@@ -26,6 +26,7 @@ import (
 // registry's parse as one text exposition, plain or gzipped, with any
 // resource name as a label value.
 func TestPrometheusExpositionParses(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	names := []string{"orders", `quote " and back \ slash`, "new\nline", "café ☕"}
@@ -103,6 +104,7 @@ func label(m *dto.Metric, name string) string {
 // collection's calls are counted in the bucket of their mean, as the help
 // says (the engine keeps no per-call distribution).
 func TestPrometheusResponseTimeHistogram(t *testing.T) {
+	t.Parallel()
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), engine.NewManualClock(metricsT0), nil)
 	bounds := []float64{0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, math.Inf(1)}
 	steps := []struct {
@@ -173,6 +175,7 @@ func TestPrometheusResponseTimeHistogram(t *testing.T) {
 // connection is answered as it should be; a streamed body left unsent put
 // the end of a chunked body ("\r\n") on the connection.
 func TestHeadOfAStreamLeavesTheConnectionClean(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	for _, tc := range []struct{ path, contentType string }{
 		{"/metrics", metrics.ExpositionContentType},

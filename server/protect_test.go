@@ -19,6 +19,7 @@ import (
 // comes from one client, 127.0.0.1; the callers are the viewer token ci,
 // the viewer user carol through a session, and the admin token.
 func TestProtectParams(t *testing.T) {
+	t.Parallel()
 	type call struct {
 		who, method, path string
 		wantStatus        int
@@ -132,6 +133,7 @@ func TestProtectParams(t *testing.T) {
 // constant second); an admin's call, served all the same, carries no
 // Retry-After.
 func TestProtectRetryAfter(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(1_700_000_000_000)
 	n := &authNode{testServer: startServer(t, nil, nil, servertest.EngineOptions(engine.Options{Clock: clock}))}
 	ci, _ := n.newToken(t, "ci", roleViewer, "")

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -14,27 +13,15 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/server/servertest"
-	"github.com/sluicehq/sluice/store/pgtest"
 )
-
-// sharedDatabase is a PostgreSQL database for servers that share it, as
-// replicas do: the test binary's (servertest.Main) or, on SQLite, one of
-// a PostgreSQL server of the test's own.
-func sharedDatabase(t *testing.T) string {
-	t.Helper()
-	if servertest.OnPostgres() {
-		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
-	}
-	pg := pgtest.StartForTest(t)
-	return pg.NewDatabase(t)
-}
 
 // TestReplicasShareOneDatabase runs three servers on one PostgreSQL
 // database: a rule written on one is in the others' engines, a token made
 // or revoked on one is honoured or refused by another, their revisions
 // agree, and their metric flushes add up.
 func TestReplicasShareOneDatabase(t *testing.T) {
-	db := sharedDatabase(t)
+	t.Parallel()
+	db := servertest.SharedDatabase(t)
 	a := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	b := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
 	c := &authNode{testServer: startServer(t, nil, nil, servertest.DBPath(db))}
@@ -109,10 +96,11 @@ func TestReplicasShareOneDatabase(t *testing.T) {
 // both engines end with the rules the database has. Checked against the
 // rules a replica last heard of, both would pass: neither has heard of the
 // other's, which has not committed, or whose announcement waits for the
-// replica's own write to end.
+// replica's own write to end. Not parallel: its applies hold long
+// transactions, and beside other tests they outran the client's timeout.
 func TestReplicasValidateWhatTheyCommit(t *testing.T) {
 	const rounds, padding = 16, 300
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	nodes := [2]*testServer{startServer(t, nil, nil, servertest.DBPath(db)), startServer(t, nil, nil, servertest.DBPath(db))}
 	sides := [2]string{"a", "b"}
 	conflicting := []func(name, resource string) string{

@@ -22,6 +22,7 @@ import (
 // the last flush and resources with live traffic come each exactly once,
 // in order, with the same total on every page.
 func TestResourcesPaging(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 30_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	var old []store.MinuteDelta
@@ -104,6 +105,7 @@ func TestResourcesPaging(t *testing.T) {
 // for are allowed and counted under (overflow), which is listed, has a
 // history and is exposed to Prometheus with the overflow counter.
 func TestOverflowListedWithHistory(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
 		func(o *engine.Options) { o.MaxResources = 2 })
@@ -154,6 +156,7 @@ func TestOverflowListedWithHistory(t *testing.T) {
 // place in the list and its history (that the pipeline lets go of its
 // tally is TestPipelineForgetsEvictedResources).
 func TestEvictedResourceStaysListed(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil,
 		func(o *engine.Options) { o.ResourceIdleTTL = time.Minute })
@@ -183,6 +186,7 @@ func TestEvictedResourceStaysListed(t *testing.T) {
 // the engine counted at the end of the last one, even when no resource
 // appeared since the last collection.
 func TestResourcesListSeesTheLastMinute(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 30_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	traffic(t, n.engine, "orders", 2, 0, 1)

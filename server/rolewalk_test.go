@@ -86,6 +86,7 @@ var scopeProbes = map[string]scopeProbe{
 // a scope limits 403 too when it reaches outside its apps (scopeProbes),
 // nothing written. A route without a policy fails it.
 func TestEveryRouteAnswersEachRoleItsOwn(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	tokens := map[walker]string{{roleAdmin, false}: servertest.AdminToken}
 	for _, w := range walkers {

@@ -10,6 +10,7 @@ import (
 )
 
 func TestYAMLBodies(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
 	tests := []struct {
@@ -60,6 +61,7 @@ func TestYAMLBodies(t *testing.T) {
 // file names what it is, and that a bad name is reported once, not again as the
 // rule's label is read.
 func TestRuleFileErrors(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
 	tests := []struct {
@@ -96,6 +98,7 @@ func TestRuleFileErrors(t *testing.T) {
 }
 
 func TestJSONDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct{ path, body, wantField string }{
 		{applyPath + "?dryRun=true", `{"rules":[{"name":"a","kind":"flow","resource":"x","threshold":1,"threshold":2}]}`, "rules[0].threshold"},

@@ -31,6 +31,7 @@ func withField(t *testing.T, rule string, more map[string]any) map[string]any {
 // apply, in JSON and YAML. Left out, the field takes its default; where
 // it does not apply, a zero is no value and is taken.
 func TestSentZeroIsNoDefault(t *testing.T) {
+	t.Parallel()
 	const (
 		flow    = `{"kind": "flow", "resource": "r", "threshold": 5}`
 		warmUp  = `{"kind": "flow", "resource": "r", "threshold": 5, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10}`
@@ -100,6 +101,7 @@ func TestSentZeroIsNoDefault(t *testing.T) {
 // with a non-zero, non-empty value), and that a field left out takes its
 // default.
 func TestZeroWhereTheFieldDoesNotApply(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		name, body string
@@ -148,6 +150,7 @@ func TestZeroWhereTheFieldDoesNotApply(t *testing.T) {
 // have is a 400 naming it, on the rules list as on the other lists,
 // instead of an empty page.
 func TestRuleListFilters(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name": "one", "kind": "flow", "resource": "r", "threshold": 5}`)
 	tests := []struct {
@@ -185,6 +188,7 @@ func TestRuleListFilters(t *testing.T) {
 // and the snapshot's revision stay; and that a write that changes
 // something still makes a version.
 func TestNoOpWriteKeepsTheVersion(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name": "orders", "kind": "flow", "resource": "orders", "threshold": 5, "description": "cap"}`)
 	asGot, _ := json.Marshal(r)
@@ -263,6 +267,7 @@ func (ts *testServer) revisionCount(t *testing.T, id int64) int64 {
 // beside a missing metricType refused, naming that, as unclear; so is a
 // paramIndex beside a paramKey, which sentinel-golang refuses.
 func TestSentinelHotspotMetricType(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		name, rule string
@@ -325,6 +330,7 @@ func TestSentinelHotspotMetricType(t *testing.T) {
 // the plan, or is refused with one clear message per rule it cannot
 // express; and a Java Sentinel rule is refused with one message.
 func TestImportSentinelGolangFiles(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		file, kind  string
 		wantCreated int

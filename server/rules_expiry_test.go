@@ -9,6 +9,7 @@ import (
 // kind, shown in UTC as written, cleared by null, refused when it is not a
 // time; the engine gets it with the rule.
 func TestRuleExpiresAt(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	flow := ts.createRule(t, `{"name":"incident","kind":"flow","resource":"r","threshold":1,"expiresAt":"2026-12-01T01:00:00+01:00"}`)
 	if flow.ExpiresAt == nil || flow.ExpiresAt.Format("2006-01-02T15:04:05Z07:00") != "2026-12-01T00:00:00Z" {
@@ -45,6 +46,7 @@ func TestRuleExpiresAt(t *testing.T) {
 // clock, is listed and read with "expired": true and stops applying; it
 // stays stored, and GET's body may be PUT back with the flag in it.
 func TestExpiredRulesAreFlagged(t *testing.T) {
+	t.Parallel()
 	ts, clock := newCheckServer(t,
 		`{"name":"incident","kind":"flow","resource":"orders","threshold":0,"expiresAt":"2026-03-01T12:00:01Z"}`,
 		`{"name":"incident-users","kind":"hotspot","resource":"orders","paramKey":"user","threshold":0,"expiresAt":"2026-03-01T12:00:02Z"}`,

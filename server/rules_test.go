@@ -302,6 +302,7 @@ func wantUTC(t *testing.T, field string, v any) time.Time {
 var ruleNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
 
 func TestCreateRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		body string
@@ -381,6 +382,7 @@ func TestCreateRule(t *testing.T) {
 }
 
 func TestCreateRuleGeneratesNames(t *testing.T) {
+	t.Parallel()
 	longSlugs := strings.Repeat("ab/", 85)
 	longRun := strings.Repeat("a", 256)
 	tests := []struct {
@@ -429,6 +431,7 @@ func TestCreateRuleGeneratesNames(t *testing.T) {
 }
 
 func TestCreateRuleRejects(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		body       string
@@ -498,10 +501,10 @@ func TestCreateRuleRejects(t *testing.T) {
 			wantFields: []string{"resource", "threshold", "statIntervalMs", "mode", "enabled", "colour", "maxQueueingTimeMs"},
 		},
 	}
+	// One server: each case is refused and checks that it wrote nothing.
+	ts := startServer(t, nil, nil)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-
 			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
 
 			code := "validation_failed"
@@ -515,6 +518,7 @@ func TestCreateRuleRejects(t *testing.T) {
 }
 
 func TestCreateRuleNameTaken(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	first := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"a","threshold":1}`)
 
@@ -529,6 +533,7 @@ func TestCreateRuleNameTaken(t *testing.T) {
 }
 
 func TestGetRule(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10}`)
 
@@ -587,6 +592,7 @@ func newListServer(t *testing.T) *testServer {
 }
 
 func TestListRulesPagination(t *testing.T) {
+	t.Parallel()
 	all := []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}
 	tests := []struct {
 		query        string
@@ -629,6 +635,7 @@ func TestListRulesPagination(t *testing.T) {
 }
 
 func TestListRulesFilters(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name      string
 		query     url.Values
@@ -669,6 +676,7 @@ func TestListRulesFilters(t *testing.T) {
 }
 
 func TestListRulesBadQuery(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		query     string
 		wantField string
@@ -693,6 +701,7 @@ func TestListRulesBadQuery(t *testing.T) {
 }
 
 func TestReplaceRule(t *testing.T) {
+	t.Parallel()
 	const original = `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10,` +
 		`"controlBehavior":"throttling","maxQueueingTimeMs":500,"mode":"shadow","description":"sale","enabled":false}`
 
@@ -806,11 +815,13 @@ func TestReplaceRule(t *testing.T) {
 		{name: "no such rule", id: "999", body: `{"kind":"flow","resource":"r","threshold":1}`, wantStatus: 404, wantCode: "not_found"},
 		{name: "a bad id", id: "abc", body: `{"kind":"flow","resource":"r","threshold":1}`, wantStatus: 400, wantCode: "bad_request", wantFields: []string{"id"}},
 	}
+	// One server: each case is refused and checks that the rules are as
+	// they were.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
+	r := ts.createRule(t, original)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
-			r := ts.createRule(t, original)
 			path := ruleURL(r.ID)
 			if tt.id != "" {
 				path = rulesPath + "/" + tt.id
@@ -828,6 +839,7 @@ func TestReplaceRule(t *testing.T) {
 }
 
 func TestPatchRule(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		create string
@@ -910,12 +922,13 @@ func TestPatchRule(t *testing.T) {
 		{name: "a taken name", patch: `{"name": "taken"}`, wantStatus: 409, wantCode: "conflict"},
 		{name: "not a JSON object", patch: `[{"enabled": false}]`, wantStatus: 422, wantCode: "validation_failed", wantFields: []string{"body"}},
 	}
+	// One server: each case is refused and checks that the rules are as
+	// they were.
+	ts := startServer(t, nil, nil)
+	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
+	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
-			r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
-
 			resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), tt.patch, nil)
 
 			wantError(t, resp, body, tt.wantStatus, tt.wantCode, tt.wantFields...)
@@ -950,6 +963,7 @@ func (ts *testServer) ruleAtVersion3(t *testing.T, name string) rules.APIRule {
 }
 
 func TestRuleWritesHonourIfMatch(t *testing.T) {
+	t.Parallel()
 	writes := []struct {
 		name          string
 		method        string
@@ -1027,6 +1041,7 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 }
 
 func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
+	t.Parallel()
 	const writers = 16
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
@@ -1078,6 +1093,7 @@ func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
 }
 
 func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
+	t.Parallel()
 	const writers = 16
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
@@ -1122,6 +1138,7 @@ func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
 }
 
 func TestDeleteRule(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 	ts.createRule(t, `{"name":"other","kind":"flow","resource":"o","threshold":2}`)
@@ -1186,6 +1203,7 @@ func TestDeleteRule(t *testing.T) {
 }
 
 func TestRuleRevisions(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`, reqHeader{"X-Change-Reason": "first cap"})
 	mustStatus(t, resp, body, http.StatusCreated)
@@ -1284,6 +1302,7 @@ func TestRuleRevisions(t *testing.T) {
 }
 
 func TestRollbackRule(t *testing.T) {
+	t.Parallel()
 	setup := func(t *testing.T) (*testServer, rules.APIRule) {
 		t.Helper()
 		ts := startServer(t, nil, nil)
@@ -1357,9 +1376,11 @@ func TestRollbackRule(t *testing.T) {
 		{name: "toVersion zero", query: "toVersion=0", wantStatus: http.StatusBadRequest, wantFields: []string{"toVersion"}},
 		{name: "toVersion negative", query: "toVersion=-1", wantStatus: http.StatusBadRequest, wantFields: []string{"toVersion"}},
 	}
+	// One server: each case is refused and checks that the rule is as it
+	// was.
+	ts, r := setup(t)
 	for _, tt := range failures {
 		t.Run("rejects "+tt.name, func(t *testing.T) {
-			ts, r := setup(t)
 			before, _ := ts.getRule(t, r.ID)
 			path := ruleURL(r.ID)
 			if tt.id != "" {
@@ -1398,6 +1419,7 @@ func TestRollbackRule(t *testing.T) {
 var placeholderRE = regexp.MustCompile(`\{([a-z0-9._-]+)\}`)
 
 func TestEngineFollowsRuleWrites(t *testing.T) {
+	t.Parallel()
 	steps := []struct {
 		name       string
 		method     string
@@ -1475,6 +1497,7 @@ func TestEngineFollowsRuleWrites(t *testing.T) {
 }
 
 func TestRulesDecideInTheEngine(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	passes := func(t *testing.T) bool {
 		t.Helper()
@@ -1533,6 +1556,7 @@ func TestRulesDecideInTheEngine(t *testing.T) {
 // TestRuleFields: the fields endpoint answers the engine's tables, the
 // envelope's and each kind's, and the demo's marks, to any role.
 func TestRuleFields(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, body := ts.Do(t, http.MethodGet, "/api/v1/rules/fields", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -1590,6 +1614,7 @@ func (ts *testServer) checkAnswer(t *testing.T, resource string) string {
 // engine, so it does not block the server's POST /check on its resource,
 // and the same rule without an app does.
 func TestRuleAppWrites(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	// The answer goes on with the rule's limit, whose resetMs the real
 	// clock's slack moves.
@@ -1656,6 +1681,7 @@ func TestRuleAppWrites(t *testing.T) {
 // digits, ".", "_" and "-", starting and ending with a letter or digit;
 // anything else is a 422 naming app, and nothing is stored.
 func TestRuleAppValidation(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	tests := []struct {
 		app    string
@@ -1713,6 +1739,7 @@ func TestRuleAppValidation(t *testing.T) {
 // TestListRulesByApp: ?app= lists the rules of that app only, with the
 // other filters; a bad app is a 400 naming app.
 func TestListRulesByApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, body := range []string{
 		`{"name":"everywhere","kind":"flow","resource":"orders","threshold":1}`,
@@ -1750,6 +1777,7 @@ func TestListRulesByApp(t *testing.T) {
 // a no-op; apply changes and clears an app as it changes any field, and
 // the server's engine follows.
 func TestRuleAppRoundTrips(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"name":"shop-cap","kind":"flow","app":"shop","resource":"orders","threshold":3}`)
 	ts.createRule(t, `{"name":"cap","kind":"flow","resource":"orders","threshold":5}`)
@@ -1820,6 +1848,7 @@ func TestRuleAppRoundTrips(t *testing.T) {
 // many for shop's instances, though the server's engine would hold only
 // one; beside one of another app it is fine.
 func TestRuleAppSetsAreValidated(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	inflight := `{"name":%q,"kind":"hotspot","resource":"orders","paramKey":"ip","metric":"concurrency","threshold":2%s}`
 	ts.createRule(t, fmt.Sprintf(inflight, "billing-inflight", `,"app":"billing"`))

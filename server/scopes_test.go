@@ -34,6 +34,7 @@ func (n *authNode) scopedToken(t *testing.T, name, role, apps string) string {
 // /me, and a user's PATCH changes or (null) clears it from their next
 // request on, their session kept; an unscoped one has no apps field.
 func TestScopeShowsInTokensUsersAndMe(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	admin := bearer(servertest.AdminToken)
 	secret := n.scopedToken(t, "ci-checkout", roleEditor, `["checkout","payments"]`)
@@ -119,6 +120,7 @@ func TestScopeShowsInTokensUsersAndMe(t *testing.T) {
 // not on an admin; each fault is a 422 naming the field, and nothing is
 // made or changed.
 func TestScopeValidation(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	admin := bearer(servertest.AdminToken)
 	id, _ := n.newUser(t, roleEditor)
@@ -213,6 +215,7 @@ func scopeFixture(t *testing.T, n *authNode) map[string]int64 {
 // of the scope, is 403 naming the app field and writes nothing; its
 // apply's prune and plan leave the other apps' rules out.
 func TestScopeEditorWrites(t *testing.T) {
+	t.Parallel()
 	const (
 		inScope   = `{"rules":[{"name":"co","kind":"flow","app":"checkout","resource":"GET:/co","threshold":30},{"name":"new","kind":"flow","app":"search","resource":"GET:/new","threshold":5}]}`
 		inScopeYA = "rules:\n  - name: co\n    kind: flow\n    app: checkout\n    resource: GET:/co\n    threshold: 30\n"
@@ -262,6 +265,7 @@ func TestScopeEditorWrites(t *testing.T) {
 		{"import without app", http.MethodPost, "/api/v1/rules/import?format=sentinel", sentinel, nil, http.StatusForbidden, "rules[0].app", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			n := startAuthNode(t)
 			ids := scopeFixture(t, n)
 			editor := bearer(n.scopedToken(t, "ci-checkout", roleEditor, `["checkout","search"]`))
@@ -328,6 +332,7 @@ func TestScopeEditorWrites(t *testing.T) {
 // app's snapshot (a viewer's reads are its role's), and a scoped editor's
 // reports are held to its apps like the token's.
 func TestScopeInstanceToken(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	scoped := bearer(n.scopedToken(t, "fleet-shop", roleInstance, `["shop"]`))
 	unscoped := bearer(n.scopedToken(t, "fleet", roleInstance, `null`))
@@ -375,6 +380,7 @@ func TestScopeInstanceToken(t *testing.T) {
 // the cluster rules of shop and from those without app (every app runs
 // them), and gets nothing for another app's, as for an unknown key.
 func TestScopeClusterExchange(t *testing.T) {
+	t.Parallel()
 	rds := redistest.Start(t)
 	n := clusterNode(t, rds.URL(), "a")
 	admin := bearer(servertest.AdminToken)
@@ -430,6 +436,7 @@ var scopedRuleWrites = map[string]struct{ path, body, field string }{
 // fails it. POST /rules/impact writes nothing: it estimates a rule from
 // the history, which a scope does not narrow.
 func TestScopeHoldsEveryRuleWrite(t *testing.T) {
+	t.Parallel()
 	routes := startAuthNode(t).app.GetRoutes(true)
 	seen := map[string]bool{http.MethodPost + " " + apiPrefix + "/rules/impact": true}
 	for _, route := range routes {

@@ -96,6 +96,7 @@ func decodeEnvelope(t *testing.T, resp *http.Response, body []byte) ErrorBody {
 }
 
 func TestHealth(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		// spoil does to the running server's database at path what the
@@ -220,6 +221,7 @@ func holdWriteLock(t *testing.T, path string) {
 }
 
 func TestFiberErrorsUseTheEnvelope(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name       string
 		send       func(t *testing.T, ts *testServer) (*http.Response, []byte)
@@ -289,6 +291,7 @@ func TestFiberErrorsUseTheEnvelope(t *testing.T) {
 }
 
 func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
+	t.Parallel()
 	const secretErr = "open /var/lib/secret.db: permission denied"
 	const secretPanic = "assignment to entry in nil map in the secret handler"
 	tests := []struct {
@@ -383,6 +386,7 @@ func TestHandlerErrorsUseTheEnvelope(t *testing.T) {
 }
 
 func TestConsoleAndSwaggerAreServed(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		path            string
 		wantContentType string
@@ -413,6 +417,7 @@ func TestConsoleAndSwaggerAreServed(t *testing.T) {
 }
 
 func TestSwaggerDocDescribesHealth(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, body := ts.Do(t, http.MethodGet, "/swagger/doc.json", nil)
 	if resp.StatusCode != http.StatusOK {
@@ -444,6 +449,7 @@ func TestSwaggerDocDescribesHealth(t *testing.T) {
 }
 
 func TestNewRequiresEngineAndStore(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
@@ -469,6 +475,7 @@ func TestNewRequiresEngineAndStore(t *testing.T) {
 }
 
 func TestServeAfterShutdownReturnsAtOnce(t *testing.T) {
+	t.Parallel()
 	st, err := store.Open(t.Context(), filepath.Join(t.TempDir(), "sluice.db"), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)

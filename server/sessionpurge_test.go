@@ -13,6 +13,7 @@ import (
 // past their idle time or their absolute expiry that nobody presented
 // again, by the server's clock, and keeps the live ones.
 func TestRetentionPurgesSessions(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	stored := func(c *http.Cookie) bool {
 		t.Helper()

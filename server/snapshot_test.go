@@ -51,6 +51,7 @@ func trimQuotes(s string) string {
 // rules that have not expired, as GET /rules shows them, with the
 // revision as ETag; the revision grows with every write of any rule.
 func TestSnapshotHoldsTheEnabledUnexpiredRules(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, empty := ts.getSnapshot(t, "", nil)
 	mustStatus(t, resp, nil, http.StatusOK)
@@ -90,6 +91,7 @@ func TestSnapshotHoldsTheEnabledUnexpiredRules(t *testing.T) {
 // 304, in every spelling of the ETag; one with an older revision gets the
 // set.
 func TestSnapshotIfNoneMatch(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	ts.createRule(t, `{"kind":"flow","resource":"orders","threshold":5}`)
 	resp, snap := ts.getSnapshot(t, "", nil)
@@ -111,6 +113,7 @@ func TestSnapshotIfNoneMatch(t *testing.T) {
 // is held until a rule changes, then answered the new set at once; or
 // until wait ends, then 304.
 func TestSnapshotLongPoll(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, snap := ts.getSnapshot(t, "", nil)
 	mustStatus(t, resp, nil, http.StatusOK)
@@ -162,6 +165,7 @@ func TestSnapshotLongPoll(t *testing.T) {
 // TestSnapshotShutdownReleasesWaiters: a held request is answered 304 as
 // soon as the server shuts down, not when its wait ends.
 func TestSnapshotShutdownReleasesWaiters(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	resp, snap := ts.getSnapshot(t, "", nil)
 	mustStatus(t, resp, nil, http.StatusOK)
@@ -197,6 +201,7 @@ func TestSnapshotShutdownReleasesWaiters(t *testing.T) {
 
 // TestSnapshotParams: a bad wait or app is 400 naming it.
 func TestSnapshotParams(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, tt := range []struct{ query, field string }{
 		{"wait=61s", "wait"},
@@ -220,6 +225,7 @@ func TestSnapshotParams(t *testing.T) {
 // and that app's own, by id; another app's rules are not in it, nor in the
 // snapshot asked without an app.
 func TestSnapshotByApp(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	for _, body := range []string{
 		`{"name":"x-cap","kind":"flow","app":"x","resource":"orders","threshold":0}`,

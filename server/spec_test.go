@@ -42,6 +42,7 @@ func servedSpec(t *testing.T, ts *testServer) []byte {
 }
 
 func TestServedSpecIsTheCommittedOne(t *testing.T) {
+	t.Parallel()
 	committed, err := os.ReadFile("../docs/swagger.json")
 	if err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ var fiberParam = regexp.MustCompile(`:(\w+)`)
 // 429 where the engine guards the route. The roles are routePolicy's,
 // docs/api.md's; whether a route is guarded is read from its handlers.
 func TestSpecDocumentsEveryRefusal(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	var doc specDoc
 	if err := json.Unmarshal(servedSpec(t, ts), &doc); err != nil {
@@ -176,6 +178,7 @@ const validatorsDir = "../.tools/node_modules/.bin"
 // schema and its references) and Redocly's recommended rules, failing on
 // any error either reports.
 func TestServedSpecPassesValidators(t *testing.T) {
+	t.Parallel()
 	spec := filepath.Join(t.TempDir(), "swagger.json")
 	if err := os.WriteFile(spec, servedSpec(t, startServer(t, nil, nil)), 0o600); err != nil {
 		t.Fatal(err)

@@ -60,6 +60,7 @@ func openStreamBacklog(t *testing.T, ctx context.Context, c *http.Client, n *met
 }
 
 func TestStreamOpensWithBacklog(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 5_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
 	clock.Advance(1000) // past the second the server sampled as it started
@@ -114,6 +115,7 @@ func readEvent(r *bufio.Reader) (map[string]string, error) {
 }
 
 func TestStreamSendsLiveFigures(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 5_000)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
 	traffic(t, n.engine, "orders", 4, 1, 10)
@@ -166,6 +168,7 @@ func TestStreamSendsLiveFigures(t *testing.T) {
 }
 
 func TestStreamSendsBreakerChanges(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
 	n.createRule(t, map[string]any{"kind": "circuitBreaker", "name": "pay-errors", "resource": "pay",
@@ -218,6 +221,7 @@ func streamGoroutines() int {
 // TestStreamDropsGoneClients opens 100 streams, drops them all, and checks
 // that every listener and goroutine they had is gone.
 func TestStreamDropsGoneClients(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
 	traffic(t, n.engine, "orders", 1, 0, 1)
@@ -249,6 +253,7 @@ func TestStreamDropsGoneClients(t *testing.T) {
 
 // TestShutdownEndsStreams: a stream does not hold a shutdown up.
 func TestShutdownEndsStreams(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
 	resp, r := openStream(t, t.Context(), client, n, "")
@@ -266,6 +271,7 @@ func TestShutdownEndsStreams(t *testing.T) {
 // TestAppendStreamStats: the frame's hand-written JSON is what
 // encoding/json writes, for names to escape and floats of every range.
 func TestAppendStreamStats(t *testing.T) {
+	t.Parallel()
 	stats := StreamStats{Time: time.Date(2026, 3, 2, 10, 0, 1, 250_000_000, time.UTC), Resources: []StreamResource{}}
 	if got, want := string(appendStreamStats(nil, stats)), `{"time":"2026-03-02T10:00:01.25Z","resources":[]}`; got != want {
 		t.Errorf("no resources: %s, want %s", got, want)
@@ -288,6 +294,7 @@ func TestAppendStreamStats(t *testing.T) {
 }
 
 func TestBreakerTransitionsStored(t *testing.T) {
+	t.Parallel()
 	clock := engine.NewManualClock(metricsT0)
 	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, fastStream)
 	n.createRule(t, map[string]any{"kind": "circuitBreaker", "name": "pay-errors", "resource": "pay",

@@ -66,6 +66,7 @@ func assertAgree(t *testing.T, n *testServer, want []string) {
 // the same file: rules, versions, revisions and IDs are intact, the engine
 // is loaded before the first request, and IDs are never reused.
 func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "sluice.db")
 	first := startServer(t, nil, nil, servertest.DBPath(path))
 	var a, b, c rules.APIRule
@@ -108,6 +109,7 @@ func TestRestartKeepsRulesVersionsAndIDs(t *testing.T) {
 // store or on the engine's check of the whole set, leaves both the
 // database and the engine as they were.
 func TestFailedWritesChangeNothing(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	var a rules.APIRule
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"a","resource":"orders","threshold":10}`, &a)
@@ -141,6 +143,7 @@ func TestFailedWritesChangeNothing(t *testing.T) {
 // that the engine holds, resource by resource, what a start-up on the same
 // file would load. The rule domain's tests check its indexes the same way.
 func TestIncrementalWritesMatchAFullLoad(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	rng := rand.New(rand.NewPCG(3, 4))
 	pick := func(options ...string) string { return options[rng.IntN(len(options))] }
@@ -233,6 +236,7 @@ func loadedByResource(e *engine.Engine, kind string) map[string][]string {
 // or in an apply, keep an open circuit breaker open and a rule's counted
 // passes counted.
 func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"circuitBreaker","name":"pay-errors","resource":"pay","strategy":"errorCount","threshold":1,"minRequestAmount":1,"retryTimeoutMs":3600000}`, nil)
 	n.send(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","name":"ship-qps","resource":"ship","threshold":2,"statIntervalMs":600000}`, nil)
@@ -262,6 +266,7 @@ func TestWriteLeavesOtherResourcesAlone(t *testing.T) {
 // rules that stay (a 65th circuit breaker on one resource) is 422 and
 // leaves the store and the engine as they were.
 func TestEngineRefusalRollsBackTheWrite(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	breaker := func(name, resource string) string {
 		return fmt.Sprintf(`{"name":%q,"kind":"circuitBreaker","resource":%q,"strategy":"errorCount","threshold":1,"retryTimeoutMs":1000}`, name, resource)

@@ -16,6 +16,7 @@ import (
 // rules, in the snapshot, and unloaded when deleted; its fields are
 // checked as the engine checks them.
 func TestSystemRules(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	post := func(body string) (int, []byte) {
 		resp, data := n.Do(t, http.MethodPost, "/api/v1/rules", strings.NewReader(body))
@@ -127,6 +128,7 @@ func snapshotRules(t *testing.T, body []byte) []json.RawMessage {
 // after their metric, twice a no-op; Load, whose trigger means another
 // thing in Sentinel, is refused naming metricType.
 func TestImportSentinelSystemRules(t *testing.T) {
+	t.Parallel()
 	ts := startServer(t, nil, nil)
 	file := `[{"id": "s1", "metricType": 4, "triggerCount": 0.7},
 		{"id": "s2", "metricType": 3, "triggerCount": 2000, "strategy": -1},

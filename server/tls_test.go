@@ -24,6 +24,7 @@ func (s tlsServer) Serve(ln net.Listener) error { return s.ServeTLS(ln, s.certFi
 // TestTLS serves HTTPS: the session cookie is Secure and the security
 // headers are set.
 func TestTLS(t *testing.T) {
+	t.Parallel()
 	n := servertest.Start(t, func(env servertest.Env) (servertest.Server, error) {
 		srv, err := New(t.Context(), Config{
 			Engine: env.Engine, Store: env.Store, Logger: env.Logger,

@@ -17,6 +17,7 @@ import (
 // token was added must not put back a cache without it: the new token
 // would be refused as unknown until the next change anywhere.
 func TestTokenCacheKeepsTokensAddedDuringAReload(t *testing.T) {
+	t.Parallel()
 	st := servertest.OpenStore(t, filepath.Join(t.TempDir(), "sluice.db"))
 	a := newAuth(st, slog.New(slog.DiscardHandler), authConfig{now: time.Now})
 	for i := range 100 {

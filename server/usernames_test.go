@@ -10,6 +10,7 @@ import (
 // no second user takes it in another, login matches it in any, and the
 // failed logins of every spelling count together.
 func TestUsernamesAreCaseInsensitive(t *testing.T) {
+	t.Parallel()
 	n := startAuthNode(t)
 	if status := n.send(t, http.MethodPost, "/api/v1/users", `{"username":"ed","role":"viewer","password":"eds-password-1"}`, nil); status != http.StatusCreated {
 		t.Fatalf("create ed: %d", status)

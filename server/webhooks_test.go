@@ -121,6 +121,7 @@ func mustDo(t *testing.T, n *servertest.Node, method, path, body string, want in
 // test event) and checks that each arrives once, its signature valid by
 // the Standard Webhooks library's verifier, its webhook-id the event's.
 func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
+	t.Parallel()
 	feed, clusterFeed := NewBreakerFeed(), NewClusterFeed()
 	n := startServer(t, func(cfg *Config) { fastWebhooks(cfg); cfg.BreakerFeed, cfg.ClusterFeed = feed, clusterFeed }, nil)
 	recv := startReceiver(t)
@@ -190,6 +191,7 @@ func TestWebhooksDeliverEveryEventSigned(t *testing.T) {
 // TestWebhooksRetryUntilTheReceiverAnswers has the receiver answer 500
 // to the first attempts, then 200: the event is delivered later, once.
 func TestWebhooksRetryUntilTheReceiverAnswers(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, fastWebhooks, nil)
 	recv := startReceiver(t)
 	recv.status.Store(http.StatusInternalServerError)
@@ -225,6 +227,7 @@ func TestWebhooksRetryUntilTheReceiverAnswers(t *testing.T) {
 // of failures the endpoint shows as paused with the reason, its pending
 // delivery kept and not attempted; resumed, it is delivered.
 func TestWebhooksPauseAnEndpointThatKeepsFailing(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, func(cfg *Config) {
 		fastWebhooks(cfg)
 		cfg.Webhook.PauseAfterFailures, cfg.Webhook.PauseAfter = 3, time.Nanosecond
@@ -273,6 +276,7 @@ func TestWebhooksPauseAnEndpointThatKeepsFailing(t *testing.T) {
 // loopback all the same (as DNS rebinding would) is refused when the
 // delivery connects, the receiver never reached.
 func TestWebhookURLsRefusedByDefault(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, func(cfg *Config) {
 		cfg.Webhook = webhook.Options{PollInterval: 20 * time.Millisecond, BackoffBase: time.Hour}
 	}, nil)
@@ -317,6 +321,7 @@ func TestWebhookURLsRefusedByDefault(t *testing.T) {
 // stops), then opens a second server on the same database: the event is
 // delivered by it.
 func TestWebhooksSurviveARestart(t *testing.T) {
+	t.Parallel()
 	recv := startReceiver(t)
 	dbPath := filepath.Join(t.TempDir(), "sluice.db")
 	first := startServer(t, func(cfg *Config) {
@@ -341,7 +346,8 @@ func TestWebhooksSurviveARestart(t *testing.T) {
 // checks that every event reached the receiver once, not once per
 // replica.
 func TestWebhooksOnReplicasDeliverOnce(t *testing.T) {
-	db := sharedDatabase(t)
+	t.Parallel()
+	db := servertest.SharedDatabase(t)
 	a := startServer(t, fastWebhooks, nil, servertest.DBPath(db))
 	b := startServer(t, fastWebhooks, nil, servertest.DBPath(db))
 	recv := startReceiver(t)
@@ -374,6 +380,7 @@ func TestWebhooksOnReplicasDeliverOnce(t *testing.T) {
 // delivery waits on the receiver: the next server on the database
 // delivers it at once, not when the stopped one's lease (50 s) ends.
 func TestWebhooksAStoppedServerReleasesItsClaims(t *testing.T) {
+	t.Parallel()
 	hold := make(chan struct{})
 	var held atomic.Int32
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -400,6 +407,7 @@ func TestWebhooksAStoppedServerReleasesItsClaims(t *testing.T) {
 // instance.back, in that order, and nothing for the instance's first
 // report.
 func TestWebhooksTellOfInstanceStates(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{now: time.Now().UTC()}
 	n := startServer(t, func(cfg *Config) {
 		fastWebhooks(cfg)
@@ -468,6 +476,7 @@ func BenchmarkWebhookDelivery(b *testing.B) {
 // TestWebhooksAreBounded refuses a 101st endpoint (409): every rule write
 // reads them all.
 func TestWebhooksAreBounded(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, nil, nil)
 	for range maxWebhooks {
 		e := store.WebhookEndpoint{URL: "https://203.0.113.10/", Secret: "whsec_x", Events: []string{"*"}}
@@ -485,6 +494,7 @@ func TestWebhooksAreBounded(t *testing.T) {
 // with calls on new names: a resource.overflow event comes with the
 // server's warning, naming how many calls overflowed.
 func TestWebhooksTellOfResourceOverflow(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, func(cfg *Config) { fastWebhooks(cfg); cfg.UnguardedAPI = true }, nil,
 		servertest.EngineOptions(engine.Options{MaxResources: 2}))
 	recv := startReceiver(t)
@@ -508,6 +518,7 @@ func TestWebhooksTellOfResourceOverflow(t *testing.T) {
 // minutes gets one resource.blockRate event, of pay, however often the
 // condition is evaluated; another for four minutes gets none.
 func TestWebhooksTellOfASustainedBlockRate(t *testing.T) {
+	t.Parallel()
 	clock := &testClock{now: time.Now().UTC().Truncate(time.Minute).Add(30 * time.Second)}
 	n := startServer(t, func(cfg *Config) {
 		fastWebhooks(cfg)
@@ -564,6 +575,7 @@ func TestWebhooksTellOfASustainedBlockRate(t *testing.T) {
 // TestWebhookSecretRotation rotates an endpoint's secret: the answer has
 // the new one, and the next delivery verifies with it, not with the old.
 func TestWebhookSecretRotation(t *testing.T) {
+	t.Parallel()
 	n := startServer(t, fastWebhooks, nil)
 	recv := startReceiver(t)
 	hook := addWebhook(t, n.Node, fmt.Sprintf(`{"url":%q,"events":["*"]}`, recv.URL))

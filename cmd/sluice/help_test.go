@@ -45,6 +45,7 @@ func TestHelp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
 			stdout, stderr, code := runProcess(t, tt.args...)
 
 			if code != 0 || stderr != "" {
@@ -78,6 +79,7 @@ func TestUsageErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			t.Parallel()
 			stdout, stderr, code := runProcess(t, tt.args...)
 
 			if code != 1 || stdout != "" {

@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(servertest.Main(m))
 }
 
 var listeningAddr = regexp.MustCompile(`msg=listening addr=(\S+)`)

@@ -1,7 +1,6 @@
 package rls_test
 
 import (
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/sluicehq/sluice/server/cluster"
 	"github.com/sluicehq/sluice/server/cluster/redistest"
 	"github.com/sluicehq/sluice/server/servertest"
-	"github.com/sluicehq/sluice/store/pgtest"
 )
 
 // TestExactUnderPacedOverload paces calls of one descriptor at three
@@ -54,16 +52,6 @@ func TestExactUnderPacedOverload(t *testing.T) {
 	}
 }
 
-// sharedDatabase is a PostgreSQL database that replicas share: the test
-// binary's on PostgreSQL, else one of a server of the test's own.
-func sharedDatabase(t *testing.T) string {
-	t.Helper()
-	if servertest.OnPostgres() {
-		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
-	}
-	return pgtest.StartForTest(t).NewDatabase(t)
-}
-
 // clusterReplica starts a replica on db whose engine shares the cluster
 // count in the Redis at url as id, on the real clock.
 func clusterReplica(t *testing.T, url, db, id string) *rls {
@@ -95,7 +83,7 @@ type call struct {
 // the sum to the limit.
 func TestClusterDescriptorAcrossReplicas(t *testing.T) {
 	rds := redistest.Start(t)
-	db := sharedDatabase(t)
+	db := servertest.SharedDatabase(t)
 	a := clusterReplica(t, rds.URL(), db, "a")
 	b := clusterReplica(t, rds.URL(), db, "b")
 	a.rule(t, `{"name":"edge-global","kind":"flow","resource":"edge:route=global","threshold":1000,"scope":"cluster"}`)

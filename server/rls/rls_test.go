@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -33,7 +32,6 @@ import (
 	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server"
 	"github.com/sluicehq/sluice/server/servertest"
-	"github.com/sluicehq/sluice/store/pgtest"
 )
 
 // TestMain runs the tests on SQLite files, or on PostgreSQL with
@@ -619,10 +617,7 @@ func TestTLS(t *testing.T) {
 // TestReplicaFollowsRuleWrites runs two servers on one PostgreSQL
 // database: a rule written through one reaches the other's index.
 func TestReplicaFollowsRuleWrites(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "shared.db") // the test binary's PostgreSQL: the same path, the same database
-	if !servertest.OnPostgres() {
-		db = pgtest.StartForTest(t).NewDatabase(t)
-	}
+	db := servertest.SharedDatabase(t)
 	a, b := startRLS(t, servertest.DBPath(db)), startRLS(t, servertest.DBPath(db))
 	req := request("edge", desc("generic_key", "shared"))
 	if s := b.ask(t, req).GetStatuses()[0]; s.GetCurrentLimit() != nil {

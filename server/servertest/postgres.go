@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 
@@ -28,14 +29,35 @@ var postgres struct {
 	dbs    map[string]string
 }
 
+// replicaPostgres is, on a SQLite run, the PostgreSQL server that
+// PostgresDatabase starts on first use for the tests that need one
+// database shared by several servers, as replicas share one: one server
+// per test binary instead of one initdb per test.
+var replicaPostgres struct {
+	once   sync.Once
+	server *pgtest.Server
+	err    error
+}
+
 // Main runs a package's tests, on a throwaway PostgreSQL server when
-// TestDBEnv says "postgres"; call it from TestMain:
+// TestDBEnv says "postgres", or else on SQLite files that start as copies
+// of one migrated once; call it from TestMain:
 //
 //	func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 func Main(m *testing.M) int {
 	switch db := os.Getenv(TestDBEnv); db {
 	case "", "sqlite":
-		return m.Run()
+		stop, err := startSQLiteTemplate()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "servertest:", err)
+			return 1
+		}
+		code := m.Run()
+		if err := errors.Join(stop(), replicaPostgres.server.Stop()); err != nil {
+			fmt.Fprintln(os.Stderr, "servertest:", err)
+			code = 1
+		}
+		return code
 	case "postgres":
 	default:
 		fmt.Fprintf(os.Stderr, "servertest: %s=%q: want sqlite or postgres\n", TestDBEnv, db)
@@ -47,15 +69,7 @@ func Main(m *testing.M) int {
 		return 1
 	}
 	postgres.server, postgres.dbs = server, map[string]string{}
-	// Each test's database starts as a copy of one migrated once.
-	err = server.UseTemplate(func(url string) error {
-		st, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
-		if err != nil {
-			return err
-		}
-		return st.Close()
-	})
-	if err != nil {
+	if err := server.UseTemplate(migrate); err != nil {
 		fmt.Fprintln(os.Stderr, "servertest:", errors.Join(err, server.Stop()))
 		return 1
 	}
@@ -68,10 +82,14 @@ func Main(m *testing.M) int {
 }
 
 // database is what store.Open opens for the database path: path itself,
-// or on PostgreSQL the database made for it, the same one each time a
-// test starts a server on path again.
+// a copy of the migrated template if it is new (Main), or on PostgreSQL
+// the database made for it, the same one each time a test starts a server
+// on path again.
 func database(t testing.TB, path string) string {
 	if postgres.server == nil {
+		if err := fromSQLiteTemplate(path); err != nil {
+			t.Fatalf("servertest: %v", err)
+		}
 		return path
 	}
 	postgres.mu.Lock()
@@ -106,4 +124,40 @@ func OpenStore(t testing.TB, path string) *store.Store {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	return st
+}
+
+// migrate applies the migrations to the database at url: each test's
+// database starts as a copy of one migrated once (pgtest.UseTemplate).
+func migrate(url string) error {
+	st, err := store.Open(context.Background(), url, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return err
+	}
+	return st.Close()
+}
+
+// SharedDatabase is a database for servers that share it, as replicas
+// do, to give each of them with DBPath: on PostgreSQL (Main, TestDBEnv) a
+// path standing for a new database of the binary's server; on SQLite the
+// URL of a new database on a PostgreSQL server started for the binary on
+// first use (SQLite replicas would each be a server of their own). The
+// database is dropped when t ends.
+func SharedDatabase(t testing.TB) string {
+	t.Helper()
+	if OnPostgres() {
+		return filepath.Join(t.TempDir(), "shared.db") // the same path, the same database
+	}
+	if sqliteTemplate.dir == "" {
+		t.Fatal("servertest: SharedDatabase needs the package's TestMain to run servertest.Main")
+	}
+	replicaPostgres.once.Do(func() {
+		replicaPostgres.server, replicaPostgres.err = pgtest.Start()
+		if replicaPostgres.err == nil {
+			replicaPostgres.err = replicaPostgres.server.UseTemplate(migrate)
+		}
+	})
+	if replicaPostgres.err != nil {
+		t.Fatalf("servertest: %v", replicaPostgres.err)
+	}
+	return replicaPostgres.server.NewDatabase(t)
 }

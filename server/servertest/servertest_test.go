@@ -5,12 +5,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
+
+func TestMain(m *testing.M) { os.Exit(servertest.Main(m)) }
 
 // httpServer is a net/http server as Start runs one: Serve returns nil
 // after Shutdown, as Sluice's does.
@@ -85,5 +89,25 @@ func TestTLS(t *testing.T) {
 	}
 	if resp, _ := n.DoRaw(t, "GET / HTTP/1.1\r\nHost: servertest\r\nConnection: close\r\n\r\n"); resp.StatusCode != http.StatusOK {
 		t.Errorf("DoRaw over TLS: %d", resp.StatusCode)
+	}
+}
+
+// TestNewDatabasesAreCopiesOfOneMigrated: a server on a new database finds
+// the migrations applied instead of applying them itself, which costs a
+// few hundred milliseconds per server under the race detector, and two
+// new databases are still apart.
+func TestNewDatabasesAreCopiesOfOneMigrated(t *testing.T) {
+	a := servertest.Start(t, plain)
+	b := servertest.Start(t, plain)
+	for name, n := range map[string]*servertest.Node{"a": a, "b": b} {
+		if logs := n.Logs(); strings.Contains(logs, "migration applied") {
+			t.Errorf("server %s applied migrations on its new database:\n%s", name, logs)
+		}
+	}
+	if err := a.Store.AddMetrics(t.Context(), []store.MinuteDelta{{Resource: "only-a", StartMs: store.MinuteMs}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Store.MetricResources(t.Context()); err != nil || len(got) != 0 {
+		t.Errorf("b's database holds %+v (%v), want none of a's resources", got, err)
 	}
 }
