@@ -229,10 +229,59 @@ type adaptiveLimiter struct {
 	// AdaptiveStatus.
 	shortRtt, noLoadRtt atomic.Uint64
 
+	// minutes keeps the limit's least, greatest and latest in the last two
+	// minutes, for their rows; here rather than in the resource's tally,
+	// so that only resources with a rule pay for it.
+	minutes [2]minuteLimits
+
 	// Guarded by updating.
 	fromMs      int64   // the start of the first span not learned from
 	limit       float64 // the limit, unrounded
 	noLoadRttMs float64 // 0 until the first span
+}
+
+// minuteLimits is the least, greatest and latest limit of one minute,
+// written by the learner alone (it holds updating), read by collections.
+type minuteLimits struct {
+	// start is the minute held; noMinute while being written.
+	start             atomic.Int64
+	least, most, last atomic.Int64
+}
+
+// noMinute marks a minuteLimits slot that holds no minute.
+const noMinute = math.MinInt64
+
+// observeLimit records the limit held now, in the minute of the
+// resource's newest call. The caller holds updating.
+func (a *adaptiveLimiter) observeLimit(limit int64) {
+	minute, ok := a.res.second.NewestMinuteMs()
+	if !ok {
+		return
+	}
+	m := &a.minutes[minute/minuteMs%2]
+	if m.start.Load() != minute {
+		m.start.Store(noMinute)
+		m.least.Store(limit)
+		m.most.Store(limit)
+		m.last.Store(limit)
+		m.start.Store(minute)
+		return
+	}
+	m.least.Store(min(m.least.Load(), limit))
+	m.most.Store(max(m.most.Load(), limit))
+	m.last.Store(limit)
+}
+
+// minuteLimit returns the least, greatest and latest limit of the minute
+// that starts at startMs, and false if none was recorded for it.
+func (a *adaptiveLimiter) minuteLimit(startMs int64) (least, most, last int64, ok bool) {
+	m := &a.minutes[startMs/minuteMs%2]
+	if m.start.Load() != startMs {
+		return 0, 0, 0, false
+	}
+	least, most, last = m.least.Load(), m.most.Load(), m.last.Load()
+	// A slot rewritten meanwhile holds another minute.
+	return least, most, last, m.start.Load() == startMs
 }
 
 // adaptiveState is a limit as Entry reads it.
@@ -248,6 +297,9 @@ type adaptiveState struct {
 // no-load latency learned, within its bounds.
 func newAdaptiveLimiter(rule AdaptiveConcurrencyRule, res *Resource, prior *adaptiveLimiter, nowMs int64) *adaptiveLimiter {
 	a := &adaptiveLimiter{rule: rule, res: res, shadow: rule.Mode == ModeShadow, limit: float64(rule.InitialLimit)}
+	for i := range a.minutes {
+		a.minutes[i].start.Store(noMinute)
+	}
 	var change AdaptiveChange
 	if prior != nil && prior.rule.Algorithm == rule.Algorithm {
 		st := prior.state.Load()
@@ -255,6 +307,13 @@ func newAdaptiveLimiter(rule AdaptiveConcurrencyRule, res *Resource, prior *adap
 		a.noLoadRttMs = math.Float64frombits(prior.noLoadRtt.Load())
 		a.shortRtt.Store(prior.shortRtt.Load())
 		change = st.change
+		for i := range a.minutes {
+			m, p := &a.minutes[i], &prior.minutes[i]
+			m.least.Store(p.least.Load())
+			m.most.Store(p.most.Load())
+			m.last.Store(p.last.Load())
+			m.start.Store(p.start.Load())
+		}
 	}
 	a.noLoadRtt.Store(math.Float64bits(a.noLoadRttMs))
 	a.fromMs = spanStart(nowMs)
@@ -319,9 +378,8 @@ func (a *adaptiveLimiter) learn(nowMs int64) {
 	a.nextMs.Store(start + window.SpanMs)
 	// The minute's row keeps the limit the span ended with and the one
 	// the next starts with.
-	x := a.res.second.Extremes()
-	x.ObserveLimit(a.state.Load().limit)
-	defer func() { x.ObserveLimit(a.state.Load().limit) }()
+	a.observeLimit(a.state.Load().limit)
+	defer func() { a.observeLimit(a.state.Load().limit) }()
 	sums := a.res.second.SumSpans(a.fromMs, start)
 	completes, elapsedMs := sums[window.Complete], start-a.fromMs
 	if completes < adaptiveMinSamples && elapsedMs < adaptiveMaxWindowMs {

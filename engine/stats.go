@@ -112,7 +112,12 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 // last collected. The caller holds the engine's collectMu.
 func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 	var buf [2]window.Minute
+	adaptive := r.rules.Load().adaptive
 	for _, m := range r.second.Collect(buf[:0]) {
+		var least, most, last int64
+		if adaptive != nil {
+			least, most, last, _ = adaptive.minuteLimit(m.StartMs)
+		}
 		out = append(out, MinuteStat{
 			Resource: r.name,
 			StartMs:  m.StartMs,
@@ -131,9 +136,9 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 				MaxConcurrency: m.MaxConcurrency,
 				BusiestSecond:  m.BusiestSecond,
 
-				AdaptiveLimitMin:  m.MinLimit,
-				AdaptiveLimitMax:  m.MaxLimit,
-				AdaptiveLimitLast: m.LastLimit,
+				AdaptiveLimitMin:  least,
+				AdaptiveLimitMax:  most,
+				AdaptiveLimitLast: last,
 			},
 		})
 	}

@@ -43,15 +43,7 @@ type Extremes struct {
 	// busiestSecond is the most calls, passed or blocked, in one second
 	// (a Tally's: ten spans in a row) of the minute.
 	busiestSecond atomic.Int64
-	// minLimit, maxLimit and lastLimit are the least, greatest and latest
-	// limit an adaptive concurrency rule held in the minute (noLimit and
-	// 0 while none did).
-	minLimit, maxLimit, lastLimit atomic.Int64
 }
-
-// noLimit is the minLimit of a minute in which no adaptive limit was
-// observed.
-const noLimit = math.MaxInt64
 
 // StartMs returns the start of the time span the bucket counts.
 func (b *Bucket) StartMs() int64 { return b.start.Load() }
@@ -78,14 +70,6 @@ func (b *Bucket) reset() {
 	}
 }
 
-// ObserveLimit records the limit an adaptive concurrency rule holds, at
-// most once per span: the minute keeps its least, greatest and latest.
-func (x *Extremes) ObserveLimit(limit int64) {
-	storeMin(&x.minLimit, limit)
-	storeMax(&x.maxLimit, limit)
-	x.lastLimit.Store(limit)
-}
-
 // observeSecond records n calls in one second.
 func (x *Extremes) observeSecond(n int64) { storeMax(&x.busiestSecond, n) }
 
@@ -95,9 +79,6 @@ func (x *Extremes) reset() {
 	x.maxRt.Store(0)
 	x.maxConcurrency.Store(0)
 	x.busiestSecond.Store(0)
-	x.minLimit.Store(noLimit)
-	x.maxLimit.Store(0)
-	x.lastLimit.Store(0)
 }
 
 func storeMax(a *atomic.Int64, v int64) {

@@ -120,10 +120,6 @@ type Minute struct {
 	// of the minute: any ten spans in a row that end in it, the second
 	// still under way included.
 	BusiestSecond int64
-	// MinLimit, MaxLimit and LastLimit are the least, greatest and latest
-	// limit of the resource's adaptive concurrency rule in the minute so
-	// far; 0 when it had none.
-	MinLimit, MaxLimit, LastLimit int64
 }
 
 // view is a consistent copy of a Tally's marks and totals.
@@ -134,10 +130,9 @@ type view struct {
 	minutes [minutes]struct {
 		start int64
 		at    [NumEvents]int64
-		// minRt, maxRt, maxConcurrency, busiestSecond and the limits
-		// are the minute's extremes.
+		// minRt, maxRt, maxConcurrency and busiestSecond are the
+		// minute's extremes.
 		minRt, maxRt, maxConcurrency, busiestSecond int64
-		minLimit, maxLimit, lastLimit               int64
 	}
 }
 
@@ -292,7 +287,6 @@ func (t *Tally) load(v *view) {
 			}
 			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
 			c.busiestSecond = m.x.busiestSecond.Load()
-			c.minLimit, c.maxLimit, c.lastLimit = m.x.minLimit.Load(), m.x.maxLimit.Load(), m.x.lastLimit.Load()
 		}
 		v.totals = t.loadTotals()
 		if t.newest.Load() == n {
@@ -417,9 +411,6 @@ func (t *Tally) appendMinute(out []Minute, v *view, i int, from, to *[NumEvents]
 	}
 	if c.minRt != noRt {
 		m.MinRtMs = c.minRt
-	}
-	if c.minLimit != noLimit {
-		m.MinLimit, m.MaxLimit, m.LastLimit = c.minLimit, c.maxLimit, c.lastLimit
 	}
 	return append(out, m)
 }
