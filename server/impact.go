@@ -5,11 +5,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/engine"
-	"github.com/sluicehq/sluice/engine/wire"
-	"github.com/sluicehq/sluice/server/codec"
 	"github.com/sluicehq/sluice/server/impact"
-	"github.com/sluicehq/sluice/server/rules"
 )
 
 // estimate answers what the rule of the body would have blocked over the
@@ -34,12 +30,7 @@ import (
 //	@Security		BearerAuth
 //	@Router			/api/v1/rules/impact [post]
 func (h *ruleHandler) estimate(c *fiber.Ctx) error {
-	var errs []engine.FieldError
-	o, err := codec.ParseBody(c.Body(), &errs)
-	if err != nil {
-		return errNotJSONObject(err)
-	}
-	r, err := decodeRule(o, rules.Rule{}, wire.ForCreate)
+	r, err := newRuleBody(c)
 	if err != nil {
 		return err
 	}

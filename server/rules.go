@@ -252,12 +252,7 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var errs []engine.FieldError
-	o, err := codec.ParseBody(c.Body(), &errs)
-	if err != nil {
-		return errNotJSONObject(err)
-	}
-	r, err := decodeRule(o, rules.Rule{}, wire.ForCreate)
+	r, err := newRuleBody(c)
 	if err != nil {
 		return err
 	}
@@ -266,6 +261,17 @@ func (h *ruleHandler) create(c *fiber.Ctx) error {
 	}
 	c.Location(fmt.Sprintf("%s/%d", c.Path(), r.ID))
 	return h.answerRule(c, http.StatusCreated, &r)
+}
+
+// newRuleBody reads the request's body as a new rule, as POST /rules takes
+// it, and validates it.
+func newRuleBody(c *fiber.Ctx) (rules.Rule, error) {
+	var errs []engine.FieldError
+	o, err := codec.ParseBody(c.Body(), &errs)
+	if err != nil {
+		return rules.Rule{}, errNotJSONObject(err)
+	}
+	return decodeRule(o, rules.Rule{}, wire.ForCreate)
 }
 
 // decodeRule reads the rule object o onto base, as mode says, and
