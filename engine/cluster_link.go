@@ -237,6 +237,9 @@ func (k *clusterLink) round(ctx context.Context) (time.Duration, bool) {
 		x.Returns = s.settle(now, x.Returns)
 		calls := s.asked.Swap(0)
 		busy = busy || calls > 0
+		if calls == 0 {
+			s.idle.Store(true)
+		}
 		// Demand rises at once and falls by halves: a lease sized on a
 		// rising demand's average would run out.
 		rate := float64(calls) / elapsedMs

@@ -27,6 +27,12 @@ type clusterShare struct {
 	// charges them to the count.
 	credit    atomic.Int64
 	creditCap atomic.Int64
+	// idle is set while the rule is idle: from a round that saw no calls
+	// of it (or its loading) until the count answers an ask that wanted
+	// passes. Only an idle rule passes on credit: one whose lease ran out
+	// under demand waits for the next, or it would pass a round's credit
+	// each time a lease ends, past the threshold.
+	idle atomic.Bool
 	// fallback, when set, decides in the count's stead.
 	fallback atomic.Pointer[clusterFallback]
 	// rejoin, when set, holds the calls to a local fallback's limit as
@@ -78,6 +84,7 @@ func newClusterShare(rule FlowRule) *clusterShare {
 	s := &clusterShare{rule: rule}
 	s.engines.Store(1)
 	s.creditCap.Store(creditCap(rule, 1))
+	s.idle.Store(true)
 	return s
 }
 
@@ -147,10 +154,13 @@ func (s *clusterShare) takeShared(nowMs, count int64) (*clusterLease, bool) {
 	return nil, false
 }
 
-// onCredit decides count calls with no lease held nor asked for: the
-// rule was idle. They pass up to creditCap a round, charged to the count by
+// onCredit decides count calls with no lease held nor asked for. If the
+// rule was idle they pass up to creditCap a round, charged to the count by
 // the next round.
 func (s *clusterShare) onCredit(count int64) bool {
+	if !s.idle.Load() {
+		return false
+	}
 	if s.credit.Add(count) <= s.creditCap.Load() {
 		return true
 	}
@@ -231,6 +241,7 @@ func (s *clusterShare) grant(nowMs int64, lease ClusterLease, next, wanted bool)
 	if !wanted {
 		return
 	}
+	s.idle.Store(false)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	slot := &s.lease

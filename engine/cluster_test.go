@@ -320,6 +320,44 @@ func TestClusterCreditAndReturns(t *testing.T) {
 	}
 }
 
+// TestClusterNoCreditUnderDemand: a rule whose lease ends under demand,
+// with no lease for the next bucket yet (its rounds sparser than its
+// buckets), blocks until a round brings one: only an idle rule passes on
+// credit. Passing a round's credit at each lease's end took a second of
+// this rule to 140 passes of its 100.
+func TestClusterNoCreditUnderDemand(t *testing.T) {
+	const threshold = 100
+	clock := NewManualClock(1_000_000)
+	e := newClusterEngine(t, clock, newMemCounter(clock), "a", clusterRule(threshold))
+	r := e.Resource("pay")
+	var passedAt []int64
+	for ms := range int64(5000) {
+		if ms%100 == 0 {
+			round(e)
+		}
+		if tryPass(r) {
+			passedAt = append(passedAt, ms)
+		}
+		clock.Advance(1)
+	}
+	most := 0
+	for i, at := range passedAt {
+		j := i
+		for j < len(passedAt) && passedAt[j] < at+1000 {
+			j++
+		}
+		most = max(most, j-i)
+	}
+	// The first calls pass on credit before the first lease: a bucket's
+	// share.
+	if limit := threshold + int(creditCap(clusterRule(threshold), 1)); most > limit {
+		t.Fatalf("%d passes in one second, want at most %d", most, limit)
+	}
+	if most < threshold/2 {
+		t.Fatalf("%d passes in the busiest second, want most of %d", most, threshold)
+	}
+}
+
 func TestClusterDecisionDoesNotAllocate(t *testing.T) {
 	clock := NewManualClock(1_000_000)
 	e := newClusterEngine(t, clock, newMemCounter(clock), "a", clusterRule(1e9))
