@@ -623,3 +623,15 @@ func (b *ruleBook) inOrder(resources iter.Seq[*Resource]) []*ruleSet {
 	}
 	return sets
 }
+
+// ReadsCallAttributes reports whether a rule of r reads a call's origin or
+// params (a hotspot or authority rule, or a flow rule with a limitApp), so
+// that a caller whose origin and params cost work to compute (a request's
+// client address as text, say) can leave them out when no rule would read
+// them. A rule loaded between the report and the call misses that one
+// call's attributes, as it misses the calls already in flight. True for a
+// handle the engine forgot, whose calls look the resource up again.
+func (r *Resource) ReadsCallAttributes() bool {
+	rs := r.rules.Load()
+	return rs.more != nil || rs == evictedRules
+}

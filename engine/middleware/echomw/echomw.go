@@ -124,7 +124,7 @@ func (g *echoGuard) handle(c echo.Context, next echo.HandlerFunc) error {
 	// Requests come in: system rules guard them.
 	var buf [adapter.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	opts = g.cfg.extract.Append(opts, echoRequest{c: c})
+	opts = g.cfg.extract.Append(opts, res, echoRequest{c: c})
 	e, blk := res.Entry(opts...)
 	var headers [adapter.MaxHeaders]middleware.Header
 	if blk != nil {

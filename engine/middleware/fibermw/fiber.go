@@ -111,7 +111,7 @@ func (g *fiberGuard) handle(c *fiber.Ctx) error {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	opts = g.cfg.extract.Append(opts, fiberRequest{c: c})
+	opts = g.cfg.extract.Append(opts, res, fiberRequest{c: c})
 	e, blk := res.Entry(opts...)
 	var headers [guard.MaxHeaders]middleware.Header
 	if blk != nil {

@@ -119,7 +119,7 @@ func (g *ginGuard) handle(c *gin.Context) {
 	// Requests come in: system rules guard them.
 	var buf [adapter.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	opts = g.cfg.extract.Append(opts, ginRequest{c: c})
+	opts = g.cfg.extract.Append(opts, res, ginRequest{c: c})
 	e, blk := res.Entry(opts...)
 	var headers [adapter.MaxHeaders]middleware.Header
 	if blk != nil {

@@ -121,7 +121,7 @@ func (g *grpcGuard) enter(ctx context.Context, method string) (*engine.Resource,
 		// Calls come in: system rules guard them.
 		opts = append(opts, engine.WithInbound())
 	}
-	opts = g.cfg.extract.Append(opts, grpcRequest{ctx: ctx, method: method, outgoing: g.outgoing})
+	opts = g.cfg.extract.Append(opts, res, grpcRequest{ctx: ctx, method: method, outgoing: g.outgoing})
 	e, blk := res.Entry(opts...)
 	switch {
 	case blk == nil:

@@ -143,7 +143,7 @@ func (g *httpGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requests come in: system rules guard them.
 	var buf [guard.MaxStackOptions]engine.EntryOption
 	opts := append(buf[:0], engine.WithInbound())
-	opts = g.cfg.extract.Append(opts, httpRequest{r: r, mux: g.mux, pattern: pattern})
+	opts = g.cfg.extract.Append(opts, res, httpRequest{r: r, mux: g.mux, pattern: pattern})
 	e, blk := res.Entry(opts...)
 	var headers [guard.MaxHeaders]middleware.Header
 	if blk != nil {

@@ -115,11 +115,15 @@ func (e *Extractors[R]) TrustProxies(proxies []netip.Prefix) {
 // the heap.
 const MaxStackOptions = 9
 
-// Append appends to opts the options of req's origin and params. An
-// empty value is left out: a missing param leaves the call unlimited by
-// the key's rules rather than lumping every such call under one empty
-// value.
-func (e *Extractors[R]) Append(opts []engine.EntryOption, req R) []engine.EntryOption {
+// Append appends to opts the options of req's origin and params for a
+// call of res; none when no rule of res reads them, which spares the work
+// of computing them on most routes. An empty value is left out: a missing
+// param leaves the call unlimited by the key's rules rather than lumping
+// every such call under one empty value.
+func (e *Extractors[R]) Append(opts []engine.EntryOption, res *engine.Resource, req R) []engine.EntryOption {
+	if !res.ReadsCallAttributes() {
+		return opts
+	}
 	if origin := e.value(&e.origin, req); origin != "" {
 		opts = append(opts, engine.WithOrigin(origin))
 	}
