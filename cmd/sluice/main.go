@@ -95,6 +95,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	fs := flag.NewFlagSet("sluice serve", flag.ContinueOnError)
 	addr := fs.String("addr", ":8080", "address to listen on, host:port (env SLUICE_ADDR)")
 	grpcAddr := fs.String("grpc-addr", "", "address of the gRPC listener of Envoy's rate limit service, host:port; off unless set (env SLUICE_GRPC_ADDR)")
+	pprofAddr := fs.String("pprof-addr", "", "loopback address of a listener serving Go's profiles (/debug/pprof/), host:port; off unless set (env SLUICE_PPROF_ADDR)")
 	dbPath := fs.String("db", "./sluice.db", "SQLite database file, created if missing, a URI filename (file:path?param=value), or a PostgreSQL URL (postgres://…) (env SLUICE_DB)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error (env SLUICE_LOG_LEVEL)")
 	retention := retentionFlag(metrics.DefaultRetention)
@@ -162,6 +163,14 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			return fmt.Errorf("listen on %s: %w", *grpcAddr, err)
 		}
 		defer grpcLn.Close()
+	}
+
+	if *pprofAddr != "" {
+		pprofLn, err := listenPprof(*pprofAddr)
+		if err != nil {
+			return err
+		}
+		defer pprofServer(pprofLn, logger).Close()
 	}
 
 	st, err := store.Open(ctx, *dbPath, logger, store.Exclusive())
