@@ -96,6 +96,23 @@ func (e *Engine) RestoreQuotaWindows(ws []QuotaWindow) {
 	}
 }
 
+// pruneRestored forgets the restored windows that no rule took and that
+// hold no pass a window could still count at nowMs: no rule claims them
+// after that, so they would stay in memory until the process ends. The
+// caller holds loadMu.
+func (e *Engine) pruneRestored(nowMs int64) {
+	for k, ws := range e.restored {
+		ws = slices.DeleteFunc(ws, func(w QuotaWindow) bool {
+			return !slices.ContainsFunc(w.Spans, func(m window.Marked) bool { return m.AtMs > nowMs-MaxStatIntervalMs })
+		})
+		if len(ws) == 0 {
+			delete(e.restored, k)
+		} else {
+			e.restored[k] = ws
+		}
+	}
+}
+
 // quotaKey finds the restored windows of a rule.
 type quotaKey struct{ resource, rule string }
 

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"testing"
+
+	"github.com/sluicehq/sluice/engine/window"
 )
 
 const day = 86_400_000
@@ -105,5 +107,27 @@ func TestQuotaWindowsSurviveARestart(t *testing.T) {
 	clock2.Advance(day)
 	if !tryPass(r, WithCount(1000)) {
 		t.Fatal("a day later, the restored passes still count")
+	}
+}
+
+// TestUnclaimedQuotaWindowsAreForgotten: windows restored for a rule that
+// is not loaded stay for a rule of that name until no pass in them could
+// count, then the next load forgets them.
+func TestUnclaimedQuotaWindowsAreForgotten(t *testing.T) {
+	e, clock := newTestEngine(t, 1_000_000)
+	e.RestoreQuotaWindows([]QuotaWindow{{Resource: "r", Rule: "gone", Spans: []window.Marked{{AtMs: clock.NowMs(), Passes: 5}}}})
+	other := []FlowRule{{Name: "other", Resource: "o", Threshold: 10}}
+	if err := e.LoadFlowRules(other); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.restored) != 1 {
+		t.Fatalf("restored %v, want the window kept within the day its passes count", e.restored)
+	}
+	clock.Advance(MaxStatIntervalMs)
+	if err := e.LoadFlowRules(other); err != nil {
+		t.Fatal(err)
+	}
+	if len(e.restored) != 0 {
+		t.Fatalf("restored %v a day later, want none", e.restored)
 	}
 }

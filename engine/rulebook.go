@@ -154,6 +154,7 @@ func (e *Engine) commit(c *ruleChange) {
 		}
 	}
 	st.publish()
+	e.pruneRestored(st.now)
 }
 
 // staging is a commit in progress: the resources to publish, with their own
