@@ -5,7 +5,7 @@
 //	sluice-bench accuracy [-server http://127.0.0.1:8080] [-threshold 100] [-duration 10s] [-workers 16 | -rate 150] [-warmup]
 //	sluice-bench cardinality -pid PID [-server http://127.0.0.1:8080] [-names 1000000]
 //	sluice-bench propagation [-server …] [-example ./sluice-example] [-instances 20] [-changes 30]
-//	sluice-bench reporters [-server …] [-instances 500] [-resources 10] [-duration 65s] [-server-pid PID]
+//	sluice-bench reporters [-server …] [-instances 500] [-resources 10] [-duration 65s] [-minute-spread 20s] [-server-pid PID]
 //	sluice-bench instance-overhead [-server …] [-rate 10000] [-duration 30s]
 //	sluice-bench cluster [-redis redis://…] [-accuracy 15s] [-outage-up 5s] [-outage-down 5s] [-cost 10s] [-cost-rate 10000]
 //	sluice-bench replicas [-sluice ./sluice] [-changes 50]

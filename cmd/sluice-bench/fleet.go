@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -280,9 +281,10 @@ func propagation(ctx context.Context, args []string) error {
 }
 
 // reporters simulates n instances, each posting a report every second with
-// live figures of its resources, and at every minute's end the minute
-// rows of each, as engine/remote does; it prints the reports' latency and,
-// with -server-pid, the server's CPU over the run.
+// live figures of its resources, and once a minute is over by the
+// instance's own delay (drawn in [0, -minute-spread), as engine/remote's
+// Config.MinuteSpread) the minute rows of each; it prints the reports'
+// latency and, with -server-pid, the server's CPU over the run.
 func reporters(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("reporters", flag.ContinueOnError)
 	server := fs.String("server", "http://127.0.0.1:8080", "the Sluice server")
@@ -291,6 +293,7 @@ func reporters(ctx context.Context, args []string) error {
 	resources := fs.Int("resources", 10, "resources per instance")
 	duration := fs.Duration("duration", 65*time.Second, "how long to report (past a minute's end, so that minutes are posted)")
 	pid := fs.Int("server-pid", 0, "the server's process id, to measure its CPU")
+	spread := fs.Duration("minute-spread", remote.DefaultMinuteSpread, "each instance posts a finished minute after a delay drawn in [0, spread), as engine/remote does; 0 posts every minute as it ends")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -324,8 +327,12 @@ func reporters(ctx context.Context, args []string) error {
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			minute := time.Now().UTC().Truncate(time.Minute)
+			var delay time.Duration
+			if *spread > 0 {
+				delay = rand.N(*spread)
+			}
 			for time.Since(start) < *duration && ctx.Err() == nil {
-				body := simulatedReport(app, i, *resources, &minute)
+				body := simulatedReport(app, i, *resources, delay, &minute)
 				sent := time.Now()
 				status, _, err := post(client, *server+"/api/v1/instances/report", instanceToken, body)
 				took := time.Since(sent)
@@ -360,10 +367,11 @@ func reporters(ctx context.Context, args []string) error {
 }
 
 // simulatedReport is instance i's report now: live figures of its
-// resources, and their minute rows once the minute *minute is over.
-func simulatedReport(app string, i, resources int, minute *time.Time) string {
+// resources, and their minute rows once the minute *minute is over by
+// delay.
+func simulatedReport(app string, i, resources int, delay time.Duration, minute *time.Time) string {
 	var minutes, live []string
-	now := time.Now().UTC().Truncate(time.Minute)
+	now := time.Now().UTC().Add(-delay).Truncate(time.Minute)
 	for r := range resources {
 		name := fmt.Sprintf("GET /bench/%d", r)
 		live = append(live, fmt.Sprintf(`{"resource":%q,"passQps":50,"blockQps":2,"completeQps":50,"avgRtMs":3,"concurrency":1}`, name))

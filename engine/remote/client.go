@@ -23,6 +23,7 @@ const (
 	DefaultPollWait           = 30 * time.Second
 	MaxPollWait               = 60 * time.Second
 	DefaultReportInterval     = time.Second
+	DefaultMinuteSpread       = 20 * time.Second
 	DefaultMaxBufferedMinutes = 10_000
 	DefaultMinBackoff         = 500 * time.Millisecond
 	DefaultMaxBackoff         = 30 * time.Second
@@ -76,6 +77,15 @@ type Config struct {
 	// posted. Optional. Default: DefaultReportInterval (1s); at most a
 	// minute, since the engine keeps a finished minute for one more.
 	ReportInterval time.Duration
+	// MinuteSpread is how long after a minute ends its rows may wait
+	// before they are posted: each Client draws its own delay in [0,
+	// MinuteSpread) at New, so that a fleet's minutes reach the server
+	// spread over that time rather than all in the second after the
+	// minute ends, when each report would wait for the others' rows to
+	// be written. Optional. Default: DefaultMinuteSpread (20s); at most
+	// 50s; negative posts each minute as soon as it ends. Close posts
+	// every minute whatever its delay.
+	MinuteSpread time.Duration
 	// MaxBufferedMinutes bounds the finished minutes kept while the
 	// server does not take them; past it the oldest are dropped and
 	// counted (State.DroppedMinutes). Optional. Default:
@@ -196,6 +206,7 @@ func newClient(cfg Config, hooks *Hooks) (*Client, error) {
 	cfg.PollWait = cmp.Or(cfg.PollWait, DefaultPollWait)
 	cfg.ReportInterval = cmp.Or(cfg.ReportInterval, DefaultReportInterval)
 	cfg.MaxBufferedMinutes = cmp.Or(cfg.MaxBufferedMinutes, DefaultMaxBufferedMinutes)
+	cfg.MinuteSpread = max(cmp.Or(cfg.MinuteSpread, DefaultMinuteSpread), 0)
 	cfg.MinBackoff = cmp.Or(cfg.MinBackoff, DefaultMinBackoff)
 	cfg.MaxBackoff = max(cmp.Or(cfg.MaxBackoff, DefaultMaxBackoff), cfg.MinBackoff)
 	if cfg.Now == nil {
@@ -206,6 +217,8 @@ func newClient(cfg Config, hooks *Hooks) (*Client, error) {
 		return nil, fmt.Errorf("remote: PollWait %s must be between 0 and %s", cfg.PollWait, MaxPollWait)
 	case cfg.ReportInterval < 0 || cfg.ReportInterval > time.Minute:
 		return nil, fmt.Errorf("remote: ReportInterval %s must be between 0 and 1m", cfg.ReportInterval)
+	case cfg.MinuteSpread > maxMinuteSpread:
+		return nil, fmt.Errorf("remote: MinuteSpread %s must be at most %s", cfg.MinuteSpread, maxMinuteSpread)
 	case cfg.MaxBufferedMinutes < 0 || cfg.MinBackoff < 0:
 		return nil, errors.New("remote: MaxBufferedMinutes and MinBackoff must not be negative")
 	}
@@ -223,7 +236,7 @@ func newClient(cfg Config, hooks *Hooks) (*Client, error) {
 		logger:   cmp.Or(cfg.Logger, slog.Default()),
 		hostname: hostname,
 		pid:      pid,
-		reports:  newReporter(cfg.MaxBufferedMinutes),
+		reports:  newReporter(cfg.MaxBufferedMinutes, spreadDelay(cfg.MinuteSpread)),
 		ready:    make(chan struct{}),
 	}
 	api := strings.TrimRight(cfg.ServerURL, "/") + "/api/v1"

@@ -40,6 +40,9 @@ func startClient(t *testing.T, url string, adjust func(*remote.Config)) (*remote
 		Logger:   slog.New(slog.NewTextHandler(t.Output(), nil)),
 		PollWait: time.Second, ReportInterval: 5 * time.Millisecond,
 		MinBackoff: 5 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
+		// The manual clock stops at a minute's end: its rows are posted
+		// then (TestMinutesWaitTheirSpread holds the delay).
+		MinuteSpread: -1,
 	}
 	if adjust != nil {
 		adjust(&cfg)
@@ -406,6 +409,7 @@ func TestNewRefusesABadConfig(t *testing.T) {
 		{"bad app", remote.Config{ServerURL: "http://x", App: "Shop!"}, "App"},
 		{"long poll", remote.Config{ServerURL: "http://x", App: "shop", PollWait: 61 * time.Second}, "PollWait"},
 		{"slow reports", remote.Config{ServerURL: "http://x", App: "shop", ReportInterval: 2 * time.Minute}, "ReportInterval"},
+		{"minutes held too long", remote.Config{ServerURL: "http://x", App: "shop", MinuteSpread: 51 * time.Second}, "MinuteSpread"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

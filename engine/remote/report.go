@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"slices"
@@ -44,6 +45,9 @@ type minuteKey struct {
 // keeps the finished ones until the server takes them.
 type reporter struct {
 	max int
+	// delayMs is how long a minute waits, once over, before it is
+	// finished (Config.MinuteSpread).
+	delayMs int64
 
 	// cycle is held by a collection and the post that follows it, so
 	// that minutes leave the outbox only as the server took them.
@@ -64,12 +68,27 @@ type reporter struct {
 	dropped int64
 }
 
-func newReporter(maxMinutes int) *reporter {
+// maxMinuteSpread bounds Config.MinuteSpread: a finished minute waits in
+// the reporter, which collects every ReportInterval, and posting it before
+// the next minute ends keeps a report to about a minute of rows.
+const maxMinuteSpread = 50 * time.Second
+
+// spreadDelay draws a Client's delay of its finished minutes, in [0,
+// spread).
+func spreadDelay(spread time.Duration) time.Duration {
+	if spread <= 0 {
+		return 0
+	}
+	return rand.N(spread)
+}
+
+func newReporter(maxMinutes int, delay time.Duration) *reporter {
 	return &reporter{
-		max:    maxMinutes,
-		open:   map[minuteKey]engine.Counts{},
-		live:   make([]wire.ReportLive, 0, 16),
-		outbox: make([]wire.ReportMinute, 0, 16),
+		max:     maxMinutes,
+		delayMs: delay.Milliseconds(),
+		open:    map[minuteKey]engine.Counts{},
+		live:    make([]wire.ReportLive, 0, 16),
+		outbox:  make([]wire.ReportMinute, 0, 16),
 	}
 }
 
@@ -82,8 +101,8 @@ func (r *reporter) counts() (buffered int, dropped int64) {
 }
 
 // collect takes what s recorded since the last collection, and moves the
-// minutes that are over to the outbox, or every minute with all (the
-// engine counts no more). The oldest minutes are dropped past the
+// minutes that are over, by the reporter's delay, to the outbox, or every
+// minute with all (the engine counts no more). The oldest minutes are dropped past the
 // outbox's bound. The caller holds cycle.
 func (r *reporter) collect(s Stats, all bool) {
 	// Read before collecting: a minute over by then was collected whole.
@@ -96,7 +115,7 @@ func (r *reporter) collect(s Stats, all bool) {
 	}
 	r.finished = r.finished[:0]
 	for k := range r.open {
-		if all || k.startMs+minuteMs <= nowMs {
+		if all || k.startMs+minuteMs+r.delayMs <= nowMs {
 			r.finished = append(r.finished, k)
 		}
 	}
