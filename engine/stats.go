@@ -175,7 +175,7 @@ func attachBlocks(out []MinuteStat, first int, name string, now int64, blocks []
 		if i == len(out) {
 			out = append(out, MinuteStat{Resource: name, StartMs: b.startMs, Finished: b.startMs+minuteMs <= now})
 		}
-		out[i].BlockedBy = addBlocks(out[i].BlockedBy, b.RuleBlocks)
+		out[i].BlockedBy = MergeBlocks(out[i].BlockedBy, []RuleBlocks{b.RuleBlocks})
 	}
 	for i := first; i < len(out); i++ {
 		m := &out[i]
@@ -190,16 +190,21 @@ func attachBlocks(out []MinuteStat, first int, name string, now int64, blocks []
 	return out
 }
 
-// addBlocks adds b to list, to the entry of the same reason and rule if
-// there is one (a rule changed in the minute counted in two tallies).
-func addBlocks(list []RuleBlocks, b RuleBlocks) []RuleBlocks {
-	for i := range list {
-		if list[i].Reason == b.Reason && list[i].Rule == b.Rule {
-			list[i].Blocked += b.Blocked
-			return list
+// MergeBlocks adds add to list, summing the entries of the same reason and
+// rule (a rule changed within a minute is counted in two tallies; deltas
+// of a minute add up), and returns it; add is never written to.
+func MergeBlocks(list, add []RuleBlocks) []RuleBlocks {
+next:
+	for _, b := range add {
+		for i := range list {
+			if list[i].Reason == b.Reason && list[i].Rule == b.Rule {
+				list[i].Blocked += b.Blocked
+				continue next
+			}
 		}
+		list = append(list, b)
 	}
-	return append(list, b)
+	return list
 }
 
 // LiveStats is a resource's traffic over the last second.

@@ -34,7 +34,7 @@ func (Instance) TableName() string { return "instances" }
 
 // instanceMinutes is the table of the instances' own minute rows: not a
 // rollup of metric_minutes but a part of it, read only for one instance.
-var instanceMinutes = metricTable{"instance_minutes", MinuteMs}
+var instanceMinutes = metricTable{"instance_minutes", MinuteMs, ""}
 
 // PutInstance records in, matched by UID: a new instance is inserted, a
 // known one takes in's fields, its first seen time kept. It sets in.ID.
@@ -366,7 +366,7 @@ func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []
 		if n, err := res.RowsAffected(); err != nil {
 			return nil, err
 		} else if n == 1 {
-			fresh = append(fresh, countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: c})
+			fresh = append(fresh, countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: c, blocks: d.BlockedBy})
 		}
 	}
 	return fresh, nil
@@ -416,6 +416,7 @@ func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas
 			out = append(out, foldedMinute{row: countRow{resourceID: overflowID, startMs: d.StartMs}})
 		}
 		out[i].row.counts.Merge(d.Counts)
+		out[i].row.blocks = engine.MergeBlocks(out[i].row.blocks, d.BlockedBy)
 		out[i].minutes++
 	}
 	rows := make([]countRow, len(out))
