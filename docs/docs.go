@@ -820,7 +820,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -6123,6 +6123,13 @@ const docTemplate = `{
                 "block": {
                     "type": "integer",
                     "format": "int64"
+                },
+                "blockedBy": {
+                    "description": "BlockedBy splits block by the rule that blocked: at most 64\nentries of distinct reason and rule, each at most block (reports\nwithout it are accepted).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleBlocks"
+                    }
                 },
                 "busiestSecond": {
                     "description": "BusiestSecond is the most calls, passed or blocked, in one second\n(any ten 100 ms spans in a row, of one engine); a second counts in\nthe minute it ends in.",
