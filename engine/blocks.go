@@ -10,6 +10,10 @@ import (
 // out of reach: a flow rule's block the fleet's count did not decide.
 const ReasonClusterFallback BlockReason = "clusterFallback"
 
+// BlockReasons are the reasons a block has, each once.
+var BlockReasons = [...]BlockReason{ReasonFlow, ReasonConcurrency, ReasonCircuitBreaker, ReasonHotspot,
+	ReasonAuthority, ReasonSystem, ReasonAdaptive, ReasonClusterFallback}
+
 // RuleBlocks is the calls one rule blocked, or, with Rule empty and Reason
 // ReasonSystem, the calls blocked by no rule of the resource's own: the
 // engine's system rules, which guard every inbound call and are not

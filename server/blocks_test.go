@@ -17,7 +17,8 @@ import (
 // TestHistoryBlocksByRuleOverTheFleet: a resource blocked by a flow rule
 // and a hotspot rule, on the server's engine and on two instances that
 // report through the API, has a history whose every minute gives each
-// rule's blocks, summed over the three, and sums to the minute's block.
+// rule's blocks, summed over the three, and sums to the minute's block;
+// the Prometheus exposition counts them by reason.
 func TestHistoryBlocksByRuleOverTheFleet(t *testing.T) {
 	t.Parallel()
 	clock := engine.NewManualClock(metricsT0 + 10_000)
@@ -93,6 +94,24 @@ func TestHistoryBlocksByRuleOverTheFleet(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("minutes missing from the history: %v (points %+v)", want, got.Points)
+	}
+
+	// Prometheus: the server's engine's and the fleet's blocks by reason,
+	// a reason only once it blocked.
+	resp, body := n.call(t, http.MethodGet, "/metrics", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	for _, line := range []string{
+		`sluice_resource_blocked_by_reason_total{resource="orders",reason="flow"} 1`,
+		`sluice_resource_blocked_by_reason_total{resource="orders",reason="hotspot"} 2`,
+		`sluice_fleet_blocked_by_reason_total{app="shop",resource="orders",reason="flow"} 2`,
+		`sluice_fleet_blocked_by_reason_total{app="shop",resource="orders",reason="hotspot"} 4`,
+	} {
+		if !strings.Contains(string(body), line+"\n") {
+			t.Errorf("the exposition lacks %q", line)
+		}
+	}
+	if strings.Contains(string(body), `resource="orders",reason="system"`) {
+		t.Errorf("the exposition has a series of a reason that never blocked:\n%s", body)
 	}
 }
 

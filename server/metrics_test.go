@@ -513,6 +513,8 @@ func TestPrometheusExposition(t *testing.T) {
 		"# TYPE sluice_resource_passed_total counter",
 		`sluice_resource_passed_total{resource="orders"} 5`,
 		`sluice_resource_blocked_total{resource="orders"} 2`,
+		"# TYPE sluice_resource_blocked_by_reason_total counter",
+		`sluice_resource_blocked_by_reason_total{resource="orders",reason="flow"} 2`,
 		`sluice_resource_shadow_blocked_total{resource="orders"} 0`,
 		`sluice_resource_completed_total{resource="orders"} 4`,
 		`sluice_resource_errors_total{resource="orders"} 1`,

@@ -113,6 +113,8 @@ type AddedMinutes struct {
 	// Counts is what the new minutes added, by the name they were counted
 	// under (engine.OverflowResource for the folded ones).
 	Counts map[string]engine.Counts
+	// Blocks splits the Block of Counts by rule and reason, by name.
+	Blocks map[string][]engine.RuleBlocks
 }
 
 // add adds o to n.
@@ -126,6 +128,12 @@ func (n *AddedMinutes) add(o AddedMinutes) {
 		sum := n.Counts[name]
 		sum.Merge(c)
 		n.Counts[name] = sum
+	}
+	for name, b := range o.Blocks {
+		if n.Blocks == nil {
+			n.Blocks = map[string][]engine.RuleBlocks{}
+		}
+		n.Blocks[name] = engine.MergeBlocks(n.Blocks[name], b)
 	}
 }
 
@@ -271,7 +279,7 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 	if err != nil {
 		return AddedMinutes{}, nil, err
 	}
-	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh))}
+	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh)), Blocks: map[string][]engine.RuleBlocks{}}
 	names := make(map[int64]string, len(seen))
 	for name := range seen {
 		names[ids[name]] = name
@@ -280,6 +288,9 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 		sum := n.Counts[names[r.resourceID]]
 		sum.Merge(r.counts)
 		n.Counts[names[r.resourceID]] = sum
+		if len(r.blocks) > 0 {
+			n.Blocks[names[r.resourceID]] = engine.MergeBlocks(n.Blocks[names[r.resourceID]], r.blocks)
+		}
 	}
 	for _, r := range overflow {
 		fresh = append(fresh, r.row)
@@ -287,6 +298,9 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 		sum := n.Counts[engine.OverflowResource]
 		sum.Merge(r.row.counts)
 		n.Counts[engine.OverflowResource] = sum
+		if len(r.row.blocks) > 0 {
+			n.Blocks[engine.OverflowResource] = engine.MergeBlocks(n.Blocks[engine.OverflowResource], r.row.blocks)
+		}
 	}
 	n.Added += n.Folded
 	return n, fresh, nil

@@ -71,8 +71,8 @@ func BlocksOf(list []engine.RuleBlocks) []ReportBlocks {
 	if len(sorted) > MaxReportBlocks {
 		slices.SortStableFunc(sorted, func(a, b engine.RuleBlocks) int { return cmp.Compare(b.Blocked, a.Blocked) })
 		// Room for one folded entry per reason.
-		kept := MaxReportBlocks - len(blockReasons)
-		folded := make([]engine.RuleBlocks, 0, len(blockReasons))
+		kept := MaxReportBlocks - len(engine.BlockReasons)
+		folded := make([]engine.RuleBlocks, 0, len(engine.BlockReasons))
 		for _, b := range sorted[kept:] {
 			folded = engine.MergeBlocks(folded, []engine.RuleBlocks{{Reason: b.Reason, Blocked: b.Blocked}})
 		}
@@ -85,13 +85,9 @@ func BlocksOf(list []engine.RuleBlocks) []ReportBlocks {
 	return out
 }
 
-// blockReasons are the reasons a block has.
-var blockReasons = []engine.BlockReason{engine.ReasonFlow, engine.ReasonConcurrency, engine.ReasonCircuitBreaker,
-	engine.ReasonHotspot, engine.ReasonAuthority, engine.ReasonSystem, engine.ReasonAdaptive, engine.ReasonClusterFallback}
-
 // IsBlockReason reports whether reason is one a block has.
 func IsBlockReason(reason string) bool {
-	return slices.Contains(blockReasons, engine.BlockReason(reason))
+	return slices.Contains(engine.BlockReasons[:], engine.BlockReason(reason))
 }
 
 // Counts is engine.Counts as a report's minute carries it.

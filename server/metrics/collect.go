@@ -95,6 +95,7 @@ type minuteKey struct {
 // dropped once its resource has left the engine and all of it is stored.
 type resourceTally struct {
 	totals      engine.Counts
+	byReason    reasonCounts
 	rt          rtHistogram // the exposition's response time buckets
 	firstSeenMs int64
 	lastSeenMs  int64
@@ -171,6 +172,7 @@ func (p *Pipeline) addLocked(nowMs int64, resource string, startMs, firstMs int6
 		p.unstored[resource] = struct{}{}
 	}
 	tally.totals.Merge(counts)
+	tally.byReason.add(blockedBy)
 	tally.rt.observe(counts)
 	tally.lastSeenMs = max(tally.lastSeenMs, last)
 	// Nothing in this minute came before the resource existed.
