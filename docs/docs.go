@@ -820,7 +820,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1239,7 +1239,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.",
+                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.",
                 "produces": [
                     "application/json"
                 ],
@@ -1412,7 +1412,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
+                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.",
                 "produces": [
                     "application/json"
                 ],
@@ -5702,6 +5702,13 @@ const docTemplate = `{
                     "type": "integer",
                     "example": 180
                 },
+                "blockedBy": {
+                    "description": "BlockedBy splits block by the rule that blocked and its kind, by\nreason then rule: its entries sum to block. Absent when nothing\nwas blocked, in rows written before Sluice kept it, and in an\ninstance's own history (?instance=).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleBlocks"
+                    }
+                },
                 "busiestSecond": {
                     "description": "BusiestSecond is the most calls, passed or blocked, that one engine\n(the server or an instance) saw in one second of the step: a\nsecond counts in the minute it ends in; the step's is its minutes'\nlargest. It is 0 in rows written before Sluice kept it.",
                     "type": "integer",
@@ -5763,6 +5770,13 @@ const docTemplate = `{
                 "block": {
                     "type": "integer",
                     "example": 180
+                },
+                "blockedBy": {
+                    "description": "BlockedBy splits block by rule and reason, as a history point's;\nabsent when nothing was blocked.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleBlocks"
+                    }
                 },
                 "complete": {
                     "type": "integer",
@@ -6109,6 +6123,13 @@ const docTemplate = `{
                 "block": {
                     "type": "integer",
                     "format": "int64"
+                },
+                "blockedBy": {
+                    "description": "BlockedBy splits block by the rule that blocked: at most 64\nentries of distinct reason and rule, each at most block (reports\nwithout it are accepted).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.RuleBlocks"
+                    }
                 },
                 "busiestSecond": {
                     "description": "BusiestSecond is the most calls, passed or blocked, in one second\n(any ten 100 ms spans in a row, of one engine); a second counts in\nthe minute it ends in.",
@@ -6638,6 +6659,40 @@ const docTemplate = `{
                     "maximum": 86400,
                     "minimum": 1,
                     "example": 10
+                }
+            }
+        },
+        "server.RuleBlocks": {
+            "type": "object",
+            "required": [
+                "blocked",
+                "reason",
+                "rule"
+            ],
+            "properties": {
+                "blocked": {
+                    "type": "integer",
+                    "example": 12
+                },
+                "reason": {
+                    "description": "Reason is the kind of rule: clusterFallback is a cluster flow rule\nblocking on its local fallback while the shared count is out of\nreach; system, with rule \"\", is what no rule of the resource\ndecided (the system rules, which guard every inbound call, and the\nRLS service's per-request limit overrides).",
+                    "type": "string",
+                    "enum": [
+                        "flow",
+                        "concurrency",
+                        "circuitBreaker",
+                        "hotspot",
+                        "authority",
+                        "system",
+                        "adaptive",
+                        "clusterFallback"
+                    ],
+                    "example": "flow"
+                },
+                "rule": {
+                    "description": "Rule is the rule's name (\"\" for reason system).",
+                    "type": "string",
+                    "example": "r1"
                 }
             }
         },

@@ -220,6 +220,8 @@ type adaptiveLimiter struct {
 	// state is the limit and what blocks at it, swapped when the limit
 	// changes.
 	state atomic.Pointer[adaptiveState]
+	// blocks counts the rule's blocks, whatever the limit was.
+	blocks *blockTally
 	// nextMs is when the span after the latest one learned from ends,
 	// the first time an Exit tries to learn; updating is held by the
 	// call that does.
@@ -296,7 +298,7 @@ type adaptiveState struct {
 // none): a rule changed only in mode or bounds keeps the limit and
 // no-load latency learned, within its bounds.
 func newAdaptiveLimiter(rule AdaptiveConcurrencyRule, res *Resource, prior *adaptiveLimiter, nowMs int64) *adaptiveLimiter {
-	a := &adaptiveLimiter{rule: rule, res: res, shadow: rule.Mode == ModeShadow, limit: float64(rule.InitialLimit)}
+	a := &adaptiveLimiter{rule: rule, res: res, shadow: rule.Mode == ModeShadow, limit: float64(rule.InitialLimit), blocks: new(blockTally)}
 	for i := range a.minutes {
 		a.minutes[i].start.Store(noMinute)
 	}
@@ -334,7 +336,7 @@ func spanStart(ms int64) int64 {
 // publish makes limit the one Entry reads, changed by change.
 func (a *adaptiveLimiter) publish(limit int64, change AdaptiveChange) {
 	a.state.Store(&adaptiveState{limit: limit, change: change,
-		blocked: &BlockError{reason: ReasonAdaptive, rule: a.rule.Name, limit: limit}})
+		blocked: &BlockError{reason: ReasonAdaptive, rule: a.rule.Name, limit: limit, tally: a.blocks}})
 }
 
 // admits reports whether count more calls fit the limit with inFlight

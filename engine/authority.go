@@ -97,7 +97,7 @@ type authorityChecker struct {
 }
 
 func newAuthorityChecker(rule AuthorityRule) *authorityChecker {
-	c := &authorityChecker{rule: rule, blocked: &BlockError{reason: ReasonAuthority, rule: rule.Name},
+	c := &authorityChecker{rule: rule, blocked: newBlockError(ReasonAuthority, rule.Name),
 		shadow: rule.Mode == ModeShadow, allow: rule.Strategy == AuthorityAllow,
 		origins: make(map[string]struct{}, len(rule.Origins))}
 	for _, o := range rule.Origins {

@@ -92,7 +92,7 @@ func newBreaker(rule CircuitBreakerRule, owner *Resource, nowMs int64, onChange 
 	b := &breaker{
 		rule:     rule,
 		owner:    owner,
-		blocked:  &BlockError{reason: ReasonCircuitBreaker, rule: rule.Name},
+		blocked:  newBlockError(ReasonCircuitBreaker, rule.Name),
 		shadow:   rule.Mode == ModeShadow,
 		onChange: onChange,
 		sinceMs:  nowMs,

@@ -38,6 +38,9 @@ type clusterShare struct {
 	// rejoin, when set, holds the calls to a local fallback's limit as
 	// well as to the leases, for a window after the count answered again.
 	rejoin atomic.Pointer[clusterRejoin]
+	// fallbackBlocked is what a call the fallback blocks gets; the rule's
+	// own BlockError, what one the count refused gets.
+	fallbackBlocked *BlockError
 
 	mu      sync.Mutex      // guards the switch of leases and retired
 	retired []*clusterLease // ended leases whose leftovers are to be returned
@@ -81,7 +84,7 @@ type clusterFallback struct {
 }
 
 func newClusterShare(rule FlowRule) *clusterShare {
-	s := &clusterShare{rule: rule}
+	s := &clusterShare{rule: rule, fallbackBlocked: newBlockError(ReasonClusterFallback, rule.Name)}
 	s.engines.Store(1)
 	s.creditCap.Store(creditCap(rule, 1))
 	s.idle.Store(true)

@@ -207,8 +207,9 @@ func TestClusterRuleHoldsAcrossEngines(t *testing.T) {
 }
 
 // TestClusterFallback has the count fail and come back: the next round
-// falls back as clusterFallback says, the state change is told, and the
-// first round that reaches the count again ends it.
+// falls back as clusterFallback says, its blocks of reason
+// clusterFallback, the state change is told, and the first round that
+// reaches the count again ends it.
 func TestClusterFallback(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -246,8 +247,13 @@ func TestClusterFallback(t *testing.T) {
 			}
 			passed := 0
 			for range 100 {
-				if tryPass(e.Resource("pay")) {
+				en, blk := e.Resource("pay").Entry()
+				switch {
+				case blk == nil:
+					en.Exit()
 					passed++
+				case blk.Reason() != ReasonClusterFallback:
+					t.Fatalf("a call the fallback blocked has reason %s, want %s", blk.Reason(), ReasonClusterFallback)
 				}
 				clock.Advance(5)
 			}

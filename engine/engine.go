@@ -81,6 +81,9 @@ type Engine struct {
 
 	collectMu sync.Mutex        // one CollectMinutes at a time; guards retired
 	retired   []retiredResource // evicted, still collected for a while
+	// orphans are the block tallies of rules their resources dropped,
+	// still collected for a while.
+	orphans orphanBlocks
 
 	created atomic.Int64 // resources created since New
 

@@ -97,6 +97,10 @@ type BlockError struct {
 	reason BlockReason
 	rule   string
 	limit  int64
+	// tally counts the rule's blocks; nil for the engine's system rules,
+	// which are counted as what a resource's rules did not block
+	// (RuleBlocks).
+	tally *blockTally
 }
 
 // Error describes the block.
@@ -177,7 +181,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if inbound {
 		var blk *BlockError
 		if sys, shadowBlocked, blk = r.eng.checkInbound(now, count); blk != nil {
-			r.recordBlock(now, count)
+			r.recordBlock(now, count, nil)
 			return Entry{}, blk
 		}
 	}
@@ -188,7 +192,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			case a.shadow:
 				shadowBlocked = true
 			default:
-				r.recordBlock(now, count)
+				r.recordBlock(now, count, a.blocked)
 				return Entry{}, a.blocked
 			}
 		}
@@ -202,7 +206,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		case a.shadow:
 			shadowBlocked = true
 		default:
-			r.recordBlock(now, count)
+			r.recordBlock(now, count, blk)
 			return Entry{}, blk
 		}
 	}
@@ -222,7 +226,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		if rs.reserveConcurrency {
 			r.concurrency.Add(-count)
 		}
-		r.recordBlock(now, count)
+		r.recordBlock(now, count, blk)
 		return Entry{}, blk
 	}
 	shadowBlocked = shadowBlocked || shadowFlow
@@ -241,7 +245,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			if rs.reserveConcurrency {
 				r.concurrency.Add(-count)
 			}
-			r.recordBlock(now, count)
+			r.recordBlock(now, count, b.blocked)
 			return Entry{}, b.blocked
 		}
 	}
@@ -253,7 +257,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			if rs.reserveConcurrency {
 				r.concurrency.Add(-count)
 			}
-			r.recordBlock(now, count)
+			r.recordBlock(now, count, blk)
 			return Entry{}, blk
 		}
 		held, waitNs, shadowBlocked = h, max(waitNs, w), shadowBlocked || shadow
@@ -273,7 +277,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			if rs.reserveConcurrency {
 				r.concurrency.Add(-count)
 			}
-			r.recordBlock(now, count)
+			r.recordBlock(now, count, blk)
 			return Entry{}, blk
 		}
 		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
@@ -322,6 +326,8 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		switch {
 		case !ok && c.shadow():
 			shadowBlocked = true
+		case !ok && c.cluster != nil && c.cluster.fallback.Load() != nil:
+			return 0, 0, false, c.cluster.fallbackBlocked
 		case !ok:
 			return 0, 0, false, c.blocked
 		case w > waitNs && !c.shadow():

@@ -38,7 +38,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	if rule.Metric == MetricConcurrency {
 		reason = ReasonConcurrency
 	}
-	c.blocked = &BlockError{reason: reason, rule: rule.Name}
+	c.blocked = newBlockError(reason, rule.Name)
 	if rule.LimitApp != LimitAppDefault {
 		c.perOrigin = newOriginChecker(rule, c.blocked)
 		return c

@@ -76,7 +76,7 @@ type keyedChecker struct {
 func newHotspotChecker(rule HotspotRule) *keyedChecker {
 	c := &keyedChecker{
 		rule:          rule,
-		blocked:       &BlockError{reason: ReasonHotspot, rule: rule.Name},
+		blocked:       newBlockError(ReasonHotspot, rule.Name),
 		shadow:        rule.Mode == ModeShadow,
 		concurrency:   rule.Metric == MetricConcurrency,
 		throttling:    rule.ControlBehavior == BehaviorThrottling,

@@ -234,9 +234,17 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	}
 }
 
-func (r *Resource) recordBlock(nowMs, count int64) {
+// recordBlock records count calls blk blocked at nowMs (nil: refused
+// outside the engine), in the resource's statistics first and then in the
+// rule's tally, which CollectMinutes reads first: a collection never
+// finds more of a minute's blocks in the rules' tallies than in the
+// resource's.
+func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
 	r.second.Open(nowMs)
 	r.second.Add(window.Block, count)
+	if blk != nil && blk.tally != nil {
+		blk.tally.add(nowMs, count)
+	}
 }
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {

@@ -373,7 +373,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	} else {
 		delete(b.withBreakers, r)
 	}
-	r.rules.Store(s.activeAt(nowMs))
+	r.storeRules(s.activeAt(nowMs))
 }
 
 // own reports whether s has rules of its resource's own.
@@ -504,7 +504,7 @@ func (r *Resource) expireRules(nowMs int64) *ruleSet {
 	} else {
 		rs = rs.activeAt(nowMs)
 	}
-	r.rules.Store(rs)
+	r.storeRules(rs)
 	return rs
 }
 

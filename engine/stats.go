@@ -85,6 +85,15 @@ type MinuteStat struct {
 	// nothing more for it.
 	Finished bool
 	Counts
+	// BlockedBy splits the Block of the delta by the rule that blocked:
+	// its entries sum to Block (RuleBlocks says what blocked with no rule
+	// of the resource's own). A collection may hand out a rule's blocks
+	// of a minute whose other counts it had handed out already, in a
+	// MinuteStat with zero Counts; summed over a minute's deltas, the
+	// entries sum to the minute's Block, but for a call that counted
+	// while the minute was collected, which may show under ReasonSystem
+	// in one delta and its rule in the next.
+	BlockedBy []RuleBlocks
 }
 
 // CollectMinutes hands out, per resource and minute, what was recorded since
@@ -97,22 +106,31 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 	e.collectMu.Lock()
 	defer e.collectMu.Unlock()
 	now := e.clock.NowMs()
+	orphaned := e.orphans.take(now, now-retiredGraceMs)
 	var out []MinuteStat
 	for _, r := range e.resources.all() {
-		out = r.collectMinutes(now, out)
+		out = r.collectMinutes(now, orphaned[r], out)
 	}
 	for _, rr := range e.retired {
-		out = rr.res.collectMinutes(now, out)
+		out = rr.res.collectMinutes(now, orphaned[rr.res], out)
 	}
 	e.dropRetired(now - retiredGraceMs)
 	return out
 }
 
 // collectMinutes appends to out what the resource recorded since it was
-// last collected. The caller holds the engine's collectMu.
-func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
+// last collected, with blocks, the blocks its dropped rules counted. The
+// rules' tallies are read before the resource's statistics, which count
+// each block first (recordBlock). The caller holds the engine's
+// collectMu.
+func (r *Resource) collectMinutes(now int64, blocks []minuteBlocks, out []MinuteStat) []MinuteStat {
 	var buf [2]window.Minute
-	adaptive := r.rules.Load().adaptive
+	rs := r.rules.Load()
+	adaptive := rs.adaptive
+	for _, src := range rs.blockSources() {
+		blocks = src.tally.drain(now, src.reason, src.rule, blocks)
+	}
+	first := len(out)
 	for _, m := range r.second.Collect(buf[:0]) {
 		var least, most, last int64
 		if adaptive != nil {
@@ -142,7 +160,51 @@ func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 			},
 		})
 	}
+	return attachBlocks(out, first, r.name, now, blocks)
+}
+
+// attachBlocks adds blocks to the minutes of out[first:], a resource's,
+// adding a minute of zero counts for blocks of a minute not there, and
+// then to each minute the blocks its rules' tallies do not explain.
+func attachBlocks(out []MinuteStat, first int, name string, now int64, blocks []minuteBlocks) []MinuteStat {
+	for _, b := range blocks {
+		i := first
+		for i < len(out) && out[i].StartMs != b.startMs {
+			i++
+		}
+		if i == len(out) {
+			out = append(out, MinuteStat{Resource: name, StartMs: b.startMs, Finished: b.startMs+minuteMs <= now})
+		}
+		out[i].BlockedBy = MergeBlocks(out[i].BlockedBy, []RuleBlocks{b.RuleBlocks})
+	}
+	for i := first; i < len(out); i++ {
+		m := &out[i]
+		rest := m.Block
+		for _, b := range m.BlockedBy {
+			rest -= b.Blocked
+		}
+		if rest > 0 {
+			m.BlockedBy = append(m.BlockedBy, RuleBlocks{Reason: ReasonSystem, Blocked: rest})
+		}
+	}
 	return out
+}
+
+// MergeBlocks adds add to list, summing the entries of the same reason and
+// rule (a rule changed within a minute is counted in two tallies; deltas
+// of a minute add up), and returns it; add is never written to.
+func MergeBlocks(list, add []RuleBlocks) []RuleBlocks {
+next:
+	for _, b := range add {
+		for i := range list {
+			if list[i].Reason == b.Reason && list[i].Rule == b.Rule {
+				list[i].Blocked += b.Blocked
+				continue next
+			}
+		}
+		list = append(list, b)
+	}
+	return list
 }
 
 // LiveStats is a resource's traffic over the last second.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 )
 
@@ -25,8 +26,9 @@ func TestCollectMinutes(t *testing.T) {
 	first := e.CollectMinutes()
 	want := MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 6, Block: 2, Complete: 6, Error: 1}, RtSumMs: 40, MinRtMs: 0, MaxRtMs: 30, MaxConcurrency: 1,
 		// The six calls at 2 s; the two at 1 s are more than a second before.
-		BusiestSecond: 6}}
-	if len(first) != 1 || first[0] != want {
+		BusiestSecond: 6},
+		BlockedBy: []RuleBlocks{{Reason: ReasonFlow, Rule: "cap", Blocked: 2}}}
+	if len(first) != 1 || !reflect.DeepEqual(first[0], want) {
 		t.Fatalf("first collection = %+v, want [%+v]", first, want)
 	}
 	if again := e.CollectMinutes(); len(again) != 0 {
@@ -39,7 +41,7 @@ func TestCollectMinutes(t *testing.T) {
 	call(50, nil)
 	delta := e.CollectMinutes()
 	want = MinuteStat{Resource: "orders", StartMs: minute0, Counts: Counts{Calls: Calls{Pass: 1, Complete: 1}, RtSumMs: 50, MinRtMs: 0, MaxRtMs: 50, MaxConcurrency: 1, BusiestSecond: 6}}
-	if len(delta) != 1 || delta[0] != want {
+	if len(delta) != 1 || !reflect.DeepEqual(delta[0], want) {
 		t.Fatalf("delta = %+v, want [%+v]", delta, want)
 	}
 

@@ -17,7 +17,7 @@ func (r *Resource) Tally(passed bool, count int64) {
 	count = max(count, 1)
 	now := r.now()
 	if !passed {
-		r.recordBlock(now, count)
+		r.recordBlock(now, count, nil)
 		return
 	}
 	rs := r.rules.Load()

@@ -31,6 +31,7 @@ func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
 	for _, rule := range []string{
 		`{"name":"pay","kind":"flow","resource":"pay","threshold":100,"scope":"cluster"}`,
 		`{"name":"pay-breaker","kind":"circuitBreaker","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":1000}`,
+		`{"name":"closed","kind":"flow","resource":"closed","threshold":0}`,
 	} {
 		if status, data := n.as(t, admin, http.MethodPost, "/api/v1/rules", rule); status != http.StatusCreated {
 			t.Fatalf("create %s: %d %s", rule, status, data)
@@ -43,12 +44,17 @@ func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
 		t.Fatal(blk)
 	}
 	entry.Exit()
+	// And a blocked one, so the blocks by reason have samples.
+	if _, blk := n.Engine.Entry("closed"); blk == nil {
+		t.Fatal("a call on a resource of threshold 0 passed")
+	}
 
 	token, _ := n.newToken(t, "fleet", roleInstance, "")
 	minute := time.Now().Add(-2 * time.Minute).Truncate(time.Minute).UTC().Format(time.RFC3339)
 	for i, app := range []string{"shop", "billing"} {
 		report := fmt.Sprintf(`{"instance":{"id":"i%d","app":%q,"hostname":"h","pid":1,"version":"t","rulesRevision":1},
-			"minutes":[{"resource":"orders","time":%q,"pass":7,"block":3,"shadowBlock":1,"complete":7,"error":2,"rtSumMs":70,"minRtMs":5,"maxRtMs":20,"maxConcurrency":2}],
+			"minutes":[{"resource":"orders","time":%q,"pass":7,"block":3,"shadowBlock":1,"complete":7,"error":2,"rtSumMs":70,"minRtMs":5,"maxRtMs":20,"maxConcurrency":2,
+				"blockedBy":[{"reason":"flow","rule":"orders-cap","blocked":3}]}],
 			"live":[]}`, i, app, minute)
 		if status, data := n.as(t, bearer(token), http.MethodPost, "/api/v1/instances/report", report); status != http.StatusNoContent {
 			t.Fatalf("report of %s: %d %s", app, status, data)
@@ -69,6 +75,8 @@ func TestGrafanaDashboardQueriesExistingMetrics(t *testing.T) {
 	for _, want := range []string{
 		`sluice_fleet_passed_total{app="shop",resource="orders"} 7`,
 		`sluice_fleet_blocked_total{app="billing",resource="orders"} 3`,
+		`sluice_fleet_blocked_by_reason_total{app="billing",resource="orders",reason="flow"} 3`,
+		`sluice_resource_blocked_by_reason_total{resource="closed",reason="flow"} 1`,
 		`sluice_instances{app="shop",state="live"} 1`,
 	} {
 		if !strings.Contains(string(scrape), want) {

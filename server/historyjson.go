@@ -43,6 +43,19 @@ func appendHistoryJSON(b []byte, h MetricHistory) []byte {
 		b = strconv.AppendInt(append(b, `,"adaptiveLimitMin":`...), p.AdaptiveLimitMin, 10)
 		b = strconv.AppendInt(append(b, `,"adaptiveLimitMax":`...), p.AdaptiveLimitMax, 10)
 		b = strconv.AppendInt(append(b, `,"adaptiveLimitLast":`...), p.AdaptiveLimitLast, 10)
+		if len(p.BlockedBy) > 0 {
+			b = append(b, `,"blockedBy":[`...)
+			for j, rb := range p.BlockedBy {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = codec.AppendString(append(b, `{"reason":`...), rb.Reason)
+				b = codec.AppendString(append(b, `,"rule":`...), rb.Rule)
+				b = strconv.AppendInt(append(b, `,"blocked":`...), rb.Blocked, 10)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		}
 		b = append(b, '}')
 	}
 	return append(b, "]}"...)

@@ -7,7 +7,8 @@ import (
 
 // TestHistoryJSONIsEncodingJSONs: the history's own encoder writes what
 // marshalJSON writes, byte for byte, over names that need escaping, times
-// with and without fractions, and every kind of float.
+// with and without fractions, every kind of float, and points with and
+// without blocks by rule.
 func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
 	t.Parallel()
 	t0 := time.Date(2026, 3, 2, 10, 0, 0, 0, time.UTC)
@@ -18,6 +19,7 @@ func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
 			Time:    t0.Add(time.Duration(i) * time.Minute).Add(time.Duration(i%3) * 1500 * time.Microsecond),
 			Calls:   Calls{Pass: int64(i) * 1e12, Block: int64(i), ShadowBlock: -int64(i), Complete: 7, Error: 1},
 			AvgRtMs: f, MinRtMs: int64(i), MaxRtMs: 1 << 62, MaxConcurrency: int64(i * 3),
+			BlockedBy: []RuleBlocks{{Reason: "flow", Rule: `r"<1>` + "\u2028", Blocked: int64(i)}, {Reason: "system", Blocked: 1}}[:i%3],
 		})
 	}
 	tests := []MetricHistory{

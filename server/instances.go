@@ -87,6 +87,10 @@ type ReportedMinute struct {
 	// Time is the minute's start, a whole UTC minute.
 	Time time.Time `json:"time" example:"2026-11-24T10:15:00Z" validate:"required" format:"date-time"`
 	engine.Counts
+	// BlockedBy splits block by the rule that blocked: at most 64
+	// entries of distinct reason and rule, each at most block (reports
+	// without it are accepted).
+	BlockedBy []RuleBlocks `json:"blockedBy" validate:"optional"`
 }
 
 // ReportedLive is one resource's figures in an instance's last second.
@@ -148,7 +152,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, "What a leaked instance token can do"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, "Per-app scopes") reports only for one of them: another instance.app, or none, is 403 naming instance.app.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, "What a leaked instance token can do"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, "Per-app scopes") reports only for one of them: another instance.app, or none, is 403 naming instance.app.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
@@ -399,8 +403,41 @@ func decodeReportedMinute(o *wire.Object, oldestMs, nowMs int64) store.MinuteDel
 	if c.Complete <= maxReportedCalls && c.MaxRtMs <= maxReportedRtMs && c.RtSumMs > c.Complete*c.MaxRtMs {
 		o.Fail("rtSumMs", "must be at most complete × maxRtMs: the sum of the completed calls' response times")
 	}
+	d.BlockedBy = decodeReportedBlocks(o, c.Block)
 	o.Rest(func(string) string { return "" })
 	return d
+}
+
+// decodeReportedBlocks reads a minute's optional blockedBy: at most
+// wire.MaxReportBlocks entries of distinct reason and rule, each of a known
+// reason and at most block blocked calls.
+func decodeReportedBlocks(o *wire.Object, block int64) []engine.RuleBlocks {
+	items := objectList(o, "blockedBy", wire.MaxReportBlocks, ": fold the rules that blocked least per reason under the rule \"\"")
+	if len(items) == 0 {
+		return nil
+	}
+	type key struct{ reason, rule string }
+	seen := make(map[key]bool, len(items))
+	return decodeObjects(items, o.Path+"blockedBy", o.Errs, func(bo *wire.Object) engine.RuleBlocks {
+		var b engine.RuleBlocks
+		var reason string
+		if bo.Str("reason", &reason) && !wire.IsBlockReason(reason) {
+			bo.Fail("reason", "must be one of flow, concurrency, circuitBreaker, hotspot, authority, system, adaptive, clusterFallback")
+		} else if reason == "" {
+			bo.Fail("reason", "is required: the kind of rule that blocked")
+		}
+		b.Reason = engine.BlockReason(reason)
+		if bo.Str("rule", &b.Rule) && b.Rule != "" && !engine.RuleNamePattern.MatchString(b.Rule) {
+			bo.Fail("rule", "must be a rule's name, or \"\" for what no one rule of the resource decided")
+		}
+		if seen[key{reason, b.Rule}] {
+			bo.Fail("rule", "appears twice with the same reason")
+		}
+		seen[key{reason, b.Rule}] = true
+		bounded(bo, "blocked", &b.Blocked, block)
+		bo.Rest(func(string) string { return "" })
+		return b
+	})
 }
 
 func decodeReportedLive(o *wire.Object) (string, engine.LiveStats) {

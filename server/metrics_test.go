@@ -241,6 +241,9 @@ func TestHistoryOfAKnownPattern(t *testing.T) {
 		}
 		for i := range points {
 			points[i].AvgRtMs /= float64(points[i].Complete)
+			if points[i].Block > 0 {
+				points[i].BlockedBy = []RuleBlocks{{Reason: "flow", Rule: "flow-get-api-orders", Blocked: points[i].Block}}
+			}
 		}
 		return points
 	}
@@ -441,8 +444,10 @@ func TestResourcesList(t *testing.T) {
 			Live: LiveStats{PassQps: 3, CompleteQps: 3, AvgRtMs: 1}},
 		"old": {Name: "old", FirstSeen: ms(metricsT0 - store.HourMs + 1_000), LastSeen: ms(metricsT0 - store.HourMs + 2_000)},
 		"orders": {Name: "orders", Rules: 2, FirstSeen: ms(metricsT0 + 30_000), LastSeen: ms(metricsT0 + store.MinuteMs + 100),
-			Live:       LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
-			LastMinute: MinuteFigures{Calls: Calls{Pass: 2, Block: 3, Complete: 2, Error: 1}, AvgRtMs: 6}},
+			Live: LiveStats{PassQps: 1, CompleteQps: 1, AvgRtMs: 4},
+			// Blocked by its flow rule: 2 flushed, 1 not.
+			LastMinute: MinuteFigures{Calls: Calls{Pass: 2, Block: 3, Complete: 2, Error: 1}, AvgRtMs: 6,
+				BlockedBy: []RuleBlocks{{Reason: "flow", Rule: "flow-orders", Blocked: 3}}}},
 		"payments": {Name: "payments", Rules: 1},
 	}
 	for name, w := range want {
@@ -508,6 +513,8 @@ func TestPrometheusExposition(t *testing.T) {
 		"# TYPE sluice_resource_passed_total counter",
 		`sluice_resource_passed_total{resource="orders"} 5`,
 		`sluice_resource_blocked_total{resource="orders"} 2`,
+		"# TYPE sluice_resource_blocked_by_reason_total counter",
+		`sluice_resource_blocked_by_reason_total{resource="orders",reason="flow"} 2`,
 		`sluice_resource_shadow_blocked_total{resource="orders"} 0`,
 		`sluice_resource_completed_total{resource="orders"} 4`,
 		`sluice_resource_errors_total{resource="orders"} 1`,

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 )
@@ -38,6 +39,9 @@ type MinuteFigures struct {
 	Calls
 	// AvgRtMs is the mean response time of the completed calls, 0 if none.
 	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
+	// BlockedBy splits block by rule and reason, as a history point's;
+	// absent when nothing was blocked.
+	BlockedBy []RuleBlocks `json:"blockedBy,omitempty"`
 }
 
 // MetricHistory is one resource's traffic over a range, step by step.
@@ -75,6 +79,36 @@ type MetricPoint struct {
 	AdaptiveLimitMin  int64 `json:"adaptiveLimitMin" example:"80"`
 	AdaptiveLimitMax  int64 `json:"adaptiveLimitMax" example:"120"`
 	AdaptiveLimitLast int64 `json:"adaptiveLimitLast" example:"96"`
+	// BlockedBy splits block by the rule that blocked and its kind, by
+	// reason then rule: its entries sum to block. Absent when nothing
+	// was blocked, in rows written before Sluice kept it, and in an
+	// instance's own history (?instance=).
+	BlockedBy []RuleBlocks `json:"blockedBy,omitempty"`
+}
+
+// RuleBlocks is the calls one rule blocked.
+type RuleBlocks struct {
+	// Reason is the kind of rule: clusterFallback is a cluster flow rule
+	// blocking on its local fallback while the shared count is out of
+	// reach; system, with rule "", is what no rule of the resource
+	// decided (the system rules, which guard every inbound call, and the
+	// RLS service's per-request limit overrides).
+	Reason string `json:"reason" enums:"flow,concurrency,circuitBreaker,hotspot,authority,system,adaptive,clusterFallback" example:"flow"`
+	// Rule is the rule's name ("" for reason system).
+	Rule    string `json:"rule" example:"r1"`
+	Blocked int64  `json:"blocked" example:"12"`
+}
+
+// ruleBlocksOf is list as the API writes it.
+func ruleBlocksOf(list []engine.RuleBlocks) []RuleBlocks {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]RuleBlocks, len(list))
+	for i, b := range list {
+		out[i] = RuleBlocks{Reason: string(b.Reason), Rule: b.Rule, Blocked: b.Blocked}
+	}
+	return out
 }
 
 type resourceHandler struct {
@@ -92,7 +126,7 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //
 //	@Summary		List resources
 //	@ID				listResources
-//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
+//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
 //	@Tags			resources
 //	@Produce		json
 //	@Param			q			query		string	false	"substring of the name, ASCII letters in either case"
@@ -130,7 +164,7 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 	for i, v := range views {
 		items[i] = ResourceItem{
 			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: liveStatsOf(v.Live),
-			LastMinute: MinuteFigures{Calls: callsOf(v.LastMinute.Calls), AvgRtMs: v.LastMinute.AvgRtMs()},
+			LastMinute: MinuteFigures{Calls: callsOf(v.LastMinute.Calls), AvgRtMs: v.LastMinute.AvgRtMs(), BlockedBy: ruleBlocksOf(v.LastMinuteBlocks)},
 		}
 	}
 	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
@@ -140,7 +174,7 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //
 //	@Summary		Metric history of a resource
 //	@ID				getResourceMetrics
-//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
+//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.
 //	@Tags			resources
 //	@Produce		json
 //	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"
@@ -194,7 +228,7 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 			Time: time.UnixMilli(p.StartMs).UTC(), Calls: callsOf(p.Calls), AvgRtMs: p.AvgRtMs(),
 			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
 			BusiestSecond: p.BusiestSecond, AdaptiveLimitMin: p.AdaptiveLimitMin, AdaptiveLimitMax: p.AdaptiveLimitMax,
-			AdaptiveLimitLast: p.AdaptiveLimitLast,
+			AdaptiveLimitLast: p.AdaptiveLimitLast, BlockedBy: ruleBlocksOf(p.BlockedBy),
 		}
 	}
 	return writeHistory(c, MetricHistory{

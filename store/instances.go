@@ -34,7 +34,7 @@ func (Instance) TableName() string { return "instances" }
 
 // instanceMinutes is the table of the instances' own minute rows: not a
 // rollup of metric_minutes but a part of it, read only for one instance.
-var instanceMinutes = metricTable{"instance_minutes", MinuteMs}
+var instanceMinutes = metricTable{"instance_minutes", MinuteMs, ""}
 
 // PutInstance records in, matched by UID: a new instance is inserted, a
 // known one takes in's fields, its first seen time kept. It sets in.ID.
@@ -113,6 +113,8 @@ type AddedMinutes struct {
 	// Counts is what the new minutes added, by the name they were counted
 	// under (engine.OverflowResource for the folded ones).
 	Counts map[string]engine.Counts
+	// Blocks splits the Block of Counts by rule and reason, by name.
+	Blocks map[string][]engine.RuleBlocks
 }
 
 // add adds o to n.
@@ -126,6 +128,12 @@ func (n *AddedMinutes) add(o AddedMinutes) {
 		sum := n.Counts[name]
 		sum.Merge(c)
 		n.Counts[name] = sum
+	}
+	for name, b := range o.Blocks {
+		if n.Blocks == nil {
+			n.Blocks = map[string][]engine.RuleBlocks{}
+		}
+		n.Blocks[name] = engine.MergeBlocks(n.Blocks[name], b)
 	}
 }
 
@@ -271,7 +279,7 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 	if err != nil {
 		return AddedMinutes{}, nil, err
 	}
-	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh))}
+	n := AddedMinutes{Added: len(fresh), Counts: make(map[string]engine.Counts, len(fresh)), Blocks: map[string][]engine.RuleBlocks{}}
 	names := make(map[int64]string, len(seen))
 	for name := range seen {
 		names[ids[name]] = name
@@ -280,6 +288,9 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 		sum := n.Counts[names[r.resourceID]]
 		sum.Merge(r.counts)
 		n.Counts[names[r.resourceID]] = sum
+		if len(r.blocks) > 0 {
+			n.Blocks[names[r.resourceID]] = engine.MergeBlocks(n.Blocks[names[r.resourceID]], r.blocks)
+		}
 	}
 	for _, r := range overflow {
 		fresh = append(fresh, r.row)
@@ -287,6 +298,9 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 		sum := n.Counts[engine.OverflowResource]
 		sum.Merge(r.row.counts)
 		n.Counts[engine.OverflowResource] = sum
+		if len(r.row.blocks) > 0 {
+			n.Blocks[engine.OverflowResource] = engine.MergeBlocks(n.Blocks[engine.OverflowResource], r.row.blocks)
+		}
 	}
 	n.Added += n.Folded
 	return n, fresh, nil
@@ -366,7 +380,7 @@ func addOwnMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas []
 		if n, err := res.RowsAffected(); err != nil {
 			return nil, err
 		} else if n == 1 {
-			fresh = append(fresh, countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: c})
+			fresh = append(fresh, countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: c, blocks: d.BlockedBy})
 		}
 	}
 	return fresh, nil
@@ -416,6 +430,7 @@ func addFoldedMinutes(ctx context.Context, tx *gorm.DB, instanceID int64, deltas
 			out = append(out, foldedMinute{row: countRow{resourceID: overflowID, startMs: d.StartMs}})
 		}
 		out[i].row.counts.Merge(d.Counts)
+		out[i].row.blocks = engine.MergeBlocks(out[i].row.blocks, d.BlockedBy)
 		out[i].minutes++
 	}
 	rows := make([]countRow, len(out))

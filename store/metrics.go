@@ -23,10 +23,13 @@ const (
 	DayMs         = 24 * HourMs
 )
 
-// metricTable is a table of metric rows that each cover spanMs, UTC-aligned.
+// metricTable is a table of metric rows that each cover spanMs, UTC-aligned,
+// and blocks the table of their blocks per rule and reason ("" for a table
+// without).
 type metricTable struct {
 	name   string
 	spanMs int64
+	blocks string
 }
 
 // metricTables are the minute rows and the rollups that sum them, finest
@@ -36,10 +39,10 @@ type metricTable struct {
 // that fit its range or step: a week is a few day rows per resource
 // instead of 10,080 minutes.
 var metricTables = []metricTable{
-	{"metric_minutes", MinuteMs},
-	{"metric_five_minutes", FiveMinutesMs},
-	{"metric_hours", HourMs},
-	{"metric_days", DayMs},
+	{"metric_minutes", MinuteMs, "metric_minute_blocks"},
+	{"metric_five_minutes", FiveMinutesMs, "metric_five_minute_blocks"},
+	{"metric_hours", HourMs, "metric_hour_blocks"},
+	{"metric_days", DayMs, "metric_day_blocks"},
 }
 
 // namesPerQuery is how many names one IN list carries, far below SQLite's
@@ -84,6 +87,9 @@ type MinuteDelta struct {
 	// StartMs is the minute's start in Unix milliseconds.
 	StartMs int64
 	engine.Counts
+	// BlockedBy splits Block by the rule and reason that blocked, as
+	// engine.MinuteStat does. Optional. Default: none.
+	BlockedBy []engine.RuleBlocks
 	// FirstSeenMs and LastSeenMs say when in the minute the resource was
 	// seen, for its first and last seen times. Optional. Default: StartMs.
 	FirstSeenMs int64
@@ -107,6 +113,9 @@ func (MetricResource) TableName() string { return "resources" }
 type MetricPoint struct {
 	StartMs int64
 	engine.Counts
+	// BlockedBy splits Block by rule and reason, by reason then rule;
+	// nil without blocks (and for an instance's own points).
+	BlockedBy []engine.RuleBlocks
 }
 
 // ResourceTotals is a resource's traffic summed over a range.
@@ -197,19 +206,23 @@ func addMetricsIn(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error 
 	}
 	minuteRows := make([]countRow, len(deltas))
 	for i, d := range deltas {
-		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.Counts}
+		minuteRows[i] = countRow{resourceID: ids[d.Resource], startMs: d.StartMs, counts: d.Counts, blocks: d.BlockedBy}
 	}
 	return addMinuteRows(ctx, tx, minuteRows)
 }
 
-// addMinuteRows adds minute rows to the minute table and every rollup of
-// metricTables within tx.
+// addMinuteRows adds minute rows, and their blocks per rule, to the
+// minute table and every rollup of metricTables within tx.
 func addMinuteRows(ctx context.Context, tx *gorm.DB, minuteRows []countRow) error {
-	if err := upsertCounts(ctx, tx, metricTables[0].name, minuteRows); err != nil {
-		return err
-	}
-	for _, t := range metricTables[1:] {
-		if err := upsertCounts(ctx, tx, t.name, rollUp(minuteRows, t.spanMs)); err != nil {
+	for i, t := range metricTables {
+		rows := minuteRows
+		if i > 0 {
+			rows = rollUp(minuteRows, t.spanMs)
+		}
+		if err := upsertCounts(ctx, tx, t.name, rows); err != nil {
+			return err
+		}
+		if err := upsertBlocks(ctx, tx, t.blocks, rows); err != nil {
 			return err
 		}
 	}
@@ -229,6 +242,7 @@ func rollUp(rows []countRow, spanMs int64) []countRow {
 			// only if its minute is not before the one kept.
 			kept, keptMs := out[i].counts.AdaptiveLimitLast, out[i].latestLimitMs
 			out[i].counts.Merge(r.counts)
+			out[i].blocks = engine.MergeBlocks(out[i].blocks, r.blocks)
 			if ms := r.limitAtMs(); ms < keptMs {
 				out[i].counts.AdaptiveLimitLast = kept
 			} else if ms != 0 {
@@ -237,7 +251,8 @@ func rollUp(rows []countRow, spanMs int64) []countRow {
 			continue
 		}
 		at[k] = len(out)
-		out = append(out, countRow{resourceID: k.resourceID, startMs: k.startMs, counts: r.counts, latestLimitMs: r.limitAtMs()})
+		out = append(out, countRow{resourceID: k.resourceID, startMs: k.startMs, counts: r.counts, latestLimitMs: r.limitAtMs(),
+			blocks: engine.MergeBlocks(nil, r.blocks)})
 	}
 	return out
 }
@@ -246,6 +261,8 @@ type countRow struct {
 	resourceID int64
 	startMs    int64
 	counts     engine.Counts
+	// blocks splits counts.Block by rule and reason.
+	blocks []engine.RuleBlocks
 	// latestLimitMs is the start of the minute whose adaptive limit is
 	// the row's latest, for a rollup row; 0 for a minute row.
 	latestLimitMs int64
@@ -457,7 +474,11 @@ func (s *Store) metricPoints(ctx context.Context, table metricTable, filter stri
 		FROM (`+steps+`) AS p`, args...).Row().Scan(&text); err != nil {
 		return nil, err
 	}
-	return parsePoints(text.String)
+	points, err := parsePoints(text.String)
+	if err != nil {
+		return nil, err
+	}
+	return points, s.addPointBlocks(ctx, table, name, fromMs, toMs, stepMs, points)
 }
 
 // parsePoints reads the points that ResourceMetrics writes as text.
@@ -662,9 +683,16 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 		}
 		n, err := s.pruneTable(ctx, t.name, cutMs, batchRows)
 		deleted += n
+		if err == nil {
+			n, err = s.pruneTable(ctx, t.blocks, cutMs, batchRows)
+			deleted += n
+		}
 		if err == nil && cutMs < beforeMs {
 			n, err = s.sumAgain(ctx, metricTables[i-1].name, t, cutMs, batchRows)
 			deleted += n
+		}
+		if err == nil && cutMs < beforeMs {
+			err = s.sumBlocksAgain(ctx, metricTables[i-1].blocks, t, cutMs)
 		}
 		if err != nil {
 			return deleted, fmt.Errorf("prune %s: %w", t.name, err)

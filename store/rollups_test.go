@@ -226,7 +226,7 @@ func TestMetricRollupsMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, d := range rollupTraffic(0, 2*24*60) {
-		for _, table := range []metricTable{metricTables[0], {"metric_hours", HourMs}} {
+		for _, table := range []metricTable{metricTables[0], {"metric_hours", HourMs, ""}} {
 			if _, err := tx.ExecContext(t.Context(), `INSERT INTO `+table.name+` VALUES
 				((SELECT unicode(?)), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 				ON CONFLICT (resource_id, start_ms) DO UPDATE SET

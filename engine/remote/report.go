@@ -54,10 +54,12 @@ type reporter struct {
 	cycle sync.Mutex
 	// Guarded by cycle: the minutes not finished yet, as collected so
 	// far, and buffers reused from one report to the next.
-	open     map[minuteKey]engine.Counts
-	finished []minuteKey
-	live     []wire.ReportLive
-	body     bytes.Buffer
+	open map[minuteKey]engine.Counts
+	// openBlocks splits the Block of open's minutes by rule.
+	openBlocks map[minuteKey][]engine.RuleBlocks
+	finished   []minuteKey
+	live       []wire.ReportLive
+	body       bytes.Buffer
 
 	// unsent are the minutes earlier Clients on the cache directory
 	// could not report, by file. Guarded by cycle.
@@ -84,11 +86,12 @@ func spreadDelay(spread time.Duration) time.Duration {
 
 func newReporter(maxMinutes int, delay time.Duration) *reporter {
 	return &reporter{
-		max:     maxMinutes,
-		delayMs: delay.Milliseconds(),
-		open:    map[minuteKey]engine.Counts{},
-		live:    make([]wire.ReportLive, 0, 16),
-		outbox:  make([]wire.ReportMinute, 0, 16),
+		max:        maxMinutes,
+		delayMs:    delay.Milliseconds(),
+		open:       map[minuteKey]engine.Counts{},
+		openBlocks: map[minuteKey][]engine.RuleBlocks{},
+		live:       make([]wire.ReportLive, 0, 16),
+		outbox:     make([]wire.ReportMinute, 0, 16),
 	}
 }
 
@@ -112,6 +115,9 @@ func (r *reporter) collect(s Stats, all bool) {
 		counts := r.open[k]
 		counts.Merge(st.Counts)
 		r.open[k] = counts
+		if len(st.BlockedBy) > 0 {
+			r.openBlocks[k] = engine.MergeBlocks(r.openBlocks[k], st.BlockedBy)
+		}
 	}
 	r.finished = r.finished[:0]
 	for k := range r.open {
@@ -128,8 +134,10 @@ func (r *reporter) collect(s Stats, all bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for _, k := range r.finished {
-		r.outbox = append(r.outbox, wire.ReportMinute{Resource: k.resource, Time: time.UnixMilli(k.startMs).UTC(), Counts: wire.CountsOf(r.open[k])})
+		r.outbox = append(r.outbox, wire.ReportMinute{Resource: k.resource, Time: time.UnixMilli(k.startMs).UTC(),
+			Counts: wire.CountsOf(r.open[k]), BlockedBy: wire.BlocksOf(r.openBlocks[k])})
 		delete(r.open, k)
+		delete(r.openBlocks, k)
 	}
 	if over := len(r.outbox) - r.max; over > 0 {
 		r.outbox = slices.Delete(r.outbox, 0, over)

@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"cmp"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
@@ -40,6 +42,52 @@ type ReportMinute struct {
 	Resource string    `json:"resource"`
 	Time     time.Time `json:"time" format:"date-time"`
 	Counts
+	// BlockedBy splits Block by the rule that blocked, at most
+	// MaxReportBlocks entries (BlocksOf folds the rest); absent without
+	// blocks, and from the reports of instances older than the field.
+	BlockedBy []ReportBlocks `json:"blockedBy,omitempty"`
+}
+
+// MaxReportBlocks is the most entries a report's minute splits its blocks
+// into: a resource's rules that blocked in the minute, and what no rule of
+// it decided.
+const MaxReportBlocks = 64
+
+// ReportBlocks is engine.RuleBlocks as a report's minute carries it.
+type ReportBlocks struct {
+	Reason  string `json:"reason"`
+	Rule    string `json:"rule"`
+	Blocked int64  `json:"blocked"`
+}
+
+// BlocksOf is list as a report carries it: past MaxReportBlocks entries,
+// the rules that blocked least are summed per reason under the rule "",
+// so that the entries still sum to the minute's blocks.
+func BlocksOf(list []engine.RuleBlocks) []ReportBlocks {
+	if len(list) == 0 {
+		return nil
+	}
+	sorted := slices.Clone(list)
+	if len(sorted) > MaxReportBlocks {
+		slices.SortStableFunc(sorted, func(a, b engine.RuleBlocks) int { return cmp.Compare(b.Blocked, a.Blocked) })
+		// Room for one folded entry per reason.
+		kept := MaxReportBlocks - len(engine.BlockReasons)
+		folded := make([]engine.RuleBlocks, 0, len(engine.BlockReasons))
+		for _, b := range sorted[kept:] {
+			folded = engine.MergeBlocks(folded, []engine.RuleBlocks{{Reason: b.Reason, Blocked: b.Blocked}})
+		}
+		sorted = engine.MergeBlocks(sorted[:kept:kept], folded)
+	}
+	out := make([]ReportBlocks, len(sorted))
+	for i, b := range sorted {
+		out[i] = ReportBlocks{Reason: string(b.Reason), Rule: b.Rule, Blocked: b.Blocked}
+	}
+	return out
+}
+
+// IsBlockReason reports whether reason is one a block has.
+func IsBlockReason(reason string) bool {
+	return slices.Contains(engine.BlockReasons[:], engine.BlockReason(reason))
 }
 
 // Counts is engine.Counts as a report's minute carries it.

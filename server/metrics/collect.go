@@ -95,6 +95,7 @@ type minuteKey struct {
 // dropped once its resource has left the engine and all of it is stored.
 type resourceTally struct {
 	totals      engine.Counts
+	byReason    reasonCounts
 	rt          rtHistogram // the exposition's response time buckets
 	firstSeenMs int64
 	lastSeenMs  int64
@@ -154,14 +155,14 @@ func (p *Pipeline) Collect() {
 				firstMs = max(firstMs, r.FirstSeenMs())
 			}
 		}
-		p.addLocked(nowMs, st.Resource, st.StartMs, firstMs, st.Counts)
+		p.addLocked(nowMs, st.Resource, st.StartMs, firstMs, st.Counts, st.BlockedBy)
 	}
 }
 
-// addLocked adds one minute's delta to the pending batch and the
-// resource's tally; firstMs is the earliest the resource may have been
-// seen in it. The caller holds mu.
-func (p *Pipeline) addLocked(nowMs int64, resource string, startMs, firstMs int64, counts engine.Counts) {
+// addLocked adds one minute's delta, its blocks per rule blockedBy, to the
+// pending batch and the resource's tally; firstMs is the earliest the
+// resource may have been seen in it. The caller holds mu.
+func (p *Pipeline) addLocked(nowMs int64, resource string, startMs, firstMs int64, counts engine.Counts, blockedBy []engine.RuleBlocks) {
 	// Seen up to now, or to the end of a minute collected late.
 	last := max(startMs, min(nowMs, startMs+store.MinuteMs-1))
 	tally, known := p.resources[resource]
@@ -171,11 +172,12 @@ func (p *Pipeline) addLocked(nowMs int64, resource string, startMs, firstMs int6
 		p.unstored[resource] = struct{}{}
 	}
 	tally.totals.Merge(counts)
+	tally.byReason.add(blockedBy)
 	tally.rt.observe(counts)
 	tally.lastSeenMs = max(tally.lastSeenMs, last)
 	// Nothing in this minute came before the resource existed.
 	first := min(max(startMs, tally.firstSeenMs), last)
-	mergePending(p.pending, &store.MinuteDelta{Resource: resource, StartMs: startMs, Counts: counts, FirstSeenMs: first, LastSeenMs: last})
+	mergePending(p.pending, &store.MinuteDelta{Resource: resource, StartMs: startMs, Counts: counts, BlockedBy: blockedBy, FirstSeenMs: first, LastSeenMs: last})
 }
 
 // mergePending adds d to the batch.
@@ -187,6 +189,7 @@ func mergePending(batch map[minuteKey]*store.MinuteDelta, d *store.MinuteDelta) 
 		return
 	}
 	b.Merge(d.Counts)
+	b.BlockedBy = engine.MergeBlocks(b.BlockedBy, d.BlockedBy)
 	b.FirstSeenMs = min(b.FirstSeenMs, d.FirstSeenMs)
 	b.LastSeenMs = max(b.LastSeenMs, d.LastSeenMs)
 }

@@ -23,15 +23,16 @@ type fleetKey struct{ app, resource string }
 // engine.OverflowResource series.
 type fleetTotals struct {
 	mu     sync.Mutex
-	series map[fleetKey]*engine.Counts
+	series map[fleetKey]*fleetRow
 }
 
-// add counts what a report's new minutes added, by resource, for app.
-func (f *fleetTotals) add(app string, counts map[string]engine.Counts, most int) {
+// add counts what a report's new minutes added, by resource, for app,
+// and their blocks by rule.
+func (f *fleetTotals) add(app string, counts map[string]engine.Counts, blocks map[string][]engine.RuleBlocks, most int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.series == nil {
-		f.series = map[fleetKey]*engine.Counts{}
+		f.series = map[fleetKey]*fleetRow{}
 	}
 	for resource, c := range counts {
 		k := fleetKey{app, resource}
@@ -41,17 +42,19 @@ func (f *fleetTotals) add(app string, counts map[string]engine.Counts, most int)
 			sum, ok = f.series[k]
 		}
 		if !ok {
-			sum = &engine.Counts{}
+			sum = &fleetRow{fleetKey: k}
 			f.series[k] = sum
 		}
-		sum.Merge(c)
+		sum.totals.Merge(c)
+		sum.byReason.add(blocks[resource])
 	}
 }
 
 // fleetRow is one series at a scrape.
 type fleetRow struct {
 	fleetKey
-	totals engine.Counts
+	totals   engine.Counts
+	byReason reasonCounts
 }
 
 // rows returns the series, by app and resource.
@@ -62,7 +65,7 @@ func (f *fleetTotals) rows() []fleetRow {
 	for _, k := range slices.SortedFunc(maps.Keys(f.series), func(a, b fleetKey) int {
 		return cmp.Or(cmp.Compare(a.app, b.app), cmp.Compare(a.resource, b.resource))
 	}) {
-		rows = append(rows, fleetRow{k, *f.series[k]})
+		rows = append(rows, *f.series[k])
 	}
 	return rows
 }
@@ -94,6 +97,14 @@ func writeFleetFamilies(w io.Writer, rows []fleetRow) error {
 			if err := out.flushFull(); err != nil {
 				return err
 			}
+		}
+	}
+	const byReason = "sluice_fleet_blocked_by_reason_total"
+	out.b = append(out.b, "# HELP "+byReason+" Calls the instances blocked, by the kind of rule that blocked (reason: "+reasonList+"); a reason appears once it blocked.\n# TYPE "+byReason+" counter\n"...)
+	for i := range rows {
+		out.b = rows[i].byReason.appendSamples(out.b, byReason, labels[i])
+		if err := out.flushFull(); err != nil {
+			return err
 		}
 	}
 	return out.flush()

@@ -34,7 +34,7 @@ func (p *Pipeline) AddInstanceMinutes(ctx context.Context, instanceID int64, app
 	if err != nil {
 		return 0, err
 	}
-	p.fleet.add(app, n.Counts, p.engine.MaxResources())
+	p.fleet.add(app, n.Counts, n.Blocks, p.engine.MaxResources())
 	if n.Folded > 0 {
 		p.warnFolded(minutes, n.Folded)
 	}

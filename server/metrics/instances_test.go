@@ -73,8 +73,8 @@ func TestInstanceMinutesAddUpWithTheEngine(t *testing.T) {
 	}
 	// The fleet's counters hold the instances' minutes once each, the
 	// engine's own not at all.
-	if got := p.fleet.rows(); len(got) != 2 || got[0] != (fleetRow{fleetKey{"shop", "orders"}, sumOf(report[0].Counts, 2)}) ||
-		got[1] != (fleetRow{fleetKey{"shop", "reported-only"}, sumOf(report[1].Counts, 2)}) {
+	if got := p.fleet.rows(); len(got) != 2 || got[0] != (fleetRow{fleetKey: fleetKey{"shop", "orders"}, totals: sumOf(report[0].Counts, 2)}) ||
+		got[1] != (fleetRow{fleetKey: fleetKey{"shop", "reported-only"}, totals: sumOf(report[1].Counts, 2)}) {
 		t.Errorf("the fleet's series %+v", got)
 	}
 	if got := minuteRows(t, st, "reported-only"); len(got) != 1 || got[0].Pass != 2 {

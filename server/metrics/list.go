@@ -50,6 +50,8 @@ type ResourceView struct {
 	FirstSeen, LastSeen *time.Time
 	Live                engine.LiveStats
 	LastMinute          engine.Counts
+	// LastMinuteBlocks splits LastMinute's Block by rule and reason.
+	LastMinuteBlocks []engine.RuleBlocks
 }
 
 // liveResource is a resource the engine counts traffic for now.
@@ -235,6 +237,10 @@ func (p *Pipeline) describe(ctx context.Context, names []string, live map[string
 	if err != nil {
 		return nil, err
 	}
+	blocks, err := p.minuteBlocks(ctx, lastMinuteMs, names)
+	if err != nil {
+		return nil, err
+	}
 	for i, name := range names {
 		it := ResourceView{Name: name}
 		if e, ok := entries[name]; ok {
@@ -251,7 +257,7 @@ func (p *Pipeline) describe(ctx context.Context, names []string, live map[string
 			l = p.liveOf(name)
 		}
 		it.Live = l
-		it.LastMinute = figures[name]
+		it.LastMinute, it.LastMinuteBlocks = figures[name], blocks[name]
 		items[i] = it
 	}
 	return items, nil

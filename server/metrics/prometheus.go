@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,6 +105,7 @@ func flag(b bool) float64 {
 type resourceRow struct {
 	name        string
 	totals      engine.Counts
+	byReason    reasonCounts
 	rt          rtHistogram
 	concurrency int64
 }
@@ -169,6 +171,11 @@ func counterFamily(name, help string, value func(*resourceRow) int64) resourceFa
 var resourceFamilies = []resourceFamily{
 	counterFamily("sluice_resource_passed_total", "Calls let through.", func(r *resourceRow) int64 { return r.totals.Pass }),
 	counterFamily("sluice_resource_blocked_total", "Calls blocked by a rule.", func(r *resourceRow) int64 { return r.totals.Block }),
+	{name: "sluice_resource_blocked_by_reason_total", kind: "counter",
+		help: "Calls blocked, by the kind of rule that blocked (reason: " + reasonList + "); a reason appears once it blocked. They sum to sluice_resource_blocked_total.",
+		appendSamples: func(b []byte, name, label string, r *resourceRow) []byte {
+			return r.byReason.appendSamples(b, name, label)
+		}},
 	counterFamily("sluice_resource_shadow_blocked_total", "Calls a shadow rule would have blocked (they passed).", func(r *resourceRow) int64 { return r.totals.ShadowBlock }),
 	counterFamily("sluice_resource_completed_total", "Calls completed, failed ones included.", func(r *resourceRow) int64 { return r.totals.Complete }),
 	counterFamily("sluice_resource_errors_total", "Calls completed with an error.", func(r *resourceRow) int64 { return r.totals.Error }),
@@ -189,6 +196,56 @@ var resourceFamilies = []resourceFamily{
 		appendSamples: func(b []byte, name, label string, r *resourceRow) []byte {
 			return appendSample(b, name, label, r.concurrency)
 		}},
+}
+
+// reasonCounts counts blocked calls by reason, in the order of
+// engine.BlockReasons: the reason label's values are that fixed set, never
+// a rule's name, so that a series stays bounded.
+type reasonCounts [len(engine.BlockReasons)]int64
+
+// reasonList is the reasons, for the families' help.
+var reasonList = func() string {
+	names := make([]string, len(engine.BlockReasons))
+	for i, r := range engine.BlockReasons {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
+}()
+
+// reasonLabels are the reason labels of the families, in the order of
+// reasonCounts, each closing a label set that its other labels open.
+var reasonLabels = func() []string {
+	labels := make([]string, len(engine.BlockReasons))
+	for i, r := range engine.BlockReasons {
+		labels[i] = `,reason="` + string(r) + `"}`
+	}
+	return labels
+}()
+
+// add counts blocks by their reason; one of a reason the pipeline does
+// not know is counted as system, so that the reasons still sum to the
+// blocked calls.
+func (c *reasonCounts) add(blocks []engine.RuleBlocks) {
+	for _, b := range blocks {
+		i := slices.Index(engine.BlockReasons[:], b.Reason)
+		if i < 0 {
+			i = slices.Index(engine.BlockReasons[:], engine.ReasonSystem)
+		}
+		c[i] += b.Blocked
+	}
+}
+
+// appendSamples appends a line of name per reason that blocked, label
+// (`{...}`) given the reason.
+func (c *reasonCounts) appendSamples(b []byte, name, label string) []byte {
+	open := label[:len(label)-1]
+	for i, n := range c {
+		if n > 0 {
+			b = append(append(append(b, name...), open...), reasonLabels[i]...)
+			b = append(strconv.AppendInt(append(b, ' '), n, 10), '\n')
+		}
+	}
+	return b
 }
 
 // appendSample appends one line of the text format with a whole value.
@@ -300,7 +357,7 @@ func (p *Pipeline) rows(resources []*engine.Resource) []resourceRow {
 	for i, r := range resources {
 		rows[i] = resourceRow{name: r.Name(), concurrency: r.Concurrency()}
 		if t, ok := p.resources[r.Name()]; ok {
-			rows[i].totals, rows[i].rt = t.totals, t.rt
+			rows[i].totals, rows[i].rt, rows[i].byReason = t.totals, t.rt, t.byReason
 		}
 	}
 	return rows

@@ -79,6 +79,24 @@ func (p *Pipeline) minuteFigures(ctx context.Context, startMs int64, names []str
 	return figures, nil
 }
 
+// minuteBlocks returns the named resources' blocks per rule and reason in
+// the minute that starts at startMs, stored and not flushed yet alike.
+// Call it within readStore.
+func (p *Pipeline) minuteBlocks(ctx context.Context, startMs int64, names []string) (map[string][]engine.RuleBlocks, error) {
+	blocks, err := p.store.MinuteBlocks(ctx, startMs, names)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, name := range names {
+		if d, ok := p.pending[minuteKey{resource: name, startMs: startMs}]; ok && len(d.BlockedBy) > 0 {
+			blocks[name] = engine.MergeBlocks(blocks[name], d.BlockedBy)
+		}
+	}
+	return blocks, nil
+}
+
 // floorMs rounds ms (>= 0) down to a multiple of step.
 func floorMs(ms, step int64) int64 { return ms - ms%step }
 

@@ -19,6 +19,8 @@ function cssColor(name) {
  * stylesheet when a chart is made, so a chart follows the scheme in force.
  */
 export const colors = Object.freeze({
+  /** reason is the colour of the blocks of a reason (blocks.js). */
+  reason(r) { return cssColor(`reason-${r}`); },
   get pass() { return cssColor('pass'); },
   get block() { return cssColor('block'); },
   get shadow() { return cssColor('shadow'); },
@@ -65,7 +67,9 @@ function chartWidth(el) {
 /**
  * timeChart draws series over time in container. opts: height, leftLabel
  * and rightLabel (axis titles with units), series [{label, color, side:
- * 'left'|'right', unit, dash}], long (whether hover shows the date). It
+ * 'left'|'right', unit, dash, fill, shown}], long (whether hover shows the
+ * date); fill fills under a line, shown(i) is the legend's value of point
+ * i when it is not the line's. It
  * returns {setData(xs, ...ys), destroy()}; xs are Unix seconds.
  */
 export function timeChart(container, opts) {
@@ -81,12 +85,18 @@ export function timeChart(container, opts) {
     ...opts.series.map((s) => ({
       label: s.label,
       stroke: s.color,
+      fill: s.fill,
       width: 2,
       dash: s.dash,
       scale: s.side === 'right' ? 'right' : 'left',
       spanGaps: false,
       points: { show: false },
-      value: (u, v) => (v === null || v === undefined ? '—' : `${number(v)} ${s.unit}`),
+      // shown(i) is what the legend says of point i, for a series drawn
+      // stacked on others (its own part, not the stack's top).
+      value: (u, v, si, i) => {
+        const shown = s.shown && i !== null && i !== undefined ? s.shown(i) : v;
+        return shown === null || shown === undefined ? '—' : `${number(shown)} ${s.unit}`;
+      },
     })),
   ];
   const axisColor = () => cssColor('axis');

@@ -5,6 +5,7 @@
 // unless asked for.
 
 import { api } from '../api.js';
+import { blockedByText } from '../blocks.js';
 import { connection } from '../connection.js';
 import { h, option, replace } from '../dom.js';
 import { sparkline } from '../charts.js';
@@ -62,6 +63,15 @@ function ranked(items, sort) {
     const mb = minute.get(b.name);
     return mb[first] - ma[first] || mb[second] - ma[second] || (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
   });
+}
+
+/**
+ * blockedBy names the rules that blocked the resource in the last finished
+ * minute, and their kinds, under its name; nothing when none did.
+ */
+function blockedBy(item) {
+  const text = blockedByText(item.lastMinute?.blockedBy);
+  return text ? h('span', { class: 'blocked-by', dataset: { role: 'blocked-by' } }, `Blocked last minute by ${text}`) : null;
 }
 
 function resourceLink(name) {
@@ -143,7 +153,8 @@ export function render(ctx) {
       };
       row.tr = h('tr', { dataset: { resource: it.name } },
         h('th', { scope: 'row' }, resourceLink(it.name), it.name.startsWith('demo:') ? badge('demo', 'info') : null,
-          ownRoute(it.name) ? badge('Sluice API', 'info', 'one of Sluice\'s own API routes') : null, row.badges),
+          ownRoute(it.name) ? badge('Sluice API', 'info', 'one of Sluice\'s own API routes') : null, row.badges,
+          blockedBy(it)),
         h('td', { class: 'num', dataset: { label: headers[1] } }, String(it.rules)),
         row.pass, row.block, row.rt, row.conc,
         h('td', { class: 'spark-cell', dataset: { label: headers[6] } }, sparkEl));

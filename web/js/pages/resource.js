@@ -6,6 +6,7 @@
 
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
+import { byReason, byRule, reasonColor, reasonLabel, ruleLabel } from '../blocks.js';
 import { colors, timeChart } from '../charts.js';
 import { localInput, number, plural, span, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
@@ -243,7 +244,17 @@ export function render(ctx) {
   const limitBlock = h('div', { hidden: true }, h('h3', {}, 'Adaptive limit'), limitEl,
     h('p', { class: 'muted small' }, 'Per step, the latest limit of the adaptive concurrency rule (its least and greatest dashed), the most calls in flight at once, and the mean response time.'));
   let limitChart = null;
-  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, limitBlock);
+  // The history's blocks stacked by the kind of rule that blocked, and
+  // summed per rule over the range: drawn when a step has blocks.
+  const blocksEl = h('div', { class: 'chart', id: 'blocks-history-chart' });
+  const blocksBody = h('tbody', { id: 'blocks-by-rule' });
+  const blocksBlock = h('div', { hidden: true, id: 'blocks-history' }, h('h3', {}, 'Blocked by reason'), blocksEl,
+    h('p', { class: 'muted small' }, 'Per step, the blocked calls stacked by the kind of rule that blocked them; "system" is what no rule of the resource decided (system rules, the rate limit service\'s per-request limits). Below, each rule\'s blocks over the range.'),
+    table('Blocked by rule over the range', ['Rule', 'Kind', 'Blocked'], blocksBody));
+  let blocksChart = null;
+  let blocksReasons = '';
+  let blocksParts = [];
+  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, blocksBlock, limitBlock);
 
   /**
    * loadInstances offers the instances that report to the server; the
@@ -320,6 +331,7 @@ export function render(ctx) {
       }
       history.setData(...cols);
       drawLimitHistory(data.points, from, to, step.stepMs);
+      drawBlocks(data.points, from, to, step.stepMs);
       historyEl.dataset.traffic = String(data.points.length);
       historyEl.dataset.instance = instance;
       historyNote.textContent = `${instance ? `Instance ${instance} only. ` : ''}${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
@@ -329,6 +341,44 @@ export function render(ctx) {
         historyNote.textContent = err.status === 404 && !instanceInput.value ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
       }
     }
+  }
+
+  // drawBlocks stacks the history's blocks by reason and lists them by
+  // rule, if any step has blocks by rule (an instance's own history has
+  // none).
+  function drawBlocks(points, from, to, stepMs) {
+    const stack = byReason(points, from, to, stepMs, Date.now());
+    blocksBlock.hidden = stack.reasons.length === 0;
+    blocksEl.dataset.reasons = stack.reasons.join(',');
+    if (blocksBlock.hidden) {
+      return;
+    }
+    // The stack's top first, so that each lower part is drawn over it.
+    const order = stack.reasons.map((r, i) => i).reverse();
+    const key = `${stepMs}:${blocksEl.dataset.reasons}`;
+    const tops = stack.reasons.map((r, i) => stack.ys[i].map((v, k) => (v === null ? null : stack.ys.slice(0, i + 1).reduce((n, ys) => n + (ys[k] ?? 0), 0))));
+    if (blocksReasons !== key) {
+      blocksChart?.destroy();
+      blocksChart = timeChart(blocksEl, {
+        height: 220,
+        long: true,
+        leftLabel: `blocked calls per ${stepLabel(stepMs)}`,
+        series: order.map((i) => ({
+          label: reasonLabel(stack.reasons[i]),
+          color: reasonColor(stack.reasons[i]),
+          fill: `${reasonColor(stack.reasons[i])}66`,
+          unit: 'calls',
+          shown: (k) => blocksParts[i]?.[k],
+        })),
+      });
+      blocksReasons = key;
+    }
+    blocksParts = stack.ys;
+    blocksChart.setData(stack.xs, ...order.map((i) => tops[i]));
+    replace(blocksBody, byRule(points).map((b) => h('tr', { dataset: { rule: b.rule, reason: b.reason } },
+      h('th', { scope: 'row' }, b.rule || ruleLabel(b)),
+      h('td', {}, reasonLabel(b.reason)),
+      h('td', { class: 'num' }, number(b.blocked)))));
   }
 
   // drawLimitHistory draws the adaptive limit of the history's points, if
@@ -644,6 +694,7 @@ export function render(ctx) {
       live?.destroy();
       inFlight?.destroy();
       history?.destroy();
+      blocksChart?.destroy();
     },
   };
 }
