@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/sluicehq/sluice/engine"
@@ -292,25 +290,13 @@ func requestFields(err error, failed string, touched engine.ResourceRules, writt
 	if !ok {
 		return fmt.Errorf("%s: %w", failed, err)
 	}
-	names := map[string][]string{
-		"flow":                namesOf(touched.Flow, func(r engine.FlowRule) string { return r.Name }),
-		"circuitBreakers":     namesOf(touched.CircuitBreakers, func(r engine.CircuitBreakerRule) string { return r.Name }),
-		"hotspot":             namesOf(touched.Hotspot, func(r engine.HotspotRule) string { return r.Name }),
-		"authority":           namesOf(touched.Authority, func(r engine.AuthorityRule) string { return r.Name }),
-		"adaptiveConcurrency": namesOf(touched.AdaptiveConcurrency, func(r engine.AdaptiveConcurrencyRule) string { return r.Name }),
-		"system":              namesOf(touched.System, func(r engine.SystemRule) string { return r.Name }),
-	}
 	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
 	for _, fe := range engineErr.Fields {
-		list, rest, _ := strings.Cut(fe.Field, "[")
-		index, field, _ := strings.Cut(rest, "].")
-		listed := names[list]
-		i, convErr := strconv.Atoi(index)
-		if convErr != nil || i < 0 || i >= len(listed) {
+		name, field, ofRule := touched.RuleAt(fe.Field)
+		if !ofRule {
 			fields = append(fields, fe)
 			continue
 		}
-		name := listed[i]
 		path, inRequest := written[name]
 		switch {
 		case !inRequest:
@@ -322,15 +308,6 @@ func requestFields(err error, failed string, touched engine.ResourceRules, writt
 		}
 	}
 	return invalid(failed+"; see details", fields...)
-}
-
-// namesOf lists the names of rules.
-func namesOf[R any](rules []R, name func(R) string) []string {
-	names := make([]string, len(rules))
-	for i, r := range rules {
-		names[i] = name(r)
-	}
-	return names
 }
 
 // touched returns every resource that a changed rule is on or was on, in
