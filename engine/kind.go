@@ -508,12 +508,13 @@ var loadOrder = func() []*Kind {
 }()
 
 // validateKinds checks the rules of every kind in rules as one load into
-// c, which has the resources whose rules are replaced: each kind's rules
-// as a set, the system rules only with ReplaceSystem, every rule on one of
-// those resources. It adds every bad field to errs and returns what
-// stages the rules, with their defaults, in c once the whole load is
-// valid.
-func validateKinds(rules *ResourceRules, c *ruleChange, clustered bool, errs *fieldErrors) []func(c *ruleChange) {
+// c, which has the resources whose rules are replaced, on an engine whose
+// rules book has: each kind's rules as a set, the system rules only with
+// ReplaceSystem, every rule on one of those resources, and no name of a
+// rule that book keeps (one of a resource c leaves alone). It adds every
+// bad field to errs and returns what stages the rules, with their
+// defaults, in c once the whole load is valid.
+func validateKinds(rules *ResourceRules, c *ruleChange, book *ruleBook, clustered bool, errs *fieldErrors) []func(c *ruleChange) {
 	stages := make([]func(c *ruleChange), len(loadOrder))
 	for i, k := range loadOrder {
 		stages[i] = k.load(rules, clustered, errs)
@@ -529,6 +530,16 @@ func validateKinds(rules *ResourceRules, c *ruleChange, clustered bool, errs *fi
 		k.eachRule(rules, func(i int, _, resource string) {
 			if c.resources[resource] == nil {
 				errs.add(fmt.Sprintf("%s[%d].resource", k.list, i), unlisted)
+			}
+		})
+	}
+	for _, k := range loadOrder {
+		if k.NoResource {
+			continue
+		}
+		k.eachRule(rules, func(i int, name, _ string) {
+			if r, ok := book.names[k.book][name]; ok && !c.replaces(r, k.book) {
+				errs.add(fmt.Sprintf("%s[%d].name", k.list, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
 			}
 		})
 	}

@@ -137,8 +137,7 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 			c.of(name).replaced[kind] = true
 		}
 	}
-	stages := validateKinds(&rules, c, e.cluster != nil, &errs)
-	e.book.checkNames(c, &rules, &errs)
+	stages := validateKinds(&rules, c, &e.book, e.cluster != nil, &errs)
 	if len(errs) > 0 {
 		return nil, &ValidationError{Fields: errs}
 	}

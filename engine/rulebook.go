@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"fmt"
 	"iter"
 	"slices"
 )
@@ -88,21 +87,6 @@ func (c *ruleChange) of(name string) *resourceChange {
 func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 	rc := c.resources[r.name]
 	return rc != nil && rc.replaced[kind]
-}
-
-// checkNames adds an error to errs for every rule of rules on a resource
-// whose name is taken by a loaded rule of its kind that c leaves in place.
-func (b *ruleBook) checkNames(c *ruleChange, rules *ResourceRules, errs *fieldErrors) {
-	for _, k := range loadOrder {
-		if k.NoResource {
-			continue
-		}
-		k.eachRule(rules, func(i int, name, _ string) {
-			if r, ok := b.names[k.book][name]; ok && !c.replaces(r, k.book) {
-				errs.add(fmt.Sprintf("%s[%d].name", k.list, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
-			}
-		})
-	}
 }
 
 // commit loads c, which is valid. Each resource it replaces gets its new
