@@ -80,6 +80,9 @@ type Kind struct {
 	// eachRule calls fn with the index, name and resource of every rule of
 	// the kind in set, in order.
 	eachRule func(set *ResourceRules, fn func(i int, name, resource string))
+	// nameAt is the name of rule i of the kind in set; false if set has
+	// no such rule.
+	nameAt func(set *ResourceRules, i int) (string, bool)
 	// load validates the kind's rules in set as a set, adding their
 	// errors to errs, and returns what stages them, with their defaults,
 	// in a change once the whole load is valid.
@@ -174,6 +177,13 @@ func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), set 
 			}
 			fn(i, v.FieldByIndex(kind.envelope.name).String(), resource)
 		}
+	}
+	k.nameAt = func(rules *ResourceRules, i int) (string, bool) {
+		list := *set.rules(rules)
+		if i < 0 || i >= len(list) {
+			return "", false
+		}
+		return reflect.ValueOf(list[i]).FieldByIndex(kind.envelope.name).String(), true
 	}
 	k.load = func(rules *ResourceRules, clustered bool, errs *fieldErrors) func(c *ruleChange) {
 		var check func(int, R, *fieldErrors)
@@ -559,12 +569,9 @@ func (rules *ResourceRules) RuleAt(field string) (name, ruleField string, ok boo
 	}
 	for _, k := range Kinds {
 		if k.list == list {
-			k.eachRule(rules, func(i int, n, _ string) {
-				if i == at {
-					name, ok = n, true
-				}
-			})
+			name, ok = k.nameAt(rules, at)
+			return name, ruleField, ok
 		}
 	}
-	return name, ruleField, ok
+	return "", "", false
 }
