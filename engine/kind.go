@@ -108,11 +108,6 @@ type setOf[R any] struct {
 	check func(prefix string, clustered bool) func(i int, rule R, errs *fieldErrors)
 }
 
-// kindOf builds a kind whose rules are of type R. defaults, if not nil,
-// completes what the table's defaults cannot (after them); check, if not
-// nil, adds the kind's cross-field checks (before the table's, which it
-// may count on only for the values of options); add appends a rule to the
-// set of its kind.
 // row is a field of a kind's table, resolved once for the checks: where it
 // is in the rule struct, its default as a value of its type, and the row
 // it applies with.
@@ -126,6 +121,11 @@ type row struct {
 	value string
 }
 
+// kindOf builds a kind whose rules are of type R. defaults, if not nil,
+// completes what the table's defaults cannot (after them); check, if not
+// nil, adds the kind's cross-field checks (before the table's, which it
+// may count on only for the values of options); set says where its rules
+// go in a load of many kinds and what a set of them must hold.
 func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), set setOf[R]) *Kind {
 	k.typ = reflect.TypeFor[R]()
 	k.index = map[string][]int{}
