@@ -82,9 +82,11 @@ var AdaptiveConcurrencyKind = kindOf(Kind{Name: KindAdaptiveConcurrency, Label: 
 		"[Adaptive concurrency](docs/engine.md#adaptive-concurrency).",
 	Summary: "calls in flight at most what latency allows ([algorithm=gradient2:gradient2][algorithm=aimd:aimd]), " +
 		"{minLimit} to {maxLimit}, from {initialLimit}, latency up to {tolerance}× its no-load level"},
-	nil, checkAdaptive, func(set *ResourceRules, r AdaptiveConcurrencyRule) {
-		set.AdaptiveConcurrency = append(set.AdaptiveConcurrency, r)
-	})
+	nil, checkAdaptive, setOf[AdaptiveConcurrencyRule]{list: "adaptiveConcurrency", book: adaptiveKind, check: adaptiveSetCheck,
+		rules: func(set *ResourceRules) *[]AdaptiveConcurrencyRule { return &set.AdaptiveConcurrency },
+		staged: func(c *ruleChange, resource string) *[]AdaptiveConcurrencyRule {
+			return &c.resources[resource].adaptive
+		}})
 
 // WithDefaults returns the rule with every unset field that applies to it
 // set to its default.
@@ -99,11 +101,6 @@ func (r AdaptiveConcurrencyRule) Validate() []FieldError {
 	return AdaptiveConcurrencyKind.validateOwn(&r)
 }
 
-func (r AdaptiveConcurrencyRule) checked() (AdaptiveConcurrencyRule, []FieldError) {
-	invalid := AdaptiveConcurrencyKind.validateOwn(&r)
-	return r, invalid
-}
-
 // checkAdaptive checks that the initial limit is within the limits.
 func checkAdaptive(r *AdaptiveConcurrencyRule, errs *fieldErrors) {
 	switch {
@@ -115,8 +112,6 @@ func checkAdaptive(r *AdaptiveConcurrencyRule, errs *fieldErrors) {
 		errs.add("initialLimit", "must be at most maxLimit: "+strconv.FormatInt(r.MaxLimit, 10))
 	}
 }
-
-func (r AdaptiveConcurrencyRule) ruleName() string { return r.Name }
 
 // AdaptiveCause is why an adaptive limit changed.
 type AdaptiveCause string
@@ -472,17 +467,22 @@ func ValidateAdaptiveConcurrencyRules(rules []AdaptiveConcurrencyRule) error {
 	return err
 }
 
-// validateAdaptiveRules validates adaptive rules as a set: one per
-// resource, since a resource has one count of calls in flight to limit.
+// validateAdaptiveRules validates adaptive rules as a set.
 func validateAdaptiveRules(prefix string, rules []AdaptiveConcurrencyRule) ([]AdaptiveConcurrencyRule, error) {
+	return validateSet(AdaptiveConcurrencyKind, prefix, rules, adaptiveSetCheck(prefix, false))
+}
+
+// adaptiveSetCheck is the check of a set of adaptive rules: one per
+// resource, since a resource has one count of calls in flight to limit.
+func adaptiveSetCheck(prefix string, _ bool) func(i int, rule AdaptiveConcurrencyRule, errs *fieldErrors) {
 	first := map[string]int{}
-	return validateSet(prefix, rules, func(i int, rule AdaptiveConcurrencyRule, errs *fieldErrors) {
+	return func(i int, rule AdaptiveConcurrencyRule, errs *fieldErrors) {
 		if j, taken := first[rule.Resource]; taken {
 			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), fmt.Sprintf("has an adaptive concurrency rule already (%s[%d]): at most one", prefix, j))
 			return
 		}
 		first[rule.Resource] = i
-	})
+	}
 }
 
 // AdaptiveConcurrencyRules returns the loaded adaptive concurrency rules,

@@ -47,7 +47,9 @@ type AuthorityRule struct {
 var AuthorityKind = kindOf(Kind{Name: KindAuthority, Label: "Authority", Title: "Authority rule",
 	Help: "allow or deny callers by their origin", Fields: AuthorityRuleFields,
 	Summary: "who may call: [strategy=deny:anyone but {origins}][strategy=allow:only {origins}]"},
-	nil, checkAuthority, func(set *ResourceRules, r AuthorityRule) { set.Authority = append(set.Authority, r) })
+	nil, checkAuthority, setOf[AuthorityRule]{list: "authority", book: authorityKind,
+		rules:  func(set *ResourceRules) *[]AuthorityRule { return &set.Authority },
+		staged: func(c *ruleChange, resource string) *[]AuthorityRule { return &c.resources[resource].authority }})
 
 // WithDefaults returns the rule with its mode set if unset.
 func (r AuthorityRule) WithDefaults() AuthorityRule {
@@ -58,11 +60,6 @@ func (r AuthorityRule) WithDefaults() AuthorityRule {
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
 func (r AuthorityRule) Validate() []FieldError { return AuthorityKind.validateOwn(&r) }
-
-func (r AuthorityRule) checked() (AuthorityRule, []FieldError) {
-	invalid := AuthorityKind.validateOwn(&r)
-	return r, invalid
-}
 
 // checkAuthority checks the origins one by one.
 func checkAuthority(r *AuthorityRule, errs *fieldErrors) {
@@ -84,8 +81,6 @@ func validateOrigin(origin string) string {
 	}
 	return ""
 }
-
-func (r AuthorityRule) ruleName() string { return r.Name }
 
 // authorityChecker is a loaded authority rule; it has no state.
 type authorityChecker struct {
@@ -115,7 +110,7 @@ func (c *authorityChecker) allows(origin string) bool {
 // LoadAuthorityRules replaces every authority rule with rules, as
 // LoadFlowRules does for flow rules.
 func (e *Engine) LoadAuthorityRules(rules []AuthorityRule) error {
-	loaded, err := validateSet("rules", rules, nil)
+	loaded, err := validateSet(AuthorityKind, "rules", rules, nil)
 	if err != nil {
 		return err
 	}
@@ -133,7 +128,7 @@ func (e *Engine) LoadAuthorityRules(rules []AuthorityRule) error {
 // ValidateAuthorityRules checks rules as LoadAuthorityRules would,
 // without loading them.
 func ValidateAuthorityRules(rules []AuthorityRule) error {
-	_, err := validateSet("rules", rules, nil)
+	_, err := validateSet(AuthorityKind, "rules", rules, nil)
 	return err
 }
 

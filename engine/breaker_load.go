@@ -37,12 +37,18 @@ func ValidateCircuitBreakerRules(rules []CircuitBreakerRule) error {
 }
 
 func validateCircuitBreakerRules(prefix string, rules []CircuitBreakerRule) ([]CircuitBreakerRule, error) {
+	return validateSet(CircuitBreakerKind, prefix, rules, breakerSetCheck(prefix, false))
+}
+
+// breakerSetCheck is the check of a set of circuit breakers: at most
+// maxBreakersPerResource per resource.
+func breakerSetCheck(prefix string, _ bool) func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
 	perResource := make(map[string]int)
-	return validateSet(prefix, rules, func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
+	return func(i int, rule CircuitBreakerRule, errs *fieldErrors) {
 		if perResource[rule.Resource]++; perResource[rule.Resource] == maxBreakersPerResource+1 {
 			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), fmt.Sprintf("has more than %d circuit breakers", maxBreakersPerResource))
 		}
-	})
+	}
 }
 
 // CircuitBreakerRules returns the loaded circuit breaker rules, defaults

@@ -58,7 +58,9 @@ var CircuitBreakerKind = kindOf(Kind{Name: KindCircuitBreaker, Label: "Circuit b
 	Help: "stop calls to a failing resource", Fields: BreakerRuleFields,
 	Summary: "opens on [strategy=slowRequestRatio:slow (> {maxAllowedRtMs} ms) ratio > {threshold}][strategy=errorRatio:error ratio > {threshold}]" +
 		"[strategy=errorCount:errors ≥ {threshold}] in {statIntervalMs} ms, retries after {retryTimeoutMs} ms"},
-	nil, checkBreaker, func(set *ResourceRules, r CircuitBreakerRule) { set.CircuitBreakers = append(set.CircuitBreakers, r) })
+	nil, checkBreaker, setOf[CircuitBreakerRule]{list: "circuitBreakers", book: breakerKind, check: breakerSetCheck,
+		rules:  func(set *ResourceRules) *[]CircuitBreakerRule { return &set.CircuitBreakers },
+		staged: func(c *ruleChange, resource string) *[]CircuitBreakerRule { return &c.resources[resource].breakers }})
 
 // WithDefaults returns the rule with every unset optional field set to its
 // default.
@@ -71,11 +73,6 @@ func (r CircuitBreakerRule) WithDefaults() CircuitBreakerRule {
 // FieldError for every bad field, named as in JSON; nil when it is valid.
 func (r CircuitBreakerRule) Validate() []FieldError { return CircuitBreakerKind.validateOwn(&r) }
 
-func (r CircuitBreakerRule) checked() (CircuitBreakerRule, []FieldError) {
-	invalid := CircuitBreakerKind.validateOwn(&r)
-	return r, invalid
-}
-
 // checkBreaker checks r's threshold, whose range is its strategy's.
 func checkBreaker(r *CircuitBreakerRule, errs *fieldErrors) {
 	ratio := r.Strategy == StrategySlowRequestRatio || r.Strategy == StrategyErrorRatio
@@ -87,5 +84,3 @@ func checkBreaker(r *CircuitBreakerRule, errs *fieldErrors) {
 		errs.add("threshold", "must be a whole count >= 1 for strategy errorCount")
 	}
 }
-
-func (r CircuitBreakerRule) ruleName() string { return r.Name }

@@ -34,8 +34,14 @@ func ValidateHotspotRules(rules []HotspotRule) error {
 }
 
 func validateHotspotRules(prefix string, rules []HotspotRule) ([]HotspotRule, error) {
+	return validateSet(HotspotKind, prefix, rules, hotspotSetCheck(prefix, false))
+}
+
+// hotspotSetCheck is the check of a set of hotspot rules: at most
+// maxHotspotPerResource per resource, one of them of metric concurrency.
+func hotspotSetCheck(prefix string, _ bool) func(i int, rule HotspotRule, errs *fieldErrors) {
 	perResource, held := map[string]int{}, map[string]int{}
-	return validateSet(prefix, rules, func(i int, rule HotspotRule, errs *fieldErrors) {
+	return func(i int, rule HotspotRule, errs *fieldErrors) {
 		if perResource[rule.Resource]++; perResource[rule.Resource] == maxHotspotPerResource+1 {
 			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), fmt.Sprintf("has more than %d hotspot rules", maxHotspotPerResource))
 		}
@@ -45,7 +51,7 @@ func validateHotspotRules(prefix string, rules []HotspotRule) ([]HotspotRule, er
 		if held[rule.Resource]++; held[rule.Resource] == 2 {
 			errs.add(fmt.Sprintf("%s[%d].resource", prefix, i), "has more than one hotspot rule of metric concurrency: a call holds one value's count in flight per resource (sentinel-golang allows more); keep one, or make the others metric qps")
 		}
-	})
+	}
 }
 
 // HotspotRules returns the loaded hotspot rules, defaults filled in,

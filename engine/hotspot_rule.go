@@ -61,7 +61,9 @@ var HotspotKind = kindOf(Kind{Name: KindHotspot, Label: "Hotspot", Title: "Hotsp
 	Help: "limit each value of a parameter apart: per user, per key, per IP", Fields: HotspotRuleFields,
 	Summary: "per value of {paramKey}: [metric=concurrency:{threshold} in flight at most][metric=qps:{threshold} per {statIntervalMs|per}]" +
 		"[controlBehavior=throttling:, spaced evenly][controlBehavior=reject:[burstCount!=0: (+{burstCount} burst)]][specificItems!=:; {specificItems}]"},
-	nil, checkHotspot, func(set *ResourceRules, r HotspotRule) { set.Hotspot = append(set.Hotspot, r) })
+	nil, checkHotspot, setOf[HotspotRule]{list: "hotspot", book: hotspotKind, check: hotspotSetCheck,
+		rules:  func(set *ResourceRules) *[]HotspotRule { return &set.Hotspot },
+		staged: func(c *ruleChange, resource string) *[]HotspotRule { return &c.resources[resource].hotspot }})
 
 // WithDefaults returns the rule with every unset field that applies to it
 // set to its default.
@@ -73,11 +75,6 @@ func (r HotspotRule) WithDefaults() HotspotRule {
 // Validate checks the rule as WithDefaults would complete it and returns
 // one FieldError for every bad field, named as in JSON.
 func (r HotspotRule) Validate() []FieldError { return HotspotKind.validateOwn(&r) }
-
-func (r HotspotRule) checked() (HotspotRule, []FieldError) {
-	invalid := HotspotKind.validateOwn(&r)
-	return r, invalid
-}
 
 // checkHotspot checks what the field table cannot say of r: a whole
 // threshold for concurrency, and the values of specificItems.
@@ -114,8 +111,6 @@ func thresholdProblem(field Field, v float64, whole bool) string {
 	}
 	return ""
 }
-
-func (r HotspotRule) ruleName() string { return r.Name }
 
 // equal reports whether r and o are the same rule: a load keeps the state
 // of a hotspot rule loaded again equal.

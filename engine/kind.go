@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -59,6 +60,13 @@ type Kind struct {
 	// or object "". SummaryRefs lists what a template names.
 	Summary string
 
+	// list names the field of ResourceRules that holds the kind's rules,
+	// as the errors of a load name it ("flow", "circuitBreakers").
+	list string
+	// book is the kind's index in the rule book (the names loaded, the
+	// kinds a change replaces); a kind on no resource has none.
+	book ruleKind
+
 	typ   reflect.Type
 	index map[string][]int
 	// rows are Fields as the checks walk them, in the same order.
@@ -69,13 +77,37 @@ type Kind struct {
 	defaults func(rule reflect.Value)
 	check    func(rule reflect.Value, errs *fieldErrors)
 	add      func(set *ResourceRules, rule reflect.Value)
+	// eachRule calls fn with the index, name and resource of every rule of
+	// the kind in set, in order.
+	eachRule func(set *ResourceRules, fn func(i int, name, resource string))
+	// nameAt is the name of rule i of the kind in set; false if set has
+	// no such rule.
+	nameAt func(set *ResourceRules, i int) (string, bool)
+	// load validates the kind's rules in set as a set, adding their
+	// errors to errs, and returns what stages them, with their defaults,
+	// in a change once the whole load is valid.
+	load func(set *ResourceRules, clustered bool, errs *fieldErrors) (stage func(c *ruleChange))
 }
 
-// kindOf builds a kind whose rules are of type R. defaults, if not nil,
-// completes what the table's defaults cannot (after them); check, if not
-// nil, adds the kind's cross-field checks (before the table's, which it
-// may count on only for the values of options); add appends a rule to the
-// set of its kind.
+// setOf says where a kind's rules of type R go in a load of many kinds,
+// and what a set of them must hold besides each rule's own checks.
+type setOf[R any] struct {
+	// list is the field of ResourceRules that holds them, as its errors
+	// name it ("flow").
+	list  string
+	rules func(set *ResourceRules) *[]R
+	// book is the kind's index in the rule book; ignored for a kind on
+	// no resource.
+	book ruleKind
+	// staged is where a change holds a resource's new rules of the kind,
+	// or the system rules, which are on no resource.
+	staged func(c *ruleChange, resource string) *[]R
+	// check, if not nil, returns the check of one set of the kind's rules,
+	// fields named "prefix[i].field", run on each rule in order with its
+	// defaults; clustered says whether the engine has a cluster count.
+	check func(prefix string, clustered bool) func(i int, rule R, errs *fieldErrors)
+}
+
 // row is a field of a kind's table, resolved once for the checks: where it
 // is in the rule struct, its default as a value of its type, and the row
 // it applies with.
@@ -89,7 +121,12 @@ type row struct {
 	value string
 }
 
-func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), add func(*ResourceRules, R)) *Kind {
+// kindOf builds a kind whose rules are of type R. defaults, if not nil,
+// completes what the table's defaults cannot (after them); check, if not
+// nil, adds the kind's cross-field checks (before the table's, which it
+// may count on only for the values of options); set says where its rules
+// go in a load of many kinds and what a set of them must hold.
+func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), set setOf[R]) *Kind {
 	k.typ = reflect.TypeFor[R]()
 	k.index = map[string][]int{}
 	for _, name := range append([]string{"name", "resource", "mode", "expiresAtMs"}, fieldNames(k.Fields)...) {
@@ -125,8 +162,48 @@ func kindOf[R any](k Kind, defaults func(*R), check func(*R, *fieldErrors), add 
 	if check != nil {
 		k.check = func(v reflect.Value, errs *fieldErrors) { check(v.Addr().Interface().(*R), errs) }
 	}
-	k.add = func(set *ResourceRules, v reflect.Value) { add(set, v.Interface().(R)) }
-	return &k
+	kind := &k
+	k.list, k.book = set.list, set.book
+	k.add = func(rules *ResourceRules, v reflect.Value) {
+		list := set.rules(rules)
+		*list = append(*list, v.Interface().(R))
+	}
+	k.eachRule = func(rules *ResourceRules, fn func(i int, name, resource string)) {
+		for i, rule := range *set.rules(rules) {
+			v := reflect.ValueOf(rule)
+			resource := ""
+			if !kind.NoResource {
+				resource = v.FieldByIndex(kind.envelope.resource).String()
+			}
+			fn(i, v.FieldByIndex(kind.envelope.name).String(), resource)
+		}
+	}
+	k.nameAt = func(rules *ResourceRules, i int) (string, bool) {
+		list := *set.rules(rules)
+		if i < 0 || i >= len(list) {
+			return "", false
+		}
+		return reflect.ValueOf(list[i]).FieldByIndex(kind.envelope.name).String(), true
+	}
+	k.load = func(rules *ResourceRules, clustered bool, errs *fieldErrors) func(c *ruleChange) {
+		var check func(int, R, *fieldErrors)
+		if set.check != nil {
+			check = set.check(set.list, clustered)
+		}
+		loaded, err := validateSet(kind, set.list, *set.rules(rules), check)
+		errs.merge(err)
+		return func(c *ruleChange) {
+			for _, rule := range loaded {
+				resource := ""
+				if !kind.NoResource {
+					resource = reflect.ValueOf(rule).FieldByIndex(kind.envelope.resource).String()
+				}
+				staged := set.staged(c, resource)
+				*staged = append(*staged, rule)
+			}
+		}
+	}
+	return kind
 }
 
 func fieldNames(fs Fields) []string {
@@ -392,4 +469,109 @@ func (e fieldErrors) firstPerField() []FieldError {
 		}
 	}
 	return kept
+}
+
+// validateSet validates rules, of kind k, as a set: each rule, unique
+// names, and whatever check adds. It returns the rules with their
+// defaults, or the error that names every bad field as "prefix[i].field".
+func validateSet[R any](k *Kind, prefix string, rules []R, check func(i int, rule R, errs *fieldErrors)) ([]R, error) {
+	loaded := slices.Clone(rules)
+	var errs fieldErrors
+	names := make(map[string]int, len(rules))
+	for i := range loaded {
+		v := reflect.ValueOf(&loaded[i]).Elem()
+		for _, fe := range k.validate(v) {
+			errs.add(fmt.Sprintf("%s[%d].%s", prefix, i, fe.Field), fe.Message)
+		}
+		if name := v.FieldByIndex(k.envelope.name).String(); name != "" {
+			if first, taken := names[name]; taken {
+				errs.add(fmt.Sprintf("%s[%d].name", prefix, i), fmt.Sprintf("%q is already the name of %s[%d]", name, prefix, first))
+			} else {
+				names[name] = i
+			}
+		}
+		if check != nil {
+			check(i, loaded[i], &errs)
+		}
+	}
+	if len(errs) > 0 {
+		return nil, &ValidationError{Fields: errs}
+	}
+	return loaded, nil
+}
+
+// loadOrder is the kinds in the order a load of many kinds checks them:
+// those on a resource as Kinds has them, then those on none.
+var loadOrder = func() []*Kind {
+	order := slices.Clone(Kinds)
+	slices.SortStableFunc(order, func(a, b *Kind) int {
+		switch {
+		case a.NoResource == b.NoResource:
+			return 0
+		case b.NoResource:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return order
+}()
+
+// validateKinds checks the rules of every kind in rules as one load into
+// c, which has the resources whose rules are replaced, on an engine whose
+// rules book has: each kind's rules as a set, the system rules only with
+// ReplaceSystem, every rule on one of those resources, and no name of a
+// rule that book keeps (one of a resource c leaves alone). It adds every
+// bad field to errs and returns what stages the rules, with their
+// defaults, in c once the whole load is valid.
+func validateKinds(rules *ResourceRules, c *ruleChange, book *ruleBook, clustered bool, errs *fieldErrors) []func(c *ruleChange) {
+	stages := make([]func(c *ruleChange), len(loadOrder))
+	for i, k := range loadOrder {
+		stages[i] = k.load(rules, clustered, errs)
+	}
+	if len(rules.System) > 0 && !rules.ReplaceSystem {
+		errs.add("system", "replaces the system rules only with ReplaceSystem set")
+	}
+	const unlisted = "is not one of the resources whose rules are replaced"
+	for _, k := range loadOrder {
+		if k.NoResource {
+			continue
+		}
+		k.eachRule(rules, func(i int, _, resource string) {
+			if c.resources[resource] == nil {
+				errs.add(fmt.Sprintf("%s[%d].resource", k.list, i), unlisted)
+			}
+		})
+	}
+	for _, k := range loadOrder {
+		if k.NoResource {
+			continue
+		}
+		k.eachRule(rules, func(i int, name, _ string) {
+			if r, ok := book.names[k.book][name]; ok && !c.replaces(r, k.book) {
+				errs.add(fmt.Sprintf("%s[%d].name", k.list, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
+			}
+		})
+	}
+	return stages
+}
+
+// RuleAt returns the name of the rule in rules that field, a field of the
+// *ValidationError of LoadResourceRules ("flow[3].threshold"), is of, and
+// the field within that rule ("threshold"); false for a field of no rule
+// ("resources[0]", "system").
+func (rules *ResourceRules) RuleAt(field string) (name, ruleField string, ok bool) {
+	list, rest, _ := strings.Cut(field, "[")
+	index, ruleField, _ := strings.Cut(rest, "].")
+	at, err := strconv.Atoi(index)
+	if err != nil {
+		return "", "", false
+	}
+	for _, k := range Kinds {
+		if k.list == list {
+			name, ok = k.nameAt(rules, at)
+			return name, ruleField, ok
+		}
+	}
+	return "", "", false
 }

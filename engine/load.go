@@ -105,13 +105,13 @@ type ResourceRules struct {
 func (e *Engine) LoadResourceRules(rules ResourceRules) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	c, system, err := e.resourceChange(rules)
+	c, err := e.resourceChange(rules)
 	if err != nil {
 		return err
 	}
 	e.commit(c)
 	if rules.ReplaceSystem {
-		e.commitSystem(system)
+		e.commitSystem(c.system)
 	}
 	return nil
 }
@@ -122,13 +122,13 @@ func (e *Engine) LoadResourceRules(rules ResourceRules) error {
 func (e *Engine) ValidateResourceRules(rules ResourceRules) error {
 	e.loadMu.Lock()
 	defer e.loadMu.Unlock()
-	_, _, err := e.resourceChange(rules)
+	_, err := e.resourceChange(rules)
 	return err
 }
 
-// resourceChange validates rules and returns them as a change, and the
-// system rules with their defaults. The caller holds loadMu.
-func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule, error) {
+// resourceChange validates rules and returns them as a change, the system
+// rules with their defaults in its system. The caller holds loadMu.
+func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
 	var errs fieldErrors
 	c := newRuleChange(len(rules.Resources))
 	for i, name := range rules.Resources {
@@ -137,72 +137,14 @@ func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, []SystemRule,
 			c.of(name).replaced[kind] = true
 		}
 	}
-	flow, err := validateFlowSet("flow", rules.Flow, e.cluster != nil)
-	errs.merge(err)
-	breakers, err := validateCircuitBreakerRules("circuitBreakers", rules.CircuitBreakers)
-	errs.merge(err)
-	hotspot, err := validateHotspotRules("hotspot", rules.Hotspot)
-	errs.merge(err)
-	authority, err := validateSet("authority", rules.Authority, nil)
-	errs.merge(err)
-	adaptive, err := validateAdaptiveRules("adaptiveConcurrency", rules.AdaptiveConcurrency)
-	errs.merge(err)
-	system, err := validateSet("system", rules.System, nil)
-	errs.merge(err)
-	if len(rules.System) > 0 && !rules.ReplaceSystem {
-		errs.add("system", "replaces the system rules only with ReplaceSystem set")
-	}
-	const unlisted = "is not one of the resources whose rules are replaced"
-	for i, rule := range rules.Flow {
-		if c.resources[rule.Resource] == nil {
-			errs.add(fmt.Sprintf("flow[%d].resource", i), unlisted)
-		}
-	}
-	for i, rule := range rules.CircuitBreakers {
-		if c.resources[rule.Resource] == nil {
-			errs.add(fmt.Sprintf("circuitBreakers[%d].resource", i), unlisted)
-		}
-	}
-	for i, rule := range rules.Hotspot {
-		if c.resources[rule.Resource] == nil {
-			errs.add(fmt.Sprintf("hotspot[%d].resource", i), unlisted)
-		}
-	}
-	for i, rule := range rules.Authority {
-		if c.resources[rule.Resource] == nil {
-			errs.add(fmt.Sprintf("authority[%d].resource", i), unlisted)
-		}
-	}
-	for i, rule := range rules.AdaptiveConcurrency {
-		if c.resources[rule.Resource] == nil {
-			errs.add(fmt.Sprintf("adaptiveConcurrency[%d].resource", i), unlisted)
-		}
-	}
-	e.book.checkNames(c, rules, &errs)
+	stages := validateKinds(&rules, c, &e.book, e.cluster != nil, &errs)
 	if len(errs) > 0 {
-		return nil, nil, &ValidationError{Fields: errs}
+		return nil, &ValidationError{Fields: errs}
 	}
-	for _, rule := range flow {
-		rc := c.resources[rule.Resource]
-		rc.flow = append(rc.flow, rule)
+	for _, stage := range stages {
+		stage(c)
 	}
-	for _, rule := range breakers {
-		rc := c.resources[rule.Resource]
-		rc.breakers = append(rc.breakers, rule)
-	}
-	for _, rule := range hotspot {
-		rc := c.resources[rule.Resource]
-		rc.hotspot = append(rc.hotspot, rule)
-	}
-	for _, rule := range authority {
-		rc := c.resources[rule.Resource]
-		rc.authority = append(rc.authority, rule)
-	}
-	for _, rule := range adaptive {
-		rc := c.resources[rule.Resource]
-		rc.adaptive = append(rc.adaptive, rule)
-	}
-	return c, system, nil
+	return c, nil
 }
 
 // ClusterStatus reports what the engine's cluster rules decide on; Enabled
@@ -238,13 +180,18 @@ func ValidateFlowRules(rules []FlowRule) error {
 }
 
 // validateFlowSet validates flow rules as a set, fields named
-// "prefix[i].field", and returns them with their defaults: an Entry holds
-// the calls in flight of one origin of one concurrency rule with a limitApp
+// "prefix[i].field", and returns them with their defaults.
+func validateFlowSet(prefix string, rules []FlowRule, clustered bool) ([]FlowRule, error) {
+	return validateSet(FlowKind, prefix, rules, flowSetCheck(prefix, clustered))
+}
+
+// flowSetCheck is the check of a set of flow rules: an Entry holds the
+// calls in flight of one origin of one concurrency rule with a limitApp
 // per resource at most, and cluster rules need an engine with a cluster
 // count (clustered).
-func validateFlowSet(prefix string, rules []FlowRule, clustered bool) ([]FlowRule, error) {
+func flowSetCheck(prefix string, clustered bool) func(i int, rule FlowRule, errs *fieldErrors) {
 	held := map[string]int{}
-	return validateSet(prefix, rules, func(i int, rule FlowRule, errs *fieldErrors) {
+	return func(i int, rule FlowRule, errs *fieldErrors) {
 		if rule.Scope == ScopeCluster && !clustered {
 			errs.add(fmt.Sprintf("%s[%d].scope", prefix, i), "cluster needs a count shared by every engine, which this engine has not (sluice --redis)")
 		}
@@ -254,46 +201,7 @@ func validateFlowSet(prefix string, rules []FlowRule, clustered bool) ([]FlowRul
 		if held[rule.Resource]++; held[rule.Resource] == 2 {
 			errs.add(fmt.Sprintf("%s[%d].limitApp", prefix, i), "another concurrency rule of the resource has a limitApp: at most one may")
 		}
-	})
-}
-
-// validatable is a rule type of a kind: FlowRule, CircuitBreakerRule and
-// the others.
-type validatable[R any] interface {
-	// checked returns the rule with its defaults and its errors, in one
-	// pass of its kind's checks.
-	checked() (R, []FieldError)
-	ruleName() string
-}
-
-// validateSet validates rules as a set: each rule, unique names, and
-// whatever check adds. It returns the rules with their defaults, or the
-// error that names every bad field as "prefix[i].field".
-func validateSet[R validatable[R]](prefix string, rules []R, check func(i int, rule R, errs *fieldErrors)) ([]R, error) {
-	loaded := make([]R, len(rules))
-	var errs fieldErrors
-	names := make(map[string]int, len(rules))
-	for i, rule := range rules {
-		rule, invalid := rule.checked()
-		for _, fe := range invalid {
-			errs.add(fmt.Sprintf("%s[%d].%s", prefix, i, fe.Field), fe.Message)
-		}
-		if name := rule.ruleName(); name != "" {
-			if first, taken := names[name]; taken {
-				errs.add(fmt.Sprintf("%s[%d].name", prefix, i), fmt.Sprintf("%q is already the name of %s[%d]", name, prefix, first))
-			} else {
-				names[name] = i
-			}
-		}
-		if check != nil {
-			check(i, rule, &errs)
-		}
-		loaded[i] = rule
 	}
-	if len(errs) > 0 {
-		return nil, &ValidationError{Fields: errs}
-	}
-	return loaded, nil
 }
 
 // merge adds the fields of err, a *ValidationError or nil.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -478,5 +479,75 @@ func BenchmarkLoadResourceRules(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestLoadResourceRulesNamesEveryKindInOrder holds the order of a load's
+// errors, which the REST API's 422 details follow: each kind's own
+// checks in the order of ResourceRules' lists, then the rules on a
+// resource the load does not name, then the names taken by rules that
+// stay. The registry walks the kinds; no kind is named in the load.
+func TestLoadResourceRulesNamesEveryKindInOrder(t *testing.T) {
+	e, _ := newTestEngine(t, 0, FlowRule{Name: "taken", Resource: "b", Threshold: 1})
+	rules := ResourceRules{
+		Resources:       []string{"a"},
+		Flow:            []FlowRule{{Name: "f", Resource: "a", Threshold: -1}, {Name: "taken", Resource: "a", Threshold: 1}},
+		CircuitBreakers: []CircuitBreakerRule{{Name: "c", Resource: "elsewhere", Strategy: StrategyErrorCount, Threshold: 1, RetryTimeoutMs: -1}},
+		Hotspot:         []HotspotRule{{Name: "h", Resource: "a", Threshold: -1}},
+		Authority:       []AuthorityRule{{Name: "x", Resource: "a"}},
+		AdaptiveConcurrency: []AdaptiveConcurrencyRule{
+			{Name: "ad", Resource: "a", Algorithm: "none"},
+		},
+		System: []SystemRule{{Name: "s", MetricType: SystemLoad, TriggerCount: -1}},
+	}
+	err := e.ValidateResourceRules(rules)
+	invalid, ok := errors.AsType[*ValidationError](err)
+	if !ok {
+		t.Fatalf("got %v, want a *ValidationError", err)
+	}
+	var lists []string
+	for _, fe := range invalid.Fields {
+		list := fe.Field
+		if i := strings.IndexAny(list, "[."); i >= 0 {
+			list = list[:i]
+		}
+		if len(lists) == 0 || lists[len(lists)-1] != list {
+			lists = append(lists, list)
+		}
+	}
+	want := []string{"flow", "circuitBreakers", "hotspot", "authority", "adaptiveConcurrency", "system", "circuitBreakers", "flow"}
+	if !slices.Equal(lists, want) {
+		t.Errorf("the errors' lists run %v, want %v (all: %v)", lists, want, invalid.Fields)
+	}
+	last := invalid.Fields[len(invalid.Fields)-1]
+	if last.Field != "flow[1].name" || last.Message != `"taken" is already the name of a rule of resource "b"` {
+		t.Errorf("last error %v, want flow[1].name taken by the rule of b", last)
+	}
+}
+
+func TestRuleAtNamesTheRuleOfAField(t *testing.T) {
+	rules := ResourceRules{
+		Flow:                []FlowRule{{Name: "f0"}, {Name: "f1"}},
+		AdaptiveConcurrency: []AdaptiveConcurrencyRule{{Name: "a0"}},
+		System:              []SystemRule{{Name: "s0"}},
+	}
+	tests := []struct {
+		field, name, ruleField string
+		ok                     bool
+	}{
+		{"flow[1].threshold", "f1", "threshold", true},
+		{"adaptiveConcurrency[0].resource", "a0", "resource", true},
+		{"system[0].triggerCount", "s0", "triggerCount", true},
+		{"flow[2].threshold", "", "", false},
+		{"flow[-1].threshold", "", "", false},
+		{"hotspot[0].resource", "", "", false},
+		{"resources[0]", "", "", false},
+		{"system", "", "", false},
+	}
+	for _, tt := range tests {
+		name, ruleField, ok := rules.RuleAt(tt.field)
+		if ok != tt.ok || name != tt.name || (ok && ruleField != tt.ruleField) {
+			t.Errorf("RuleAt(%q) = %q, %q, %v; want %q, %q, %v", tt.field, name, ruleField, ok, tt.name, tt.ruleField, tt.ok)
+		}
 	}
 }

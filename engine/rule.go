@@ -179,7 +179,9 @@ var FlowKind = kindOf(Kind{Name: KindFlow, Label: "Flow", Title: "Flow rule",
 		"[controlBehavior=throttling:, spaced evenly (wait up to {maxQueueingTimeMs} ms)][tokenCalculateStrategy=warmUp:, warm-up {warmUpPeriodSec} s]" +
 		"[relationStrategy=associated:, by the traffic of {refResource}][limitApp=other:, for each origin no other rule names]" +
 		"[limitApp!=default,other:, for the calls of {limitApp} only]]"},
-	flowDefaults, checkFlow, func(set *ResourceRules, r FlowRule) { set.Flow = append(set.Flow, r) })
+	flowDefaults, checkFlow, setOf[FlowRule]{list: "flow", book: flowKind, check: flowSetCheck,
+		rules:  func(set *ResourceRules) *[]FlowRule { return &set.Flow },
+		staged: func(c *ruleChange, resource string) *[]FlowRule { return &c.resources[resource].flow }})
 
 // WithDefaults returns the rule with every unset field that applies to it set
 // to its default. Fields that do not apply (statIntervalMs of a concurrency
@@ -193,11 +195,6 @@ func (r FlowRule) WithDefaults() FlowRule {
 // FieldError for every bad field, named as in JSON; nil when the rule is
 // valid.
 func (r FlowRule) Validate() []FieldError { return FlowKind.validateOwn(&r) }
-
-func (r FlowRule) checked() (FlowRule, []FieldError) {
-	invalid := FlowKind.validateOwn(&r)
-	return r, invalid
-}
 
 // flowDefaults keeps a concurrency rule's behaviours, which do not apply
 // to it, at their defaults, as Sentinel's rules always carry them.
@@ -274,8 +271,6 @@ func (r FlowRule) validateCluster(errs *fieldErrors) {
 		errs.add("clusterFallbackThreshold", "applies only with clusterFallback local")
 	}
 }
-
-func (r FlowRule) ruleName() string { return r.Name }
 
 // ValidateResourceName says why name is not a valid resource name (1 to
 // MaxResourceNameLen characters of UTF-8, no control characters), or

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"cmp"
-	"fmt"
 	"iter"
 	"slices"
 )
@@ -35,6 +34,9 @@ type bookEntry struct {
 type ruleChange struct {
 	order     []string // the resources, in the order they came
 	resources map[string]*resourceChange
+	// system is the new system rules, which are on no resource, when the
+	// load replaces them.
+	system []SystemRule
 }
 
 // resourceChange is the new rules of one resource, of the kinds replaced.
@@ -85,31 +87,6 @@ func (c *ruleChange) of(name string) *resourceChange {
 func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
 	rc := c.resources[r.name]
 	return rc != nil && rc.replaced[kind]
-}
-
-// checkNames adds an error to errs for every rule of flow and breakers
-// whose name is taken by a loaded rule of its kind that c leaves in place.
-func (b *ruleBook) checkNames(c *ruleChange, rules ResourceRules, errs *fieldErrors) {
-	taken := func(kind ruleKind, field string, i int, name string) {
-		if r, ok := b.names[kind][name]; ok && !c.replaces(r, kind) {
-			errs.add(fmt.Sprintf("%s[%d].name", field, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
-		}
-	}
-	for i, rule := range rules.Flow {
-		taken(flowKind, "flow", i, rule.Name)
-	}
-	for i, rule := range rules.CircuitBreakers {
-		taken(breakerKind, "circuitBreakers", i, rule.Name)
-	}
-	for i, rule := range rules.Hotspot {
-		taken(hotspotKind, "hotspot", i, rule.Name)
-	}
-	for i, rule := range rules.Authority {
-		taken(authorityKind, "authority", i, rule.Name)
-	}
-	for i, rule := range rules.AdaptiveConcurrency {
-		taken(adaptiveKind, "adaptiveConcurrency", i, rule.Name)
-	}
 }
 
 // commit loads c, which is valid. Each resource it replaces gets its new

@@ -131,7 +131,7 @@ func (c *systemChecker) admits(s *systemRules, nowMs, count int64) bool {
 // engine reads them once a second in the background; with none, nothing
 // runs.
 func (e *Engine) LoadSystemRules(rules []SystemRule) error {
-	loaded, err := validateSet("rules", rules, nil)
+	loaded, err := validateSet(SystemKind, "rules", rules, nil)
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func (e *Engine) LoadSystemRules(rules []SystemRule) error {
 // ValidateSystemRules checks rules as LoadSystemRules would, without
 // loading them.
 func ValidateSystemRules(rules []SystemRule) error {
-	_, err := validateSet("rules", rules, nil)
+	_, err := validateSet(SystemKind, "rules", rules, nil)
 	return err
 }
 

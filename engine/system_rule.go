@@ -77,7 +77,9 @@ var SystemKind = kindOf(Kind{Name: KindSystem, Label: "System", Title: "System r
 	Summary: "past [metricType=load:a load per CPU of][metricType=cpuUsage:a CPU usage of][metricType=avgRt:an average response time (ms) of]" +
 		"[metricType=concurrency:inbound calls in flight numbering][metricType=inboundQps:inbound calls per second numbering] {triggerCount}, " +
 		"each engine blocks [strategy=bbr:the inbound calls beyond what it completes at best][strategy=noAdaptive:every inbound call]"},
-	systemDefaults, checkSystem, func(set *ResourceRules, r SystemRule) { set.System = append(set.System, r) })
+	systemDefaults, checkSystem, setOf[SystemRule]{list: "system",
+		rules:  func(set *ResourceRules) *[]SystemRule { return &set.System },
+		staged: func(c *ruleChange, _ string) *[]SystemRule { return &c.system }})
 
 // WithDefaults returns the rule with its mode and strategy set if unset.
 func (r SystemRule) WithDefaults() SystemRule {
@@ -103,11 +105,6 @@ func (m SystemMetric) sampled() bool { return m == SystemLoad || m == SystemCPUU
 // one FieldError for every bad field, named as in JSON.
 func (r SystemRule) Validate() []FieldError { return SystemKind.validateOwn(&r) }
 
-func (r SystemRule) checked() (SystemRule, []FieldError) {
-	invalid := SystemKind.validateOwn(&r)
-	return r, invalid
-}
-
 // checkSystem checks the trigger, whose range is its metric's, and the
 // strategy, which bbr limits to sampled metrics.
 func checkSystem(r *SystemRule, errs *fieldErrors) {
@@ -122,5 +119,3 @@ func checkSystem(r *SystemRule, errs *fieldErrors) {
 		errs.add("strategy", "bbr applies only to metricType load and cpuUsage")
 	}
 }
-
-func (r SystemRule) ruleName() string { return r.Name }

@@ -11,11 +11,9 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,11 +33,6 @@ type reqHeader map[string]string
 // other non-nil body as JSON; a body goes with Content-Type
 // application/json unless header names another.
 func (ts *testServer) request(ctx context.Context, method, path string, body any, header reqHeader) (*http.Response, []byte, error) {
-	return ts.requestWith(ctx, client, method, path, body, header)
-}
-
-// requestWith is request through c.
-func (ts *testServer) requestWith(ctx context.Context, c *http.Client, method, path string, body any, header reqHeader) (*http.Response, []byte, error) {
 	var r io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -65,22 +58,13 @@ func (ts *testServer) requestWith(ctx context.Context, c *http.Client, method, p
 	for k, v := range header {
 		req.Header.Set(k, v)
 	}
-	resp, err := c.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer resp.Body.Close()
 	got, err := io.ReadAll(resp.Body)
 	return resp, got, err
-}
-
-// oneShotClient opens a connection per request and closes it after. Many
-// goroutines sharing a keep-alive pool leave connections dialed but never
-// used, which hold the server's Shutdown until its read timeout.
-func oneShotClient(t *testing.T) *http.Client {
-	tr := &http.Transport{DisableKeepAlives: true}
-	t.Cleanup(tr.CloseIdleConnections)
-	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
 // call is request for the test goroutine: it fails the test on a transport
@@ -299,245 +283,208 @@ func wantUTC(t *testing.T, field string, v any) time.Time {
 	return tm
 }
 
-var ruleNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9._-]{0,126}[a-z0-9])?$`)
+// refusal groups a refused request's subtest by its status: "NotFound: "
+// for 404, "Invalid: " for the others.
+func refusal(status int) string {
+	if status == http.StatusNotFound {
+		return "NotFound: "
+	}
+	return "Invalid: "
+}
 
+// TestCreateRule is POST /api/v1/rules: what it answers, and what it
+// refuses (the rule domain's own tests, server/rules, hold what a write
+// does beyond the answer).
 func TestCreateRule(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name string
-		body string
-		want map[string]any
-	}{
-		{
-			name: "defaults fill the fields that apply and the others are absent",
-			body: `{"name":"orders-qps","kind":"flow","resource":"GET:/api/orders","threshold":100}`,
-			want: flowRule(map[string]any{"name": "orders-qps", "resource": "GET:/api/orders", "threshold": 100.0}),
-		},
-		{
-			name: "concurrency rule has no statIntervalMs",
-			body: `{"name":"orders-inflight","kind":"flow","resource":"GET:/api/orders","metric":"concurrency","threshold":5}`,
-			want: flowRule(map[string]any{"name": "orders-inflight", "resource": "GET:/api/orders", "metric": "concurrency", "threshold": 5.0}, "statIntervalMs"),
-		},
-		{
-			name: "throttling shows maxQueueingTimeMs",
-			body: `{"name":"paced","kind":"flow","resource":"r","threshold":10,"statIntervalMs":2000,"controlBehavior":"throttling","maxQueueingTimeMs":500}`,
-			want: flowRule(map[string]any{"name": "paced", "resource": "r", "threshold": 10.0, "statIntervalMs": 2000.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 500.0}),
-		},
-		{
-			name: "warmUp gets the default cold factor",
-			body: `{"name":"warm","kind":"flow","resource":"r","threshold":10,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":10}`,
-			want: flowRule(map[string]any{"name": "warm", "resource": "r", "threshold": 10.0, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10.0, "warmUpColdFactor": 3.0}),
-		},
-		{
-			name: "associated shows refResource",
-			body: `{"name":"by-stock","kind":"flow","resource":"POST:/api/checkout","threshold":20,"relationStrategy":"associated","refResource":"GET:/api/stock"}`,
-			want: flowRule(map[string]any{"name": "by-stock", "resource": "POST:/api/checkout", "threshold": 20.0, "relationStrategy": "associated", "refResource": "GET:/api/stock"}),
-		},
-		{
-			name: "envelope fields are kept",
-			body: `{"name":"shadowed","kind":"flow","resource":"r","threshold":0.5,"enabled":false,"mode":"shadow","description":"Black Friday cap"}`,
-			want: flowRule(map[string]any{"name": "shadowed", "resource": "r", "threshold": 0.5, "enabled": false, "mode": "shadow", "description": "Black Friday cap"}),
-		},
-		{
-			name: "zero values of fields that do not apply are accepted",
-			body: `{"name":"zeros","kind":"flow","resource":"r","threshold":1,"maxQueueingTimeMs":0,"warmUpPeriodSec":0,"refResource":""}`,
-			want: flowRule(map[string]any{"name": "zeros", "resource": "r", "threshold": 1.0}),
-		},
-		{
-			name: "lengths are counted in characters",
-			body: `{"name":"long-text","kind":"flow","resource":"` + strings.Repeat("й", 256) + `","threshold":1,"description":"` + strings.Repeat("é", 1024) + `"}`,
-			want: flowRule(map[string]any{"name": "long-text", "resource": strings.Repeat("й", 256), "threshold": 1.0, "description": strings.Repeat("é", 1024)}),
-		},
-	}
-	ts := startServer(t, nil, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
+	t.Run("Success", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name string
+			body string
+			want map[string]any
+		}{
+			{
+				name: "defaults fill the fields that apply and the others are absent",
+				body: `{"name":"orders-qps","kind":"flow","resource":"GET:/api/orders","threshold":100}`,
+				want: flowRule(map[string]any{"name": "orders-qps", "resource": "GET:/api/orders", "threshold": 100.0}),
+			},
+			{
+				name: "concurrency rule has no statIntervalMs",
+				body: `{"name":"orders-inflight","kind":"flow","resource":"GET:/api/orders","metric":"concurrency","threshold":5}`,
+				want: flowRule(map[string]any{"name": "orders-inflight", "resource": "GET:/api/orders", "metric": "concurrency", "threshold": 5.0}, "statIntervalMs"),
+			},
+			{
+				name: "throttling shows maxQueueingTimeMs",
+				body: `{"name":"paced","kind":"flow","resource":"r","threshold":10,"statIntervalMs":2000,"controlBehavior":"throttling","maxQueueingTimeMs":500}`,
+				want: flowRule(map[string]any{"name": "paced", "resource": "r", "threshold": 10.0, "statIntervalMs": 2000.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 500.0}),
+			},
+			{
+				name: "warmUp gets the default cold factor",
+				body: `{"name":"warm","kind":"flow","resource":"r","threshold":10,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":10}`,
+				want: flowRule(map[string]any{"name": "warm", "resource": "r", "threshold": 10.0, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10.0, "warmUpColdFactor": 3.0}),
+			},
+			{
+				name: "associated shows refResource",
+				body: `{"name":"by-stock","kind":"flow","resource":"POST:/api/checkout","threshold":20,"relationStrategy":"associated","refResource":"GET:/api/stock"}`,
+				want: flowRule(map[string]any{"name": "by-stock", "resource": "POST:/api/checkout", "threshold": 20.0, "relationStrategy": "associated", "refResource": "GET:/api/stock"}),
+			},
+			{
+				name: "envelope fields are kept",
+				body: `{"name":"shadowed","kind":"flow","resource":"r","threshold":0.5,"enabled":false,"mode":"shadow","description":"Black Friday cap"}`,
+				want: flowRule(map[string]any{"name": "shadowed", "resource": "r", "threshold": 0.5, "enabled": false, "mode": "shadow", "description": "Black Friday cap"}),
+			},
+			{
+				name: "zero values of fields that do not apply are accepted",
+				body: `{"name":"zeros","kind":"flow","resource":"r","threshold":1,"maxQueueingTimeMs":0,"warmUpPeriodSec":0,"refResource":""}`,
+				want: flowRule(map[string]any{"name": "zeros", "resource": "r", "threshold": 1.0}),
+			},
+			{
+				name: "lengths are counted in characters",
+				body: `{"name":"long-text","kind":"flow","resource":"` + strings.Repeat("й", 256) + `","threshold":1,"description":"` + strings.Repeat("é", 1024) + `"}`,
+				want: flowRule(map[string]any{"name": "long-text", "resource": strings.Repeat("й", 256), "threshold": 1.0, "description": strings.Repeat("é", 1024)}),
+			},
+		}
+		ts := startServer(t, nil, nil)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
 
-			mustStatus(t, resp, body, http.StatusCreated)
-			got := jsonObject(t, body)
-			wantContent(t, got, tt.want)
-			r := decodeStrict[rules.APIRule](t, body)
-			if r.ID <= 0 || r.Version != 1 {
-				t.Errorf("id = %d, version = %d; want a positive id and version 1", r.ID, r.Version)
-			}
-			if etag := resp.Header.Get("ETag"); etag != `"1"` {
-				t.Errorf(`ETag = %q, want "1"`, etag)
-			}
-			created := wantUTC(t, "createdAt", got["createdAt"])
-			if updated := wantUTC(t, "updatedAt", got["updatedAt"]); !updated.Equal(created) {
-				t.Errorf("updatedAt = %v, want createdAt %v on a new rule", updated, created)
-			}
-			loc := resp.Header.Get("Location")
-			if !strings.HasSuffix(loc, ruleURL(r.ID)) {
-				t.Fatalf("Location = %q, want it to end in %s", loc, ruleURL(r.ID))
-			}
-			resp, again := ts.call(t, http.MethodGet, strings.TrimPrefix(loc, ts.URL), nil, nil)
-			mustStatus(t, resp, again, http.StatusOK)
-			if !reflect.DeepEqual(jsonObject(t, again), got) {
-				t.Errorf("GET Location = %s\nwant what create answered: %s", again, body)
-			}
-		})
-	}
+				mustStatus(t, resp, body, http.StatusCreated)
+				got := jsonObject(t, body)
+				wantContent(t, got, tt.want)
+				r := decodeStrict[rules.APIRule](t, body)
+				if r.ID <= 0 || r.Version != 1 {
+					t.Errorf("id = %d, version = %d; want a positive id and version 1", r.ID, r.Version)
+				}
+				if etag := resp.Header.Get("ETag"); etag != `"1"` {
+					t.Errorf(`ETag = %q, want "1"`, etag)
+				}
+				created := wantUTC(t, "createdAt", got["createdAt"])
+				if updated := wantUTC(t, "updatedAt", got["updatedAt"]); !updated.Equal(created) {
+					t.Errorf("updatedAt = %v, want createdAt %v on a new rule", updated, created)
+				}
+				loc := resp.Header.Get("Location")
+				if !strings.HasSuffix(loc, ruleURL(r.ID)) {
+					t.Fatalf("Location = %q, want it to end in %s", loc, ruleURL(r.ID))
+				}
+				resp, again := ts.call(t, http.MethodGet, strings.TrimPrefix(loc, ts.URL), nil, nil)
+				mustStatus(t, resp, again, http.StatusOK)
+				if !reflect.DeepEqual(jsonObject(t, again), got) {
+					t.Errorf("GET Location = %s\nwant what create answered: %s", again, body)
+				}
+			})
+		}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name       string
+			body       string
+			wantStatus int
+			wantFields []string
+		}{
+			{name: "not JSON", body: `kind: flow`, wantStatus: http.StatusBadRequest},
+			{name: "a JSON array", body: `[{"kind":"flow","resource":"r","threshold":1}]`, wantStatus: 422, wantFields: []string{"body"}},
+			{name: "empty body", body: ``, wantStatus: http.StatusBadRequest},
+			{name: "JSON null", body: `null`, wantStatus: 422, wantFields: []string{"body"}},
+			{name: "a JSON string", body: `"rule"`, wantStatus: 422, wantFields: []string{"body"}},
+			{name: "two objects", body: `{"kind":"flow","resource":"r","threshold":1}{}`, wantStatus: http.StatusBadRequest},
+			{name: "truncated JSON", body: `{"kind":"flow","resource":"r",`, wantStatus: http.StatusBadRequest},
+
+			{name: "unknown field", body: `{"kind":"flow","resource":"r","threshold":1,"colour":"red"}`, wantStatus: 422, wantFields: []string{"colour"}},
+			{name: "cluster scope without a shared count", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"cluster"}`, wantStatus: 422, wantFields: []string{"scope"}},
+			{name: "unknown scope", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"global"}`, wantStatus: 422, wantFields: []string{"scope"}},
+			{name: "scope on a circuit breaker", body: `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":1,"retryTimeoutMs":1,"scope":"local"}`, wantStatus: 422, wantFields: []string{"scope"}},
+			{name: "typo of a field", body: `{"kind":"flow","resource":"r","thresold":1}`, wantStatus: 422, wantFields: []string{"thresold", "threshold"}},
+			{name: "threshold is a string", body: `{"kind":"flow","resource":"r","threshold":"1"}`, wantStatus: 422, wantFields: []string{"threshold"}},
+			{name: "enabled is a string", body: `{"kind":"flow","resource":"r","threshold":1,"enabled":"yes"}`, wantStatus: 422, wantFields: []string{"enabled"}},
+			{name: "statIntervalMs is a string", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":"1000"}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
+			{name: "statIntervalMs is fractional", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":1.5}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
+			{name: "description is a number", body: `{"kind":"flow","resource":"r","threshold":1,"description":7}`, wantStatus: 422, wantFields: []string{"description"}},
+			{name: "mode is an object", body: `{"kind":"flow","resource":"r","threshold":1,"mode":{}}`, wantStatus: 422, wantFields: []string{"mode"}},
+			{name: "missing kind", body: `{"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
+			{name: "unknown kind", body: `{"kind":"isolation","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
+			{name: "kind is a number", body: `{"kind":1,"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
+			{name: "missing resource", body: `{"kind":"flow","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
+			{name: "missing threshold", body: `{"kind":"flow","resource":"r"}`, wantStatus: 422, wantFields: []string{"threshold"}},
+			{name: "empty object names kind and resource", body: `{}`, wantStatus: 422, wantFields: []string{"kind", "resource"}},
+			{name: "bad envelope fields are named without a kind", body: `{"name":"Not A Name","resource":""}`, wantStatus: 422, wantFields: []string{"kind", "name", "resource"}},
+
+			{name: "negative threshold", body: `{"kind":"flow","resource":"r","threshold":-1}`, wantStatus: 422, wantFields: []string{"threshold"}},
+			{name: "fractional concurrency threshold", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1.5}`, wantStatus: 422, wantFields: []string{"threshold"}},
+			{name: "statIntervalMs below 100", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":99}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
+			{name: "statIntervalMs above a day", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":86400001}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
+			{name: "maxQueueingTimeMs above 60000", body: `{"kind":"flow","resource":"r","threshold":1,"controlBehavior":"throttling","maxQueueingTimeMs":60001}`, wantStatus: 422, wantFields: []string{"maxQueueingTimeMs"}},
+			{name: "warmUpColdFactor of 1", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":5,"warmUpColdFactor":1}`, wantStatus: 422, wantFields: []string{"warmUpColdFactor"}},
+			{name: "warmUp without warmUpPeriodSec", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"warmUp"}`, wantStatus: 422, wantFields: []string{"warmUpPeriodSec"}},
+			{name: "associated without refResource", body: `{"kind":"flow","resource":"r","threshold":1,"relationStrategy":"associated"}`, wantStatus: 422, wantFields: []string{"refResource"}},
+			{name: "description of 1025 characters", body: `{"kind":"flow","resource":"r","threshold":1,"description":"` + strings.Repeat("é", 1025) + `"}`, wantStatus: 422, wantFields: []string{"description"}},
+			{name: "resource of 257 characters", body: `{"kind":"flow","resource":"` + strings.Repeat("й", 257) + `","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
+			{name: "resource with BEL", body: `{"kind":"flow","resource":"GET:/api\u0007","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
+			{name: "resource with a C1 control character", body: `{"kind":"flow","resource":"GET:/api\u0085","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
+			{name: "name with capitals and spaces", body: `{"name":"Orders QPS","kind":"flow","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"name"}},
+			{name: "name of 129 characters", body: `{"name":"` + strings.Repeat("a", 129) + `","kind":"flow","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"name"}},
+
+			{name: "maxQueueingTimeMs on reject", body: `{"kind":"flow","resource":"r","threshold":1,"maxQueueingTimeMs":100}`, wantStatus: 422, wantFields: []string{"maxQueueingTimeMs"}},
+			{name: "warmUpPeriodSec with direct", body: `{"kind":"flow","resource":"r","threshold":1,"warmUpPeriodSec":10}`, wantStatus: 422, wantFields: []string{"warmUpPeriodSec"}},
+			{name: "warmUpColdFactor with direct", body: `{"kind":"flow","resource":"r","threshold":1,"warmUpColdFactor":3}`, wantStatus: 422, wantFields: []string{"warmUpColdFactor"}},
+			{name: "refResource with current", body: `{"kind":"flow","resource":"r","threshold":1,"refResource":"other"}`, wantStatus: 422, wantFields: []string{"refResource"}},
+			{name: "statIntervalMs on a concurrency rule", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1,"statIntervalMs":1000}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
+			{name: "throttling on a concurrency rule", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1,"controlBehavior":"throttling"}`, wantStatus: 422, wantFields: []string{"controlBehavior"}},
+			{name: "a circuit-breaker field on a flow rule", body: `{"kind":"flow","resource":"r","threshold":1,"retryTimeoutMs":1000}`, wantStatus: 422, wantFields: []string{"retryTimeoutMs"}},
+
+			{name: "bad metric", body: `{"kind":"flow","resource":"r","threshold":1,"metric":"rps"}`, wantStatus: 422, wantFields: []string{"metric"}},
+			{name: "bad mode", body: `{"kind":"flow","resource":"r","threshold":1,"mode":"dry"}`, wantStatus: 422, wantFields: []string{"mode"}},
+			{name: "bad controlBehavior", body: `{"kind":"flow","resource":"r","threshold":1,"controlBehavior":"queue"}`, wantStatus: 422, wantFields: []string{"controlBehavior"}},
+			{name: "bad tokenCalculateStrategy", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"cold"}`, wantStatus: 422, wantFields: []string{"tokenCalculateStrategy"}},
+			{name: "bad relationStrategy", body: `{"kind":"flow","resource":"r","threshold":1,"relationStrategy":"other"}`, wantStatus: 422, wantFields: []string{"relationStrategy"}},
+
+			{
+				name:       "several bad fields are all reported",
+				body:       `{"kind":"flow","resource":"","threshold":-1,"statIntervalMs":50,"mode":"dry","enabled":"yes","colour":"red","maxQueueingTimeMs":5}`,
+				wantStatus: 422,
+				wantFields: []string{"resource", "threshold", "statIntervalMs", "mode", "enabled", "colour", "maxQueueingTimeMs"},
+			},
+		}
+		// One server: each case is refused and checks that it wrote nothing.
+		ts := startServer(t, nil, nil)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
+
+				code := "validation_failed"
+				if tt.wantStatus == http.StatusBadRequest {
+					code = "bad_request"
+				}
+				wantError(t, resp, body, tt.wantStatus, code, tt.wantFields...)
+				ts.wantNoRules(t)
+			})
+		}
+	})
+	t.Run("Invalid: a taken name is a conflict", func(t *testing.T) {
+		t.Parallel()
+		ts := startServer(t, nil, nil)
+		first := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"a","threshold":1}`)
+
+		resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"b","threshold":2}`, nil)
+
+		wantError(t, resp, body, http.StatusConflict, "conflict")
+		list := ts.listRules(t, "")
+		if list.Total != 1 || list.Items[0].ID != first.ID || list.Items[0].Resource != "a" {
+			t.Errorf("rules = %+v, want only the first", list.Items)
+		}
+		ts.wantLoaded(t, map[string]float64{"orders": 1})
+	})
 }
 
-func TestCreateRuleGeneratesNames(t *testing.T) {
-	t.Parallel()
-	longSlugs := strings.Repeat("ab/", 85)
-	longRun := strings.Repeat("a", 256)
-	tests := []struct {
-		name     string
-		body     map[string]any
-		wantName string // exact, or "" to check the pattern only
-		prefix   string
-	}{
-		{name: "slug of the resource", body: map[string]any{"resource": "GET:/api/orders"}, wantName: "flow-get-api-orders"},
-		{name: "second takes -2", body: map[string]any{"resource": "GET:/api/orders"}, wantName: "flow-get-api-orders-2"},
-		{name: "third takes -3", body: map[string]any{"resource": "GET:/api/orders"}, wantName: "flow-get-api-orders-3"},
-		{name: "runs of other characters are one dash, trimmed", body: map[string]any{"resource": "  --GET  /api//Orders--  "}, wantName: "flow-get-api-orders-4"},
-		{name: "no a-z0-9 gives rule", body: map[string]any{"resource": "订单/服务"}, wantName: "flow-rule"},
-		{name: "rule collides too", body: map[string]any{"resource": "***"}, wantName: "flow-rule-2"},
-		{name: "an explicit name is taken into account", body: map[string]any{"resource": "y", "name": "flow-x"}, wantName: "flow-x"},
-		{name: "after an explicit name", body: map[string]any{"resource": "x"}, wantName: "flow-x-2"},
-		{name: "long resource is cut", body: map[string]any{"resource": longRun}, wantName: "flow-" + strings.Repeat("a", 123)},
-		{name: "long resource is cut to leave room for -2", body: map[string]any{"resource": longRun}, wantName: "flow-" + strings.Repeat("a", 121) + "-2"},
-		{name: "long slug never ends in a dash", body: map[string]any{"resource": longSlugs}, prefix: "flow-ab-ab-"},
-		{name: "long slug with a suffix", body: map[string]any{"resource": longSlugs}, prefix: "flow-ab-ab-"},
-	}
-	ts := startServer(t, nil, nil)
-	seen := map[string]bool{}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := map[string]any{"kind": "flow", "threshold": 1}
-			maps.Copy(body, tt.body)
-
-			r := ts.createRule(t, body)
-
-			if tt.wantName != "" && r.Name != tt.wantName {
-				t.Errorf("name = %q, want %q", r.Name, tt.wantName)
-			}
-			if !strings.HasPrefix(r.Name, tt.prefix) {
-				t.Errorf("name = %q, want the prefix %q", r.Name, tt.prefix)
-			}
-			if len(r.Name) > 128 || !ruleNameRE.MatchString(r.Name) {
-				t.Errorf("name = %q (%d chars), want at most 128 chars matching %s", r.Name, len(r.Name), ruleNameRE)
-			}
-			if seen[r.Name] {
-				t.Errorf("name %q was given twice", r.Name)
-			}
-			seen[r.Name] = true
-		})
-	}
-}
-
-func TestCreateRuleRejects(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		body       string
-		wantStatus int
-		wantFields []string
-	}{
-		{name: "not JSON", body: `kind: flow`, wantStatus: http.StatusBadRequest},
-		{name: "a JSON array", body: `[{"kind":"flow","resource":"r","threshold":1}]`, wantStatus: 422, wantFields: []string{"body"}},
-		{name: "empty body", body: ``, wantStatus: http.StatusBadRequest},
-		{name: "JSON null", body: `null`, wantStatus: 422, wantFields: []string{"body"}},
-		{name: "a JSON string", body: `"rule"`, wantStatus: 422, wantFields: []string{"body"}},
-		{name: "two objects", body: `{"kind":"flow","resource":"r","threshold":1}{}`, wantStatus: http.StatusBadRequest},
-		{name: "truncated JSON", body: `{"kind":"flow","resource":"r",`, wantStatus: http.StatusBadRequest},
-
-		{name: "unknown field", body: `{"kind":"flow","resource":"r","threshold":1,"colour":"red"}`, wantStatus: 422, wantFields: []string{"colour"}},
-		{name: "cluster scope without a shared count", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"cluster"}`, wantStatus: 422, wantFields: []string{"scope"}},
-		{name: "unknown scope", body: `{"kind":"flow","resource":"r","threshold":1,"scope":"global"}`, wantStatus: 422, wantFields: []string{"scope"}},
-		{name: "scope on a circuit breaker", body: `{"kind":"circuitBreaker","resource":"r","strategy":"errorCount","threshold":1,"retryTimeoutMs":1,"scope":"local"}`, wantStatus: 422, wantFields: []string{"scope"}},
-		{name: "typo of a field", body: `{"kind":"flow","resource":"r","thresold":1}`, wantStatus: 422, wantFields: []string{"thresold", "threshold"}},
-		{name: "threshold is a string", body: `{"kind":"flow","resource":"r","threshold":"1"}`, wantStatus: 422, wantFields: []string{"threshold"}},
-		{name: "enabled is a string", body: `{"kind":"flow","resource":"r","threshold":1,"enabled":"yes"}`, wantStatus: 422, wantFields: []string{"enabled"}},
-		{name: "statIntervalMs is a string", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":"1000"}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
-		{name: "statIntervalMs is fractional", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":1.5}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
-		{name: "description is a number", body: `{"kind":"flow","resource":"r","threshold":1,"description":7}`, wantStatus: 422, wantFields: []string{"description"}},
-		{name: "mode is an object", body: `{"kind":"flow","resource":"r","threshold":1,"mode":{}}`, wantStatus: 422, wantFields: []string{"mode"}},
-		{name: "missing kind", body: `{"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
-		{name: "unknown kind", body: `{"kind":"isolation","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
-		{name: "kind is a number", body: `{"kind":1,"resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"kind"}},
-		{name: "missing resource", body: `{"kind":"flow","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
-		{name: "missing threshold", body: `{"kind":"flow","resource":"r"}`, wantStatus: 422, wantFields: []string{"threshold"}},
-		{name: "empty object names kind and resource", body: `{}`, wantStatus: 422, wantFields: []string{"kind", "resource"}},
-		{name: "bad envelope fields are named without a kind", body: `{"name":"Not A Name","resource":""}`, wantStatus: 422, wantFields: []string{"kind", "name", "resource"}},
-
-		{name: "negative threshold", body: `{"kind":"flow","resource":"r","threshold":-1}`, wantStatus: 422, wantFields: []string{"threshold"}},
-		{name: "fractional concurrency threshold", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1.5}`, wantStatus: 422, wantFields: []string{"threshold"}},
-		{name: "statIntervalMs below 100", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":99}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
-		{name: "statIntervalMs above a day", body: `{"kind":"flow","resource":"r","threshold":1,"statIntervalMs":86400001}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
-		{name: "maxQueueingTimeMs above 60000", body: `{"kind":"flow","resource":"r","threshold":1,"controlBehavior":"throttling","maxQueueingTimeMs":60001}`, wantStatus: 422, wantFields: []string{"maxQueueingTimeMs"}},
-		{name: "warmUpColdFactor of 1", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"warmUp","warmUpPeriodSec":5,"warmUpColdFactor":1}`, wantStatus: 422, wantFields: []string{"warmUpColdFactor"}},
-		{name: "warmUp without warmUpPeriodSec", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"warmUp"}`, wantStatus: 422, wantFields: []string{"warmUpPeriodSec"}},
-		{name: "associated without refResource", body: `{"kind":"flow","resource":"r","threshold":1,"relationStrategy":"associated"}`, wantStatus: 422, wantFields: []string{"refResource"}},
-		{name: "description of 1025 characters", body: `{"kind":"flow","resource":"r","threshold":1,"description":"` + strings.Repeat("é", 1025) + `"}`, wantStatus: 422, wantFields: []string{"description"}},
-		{name: "resource of 257 characters", body: `{"kind":"flow","resource":"` + strings.Repeat("й", 257) + `","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
-		{name: "resource with BEL", body: `{"kind":"flow","resource":"GET:/api\u0007","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
-		{name: "resource with a C1 control character", body: `{"kind":"flow","resource":"GET:/api\u0085","threshold":1}`, wantStatus: 422, wantFields: []string{"resource"}},
-		{name: "name with capitals and spaces", body: `{"name":"Orders QPS","kind":"flow","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"name"}},
-		{name: "name of 129 characters", body: `{"name":"` + strings.Repeat("a", 129) + `","kind":"flow","resource":"r","threshold":1}`, wantStatus: 422, wantFields: []string{"name"}},
-
-		{name: "maxQueueingTimeMs on reject", body: `{"kind":"flow","resource":"r","threshold":1,"maxQueueingTimeMs":100}`, wantStatus: 422, wantFields: []string{"maxQueueingTimeMs"}},
-		{name: "warmUpPeriodSec with direct", body: `{"kind":"flow","resource":"r","threshold":1,"warmUpPeriodSec":10}`, wantStatus: 422, wantFields: []string{"warmUpPeriodSec"}},
-		{name: "warmUpColdFactor with direct", body: `{"kind":"flow","resource":"r","threshold":1,"warmUpColdFactor":3}`, wantStatus: 422, wantFields: []string{"warmUpColdFactor"}},
-		{name: "refResource with current", body: `{"kind":"flow","resource":"r","threshold":1,"refResource":"other"}`, wantStatus: 422, wantFields: []string{"refResource"}},
-		{name: "statIntervalMs on a concurrency rule", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1,"statIntervalMs":1000}`, wantStatus: 422, wantFields: []string{"statIntervalMs"}},
-		{name: "throttling on a concurrency rule", body: `{"kind":"flow","resource":"r","metric":"concurrency","threshold":1,"controlBehavior":"throttling"}`, wantStatus: 422, wantFields: []string{"controlBehavior"}},
-		{name: "a circuit-breaker field on a flow rule", body: `{"kind":"flow","resource":"r","threshold":1,"retryTimeoutMs":1000}`, wantStatus: 422, wantFields: []string{"retryTimeoutMs"}},
-
-		{name: "bad metric", body: `{"kind":"flow","resource":"r","threshold":1,"metric":"rps"}`, wantStatus: 422, wantFields: []string{"metric"}},
-		{name: "bad mode", body: `{"kind":"flow","resource":"r","threshold":1,"mode":"dry"}`, wantStatus: 422, wantFields: []string{"mode"}},
-		{name: "bad controlBehavior", body: `{"kind":"flow","resource":"r","threshold":1,"controlBehavior":"queue"}`, wantStatus: 422, wantFields: []string{"controlBehavior"}},
-		{name: "bad tokenCalculateStrategy", body: `{"kind":"flow","resource":"r","threshold":1,"tokenCalculateStrategy":"cold"}`, wantStatus: 422, wantFields: []string{"tokenCalculateStrategy"}},
-		{name: "bad relationStrategy", body: `{"kind":"flow","resource":"r","threshold":1,"relationStrategy":"other"}`, wantStatus: 422, wantFields: []string{"relationStrategy"}},
-
-		{
-			name:       "several bad fields are all reported",
-			body:       `{"kind":"flow","resource":"","threshold":-1,"statIntervalMs":50,"mode":"dry","enabled":"yes","colour":"red","maxQueueingTimeMs":5}`,
-			wantStatus: 422,
-			wantFields: []string{"resource", "threshold", "statIntervalMs", "mode", "enabled", "colour", "maxQueueingTimeMs"},
-		},
-	}
-	// One server: each case is refused and checks that it wrote nothing.
-	ts := startServer(t, nil, nil)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			resp, body := ts.call(t, http.MethodPost, rulesPath, tt.body, nil)
-
-			code := "validation_failed"
-			if tt.wantStatus == http.StatusBadRequest {
-				code = "bad_request"
-			}
-			wantError(t, resp, body, tt.wantStatus, code, tt.wantFields...)
-			ts.wantNoRules(t)
-		})
-	}
-}
-
-func TestCreateRuleNameTaken(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	first := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"a","threshold":1}`)
-
-	resp, body := ts.call(t, http.MethodPost, rulesPath, `{"name":"orders","kind":"flow","resource":"b","threshold":2}`, nil)
-
-	wantError(t, resp, body, http.StatusConflict, "conflict")
-	list := ts.listRules(t, "")
-	if list.Total != 1 || list.Items[0].ID != first.ID || list.Items[0].Resource != "a" {
-		t.Errorf("rules = %+v, want only the first", list.Items)
-	}
-	ts.wantLoaded(t, map[string]float64{"orders": 1})
-}
-
+// TestGetRule is GET /api/v1/rules/{id}.
 func TestGetRule(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil, nil)
 	created := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10}`)
 
-	t.Run("found", func(t *testing.T) {
+	t.Run("Success", func(t *testing.T) {
 		resp, body := ts.call(t, http.MethodGet, ruleURL(created.ID), nil, nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
@@ -555,12 +502,12 @@ func TestGetRule(t *testing.T) {
 		wantCode   string
 		wantFields []string
 	}{
-		{name: "missing id", id: "999", wantStatus: http.StatusNotFound, wantCode: "not_found"},
-		{name: "id is not a number", id: "abc", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
-		{name: "id zero", id: "0", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
-		{name: "negative id", id: "-1", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
-		{name: "id beyond int64", id: "99999999999999999999", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
-		{name: "fractional id", id: "1.5", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
+		{name: "NotFound: missing id", id: "999", wantStatus: http.StatusNotFound, wantCode: "not_found"},
+		{name: "Invalid: id is not a number", id: "abc", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
+		{name: "Invalid: id zero", id: "0", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
+		{name: "Invalid: negative id", id: "-1", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
+		{name: "Invalid: id beyond int64", id: "99999999999999999999", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
+		{name: "Invalid: fractional id", id: "1.5", wantStatus: http.StatusBadRequest, wantCode: "bad_request", wantFields: []string{"id"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -591,113 +538,152 @@ func newListServer(t *testing.T) *testServer {
 	return ts
 }
 
-func TestListRulesPagination(t *testing.T) {
+// TestListRules is GET /api/v1/rules: its pages, its filters and the
+// queries it refuses.
+func TestListRules(t *testing.T) {
 	t.Parallel()
-	all := []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}
-	tests := []struct {
-		query        string
-		wantNames    []string
-		wantPage     int
-		wantPageSize int
-	}{
-		{query: "", wantNames: all, wantPage: 1, wantPageSize: 50},
-		{query: "pageSize=3", wantNames: all[:3], wantPage: 1, wantPageSize: 3},
-		{query: "page=2&pageSize=3", wantNames: all[3:6], wantPage: 2, wantPageSize: 3},
-		{query: "page=3&pageSize=3", wantNames: all[6:], wantPage: 3, wantPageSize: 3},
-		{query: "page=4&pageSize=3", wantNames: []string{}, wantPage: 4, wantPageSize: 3},
-		{query: "page=2", wantNames: []string{}, wantPage: 2, wantPageSize: 50},
-		{query: "pageSize=1", wantNames: all[:1], wantPage: 1, wantPageSize: 1},
-		{query: "pageSize=500", wantNames: all, wantPage: 1, wantPageSize: 500},
-	}
-	ts := newListServer(t)
-	for _, tt := range tests {
-		t.Run("?"+tt.query, func(t *testing.T) {
-			resp, body := ts.call(t, http.MethodGet, rulesPath+"?"+tt.query, nil, nil)
+	t.Run("Success: pages", func(t *testing.T) {
+		t.Parallel()
+		all := []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}
+		tests := []struct {
+			query        string
+			wantNames    []string
+			wantPage     int
+			wantPageSize int
+		}{
+			{query: "", wantNames: all, wantPage: 1, wantPageSize: 50},
+			{query: "pageSize=3", wantNames: all[:3], wantPage: 1, wantPageSize: 3},
+			{query: "page=2&pageSize=3", wantNames: all[3:6], wantPage: 2, wantPageSize: 3},
+			{query: "page=3&pageSize=3", wantNames: all[6:], wantPage: 3, wantPageSize: 3},
+			{query: "page=4&pageSize=3", wantNames: []string{}, wantPage: 4, wantPageSize: 3},
+			{query: "page=2", wantNames: []string{}, wantPage: 2, wantPageSize: 50},
+			{query: "pageSize=1", wantNames: all[:1], wantPage: 1, wantPageSize: 1},
+			{query: "pageSize=500", wantNames: all, wantPage: 1, wantPageSize: 500},
+		}
+		ts := newListServer(t)
+		for _, tt := range tests {
+			t.Run("?"+tt.query, func(t *testing.T) {
+				resp, body := ts.call(t, http.MethodGet, rulesPath+"?"+tt.query, nil, nil)
 
-			mustStatus(t, resp, body, http.StatusOK)
-			var raw map[string]json.RawMessage
-			if err := json.Unmarshal(body, &raw); err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.HasPrefix(raw["items"], []byte("[")) {
-				t.Errorf("items = %s, want an array", raw["items"])
-			}
-			list := decodeStrict[RuleList](t, body)
-			if got := ruleNames(list.Items); !slices.Equal(got, tt.wantNames) {
-				t.Errorf("items = %q, want %q", got, tt.wantNames)
-			}
-			if list.Total != int64(len(all)) || list.Page != tt.wantPage || list.PageSize != tt.wantPageSize {
-				t.Errorf("total, page, pageSize = %d, %d, %d; want %d, %d, %d",
-					list.Total, list.Page, list.PageSize, len(all), tt.wantPage, tt.wantPageSize)
-			}
+				mustStatus(t, resp, body, http.StatusOK)
+				var raw map[string]json.RawMessage
+				if err := json.Unmarshal(body, &raw); err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.HasPrefix(raw["items"], []byte("[")) {
+					t.Errorf("items = %s, want an array", raw["items"])
+				}
+				list := decodeStrict[RuleList](t, body)
+				if got := ruleNames(list.Items); !slices.Equal(got, tt.wantNames) {
+					t.Errorf("items = %q, want %q", got, tt.wantNames)
+				}
+				if list.Total != int64(len(all)) || list.Page != tt.wantPage || list.PageSize != tt.wantPageSize {
+					t.Errorf("total, page, pageSize = %d, %d, %d; want %d, %d, %d",
+						list.Total, list.Page, list.PageSize, len(all), tt.wantPage, tt.wantPageSize)
+				}
+			})
+		}
+	})
+	t.Run("Success: filters", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			name      string
+			query     url.Values
+			wantNames []string
+		}{
+			{name: "kind flow", query: url.Values{"kind": {"flow"}}, wantNames: []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}},
+			{name: "another kind", query: url.Values{"kind": {"circuitBreaker"}}, wantNames: []string{}},
+			{name: "resource is exact", query: url.Values{"resource": {"GET:/api/orders"}}, wantNames: []string{"orders-qps", "orders-inflight"}},
+			{name: "resource is not a prefix", query: url.Values{"resource": {"GET:/api"}}, wantNames: []string{}},
+			{name: "enabled true", query: url.Values{"enabled": {"true"}}, wantNames: []string{"orders-qps", "checkout", "search", "percent", "legacy_api"}},
+			{name: "enabled false", query: url.Values{"enabled": {"false"}}, wantNames: []string{"orders-inflight", "stock"}},
+			{name: "q is case-insensitive", query: url.Values{"q": {"ORDERS"}}, wantNames: []string{"orders-qps", "orders-inflight", "checkout"}},
+			{name: "q is a substring", query: url.Values{"q": {"Toc"}}, wantNames: []string{"stock"}},
+			{name: "q percent is literal", query: url.Values{"q": {"%"}}, wantNames: []string{"percent"}},
+			{name: "q underscore is literal", query: url.Values{"q": {"_"}}, wantNames: []string{"legacy_api"}},
+			{name: "q matching nothing", query: url.Values{"q": {"nothing-like-it"}}, wantNames: []string{}},
+			{name: "q and enabled both apply", query: url.Values{"q": {"orders"}, "enabled": {"false"}}, wantNames: []string{"orders-inflight"}},
+			{name: "every filter at once", query: url.Values{"kind": {"flow"}, "resource": {"GET:/api/orders"}, "enabled": {"true"}, "q": {"qps"}}, wantNames: []string{"orders-qps"}},
+			{name: "filters and pages", query: url.Values{"enabled": {"true"}, "page": {"2"}, "pageSize": {"2"}}, wantNames: []string{"search", "percent"}},
+		}
+		ts := newListServer(t)
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				list := ts.listRules(t, tt.query.Encode())
+
+				if got := ruleNames(list.Items); !slices.Equal(got, tt.wantNames) {
+					t.Errorf("items = %q, want %q", got, tt.wantNames)
+				}
+				wantTotal := len(tt.wantNames)
+				if tt.query.Has("page") {
+					wantTotal = 5
+				}
+				if list.Total != int64(wantTotal) {
+					t.Errorf("total = %d, want %d", list.Total, wantTotal)
+				}
+			})
+		}
+	})
+	// ?app= lists the rules of that app only, with the other filters; a
+	// bad app is a 400 naming app.
+	t.Run("Success: by app", func(t *testing.T) {
+		t.Parallel()
+		ts := startServer(t, nil, nil)
+		for _, body := range []string{
+			`{"name":"everywhere","kind":"flow","resource":"orders","threshold":1}`,
+			`{"name":"shop-orders","kind":"flow","app":"shop","resource":"orders","threshold":1}`,
+			`{"name":"shop-pay","kind":"circuitBreaker","app":"shop","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":1000}`,
+			`{"name":"billing-orders","kind":"flow","app":"billing","resource":"orders","threshold":1}`,
+		} {
+			ts.createRule(t, body)
+		}
+		tests := []struct {
+			query string
+			want  []string
+		}{
+			{query: "", want: []string{"everywhere", "shop-orders", "shop-pay", "billing-orders"}},
+			{query: "app=shop", want: []string{"shop-orders", "shop-pay"}},
+			{query: "app=shop&kind=flow", want: []string{"shop-orders"}},
+			{query: "app=billing&resource=orders", want: []string{"billing-orders"}},
+			{query: "app=nobody", want: []string{}},
+		}
+		for _, tt := range tests {
+			t.Run("?"+tt.query, func(t *testing.T) {
+				list := ts.listRules(t, tt.query)
+				if got := ruleNames(list.Items); !slices.Equal(got, tt.want) || list.Total != int64(len(tt.want)) {
+					t.Errorf("listed %v (total %d), want %v", got, list.Total, tt.want)
+				}
+			})
+		}
+		t.Run("Invalid: ?app=Shop", func(t *testing.T) {
+			resp, body := ts.call(t, http.MethodGet, rulesPath+"?app=Shop", nil, nil)
+			wantError(t, resp, body, http.StatusBadRequest, "bad_request", "app")
 		})
-	}
-}
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		t.Parallel()
+		tests := []struct {
+			query     string
+			wantField string
+		}{
+			{query: "pageSize=0", wantField: "pageSize"},
+			{query: "pageSize=501", wantField: "pageSize"},
+			{query: "pageSize=-1", wantField: "pageSize"},
+			{query: "pageSize=ten", wantField: "pageSize"},
+			{query: "page=0", wantField: "page"},
+			{query: "page=-1", wantField: "page"},
+			{query: "page=first", wantField: "page"},
+			{query: "enabled=maybe", wantField: "enabled"},
+		}
+		ts := startServer(t, nil, nil)
+		for _, tt := range tests {
+			t.Run(tt.query, func(t *testing.T) {
+				resp, body := ts.call(t, http.MethodGet, rulesPath+"?"+tt.query, nil, nil)
 
-func TestListRulesFilters(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name      string
-		query     url.Values
-		wantNames []string
-	}{
-		{name: "kind flow", query: url.Values{"kind": {"flow"}}, wantNames: []string{"orders-qps", "orders-inflight", "checkout", "stock", "search", "percent", "legacy_api"}},
-		{name: "another kind", query: url.Values{"kind": {"circuitBreaker"}}, wantNames: []string{}},
-		{name: "resource is exact", query: url.Values{"resource": {"GET:/api/orders"}}, wantNames: []string{"orders-qps", "orders-inflight"}},
-		{name: "resource is not a prefix", query: url.Values{"resource": {"GET:/api"}}, wantNames: []string{}},
-		{name: "enabled true", query: url.Values{"enabled": {"true"}}, wantNames: []string{"orders-qps", "checkout", "search", "percent", "legacy_api"}},
-		{name: "enabled false", query: url.Values{"enabled": {"false"}}, wantNames: []string{"orders-inflight", "stock"}},
-		{name: "q is case-insensitive", query: url.Values{"q": {"ORDERS"}}, wantNames: []string{"orders-qps", "orders-inflight", "checkout"}},
-		{name: "q is a substring", query: url.Values{"q": {"Toc"}}, wantNames: []string{"stock"}},
-		{name: "q percent is literal", query: url.Values{"q": {"%"}}, wantNames: []string{"percent"}},
-		{name: "q underscore is literal", query: url.Values{"q": {"_"}}, wantNames: []string{"legacy_api"}},
-		{name: "q matching nothing", query: url.Values{"q": {"nothing-like-it"}}, wantNames: []string{}},
-		{name: "q and enabled both apply", query: url.Values{"q": {"orders"}, "enabled": {"false"}}, wantNames: []string{"orders-inflight"}},
-		{name: "every filter at once", query: url.Values{"kind": {"flow"}, "resource": {"GET:/api/orders"}, "enabled": {"true"}, "q": {"qps"}}, wantNames: []string{"orders-qps"}},
-		{name: "filters and pages", query: url.Values{"enabled": {"true"}, "page": {"2"}, "pageSize": {"2"}}, wantNames: []string{"search", "percent"}},
-	}
-	ts := newListServer(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			list := ts.listRules(t, tt.query.Encode())
-
-			if got := ruleNames(list.Items); !slices.Equal(got, tt.wantNames) {
-				t.Errorf("items = %q, want %q", got, tt.wantNames)
-			}
-			wantTotal := len(tt.wantNames)
-			if tt.query.Has("page") {
-				wantTotal = 5
-			}
-			if list.Total != int64(wantTotal) {
-				t.Errorf("total = %d, want %d", list.Total, wantTotal)
-			}
-		})
-	}
-}
-
-func TestListRulesBadQuery(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		query     string
-		wantField string
-	}{
-		{query: "pageSize=0", wantField: "pageSize"},
-		{query: "pageSize=501", wantField: "pageSize"},
-		{query: "pageSize=-1", wantField: "pageSize"},
-		{query: "pageSize=ten", wantField: "pageSize"},
-		{query: "page=0", wantField: "page"},
-		{query: "page=-1", wantField: "page"},
-		{query: "page=first", wantField: "page"},
-		{query: "enabled=maybe", wantField: "enabled"},
-	}
-	ts := startServer(t, nil, nil)
-	for _, tt := range tests {
-		t.Run(tt.query, func(t *testing.T) {
-			resp, body := ts.call(t, http.MethodGet, rulesPath+"?"+tt.query, nil, nil)
-
-			wantError(t, resp, body, http.StatusBadRequest, "bad_request", tt.wantField)
-		})
-	}
+				wantError(t, resp, body, http.StatusBadRequest, "bad_request", tt.wantField)
+			})
+		}
+	})
 }
 
 func TestReplaceRule(t *testing.T) {
@@ -705,7 +691,7 @@ func TestReplaceRule(t *testing.T) {
 	const original = `{"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":10,` +
 		`"controlBehavior":"throttling","maxQueueingTimeMs":500,"mode":"shadow","description":"sale","enabled":false}`
 
-	t.Run("absent fields take their defaults and the name is kept", func(t *testing.T) {
+	t.Run("Success: absent fields take their defaults and the name is kept", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 
@@ -726,7 +712,7 @@ func TestReplaceRule(t *testing.T) {
 		ts.wantLoaded(t, map[string]float64{"orders": 7})
 	})
 
-	t.Run("GET, edit, PUT back", func(t *testing.T) {
+	t.Run("Success: GET, edit, PUT back", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
@@ -749,7 +735,7 @@ func TestReplaceRule(t *testing.T) {
 		ts.wantLoaded(t, map[string]float64{"orders": 99})
 	})
 
-	t.Run("read-only fields are ignored", func(t *testing.T) {
+	t.Run("Success: read-only fields are ignored", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), `{"threshold":8}`, nil)
@@ -766,7 +752,7 @@ func TestReplaceRule(t *testing.T) {
 		}
 	})
 
-	t.Run("rename", func(t *testing.T) {
+	t.Run("Success: rename", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, original)
 
@@ -779,7 +765,7 @@ func TestReplaceRule(t *testing.T) {
 		ts.wantLoaded(t, map[string]float64{"orders-v2": 7})
 	})
 
-	t.Run("each write is a new version", func(t *testing.T) {
+	t.Run("Success: each write is a new version", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
 		for v := int64(2); v <= 4; v++ {
@@ -821,7 +807,7 @@ func TestReplaceRule(t *testing.T) {
 	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
 	r := ts.createRule(t, original)
 	for _, tt := range failures {
-		t.Run("rejects "+tt.name, func(t *testing.T) {
+		t.Run(refusal(tt.wantStatus)+tt.name, func(t *testing.T) {
 			path := ruleURL(r.ID)
 			if tt.id != "" {
 				path = rulesPath + "/" + tt.id
@@ -879,7 +865,7 @@ func TestPatchRule(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run("Success: "+tt.name, func(t *testing.T) {
 			ts := startServer(t, nil, nil)
 			r := ts.createRule(t, tt.create)
 
@@ -928,7 +914,7 @@ func TestPatchRule(t *testing.T) {
 	ts.createRule(t, `{"name":"taken","kind":"flow","resource":"t","threshold":2}`)
 	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10}`)
 	for _, tt := range failures {
-		t.Run("rejects "+tt.name, func(t *testing.T) {
+		t.Run(refusal(tt.wantStatus)+tt.name, func(t *testing.T) {
 			resp, body := ts.call(t, http.MethodPatch, ruleURL(r.ID), tt.patch, nil)
 
 			wantError(t, resp, body, tt.wantStatus, tt.wantCode, tt.wantFields...)
@@ -939,7 +925,7 @@ func TestPatchRule(t *testing.T) {
 		})
 	}
 
-	t.Run("no such rule", func(t *testing.T) {
+	t.Run("NotFound", func(t *testing.T) {
 		ts := startServer(t, nil, nil)
 		resp, body := ts.call(t, http.MethodPatch, ruleURL(42), `{"enabled": false}`, nil)
 		wantError(t, resp, body, http.StatusNotFound, "not_found")
@@ -1040,103 +1026,6 @@ func TestRuleWritesHonourIfMatch(t *testing.T) {
 	}
 }
 
-func TestConcurrentWritersWithTheSameIfMatch(t *testing.T) {
-	t.Parallel()
-	const writers = 16
-	ts := startServer(t, nil, nil)
-	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
-	c := oneShotClient(t)
-
-	start := make(chan struct{})
-	statuses := make([]int, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for i := range writers {
-		wg.Go(func() {
-			<-start
-			resp, _, err := ts.requestWith(t.Context(), c, http.MethodPatch, ruleURL(r.ID),
-				fmt.Sprintf(`{"threshold":%d}`, 100+i), reqHeader{"If-Match": `"1"`})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			statuses[i] = resp.StatusCode
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	won := -1
-	for i, status := range statuses {
-		if errs[i] != nil {
-			t.Fatalf("writer %d: %v", i, errs[i])
-		}
-		switch status {
-		case http.StatusOK:
-			if won >= 0 {
-				t.Errorf("writers %d and %d both got 200", won, i)
-			}
-			won = i
-		case http.StatusPreconditionFailed:
-		default:
-			t.Errorf("writer %d: status %d, want 200 or 412", i, status)
-		}
-	}
-	if won < 0 {
-		t.Fatalf("no writer got 200: %v", statuses)
-	}
-	got, etag := ts.getRule(t, r.ID)
-	if got.Version != 2 || etag != `"2"` || *got.Threshold != float64(100+won) {
-		t.Errorf("version %d, ETag %s, threshold %v; want 2, \"2\", the winner's %d", got.Version, etag, *got.Threshold, 100+won)
-	}
-	ts.wantLoaded(t, map[string]float64{"orders": float64(100 + won)})
-}
-
-func TestConcurrentWritersWithoutIfMatchLoseNoUpdate(t *testing.T) {
-	t.Parallel()
-	const writers = 16
-	ts := startServer(t, nil, nil)
-	r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":1}`)
-	c := oneShotClient(t)
-
-	start := make(chan struct{})
-	statuses := make([]int, writers)
-	errs := make([]error, writers)
-	var wg sync.WaitGroup
-	for i := range writers {
-		wg.Go(func() {
-			<-start
-			resp, _, err := ts.requestWith(t.Context(), c, http.MethodPatch, ruleURL(r.ID), fmt.Sprintf(`{"threshold":%d}`, 100+i), nil)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			statuses[i] = resp.StatusCode
-		})
-	}
-	close(start)
-	wg.Wait()
-
-	for i, status := range statuses {
-		if errs[i] != nil {
-			t.Fatalf("writer %d: %v", i, errs[i])
-		}
-		if status != http.StatusOK {
-			t.Errorf("writer %d: status %d, want 200", i, status)
-		}
-	}
-	got, _ := ts.getRule(t, r.ID)
-	if got.Version != writers+1 {
-		t.Errorf("version = %d, want %d: one per write", got.Version, writers+1)
-	}
-	resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions?pageSize=500", nil, nil)
-	mustStatus(t, resp, body, http.StatusOK)
-	if revs := decodeStrict[RevisionList](t, body); revs.Total != writers+1 {
-		t.Errorf("revisions = %d, want %d", revs.Total, writers+1)
-	}
-	ts.wantLoaded(t, map[string]float64{"orders": *got.Threshold})
-}
-
 func TestDeleteRule(t *testing.T) {
 	t.Parallel()
 	ts := startServer(t, nil, nil)
@@ -1165,7 +1054,7 @@ func TestDeleteRule(t *testing.T) {
 		{name: "DELETE of a bad id is 400", method: http.MethodDelete, path: rulesPath + "/abc", wantStatus: http.StatusBadRequest},
 	}
 	for _, tt := range steps {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(refusal(tt.wantStatus)+tt.name, func(t *testing.T) {
 			var body any
 			if tt.method == http.MethodPatch || tt.method == http.MethodPut {
 				body = `{"kind":"flow","resource":"r","threshold":5}`
@@ -1179,7 +1068,7 @@ func TestDeleteRule(t *testing.T) {
 		})
 	}
 
-	t.Run("revisions stay readable", func(t *testing.T) {
+	t.Run("Success: revisions stay readable", func(t *testing.T) {
 		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
 
 		mustStatus(t, resp, body, http.StatusOK)
@@ -1193,7 +1082,7 @@ func TestDeleteRule(t *testing.T) {
 		}
 	})
 
-	t.Run("the name is free again", func(t *testing.T) {
+	t.Run("Success: the name is free again", func(t *testing.T) {
 		again := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":3}`)
 		if again.ID == r.ID {
 			t.Errorf("id %d was reused", again.ID)
@@ -1228,7 +1117,7 @@ func TestRuleRevisions(t *testing.T) {
 		{query: "page=3&pageSize=2", wantVersions: []int64{}},
 	}
 	for _, tt := range tests {
-		t.Run("?"+tt.query, func(t *testing.T) {
+		t.Run("Success: ?"+tt.query, func(t *testing.T) {
 			resp, body := ts.call(t, http.MethodGet, ruleURL(id)+"/revisions?"+tt.query, nil, nil)
 
 			mustStatus(t, resp, body, http.StatusOK)
@@ -1289,7 +1178,7 @@ func TestRuleRevisions(t *testing.T) {
 		{name: "page 0", path: ruleURL(id) + "/revisions?page=0", wantStatus: http.StatusBadRequest, wantFields: []string{"page"}},
 	}
 	for _, tt := range failures {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run(refusal(tt.wantStatus)+tt.name, func(t *testing.T) {
 			resp, body := ts.call(t, http.MethodGet, tt.path, nil, nil)
 
 			code := "bad_request"
@@ -1338,7 +1227,7 @@ func TestRollbackRule(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("to version %d", tt.toVersion), func(t *testing.T) {
+		t.Run(fmt.Sprintf("Success: to version %d", tt.toVersion), func(t *testing.T) {
 			ts, r := setup(t)
 
 			resp, body := ts.call(t, http.MethodPost, fmt.Sprintf("%s/rollback?toVersion=%d", ruleURL(r.ID), tt.toVersion), nil,
@@ -1380,7 +1269,7 @@ func TestRollbackRule(t *testing.T) {
 	// was.
 	ts, r := setup(t)
 	for _, tt := range failures {
-		t.Run("rejects "+tt.name, func(t *testing.T) {
+		t.Run(refusal(tt.wantStatus)+tt.name, func(t *testing.T) {
 			before, _ := ts.getRule(t, r.ID)
 			path := ruleURL(r.ID)
 			if tt.id != "" {
@@ -1400,7 +1289,7 @@ func TestRollbackRule(t *testing.T) {
 		})
 	}
 
-	t.Run("rejects a name taken since", func(t *testing.T) {
+	t.Run("Invalid: a name taken since", func(t *testing.T) {
 		ts, r := setup(t)
 		ts.createRule(t, `{"name":"orders","kind":"flow","resource":"other","threshold":1}`)
 		before, _ := ts.getRule(t, r.ID)
@@ -1413,87 +1302,6 @@ func TestRollbackRule(t *testing.T) {
 		}
 		ts.wantLoaded(t, map[string]float64{"orders": 1})
 	})
-}
-
-// placeholderRE matches {name} in a path: the id of the rule called name.
-var placeholderRE = regexp.MustCompile(`\{([a-z0-9._-]+)\}`)
-
-func TestEngineFollowsRuleWrites(t *testing.T) {
-	t.Parallel()
-	steps := []struct {
-		name       string
-		method     string
-		path       string
-		body       string
-		header     reqHeader
-		wantStatus int
-		wantLoaded map[string]float64
-	}{
-		{name: "create a", method: http.MethodPost, path: rulesPath, body: `{"name":"a","kind":"flow","resource":"ra","threshold":10}`,
-			wantStatus: 201, wantLoaded: map[string]float64{"a": 10}},
-		{name: "create b", method: http.MethodPost, path: rulesPath, body: `{"name":"b","kind":"flow","resource":"rb","threshold":20}`,
-			wantStatus: 201, wantLoaded: map[string]float64{"a": 10, "b": 20}},
-		{name: "a disabled rule is not loaded", method: http.MethodPost, path: rulesPath, body: `{"name":"c","kind":"flow","resource":"rc","threshold":30,"enabled":false}`,
-			wantStatus: 201, wantLoaded: map[string]float64{"a": 10, "b": 20}},
-		{name: "an invalid create changes nothing", method: http.MethodPost, path: rulesPath, body: `{"name":"d","kind":"flow","resource":"rd","threshold":-1}`,
-			wantStatus: 422, wantLoaded: map[string]float64{"a": 10, "b": 20}},
-		{name: "a create with a taken name changes nothing", method: http.MethodPost, path: rulesPath, body: `{"name":"a","kind":"flow","resource":"rd","threshold":1}`,
-			wantStatus: 409, wantLoaded: map[string]float64{"a": 10, "b": 20}},
-		{name: "replace a", method: http.MethodPut, path: rulesPath + "/{a}", body: `{"kind":"flow","resource":"ra","threshold":15}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"a": 15, "b": 20}},
-		{name: "a stale patch changes nothing", method: http.MethodPatch, path: rulesPath + "/{a}", body: `{"threshold":1}`, header: reqHeader{"If-Match": `"1"`},
-			wantStatus: 412, wantLoaded: map[string]float64{"a": 15, "b": 20}},
-		{name: "an invalid patch changes nothing", method: http.MethodPatch, path: rulesPath + "/{b}", body: `{"threshold":-5}`,
-			wantStatus: 422, wantLoaded: map[string]float64{"a": 15, "b": 20}},
-		{name: "disable b", method: http.MethodPatch, path: rulesPath + "/{b}", body: `{"enabled":false}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"a": 15}},
-		{name: "enable c", method: http.MethodPatch, path: rulesPath + "/{c}", body: `{"enabled":true}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"a": 15, "c": 30}},
-		{name: "rename a", method: http.MethodPatch, path: rulesPath + "/{a}", body: `{"name":"a2"}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"a2": 15, "c": 30}},
-		{name: "a rename to a taken name changes nothing", method: http.MethodPatch, path: rulesPath + "/{c}", body: `{"name":"a2","threshold":31}`,
-			wantStatus: 409, wantLoaded: map[string]float64{"a2": 15, "c": 30}},
-		{name: "a stale delete changes nothing", method: http.MethodDelete, path: rulesPath + "/{c}", header: reqHeader{"If-Match": `"1"`},
-			wantStatus: 412, wantLoaded: map[string]float64{"a2": 15, "c": 30}},
-		{name: "delete a2", method: http.MethodDelete, path: rulesPath + "/{a2}",
-			wantStatus: 204, wantLoaded: map[string]float64{"c": 30}},
-		{name: "roll b back to its enabled version", method: http.MethodPost, path: rulesPath + "/{b}/rollback?toVersion=1",
-			wantStatus: 200, wantLoaded: map[string]float64{"b": 20, "c": 30}},
-		{name: "apply", method: http.MethodPost, path: rulesPath + "/apply",
-			body:       `{"rules":[{"name":"b","kind":"flow","resource":"rb","threshold":21},{"name":"e","kind":"flow","resource":"re","threshold":50}]}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"b": 21, "c": 30, "e": 50}},
-		{name: "a dry-run apply changes nothing", method: http.MethodPost, path: rulesPath + "/apply?dryRun=true&prune=true",
-			body:       `{"rules":[{"name":"f","kind":"flow","resource":"rf","threshold":60}]}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"b": 21, "c": 30, "e": 50}},
-		{name: "an invalid apply changes nothing", method: http.MethodPost, path: rulesPath + "/apply?prune=true",
-			body:       `{"rules":[{"name":"b","kind":"flow","resource":"rb","threshold":22},{"name":"f","kind":"flow","resource":"rf","threshold":-1}]}`,
-			wantStatus: 422, wantLoaded: map[string]float64{"b": 21, "c": 30, "e": 50}},
-		{name: "apply with prune", method: http.MethodPost, path: rulesPath + "/apply?prune=true",
-			body:       `{"rules":[{"name":"e","kind":"flow","resource":"re","threshold":51,"enabled":false},{"name":"g","kind":"flow","resource":"rg","threshold":70}]}`,
-			wantStatus: 200, wantLoaded: map[string]float64{"g": 70}},
-		{name: "import", method: http.MethodPost, path: rulesPath + "/import?format=sentinel",
-			body:       `[{"resource":"GET:/x","threshold":80}]`,
-			wantStatus: 200, wantLoaded: map[string]float64{"g": 70, "flow-get-x": 80}},
-	}
-	ts := startServer(t, nil, nil)
-	for _, tt := range steps {
-		t.Run(tt.name, func(t *testing.T) {
-			path := placeholderRE.ReplaceAllStringFunc(tt.path, func(m string) string {
-				return strconv.FormatInt(ts.ruleIDByName(t, m[1:len(m)-1]), 10)
-			})
-			var body any
-			if tt.body != "" {
-				body = tt.body
-			}
-
-			resp, got := ts.call(t, tt.method, path, body, tt.header)
-
-			if resp.StatusCode != tt.wantStatus {
-				t.Errorf("status = %d, want %d\n%s", resp.StatusCode, tt.wantStatus, got)
-			}
-			ts.wantLoaded(t, tt.wantLoaded)
-		})
-	}
 }
 
 func TestRulesDecideInTheEngine(t *testing.T) {
@@ -1736,43 +1544,6 @@ func TestRuleAppValidation(t *testing.T) {
 	})
 }
 
-// TestListRulesByApp: ?app= lists the rules of that app only, with the
-// other filters; a bad app is a 400 naming app.
-func TestListRulesByApp(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	for _, body := range []string{
-		`{"name":"everywhere","kind":"flow","resource":"orders","threshold":1}`,
-		`{"name":"shop-orders","kind":"flow","app":"shop","resource":"orders","threshold":1}`,
-		`{"name":"shop-pay","kind":"circuitBreaker","app":"shop","resource":"pay","strategy":"errorRatio","threshold":0.5,"retryTimeoutMs":1000}`,
-		`{"name":"billing-orders","kind":"flow","app":"billing","resource":"orders","threshold":1}`,
-	} {
-		ts.createRule(t, body)
-	}
-	tests := []struct {
-		query string
-		want  []string
-	}{
-		{query: "", want: []string{"everywhere", "shop-orders", "shop-pay", "billing-orders"}},
-		{query: "app=shop", want: []string{"shop-orders", "shop-pay"}},
-		{query: "app=shop&kind=flow", want: []string{"shop-orders"}},
-		{query: "app=billing&resource=orders", want: []string{"billing-orders"}},
-		{query: "app=nobody", want: []string{}},
-	}
-	for _, tt := range tests {
-		t.Run("?"+tt.query, func(t *testing.T) {
-			list := ts.listRules(t, tt.query)
-			if got := ruleNames(list.Items); !slices.Equal(got, tt.want) || list.Total != int64(len(tt.want)) {
-				t.Errorf("listed %v (total %d), want %v", got, list.Total, tt.want)
-			}
-		})
-	}
-	t.Run("?app=Shop", func(t *testing.T) {
-		resp, body := ts.call(t, http.MethodGet, rulesPath+"?app=Shop", nil, nil)
-		wantError(t, resp, body, http.StatusBadRequest, "bad_request", "app")
-	})
-}
-
 // TestRuleAppRoundTrips: export writes a rule's app, so export → apply is
 // a no-op; apply changes and clears an app as it changes any field, and
 // the server's engine follows.
@@ -1840,40 +1611,4 @@ func TestRuleAppRoundTrips(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestRuleAppSetsAreValidated: a write must leave a valid rule set for the
-// server's engine and for the instances of every app: a hotspot rule of
-// metric concurrency of app shop beside one without an app is one too
-// many for shop's instances, though the server's engine would hold only
-// one; beside one of another app it is fine.
-func TestRuleAppSetsAreValidated(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	inflight := `{"name":%q,"kind":"hotspot","resource":"orders","paramKey":"ip","metric":"concurrency","threshold":2%s}`
-	ts.createRule(t, fmt.Sprintf(inflight, "billing-inflight", `,"app":"billing"`))
-	ts.createRule(t, fmt.Sprintf(inflight, "shop-inflight", `,"app":"shop"`))
-
-	resp, body := ts.call(t, http.MethodPost, rulesPath, fmt.Sprintf(inflight, "inflight", ""), nil)
-
-	e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "resource")
-	if !strings.Contains(e.Message, `"billing"`) {
-		t.Errorf("message %q does not name the first app whose set is not valid", e.Message)
-	}
-	if list := ts.listRules(t, "q=inflight"); list.Total != 2 {
-		t.Errorf("stored %v, want the two app rules only", ruleNames(list.Items))
-	}
-	if got := ts.Server.engine.HotspotRules(); len(got) != 0 {
-		t.Errorf("the server's engine holds %+v, want none", got)
-	}
-
-	t.Run("moved to its own app", func(t *testing.T) {
-		id := ts.ruleIDByName(t, "shop-inflight")
-		resp, body := ts.call(t, http.MethodPatch, ruleURL(id), `{"app":"billing"}`, nil)
-
-		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "resource")
-		if stored, _ := ts.getRule(t, id); stored.App != "shop" {
-			t.Errorf("stored app %q, want shop", stored.App)
-		}
-	})
 }

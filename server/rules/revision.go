@@ -3,41 +3,10 @@ package rules
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
-	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/store"
 )
-
-// Actor is who writes, and why; both are kept in the rule's history.
-type Actor struct {
-	// Name is the user or token that writes.
-	Name string
-	// Reason is why, as the writer gave it; may be empty.
-	Reason string
-	// Apps is the writer's per-app scope (docs/api.md, "Per-app scopes"): when
-	// not empty, the writer may write only the rules whose app it lists,
-	// and an apply plans and prunes only among them.
-	Apps []string
-}
-
-// mayWrite reports whether the actor's scope holds the rules of app. A
-// rule without app reaches every engine, so it is outside every scope.
-func (who Actor) mayWrite(app string) bool {
-	return len(who.Apps) == 0 || slices.Contains(who.Apps, app)
-}
-
-// outOfScope is the ForbiddenError of a write of a rule of app, at field,
-// by who; what names the rule ("rule 7", "rule \"orders-qps\"").
-func (who Actor) outOfScope(field, what, app string) engine.FieldError {
-	msg := fmt.Sprintf("%s is of app %q, which is not one of yours (%s)", what, app, strings.Join(who.Apps, ", "))
-	if app == "" {
-		msg = fmt.Sprintf("%s names no app, and your writes are held to your apps (%s)", what, strings.Join(who.Apps, ", "))
-	}
-	return engine.FieldError{Field: field, Message: msg}
-}
 
 // revisionFormat is the version of storedRevision that revisions are
 // written in. Migration 00005 turned the rows of before it (the rule as the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,34 @@ type Revision struct {
 	Reason string
 	// CreatedAt is when it was written, in UTC.
 	CreatedAt time.Time
+}
+
+// Actor is who writes, and why; both are kept in the rule's history.
+type Actor struct {
+	// Name is the user or token that writes.
+	Name string
+	// Reason is why, as the writer gave it; may be empty.
+	Reason string
+	// Apps is the writer's per-app scope (docs/api.md, "Per-app scopes"): when
+	// not empty, the writer may write only the rules whose app it lists,
+	// and an apply plans and prunes only among them.
+	Apps []string
+}
+
+// mayWrite reports whether the actor's scope holds the rules of app. A
+// rule without app reaches every engine, so it is outside every scope.
+func (who Actor) mayWrite(app string) bool {
+	return len(who.Apps) == 0 || slices.Contains(who.Apps, app)
+}
+
+// outOfScope is the ForbiddenError of a write of a rule of app, at field,
+// by who; what names the rule ("rule 7", "rule \"orders-qps\"").
+func (who Actor) outOfScope(field, what, app string) engine.FieldError {
+	msg := fmt.Sprintf("%s is of app %q, which is not one of yours (%s)", what, app, strings.Join(who.Apps, ", "))
+	if app == "" {
+		msg = fmt.Sprintf("%s names no app, and your writes are held to your apps (%s)", what, strings.Join(who.Apps, ", "))
+	}
+	return engine.FieldError{Field: field, Message: msg}
 }
 
 // IfMatch says whether a write based on the versions a client names may
@@ -347,4 +376,262 @@ func nameTaken(name string, err error) error {
 		return fmt.Errorf("a rule named %q exists already: %w", name, err)
 	}
 	return err
+}
+
+// Tx is a rule write in progress: the store transaction, the rules as
+// of the last commit, and what the write changes.
+type Tx struct {
+	*store.Tx
+	stored      map[int64]Rule
+	storedNames map[string]int64
+	changed     map[int64]*Rule // nil: deleted
+	// written names where the request has each rule it writes, by name,
+	// so that the engine's verdict on the whole set names the request's
+	// fields.
+	written map[string]requestPath
+	// events are published in the transaction if it commits (events.go).
+	events []store.Announcement
+}
+
+// requestPath is where a request has a rule: its fields' prefix
+// ("rules[3].") and, in a request of many rules, the rule's name for
+// messages.
+type requestPath struct {
+	prefix, label string
+}
+
+// from records that the request has rule name at path.
+func (tx *Tx) from(name string, path requestPath) { tx.written[name] = path }
+
+// named returns the rule called name as of the last commit.
+func (tx *Tx) named(name string) (Rule, bool) {
+	id, ok := tx.storedNames[name]
+	return tx.stored[id], ok
+}
+
+// saved records that r was written as it is now.
+func (tx *Tx) saved(r *Rule) {
+	copied := *r
+	tx.changed[r.ID] = &copied
+}
+
+// deleted records that rule id was deleted.
+func (tx *Tx) deleted(id int64) { tx.changed[id] = nil }
+
+// errDryRun rolls back a write that was only rehearsed.
+var errDryRun = errors.New("dry run")
+
+// write runs fn in a transaction. If fn fails, or the rules it leaves are
+// not rules the engine accepts, nothing is written. With dryRun the
+// transaction is always rolled back and the engine left alone; if fn
+// changes no rule, the rules' revision stays as it is. Its errors are the
+// domain's (domainError).
+func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var tx *Tx
+	var touched engine.ResourceRules
+	err := s.store.InTx(ctx, func(stx *store.Tx) error {
+		if err := s.catchUp(stx); err != nil {
+			return err
+		}
+		tx = &Tx{Tx: stx, stored: s.rules, storedNames: s.named, changed: map[int64]*Rule{}, written: map[string]requestPath{}}
+		if err := fn(tx); err != nil {
+			return err
+		}
+		resources, onResource := s.touched(tx.changed)
+		rule := s.ruleOf(tx.changed)
+		touched = ruleSet(resources, onResource, rule, "")
+		touched.System, touched.ReplaceSystem = s.systemSet(tx.changed, "")
+		if err := s.engine.ValidateResourceRules(touched); err != nil {
+			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
+		}
+		for _, app := range appSets(resources, onResource, rule) {
+			if err := s.engine.ValidateResourceRules(app.rules); err != nil {
+				return requestFields(err, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), app.rules, tx.written)
+			}
+		}
+		if dryRun {
+			return errDryRun
+		}
+		if len(tx.changed) == 0 {
+			return nil // nothing written: the revision stays
+		}
+		for _, ev := range tx.events {
+			if _, err := stx.Publish(ev); err != nil {
+				return err
+			}
+		}
+		return stx.Changed(store.ChangedRules)
+	})
+	if dryRun && errors.Is(err, errDryRun) {
+		return nil
+	}
+	if err != nil {
+		return domainError(err)
+	}
+	if len(tx.changed) == 0 {
+		return nil
+	}
+	if s.store.Replicated() {
+		// Another replica may write as soon as the commit ends this
+		// one's turn: what is held, and its revision, must come from one
+		// read.
+		return s.resyncLocked(ctx)
+	}
+	s.record(tx.changed)
+	s.changed(ctx)
+	// Validated in the transaction against the rules the engine holds, which
+	// only s loads, under mu: loading them cannot fail.
+	return s.engine.LoadResourceRules(touched)
+}
+
+// requestFields words the engine's verdict err on the rule set touched,
+// whose fields it names by the set's lists ("hotspot[1].resource"), as a
+// ValidationError that names them as the request does ("resource",
+// "rules[3].resource"); a rule the request does not have is named in the
+// message. failed says which engine's set is not valid.
+func requestFields(err error, failed string, touched engine.ResourceRules, written map[string]requestPath) error {
+	engineErr, ok := errors.AsType[*engine.ValidationError](err)
+	if !ok {
+		return fmt.Errorf("%s: %w", failed, err)
+	}
+	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
+	for _, fe := range engineErr.Fields {
+		name, field, ofRule := touched.RuleAt(fe.Field)
+		if !ofRule {
+			fields = append(fields, fe)
+			continue
+		}
+		path, inRequest := written[name]
+		switch {
+		case !inRequest:
+			fields = append(fields, engine.FieldError{Field: field, Message: fmt.Sprintf("rule %q: %s", name, fe.Message)})
+		case path.label != "":
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
+		default:
+			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fe.Message})
+		}
+	}
+	return invalid(failed+"; see details", fields...)
+}
+
+// touched returns every resource that a changed rule is on or was on, in
+// the order of the lowest changed rule ID on each, and each one's rule IDs
+// once changed is written, ascending.
+func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64) {
+	var resources []string
+	ids := map[string][]int64{}
+	touch := func(resource string) {
+		if _, seen := ids[resource]; !seen {
+			resources = append(resources, resource)
+			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
+				_, ok := changed[id]
+				return ok
+			})
+		}
+	}
+	// System rules are on no resource: systemSet has them.
+	changedIDs := slices.Sorted(maps.Keys(changed))
+	for _, id := range changedIDs {
+		if old, ok := s.rules[id]; ok && old.Kind != engine.KindSystem {
+			touch(old.Resource)
+		}
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
+			touch(r.Resource)
+		}
+	}
+	for _, id := range changedIDs {
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
+			ids[r.Resource] = append(ids[r.Resource], id)
+		}
+	}
+	for _, resource := range resources {
+		slices.Sort(ids[resource])
+	}
+	return resources, ids
+}
+
+// ruleOf returns a lookup of the rules by ID as they are once changed is
+// written.
+func (s *Service) ruleOf(changed map[int64]*Rule) func(id int64) *Rule {
+	return func(id int64) *Rule {
+		if r, ok := changed[id]; ok {
+			return r
+		}
+		stored := s.rules[id]
+		return &stored
+	}
+}
+
+// ruleSet returns the enabled rules of resources, given their rule IDs,
+// that the engine of app runs ("" the server's own engine), each
+// resource's by ID.
+func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule, app string) engine.ResourceRules {
+	set := engine.ResourceRules{Resources: resources}
+	for _, resource := range resources {
+		for _, id := range ids[resource] {
+			if r := rule(id); r.RunsIn(app) {
+				r.Enforce(&set)
+			}
+		}
+	}
+	return set
+}
+
+// appSet is the rules the instances of app run on some resources.
+type appSet struct {
+	app   string
+	rules engine.ResourceRules
+}
+
+// appSets returns, for every app that has a rule of its own on one of
+// resources, the rules its instances run on those of resources where it
+// has one, by app: on the others they run the server's own set, which is
+// checked already.
+func appSets(resources []string, ids map[string][]int64, rule func(int64) *Rule) []appSet {
+	byApp := map[string][]string{}
+	for _, resource := range resources {
+		seen := map[string]bool{}
+		for _, id := range ids[resource] {
+			if app := rule(id).App; app != "" && !seen[app] {
+				seen[app] = true
+				byApp[app] = append(byApp[app], resource)
+			}
+		}
+	}
+	sets := make([]appSet, 0, len(byApp))
+	for _, app := range slices.Sorted(maps.Keys(byApp)) {
+		sets = append(sets, appSet{app: app, rules: ruleSet(byApp[app], ids, rule, app)})
+	}
+	return sets
+}
+
+// systemSet returns the enabled system rules that the engines of app run
+// (the server's own: ""), the write's changes applied, and true, when the
+// write changed a system rule; they are all loaded together, as a
+// process's. Otherwise nil and false: the engine keeps its own.
+func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.SystemRule, bool) {
+	touched := false
+	for id, r := range changed {
+		old, stored := s.rules[id]
+		touched = touched || (r != nil && r.Kind == engine.KindSystem) || (stored && old.Kind == engine.KindSystem)
+	}
+	if !touched {
+		return nil, false
+	}
+	var set engine.ResourceRules
+	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
+		if _, ok := changed[id]; !ok {
+			if r := s.rules[id]; r.Kind == engine.KindSystem && r.RunsIn(app) {
+				r.Enforce(&set)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(changed)) {
+		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.RunsIn(app) {
+			r.Enforce(&set)
+		}
+	}
+	return set.System, true
 }
