@@ -1239,7 +1239,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.",
+                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name. -blockedShare puts first the resources with calls in the last 60 seconds (recent), by their blocked share, highest first, ties by blocked calls, then by name, then every other resource by name: a resource blocking all its calls never ranks below one blocking some. summary totals the last 60 seconds of every resource but Sluice's own API routes (\"METHOD /api/v1/…\").",
                 "produces": [
                     "application/json"
                 ],
@@ -1259,11 +1259,12 @@ const docTemplate = `{
                         "enum": [
                             "name",
                             "-blockQps",
-                            "-passQps"
+                            "-passQps",
+                            "-blockedShare"
                         ],
                         "type": "string",
                         "default": "name",
-                        "description": "order: by name, or by live block or pass rate, highest first",
+                        "description": "order: by name, by live block or pass rate, or by blocked share over the last 60 seconds, highest first",
                         "name": "sort",
                         "in": "query"
                     },
@@ -6034,6 +6035,38 @@ const docTemplate = `{
                 }
             }
         },
+        "server.RecentFigures": {
+            "type": "object",
+            "required": [
+                "blockQps",
+                "blockedShare",
+                "passQps",
+                "shadowBlockQps"
+            ],
+            "properties": {
+                "blockQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 2.5
+                },
+                "blockedShare": {
+                    "description": "BlockedShare is blocked calls over passed and blocked ones, 0 to 1;\n0 without calls.",
+                    "type": "number",
+                    "format": "double",
+                    "example": 0.0208
+                },
+                "passQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 117.5
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 0
+                }
+            }
+        },
         "server.ReportedLive": {
             "type": "object",
             "required": [
@@ -6205,6 +6238,7 @@ const docTemplate = `{
                 "lastSeen",
                 "live",
                 "name",
+                "recent",
                 "rules"
             ],
             "properties": {
@@ -6229,6 +6263,14 @@ const docTemplate = `{
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
+                "recent": {
+                    "description": "Recent is the last 60 seconds, what sort=-blockedShare ranks by.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.RecentFigures"
+                        }
+                    ]
+                },
                 "rules": {
                     "description": "Rules counts the rules that name the resource, disabled ones too.",
                     "type": "integer",
@@ -6242,6 +6284,7 @@ const docTemplate = `{
                 "items",
                 "page",
                 "pageSize",
+                "summary",
                 "total"
             ],
             "properties": {
@@ -6258,6 +6301,14 @@ const docTemplate = `{
                 "pageSize": {
                     "type": "integer",
                     "example": 50
+                },
+                "summary": {
+                    "description": "Summary totals the last minute of every resource but Sluice's own\nAPI routes, whatever q and the page.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.RecentFigures"
+                        }
+                    ]
                 },
                 "total": {
                     "type": "integer",

@@ -13,10 +13,13 @@ import (
 
 // ResourceList is one page of resources.
 type ResourceList struct {
-	Items    []ResourceItem `json:"items"`
-	Total    int64          `json:"total" example:"1"`
-	Page     int            `json:"page" example:"1"`
-	PageSize int            `json:"pageSize" example:"50"`
+	Items []ResourceItem `json:"items"`
+	// Summary totals the last minute of every resource but Sluice's own
+	// API routes, whatever q and the page.
+	Summary  RecentFigures `json:"summary"`
+	Total    int64         `json:"total" example:"1"`
+	Page     int           `json:"page" example:"1"`
+	PageSize int           `json:"pageSize" example:"50"`
 }
 
 // ResourceItem is a resource with its rules, when it was seen and its
@@ -31,6 +34,29 @@ type ResourceItem struct {
 	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable" format:"date-time"`
 	Live       LiveStats     `json:"live"`
 	LastMinute MinuteFigures `json:"lastMinute"`
+	// Recent is the last 60 seconds, what sort=-blockedShare ranks by.
+	Recent RecentFigures `json:"recent"`
+}
+
+// RecentFigures is traffic over the last 60 seconds the server sampled
+// (the live backlog of the metric stream): rates are the calls of those
+// seconds divided by 60.
+type RecentFigures struct {
+	PassQps        float64 `json:"passQps" example:"117.5" format:"double"`
+	BlockQps       float64 `json:"blockQps" example:"2.5" format:"double"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0" format:"double"`
+	// BlockedShare is blocked calls over passed and blocked ones, 0 to 1;
+	// 0 without calls.
+	BlockedShare float64 `json:"blockedShare" example:"0.0208" format:"double"`
+}
+
+// recentFiguresOf is r as the API answers it.
+func recentFiguresOf(r metrics.Recent) RecentFigures {
+	perSecond := func(n uint64) float64 { return float64(n) / metrics.RecentSeconds }
+	return RecentFigures{
+		PassQps: perSecond(r.Pass), BlockQps: perSecond(r.Block), ShadowBlockQps: perSecond(r.ShadowBlock),
+		BlockedShare: r.BlockedShare(),
+	}
 }
 
 // MinuteFigures is a resource's traffic in the last finished UTC minute.
@@ -92,11 +118,11 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //
 //	@Summary		List resources
 //	@ID				listResources
-//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
+//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike. q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name. -blockedShare puts first the resources with calls in the last 60 seconds (recent), by their blocked share, highest first, ties by blocked calls, then by name, then every other resource by name: a resource blocking all its calls never ranks below one blocking some. summary totals the last 60 seconds of every resource but Sluice's own API routes ("METHOD /api/v1/…").
 //	@Tags			resources
 //	@Produce		json
 //	@Param			q			query		string	false	"substring of the name, ASCII letters in either case"
-//	@Param			sort		query		string	false	"order: by name, or by live block or pass rate, highest first"	Enums(name, -blockQps, -passQps)	default(name)
+//	@Param			sort		query		string	false	"order: by name, by live block or pass rate, or by blocked share over the last 60 seconds, highest first"	Enums(name, -blockQps, -passQps, -blockedShare)	default(name)
 //	@Param			page		query		int		false	"page, from 1"													default(1)							minimum(1)
 //	@Param			pageSize	query		int		false	"resources per page, 1 to 500"									default(50)							minimum(1)	maximum(500)
 //	@Success		200			{object}	ResourceList
@@ -113,9 +139,9 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 	bad.note(err)
 	order := metrics.Order(c.Query("sort", string(metrics.ByName)))
 	switch order {
-	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps:
+	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps, metrics.ByBlockedShare:
 	default:
-		bad.add("sort", "must be one of name, -blockQps, -passQps")
+		bad.add("sort", "must be one of name, -blockQps, -passQps, -blockedShare")
 	}
 	q, err := searchParam(c, "q")
 	bad.note(err)
@@ -131,9 +157,12 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 		items[i] = ResourceItem{
 			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: liveStatsOf(v.Live),
 			LastMinute: MinuteFigures{Calls: callsOf(v.LastMinute.Calls), AvgRtMs: v.LastMinute.AvgRtMs()},
+			Recent:     recentFiguresOf(v.Recent),
 		}
 	}
-	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
+	return writeJSON(c, http.StatusOK, ResourceList{
+		Items: items, Summary: recentFiguresOf(h.metrics.RecentTotals()), Total: total, Page: page.Number, PageSize: page.Size,
+	})
 }
 
 // history answers one resource's history, rolled up to the step.
