@@ -7,7 +7,7 @@
 import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { colors, timeChart } from '../charts.js';
-import { localInput, number, plural, span, stepLabel, timeEl } from '../format.js';
+import { localInput, number, openFor, plural, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
@@ -108,20 +108,12 @@ export function render(ctx) {
   // retryTimeoutMs of each breaker rule of the resource, from its rules.
   const retryMs = new Map();
 
-  /**
-   * breakerClock says how long an open breaker has been open and when it
-   * lets a probe through, as an on-call operator asks it: "open for 12 s,
-   * next probe in 8 s". It is redrawn every second.
-   */
+  /** breakerClock is an open breaker's openFor, redrawn every second. */
   function breakerClock(b) {
     if (b.state !== 'open') {
       return '';
     }
-    const since = Date.parse(b.since);
-    const now = Date.now();
-    const retry = retryMs.get(b.rule);
-    const probe = retry === undefined ? '' : since + retry > now ? `, next probe in ${span(since + retry - now)}` : ', the next call probes';
-    return `open for ${span(now - since)}${probe}`;
+    return openFor(Date.parse(b.since), retryMs.get(b.rule));
   }
   const clocks = new Map(); // rule → [breaker, element]
 
