@@ -378,7 +378,8 @@ export function render(ctx) {
 
   loadStart();
   loadTotals();
-  loadBreakers().then(load);
+  loadBreakers();
+  load();
 
   // While the server does not answer, the figures are the last ones it
   // gave: the table stops looking live (no red of blocking rows, greyed
