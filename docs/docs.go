@@ -1413,7 +1413,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
+                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled; covered says which steps a server was up in (a heartbeat each minute, kept as long as the metrics), so that a step without a point inside covered had no traffic, and one outside it is unknown: an outage, or a time before Sluice kept heartbeats (migration 00019). Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": [].",
                 "produces": [
                     "application/json"
                 ],
@@ -4985,6 +4985,23 @@ const docTemplate = `{
                 }
             }
         },
+        "server.CoveredSpan": {
+            "type": "object",
+            "required": [
+                "from",
+                "to"
+            ],
+            "properties": {
+                "from": {
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "to": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
         "server.DemoMarks": {
             "type": "object",
             "required": [
@@ -5628,6 +5645,7 @@ const docTemplate = `{
         "server.MetricHistory": {
             "type": "object",
             "required": [
+                "covered",
                 "from",
                 "points",
                 "resource",
@@ -5635,6 +5653,13 @@ const docTemplate = `{
                 "to"
             ],
             "properties": {
+                "covered": {
+                    "description": "Covered are the spans of the range, oldest first, made of whole\nsteps in which a Sluice server was up (in at least one minute of\nthe step): a step there without a point had no traffic; a step\noutside them without a point is unknown (the server was down, or\nthe minute is older than Sluice's heartbeats).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.CoveredSpan"
+                    }
+                },
                 "from": {
                     "description": "From and To are the range answered, rounded out to the step.",
                     "type": "string",

@@ -75,6 +75,33 @@ type MetricHistory struct {
 	To   time.Time `json:"to" format:"date-time"`
 	// Points has one point per step with traffic, oldest first.
 	Points []MetricPoint `json:"points"`
+	// Covered are the spans of the range, oldest first, made of whole
+	// steps in which a Sluice server was up (in at least one minute of
+	// the step): a step there without a point had no traffic; a step
+	// outside them without a point is unknown (the server was down, or
+	// the minute is older than Sluice's heartbeats).
+	Covered []CoveredSpan `json:"covered"`
+}
+
+// CoveredSpan is a span of a history in which a server was up, from
+// inclusive, to exclusive, both on the step.
+type CoveredSpan struct {
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
+}
+
+// coveredSpans merges the covered steps, oldest first, into spans.
+func coveredSpans(startsMs []int64, stepMs int64) []CoveredSpan {
+	spans := []CoveredSpan{}
+	for _, ms := range startsMs {
+		from, to := time.UnixMilli(ms).UTC(), time.UnixMilli(ms+stepMs).UTC()
+		if n := len(spans); n > 0 && spans[n-1].To.Equal(from) {
+			spans[n-1].To = to
+			continue
+		}
+		spans = append(spans, CoveredSpan{From: from, To: to})
+	}
+	return spans
 }
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
@@ -169,7 +196,7 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //
 //	@Summary		Metric history of a resource
 //	@ID				getResourceMetrics
-//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
+//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled; covered says which steps a server was up in (a heartbeat each minute, kept as long as the metrics), so that a step without a point inside covered had no traffic, and one outside it is unknown: an outage, or a time before Sluice kept heartbeats (migration 00019). Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": [].
 //	@Tags			resources
 //	@Produce		json
 //	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"
@@ -229,6 +256,6 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	return writeHistory(c, MetricHistory{
 		Resource: name, Step: step.Name,
 		From: time.UnixMilli(history.FromMs).UTC(), To: time.UnixMilli(history.ToMs).UTC(),
-		Points: points,
+		Points: points, Covered: coveredSpans(history.CoveredMs, step.Ms),
 	})
 }

@@ -64,6 +64,10 @@ type Pipeline struct {
 	// to its commit, and for reading by those who read the store and the
 	// pending batch together: they see every delta exactly once.
 	flushMu sync.RWMutex
+	// startMs is when the pipeline was made: every minute since, the
+	// server is up. beatMs is the last minute whose heartbeat a flush
+	// wrote (guarded by flushMu).
+	startMs, beatMs int64
 
 	mu        sync.Mutex // guards the fields below
 	pending   map[minuteKey]*store.MinuteDelta
@@ -121,6 +125,8 @@ func New(opts Options) *Pipeline {
 	if p.clock == nil {
 		p.clock = opts.Engine.Clock()
 	}
+	p.startMs = p.NowMs()
+	p.beatMs = floorMs(p.startMs, store.MinuteMs) - store.MinuteMs
 	if p.logger == nil {
 		p.logger = slog.Default()
 	}
