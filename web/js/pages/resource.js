@@ -212,6 +212,8 @@ export function render(ctx) {
   const rangeName = uid('range');
   const historyEl = h('div', { class: 'chart', id: 'history-chart' });
   const historyNote = h('p', { class: 'muted', role: 'status', id: 'history-note' });
+  // historyKey tells a gap from a zero, which the chart's legend cannot.
+  const historyKey = h('p', { class: 'muted small', id: 'history-key' });
   const fromInput = h('input', { type: 'datetime-local', id: 'history-from' });
   const toInput = h('input', { type: 'datetime-local', id: 'history-to' });
   const customForm = h('form', { class: 'toolbar end', hidden: true, id: 'history-custom' },
@@ -235,7 +237,7 @@ export function render(ctx) {
   const limitBlock = h('div', { hidden: true }, h('h3', {}, 'Adaptive limit'), limitEl,
     h('p', { class: 'muted small' }, 'Per step, the latest limit of the adaptive concurrency rule (its least and greatest dashed), the most calls in flight at once, and the mean response time.'));
   let limitChart = null;
-  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, limitBlock);
+  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, historyKey, limitBlock);
 
   /**
    * loadInstances offers the instances that report to the server; the
@@ -296,13 +298,23 @@ export function render(ctx) {
       const from = Date.parse(data.from);
       const to = Date.parse(data.to);
       const byTime = new Map(data.points.map((p) => [Date.parse(p.time), p]));
-      // A step without a row had no traffic, except the step still under
-      // way, which the flusher has not written yet: that one is left blank.
+      // A step without a row had no traffic if a server was up in it (the
+      // history's covered spans), and is unknown if none was: an outage is
+      // a gap, not a zero. The step still under way, which the flusher has
+      // not written yet, is left blank too.
+      const covered = data.covered.map((c) => [Date.parse(c.from), Date.parse(c.to)]);
+      const isCovered = (t) => covered.some(([a, b]) => a <= t && t < b);
       const cols = [[], [], [], [], [], []];
       const now = Date.now();
+      let unknown = 0;
       for (let t = from; t < to; t += step.stepMs) {
         const p = byTime.get(t);
-        const none = p || t + step.stepMs <= now ? 0 : null;
+        const done = t + step.stepMs <= now;
+        const idle = done && isCovered(t);
+        const none = p || idle ? 0 : null;
+        if (!p && done && !idle) {
+          unknown += 1;
+        }
         cols[0].push(t / 1000);
         cols[1].push(p?.pass ?? none);
         cols[2].push(p?.block ?? none);
@@ -313,9 +325,13 @@ export function render(ctx) {
       history.setData(...cols);
       drawLimitHistory(data.points, from, to, step.stepMs);
       historyEl.dataset.traffic = String(data.points.length);
+      historyEl.dataset.unknown = String(unknown);
       historyEl.dataset.instance = instance;
       historyNote.textContent = `${instance ? `Instance ${instance} only. ` : ''}${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
         + `Figures are as fresh as the last flush (every ${number(bounds.flushIntervalMs / 1000)} s).`;
+      replace(historyKey, unknown
+        ? `A gap in the lines: no Sluice server was up (${plural(unknown, 'step')} of this range), so what happened is unknown. 0: a server was up and the resource had no calls.`
+        : '0 on the lines: a Sluice server was up and the resource had no calls.');
     } catch (err) {
       if (seq === historySeq) {
         historyNote.textContent = err.status === 404 && !instanceInput.value ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
