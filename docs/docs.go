@@ -820,7 +820,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. hotValues, optional, are the instance's hotspot rules' hottest values over the last minute (at most 1,000 rules, 20 values a ranking, 256 bytes a value; 422 naming the field beyond, hotValues[0].byPass); they replace the instance's last ones and add to GET /resources/{name}/hot-values for 3 s. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; else 422 naming the field (minutes[3].pass, minutes[0].time, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1333,7 +1333,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "For each hotspot rule in force on the resource, the values of its paramKey passed and blocked most over the last minute (the current 10 s slice and the five before: 50 to 60 s) by the server's own engine (the check API's traffic; instances do not report values), from a bounded sketch per rule: approximate says whether the counts are estimates. A resource the server's engine does not track is 404; one without a hotspot rule answers \"rules\": [].",
+                "description": "For each hotspot rule in force on the resource, the values of its paramKey passed and blocked most over the last minute (the current 10 s slice and the five before: 50 to 60 s) summed over the server's own engine (the check API's traffic) and every instance that reported within 3 s (each its top 20 values a ranking), rule by rule by name: the server's rules first in load order, then those only instances run, by name. Each engine counts in a bounded sketch per rule: approximate says whether the counts are estimates, which they also are when an instance's ranking was full (a value it left out may be missing from the sum). A resource that neither the server's engine nor a reporting instance tracks is 404; one without a hotspot rule answers \"rules\": [].",
                 "produces": [
                     "application/json"
                 ],
@@ -1386,7 +1386,7 @@ const docTemplate = `{
                         }
                     },
                     "404": {
-                        "description": "the server's engine does not track the resource",
+                        "description": "neither the server's engine nor a reporting instance tracks the resource",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -5432,6 +5432,13 @@ const docTemplate = `{
                 "instance"
             ],
             "properties": {
+                "hotValues": {
+                    "description": "HotValues are the hottest values of the instance's hotspot rules\nover the last minute, at most 1,000 rules and 20 values a ranking;\nthey replace the last report's, for GET /resources/{name}/hot-values.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedHotValues"
+                    }
+                },
                 "instance": {
                     "$ref": "#/definitions/server.ReportingInstance"
                 },
@@ -6089,6 +6096,45 @@ const docTemplate = `{
                     "type": "number",
                     "format": "double",
                     "example": 0
+                }
+            }
+        },
+        "server.ReportedHotValues": {
+            "type": "object",
+            "required": [
+                "resource",
+                "rule"
+            ],
+            "properties": {
+                "approximate": {
+                    "description": "Approximate is true when the instance's counts are estimates.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "byBlock": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "byPass": {
+                    "description": "ByPass and ByBlock are at most 20 values each, most first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "paramKey": {
+                    "type": "string",
+                    "example": "user"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "orders-per-user"
                 }
             }
         },

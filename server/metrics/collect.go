@@ -87,6 +87,8 @@ type Pipeline struct {
 	liveMu sync.Mutex // guards the fields below
 	// instanceLive is the last live figures of each instance, by its id.
 	instanceLive map[string]*instanceLive
+	// instanceHot is the last hot values of each instance, by its id.
+	instanceHot map[string]*instanceHot
 }
 
 type minuteKey struct {
@@ -120,6 +122,7 @@ func New(opts Options) *Pipeline {
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},
 		instanceLive:  map[string]*instanceLive{},
+		instanceHot:   map[string]*instanceHot{},
 		backlog:       NewBacklog(BacklogResources),
 	}
 	if p.clock == nil {

@@ -432,11 +432,11 @@ export function render(ctx) {
 
   // The hottest values of the last minute, per hotspot rule: the top ones
   // by passes and by blocks. The panel is hidden while the server answers
-  // 404 (a resource its engine does not track, or a server without the
-  // endpoint) or 405.
+  // 404 (a resource neither its engine nor an instance tracks, or a server
+  // without the endpoint) or 405.
   const hotBody = h('div', { id: 'hot-values' });
   const hotSection = section('Hottest values, last minute', hotBody,
-    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute by the server\'s own engine (the check API\'s traffic: instances do not report values).'));
+    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute, summed over the server\'s own engine (the check API\'s traffic) and every instance reporting: each reports its top 20 of each ranking, so a sum with a full ranking is an estimate.'));
   hotSection.hidden = true;
 
   function hotTable(caption, rows, by) {
