@@ -127,3 +127,23 @@ func TestOverviewTriage(t *testing.T) {
 	tb.waitText(row("e2e:broken"), "breaker open")
 	tb.waitFor("the open breaker's clock", fmt.Sprintf(`/open for \d+ s, next probe in (9|10) min/.test(document.querySelector(%s)?.textContent ?? '')`, js(row("e2e:broken"))))
 }
+
+// TestOwnRoutesToggleOnAPhone: on a phone's screen the overview's "own API
+// routes" checkbox keeps its size, beside its label at the left, as every
+// checkbox does, rather than stretched across the screen with its label
+// pushed to the right edge.
+func TestOwnRoutesToggleOnAPhone(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.do("a phone's screen", chromedp.EmulateViewport(390, 844))
+	tb.waitFor("the checkbox beside its label, at the left", `(() => {
+		const box = document.querySelector('#overview-own').getBoundingClientRect();
+		const label = document.querySelector('label[for="overview-own"]').getBoundingClientRect();
+		const search = document.querySelector('#overview-search').getBoundingClientRect();
+		return box.width > 0 && box.width <= 32 && Math.abs(box.left - search.left) <= 6
+			&& label.left >= box.right && label.left - box.right <= 16
+			&& label.top < box.bottom && label.bottom > box.top && label.right <= innerWidth;
+	})()`)
+}
