@@ -820,7 +820,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
+                "description": "An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. hotValues, optional, are the instance's hotspot rules' hottest values over the last minute (at most 1,000 rules, 20 values a ranking, 256 bytes a value; 422 naming the field beyond, hotValues[0].byPass); they replace the instance's last ones and add to GET /resources/{name}/hot-values for 3 s. Each figure is bounded by what one instance can count (docs/operations.md, \"What a leaked instance token can do\"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, \"Per-app scopes\") reports only for one of them: another instance.app, or none, is 403 naming instance.app.",
                 "consumes": [
                     "application/json"
                 ],
@@ -1239,7 +1239,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.",
+                "description": "Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name. -blockedShare puts first the resources with calls in the last 60 seconds (recent), by their blocked share, highest first, ties by blocked calls, then by name, then every other resource by name: a resource blocking all its calls never ranks below one blocking some. summary totals the last 60 seconds of every resource but Sluice's own API routes (\"METHOD /api/v1/…\").",
                 "produces": [
                     "application/json"
                 ],
@@ -1259,11 +1259,12 @@ const docTemplate = `{
                         "enum": [
                             "name",
                             "-blockQps",
-                            "-passQps"
+                            "-passQps",
+                            "-blockedShare"
                         ],
                         "type": "string",
                         "default": "name",
-                        "description": "order: by name, or by live block or pass rate, highest first",
+                        "description": "order: by name, by live block or pass rate, or by blocked share over the last 60 seconds, highest first",
                         "name": "sort",
                         "in": "query"
                     },
@@ -1332,7 +1333,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "For each hotspot rule in force on the resource, the values of its paramKey passed and blocked most over the last minute (the current 10 s slice and the five before: 50 to 60 s) by the server's own engine (the check API's traffic; instances do not report values), from a bounded sketch per rule: approximate says whether the counts are estimates. A resource the server's engine does not track is 404; one without a hotspot rule answers \"rules\": [].",
+                "description": "For each hotspot rule in force on the resource, the values of its paramKey passed and blocked most over the last minute (the current 10 s slice and the five before: 50 to 60 s) summed over the server's own engine (the check API's traffic) and every instance that reported within 3 s (each its top 20 values a ranking), rule by rule by name: the server's rules first in load order, then those only instances run, by name. Each engine counts in a bounded sketch per rule: approximate says whether the counts are estimates, which they also are when an instance's ranking was full (a value it left out may be missing from the sum). A resource that neither the server's engine nor a reporting instance tracks is 404; one without a hotspot rule answers \"rules\": [].",
                 "produces": [
                     "application/json"
                 ],
@@ -1385,7 +1386,7 @@ const docTemplate = `{
                         }
                     },
                     "404": {
-                        "description": "the server's engine does not track the resource",
+                        "description": "neither the server's engine nor a reporting instance tracks the resource",
                         "schema": {
                             "$ref": "#/definitions/server.ErrorResponse"
                         }
@@ -1412,7 +1413,7 @@ const docTemplate = `{
                         "BearerAuth": []
                     }
                 ],
-                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.",
+                "description": "Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled; covered says which steps a server was up in (a heartbeat each minute, kept as long as the metrics), so that a step without a point inside covered had no traffic, and one outside it is unknown: an outage, or a time before Sluice kept heartbeats (migration 00019). Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers \"points\": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.",
                 "produces": [
                     "application/json"
                 ],
@@ -4984,6 +4985,23 @@ const docTemplate = `{
                 }
             }
         },
+        "server.CoveredSpan": {
+            "type": "object",
+            "required": [
+                "from",
+                "to"
+            ],
+            "properties": {
+                "from": {
+                    "type": "string",
+                    "format": "date-time"
+                },
+                "to": {
+                    "type": "string",
+                    "format": "date-time"
+                }
+            }
+        },
         "server.DemoMarks": {
             "type": "object",
             "required": [
@@ -5414,6 +5432,13 @@ const docTemplate = `{
                 "instance"
             ],
             "properties": {
+                "hotValues": {
+                    "description": "HotValues are the hottest values of the instance's hotspot rules\nover the last minute, at most 1,000 rules and 20 values a ranking;\nthey replace the last report's, for GET /resources/{name}/hot-values.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.ReportedHotValues"
+                    }
+                },
                 "instance": {
                     "$ref": "#/definitions/server.ReportingInstance"
                 },
@@ -5627,6 +5652,7 @@ const docTemplate = `{
         "server.MetricHistory": {
             "type": "object",
             "required": [
+                "covered",
                 "from",
                 "points",
                 "resource",
@@ -5634,6 +5660,13 @@ const docTemplate = `{
                 "to"
             ],
             "properties": {
+                "covered": {
+                    "description": "Covered are the spans of the range, oldest first, made of whole\nsteps in which a Sluice server was up (in at least one minute of\nthe step): a step there without a point had no traffic; a step\noutside them without a point is unknown (the server was down, or\nthe minute is older than Sluice's heartbeats).",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.CoveredSpan"
+                    }
+                },
                 "from": {
                     "description": "From and To are the range answered, rounded out to the step.",
                     "type": "string",
@@ -6048,6 +6081,77 @@ const docTemplate = `{
                 }
             }
         },
+        "server.RecentFigures": {
+            "type": "object",
+            "required": [
+                "blockQps",
+                "blockedShare",
+                "passQps",
+                "shadowBlockQps"
+            ],
+            "properties": {
+                "blockQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 2.5
+                },
+                "blockedShare": {
+                    "description": "BlockedShare is blocked calls over passed and blocked ones, 0 to 1;\n0 without calls.",
+                    "type": "number",
+                    "format": "double",
+                    "example": 0.0208
+                },
+                "passQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 117.5
+                },
+                "shadowBlockQps": {
+                    "type": "number",
+                    "format": "double",
+                    "example": 0
+                }
+            }
+        },
+        "server.ReportedHotValues": {
+            "type": "object",
+            "required": [
+                "resource",
+                "rule"
+            ],
+            "properties": {
+                "approximate": {
+                    "description": "Approximate is true when the instance's counts are estimates.",
+                    "type": "boolean",
+                    "example": false
+                },
+                "byBlock": {
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "byPass": {
+                    "description": "ByPass and ByBlock are at most 20 values each, most first.",
+                    "type": "array",
+                    "items": {
+                        "$ref": "#/definitions/server.HotValue"
+                    }
+                },
+                "paramKey": {
+                    "type": "string",
+                    "example": "user"
+                },
+                "resource": {
+                    "type": "string",
+                    "example": "GET:/api/orders"
+                },
+                "rule": {
+                    "type": "string",
+                    "example": "orders-per-user"
+                }
+            }
+        },
         "server.ReportedLive": {
             "type": "object",
             "required": [
@@ -6226,6 +6330,7 @@ const docTemplate = `{
                 "lastSeen",
                 "live",
                 "name",
+                "recent",
                 "rules"
             ],
             "properties": {
@@ -6250,6 +6355,14 @@ const docTemplate = `{
                     "type": "string",
                     "example": "GET:/api/orders"
                 },
+                "recent": {
+                    "description": "Recent is the last 60 seconds, what sort=-blockedShare ranks by.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.RecentFigures"
+                        }
+                    ]
+                },
                 "rules": {
                     "description": "Rules counts the rules that name the resource, disabled ones too.",
                     "type": "integer",
@@ -6263,6 +6376,7 @@ const docTemplate = `{
                 "items",
                 "page",
                 "pageSize",
+                "summary",
                 "total"
             ],
             "properties": {
@@ -6279,6 +6393,14 @@ const docTemplate = `{
                 "pageSize": {
                     "type": "integer",
                     "example": 50
+                },
+                "summary": {
+                    "description": "Summary totals the last minute of every resource but Sluice's own\nAPI routes, whatever q and the page.",
+                    "allOf": [
+                        {
+                            "$ref": "#/definitions/server.RecentFigures"
+                        }
+                    ]
                 },
                 "total": {
                     "type": "integer",

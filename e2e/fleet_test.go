@@ -1,6 +1,9 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"testing"
@@ -80,4 +83,76 @@ func TestInstancesPage(t *testing.T) {
 	// The panel of hottest values shows only where the server answers it
 	// with hotspot rules; this resource has none.
 	tb.waitFor("no hottest values panel", `document.querySelector('#hot-values').closest('section').hidden`)
+}
+
+// TestHottestValuesOfTheFleet: an instance reports the values its hotspot
+// rule blocked; the resource page's panel sums them with the server's own,
+// so a value blocked across the fleet shows with every block.
+func TestHottestValuesOfTheFleet(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "GET:/api/orders"
+	n.createRule(t, `{"name": "orders-per-user", "kind": "hotspot", "resource": "GET:/api/orders", "paramKey": "user", "threshold": 1, "statIntervalMs": 60000}`)
+	for _, user := range []string{"42", "42", "42"} {
+		check := map[string]any{"resource": resource, "params": map[string]string{"user": user}}
+		if status, data := n.call(t, http.MethodPost, "/check", check); status != http.StatusOK {
+			t.Fatalf("check as user %s: %d %s", user, status, data)
+		}
+	}
+	// The instance reports every half second, as a live one does: its
+	// values count for 3 s after each report.
+	report := map[string]any{
+		"instance": map[string]any{"id": "shop-1", "app": "shop"},
+		"hotValues": []map[string]any{{"resource": resource, "rule": "orders-per-user", "paramKey": "user",
+			"byPass":  []map[string]any{{"value": "99", "pass": 1, "block": 5}},
+			"byBlock": []map[string]any{{"value": "42", "pass": 1, "block": 10}, {"value": "99", "pass": 1, "block": 5}}}},
+	}
+	if status, data := n.call(t, http.MethodPost, "/instances/report", report); status != http.StatusNoContent {
+		t.Fatalf("report: %d %s", status, data)
+	}
+	body, err := json.Marshal(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	t.Cleanup(func() {
+		close(done)
+		<-stopped
+	})
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				// Not through call, which may fail the test: a goroutine
+				// cannot; a lost report shows as a missing sum.
+				req, err := http.NewRequest(http.MethodPost, n.url+"/api/v1/instances/report", bytes.NewReader(body))
+				if err != nil {
+					return
+				}
+				req.Header.Set("Authorization", "Bearer "+apiToken)
+				req.Header.Set("Content-Type", "application/json")
+				if resp, err := client.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}
+		}
+	}()
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	panel := `#hot-values [data-rule="orders-per-user"]`
+	// 42: 2 blocks on the server (the first of its 3 calls passed), 10 on shop-1.
+	tb.waitFor("42 the most blocked, summed", fmt.Sprintf(`(() => {
+		const blocked = document.querySelectorAll(%s)[1];
+		const top = blocked?.querySelector('tbody tr');
+		return top?.dataset.value === '42' && top.querySelectorAll('td')[1]?.textContent === '12';
+	})()`, js(panel+" table")))
+	tb.waitFor("99 blocked 5 times on shop-1", fmt.Sprintf(`document.querySelector(%s)?.querySelectorAll('td')[1]?.textContent === '5'`, js(panel+` tr[data-value="99"]`)))
 }

@@ -19,7 +19,7 @@ func TestFormats(t *testing.T) {
 	tb.login()
 
 	tb.waitText(`main thead`, "Passed/s")
-	tb.waitText(`tr[data-resource="GET:/api/fast"] td:nth-of-type(4)`, "<1 ms")
+	tb.waitText(`tr[data-resource="GET:/api/fast"] td[data-label="Avg RT"]`, "<1 ms")
 
 	tb.waitFor("axis values with their decimals", `(window.axisCheck ??= import('/js/charts.js').then((m) => {
 		window.axisOut = [m.axisValues([0, 0.01, 0.02, 0.03]), m.axisValues([0, 2.5, 5]), m.axisValues([0, 200, 400])].map((v) => v.join(' ')).join(' | ');

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/sluicehq/sluice/engine"
 )
 
 // overviewOrder is the overview's resources, top to bottom.
@@ -69,4 +72,78 @@ func TestOverviewRanksAndHidesOwnRoutes(t *testing.T) {
 		});
 	})()`)
 	tb.checkAccessibility("the overview on a phone")
+}
+
+// TestOverviewTriage opens the overview on a resource that blocks every one
+// of its few calls, one that blocks a tenth of many more (more blocks in
+// all) and one whose breaker is open: a line of totals comes first, the
+// order is stated and its column marked, the resource blocking 100% ranks
+// above the one blocking 10%, and the open breaker says for how long and
+// when it probes next.
+func TestOverviewTriage(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	n.createRule(t, `{"kind": "flow", "resource": "e2e:all-blocked", "threshold": 0}`)
+	n.createRule(t, `{"kind": "flow", "resource": "e2e:tenth-blocked", "threshold": 180}`)
+	n.createRule(t, `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:broken",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 600000}`)
+	for range 3 {
+		if _, blk := n.engine.Entry("e2e:all-blocked"); blk == nil {
+			t.Fatal("e2e:all-blocked passed a call")
+		}
+	}
+	drive(t, n.engine, "e2e:tenth-blocked", 4) // 200 calls/s over a threshold of 180
+	if e, blk := n.engine.Entry("e2e:broken"); blk == nil {
+		e.Exit(engine.WithError(errors.New("failed")))
+	}
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.waitText("#overview-summary", "calls/s")
+	tb.waitText("#overview-summary", "1 breaker open")
+	tb.waitText("#overview-summary", "no instances")
+	tb.waitText("#overview-order", "Ranked by blocked share over the last minute, highest first; ties by blocked/s")
+	tb.waitText(`thead th[aria-sort="descending"]`, "Blocked share")
+	row := func(name string) string { return fmt.Sprintf(`tr[data-resource=%s]`, js(name)) }
+	tb.waitText(row("e2e:all-blocked")+` td[data-label="Blocked share"]`, "100%")
+	tb.waitFor("e2e:tenth-blocked blocking some", fmt.Sprintf(`/^(\d|1\d)(\.\d)?%%$/.test(document.querySelector(%s)?.textContent ?? '')`,
+		js(row("e2e:tenth-blocked")+` td[data-label="Blocked share"]`)))
+	// Refresh the list: the order, which the column shows, holds.
+	for range 2 {
+		if _, err := eval[bool](tb, `(document.querySelectorAll('.overview-table tbody tr').forEach((tr) => { tr.dataset.old = '1'; }),
+			document.querySelector('#overview-sort').dispatchEvent(new Event('change')), true)`); err != nil {
+			t.Fatal(err)
+		}
+		tb.waitFor("a refreshed list", `!document.querySelector('.overview-table tbody tr[data-old]')`)
+		order, err := eval[[]string](tb, overviewOrder)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, tenth := slices.Index(order, "e2e:all-blocked"), slices.Index(order, "e2e:tenth-blocked")
+		if all < 0 || tenth < 0 || all > tenth {
+			t.Fatalf("order %v: the resource blocking 100%% is below the one blocking 10%%", order)
+		}
+	}
+	tb.waitText(row("e2e:broken"), "breaker open")
+	tb.waitFor("the open breaker's clock", fmt.Sprintf(`/open for \d+ s, next probe in (9|10) min/.test(document.querySelector(%s)?.textContent ?? '')`, js(row("e2e:broken"))))
+}
+
+// TestOwnRoutesToggleOnAPhone: on a phone's screen the overview's "own API
+// routes" checkbox keeps its size, beside its label at the left, as every
+// checkbox does, rather than stretched across the screen with its label
+// pushed to the right edge.
+func TestOwnRoutesToggleOnAPhone(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.do("a phone's screen", chromedp.EmulateViewport(390, 844))
+	tb.waitFor("the checkbox beside its label, at the left", `(() => {
+		const box = document.querySelector('#overview-own').getBoundingClientRect();
+		const label = document.querySelector('label[for="overview-own"]').getBoundingClientRect();
+		const search = document.querySelector('#overview-search').getBoundingClientRect();
+		return box.width > 0 && box.width <= 32 && Math.abs(box.left - search.left) <= 6
+			&& label.left >= box.right && label.left - box.right <= 16
+			&& label.top < box.bottom && label.bottom > box.top && label.right <= innerWidth;
+	})()`)
 }

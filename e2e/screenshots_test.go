@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"net/url"
 	"testing"
 	"time"
@@ -91,5 +92,23 @@ func TestEveryPage(t *testing.T) {
 	tb.visit("/", "Overview")
 	tb.fill("#overview-search", "demo")
 	tb.waitFor("only the demo's resources", `document.querySelectorAll('tbody tr[data-resource]').length === 5`)
+	if *updateScreenshots {
+		// A sparkline is drawn once in sight: the page is scrolled through,
+		// as a person would, for the whole page's picture.
+		ctx, cancel := context.WithTimeout(tb.ctx, waitTimeout)
+		_, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(async () => {
+			for (const el of document.querySelectorAll('.spark')) {
+				el.scrollIntoView();
+				await new Promise((resolve) => setTimeout(resolve, 200));
+			}
+			scrollTo(0, 0);
+			return true;
+		})()`, chromedp.EvalAwaitPromise))
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tb.waitFor("every sparkline drawn", `[...document.querySelectorAll('.spark')].every((el) => el.querySelector('canvas'))`)
+	}
 	tb.screenshot("overview-phone")
 }

@@ -58,5 +58,14 @@ func appendHistoryJSON(b []byte, h MetricHistory) []byte {
 		}
 		b = append(b, '}')
 	}
+	b = append(b, `],"covered":[`...)
+	for i, c := range h.Covered {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = codec.AppendTime(append(b, `{"from":`...), c.From)
+		b = codec.AppendTime(append(b, `,"to":`...), c.To)
+		b = append(b, '}')
+	}
 	return append(b, "]}"...)
 }

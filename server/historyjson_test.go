@@ -23,8 +23,9 @@ func TestHistoryJSONIsEncodingJSONs(t *testing.T) {
 		})
 	}
 	tests := []MetricHistory{
-		{Resource: "GET:/api/orders", Step: "1m", From: t0, To: t0.Add(time.Hour), Points: []MetricPoint{}},
-		{Resource: `a<b>&"c"\d` + "\u2028é\x01", Step: "1d", From: t0, To: t0.Add(24 * time.Hour), Points: points},
+		{Resource: "GET:/api/orders", Step: "1m", From: t0, To: t0.Add(time.Hour), Points: []MetricPoint{}, Covered: []CoveredSpan{}},
+		{Resource: `a<b>&"c"\d` + "\u2028é\x01", Step: "1d", From: t0, To: t0.Add(24 * time.Hour), Points: points,
+			Covered: []CoveredSpan{{From: t0, To: t0.Add(48 * time.Hour)}, {From: t0.Add(72 * time.Hour), To: t0.Add(96 * time.Hour)}}},
 	}
 	for _, h := range tests {
 		want, err := marshalJSON(h)

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -105,5 +106,70 @@ func TestHotValuesAnswers(t *testing.T) {
 			resp, body := ts.call(t, http.MethodGet, hotValuesPath(tt.resource, tt.query), nil, nil)
 			wantError(t, resp, body, tt.status, tt.code, tt.fields...)
 		})
+	}
+}
+
+// TestHotValuesSumTheFleet: the hot values of the server's engine and of
+// the instances that report them are summed rule by rule, a rule only
+// instances run listed after the server's; a report without hot values
+// (an older instance) is still accepted; a ranking beyond its bound is
+// refused naming the field; and an instance's values go 3 s after its
+// last report.
+func TestHotValuesSumTheFleet(t *testing.T) {
+	t.Parallel()
+	const resource = "GET:/api/orders"
+	ts, clock := newCheckServer(t, `{"name":"per-user","kind":"hotspot","resource":"GET:/api/orders","paramKey":"user","threshold":1000}`)
+	for range 3 {
+		resp, got := ts.call(t, http.MethodPost, checkPath, `{"resource":"GET:/api/orders","params":{"user":"alice"}}`, nil)
+		mustStatus(t, resp, got, http.StatusOK)
+	}
+	token := ts.instanceToken(t)
+	report := func(id, hot string) (*http.Response, []byte) {
+		body := fmt.Sprintf(`{"instance":{"id":%q}`, id)
+		if hot != "" {
+			body += `,"hotValues":` + hot
+		}
+		return ts.report(t, token, body+"}")
+	}
+	for id, hot := range map[string]string{
+		"shop-1": `[{"resource":"GET:/api/orders","rule":"per-user","paramKey":"user","approximate":false,
+			"byPass":[{"value":"alice","pass":5,"block":0},{"value":"bob","pass":4,"block":2}],
+			"byBlock":[{"value":"bob","pass":4,"block":2}]},
+			{"resource":"GET:/api/orders","rule":"per-tenant","paramKey":"tenant","byPass":[{"value":"acme","pass":9}]}]`,
+		"shop-2": "",
+		"shop-3": `[{"resource":"GET:/api/orders","rule":"per-user","paramKey":"user","byPass":[{"value":"bob","pass":1}],"byBlock":[]}]`,
+	} {
+		if resp, body := report(id, hot); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("report of %s: %d %s", id, resp.StatusCode, body)
+		}
+	}
+	want := HotValuesAnswer{Resource: resource, Rules: []RuleHotValues{
+		{Rule: "per-user", ParamKey: "user",
+			ByPass:  []HotValue{{"alice", 8, 0}, {"bob", 5, 2}},
+			ByBlock: []HotValue{{"bob", 5, 2}}},
+		{Rule: "per-tenant", ParamKey: "tenant", ByPass: []HotValue{{"acme", 9, 0}}, ByBlock: []HotValue{}},
+	}}
+	if got := ts.getHotValues(t, resource, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("summed: %+v\nwant %+v", got, want)
+	}
+
+	many := make([]string, 21)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"value":"v%d","pass":1}`, i)
+	}
+	for hot, field := range map[string]string{
+		`[{"resource":"r","rule":"x","byPass":[` + strings.Join(many, ",") + `]}]`:               "hotValues[0].byPass",
+		`[{"resource":"r","rule":"x","byBlock":[{"value":"` + strings.Repeat("v", 257) + `"}]}]`: "hotValues[0].byBlock[0].value",
+		`[{"resource":"r","rule":"x"},{"resource":"r","rule":"x"}]`:                              "hotValues[1].rule",
+		`[{"resource":"r","rule":""}]`:                                                           "hotValues[0].rule",
+	} {
+		resp, body := report("shop-4", hot)
+		wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", field)
+	}
+
+	clock.Advance(4000)
+	want.Rules = []RuleHotValues{{Rule: "per-user", ParamKey: "user", ByPass: []HotValue{{"alice", 3, 0}}, ByBlock: []HotValue{}}}
+	if got := ts.getHotValues(t, resource, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("4 s later, the server's alone: %+v\nwant %+v", got, want)
 	}
 }

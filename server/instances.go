@@ -62,6 +62,23 @@ type InstanceReport struct {
 	// Live is the instance's live view: the resources with traffic or
 	// calls in flight in the last second. It replaces the last report's.
 	Live []ReportedLive `json:"live" validate:"optional"`
+	// HotValues are the hottest values of the instance's hotspot rules
+	// over the last minute, at most 1,000 rules and 20 values a ranking;
+	// they replace the last report's, for GET /resources/{name}/hot-values.
+	HotValues []ReportedHotValues `json:"hotValues" validate:"optional"`
+}
+
+// ReportedHotValues is one hotspot rule's hottest values over the last
+// minute on an instance.
+type ReportedHotValues struct {
+	Resource string `json:"resource" example:"GET:/api/orders" validate:"required"`
+	Rule     string `json:"rule" example:"orders-per-user" validate:"required"`
+	ParamKey string `json:"paramKey" example:"user" validate:"optional"`
+	// Approximate is true when the instance's counts are estimates.
+	Approximate bool `json:"approximate" example:"false" validate:"optional"`
+	// ByPass and ByBlock are at most 20 values each, most first.
+	ByPass  []HotValue `json:"byPass" validate:"optional"`
+	ByBlock []HotValue `json:"byBlock" validate:"optional"`
 }
 
 // ReportingInstance is who reports.
@@ -152,7 +169,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //
 //	@Summary		Report an instance's heartbeat and traffic
 //	@ID				reportInstance
-//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. Each figure is bounded by what one instance can count (docs/operations.md, "What a leaked instance token can do"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, "Per-app scopes") reports only for one of them: another instance.app, or none, is 403 naming instance.app.
+//	@Description	An app process that embeds the engine posts, at most every second, who it is, its finished minutes and its live figures. The minutes add to the resources' history at once, summed with the server's own engine and every other instance; a minute of a resource that the instance reported before (a retry) counts once. The live rows replace the instance's last ones and add to the live figures (GET /resources, /metrics/stream) for 3 s. At most 10,000 minute and 10,000 live rows (422 naming the list beyond), 1 MiB. hotValues, optional, are the instance's hotspot rules' hottest values over the last minute (at most 1,000 rules, 20 values a ranking, 256 bytes a value; 422 naming the field beyond, hotValues[0].byPass); they replace the instance's last ones and add to GET /resources/{name}/hot-values for 3 s. Each figure is bounded by what one instance can count (docs/operations.md, "What a leaked instance token can do"): counts at most 6,000,000,000 a minute, rtSumMs at most 600,000,000,000 and complete × maxRtMs, response times at most a day, concurrency at most 100,000,000, live rates at most 100,000,000 a second; a minute must start within the metrics retention and at most an hour ahead; a minute's blockedBy (optional: older instances send none) holds at most 64 entries of distinct reason and rule, each blocked at most the minute's block; else 422 naming the field (minutes[3].pass, minutes[0].time, minutes[1].blockedBy[2].reason, live[2].passQps). While the database holds --max-resources resources, the minutes of a name it lacks are counted under (overflow), once (a retry of them adds nothing), and live rows of new names add to (overflow)'s live figures. A new instance id is answered 429 naming instance.id while --max-instances (10,000) instances have reported in the last 5 minutes; each refusal counts in sluice_instances_refused_total. Tokens of role instance may post it; so may editors and admins. A caller scoped to apps (docs/api.md, "Per-app scopes") reports only for one of them: another instance.app, or none, is 403 naming instance.app.
 //	@Tags			instances
 //	@Accept			json
 //	@Param			report	body	InstanceReport	true	"the instance, its finished minutes and its live figures"
@@ -169,7 +186,7 @@ func bindInstances(api apiRoutes, h *instanceHandler) {
 //	@Router			/api/v1/instances/report [post]
 func (h *instanceHandler) report(c *fiber.Ctx) error {
 	nowMs := h.metrics.NowMs()
-	info, minutes, live, err := decodeReport(c.Body(), nowMs-h.metrics.Retention().Milliseconds(), nowMs)
+	info, minutes, live, hot, err := decodeReport(c.Body(), nowMs-h.metrics.Retention().Milliseconds(), nowMs)
 	if err != nil {
 		return err
 	}
@@ -193,6 +210,7 @@ func (h *instanceHandler) report(c *fiber.Ctx) error {
 		return err
 	}
 	h.metrics.SetInstanceLive(info.ID, live)
+	h.metrics.SetInstanceHot(info.ID, hot)
 	return c.SendStatus(http.StatusNoContent)
 }
 
@@ -255,11 +273,11 @@ func appParam(c *fiber.Ctx) (string, error) {
 // decodeReport decodes and validates a report; every bad field is named
 // in the 422. A minute must start at oldestMs or later (older ones would
 // be pruned at once), and at most maxReportAheadMs past nowMs.
-func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.MinuteDelta, map[string]engine.LiveStats, error) {
+func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.MinuteDelta, map[string]engine.LiveStats, map[string][]engine.HotValues, error) {
 	var errs []engine.FieldError
 	o, err := codec.ParseBody(body, &errs)
 	if err != nil {
-		return instances.Info{}, nil, nil, errNotJSONObject(err)
+		return instances.Info{}, nil, nil, nil, errNotJSONObject(err)
 	}
 	var info instances.Info
 	if item, _ := o.Value("instance"); item == nil {
@@ -272,6 +290,7 @@ func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.M
 	const rest = ": send the rest in another report"
 	minuteItems := objectList(o, "minutes", maxReportRows, rest)
 	liveItems := objectList(o, "live", maxReportRows, rest)
+	hotItems := objectList(o, "hotValues", wire.MaxReportHotRules, ": report the busiest rules' only")
 	o.Rest(func(string) string { return "" })
 	minutes := decodeObjects(minuteItems, "minutes", &errs, func(mo *wire.Object) store.MinuteDelta {
 		return decodeReportedMinute(mo, oldestMs, nowMs)
@@ -285,10 +304,63 @@ func decodeReport(body []byte, oldestMs, nowMs int64) (instances.Info, []store.M
 		live[resource] = l
 		return struct{}{}
 	})
+	hot := map[string][]engine.HotValues{}
+	decodeObjects(hotItems, "hotValues", &errs, func(ho *wire.Object) struct{} {
+		resource, rule := decodeReportedHot(ho)
+		for _, other := range hot[resource] {
+			if other.Rule == rule.Rule {
+				ho.Fail("rule", "appears twice for the resource")
+			}
+		}
+		hot[resource] = append(hot[resource], rule)
+		return struct{}{}
+	})
 	if len(errs) > 0 {
-		return instances.Info{}, nil, nil, ValidationFailed("the report is not valid; nothing was recorded; see details", fieldErrors(errs)...)
+		return instances.Info{}, nil, nil, nil, ValidationFailed("the report is not valid; nothing was recorded; see details", fieldErrors(errs)...)
 	}
-	return info, minutes, live, nil
+	return info, minutes, live, hot, nil
+}
+
+// decodeReportedHot reads one rule's hot values of a report.
+func decodeReportedHot(o *wire.Object) (string, engine.HotValues) {
+	var resource string
+	var hv engine.HotValues
+	before := len(*o.Errs)
+	o.Str("resource", &resource)
+	if len(*o.Errs) == before {
+		if msg := engine.ValidateResourceName(resource); msg != "" {
+			o.Fail("resource", msg)
+		}
+	}
+	o.Str("rule", &hv.Rule)
+	if msg := textProblem(hv.Rule, 1, 256); msg != "" {
+		o.Fail("rule", msg)
+	}
+	o.Str("paramKey", &hv.ParamKey)
+	if msg := textProblem(hv.ParamKey, 0, 256); msg != "" {
+		o.Fail("paramKey", msg)
+	}
+	o.Bool("approximate", &hv.Approximate, false)
+	hint := fmt.Sprintf(": report the top %d", wire.MaxReportHotValues)
+	for _, ranking := range []struct {
+		name string
+		dst  *[]engine.HotValue
+	}{{"byPass", &hv.ByPass}, {"byBlock", &hv.ByBlock}} {
+		items := objectList(o, ranking.name, wire.MaxReportHotValues, hint)
+		*ranking.dst = decodeObjects(items, o.Path+ranking.name, o.Errs, func(vo *wire.Object) engine.HotValue {
+			var v engine.HotValue
+			vo.Str("value", &v.Value)
+			if len(v.Value) > wire.MaxReportHotValueBytes {
+				vo.Fail("value", fmt.Sprintf("must be at most %d bytes", wire.MaxReportHotValueBytes))
+			}
+			bounded(vo, "pass", &v.Pass, maxReportedCalls)
+			bounded(vo, "block", &v.Block, maxReportedCalls)
+			vo.Rest(func(string) string { return "" })
+			return v
+		})
+	}
+	o.Rest(func(string) string { return "" })
+	return resource, hv
 }
 
 // objectList reads the optional list field name of o: at most most

@@ -204,3 +204,55 @@ func TestResourcesListSeesTheLastMinute(t *testing.T) {
 		t.Errorf("last seen %v, want no earlier than the calls at 59 s", last)
 	}
 }
+
+// TestResourcesRankedByBlockedShare: sort=-blockedShare ranks the
+// resources with calls in the last minute by the share blocked, ties by
+// blocked calls, so that a resource blocking every call comes before one
+// blocking a tenth of many more; each item's recent figures and the
+// summary (Sluice's own routes left out) are the calls of those seconds
+// over 60.
+func TestResourcesRankedByBlockedShare(t *testing.T) {
+	t.Parallel()
+	clock := engine.NewManualClock(metricsT0 + 5_000)
+	n := startMetricsNode(t, filepath.Join(t.TempDir(), "sluice.db"), clock, nil)
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "r-all", "threshold": 0})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "r-all-more", "threshold": 0})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "r-tenth", "threshold": 9})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "r-half", "threshold": 1})
+	n.createRule(t, map[string]any{"kind": "flow", "resource": "r-idle", "threshold": 1})
+	clock.Advance(1000)
+	calls := map[string]int{"r-all": 1, "r-all-more": 2, "r-tenth": 10, "r-half": 2, "r-passing": 4}
+	var pass, block int
+	for range 3 {
+		for name, count := range calls {
+			p, b := traffic(t, n.engine, name, count, 0, 1)
+			pass, block = pass+p, block+b
+		}
+		n.metrics.SampleLive()
+		clock.Advance(1000)
+	}
+
+	resp, body := n.call(t, http.MethodGet, "/api/v1/resources?q=r-&sort=-blockedShare", nil, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	list := decodeStrict[ResourceList](t, body)
+	var got []string
+	for _, it := range list.Items {
+		got = append(got, it.Name)
+	}
+	if want := []string{"r-all-more", "r-all", "r-half", "r-tenth", "r-passing", "r-idle"}; !slices.Equal(got, want) {
+		t.Fatalf("order %q, want %q", got, want)
+	}
+	tenth := list.Items[3].Recent
+	if want := (RecentFigures{PassQps: 27.0 / 60, BlockQps: 3.0 / 60, BlockedShare: 0.1}); tenth != want {
+		t.Errorf("r-tenth recent %+v, want %+v", tenth, want)
+	}
+	if want := (RecentFigures{PassQps: float64(pass) / 60, BlockQps: float64(block) / 60, BlockedShare: float64(block) / float64(pass+block)}); list.Summary != want {
+		t.Errorf("summary %+v, want %+v", list.Summary, want)
+	}
+
+	resp, body = n.call(t, http.MethodGet, "/api/v1/resources?sort=-blocked", nil, nil)
+	mustStatus(t, resp, body, http.StatusBadRequest)
+	if !strings.Contains(string(body), `"field":"sort"`) {
+		t.Errorf("a bad sort answered %s, want sort named", body)
+	}
+}

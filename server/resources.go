@@ -14,10 +14,13 @@ import (
 
 // ResourceList is one page of resources.
 type ResourceList struct {
-	Items    []ResourceItem `json:"items"`
-	Total    int64          `json:"total" example:"1"`
-	Page     int            `json:"page" example:"1"`
-	PageSize int            `json:"pageSize" example:"50"`
+	Items []ResourceItem `json:"items"`
+	// Summary totals the last minute of every resource but Sluice's own
+	// API routes, whatever q and the page.
+	Summary  RecentFigures `json:"summary"`
+	Total    int64         `json:"total" example:"1"`
+	Page     int           `json:"page" example:"1"`
+	PageSize int           `json:"pageSize" example:"50"`
 }
 
 // ResourceItem is a resource with its rules, when it was seen and its
@@ -32,6 +35,29 @@ type ResourceItem struct {
 	LastSeen   *time.Time    `json:"lastSeen" extensions:"x-nullable" format:"date-time"`
 	Live       LiveStats     `json:"live"`
 	LastMinute MinuteFigures `json:"lastMinute"`
+	// Recent is the last 60 seconds, what sort=-blockedShare ranks by.
+	Recent RecentFigures `json:"recent"`
+}
+
+// RecentFigures is traffic over the last 60 seconds the server sampled
+// (the live backlog of the metric stream): rates are the calls of those
+// seconds divided by 60.
+type RecentFigures struct {
+	PassQps        float64 `json:"passQps" example:"117.5" format:"double"`
+	BlockQps       float64 `json:"blockQps" example:"2.5" format:"double"`
+	ShadowBlockQps float64 `json:"shadowBlockQps" example:"0" format:"double"`
+	// BlockedShare is blocked calls over passed and blocked ones, 0 to 1;
+	// 0 without calls.
+	BlockedShare float64 `json:"blockedShare" example:"0.0208" format:"double"`
+}
+
+// recentFiguresOf is r as the API answers it.
+func recentFiguresOf(r metrics.Recent) RecentFigures {
+	perSecond := func(n uint64) float64 { return float64(n) / metrics.RecentSeconds }
+	return RecentFigures{
+		PassQps: perSecond(r.Pass), BlockQps: perSecond(r.Block), ShadowBlockQps: perSecond(r.ShadowBlock),
+		BlockedShare: r.BlockedShare(),
+	}
 }
 
 // MinuteFigures is a resource's traffic in the last finished UTC minute.
@@ -53,6 +79,33 @@ type MetricHistory struct {
 	To   time.Time `json:"to" format:"date-time"`
 	// Points has one point per step with traffic, oldest first.
 	Points []MetricPoint `json:"points"`
+	// Covered are the spans of the range, oldest first, made of whole
+	// steps in which a Sluice server was up (in at least one minute of
+	// the step): a step there without a point had no traffic; a step
+	// outside them without a point is unknown (the server was down, or
+	// the minute is older than Sluice's heartbeats).
+	Covered []CoveredSpan `json:"covered"`
+}
+
+// CoveredSpan is a span of a history in which a server was up, from
+// inclusive, to exclusive, both on the step.
+type CoveredSpan struct {
+	From time.Time `json:"from" format:"date-time"`
+	To   time.Time `json:"to" format:"date-time"`
+}
+
+// coveredSpans merges the covered steps, oldest first, into spans.
+func coveredSpans(startsMs []int64, stepMs int64) []CoveredSpan {
+	spans := []CoveredSpan{}
+	for _, ms := range startsMs {
+		from, to := time.UnixMilli(ms).UTC(), time.UnixMilli(ms+stepMs).UTC()
+		if n := len(spans); n > 0 && spans[n-1].To.Equal(from) {
+			spans[n-1].To = to
+			continue
+		}
+		spans = append(spans, CoveredSpan{From: from, To: to})
+	}
+	return spans
 }
 
 // MetricPoint is a resource's traffic in the step that starts at Time.
@@ -126,11 +179,11 @@ func bindResources(api apiRoutes, h *resourceHandler) {
 //
 //	@Summary		List resources
 //	@ID				listResources
-//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name.
+//	@Description	Every resource that had traffic (within retention) or that a rule names, paged in the database: a page costs what it holds, not what the list holds. live is the last second; lastMinute the last finished UTC minute, stored and not yet flushed alike, its blocks split by rule and reason in blockedBy (absent without blocks). q matches a substring of the name, ASCII letters in either case. sort=name orders by name (byte-wise); -blockQps and -passQps put the resources with that live rate first, highest first (ties by name), then every other resource by name. -blockedShare puts first the resources with calls in the last 60 seconds (recent), by their blocked share, highest first, ties by blocked calls, then by name, then every other resource by name: a resource blocking all its calls never ranks below one blocking some. summary totals the last 60 seconds of every resource but Sluice's own API routes ("METHOD /api/v1/…").
 //	@Tags			resources
 //	@Produce		json
 //	@Param			q			query		string	false	"substring of the name, ASCII letters in either case"
-//	@Param			sort		query		string	false	"order: by name, or by live block or pass rate, highest first"	Enums(name, -blockQps, -passQps)	default(name)
+//	@Param			sort		query		string	false	"order: by name, by live block or pass rate, or by blocked share over the last 60 seconds, highest first"	Enums(name, -blockQps, -passQps, -blockedShare)	default(name)
 //	@Param			page		query		int		false	"page, from 1"													default(1)							minimum(1)
 //	@Param			pageSize	query		int		false	"resources per page, 1 to 500"									default(50)							minimum(1)	maximum(500)
 //	@Success		200			{object}	ResourceList
@@ -147,9 +200,9 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 	bad.note(err)
 	order := metrics.Order(c.Query("sort", string(metrics.ByName)))
 	switch order {
-	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps:
+	case metrics.ByName, metrics.ByBlockQps, metrics.ByPassQps, metrics.ByBlockedShare:
 	default:
-		bad.add("sort", "must be one of name, -blockQps, -passQps")
+		bad.add("sort", "must be one of name, -blockQps, -passQps, -blockedShare")
 	}
 	q, err := searchParam(c, "q")
 	bad.note(err)
@@ -165,16 +218,19 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 		items[i] = ResourceItem{
 			Name: v.Name, Rules: v.Rules, FirstSeen: v.FirstSeen, LastSeen: v.LastSeen, Live: liveStatsOf(v.Live),
 			LastMinute: MinuteFigures{Calls: callsOf(v.LastMinute.Calls), AvgRtMs: v.LastMinute.AvgRtMs(), BlockedBy: ruleBlocksOf(v.LastMinuteBlocks)},
+			Recent:     recentFiguresOf(v.Recent),
 		}
 	}
-	return writeJSON(c, http.StatusOK, ResourceList{Items: items, Total: total, Page: page.Number, PageSize: page.Size})
+	return writeJSON(c, http.StatusOK, ResourceList{
+		Items: items, Summary: recentFiguresOf(h.metrics.RecentTotals()), Total: total, Page: page.Number, PageSize: page.Size,
+	})
 }
 
 // history answers one resource's history, rolled up to the step.
 //
 //	@Summary		Metric history of a resource
 //	@ID				getResourceMetrics
-//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled. Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.
+//	@Description	Counts are totalled per step; steps are UTC-aligned (1d starts at 00:00 UTC). from is rounded down and to up to the step; from is inclusive, to exclusive. At most 10,000 points ((to - from) / step), else 400 naming step. A to that rounds up past 9999-12-31T23:59:59Z (the last time RFC 3339 writes) is 400 naming to. Steps without traffic are absent, not zero-filled; covered says which steps a server was up in (a heartbeat each minute, kept as long as the metrics), so that a step without a point inside covered had no traffic, and one outside it is unknown: an outage, or a time before Sluice kept heartbeats (migration 00019). Data is as fresh as the last flush (--metrics-flush-interval). A resource never seen is 404; a known one without rows in the range answers "points": []. blockedBy splits a point's block by rule and reason (docs/api.md#blocks-by-rule), summed over the server and every instance; it is absent without blocks and with instance.
 //	@Tags			resources
 //	@Produce		json
 //	@Param			name	path		string	true	"resource name, URL-escaped (GET%3A%2Fapi%2Forders)"
@@ -234,6 +290,6 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	return writeHistory(c, MetricHistory{
 		Resource: name, Step: step.Name,
 		From: time.UnixMilli(history.FromMs).UTC(), To: time.UnixMilli(history.ToMs).UTC(),
-		Points: points,
+		Points: points, Covered: coveredSpans(history.CoveredMs, step.Ms),
 	})
 }

@@ -354,7 +354,7 @@ func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
 	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
-	bindHotValues(api, &hotValuesHandler{engine: s.engine})
+	bindHotValues(api, &hotValuesHandler{engine: s.engine, metrics: s.metrics})
 	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})
 	bindWebhooks(api, &webhookHandler{store: s.store, worker: s.webhooks, allowPrivate: webhookAllowPrivate, resolver: net.DefaultResolver, now: now})

@@ -36,6 +36,27 @@ type Stats interface {
 	Live(dst []wire.ReportLive) []wire.ReportLive
 }
 
+// HotStats is a Stats that also reports its hotspot rules' hottest
+// values, so that the server's hot-values panel sums the fleet; a Client
+// reports none for a Stats without it.
+type HotStats interface {
+	// HotValues appends to dst each hotspot rule's hottest values over
+	// the last minute, at most wire.MaxReportHotValues per ranking, and
+	// returns it.
+	HotValues(dst []wire.ReportHotValues) []wire.ReportHotValues
+}
+
+// hotValuesOf is what stats reports of its hot values: nil without
+// HotStats, and at most wire.MaxReportHotRules rules.
+func hotValuesOf(stats Stats) []wire.ReportHotValues {
+	hs, ok := stats.(HotStats)
+	if !ok {
+		return nil
+	}
+	hot := hs.HotValues(nil)
+	return hot[:min(len(hot), wire.MaxReportHotRules)]
+}
+
 // NewWith is New for a Client that runs no engine: it syncs the rules into
 // hooks.Load and reports hooks.Stats. Its Engine is nil, and
 // cfg.Engine is not used.
@@ -56,6 +77,15 @@ func (s engineStats) Live(dst []wire.ReportLive) []wire.ReportLive {
 	for _, res := range s.e.Resources() {
 		if l := res.Live(); l != (engine.LiveStats{}) {
 			dst = append(dst, wire.ReportLive{Resource: res.Name(), LiveStats: wire.LiveStatsOf(l)})
+		}
+	}
+	return dst
+}
+
+func (s engineStats) HotValues(dst []wire.ReportHotValues) []wire.ReportHotValues {
+	for _, res := range s.e.Resources() {
+		if hot := res.HotValues(wire.MaxReportHotValues); len(hot) > 0 {
+			dst = append(dst, wire.HotValuesOf(res.Name(), hot)...)
 		}
 	}
 	return dst

@@ -367,6 +367,24 @@ func TestReportsNameTheInstanceAndItsLiveFigures(t *testing.T) {
 	})
 }
 
+// TestReportsCarryTheHotValues: an instance reports its hotspot rules'
+// hottest values, for the server's panel to sum the fleet.
+func TestReportsCarryTheHotValues(t *testing.T) {
+	srv := startTestServer(t, `{"name": "per-user", "kind": "hotspot", "resource": "orders", "paramKey": "user", "threshold": 1000}`)
+	c, _ := startClient(t, srv.URL(), nil)
+	waitReady(t, c)
+	for range 3 {
+		if e, blk := c.Engine().Entry("orders", engine.WithParam("user", "alice")); blk == nil {
+			e.Exit()
+		}
+	}
+	eventually(t, "a report carries alice's passes", func() bool {
+		var hot []json.RawMessage
+		srv.read(func(s *testServer) { hot = s.lastHot })
+		return len(hot) == 1 && strings.Contains(string(hot[0]), `"resource":"orders","rule":"per-user","paramKey":"user","approximate":false,"byPass":[{"value":"alice","pass":3,"block":0}]`)
+	})
+}
+
 func TestCloseReportsTheCurrentMinute(t *testing.T) {
 	srv := startTestServer(t)
 	c, _ := startClient(t, srv.URL(), nil)

@@ -242,7 +242,7 @@ func (c *Client) report(ctx context.Context, send, all bool) error {
 func (c *Client) post(ctx context.Context) error {
 	r := c.reports
 	batch := r.batch(maxMinutesPerReport)
-	refused, err := c.send(ctx, wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.stats)})
+	refused, err := c.send(ctx, wire.Report{Instance: c.identity(), Minutes: batch, Live: r.liveFigures(c.stats), HotValues: hotValuesOf(c.stats)})
 	switch {
 	case refused:
 		r.remove(len(batch), true)

@@ -42,6 +42,7 @@ type testServer struct {
 	mismatches  []string
 	instances   map[string]instanceFigures
 	lastLive    []json.RawMessage
+	lastHot     []json.RawMessage
 	reports     int
 	notModified int
 	etagsAsked  map[string]int
@@ -211,7 +212,8 @@ func (s *testServer) report(w http.ResponseWriter, r *http.Request) {
 			Time     string `json:"time"`
 			minuteFigures
 		} `json:"minutes"`
-		Live []json.RawMessage `json:"live"`
+		Live      []json.RawMessage `json:"live"`
+		HotValues []json.RawMessage `json:"hotValues"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&body); err != nil || body.Instance.ID == "" || body.Minutes == nil || body.Live == nil {
 		http.Error(w, `{"error": {"code": "validation_failed", "message": "bad report", "details": []}}`, http.StatusUnprocessableEntity)
@@ -221,6 +223,7 @@ func (s *testServer) report(w http.ResponseWriter, r *http.Request) {
 	s.reports++
 	s.instances[body.Instance.ID] = body.Instance
 	s.lastLive = body.Live
+	s.lastHot = body.HotValues
 	for _, m := range body.Minutes {
 		at, err := time.Parse(time.RFC3339, m.Time)
 		if err != nil || at.UnixMilli()%60_000 != 0 {

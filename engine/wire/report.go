@@ -23,6 +23,66 @@ type Report struct {
 	Instance ReportInstance `json:"instance"`
 	Minutes  []ReportMinute `json:"minutes"`
 	Live     []ReportLive   `json:"live"`
+	// HotValues are the hottest values of the instance's hotspot rules
+	// over the last minute; absent from the reports of instances older
+	// than the field, and of those without a hotspot rule.
+	HotValues []ReportHotValues `json:"hotValues,omitempty"`
+}
+
+// Bounds of a report's hot values: the server refuses a report beyond
+// them (422 naming the field).
+const (
+	// MaxReportHotRules is the most hotspot rules one report carries.
+	MaxReportHotRules = 1000
+	// MaxReportHotValues is the most values of one ranking (byPass,
+	// byBlock) of a rule: enough for the server's panel to sum a fleet's
+	// top values, as few as keep a report small.
+	MaxReportHotValues = 20
+	// MaxReportHotValueBytes bounds a value's length.
+	MaxReportHotValueBytes = 256
+)
+
+// ReportHotValues is one hotspot rule's hottest values over the last
+// minute, as engine.Resource.HotValues gives them.
+type ReportHotValues struct {
+	Resource    string           `json:"resource"`
+	Rule        string           `json:"rule"`
+	ParamKey    string           `json:"paramKey"`
+	Approximate bool             `json:"approximate"`
+	ByPass      []ReportHotValue `json:"byPass"`
+	ByBlock     []ReportHotValue `json:"byBlock"`
+}
+
+// ReportHotValue is one value's passes and blocks over the last minute.
+type ReportHotValue struct {
+	Value string `json:"value"`
+	Pass  int64  `json:"pass"`
+	Block int64  `json:"block"`
+}
+
+// HotValuesOf is a resource's hot values as a report carries them, at
+// most MaxReportHotValues per ranking and none longer than
+// MaxReportHotValueBytes (a longer value's ranking entry is left out).
+func HotValuesOf(resource string, hot []engine.HotValues) []ReportHotValues {
+	out := make([]ReportHotValues, 0, len(hot))
+	for _, h := range hot {
+		out = append(out, ReportHotValues{Resource: resource, Rule: h.Rule, ParamKey: h.ParamKey,
+			Approximate: h.Approximate, ByPass: reportHotValues(h.ByPass), ByBlock: reportHotValues(h.ByBlock)})
+	}
+	return out
+}
+
+func reportHotValues(values []engine.HotValue) []ReportHotValue {
+	out := make([]ReportHotValue, 0, min(len(values), MaxReportHotValues))
+	for _, v := range values {
+		if len(out) == MaxReportHotValues {
+			break
+		}
+		if len(v.Value) <= MaxReportHotValueBytes {
+			out = append(out, ReportHotValue{Value: v.Value, Pass: v.Pass, Block: v.Block})
+		}
+	}
+	return out
 }
 
 // ReportInstance is who reports.

@@ -195,3 +195,61 @@ func (p *Pipeline) SampleLive() {
 
 // Backlog is the pipeline's backlog of per-second figures.
 func (p *Pipeline) Backlog() *Backlog { return p.backlog }
+
+// RecentSeconds is the span of the overview's ranking and summary: a
+// minute smooths out single seconds and still follows an incident.
+const RecentSeconds = 60
+
+// Recent is a resource's calls summed over the last RecentSeconds seconds
+// the backlog sampled.
+type Recent struct {
+	Pass, Block, ShadowBlock uint64
+}
+
+// BlockedShare is the share of the calls that were blocked, 0 without
+// calls.
+func (r Recent) BlockedShare() float64 {
+	if calls := r.Pass + r.Block; calls > 0 {
+		return float64(r.Block) / float64(calls)
+	}
+	return 0
+}
+
+// Recent sums the last RecentSeconds seconds of the resources named, or of
+// every resource the backlog holds when names is nil; a resource without
+// calls in that time is absent.
+func (b *Backlog) Recent(names []string) map[string]Recent {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string]Recent{}
+	if b.lastSec == math.MinInt64 {
+		return out
+	}
+	add := func(name string, ring *backlogRing) {
+		var r Recent
+		for sec := max(b.lastSec-RecentSeconds+1, ring.lastSec-BacklogSeconds+1); sec <= ring.lastSec; sec++ {
+			if b.sampled[slot(sec)] != sec {
+				continue
+			}
+			s := ring.samples[slot(sec)]
+			r.Pass += uint64(s.pass)
+			r.Block += uint64(s.block)
+			r.ShadowBlock += uint64(s.shadowBlock)
+		}
+		if r != (Recent{}) {
+			out[name] = r
+		}
+	}
+	if names == nil {
+		for name, ring := range b.rings {
+			add(name, ring)
+		}
+		return out
+	}
+	for _, name := range names {
+		if ring := b.rings[name]; ring != nil {
+			add(name, ring)
+		}
+	}
+	return out
+}

@@ -64,6 +64,10 @@ type Pipeline struct {
 	// to its commit, and for reading by those who read the store and the
 	// pending batch together: they see every delta exactly once.
 	flushMu sync.RWMutex
+	// startMs is when the pipeline was made: every minute since, the
+	// server is up. beatMs is the last minute whose heartbeat a flush
+	// wrote (guarded by flushMu).
+	startMs, beatMs int64
 
 	mu        sync.Mutex // guards the fields below
 	pending   map[minuteKey]*store.MinuteDelta
@@ -83,6 +87,8 @@ type Pipeline struct {
 	liveMu sync.Mutex // guards the fields below
 	// instanceLive is the last live figures of each instance, by its id.
 	instanceLive map[string]*instanceLive
+	// instanceHot is the last hot values of each instance, by its id.
+	instanceHot map[string]*instanceHot
 }
 
 type minuteKey struct {
@@ -117,11 +123,14 @@ func New(opts Options) *Pipeline {
 		resources:     map[string]*resourceTally{},
 		unstored:      map[string]struct{}{},
 		instanceLive:  map[string]*instanceLive{},
+		instanceHot:   map[string]*instanceHot{},
 		backlog:       NewBacklog(BacklogResources),
 	}
 	if p.clock == nil {
 		p.clock = opts.Engine.Clock()
 	}
+	p.startMs = p.NowMs()
+	p.beatMs = floorMs(p.startMs, store.MinuteMs) - store.MinuteMs
 	if p.logger == nil {
 		p.logger = slog.Default()
 	}

@@ -3,6 +3,7 @@ package metrics
 import (
 	"cmp"
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -14,18 +15,20 @@ import (
 // the requests in flight may have used up the caller's.
 const finalFlushTimeout = 10 * time.Second
 
-// Flush collects and writes everything pending in one transaction. If the
-// write fails, the batch stays pending for the next flush.
+// Flush collects and writes everything pending in one transaction, and
+// the heartbeats of the minutes since the last flush. If a write fails,
+// what it held stays pending for the next flush.
 func (p *Pipeline) Flush(ctx context.Context) error {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
+	beatErr := p.beat(ctx)
 	p.Collect()
 	p.mu.Lock()
 	batch := p.pending
 	p.pending = map[minuteKey]*store.MinuteDelta{}
 	p.mu.Unlock()
 	if len(batch) == 0 {
-		return nil
+		return beatErr
 	}
 	deltas := make([]store.MinuteDelta, 0, len(batch))
 	for _, k := range slices.SortedFunc(maps.Keys(batch), compareMinuteKeys) {
@@ -37,9 +40,25 @@ func (p *Pipeline) Flush(ctx context.Context) error {
 			mergePending(p.pending, d)
 		}
 		p.mu.Unlock()
-		return err
+		return errors.Join(beatErr, err)
 	}
 	p.stored(batch)
+	return beatErr
+}
+
+// beat writes the heartbeats of the minutes from the last one written to
+// the current one, as far back as the retention: the server has been up
+// through them. The caller holds flushMu.
+func (p *Pipeline) beat(ctx context.Context) error {
+	nowMinute := floorMs(p.NowMs(), store.MinuteMs)
+	var minutes []int64
+	for m := max(p.beatMs+store.MinuteMs, nowMinute-p.retention.Milliseconds()); m <= nowMinute; m += store.MinuteMs {
+		minutes = append(minutes, m)
+	}
+	if err := p.store.AddHeartbeats(ctx, minutes); err != nil {
+		return err
+	}
+	p.beatMs = max(p.beatMs, nowMinute)
 	return nil
 }
 

@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -77,6 +78,10 @@ type History struct {
 	FromMs, ToMs int64
 	// Points has one point per step with traffic, oldest first.
 	Points []store.MetricPoint
+	// CoveredMs are the starts of the steps, oldest first, in which a
+	// server was up (a heartbeat, or this process's own run): a step
+	// there without a point was idle; one elsewhere is unknown.
+	CoveredMs []int64
 }
 
 // History reads the resource's history from fromMs (inclusive) to toMs
@@ -109,7 +114,26 @@ func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, 
 			return History{}, err
 		}
 	}
-	return History{FromMs: fromMs, ToMs: toMs, Points: points}, nil
+	covered, err := p.covered(ctx, fromMs, toMs, step.Ms)
+	if err != nil {
+		return History{}, err
+	}
+	return History{FromMs: fromMs, ToMs: toMs, Points: points, CoveredMs: covered}, nil
+}
+
+// covered returns the starts of the steps from fromMs to toMs in which a
+// server was up: those with a stored heartbeat, and those of this
+// process's run, whose latest minutes no flush has written yet.
+func (p *Pipeline) covered(ctx context.Context, fromMs, toMs, stepMs int64) ([]int64, error) {
+	stored, err := p.store.CoveredSteps(ctx, fromMs, toMs, stepMs)
+	if err != nil {
+		return nil, err
+	}
+	var running []int64
+	for s := max(fromMs, floorMs(p.startMs, stepMs)); s < toMs && s <= p.NowMs(); s += stepMs {
+		running = append(running, s)
+	}
+	return slices.Compact(slices.Sorted(slices.Values(append(stored, running...)))), nil
 }
 
 // known returns an UnknownResourceError unless the resource is one the

@@ -21,6 +21,12 @@ type instanceLive struct {
 	figures map[string]engine.LiveStats
 }
 
+// instanceHot is an instance's last reported hot values, by resource.
+type instanceHot struct {
+	atMs       int64
+	byResource map[string][]engine.HotValues
+}
+
 // AddInstanceMinutes adds the finished minutes an instance reported,
 // instanceID being its registry key, to the history: at once, in the
 // store's summed rows and the instance's own. A minute of a resource the
@@ -173,4 +179,38 @@ func (p *Pipeline) InstanceHistory(ctx context.Context, name string, instanceID 
 	return p.history(ctx, name, step, fromMs, toMs, func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error) {
 		return p.store.InstanceMetrics(ctx, name, instanceID, fromMs, toMs, stepMs)
 	})
+}
+
+// SetInstanceHot replaces the hot values instance uid reported, by
+// resource; they count for InstanceLiveMs, as its live figures do. An
+// empty report forgets the instance's.
+func (p *Pipeline) SetInstanceHot(uid string, byResource map[string][]engine.HotValues) {
+	nowMs := p.NowMs()
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	if len(byResource) == 0 {
+		delete(p.instanceHot, uid)
+		return
+	}
+	p.instanceHot[uid] = &instanceHot{atMs: nowMs, byResource: byResource}
+}
+
+// ReportedHot returns the hot values of resource that each instance
+// reported within InstanceLiveMs, one list per instance, and forgets the
+// instances that did not report since.
+func (p *Pipeline) ReportedHot(resource string) [][]engine.HotValues {
+	nowMs := p.NowMs()
+	p.liveMu.Lock()
+	defer p.liveMu.Unlock()
+	var out [][]engine.HotValues
+	for uid, in := range p.instanceHot {
+		if nowMs-in.atMs > InstanceLiveMs {
+			delete(p.instanceHot, uid)
+			continue
+		}
+		if hot := in.byResource[resource]; len(hot) > 0 {
+			out = append(out, hot)
+		}
+	}
+	return out
 }

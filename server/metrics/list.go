@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"maps"
+	"regexp"
 	"slices"
 	"time"
 
@@ -24,7 +25,9 @@ import (
 // the engine and the reporting instances know: they are ranked in memory
 // over the engine's tracked resources, bounded by --max-resources, and
 // those the instances report. Every other resource follows by
-// name, paged as above with the ranked ones skipped.
+// name, paged as above with the ranked ones skipped. The blocked-share
+// order ranks likewise the resources with calls in the backlog's last
+// RecentSeconds.
 
 // Order is an order of the resource list.
 type Order string
@@ -37,6 +40,11 @@ const (
 	// rate, highest first, ties by name, then every other by name.
 	ByBlockQps Order = "-blockQps"
 	ByPassQps  Order = "-passQps"
+	// ByBlockedShare puts first the resources with calls in the last
+	// RecentSeconds, by the share of them blocked, highest first, ties by
+	// blocked calls, then by name; then every other by name. A resource
+	// that blocks all its calls never ranks below one that blocks some.
+	ByBlockedShare Order = "-blockedShare"
 )
 
 // ResourceView is a resource of the list: its rules, when it was seen, its
@@ -52,6 +60,8 @@ type ResourceView struct {
 	LastMinute          engine.Counts
 	// LastMinuteBlocks splits LastMinute's Block by rule and reason.
 	LastMinuteBlocks []engine.RuleBlocks
+	// Recent is its calls over the last RecentSeconds.
+	Recent Recent
 }
 
 // liveResource is a resource the engine counts traffic for now.
@@ -75,6 +85,9 @@ func (p *Pipeline) ranked(q string, order Order) []liveResource {
 	if order == ByName {
 		return nil
 	}
+	if order == ByBlockedShare {
+		return p.rankedByShare(q)
+	}
 	var out []liveResource
 	p.eachLive(func(name string, l engine.LiveStats) {
 		if liveRate(order, l) > 0 && store.NameContains(name, q) {
@@ -85,6 +98,43 @@ func (p *Pipeline) ranked(q string, order Order) []liveResource {
 		return cmp.Or(cmp.Compare(liveRate(order, b.live), liveRate(order, a.live)), cmp.Compare(a.name, b.name))
 	})
 	return out
+}
+
+// rankedByShare returns the resources whose name contains q and that had
+// calls in the last RecentSeconds, by blocked share, then blocked calls,
+// highest first, then by name. Their live figures are left to describe.
+func (p *Pipeline) rankedByShare(q string) []liveResource {
+	recent := p.backlog.Recent(nil)
+	out := make([]liveResource, 0, len(recent))
+	for name := range recent {
+		if store.NameContains(name, q) {
+			out = append(out, liveResource{name: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b liveResource) int {
+		ra, rb := recent[a.name], recent[b.name]
+		return cmp.Or(cmp.Compare(rb.BlockedShare(), ra.BlockedShare()), cmp.Compare(rb.Block, ra.Block), cmp.Compare(a.name, b.name))
+	})
+	return out
+}
+
+// ownRoute matches the resources of Sluice's own API routes, which the
+// server's guard names "METHOD /api/v1/…".
+var ownRoute = regexp.MustCompile(`^[A-Z]+ /api/v1(/|$)`)
+
+// RecentTotals sums the calls of the last RecentSeconds over every
+// resource but Sluice's own API routes: the console's own requests would
+// otherwise dilute the blocked share an operator reads first.
+func (p *Pipeline) RecentTotals() Recent {
+	var sum Recent
+	for name, r := range p.backlog.Recent(nil) {
+		if !ownRoute.MatchString(name) {
+			sum.Pass += r.Pass
+			sum.Block += r.Block
+			sum.ShadowBlock += r.ShadowBlock
+		}
+	}
+	return sum
 }
 
 // Resources returns one page of the resource list, the resources whose name
@@ -112,7 +162,9 @@ func (p *Pipeline) Resources(ctx context.Context, q string, order Order, page st
 		live := map[string]engine.LiveStats{}
 		for _, r := range ranked[min(offset, len(ranked)):min(offset+page.Size, len(ranked))] {
 			names = append(names, r.name)
-			live[r.name] = r.live
+			if order != ByBlockedShare {
+				live[r.name] = r.live
+			}
 		}
 		if rest := page.Size - len(names); rest > 0 {
 			skip, extra := splitRanked(ranked, fresh)
@@ -241,6 +293,7 @@ func (p *Pipeline) describe(ctx context.Context, names []string, live map[string
 	if err != nil {
 		return nil, err
 	}
+	recent := p.backlog.Recent(names)
 	for i, name := range names {
 		it := ResourceView{Name: name}
 		if e, ok := entries[name]; ok {
@@ -258,6 +311,7 @@ func (p *Pipeline) describe(ctx context.Context, names []string, live map[string
 		}
 		it.Live = l
 		it.LastMinute, it.LastMinuteBlocks = figures[name], blocks[name]
+		it.Recent = recent[name]
 		items[i] = it
 	}
 	return items, nil

@@ -15,7 +15,8 @@ const pruneBatchRows = 1000
 // Prune deletes the rows older than retention, cut at a whole UTC hour so
 // that every step of the history agrees on what is left: up to an hour more
 // than retention is kept. The circuit breaker transitions go with them: a
-// timeline reaches as far back as the charts beside it. Options.Purge runs
+// timeline reaches as far back as the charts beside it; and so do the
+// heartbeats, which say which of their minutes the server was up in. Options.Purge runs
 // after them, whether they failed or not.
 func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
 	cutMs := p.NowMs() - retention.Milliseconds()
@@ -25,7 +26,9 @@ func (p *Pipeline) Prune(ctx context.Context, retention time.Duration) error {
 		return err
 	}
 	transitions, err := p.store.PruneBreakerTransitions(ctx, cutMs, pruneBatchRows)
-	if deleted += transitions; deleted > 0 {
+	beats, beatErr := p.store.PruneHeartbeats(ctx, cutMs, pruneBatchRows)
+	err = errors.Join(err, beatErr)
+	if deleted += transitions + beats; deleted > 0 {
 		p.logger.Info("metrics: retention deleted old rows", "rows", deleted, "before", time.UnixMilli(cutMs).UTC())
 	}
 	if p.purge != nil {

@@ -149,7 +149,7 @@ export function timeChart(container, opts) {
  * container. It returns {setData(xs, pass, block), destroy()}.
  */
 export function sparkline(container) {
-  const u = new uPlot({
+  const opts = {
     width: 120,
     height: 32,
     pxAlign: false,
@@ -159,15 +159,40 @@ export function sparkline(container) {
     scales: { x: { time: false }, y: { range: fromZero } },
     axes: [{ show: false }, { show: false }],
     series: [{}, { stroke: colors.pass, width: 1.5, spanGaps: false }, { stroke: colors.block, width: 1.5, spanGaps: false }],
-  }, [[], [], []], container);
+  };
+  // Drawn only while in sight: the overview lists up to 200 resources and
+  // its figures come every second, and 200 canvases redrawn each time cost
+  // more than the rows themselves (a second to the first rows, over 10,000
+  // active resources).
+  let u = null;
+  let data = [[], [], []];
+  let inSight = false;
+  const draw = () => {
+    if (u) {
+      u.setData(data);
+    } else {
+      u = new uPlot(opts, data, container);
+    }
+  };
+  const sight = new IntersectionObserver((entries) => {
+    inSight = entries[entries.length - 1].isIntersecting;
+    if (inSight) {
+      draw();
+    }
+  });
+  sight.observe(container);
   return {
     setData(xs, pass, block) {
-      u.setData([xs, pass, block]);
+      data = [xs, pass, block];
       container.dataset.points = String(xs.length);
       container.dataset.gaps = String(gaps(pass));
+      if (inSight) {
+        draw();
+      }
     },
     destroy() {
-      u.destroy();
+      sight.disconnect();
+      u?.destroy();
     },
   };
 }

@@ -67,6 +67,17 @@ export function number(n) {
   return Math.abs(n) < 100 ? oneDecimal.format(n) : grouped.format(n);
 }
 
+/**
+ * percent writes a share (0 to 1) as a percentage, one decimal at most:
+ * "100%", "12.5%", and "<0.1%" for a share too small to show but not 0.
+ */
+export function percent(share) {
+  if (share > 0 && share < 0.001) {
+    return '<0.1%';
+  }
+  return `${oneDecimal.format(share * 100)}%`;
+}
+
 /** rate writes a rate in requests a second. */
 export function rate(qps) {
   return `${number(qps)}/s`;
@@ -125,6 +136,17 @@ export function span(msValue) {
   const days = Math.floor(hours / 24);
   const unit = days === 1 ? 'day' : 'days';
   return hours % 24 ? `${days} ${unit} ${hours % 24} h` : `${days} ${unit}`;
+}
+
+/**
+ * openFor says how long a breaker has been open and when it lets a probe
+ * through, as an on-call operator asks it: "open for 12 s, next probe in
+ * 8 s". retryMs is its rule's retryTimeoutMs, undefined when not known.
+ */
+export function openFor(sinceMs, retryMs, nowMs = Date.now()) {
+  const probe = retryMs === undefined ? ''
+    : sinceMs + retryMs > nowMs ? `, next probe in ${span(sinceMs + retryMs - nowMs)}` : ', the next call probes';
+  return `open for ${span(nowMs - sinceMs)}${probe}`;
 }
 
 let agoTimer = 0;

@@ -150,3 +150,47 @@ export function settleRuleCreate({ name, actor }) {
     },
   });
 }
+
+/**
+ * settleCreate follows the creation of name in the list at path (a token,
+ * a user) that timed out. Names are unique there (a second create of one
+ * is refused), so one of that name now was made by this write, unless
+ * someone made it at the same moment. lost says what the lost answer held
+ * that cannot be read again (a token's secret), if anything.
+ */
+export function settleCreate({ what, path, name, nameOf, lost }) {
+  return settle({
+    key: `${path}:new:${name}`,
+    what,
+    async check() {
+      const { data } = await api('GET', path, { query: { pageSize: 500 } });
+      if (!data.items.some((it) => nameOf(it) === name)) {
+        return { made: false, message: `There is no ${name}. Make it again if you still mean to.` };
+      }
+      return { made: true, message: `${name} exists now.${lost ? ` ${lost}` : ''}` };
+    },
+  });
+}
+
+/**
+ * settleDelete follows the deletion of the object at itemPath (key its
+ * pending key) that timed out: it was made if the object is not found
+ * any more.
+ */
+export function settleDelete({ key, what, itemPath, name }) {
+  return settle({
+    key,
+    what,
+    async check() {
+      try {
+        await api('GET', itemPath);
+      } catch (err) {
+        if (err.status === 404) {
+          return { made: true, message: `${name} is deleted.` };
+        }
+        throw err;
+      }
+      return { made: false, message: `${name} is still there. Delete it again if you still mean to.` };
+    },
+  });
+}

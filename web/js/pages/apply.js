@@ -6,6 +6,7 @@ import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { estimateView } from '../impact.js';
 import { ruleTarget, show } from '../rulesinfo.js';
+import { isPending, outcomeUnknown, settle } from '../outcome.js';
 import { confirmDialog, errorBox, field, page, reasonHeaders, table, toast } from '../ui.js';
 
 const example = `rules:
@@ -65,6 +66,28 @@ function planSummary(plan) {
     .filter(([, items]) => items.length)
     .map(([what, items]) => `${items.length} ${what}`);
   return counts.length ? `As previewed: ${counts.join(', ')}.` : 'As previewed, nothing changes.';
+}
+
+/** applyKey is the pending key of an apply whose outcome is unknown. */
+const applyKey = 'rules:apply';
+
+/**
+ * settleApply follows an apply that timed out. It is one transaction, made
+ * whole or not at all, so a preview of the same file tells which: one
+ * that changes nothing finds the rules as the file says.
+ */
+function settleApply(body, contentType, prune) {
+  return settle({
+    key: applyKey,
+    what: 'Apply the rule file',
+    async check() {
+      const { data } = await api('POST', '/rules/apply', { query: { dryRun: true, prune }, body, contentType });
+      const left = data.created.length + data.updated.length + data.deleted.length;
+      return left
+        ? { made: false, message: `A preview of the file still plans ${left} change${left === 1 ? '' : 's'}: preview it, then apply it if you still mean to.` }
+        : { made: true, message: 'A preview of the file now changes nothing: the rules are as it says.' };
+    },
+  });
 }
 
 /** render draws the apply page. */
@@ -149,18 +172,15 @@ export function render(ctx) {
       text.input.focus();
       return;
     }
+    const query = { dryRun: dry, prune: prune.input.checked };
+    const contentType = isJSON(body, format.input.value) ? 'application/json' : 'application/yaml';
     try {
-      const { data } = await api('POST', '/rules/apply', {
-        query: { dryRun: dry, prune: prune.input.checked },
-        body,
-        contentType: isJSON(body, format.input.value) ? 'application/json' : 'application/yaml',
-        headers: reasonHeaders(reason),
-      });
+      const { data } = await api('POST', '/rules/apply', { query, body, contentType, headers: reasonHeaders(reason) });
       replace(plan, drawPlan(data));
       if (dry) {
         previewed = wanted;
         previewPlan = data;
-        applyButton.disabled = readOnly;
+        applyButton.disabled = readOnly || isPending(applyKey);
         applyButton.title = readOnly ? `Your role (${ctx.session.me.role}) cannot apply rules` : '';
         // Changed while the preview was on its way: it is not this file's.
         invalidate();
@@ -172,6 +192,12 @@ export function render(ctx) {
       }
     } catch (err) {
       replace(plan);
+      if (!dry && outcomeUnknown(err)) {
+        previewed = '';
+        applyButton.disabled = true;
+        settleApply(body, contentType, query.prune);
+        return;
+      }
       errors.show(err);
     }
   }

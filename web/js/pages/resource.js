@@ -8,7 +8,7 @@ import { ConnectionError, api, ifMatch, resourcePath } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { byReason, byRule, reasonColor, reasonLabel, ruleLabel } from '../blocks.js';
 import { colors, timeChart } from '../charts.js';
-import { localInput, number, plural, span, stepLabel, timeEl } from '../format.js';
+import { localInput, number, openFor, plural, stepLabel, timeEl } from '../format.js';
 import { feed } from '../live.js';
 import { isPending, onSettled, outcomeUnknown, settleRuleWrite } from '../outcome.js';
 import { appBadge, clusterBadges, clusterStatus, expiryBadge, isDemoRule, kindLabel, stateKind, stateLabel, strategyLabel, summary } from '../rulesinfo.js';
@@ -109,20 +109,12 @@ export function render(ctx) {
   // retryTimeoutMs of each breaker rule of the resource, from its rules.
   const retryMs = new Map();
 
-  /**
-   * breakerClock says how long an open breaker has been open and when it
-   * lets a probe through, as an on-call operator asks it: "open for 12 s,
-   * next probe in 8 s". It is redrawn every second.
-   */
+  /** breakerClock is an open breaker's openFor, redrawn every second. */
   function breakerClock(b) {
     if (b.state !== 'open') {
       return '';
     }
-    const since = Date.parse(b.since);
-    const now = Date.now();
-    const retry = retryMs.get(b.rule);
-    const probe = retry === undefined ? '' : since + retry > now ? `, next probe in ${span(since + retry - now)}` : ', the next call probes';
-    return `open for ${span(now - since)}${probe}`;
+    return openFor(Date.parse(b.since), retryMs.get(b.rule));
   }
   const clocks = new Map(); // rule → [breaker, element]
 
@@ -221,6 +213,8 @@ export function render(ctx) {
   const rangeName = uid('range');
   const historyEl = h('div', { class: 'chart', id: 'history-chart' });
   const historyNote = h('p', { class: 'muted', role: 'status', id: 'history-note' });
+  // historyKey tells a gap from a zero, which the chart's legend cannot.
+  const historyKey = h('p', { class: 'muted small', id: 'history-key' });
   const fromInput = h('input', { type: 'datetime-local', id: 'history-from' });
   const toInput = h('input', { type: 'datetime-local', id: 'history-to' });
   const customForm = h('form', { class: 'toolbar end', hidden: true, id: 'history-custom' },
@@ -254,7 +248,7 @@ export function render(ctx) {
   let blocksChart = null;
   let blocksReasons = '';
   let blocksParts = [];
-  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, blocksBlock, limitBlock);
+  const historySection = section('History', h('div', { class: 'toolbar end' }, picker, instanceField), customForm, historyNote, historyEl, historyKey, blocksBlock, limitBlock);
 
   /**
    * loadInstances offers the instances that report to the server; the
@@ -315,13 +309,23 @@ export function render(ctx) {
       const from = Date.parse(data.from);
       const to = Date.parse(data.to);
       const byTime = new Map(data.points.map((p) => [Date.parse(p.time), p]));
-      // A step without a row had no traffic, except the step still under
-      // way, which the flusher has not written yet: that one is left blank.
+      // A step without a row had no traffic if a server was up in it (the
+      // history's covered spans), and is unknown if none was: an outage is
+      // a gap, not a zero. The step still under way, which the flusher has
+      // not written yet, is left blank too.
+      const covered = data.covered.map((c) => [Date.parse(c.from), Date.parse(c.to)]);
+      const isCovered = (t) => covered.some(([a, b]) => a <= t && t < b);
       const cols = [[], [], [], [], [], []];
       const now = Date.now();
+      let unknown = 0;
       for (let t = from; t < to; t += step.stepMs) {
         const p = byTime.get(t);
-        const none = p || t + step.stepMs <= now ? 0 : null;
+        const done = t + step.stepMs <= now;
+        const idle = done && isCovered(t);
+        const none = p || idle ? 0 : null;
+        if (!p && done && !idle) {
+          unknown += 1;
+        }
         cols[0].push(t / 1000);
         cols[1].push(p?.pass ?? none);
         cols[2].push(p?.block ?? none);
@@ -333,9 +337,13 @@ export function render(ctx) {
       drawLimitHistory(data.points, from, to, step.stepMs);
       drawBlocks(data.points, from, to, step.stepMs);
       historyEl.dataset.traffic = String(data.points.length);
+      historyEl.dataset.unknown = String(unknown);
       historyEl.dataset.instance = instance;
       historyNote.textContent = `${instance ? `Instance ${instance} only. ` : ''}${number(cols[0].length)} steps of ${stepLabel(step.stepMs)}; ${number(data.points.length)} with traffic. `
         + `Figures are as fresh as the last flush (every ${number(bounds.flushIntervalMs / 1000)} s).`;
+      replace(historyKey, unknown
+        ? `A gap in the lines: no Sluice server was up (${plural(unknown, 'step')} of this range), so what happened is unknown. 0: a server was up and the resource had no calls.`
+        : '0 on the lines: a Sluice server was up and the resource had no calls.');
     } catch (err) {
       if (seq === historySeq) {
         historyNote.textContent = err.status === 404 && !instanceInput.value ? 'Sluice has not seen this resource yet: no history.' : messageOf(err);
@@ -474,11 +482,11 @@ export function render(ctx) {
 
   // The hottest values of the last minute, per hotspot rule: the top ones
   // by passes and by blocks. The panel is hidden while the server answers
-  // 404 (a resource its engine does not track, or a server without the
-  // endpoint) or 405.
+  // 404 (a resource neither its engine nor an instance tracks, or a server
+  // without the endpoint) or 405.
   const hotBody = h('div', { id: 'hot-values' });
   const hotSection = section('Hottest values, last minute', hotBody,
-    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute by the server\'s own engine (the check API\'s traffic: instances do not report values).'));
+    h('p', { class: 'muted small' }, 'Per hotspot rule, the values of its parameter passed and blocked most over the last minute, summed over the server\'s own engine (the check API\'s traffic) and every instance reporting: each reports its top 20 of each ranking, so a sum with a full ranking is an estimate.'));
   hotSection.hidden = true;
 
   function hotTable(caption, rows, by) {

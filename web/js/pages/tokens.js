@@ -4,6 +4,7 @@
 import { api } from '../api.js';
 import { h, option, replace } from '../dom.js';
 import { appsText, parseApps, timeEl } from '../format.js';
+import { isPending, onSettled, outcomeUnknown, settle, settleCreate } from '../outcome.js';
 import { badge, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 /** roleHints says in one line what a token of each role may do. */
@@ -40,7 +41,7 @@ export function render() {
   });
   const fields = { name, role, expiresAt: expires, apps };
 
-  async function revoke(t) {
+  async function revoke(t, button) {
     const confirmed = await confirmThen({
       title: `Revoke ${t.name}?`,
       message: 'Its next request is refused. This cannot be undone; a new token can be created instead.',
@@ -49,11 +50,38 @@ export function render() {
       errors.clear();
       await api('DELETE', `/tokens/${t.id}`);
       toast(`Revoked ${t.name}.`);
-    }, (err) => errors.show(err));
+    }, (err) => {
+      if (!outcomeUnknown(err)) {
+        errors.show(err);
+        return;
+      }
+      button.disabled = true; // the list redraws only once the server answers
+      settleRevoke(t);
+    });
     if (confirmed) {
       load();
     }
   }
+
+  // A revocation that timed out: the token is gone from the list if it
+  // was made.
+  function settleRevoke(t) {
+    return settle({
+      key: `token:${t.id}`,
+      what: `Revoke ${t.name}`,
+      async check() {
+        const { data } = await api('GET', '/tokens', { query: { pageSize: 500 } });
+        return data.items.some((it) => it.id === t.id)
+          ? { made: false, message: `${t.name} still works. Revoke it again if you still mean to.` }
+          : { made: true, message: `${t.name} is revoked.` };
+      },
+    });
+  }
+  const undoSettled = onSettled((key) => {
+    if (key.startsWith('token:') || key.startsWith('/tokens:')) {
+      load();
+    }
+  });
 
   async function load() {
     try {
@@ -66,7 +94,7 @@ export function render() {
         h('td', {}, timeEl(t.createdAt)),
         h('td', {}, t.expiresAt ? timeEl(t.expiresAt) : 'never'),
         h('td', {}, t.lastUsedAt ? timeEl(t.lastUsedAt) : 'never'),
-        h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: () => revoke(t), 'aria-label': `Revoke ${t.name}` }, 'Revoke'))))
+        h('td', {}, h('button', { type: 'button', class: 'link danger', onclick: (e) => revoke(t, e.currentTarget), 'aria-label': `Revoke ${t.name}`, disabled: isPending(`token:${t.id}`) }, 'Revoke'))))
         : stateRow(8, 'empty', 'No API tokens yet. CI pipelines need one: create it below.'));
     } catch (err) {
       replace(tbody, loadError(8, err, load));
@@ -128,18 +156,28 @@ export function render() {
       tellRole();
       load();
     } catch (err) {
-      showFieldErrors(formErrors, fields, err, scope);
+      if (outcomeUnknown(err)) {
+        // Create stays disabled until the outcome is known: a second
+        // token of the name would be refused, or made twice.
+        await settleCreate({
+          what: `Create token ${body.name}`, path: '/tokens', name: body.name, nameOf: (it) => it.name,
+          lost: 'Its secret was in the answer that never came, and Sluice keeps only its hash: revoke it and create another.',
+        });
+      } else {
+        showFieldErrors(formErrors, fields, err, scope);
+      }
     } finally {
       create.disabled = false;
     }
   });
 
   load();
-  return page('API tokens',
+  const p = page('API tokens',
     h('p', {}, 'Tokens let CI and scripts call the API: ', h('code', {}, 'Authorization: Bearer slc_…'), '. Rotate one by creating its successor, switching the pipeline over, then revoking the old one. '
       + 'Services that embed the engine take a token of role instance, which can never change a rule.'),
     secret,
     errors.el,
     table('API tokens', ['Name', 'Role', 'Apps', 'Created by', 'Created', 'Expires', 'Last used', ''], tbody),
     form);
+  return { ...p, cleanup: undoSettled };
 }

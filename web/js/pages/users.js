@@ -4,6 +4,7 @@
 import { ApiError, api } from '../api.js';
 import { h, option, replace, uid } from '../dom.js';
 import { appsText, parseApps, timeEl } from '../format.js';
+import { isPending, onSettled, outcomeUnknown, settle, settleCreate, settleDelete } from '../outcome.js';
 import { confirmDialog, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 const roles = [['viewer', 'viewer: reads'], ['editor', 'editor: also writes rules'], ['admin', 'admin: also users and tokens']];
@@ -42,10 +43,41 @@ export function render(ctx) {
       await api('PATCH', `/users/${u.id}`, { body });
       toast(`${u.username}: ${what}.`);
     } catch (err) {
-      showUserError(errors, u, err);
+      if (outcomeUnknown(err)) {
+        settleChange(u, body, what);
+      } else {
+        showUserError(errors, u, err);
+      }
     }
     load();
   }
+
+  // A change of a user that timed out: the user as the server has it now
+  // tells a role or apps change; a password cannot be read back, so that
+  // one stays unknown, said as such.
+  function settleChange(u, body, what) {
+    return settle({
+      key: `user:${u.id}`,
+      what: `${u.username}: ${what}`,
+      async check() {
+        const { data } = await api('GET', `/users/${u.id}`);
+        if (body.password !== undefined) {
+          throw new Error(`A password cannot be read back: set it again to be sure (it ends ${u.username}'s sessions either way).`);
+        }
+        const same = body.role !== undefined
+          ? data.role === body.role
+          : appsText(data.apps) === appsText(body.apps);
+        return same
+          ? { made: true, message: `${u.username} is ${data.role}, apps ${appsText(data.apps)}.` }
+          : { made: false, message: `${u.username} is still ${data.role}, apps ${appsText(data.apps)}. Make the change again if you still mean to.` };
+      },
+    });
+  }
+  const undoSettled = onSettled((key) => {
+    if (key.startsWith('user:') || key.startsWith('/users:')) {
+      load();
+    }
+  });
 
   // A role change and a new password take effect at once and cannot be
   // undone by the one who made them by mistake (a demoted admin's tokens
@@ -79,7 +111,7 @@ export function render(ctx) {
     }
   }
 
-  async function remove(u) {
+  async function remove(u, button) {
     const confirmed = await confirmThen({
       title: `Delete ${u.username}?`,
       message: 'Their sessions end at once. The rules they changed keep their name in the history.',
@@ -88,7 +120,14 @@ export function render(ctx) {
       errors.clear();
       await api('DELETE', `/users/${u.id}`);
       toast(`Deleted ${u.username}.`);
-    }, (err) => showUserError(errors, u, err));
+    }, (err) => {
+      if (!outcomeUnknown(err)) {
+        showUserError(errors, u, err);
+        return;
+      }
+      button.disabled = true; // the list redraws only once the server answers
+      settleDelete({ key: `user:${u.id}`, what: `Delete ${u.username}`, itemPath: `/users/${u.id}`, name: u.username });
+    });
     if (confirmed) {
       load();
     }
@@ -102,24 +141,25 @@ export function render(ctx) {
     const password = h('input', { type: 'password', id: passId, autocomplete: 'new-password', placeholder: 'new password' });
     const apps = h('input', { type: 'text', id: appsId, autocomplete: 'off', spellcheck: 'false', value: u.apps?.join(', ') ?? '', placeholder: 'all' });
     const self = u.username === ctx.session.me?.name;
+    const busy = isPending(`user:${u.id}`);
     return h('tr', { dataset: { user: u.username } },
       h('th', { scope: 'row' }, u.username, self ? ' (you)' : ''),
       h('td', {},
         h('label', { for: roleId, class: 'visually-hidden' }, `Role of ${u.username}`), role, ' ',
-        h('button', { type: 'button', onclick: () => setRole(u, role.value) }, 'Set role')),
+        h('button', { type: 'button', disabled: busy, onclick: () => setRole(u, role.value) }, 'Set role')),
       h('td', {},
         h('label', { for: appsId, class: 'visually-hidden' }, `Apps of ${u.username} (empty: all)`), apps, ' ',
-        h('button', { type: 'button', onclick: () => {
+        h('button', { type: 'button', disabled: busy, onclick: () => {
           const scope = parseApps(apps.value);
           change(u, { apps: scope }, `apps set to ${appsText(scope)}`);
         } }, 'Set apps')),
       h('td', {},
         h('label', { for: passId, class: 'visually-hidden' }, `New password for ${u.username}`), password, ' ',
-        h('button', { type: 'button', onclick: () => setPassword(u, password.value) }, 'Set password')),
+        h('button', { type: 'button', disabled: busy, onclick: () => setPassword(u, password.value) }, 'Set password')),
       h('td', {}, timeEl(u.createdAt)),
       h('td', {}, lastAdmin
         ? h('span', { class: 'muted small' }, 'the last admin')
-        : h('button', { type: 'button', class: 'link danger', onclick: () => remove(u), 'aria-label': `Delete ${u.username}` }, 'Delete')));
+        : h('button', { type: 'button', class: 'link danger', disabled: busy, onclick: (e) => remove(u, e.currentTarget), 'aria-label': `Delete ${u.username}` }, 'Delete')));
   }
 
   async function load() {
@@ -141,11 +181,12 @@ export function render(ctx) {
   });
   const password = field({ label: 'Password', id: 'user-password', hint: '10 to 72 bytes.', input: h('input', { type: 'password', autocomplete: 'new-password' }) });
   const fields = { username, role, apps, password };
+  const add = h('button', { type: 'submit', class: 'primary', id: 'user-add' }, 'Add user');
   const form = h('form', { class: 'card', id: 'user-form', novalidate: true, 'aria-labelledby': 'user-form-title' },
     h('h2', { id: 'user-form-title' }, 'New user'),
     formErrors.el,
     h('div', { class: 'toolbar' }, username.row, role.row, apps.row, password.row),
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Add user')));
+    h('div', { class: 'actions' }, add));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     formErrors.clear();
@@ -157,20 +198,29 @@ export function render(ctx) {
     if (scope) {
       body.apps = scope;
     }
+    add.disabled = true;
     try {
       const { data } = await api('POST', '/users', { body });
       toast(`Added ${data.username} (${data.role}).`);
       form.reset();
       load();
     } catch (err) {
-      showFieldErrors(formErrors, fields, err, scope);
+      if (outcomeUnknown(err)) {
+        // Usernames are case-insensitive: the list may spell it otherwise.
+        await settleCreate({ what: `Add ${body.username}`, path: '/users', name: body.username.toLowerCase(), nameOf: (it) => it.username.toLowerCase() });
+      } else {
+        showFieldErrors(formErrors, fields, err, scope);
+      }
+    } finally {
+      add.disabled = false;
     }
   });
 
   load();
-  return page('Users',
+  const p = page('Users',
     h('p', {}, 'Who can log in to the console, and what they may do. The last admin can be neither demoted nor deleted.'),
     errors.el,
     table('Users', ['User', 'Role', 'Apps', 'Password', 'Created', ''], tbody),
     form);
+  return { ...p, cleanup: undoSettled };
 }

@@ -6,6 +6,7 @@
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
 import { timeEl } from '../format.js';
+import { isPending, onSettled, outcomeUnknown, settle, settleDelete } from '../outcome.js';
 import { badge, confirmThen, errorBox, field, loadError, page, showFieldErrors, stateRow, table, toast } from '../ui.js';
 
 /** stateBadges colour an endpoint's state. */
@@ -55,7 +56,7 @@ export function render() {
     }
   }
 
-  async function remove(w) {
+  async function remove(w, button) {
     const confirmed = await confirmThen({
       title: `Delete the webhook to ${w.url}?`,
       message: 'Its pending deliveries are dropped. This cannot be undone.',
@@ -64,7 +65,14 @@ export function render() {
       errors.clear();
       await api('DELETE', `/webhooks/${w.id}`);
       toast('Webhook deleted.');
-    }, (err) => errors.show(err));
+    }, (err) => {
+      if (!outcomeUnknown(err)) {
+        errors.show(err);
+        return;
+      }
+      button.disabled = true; // the list redraws only once the server answers
+      settleDelete({ key: `webhook:${w.id}`, what: `Delete the webhook to ${w.url}`, itemPath: `/webhooks/${w.id}`, name: `The webhook to ${w.url}` });
+    });
     if (confirmed) {
       replace(deliveries);
       load();
@@ -89,9 +97,34 @@ export function render() {
     }
   }
 
+  // The ids listed last, to tell a webhook a timed-out registration made
+  // from those already there: URLs need not be unique.
+  let knownIds = new Set();
+  const undoSettled = onSettled((key) => {
+    if (key.startsWith('webhook:')) {
+      load();
+    }
+  });
+
+  // A registration that timed out was made if a webhook to its URL that
+  // was not listed before is there now.
+  function settleCreate(body, before) {
+    return settle({
+      key: `webhook:new:${body.url}`,
+      what: `Register the webhook to ${body.url}`,
+      async check() {
+        const { data } = await api('GET', '/webhooks');
+        return data.items.some((w) => w.url === body.url && !before.has(w.id))
+          ? { made: true, message: 'It is registered. Its signing secret was in the answer that never came: delete it and register it again to get one.' }
+          : { made: false, message: 'No new webhook to it is there. Register it again if you still mean to.' };
+      },
+    });
+  }
+
   async function load() {
     try {
       const { data } = await api('GET', '/webhooks');
+      knownIds = new Set(data.items.map((w) => w.id));
       replace(tbody, data.items.length ? data.items.map((w) => h('tr', { dataset: { webhook: String(w.id) } },
         h('th', { scope: 'row' }, h('code', {}, w.url)),
         h('td', {}, w.events.join(', ')),
@@ -105,7 +138,7 @@ export function render() {
             ? h('button', { type: 'button', class: 'link', onclick: () => act('POST', `/webhooks/${w.id}/resume`, () => 'Resumed: its pending deliveries are due now.'), 'aria-label': `Resume ${w.url}` }, 'Resume')
             : null,
           h('button', { type: 'button', class: 'link', onclick: () => showDeliveries(w), 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries'),
-          h('button', { type: 'button', class: 'link danger', onclick: () => remove(w), 'aria-label': `Delete the webhook to ${w.url}` }, 'Delete'))))
+          h('button', { type: 'button', class: 'link danger', disabled: isPending(`webhook:${w.id}`), onclick: (e) => remove(w, e.currentTarget), 'aria-label': `Delete the webhook to ${w.url}` }, 'Delete'))))
         : stateRow(7, 'empty', 'No webhooks yet: register an endpoint below to hear of breakers and rule changes.'));
     } catch (err) {
       replace(tbody, loadError(7, err, load));
@@ -142,6 +175,7 @@ export function render() {
       }
     }
     create.disabled = true;
+    const before = knownIds;
     try {
       const { data } = await api('POST', '/webhooks', { body });
       replace(secret,
@@ -161,14 +195,18 @@ export function render() {
       if (err.details) {
         err.details = err.details.map((d) => (/^events\[\d+\]$/.test(d.field) ? { ...d, field: 'events' } : d));
       }
-      showFieldErrors(formErrors, fields, err);
+      if (outcomeUnknown(err)) {
+        await settleCreate(body, before);
+      } else {
+        showFieldErrors(formErrors, fields, err);
+      }
     } finally {
       create.disabled = false;
     }
   });
 
   load();
-  return page('Webhooks',
+  const p = page('Webhooks',
     h('p', {}, 'Sluice posts events — breakers opening and closing, rules changed — to these endpoints, signed as Standard Webhooks asks, and retries for a day. '
       + 'An endpoint that keeps failing is paused until you resume it; its deliveries wait.'),
     secret,
@@ -176,4 +214,5 @@ export function render() {
     table('Webhooks', ['URL', 'Events', 'Filter', 'State', 'Failures', 'Created', ''], tbody),
     deliveries,
     form);
+  return { ...p, cleanup: undoSettled };
 }

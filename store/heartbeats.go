@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm/clause"
+)
+
+// metricHeartbeat is a UTC minute in which a server ran its metrics
+// pipeline: what tells an idle minute (a server was up, nothing called)
+// from an outage (none was), since both leave no metric row.
+type metricHeartbeat struct {
+	MinuteMs int64 `gorm:"column:minute_ms;primaryKey;autoIncrement:false"`
+}
+
+// TableName is the heartbeats table.
+func (metricHeartbeat) TableName() string { return "metric_heartbeats" }
+
+// AddHeartbeats records that a server was up in the minutes starting at
+// minutesMs; a minute already recorded (by another replica, or before a
+// restart) stays as it is.
+func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
+	if len(minutesMs) == 0 {
+		return nil
+	}
+	rows := make([]metricHeartbeat, len(minutesMs))
+	for i, ms := range minutesMs {
+		rows[i] = metricHeartbeat{MinuteMs: floorTo(ms, MinuteMs)}
+	}
+	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		return fmt.Errorf("add heartbeats: %w", err)
+	}
+	return nil
+}
+
+// CoveredSteps returns, oldest first, the starts of the steps of stepMs
+// (UTC-aligned) from fromMs (inclusive) to toMs (exclusive) in which a
+// server recorded a heartbeat in at least one minute.
+func (s *Store) CoveredSteps(ctx context.Context, fromMs, toMs, stepMs int64) ([]int64, error) {
+	var starts []int64
+	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT (minute_ms / ?) * ? AS start_ms FROM metric_heartbeats
+		WHERE minute_ms >= ? AND minute_ms < ? ORDER BY start_ms`, stepMs, stepMs, fromMs, toMs).Scan(&starts).Error
+	if err != nil {
+		return nil, fmt.Errorf("covered steps: %w", err)
+	}
+	return starts, nil
+}
+
+// PruneHeartbeats deletes the heartbeats of the minutes before beforeMs,
+// at most batchRows in a transaction, as PruneMetrics does the rows they
+// vouch for. It returns how many it deleted.
+func (s *Store) PruneHeartbeats(ctx context.Context, beforeMs int64, batchRows int) (int64, error) {
+	if batchRows < 1 {
+		return 0, fmt.Errorf("store: batch of %d rows", batchRows)
+	}
+	var deleted int64
+	for {
+		res := s.db.WithContext(ctx).Exec(`DELETE FROM metric_heartbeats WHERE minute_ms IN
+			(SELECT minute_ms FROM metric_heartbeats WHERE minute_ms < ? ORDER BY minute_ms LIMIT ?)`, beforeMs, batchRows)
+		deleted += res.RowsAffected
+		if res.Error != nil {
+			return deleted, fmt.Errorf("prune metric_heartbeats: %w", res.Error)
+		}
+		if res.RowsAffected < int64(batchRows) {
+			return deleted, nil
+		}
+	}
+}
