@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -87,11 +89,33 @@ func TestOverviewTriage(t *testing.T) {
 	n.createRule(t, `{"kind": "flow", "resource": "e2e:tenth-blocked", "threshold": 180}`)
 	n.createRule(t, `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:broken",
 		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 600000}`)
-	for range 3 {
-		if _, blk := n.engine.Entry("e2e:all-blocked"); blk == nil {
-			t.Fatal("e2e:all-blocked passed a call")
+	// A few calls a second, all blocked, for as long as the test runs:
+	// the overview's last minute is sampled once a second, and a loaded
+	// machine's sampler can miss one.
+	ctx, stop := context.WithCancel(context.Background())
+	blocking := make(chan error, 1)
+	t.Cleanup(func() {
+		stop()
+		if err := <-blocking; err != nil {
+			t.Error(err)
 		}
-	}
+	})
+	go func() {
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if _, blk := n.engine.Entry("e2e:all-blocked"); blk == nil {
+				blocking <- errors.New("e2e:all-blocked passed a call")
+				return
+			}
+			select {
+			case <-ctx.Done():
+				blocking <- nil
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	drive(t, n.engine, "e2e:tenth-blocked", 4) // 200 calls/s over a threshold of 180
 	if e, blk := n.engine.Entry("e2e:broken"); blk == nil {
 		e.Exit(engine.WithError(errors.New("failed")))
