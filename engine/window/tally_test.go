@@ -124,6 +124,47 @@ func TestTallyKeepsShadowBlocksOnceCounted(t *testing.T) {
 	}
 }
 
+// TestTallyMarksPast32Bits: a span's mark keeps the low 32 bits of the
+// totals; a second's counts stay exact when the totals cross 2^32 in it,
+// and a second whose response times sum past 2^32 ms (RtSum, kept whole)
+// reads whole, as do the minute's counts.
+func TestTallyMarksPast32Bits(t *testing.T) {
+	const bigRtMs = 3_600_000 // an hour each: 1,200 of them pass 2^32 ms
+	tally := newTally()
+	tally.count(0, Pass, 1<<32-3)
+	tally.count(0, Block, 1<<33-1)
+	tally.count(0, ShadowBlock, 1<<32-1)
+	tally.count(5_000, Pass, 1)
+	tally.count(5_100, Pass, 5) // the total crosses 2^32 here
+	tally.count(5_200, Block, 7)
+	tally.Open(5_250)
+	tally.AddComplete(1_200, bigRtMs, 0)
+	tally.count(5_300, ShadowBlock, 2)
+	for _, tt := range []struct {
+		nowMs int64
+		ev    Event
+		want  int64
+	}{
+		{5_999, Pass, 6},
+		{6_050, Pass, 5},
+		{6_150, Block, 7},
+		{6_150, RtSum, 1_200 * bigRtMs},
+		{6_150, Complete, 1_200},
+		{6_250, ShadowBlock, 2},
+	} {
+		if got := tally.SumAll(tt.nowMs)[tt.ev]; got != tt.want {
+			t.Errorf("SumAll(%d)[%d] = %d, want %d", tt.nowMs, tt.ev, got, tt.want)
+		}
+	}
+	if s := tally.At(slotOf(5_100, SpanMs, Spans)); s.Get(Pass) != 5 {
+		t.Errorf("span 5100: %d passes, want 5", s.Get(Pass))
+	}
+	got := tally.Collect(nil)
+	if len(got) != 1 || got[0].Counts[Pass] != 1<<32+3 || got[0].Counts[RtSum] != 1_200*bigRtMs || got[0].Counts[ShadowBlock] != 1<<32+1 {
+		t.Fatalf("Collect = %+v, want every count whole", got)
+	}
+}
+
 func TestTallyClockSteppingBackLosesNothing(t *testing.T) {
 	tally := newTally()
 	tally.count(5_000, Pass, 4)
