@@ -86,7 +86,7 @@ func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.Pa
 			spans = append(spans, window.Marked{AtMs: min(start+bucketMs-1, nowMs), Passes: passes})
 		}
 	}
-	return seededPassLog(stat, least, most, spans, nil)
+	return seededPassLog(stat, least, most, intervalMs, spans, nil)
 }
 
 // quotaPassLog returns the pass log of c, a quota rule loaded at nowMs,
@@ -114,14 +114,15 @@ func quotaPassLog(c *flowChecker, prior *flowChecker, restored []QuotaWindow, no
 		fresh := newPassLog(c.stat, capacity, capacity, c.rule.StatIntervalMs, nowMs)
 		counted = fresh.Spans(sinceMs)
 	}
-	return seededPassLog(c.stat, capacity, capacity, sortedSpans(counted, sinceMs), sortedSpans(missed, sinceMs))
+	return seededPassLog(c.stat, capacity, capacity, c.rule.StatIntervalMs, sortedSpans(counted, sinceMs), sortedSpans(missed, sinceMs))
 }
 
 // seededPassLog returns a pass log of stat for capacities least to most
-// that knows of counted, stat's latest passes, and of missed, passes
-// stat's counter never counted (saved before a restart), each span marked
-// at its time, oldest first. The caller holds the engine's loadMu.
-func seededPassLog(stat *Resource, least, most int64, counted, missed []window.Marked) *window.PassLog {
+// in windows of intervalMs that knows of counted, stat's latest passes,
+// and of missed, passes stat's counter never counted (saved before a
+// restart), each span marked at its time, oldest first. The caller holds
+// the engine's loadMu.
+func seededPassLog(stat *Resource, least, most, intervalMs int64, counted, missed []window.Marked) *window.PassLog {
 	spans := slices.Concat(counted, missed)
 	slices.SortStableFunc(spans, func(a, b window.Marked) int { return cmp.Compare(a.AtMs, b.AtMs) })
 	var recent, before int64
@@ -138,7 +139,7 @@ func seededPassLog(stat *Resource, least, most int64, counted, missed []window.M
 		uncounted += recent
 	}
 	numbered := max(total+uncounted-recent-before, 0) // the passes before the known ones
-	log := window.NewPassLog(least, most, numbered, uncounted)
+	log := window.NewPassLogWithin(least, most, numbered, uncounted, stat.horizon(intervalMs))
 	for _, s := range spans {
 		numbered = min(numbered+s.Passes, total+uncounted)
 		log.Mark(s.AtMs, numbered-uncounted)

@@ -178,6 +178,15 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 	return 0
 }
 
+// horizon is what a pass log of r's passes needs to forget those out of
+// every window of intervalMs (a rule's) that a decision reads.
+func (r *Resource) horizon(intervalMs int64) window.Horizon {
+	if r.realClock == nil {
+		return window.Horizon{IntervalMs: intervalMs}
+	}
+	return window.Horizon{IntervalMs: intervalMs, Clock: r.realClock}
+}
+
 // realNowMs is a reading no earlier than real time, for a call the clock
 // read nowMs for: the real clock's readings lag, and a call that waits
 // from now must be recorded when its wait ends in real time, so that
