@@ -323,7 +323,7 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		case !ok && c.shadow():
 			shadowBlocked = true
 		case !ok:
-			return 0, 0, false, c.blocked
+			return 0, 0, false, &c.blocked
 		case w > waitNs && !c.shadow():
 			waitNs = w
 		}

@@ -9,9 +9,21 @@ import (
 
 // flowChecker is a loaded flow rule: its decision state (pass log,
 // throttling slot, warm-up tokens) survives reloads that keep the rule equal.
+//
+// It keeps of the rule what calls read, and the rest only when the rule is
+// not a common one (commonFlowRule): a FlowRule is a dozen strings, 248
+// bytes, which every resource with a rule of 100 a second paid.
 type flowChecker struct {
-	rule    FlowRule
-	blocked *BlockError
+	name, resource string
+	threshold      float64
+	intervalMs     int64
+	// inFlight: the rule limits the calls in flight, on all callers'
+	// together; shadowMode: its blocks are only counted.
+	inFlight, shadowMode bool
+	// uncommon is the whole rule, nil when rule rebuilds it from the
+	// fields above.
+	uncommon *FlowRule
+	blocked  BlockError
 
 	// stat is the resource whose traffic the rule measures: its own or, for
 	// associated rules, refResource.
@@ -33,21 +45,26 @@ type flowChecker struct {
 }
 
 func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
-	c := &flowChecker{rule: rule, stat: stat}
+	c := &flowChecker{name: rule.Name, resource: rule.Resource, threshold: rule.Threshold, intervalMs: rule.StatIntervalMs,
+		shadowMode: rule.Mode == ModeShadow, stat: stat}
+	if c.rule() != rule {
+		c.uncommon = &rule
+	}
 	reason := ReasonFlow
 	if rule.Metric == MetricConcurrency {
 		reason = ReasonConcurrency
 	}
-	c.blocked = &BlockError{reason: reason, rule: rule.Name}
+	c.blocked = BlockError{reason: reason, rule: rule.Name}
 	if rule.LimitApp != LimitAppDefault {
-		c.perOrigin = newOriginChecker(rule, c.blocked)
+		c.perOrigin = newOriginChecker(rule, &c.blocked)
 		return c
 	}
+	c.inFlight = rule.Metric == MetricConcurrency
 	if rule.Scope == ScopeCluster {
 		c.cluster = newClusterShare(rule)
 		return c
 	}
-	if c.concurrency() {
+	if c.inFlight {
 		return c
 	}
 	warm := rule.TokenCalculateStrategy == StrategyWarmUp
@@ -94,8 +111,8 @@ func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.Pa
 // the rule it replaces, logged, and those of restored, saved before a
 // restart: a day's window must not start again from its last second.
 func quotaPassLog(c *flowChecker, prior *flowChecker, restored []QuotaWindow, nowMs int64) *window.PassLog {
-	sinceMs := nowMs - c.rule.StatIntervalMs
-	capacity := int64(c.rule.Threshold)
+	sinceMs := nowMs - c.intervalMs
+	capacity := int64(c.threshold)
 	if prior == nil || prior.passes == nil || prior.stat != c.stat {
 		if len(restored) == 0 {
 			return c.passes
@@ -111,10 +128,10 @@ func quotaPassLog(c *flowChecker, prior *flowChecker, restored []QuotaWindow, no
 	}
 	if counted == nil && prior == nil {
 		// No prior log: what the resource's second window knows.
-		fresh := newPassLog(c.stat, capacity, capacity, c.rule.StatIntervalMs, nowMs)
+		fresh := newPassLog(c.stat, capacity, capacity, c.intervalMs, nowMs)
 		counted = fresh.Spans(sinceMs)
 	}
-	return seededPassLog(c.stat, capacity, capacity, c.rule.StatIntervalMs, sortedSpans(counted, sinceMs), sortedSpans(missed, sinceMs))
+	return seededPassLog(c.stat, capacity, capacity, c.intervalMs, sortedSpans(counted, sinceMs), sortedSpans(missed, sinceMs))
 }
 
 // seededPassLog returns a pass log of stat for capacities least to most
@@ -147,19 +164,46 @@ func seededPassLog(stat *Resource, least, most, intervalMs int64, counted, misse
 	return log
 }
 
-// ruleName is the name of c's rule.
-func (c *flowChecker) ruleName() string { return c.rule.Name }
+// commonFlowRule is the rule most flow rules are, but for their name,
+// resource, threshold, interval and mode: a rate limit of every caller's
+// calls on this engine that rejects the calls over it, with defaults
+// filled in.
+var commonFlowRule = FlowRule{Threshold: 1}.WithDefaults()
 
-// concurrency reports whether the rule limits its resource's calls in
-// flight. The rule's fields answer it, rather than a flag of the checker,
-// which would take it past a size class: Metric is 3 bytes long or 11,
-// so the compare stops at the length.
-func (c *flowChecker) concurrency() bool {
-	return c.rule.Metric == MetricConcurrency && c.perOrigin == nil
+// rule returns c's rule.
+func (c *flowChecker) rule() FlowRule {
+	if c.uncommon != nil {
+		return *c.uncommon
+	}
+	rule := commonFlowRule
+	rule.Name, rule.Resource, rule.Threshold, rule.StatIntervalMs = c.name, c.resource, c.threshold, c.intervalMs
+	if c.shadowMode {
+		rule.Mode = ModeShadow
+	}
+	return rule
 }
 
+// expiresAtMs is when c's rule stops applying, 0 if never.
+func (c *flowChecker) expiresAtMs() int64 {
+	if c.uncommon == nil {
+		return 0
+	}
+	return c.uncommon.ExpiresAtMs
+}
+
+// limitApp is whose calls c's rule counts.
+func (c *flowChecker) limitApp() string {
+	if c.uncommon == nil {
+		return commonFlowRule.LimitApp
+	}
+	return c.uncommon.LimitApp
+}
+
+// ruleName is the name of c's rule.
+func (c *flowChecker) ruleName() string { return c.name }
+
 // shadow reports whether the rule's blocks are only counted.
-func (c *flowChecker) shadow() bool { return c.rule.Mode == ModeShadow }
+func (c *flowChecker) shadow() bool { return c.shadowMode }
 
 // check decides whether count calls to self may pass at nowMs. inFlight is
 // self's concurrency including this call when the rule set reserves it;
@@ -172,8 +216,8 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 		// may lag; the engine reads the time itself for them.
 		return c.cluster.take(self.realNowMs(nowMs), count), 0
 	}
-	threshold := c.rule.Threshold
-	if c.concurrency() {
+	threshold := c.threshold
+	if c.inFlight {
 		if c.stat != self {
 			inFlight = c.stat.concurrency.Load() + count
 		}
@@ -189,9 +233,9 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 	// real window (Resource.admits). An associated rule limits calls that
 	// its window does not count: it reads the passes as they were recorded.
 	if c.stat != self {
-		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), nowMs-c.rule.StatIntervalMs), 0
+		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), nowMs-c.intervalMs), 0
 	}
-	return self.admits(c.passes, selfPasses, count, int64(threshold), nowMs, c.rule.StatIntervalMs), 0
+	return self.admits(c.passes, selfPasses, count, int64(threshold), nowMs, c.intervalMs), 0
 }
 
 // OccupyTimeoutMs is the longest a prioritized call waits for quota
@@ -209,13 +253,13 @@ func (c *flowChecker) borrow(self *Resource, nowMs, count, selfPasses int64) (wa
 	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
 		return 0, 0, false
 	}
-	atMs, known := c.passes.FreeAtMs(selfPasses, count, int64(c.rule.Threshold))
+	atMs, known := c.passes.FreeAtMs(selfPasses, count, int64(c.threshold))
 	if !known {
 		return 0, 0, false
 	}
 	// A pass at atMs is out of the window once since, nowMs less the
 	// interval and the clock's slack, reaches it.
-	waitMs = max(atMs+c.rule.StatIntervalMs+self.slackMs(c.rule.StatIntervalMs)-nowMs, 0)
+	waitMs = max(atMs+c.intervalMs+self.slackMs(c.intervalMs)-nowMs, 0)
 	if waitMs > OccupyTimeoutMs {
 		return 0, 0, false
 	}

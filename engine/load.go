@@ -223,7 +223,7 @@ func (e *Engine) FlowRules() []FlowRule {
 	var rules []FlowRule
 	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
 		for _, c := range set.flow {
-			rules = append(rules, c.rule)
+			rules = append(rules, c.rule())
 		}
 	}
 	return rules

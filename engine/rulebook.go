@@ -194,8 +194,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.unlinked[old] = true
 			st.stage(old.stat)
 		}
-		if names[old.rule.Name] == r {
-			delete(names, old.rule.Name)
+		if names[old.name] == r {
+			delete(names, old.name)
 		}
 	}
 	loaded := s.flow
@@ -208,8 +208,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.linked[added.stat] = append(st.linked[added.stat], added)
 			st.stage(added.stat)
 		}
-		if added.rule.Name != "" {
-			names[added.rule.Name] = r
+		if added.name != "" {
+			names[added.name] = r
 		}
 	}
 }
@@ -404,7 +404,7 @@ func (s *ruleSet) derive() {
 			continue
 		}
 		m.keyed = append(m.keyed, c.perOrigin)
-		if origin := c.rule.LimitApp; origin != LimitAppOther {
+		if origin := c.limitApp(); origin != LimitAppOther {
 			if m.namedOrigins == nil {
 				m.namedOrigins = map[string]struct{}{}
 			}
@@ -419,7 +419,7 @@ func (s *ruleSet) derive() {
 func (s *ruleSet) firstExpiry() int64 {
 	first := int64(noExpiry)
 	for _, c := range s.flow {
-		first = min(first, expiry(c.rule.ExpiresAtMs))
+		first = min(first, expiry(c.expiresAtMs()))
 	}
 	for _, b := range s.breakers {
 		first = min(first, expiry(b.rule.ExpiresAtMs))
@@ -456,7 +456,7 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 	active := *s
 	active.flow = nil
 	for _, c := range s.flow {
-		if live(c.rule.ExpiresAtMs) {
+		if live(c.expiresAtMs()) {
 			active.flow = append(active.flow, c)
 		}
 	}
@@ -512,7 +512,7 @@ func (r *Resource) expireRules(nowMs int64) *ruleSet {
 // counted first when it is a rule of the same resource, own) or their
 // passes fed to the rule's log.
 func (s *ruleSet) measure(c *flowChecker, own bool) {
-	if c.concurrency() {
+	if c.inFlight {
 		s.inFlightMatters = true
 		s.reserveConcurrency = s.reserveConcurrency || own
 	}
@@ -535,7 +535,7 @@ func clusterShares(flow []*flowChecker) []*clusterShare {
 // flowCheckersOf returns the checkers of r's new flow rules, reusing those
 // of loaded that check an equal rule.
 func (e *Engine) flowCheckersOf(r *Resource, loaded []*flowChecker, rules []FlowRule, now int64) []*flowChecker {
-	return reuse(loaded, func(c *flowChecker) FlowRule { return c.rule }, rules, func(rule FlowRule) *flowChecker {
+	return reuse(loaded, (*flowChecker).rule, rules, func(rule FlowRule) *flowChecker {
 		stat := r
 		if rule.RelationStrategy == RelationAssociated {
 			stat = e.resourceFor(rule.RefResource)
