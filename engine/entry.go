@@ -215,7 +215,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	logged := len(rs.feeds) > 0
 	var seen int64
 	if logged {
-		seen = r.passes.Load()
+		seen = r.passes().Load()
 	}
 	waitNs, markMs, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
 	if blk != nil {
@@ -264,8 +264,8 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.
-	for logged && !r.passes.CompareAndSwap(seen, seen+count) {
-		seen = r.passes.Load()
+	for logged && !r.passes().CompareAndSwap(seen, seen+count) {
+		seen = r.passes().Load()
 		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)

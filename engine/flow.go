@@ -12,11 +12,11 @@ import (
 //
 // It keeps of the rule what calls read, and the rest only when the rule is
 // not a common one (commonFlowRule): a FlowRule is a dozen strings, 248
-// bytes, which every resource with a rule of 100 a second paid.
+// bytes, which every resource with a rule of 100 a second paid. The rule's
+// name is its block error's, and a common rule's resource is stat's.
 type flowChecker struct {
-	name, resource string
-	threshold      float64
-	intervalMs     int64
+	threshold  float64
+	intervalMs int64
 	// inFlight: the rule limits the calls in flight, on all callers'
 	// together; shadowMode: its blocks are only counted.
 	inFlight, shadowMode bool
@@ -45,16 +45,15 @@ type flowChecker struct {
 }
 
 func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
-	c := &flowChecker{name: rule.Name, resource: rule.Resource, threshold: rule.Threshold, intervalMs: rule.StatIntervalMs,
-		shadowMode: rule.Mode == ModeShadow, stat: stat}
-	if c.rule() != rule {
-		c.uncommon = &rule
-	}
 	reason := ReasonFlow
 	if rule.Metric == MetricConcurrency {
 		reason = ReasonConcurrency
 	}
-	c.blocked = BlockError{reason: reason, rule: rule.Name}
+	c := &flowChecker{threshold: rule.Threshold, intervalMs: rule.StatIntervalMs, shadowMode: rule.Mode == ModeShadow,
+		blocked: BlockError{reason: reason, rule: rule.Name}, stat: stat}
+	if c.rule() != rule {
+		c.uncommon = &rule
+	}
 	if rule.LimitApp != LimitAppDefault {
 		c.perOrigin = newOriginChecker(rule, &c.blocked)
 		return c
@@ -80,7 +79,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 		c.passes = newPassLog(stat, int64(rule.Threshold), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	}
 	if warm {
-		c.warmUp = newWarmUp(rule, nowMs, &stat.passes)
+		c.warmUp = newWarmUp(rule, nowMs, stat.passes())
 	}
 	return c
 }
@@ -151,7 +150,7 @@ func seededPassLog(stat *Resource, least, most, intervalMs int64, counted, misse
 	}
 	// stat counts its passes only while a log reads them (recordPass): if
 	// none does, the recent passes are missing from its count.
-	total, uncounted := stat.passes.Load(), before
+	total, uncounted := stat.passes().Load(), before
 	if len(stat.rules.Load().feeds) == 0 {
 		uncounted += recent
 	}
@@ -176,7 +175,7 @@ func (c *flowChecker) rule() FlowRule {
 		return *c.uncommon
 	}
 	rule := commonFlowRule
-	rule.Name, rule.Resource, rule.Threshold, rule.StatIntervalMs = c.name, c.resource, c.threshold, c.intervalMs
+	rule.Name, rule.Resource, rule.Threshold, rule.StatIntervalMs = c.ruleName(), c.stat.name, c.threshold, c.intervalMs
 	if c.shadowMode {
 		rule.Mode = ModeShadow
 	}
@@ -200,7 +199,7 @@ func (c *flowChecker) limitApp() string {
 }
 
 // ruleName is the name of c's rule.
-func (c *flowChecker) ruleName() string { return c.name }
+func (c *flowChecker) ruleName() string { return c.blocked.rule }
 
 // shadow reports whether the rule's blocks are only counted.
 func (c *flowChecker) shadow() bool { return c.shadowMode }
@@ -233,7 +232,7 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 	// real window (Resource.admits). An associated rule limits calls that
 	// its window does not count: it reads the passes as they were recorded.
 	if c.stat != self {
-		return c.passes.Admits(c.stat.passes.Load(), count, int64(threshold), nowMs-c.intervalMs), 0
+		return c.passes.Admits(c.stat.passes().Load(), count, int64(threshold), nowMs-c.intervalMs), 0
 	}
 	return self.admits(c.passes, selfPasses, count, int64(threshold), nowMs, c.intervalMs), 0
 }

@@ -605,8 +605,8 @@ func TestFlowCheckerKeepsTheRuleWhole(t *testing.T) {
 	}
 	for _, name := range []string{"a", "b", "c"} {
 		for _, c := range e.Resource(name).rules.Load().flow {
-			if common := c.name == "common" || c.name == "shadow"; common != (c.uncommon == nil) {
-				t.Errorf("rule %s: whole rule kept %v, want %v", c.name, c.uncommon != nil, !common)
+			if common := c.ruleName() == "common" || c.ruleName() == "shadow"; common != (c.uncommon == nil) {
+				t.Errorf("rule %s: whole rule kept %v, want %v", c.ruleName(), c.uncommon != nil, !common)
 			}
 		}
 	}

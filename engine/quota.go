@@ -51,7 +51,7 @@ func (e *Engine) QuotaWindows() []QuotaWindow {
 			if c.quota() {
 				spans := c.passes.Spans(nowMs - c.intervalMs)
 				if len(spans) > 0 {
-					out = append(out, QuotaWindow{Resource: r.name, Rule: c.name, Spans: mergeSpans(spans)})
+					out = append(out, QuotaWindow{Resource: r.name, Rule: c.ruleName(), Spans: mergeSpans(spans)})
 				}
 			}
 		}

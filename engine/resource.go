@@ -29,8 +29,10 @@ const secondIntervalMs = 1000
 // line holds what every call reads and only rule loads write; the second
 // what every call writes, the in-flight and pass counts and the totals
 // the statistics are kept in (window.Tally), so that a call writes one
-// line. Resources are allocated in a size class that is a multiple of 64
-// bytes, so both are whole lines (TestResourceLayout).
+// line. A Resource is 512 bytes, a size class of whole lines
+// (TestResourceLayout); a byte more and, as a pointerful object past 512
+// bytes carries an 8-byte header, it would take the 576-byte class with
+// its lines off by those 8 bytes.
 type Resource struct {
 	name        string
 	clock       Clock
@@ -41,11 +43,9 @@ type Resource struct {
 	eng *Engine
 
 	concurrency atomic.Int64
-	// passes counts the passes while the pass log of a rule reads them:
-	// the numbers the logs go by.
-	passes atomic.Int64
-	// second counts every call: its totals complete the line above, then
-	// come its marks of the last second and minutes.
+	// second counts every call: its claimed passes (passes) and totals
+	// complete the line above, then come its marks of the last second and
+	// minutes.
 	second window.Tally
 }
 
@@ -126,7 +126,7 @@ func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
-	r.second.Init(&r.passes)
+	r.second.Init()
 	r.rules.Store(noRules)
 	return r
 }
@@ -137,6 +137,10 @@ func mustInit(la *window.LeapArray, samples int, intervalMs int64, buf []window.
 		panic(err)
 	}
 }
+
+// passes counts the passes while the pass log of a rule reads them: the
+// numbers the logs go by.
+func (r *Resource) passes() *atomic.Int64 { return r.second.Claimed() }
 
 // Name returns the resource's name.
 func (r *Resource) Name() string { return r.name }
@@ -231,7 +235,7 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	r.second.Open(nowMs)
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
-		// too (window.Tally.Init).
+		// too (window.Tally.Claimed).
 		r.second.Add(window.Pass, count)
 	}
 	if shadowBlocked {

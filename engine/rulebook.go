@@ -194,8 +194,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.unlinked[old] = true
 			st.stage(old.stat)
 		}
-		if names[old.name] == r {
-			delete(names, old.name)
+		if names[old.ruleName()] == r {
+			delete(names, old.ruleName())
 		}
 	}
 	loaded := s.flow
@@ -208,8 +208,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.linked[added.stat] = append(st.linked[added.stat], added)
 			st.stage(added.stat)
 		}
-		if added.name != "" {
-			names[added.name] = r
+		if added.ruleName() != "" {
+			names[added.ruleName()] = r
 		}
 	}
 }

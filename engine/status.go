@@ -66,14 +66,14 @@ func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
 			if l := c.cluster.lease.Load(); l != nil && l.endMs > nowMs {
 				left, resetMs = l.left.Load(), l.endMs-nowMs
 			}
-			s.offer(c.name, c.threshold, c.intervalMs, left, resetMs)
+			s.offer(c.ruleName(), c.threshold, c.intervalMs, left, resetMs)
 		case c.passes != nil && c.throttle == nil && c.warmUp == nil && c.perOrigin == nil && !c.inFlight:
 			capacity := int64(c.threshold)
-			total := c.stat.passes.Load()
+			total := c.stat.passes().Load()
 			since := nowMs - c.intervalMs - c.stat.slackMs(c.intervalMs)
 			left := c.passes.Room(total, capacity, since)
 			atMs, known := c.passes.FreeAtMs(total, want(left, count, capacity, blocked), capacity)
-			s.offer(c.name, c.threshold, c.intervalMs, left, resetAfter(atMs, known, nowMs, since))
+			s.offer(c.ruleName(), c.threshold, c.intervalMs, left, resetAfter(atMs, known, nowMs, since))
 		}
 	}
 	if rs.more == nil {

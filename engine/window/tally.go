@@ -58,27 +58,24 @@ const (
 // A Tally must not be copied once used. Its zero value is not ready: call
 // Init.
 type Tally struct {
-	// totals come first: the resource that embeds a Tally puts them on the
-	// cache line of its other per-call counters.
-	totals [kept]atomic.Int64
-	// claimed counts passes that are not in totals[Pass]: the owner's
-	// own counter (see Init).
-	claimed *atomic.Int64
+	// claimed and totals come first: the resource that embeds a Tally puts
+	// them on the cache line of its other per-call counters. claimed counts
+	// passes that are not in totals[Pass]: the owner's own (see Claimed).
+	claimed atomic.Int64
+	totals  [kept]atomic.Int64
 	// shadow counts ShadowBlock, nil until the first is counted: most
 	// resources have no rule in shadow mode, and the marks of an event
 	// cost a tenth of a Tally.
 	shadow atomic.Pointer[shadowTally]
 	// newest is the start of the newest span, never before the first, or
-	// resetting while a writer starts one; newestX the extremes of its
-	// minute.
-	newest  atomic.Int64
-	newestX atomic.Pointer[Extremes]
+	// resetting while a writer starts one.
+	newest atomic.Int64
 	// marks[k % Spans] is what the totals were as span k (start k ×
 	// SpanMs) began, for the Spans spans up to the newest, rtMarks the
 	// same of RtSum. A mark keeps the low 32 bits of a total, read back
 	// from the totals (wide): exact while a second counts fewer than 2^32
-	// of an event, as no process calls that often. Half the bytes keep a
-	// Resource in the 576-byte size class rather than 768.
+	// of an event, as no process calls that often. Half the bytes help
+	// keep a Resource at 512 bytes (see engine.Resource).
 	marks   [Spans][narrow]atomic.Uint32
 	rtMarks [Spans]atomic.Int64
 	// minuteAt is what the totals were as the newest minute began: all
@@ -152,19 +149,20 @@ func wide(total int64, mark uint32) int64 {
 	return total - int64(uint32(total)-mark)
 }
 
-// Init readies t, which holds nothing yet. claimed is a counter of
-// passes that the owner adds to instead of calling Add(Pass) (a resource
-// claims passes on it when its rules number them): t counts its passes
-// too, as long as each is added after Open for its time, so that the
-// claim falls in the call's span or a later one.
-func (t *Tally) Init(claimed *atomic.Int64) {
-	t.claimed = claimed
+// Init readies t, which holds nothing yet.
+func (t *Tally) Init() {
 	t.newest.Store(never)
 	for i := range t.minutes {
 		t.minutes[i].start.Store(never)
 		t.minutes[i].x.reset()
 	}
 }
+
+// Claimed returns a counter of passes that the owner adds to instead of
+// calling Add(Pass) (a resource claims passes on it when its rules number
+// them): t counts its passes too, as long as each is added after Open for
+// its time, so that the claim falls in the call's span or a later one.
+func (t *Tally) Claimed() *atomic.Int64 { return &t.claimed }
 
 // Open starts the span of nowMs if it is not started: call it before
 // counting a call of then.
@@ -176,7 +174,16 @@ func (t *Tally) Open(nowMs int64) {
 
 // Extremes returns the extremes of the newest minute, for a call counted
 // after Open.
-func (t *Tally) Extremes() *Extremes { return t.newestX.Load() }
+// They are the newest minute's, found from the newest span rather than
+// kept in a pointer, which would take a Resource past 512 bytes.
+func (t *Tally) Extremes() *Extremes {
+	n := t.newest.Load()
+	for n == resetting {
+		runtime.Gosched()
+		n = t.newest.Load()
+	}
+	return &t.minutes[slotOf(n, MinuteMs, minutes)].x
+}
 
 // roll starts the span of nowMs, unless another writer did: Open's slow
 // path.
@@ -199,7 +206,7 @@ func (t *Tally) roll(nowMs int64) {
 			// are all counted, and the busiest of those ending since: its
 			// first span's mark is in the slot about to be written.
 			first := &t.marks[slotOf(s+SpanMs, SpanMs, Spans)]
-			t.newestX.Load().observeSecond(int64(uint32(at[Pass])-first[Pass].Load()) + int64(uint32(at[Block])-first[Block].Load()))
+			t.minutes[slotOf(s, MinuteMs, minutes)].x.observeSecond(int64(uint32(at[Pass])-first[Pass].Load()) + int64(uint32(at[Block])-first[Block].Load()))
 		}
 		// The spans skipped since the newest saw nothing: they begin
 		// with the same totals.
@@ -225,7 +232,6 @@ func (t *Tally) roll(nowMs int64) {
 				shadow.minuteAt.Store(at[ShadowBlock])
 			}
 			m.start.Store(minute)
-			t.newestX.Store(&m.x)
 		}
 		t.newest.Store(start)
 		return
@@ -303,8 +309,8 @@ func (t *Tally) load(v *view) {
 		for i := range v.minutes {
 			m, c := &t.minutes[i], &v.minutes[i]
 			c.start = m.start.Load()
-			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
-			c.busiestSecond = m.x.busiestSecond.Load()
+			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRtMs(), int64(m.x.maxRt.Load()), int64(m.x.maxConcurrency.Load())
+			c.busiestSecond = int64(m.x.busiestSecond.Load())
 		}
 		// The totals after the marks: no mark is past them.
 		v.totals = t.loadTotals()

@@ -2,13 +2,12 @@ package window
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
 func newTally() *Tally {
 	t := &Tally{}
-	t.Init(&atomic.Int64{})
+	t.Init()
 	return t
 }
 
@@ -72,9 +71,9 @@ func TestTallySkippedSpansHoldNothing(t *testing.T) {
 // TestTallyCountsClaimedPasses: passes added to the claimed counter after
 // Open count in the span of their time, as those given to Add do.
 func TestTallyCountsClaimedPasses(t *testing.T) {
-	var claimed atomic.Int64
 	tally := &Tally{}
-	tally.Init(&claimed)
+	tally.Init()
+	claimed := tally.Claimed()
 	tally.Open(1_000)
 	claimed.Add(2)
 	tally.Open(1_150)
@@ -162,6 +161,29 @@ func TestTallyMarksPast32Bits(t *testing.T) {
 	got := tally.Collect(nil)
 	if len(got) != 1 || got[0].Counts[Pass] != 1<<32+3 || got[0].Counts[RtSum] != 1_200*bigRtMs || got[0].Counts[ShadowBlock] != 1<<32+1 {
 		t.Fatalf("Collect = %+v, want every count whole", got)
+	}
+}
+
+// TestTallyExtremesKeep32Bits: a minute's extremes are exact up to 2^32-2
+// and count as that past it.
+func TestTallyExtremesKeep32Bits(t *testing.T) {
+	const most = 1<<32 - 2
+	tally := newTally()
+	tally.Open(1_000)
+	x := tally.Extremes()
+	x.ObserveRt(most)
+	x.ObserveRt(1 << 40)
+	x.ObserveConcurrency(1 << 33)
+	tally.AddComplete(2, 7, 0)
+	got := tally.Collect(nil)
+	if len(got) != 1 || got[0].MinRtMs != most || got[0].MaxRtMs != most || got[0].MaxConcurrency != most {
+		t.Fatalf("Collect = %+v, want the extremes at %d", got, int64(most))
+	}
+	tally.Open(MinuteMs)
+	tally.Extremes().ObserveRt(0)
+	tally.AddComplete(1, 0, 0)
+	if got := tally.Collect(nil); len(got) != 1 || got[0].MinRtMs != 0 || got[0].MaxRtMs != 0 {
+		t.Fatalf("Collect = %+v, want a response time of 0 kept", got)
 	}
 }
 
