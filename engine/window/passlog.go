@@ -72,16 +72,16 @@ type PassLog struct {
 	marker
 	perMark int64
 	missed  int64 // passes the resource's counter did not count
-	// ring holds the marks: ring.marks[g % len] is group g's mark, low 32
-	// bits. next is ring, or the larger ring a writer growing it is
-	// copying it into; full is the most marks the log's capacities need.
+	// ring holds the marks (marksOf): group g's mark, low 32 bits, is in
+	// slot g % its length. next is ring, or the larger ring a writer
+	// growing it is copying it into; full is the most marks the log's
+	// capacities need.
 	ring    atomic.Pointer[markRing]
 	next    atomic.Pointer[markRing]
 	full    int64
 	horizon Horizon
-	// first is the ring the log starts with, on firstMarks when that is
-	// enough for it or it forgets by time.
-	first      markRing
+	// firstMarks is the ring the log starts with, nil in ring, when that
+	// is enough for it or it forgets by time.
 	firstMarks [firstMarks]atomic.Uint32
 }
 
@@ -169,17 +169,12 @@ func (l *PassLog) setUp(least, most, passes, missed int64, h Horizon) {
 		var ring int
 		l.perMark, ring = LogShape(least, most)
 		l.full = int64(ring)
-		switch {
-		case ring <= firstMarks:
-			l.first.marks = l.firstMarks[:ring]
-		case h.IntervalMs > 0:
-			l.first.marks = l.firstMarks[:]
-		default:
-			l.first.marks = make([]atomic.Uint32, ring)
+		if ring > firstMarks && h.IntervalMs <= 0 {
+			full := &markRing{marks: make([]atomic.Uint32, ring)}
+			l.ring.Store(full)
+			l.next.Store(full)
 		}
 	}
-	l.ring.Store(&l.first)
-	l.next.Store(&l.first)
 	l.marker.init(l.perMark, passes)
 }
 
@@ -203,33 +198,35 @@ func (l *PassLog) Mark(nowMs, total int64) {
 	fence := l.nextMark.Load()
 	// The ring after the fence: it holds the marks of the groups below.
 	r := l.ring.Load()
-	if total < fence || len(r.marks) == 0 {
+	marks := l.marksOf(r)
+	if total < fence || len(marks) == 0 {
 		return
 	}
 	first, last := fence/l.perMark, total/l.perMark // the groups to mark
-	l.forget(r.marks, first-int64(len(r.marks))+1, first, first-1, nowMs-ancientMs)
-	for size := int64(len(r.marks)); size < l.full && last-size > l.floor.Load(); size = int64(len(r.marks)) {
+	l.forget(marks, first-int64(len(marks))+1, first, first-1, nowMs-ancientMs)
+	for size := int64(len(marks)); size < l.full && last-size > l.floor.Load(); size = int64(len(marks)) {
 		// The slot of group last holds a group not forgotten yet: the
 		// ring holds groups first-size to first-1.
-		l.forget(r.marks, first-size, first, last-size, nowMs-l.horizon.IntervalMs-l.slackMs()-forgetMarginMs)
+		l.forget(marks, first-size, first, last-size, nowMs-l.horizon.IntervalMs-l.slackMs()-forgetMarginMs)
 		if last-size <= l.floor.Load() {
 			break
 		}
 		r = l.grow(r)
+		marks = l.marksOf(r)
 	}
 	// newest before the marks: a decision that reads a mark then reads a
 	// newest at least as late, so it never decodes a mark from after it.
 	storeMax(&l.newest, nowMs)
 	newest := l.newest.Load()
-	writeMarks(r.marks, first, last, nowMs, newest)
+	writeMarks(marks, first, last, nowMs, newest)
 	// A writer growing the ring may have copied it before these marks:
 	// they go into its ring too, and into the ring it published.
 	if now := l.ring.Load(); now != r {
 		r = now
-		writeMarks(r.marks, first, last, nowMs, newest)
+		writeMarks(l.marksOf(r), first, last, nowMs, newest)
 	}
 	if next := l.next.Load(); next != r {
-		writeMarks(next.marks, first, last, nowMs, newest)
+		writeMarks(l.marksOf(next), first, last, nowMs, newest)
 	}
 	storeMax(&l.nextMark, (last+1)*l.perMark)
 }
@@ -251,32 +248,42 @@ func (l *PassLog) grow(r *markRing) *markRing {
 	if now := l.ring.Load(); now != r {
 		return now
 	}
+	marks := l.marksOf(r)
 	next := l.next.Load()
 	if next == r {
-		size := min(2*int64(len(r.marks)), l.full)
+		size := min(2*int64(len(marks)), l.full)
 		grown := &markRing{marks: make([]atomic.Uint32, size)}
 		// Copied before it is shared, the slots of the groups it gets hold
 		// their marks rather than zeroes; writes since are copied below.
-		copyMarks(grown, r, l.floor.Load(), l.newest.Load())
+		copyMarks(grown.marks, marks, l.floor.Load(), l.newest.Load())
 		if l.next.CompareAndSwap(r, grown) {
 			next = grown
 		} else {
 			next = l.next.Load()
 		}
 	}
-	copyMarks(next, r, l.floor.Load(), l.newest.Load())
+	copyMarks(l.marksOf(next), marks, l.floor.Load(), l.newest.Load())
 	l.ring.CompareAndSwap(r, next)
 	return l.ring.Load()
+}
+
+// marksOf returns the marks of ring r: firstMarks, as many as the log
+// needs up to their number, when r is nil.
+func (l *PassLog) marksOf(r *markRing) []atomic.Uint32 {
+	if r == nil {
+		return l.firstMarks[:min(l.full, firstMarks)]
+	}
+	return r.marks
 }
 
 // copyMarks raises the marks in to of the groups that from may hold, the
 // len(from) after floor (no writer writes a group further on into it), to
 // theirs in from.
-func copyMarks(to, from *markRing, floor, newest int64) {
-	size, toSize := int64(len(from.marks)), int64(len(to.marks))
+func copyMarks(to, from []atomic.Uint32, floor, newest int64) {
+	size, toSize := int64(len(from)), int64(len(to))
 	for g := floor + 1; g <= floor+size; g++ {
-		mark := from.marks[g%size].Load()
-		slot := &to.marks[g%toSize]
+		mark := from[g%size].Load()
+		slot := &to[g%toSize]
 		for {
 			had := slot.Load()
 			if had == mark || decode(newest, had) > decode(newest, mark) || slot.CompareAndSwap(had, mark) {
@@ -395,7 +402,7 @@ type Marked struct{ AtMs, Passes int64 }
 // it marks them: what a log that takes its place (Seed) must know.
 func (l *PassLog) Spans(sinceMs int64) []Marked {
 	last := l.nextMark.Load()/l.perMark - 1
-	return l.spans(l.perMark, l.ring.Load().marks, last, sinceMs)
+	return l.spans(l.perMark, l.marksOf(l.ring.Load()), last, sinceMs)
 }
 
 // Spans is PassLog.Spans for the log of group size perMark and ring marks.
@@ -429,7 +436,7 @@ func (l *PassLog) freeAt(k int64) (atMs int64, ok bool) {
 	}
 	// The ring after the fence: a group below it is in this ring or a
 	// later one.
-	marks := l.ring.Load().marks
+	marks := l.marksOf(l.ring.Load())
 	return decode(l.newest.Load(), marks[g%int64(len(marks))].Load()), true
 }
 

@@ -41,7 +41,7 @@ func newCountedWithin(least, most, intervalMs int64) *counted {
 }
 
 // marks returns how many marks the log keeps now.
-func (c *counted) marks() int { return len(c.log.ring.Load().marks) }
+func (c *counted) marks() int { return len(c.log.marksOf(c.log.ring.Load())) }
 
 func (c *counted) record(nowMs, n int64) { c.log.Mark(nowMs, c.passes.Add(n)) }
 
