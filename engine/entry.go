@@ -310,7 +310,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int64, prioritized, again bool) (waitNs, markMs int64, shadowBlocked bool, blk *BlockError) {
 	markMs = now
 	for _, c := range flow {
-		if again && (c.passes == nil || c.stat != r || c.throttle != nil) {
+		if again && (c.passes == nil || c.stat != r || c.throttle() != nil) {
 			continue
 		}
 		ok, w := c.check(r, now, count, inFlight, seen)

@@ -10,19 +10,20 @@ import (
 // flowChecker is a loaded flow rule: its decision state (pass log,
 // throttling slot, warm-up tokens) survives reloads that keep the rule equal.
 //
-// It keeps of the rule what calls read, and the rest only when the rule is
-// not a common one (commonFlowRule): a FlowRule is a dozen strings, 248
-// bytes, which every resource with a rule of 100 a second paid. The rule's
-// name is its block error's, and a common rule's resource is stat's.
+// It keeps of the rule what calls read, and the rest, with the state of
+// the kinds of rule that are not common (commonFlowRule), only for those:
+// a FlowRule is a dozen strings, 248 bytes, which every resource with a
+// rule of 100 a second paid. The rule's name is its block error's, and a
+// common rule's resource is stat's.
 type flowChecker struct {
 	threshold  float64
 	intervalMs int64
 	// inFlight: the rule limits the calls in flight, on all callers'
 	// together; shadowMode: its blocks are only counted.
 	inFlight, shadowMode bool
-	// uncommon is the whole rule, nil when rule rebuilds it from the
-	// fields above.
-	uncommon *FlowRule
+	// uncommon is the rest of a rule that rule does not rebuild from the
+	// fields above, nil for a common one.
+	uncommon *uncommonFlow
 	blocked  BlockError
 
 	// stat is the resource whose traffic the rule measures: its own or, for
@@ -32,12 +33,16 @@ type flowChecker struct {
 	// to it, see ruleSet.feeds, and counted meanwhile); nil but for reject
 	// rules and warm-ups.
 	passes *window.PassLog
+}
 
+// uncommonFlow is what a flow checker keeps of a rule that is not a common
+// one: the whole rule, and the state of its kind.
+type uncommonFlow struct {
+	rule     FlowRule
 	throttle *throttler
 	warmUp   *warmUp
-
 	// perOrigin decides the rule, when its limitApp is not default, on
-	// each origin's statistics in place of the above.
+	// each origin's statistics in place of the checker.
 	perOrigin *keyedChecker
 	// cluster decides the rule, when its scope is cluster, on leases of
 	// the count shared with other engines.
@@ -52,15 +57,17 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	c := &flowChecker{threshold: rule.Threshold, intervalMs: rule.StatIntervalMs, shadowMode: rule.Mode == ModeShadow,
 		blocked: BlockError{reason: reason, rule: rule.Name}, stat: stat}
 	if c.rule() != rule {
-		c.uncommon = &rule
+		c.uncommon = &uncommonFlow{rule: rule}
 	}
+	// A rule of any kind below is not a common one: x is set.
+	x := c.uncommon
 	if rule.LimitApp != LimitAppDefault {
-		c.perOrigin = newOriginChecker(rule, &c.blocked)
+		x.perOrigin = newOriginChecker(rule, &c.blocked)
 		return c
 	}
 	c.inFlight = rule.Metric == MetricConcurrency
 	if rule.Scope == ScopeCluster {
-		c.cluster = newClusterShare(rule)
+		x.cluster = newClusterShare(rule)
 		return c
 	}
 	if c.inFlight {
@@ -69,7 +76,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 	warm := rule.TokenCalculateStrategy == StrategyWarmUp
 	switch {
 	case rule.ControlBehavior == BehaviorThrottling:
-		c.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
+		x.throttle = newThrottler(rule.StatIntervalMs, rule.MaxQueueingTimeMs)
 		if warm { // no decision to log, but stat must count its passes
 			c.passes = window.NewPassLog(0, 0, 0, 0)
 		}
@@ -79,7 +86,7 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 		c.passes = newPassLog(stat, int64(rule.Threshold), int64(rule.Threshold), rule.StatIntervalMs, nowMs)
 	}
 	if warm {
-		c.warmUp = newWarmUp(rule, nowMs, stat.passes())
+		x.warmUp = newWarmUp(rule, nowMs, stat.passes())
 	}
 	return c
 }
@@ -172,7 +179,7 @@ var commonFlowRule = FlowRule{Threshold: 1}.WithDefaults()
 // rule returns c's rule.
 func (c *flowChecker) rule() FlowRule {
 	if c.uncommon != nil {
-		return *c.uncommon
+		return c.uncommon.rule
 	}
 	rule := commonFlowRule
 	rule.Name, rule.Resource, rule.Threshold, rule.StatIntervalMs = c.ruleName(), c.stat.name, c.threshold, c.intervalMs
@@ -187,7 +194,7 @@ func (c *flowChecker) expiresAtMs() int64 {
 	if c.uncommon == nil {
 		return 0
 	}
-	return c.uncommon.ExpiresAtMs
+	return c.uncommon.rule.ExpiresAtMs
 }
 
 // limitApp is whose calls c's rule counts.
@@ -195,7 +202,41 @@ func (c *flowChecker) limitApp() string {
 	if c.uncommon == nil {
 		return commonFlowRule.LimitApp
 	}
-	return c.uncommon.LimitApp
+	return c.uncommon.rule.LimitApp
+}
+
+// throttle returns c's throttling slot, nil if its rule does not throttle.
+func (c *flowChecker) throttle() *throttler {
+	if c.uncommon == nil {
+		return nil
+	}
+	return c.uncommon.throttle
+}
+
+// warmUp returns c's warm-up tokens, nil if its rule does not warm up.
+func (c *flowChecker) warmUp() *warmUp {
+	if c.uncommon == nil {
+		return nil
+	}
+	return c.uncommon.warmUp
+}
+
+// perOrigin returns the checker that decides c's rule per origin, nil if
+// its limitApp is default.
+func (c *flowChecker) perOrigin() *keyedChecker {
+	if c.uncommon == nil {
+		return nil
+	}
+	return c.uncommon.perOrigin
+}
+
+// cluster returns c's share of a cluster rule's count, nil if its scope
+// is local.
+func (c *flowChecker) cluster() *clusterShare {
+	if c.uncommon == nil {
+		return nil
+	}
+	return c.uncommon.cluster
 }
 
 // ruleName is the name of c's rule.
@@ -210,10 +251,11 @@ func (c *flowChecker) shadow() bool { return c.shadowMode }
 // claims once every rule let it through (Resource.Entry).
 // A throttled pass returns how long it must wait, in nanoseconds.
 func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses int64) (ok bool, waitNs int64) {
-	if c.cluster != nil {
+	x := c.uncommon
+	if x != nil && x.cluster != nil {
 		// Leases are for buckets of real time, which a cached reading
 		// may lag; the engine reads the time itself for them.
-		return c.cluster.take(self.realNowMs(nowMs), count), 0
+		return x.cluster.take(self.realNowMs(nowMs), count), 0
 	}
 	threshold := c.threshold
 	if c.inFlight {
@@ -222,11 +264,13 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 		}
 		return float64(inFlight) <= threshold, 0
 	}
-	if c.warmUp != nil {
-		threshold = c.warmUp.allowed(nowMs)
-	}
-	if c.throttle != nil {
-		return c.throttle.check(nowMs, count, threshold)
+	if x != nil {
+		if x.warmUp != nil {
+			threshold = x.warmUp.allowed(nowMs)
+		}
+		if x.throttle != nil {
+			return x.throttle.check(nowMs, count, threshold)
+		}
 	}
 	// A rule on its own resource's passes holds the threshold in every
 	// real window (Resource.admits). An associated rule limits calls that
@@ -249,7 +293,7 @@ const OccupyTimeoutMs = 500
 // in every window (Sentinel's tryOccupyNext counts them where they were
 // asked for).
 func (c *flowChecker) borrow(self *Resource, nowMs, count, selfPasses int64) (waitMs, markMs int64, ok bool) {
-	if c.throttle != nil || c.warmUp != nil || c.passes == nil || c.stat != self {
+	if c.throttle() != nil || c.warmUp() != nil || c.passes == nil || c.stat != self {
 		return 0, 0, false
 	}
 	atMs, known := c.passes.FreeAtMs(selfPasses, count, int64(c.threshold))

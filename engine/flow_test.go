@@ -581,8 +581,9 @@ func TestFlowRulesReturnsDefaults(t *testing.T) {
 
 // TestFlowCheckerKeepsTheRuleWhole: a checker keeps only the name,
 // resource, threshold, interval and mode of a common rule (a rate limit
-// that rejects) and the whole of any other; either way the rule comes
-// back as loaded, and a reload of an equal rule keeps its checker.
+// that rejects) and the whole of any other, with its kind's state; either
+// way the rule comes back as loaded, and a reload of an equal rule keeps
+// its checker.
 func TestFlowCheckerKeepsTheRuleWhole(t *testing.T) {
 	rules := []FlowRule{
 		{Name: "common", Resource: "a", Threshold: 100},

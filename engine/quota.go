@@ -113,7 +113,7 @@ func (e *Engine) takeRestored(resource, name string) []QuotaWindow {
 
 // quota reports whether c counts a quota's window on a log of its own.
 func (c *flowChecker) quota() bool {
-	return c.passes != nil && c.cluster == nil && c.throttle == nil && c.warmUp == nil &&
+	return c.passes != nil && c.cluster() == nil && c.throttle() == nil && c.warmUp() == nil &&
 		c.intervalMs >= QuotaMinIntervalMs
 }
 

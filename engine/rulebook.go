@@ -386,7 +386,7 @@ func (s *ruleSet) own() bool {
 // expiry.
 func (s *ruleSet) derive() {
 	s.expiresAtMs = s.firstExpiry()
-	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin != nil })
+	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin() != nil })
 	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 {
 		s.more = nil
 		return
@@ -399,11 +399,11 @@ func (s *ruleSet) derive() {
 	}
 	m.flowAll, m.keyed = nil, nil
 	for _, c := range s.flow {
-		if c.perOrigin == nil {
+		if c.perOrigin() == nil {
 			m.flowAll = append(m.flowAll, c)
 			continue
 		}
-		m.keyed = append(m.keyed, c.perOrigin)
+		m.keyed = append(m.keyed, c.perOrigin())
 		if origin := c.limitApp(); origin != LimitAppOther {
 			if m.namedOrigins == nil {
 				m.namedOrigins = map[string]struct{}{}
@@ -525,8 +525,8 @@ func (s *ruleSet) measure(c *flowChecker, own bool) {
 func clusterShares(flow []*flowChecker) []*clusterShare {
 	var shares []*clusterShare
 	for _, c := range flow {
-		if c.cluster != nil {
-			shares = append(shares, c.cluster)
+		if c.cluster() != nil {
+			shares = append(shares, c.cluster())
 		}
 	}
 	return shares

@@ -61,13 +61,13 @@ func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
 			continue
 		}
 		switch {
-		case c.cluster != nil:
+		case c.cluster() != nil:
 			var left, resetMs int64
-			if l := c.cluster.lease.Load(); l != nil && l.endMs > nowMs {
+			if l := c.cluster().lease.Load(); l != nil && l.endMs > nowMs {
 				left, resetMs = l.left.Load(), l.endMs-nowMs
 			}
 			s.offer(c.ruleName(), c.threshold, c.intervalMs, left, resetMs)
-		case c.passes != nil && c.throttle == nil && c.warmUp == nil && c.perOrigin == nil && !c.inFlight:
+		case c.passes != nil && c.throttle() == nil && c.warmUp() == nil && c.perOrigin() == nil && !c.inFlight:
 			capacity := int64(c.threshold)
 			total := c.stat.passes().Load()
 			since := nowMs - c.intervalMs - c.stat.slackMs(c.intervalMs)
