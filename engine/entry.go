@@ -194,7 +194,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 		flow = more.flowAll
 	}
-	if a := rs.adaptive; a != nil {
+	if a := rs.adaptive(); a != nil {
 		// Before the in-flight count is raised for a concurrency rule:
 		// the limit is what was in flight before the call.
 		switch ok, blk := a.admits(r.concurrency.Load(), count); {
@@ -387,7 +387,7 @@ func (e Entry) Exit(opts ...ExitOption) {
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
 	}
-	if a := e.rules.adaptive; a != nil {
+	if a := e.rules.adaptive(); a != nil {
 		a.observe(now)
 	}
 }
@@ -410,7 +410,7 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	for _, b := range rs.breakers {
 		b.onComplete(now, count, rtMs, failed, false)
 	}
-	if a := rs.adaptive; a != nil {
+	if a := rs.adaptive(); a != nil {
 		a.observe(now)
 	}
 }

@@ -57,7 +57,7 @@ func (s *ruleSet) has(kind ruleKind) bool {
 	case authorityKind:
 		return len(s.authority()) > 0
 	default:
-		return s.adaptive != nil
+		return s.adaptive() != nil
 	}
 }
 

@@ -56,8 +56,6 @@ type ruleSet struct {
 	// more holds the rules of the kinds most resources have none of, nil
 	// if none, so that a resource without pays one pointer for them.
 	more *moreRules
-	// adaptive is the resource's adaptive concurrency rule, nil if none.
-	adaptive *adaptiveLimiter
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog
@@ -77,12 +75,15 @@ type ruleSet struct {
 // noExpiry is the expiresAtMs of a rule set none of whose rules expires.
 const noExpiry = math.MaxInt64
 
-// moreRules is the hotspot and authority rules of a resource, and what
-// Entry derives from its rules when it has those or flow rules with a
-// limitApp (ruleSet.derive).
+// moreRules is the hotspot, authority and adaptive concurrency rules of a
+// resource, and what Entry derives from its rules when it has those or
+// flow rules with a limitApp (ruleSet.derive).
 type moreRules struct {
 	hotspot   []*keyedChecker
 	authority []*authorityChecker
+	// adaptive is the resource's adaptive concurrency rule, nil if none:
+	// here rather than in every rule set, whose 8 bytes took it past 96.
+	adaptive *adaptiveLimiter
 	// flowAll are the flow rules that count every caller together; keyed
 	// the rules that count per key, the flow rules with a limitApp and the
 	// hotspot rules; namedOrigins the origins the former name, which
@@ -98,6 +99,14 @@ func (s *ruleSet) hotspot() []*keyedChecker {
 		return nil
 	}
 	return s.more.hotspot
+}
+
+// adaptive returns s's adaptive concurrency rule, nil if none.
+func (s *ruleSet) adaptive() *adaptiveLimiter {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.adaptive
 }
 
 // authority returns s's authority rules.

@@ -174,9 +174,9 @@ func (st *staging) stage(r *Resource) *ruleSet {
 	if s == nil {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
-			s.flow, s.breakers, s.adaptive = entry.rules.flow, entry.rules.breakers, entry.rules.adaptive
+			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
 			if more := entry.rules.more; more != nil {
-				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority}
+				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority, adaptive: more.adaptive}
 			}
 		}
 		st.sets[r] = s
@@ -294,19 +294,21 @@ func (st *staging) replaceAuthority(r *Resource, rules []AuthorityRule) {
 func (st *staging) replaceAdaptive(r *Resource, rules []AdaptiveConcurrencyRule) {
 	names := st.e.book.names[adaptiveKind]
 	s := st.stage(r)
-	prior := s.adaptive
+	prior := s.adaptive()
 	if prior != nil && names[prior.rule.Name] == r {
 		delete(names, prior.rule.Name)
 	}
-	s.adaptive = nil
+	if s.more != nil {
+		s.more.adaptive = nil
+	}
 	if len(rules) == 0 {
 		return
 	}
 	rule := rules[0]
 	if prior != nil && prior.rule == rule {
-		s.adaptive = prior
+		s.edit().adaptive = prior
 	} else {
-		s.adaptive = newAdaptiveLimiter(rule, r, prior, st.now)
+		s.edit().adaptive = newAdaptiveLimiter(rule, r, prior, st.now)
 	}
 	if rule.Name != "" {
 		names[rule.Name] = r
@@ -349,7 +351,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
-	if s.adaptive != nil {
+	if s.adaptive() != nil {
 		s.inFlightMatters = true
 	}
 	s.derive()
@@ -377,7 +379,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 
 // own reports whether s has rules of its resource's own.
 func (s *ruleSet) own() bool {
-	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0 || s.adaptive != nil
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0 || s.adaptive() != nil
 }
 
 // derive sets what Entry reads of s's rules: the flow rules that count
@@ -387,7 +389,7 @@ func (s *ruleSet) own() bool {
 func (s *ruleSet) derive() {
 	s.expiresAtMs = s.firstExpiry()
 	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin() != nil })
-	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 {
+	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 && s.adaptive() == nil {
 		s.more = nil
 		return
 	}
@@ -430,8 +432,8 @@ func (s *ruleSet) firstExpiry() int64 {
 	for _, c := range s.authority() {
 		first = min(first, expiry(c.rule.ExpiresAtMs))
 	}
-	if s.adaptive != nil {
-		first = min(first, expiry(s.adaptive.rule.ExpiresAtMs))
+	if a := s.adaptive(); a != nil {
+		first = min(first, expiry(a.rule.ExpiresAtMs))
 	}
 	return first
 }
@@ -466,9 +468,6 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 			active.breakers = append(active.breakers, b)
 		}
 	}
-	if s.adaptive != nil && !live(s.adaptive.rule.ExpiresAtMs) {
-		active.adaptive = nil
-	}
 	active.more = nil
 	if s.more != nil {
 		more := &moreRules{}
@@ -481,6 +480,9 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 			if live(c.rule.ExpiresAtMs) {
 				more.authority = append(more.authority, c)
 			}
+		}
+		if a := s.more.adaptive; a != nil && live(a.rule.ExpiresAtMs) {
+			more.adaptive = a
 		}
 		active.more = more
 	}

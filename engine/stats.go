@@ -112,7 +112,7 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 // last collected. The caller holds the engine's collectMu.
 func (r *Resource) collectMinutes(now int64, out []MinuteStat) []MinuteStat {
 	var buf [2]window.Minute
-	adaptive := r.rules.Load().adaptive
+	adaptive := r.rules.Load().adaptive()
 	for _, m := range r.second.Collect(buf[:0]) {
 		var least, most, last int64
 		if adaptive != nil {
@@ -181,7 +181,7 @@ func (r *Resource) Live() LiveStats {
 	if s.CompleteQps > 0 {
 		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
 	}
-	if a := r.rules.Load().adaptive; a != nil {
+	if a := r.rules.Load().adaptive(); a != nil {
 		st := a.state.Load()
 		s.AdaptiveLimit, s.AdaptiveChange = st.limit, st.change
 	}
