@@ -250,7 +250,7 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	r.second.Extremes().ObserveConcurrency(concurrency)
+	r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
@@ -265,5 +265,5 @@ func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
 	r.second.Open(nowMs)
 	r.second.AddComplete(count, rtMs, errors)
-	r.second.Extremes().ObserveRt(rtMs)
+	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }

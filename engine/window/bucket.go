@@ -74,8 +74,9 @@ func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
 
 // ObserveRt records a completed call that took rtMs.
 func (x *Extremes) ObserveRt(rtMs int64) {
-	storeMin32(&x.minRt, clamp32(rtMs))
-	storeMax32(&x.maxRt, clamp32(rtMs))
+	rt := clamp32(rtMs)
+	storeMin32(&x.minRt, rt)
+	storeMax32(&x.maxRt, rt)
 }
 
 // ObserveConcurrency records c calls in flight.

@@ -434,10 +434,15 @@ func (l *PassLog) freeAt(k int64) (atMs int64, ok bool) {
 	if known {
 		return atMs, ok
 	}
+	return l.markOf(g), true
+}
+
+// markOf returns group g's mark, g below the fence.
+func (l *PassLog) markOf(g int64) int64 {
 	// The ring after the fence: a group below it is in this ring or a
 	// later one.
 	marks := l.marksOf(l.ring.Load())
-	return decode(l.newest.Load(), marks[g%int64(len(marks))].Load()), true
+	return decode(l.newest.Load(), marks[g%int64(len(marks))].Load())
 }
 
 // freeAt is PassLog.freeAt for the log of group size perMark and ring

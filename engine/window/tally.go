@@ -172,18 +172,24 @@ func (t *Tally) Open(nowMs int64) {
 	}
 }
 
-// Extremes returns the extremes of the newest minute, for a call counted
-// after Open.
-// They are the newest minute's, found from the newest span rather than
-// kept in a pointer, which would take a Resource past 512 bytes.
-func (t *Tally) Extremes() *Extremes {
+// Extremes returns the extremes of the newest minute, for a call of
+// nowMs counted after Open. They are found from the newest span rather
+// than kept in a pointer, which would take a Resource past 512 bytes;
+// while a writer starts a span, the call's own minute's are (a minute's
+// slot is reset before a call of it can be counted).
+func (t *Tally) Extremes(nowMs int64) *Extremes {
 	n := t.newest.Load()
-	for n == resetting {
-		runtime.Gosched()
-		n = t.newest.Load()
+	if n == resetting {
+		n = nowMs
 	}
-	return &t.minutes[slotOf(n, MinuteMs, minutes)].x
+	// slotOf(n, MinuteMs, minutes), cheap enough to inline: shifted by
+	// whole rings of minutes, n is positive and divides down to its floor.
+	return &t.minutes[(n+minuteShiftMs)/MinuteMs%minutes].x
 }
+
+// minuteShiftMs is a whole number of rings of minutes that makes any time
+// a Tally counts positive.
+const minuteShiftMs = minutes * MinuteMs << 40
 
 // roll starts the span of nowMs, unless another writer did: Open's slow
 // path.

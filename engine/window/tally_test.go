@@ -170,7 +170,7 @@ func TestTallyExtremesKeep32Bits(t *testing.T) {
 	const most = 1<<32 - 2
 	tally := newTally()
 	tally.Open(1_000)
-	x := tally.Extremes()
+	x := tally.Extremes(1_000)
 	x.ObserveRt(most)
 	x.ObserveRt(1 << 40)
 	x.ObserveConcurrency(1 << 33)
@@ -180,7 +180,7 @@ func TestTallyExtremesKeep32Bits(t *testing.T) {
 		t.Fatalf("Collect = %+v, want the extremes at %d", got, int64(most))
 	}
 	tally.Open(MinuteMs)
-	tally.Extremes().ObserveRt(0)
+	tally.Extremes(MinuteMs).ObserveRt(0)
 	tally.AddComplete(1, 0, 0)
 	if got := tally.Collect(nil); len(got) != 1 || got[0].MinRtMs != 0 || got[0].MaxRtMs != 0 {
 		t.Fatalf("Collect = %+v, want a response time of 0 kept", got)
@@ -207,11 +207,11 @@ func TestTallyCollectsMinutes(t *testing.T) {
 		t.Fatalf("collection of nothing = %+v", got)
 	}
 	tally.Open(minute1 + 10)
-	x := tally.Extremes()
+	x := tally.Extremes(minute1 + 10)
 	tally.AddComplete(2, 30, 1)
 	x.ObserveRt(30)
 	tally.Open(minute1 + 20)
-	x = tally.Extremes()
+	x = tally.Extremes(minute1 + 20)
 	tally.AddComplete(1, 5, 0)
 	x.ObserveRt(5)
 	x.ObserveConcurrency(3)
@@ -229,7 +229,7 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	// older minute has what came before minute 2 began.
 	tally.count(minute1+59_999, Block, 1)
 	tally.Open(minute2 + 5)
-	x = tally.Extremes()
+	x = tally.Extremes(minute2 + 5)
 	tally.AddComplete(1, 0, 0)
 	x.ObserveRt(0)
 	got := tally.Collect(nil)
