@@ -196,18 +196,30 @@ func (l *marker) init(perMark, passes int64) {
 func (l *PassLog) Mark(nowMs, total int64) {
 	total += l.missed
 	fence := l.nextMark.Load()
+	if total < fence {
+		return
+	}
 	// The ring after the fence: it holds the marks of the groups below.
 	r := l.ring.Load()
 	marks := l.marksOf(r)
-	if total < fence || len(marks) == 0 {
+	if len(marks) == 0 {
 		return
 	}
 	first, last := fence/l.perMark, total/l.perMark // the groups to mark
-	l.forget(marks, first-int64(len(marks))+1, first, first-1, nowMs-ancientMs)
+	// Marks grown ancientMs old are forgotten before they could be
+	// misread (written out here, as in ValueLog.Mark: a call would cost
+	// every pass).
+	newest := l.newest.Load()
+	for g := max(l.floor.Load()+1, first-int64(len(marks))+1); g < first; g++ {
+		if decode(newest, marks[g%int64(len(marks))].Load()) > nowMs-ancientMs {
+			break
+		}
+		storeMax(&l.floor, g)
+	}
 	for size := int64(len(marks)); size < l.full && last-size > l.floor.Load(); size = int64(len(marks)) {
 		// The slot of group last holds a group not forgotten yet: the
 		// ring holds groups first-size to first-1.
-		l.forget(marks, first-size, first, last-size, nowMs-l.horizon.IntervalMs-l.slackMs()-forgetMarginMs)
+		l.forget(marks, first-size, min(last-size, first-1), nowMs-l.horizon.IntervalMs-l.slackMs()-forgetMarginMs)
 		if last-size <= l.floor.Load() {
 			break
 		}
@@ -217,7 +229,7 @@ func (l *PassLog) Mark(nowMs, total int64) {
 	// newest before the marks: a decision that reads a mark then reads a
 	// newest at least as late, so it never decodes a mark from after it.
 	storeMax(&l.newest, nowMs)
-	newest := l.newest.Load()
+	newest = l.newest.Load()
 	writeMarks(marks, first, last, nowMs, newest)
 	// A writer growing the ring may have copied it before these marks:
 	// they go into its ring too, and into the ring it published.
@@ -301,23 +313,30 @@ func (l *ValueLog) Mark(perMark int64, marks []atomic.Uint32, nowMs, total int64
 		return
 	}
 	first, last := fence/perMark, total/perMark // the groups to mark
-	l.forget(marks, first-int64(len(marks))+1, first, first-1, nowMs-ancientMs)
+	ring := int64(len(marks))
+	newest := l.newest.Load()
+	for g := max(l.floor.Load()+1, first-ring+1); g < first; g++ {
+		if decode(newest, marks[g%ring].Load()) > nowMs-ancientMs {
+			break
+		}
+		storeMax(&l.floor, g)
+	}
 	storeMax(&l.newest, nowMs)
 	writeMarks(marks, first, last, nowMs, l.newest.Load())
 	storeMax(&l.nextMark, (last+1)*perMark)
 }
 
 // forget raises the floor over the groups after it from from up to upTo,
-// all below first and so marked, whose marks are at or before cutoffMs, as
-// far as the first that is not.
-func (l *marker) forget(marks []atomic.Uint32, from, first, upTo, cutoffMs int64) {
-	ring := int64(len(marks))
-	newest := l.newest.Load()
-	for g := max(l.floor.Load()+1, from); g <= min(upTo, first-1); g++ {
-		if decode(newest, marks[g%ring].Load()) > cutoffMs {
-			return
-		}
-		storeMax(&l.floor, g)
+// all marked, whose marks are at or before cutoffMs, as far as the first
+// that is not.
+func (l *marker) forget(marks []atomic.Uint32, from, upTo, cutoffMs int64) {
+	newest, floor := l.newest.Load(), l.floor.Load()
+	g := max(floor+1, from)
+	for g <= upTo && decode(newest, marks[g%int64(len(marks))].Load()) <= cutoffMs {
+		g++
+	}
+	if g-1 > floor {
+		storeMax(&l.floor, g-1)
 	}
 }
 
