@@ -511,8 +511,8 @@ func (e *Engine) loadedAdaptive() []*adaptiveLimiter {
 	defer e.loadMu.Unlock()
 	var limiters []*adaptiveLimiter
 	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
-		if set.adaptive != nil {
-			limiters = append(limiters, set.adaptive)
+		if a := set.adaptive(); a != nil {
+			limiters = append(limiters, a)
 		}
 	}
 	return limiters
@@ -524,7 +524,7 @@ func (r *Resource) AdaptiveLimit() (AdaptiveStatus, bool) {
 	if r == nil {
 		return AdaptiveStatus{}, false
 	}
-	a := r.current().rules.Load().adaptive
+	a := r.current().rules.Load().adaptive()
 	if a == nil {
 		return AdaptiveStatus{}, false
 	}

@@ -123,9 +123,9 @@ func (s *ruleSet) blockSources() []blockSource {
 		out = append(out, blockSource{reason: b.reason, rule: b.rule, tally: b.tally})
 	}
 	for _, c := range s.flow {
-		add(c.blocked)
-		if c.cluster != nil {
-			add(c.cluster.fallbackBlocked)
+		add(&c.blocked)
+		if cs := c.cluster(); cs != nil {
+			add(cs.fallbackBlocked)
 		}
 	}
 	for _, b := range s.breakers {
@@ -137,7 +137,7 @@ func (s *ruleSet) blockSources() []blockSource {
 	for _, c := range s.authority() {
 		add(c.blocked)
 	}
-	if a := s.adaptive; a != nil {
+	if a := s.adaptive(); a != nil {
 		out = append(out, blockSource{reason: ReasonAdaptive, rule: a.rule.Name, tally: a.blocks})
 	}
 	return out

@@ -25,7 +25,7 @@ func TestRacingCallsNeverShareTheLastRoom(t *testing.T) {
 			}
 			want := int64(rule.Threshold)
 			if rule.TokenCalculateStrategy == StrategyWarmUp {
-				want = int64(e.Resource("r").rules.Load().flow[0].warmUp.allowed(clock.NowMs()))
+				want = int64(e.Resource("r").rules.Load().flow[0].warmUp().allowed(clock.NowMs()))
 			}
 			res := e.Resource("r")
 			var passed atomic.Int64

@@ -198,7 +198,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		}
 		flow = more.flowAll
 	}
-	if a := rs.adaptive; a != nil {
+	if a := rs.adaptive(); a != nil {
 		// Before the in-flight count is raised for a concurrency rule:
 		// the limit is what was in flight before the call.
 		switch ok, blk := a.admits(r.concurrency.Load(), count); {
@@ -219,7 +219,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	logged := len(rs.feeds) > 0
 	var seen int64
 	if logged {
-		seen = r.passes.Load()
+		seen = r.passes().Load()
 	}
 	waitNs, markMs, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
 	if blk != nil {
@@ -268,8 +268,8 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.
-	for logged && !r.passes.CompareAndSwap(seen, seen+count) {
-		seen = r.passes.Load()
+	for logged && !r.passes().CompareAndSwap(seen, seen+count) {
+		seen = r.passes().Load()
 		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)
@@ -314,7 +314,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int64, prioritized, again bool) (waitNs, markMs int64, shadowBlocked bool, blk *BlockError) {
 	markMs = now
 	for _, c := range flow {
-		if again && (c.passes == nil || c.stat != r || c.throttle != nil) {
+		if again && (c.passes == nil || c.stat != r || c.throttle() != nil) {
 			continue
 		}
 		ok, w := c.check(r, now, count, inFlight, seen)
@@ -326,10 +326,10 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		switch {
 		case !ok && c.shadow():
 			shadowBlocked = true
-		case !ok && c.cluster != nil && c.cluster.fallback.Load() != nil:
-			return 0, 0, false, c.cluster.fallbackBlocked
+		case !ok && c.cluster() != nil && c.cluster().fallback.Load() != nil:
+			return 0, 0, false, c.cluster().fallbackBlocked
 		case !ok:
-			return 0, 0, false, c.blocked
+			return 0, 0, false, &c.blocked
 		case w > waitNs && !c.shadow():
 			waitNs = w
 		}
@@ -393,7 +393,7 @@ func (e Entry) Exit(opts ...ExitOption) {
 	for i, b := range e.rules.breakers {
 		b.onComplete(now, complete, rt, failed, e.probes&(1<<i) != 0)
 	}
-	if a := e.rules.adaptive; a != nil {
+	if a := e.rules.adaptive(); a != nil {
 		a.observe(now)
 	}
 }
@@ -416,7 +416,7 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 	for _, b := range rs.breakers {
 		b.onComplete(now, count, rtMs, failed, false)
 	}
-	if a := rs.adaptive; a != nil {
+	if a := rs.adaptive(); a != nil {
 		a.observe(now)
 	}
 }

@@ -579,6 +579,47 @@ func TestFlowRulesReturnsDefaults(t *testing.T) {
 	}
 }
 
+// TestFlowCheckerKeepsTheRuleWhole: a checker keeps only the name,
+// resource, threshold, interval and mode of a common rule (a rate limit
+// that rejects) and the whole of any other, with its kind's state; either
+// way the rule comes back as loaded, and a reload of an equal rule keeps
+// its checker.
+func TestFlowCheckerKeepsTheRuleWhole(t *testing.T) {
+	rules := []FlowRule{
+		{Name: "common", Resource: "a", Threshold: 100},
+		{Name: "shadow", Resource: "a", Threshold: 5, StatIntervalMs: 60_000, Mode: ModeShadow},
+		{Name: "paced", Resource: "b", Threshold: 10, ControlBehavior: BehaviorThrottling, MaxQueueingTimeMs: 100},
+		{Name: "inflight", Resource: "b", Threshold: 3, Metric: MetricConcurrency},
+		{Name: "checkout", Resource: "c", Threshold: 7, LimitApp: "checkout"},
+		{Name: "expiring", Resource: "c", Threshold: 9, ExpiresAtMs: 10_000},
+		{Name: "replacing", Resource: "c", Threshold: 9, Replaces: "old"},
+	}
+	e, _ := newTestEngine(t, 0, rules...)
+	got := e.FlowRules()
+	if len(got) != len(rules) {
+		t.Fatalf("FlowRules() = %+v, want %d rules", got, len(rules))
+	}
+	for i, rule := range rules {
+		if want := rule.WithDefaults(); got[i] != want {
+			t.Errorf("FlowRules()[%d] = %+v, want %+v", i, got[i], want)
+		}
+	}
+	for _, name := range []string{"a", "b", "c"} {
+		for _, c := range e.Resource(name).rules.Load().flow {
+			if common := c.ruleName() == "common" || c.ruleName() == "shadow"; common != (c.uncommon == nil) {
+				t.Errorf("rule %s: whole rule kept %v, want %v", c.ruleName(), c.uncommon != nil, !common)
+			}
+		}
+	}
+	before := e.Resource("a").rules.Load().flow[0]
+	if err := e.LoadFlowRules(rules); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.Resource("a").rules.Load().flow[0]; after != before {
+		t.Fatal("an equal common rule got a new checker on reload")
+	}
+}
+
 // TestReleaseAndRecordComplete: the HTTP check API's way through the
 // engine: release the entry at once, report the outcome later.
 func TestReleaseAndRecordComplete(t *testing.T) {

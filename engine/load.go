@@ -57,7 +57,7 @@ func (s *ruleSet) has(kind ruleKind) bool {
 	case authorityKind:
 		return len(s.authority()) > 0
 	default:
-		return s.adaptive != nil
+		return s.adaptive() != nil
 	}
 }
 
@@ -165,7 +165,7 @@ func (e *Engine) FlowRules() []FlowRule {
 	var rules []FlowRule
 	for _, set := range e.book.inOrder(maps.Keys(e.book.entries)) {
 		for _, c := range set.flow {
-			rules = append(rules, c.rule)
+			rules = append(rules, c.rule())
 		}
 	}
 	return rules

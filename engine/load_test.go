@@ -233,7 +233,7 @@ func TestLoadResourceRulesSwitchesBothKindsAtOnce(t *testing.T) {
 	wg.Go(func() {
 		for !done.Load() {
 			s := pay.rules.Load()
-			if s.flow[0].rule.Threshold != s.breakers[0].rule.Threshold {
+			if s.flow[0].threshold != s.breakers[0].rule.Threshold {
 				mixed.Add(1)
 			}
 		}
@@ -417,7 +417,7 @@ func TestIncrementalLoadsMatchTheirRules(t *testing.T) {
 func describeRuleSet(s *ruleSet) string {
 	var flow, breakers []string
 	for _, c := range s.flow {
-		flow = append(flow, fmt.Sprintf("%+v", c.rule))
+		flow = append(flow, fmt.Sprintf("%+v", c.rule()))
 	}
 	for _, b := range s.breakers {
 		breakers = append(breakers, b.rule.Name)

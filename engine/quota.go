@@ -49,9 +49,9 @@ func (e *Engine) QuotaWindows() []QuotaWindow {
 		}
 		for _, c := range flow {
 			if c.quota() {
-				spans := c.passes.Spans(nowMs - c.rule.StatIntervalMs)
+				spans := c.passes.Spans(nowMs - c.intervalMs)
 				if len(spans) > 0 {
-					out = append(out, QuotaWindow{Resource: r.name, Rule: c.rule.Name, Spans: mergeSpans(spans)})
+					out = append(out, QuotaWindow{Resource: r.name, Rule: c.ruleName(), Spans: mergeSpans(spans)})
 				}
 			}
 		}
@@ -130,8 +130,8 @@ func (e *Engine) takeRestored(resource, name string) []QuotaWindow {
 
 // quota reports whether c counts a quota's window on a log of its own.
 func (c *flowChecker) quota() bool {
-	return c.passes != nil && c.cluster == nil && c.throttle == nil && c.warmUp == nil &&
-		c.rule.StatIntervalMs >= QuotaMinIntervalMs
+	return c.passes != nil && c.cluster() == nil && c.throttle() == nil && c.warmUp() == nil &&
+		c.intervalMs >= QuotaMinIntervalMs
 }
 
 // quota reports whether c's values count a quota's window.

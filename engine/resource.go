@@ -29,8 +29,10 @@ const secondIntervalMs = 1000
 // line holds what every call reads and only rule loads write; the second
 // what every call writes, the in-flight and pass counts and the totals
 // the statistics are kept in (window.Tally), so that a call writes one
-// line. Resources are allocated in a size class that is a multiple of 64
-// bytes, so both are whole lines (TestResourceLayout).
+// line. A Resource is 512 bytes, a size class of whole lines
+// (TestResourceLayout); a byte more and, as a pointerful object past 512
+// bytes carries an 8-byte header, it would take the 576-byte class with
+// its lines off by those 8 bytes.
 type Resource struct {
 	name        string
 	clock       Clock
@@ -41,11 +43,9 @@ type Resource struct {
 	eng *Engine
 
 	concurrency atomic.Int64
-	// passes counts the passes while the pass log of a rule reads them:
-	// the numbers the logs go by.
-	passes atomic.Int64
-	// second counts every call: its totals complete the line above, then
-	// come its marks of the last second and minutes.
+	// second counts every call: its claimed passes (passes) and totals
+	// complete the line above, then come its marks of the last second and
+	// minutes.
 	second window.Tally
 }
 
@@ -56,8 +56,6 @@ type ruleSet struct {
 	// more holds the rules of the kinds most resources have none of, nil
 	// if none, so that a resource without pays one pointer for them.
 	more *moreRules
-	// adaptive is the resource's adaptive concurrency rule, nil if none.
-	adaptive *adaptiveLimiter
 	// feeds are the pass logs of the rules (of this or other resources)
 	// that measure this resource's passes.
 	feeds []*window.PassLog
@@ -77,12 +75,15 @@ type ruleSet struct {
 // noExpiry is the expiresAtMs of a rule set none of whose rules expires.
 const noExpiry = math.MaxInt64
 
-// moreRules is the hotspot and authority rules of a resource, and what
-// Entry derives from its rules when it has those or flow rules with a
-// limitApp (ruleSet.derive).
+// moreRules is the hotspot, authority and adaptive concurrency rules of a
+// resource, and what Entry derives from its rules when it has those or
+// flow rules with a limitApp (ruleSet.derive).
 type moreRules struct {
 	hotspot   []*keyedChecker
 	authority []*authorityChecker
+	// adaptive is the resource's adaptive concurrency rule, nil if none:
+	// here rather than in every rule set, whose 8 bytes took it past 96.
+	adaptive *adaptiveLimiter
 	// flowAll are the flow rules that count every caller together; keyed
 	// the rules that count per key, the flow rules with a limitApp and the
 	// hotspot rules; namedOrigins the origins the former name, which
@@ -98,6 +99,14 @@ func (s *ruleSet) hotspot() []*keyedChecker {
 		return nil
 	}
 	return s.more.hotspot
+}
+
+// adaptive returns s's adaptive concurrency rule, nil if none.
+func (s *ruleSet) adaptive() *adaptiveLimiter {
+	if s.more == nil {
+		return nil
+	}
+	return s.more.adaptive
 }
 
 // authority returns s's authority rules.
@@ -126,7 +135,7 @@ func (e *Engine) newResource(name string) *Resource {
 	e.created.Add(1)
 	r := &Resource{name: strings.Clone(name), eng: e, clock: e.clock, firstSeenMs: e.clock.NowMs()}
 	r.realClock, _ = e.clock.(*RealClock)
-	r.second.Init(&r.passes)
+	r.second.Init()
 	r.rules.Store(noRules)
 	return r
 }
@@ -137,6 +146,10 @@ func mustInit(la *window.LeapArray, samples int, intervalMs int64, buf []window.
 		panic(err)
 	}
 }
+
+// passes counts the passes while the pass log of a rule reads them: the
+// numbers the logs go by.
+func (r *Resource) passes() *atomic.Int64 { return r.second.Claimed() }
 
 // Name returns the resource's name.
 func (r *Resource) Name() string { return r.name }
@@ -176,6 +189,15 @@ func (r *Resource) slackMs(withinMs int64) int64 {
 		return r.realClock.SlackMs(withinMs)
 	}
 	return 0
+}
+
+// horizon is what a pass log of r's passes needs to forget those out of
+// every window of intervalMs (a rule's) that a decision reads.
+func (r *Resource) horizon(intervalMs int64) window.Horizon {
+	if r.realClock == nil {
+		return window.Horizon{IntervalMs: intervalMs}
+	}
+	return window.Horizon{IntervalMs: intervalMs, Clock: r.realClock}
 }
 
 // realNowMs is a reading no earlier than real time, for a call the clock
@@ -222,13 +244,13 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	r.second.Open(nowMs)
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
-		// too (window.Tally.Init).
+		// too (window.Tally.Claimed).
 		r.second.Add(window.Pass, count)
 	}
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	r.second.Extremes().ObserveConcurrency(concurrency)
+	r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
@@ -251,5 +273,5 @@ func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
 	r.second.Open(nowMs)
 	r.second.AddComplete(count, rtMs, errors)
-	r.second.Extremes().ObserveRt(rtMs)
+	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }

@@ -152,9 +152,9 @@ func (st *staging) stage(r *Resource) *ruleSet {
 	if s == nil {
 		s = &ruleSet{}
 		if entry, ok := st.e.book.entries[r]; ok {
-			s.flow, s.breakers, s.adaptive = entry.rules.flow, entry.rules.breakers, entry.rules.adaptive
+			s.flow, s.breakers = entry.rules.flow, entry.rules.breakers
 			if more := entry.rules.more; more != nil {
-				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority}
+				s.more = &moreRules{hotspot: more.hotspot, authority: more.authority, adaptive: more.adaptive}
 			}
 		}
 		st.sets[r] = s
@@ -172,8 +172,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.unlinked[old] = true
 			st.stage(old.stat)
 		}
-		if names[old.rule.Name] == r {
-			delete(names, old.rule.Name)
+		if names[old.ruleName()] == r {
+			delete(names, old.ruleName())
 		}
 	}
 	loaded := s.flow
@@ -186,8 +186,8 @@ func (st *staging) replaceFlow(r *Resource, rules []FlowRule) {
 			st.linked[added.stat] = append(st.linked[added.stat], added)
 			st.stage(added.stat)
 		}
-		if added.rule.Name != "" {
-			names[added.rule.Name] = r
+		if added.ruleName() != "" {
+			names[added.ruleName()] = r
 		}
 	}
 }
@@ -272,19 +272,21 @@ func (st *staging) replaceAuthority(r *Resource, rules []AuthorityRule) {
 func (st *staging) replaceAdaptive(r *Resource, rules []AdaptiveConcurrencyRule) {
 	names := st.e.book.names[adaptiveKind]
 	s := st.stage(r)
-	prior := s.adaptive
+	prior := s.adaptive()
 	if prior != nil && names[prior.rule.Name] == r {
 		delete(names, prior.rule.Name)
 	}
-	s.adaptive = nil
+	if s.more != nil {
+		s.more.adaptive = nil
+	}
 	if len(rules) == 0 {
 		return
 	}
 	rule := rules[0]
 	if prior != nil && prior.rule == rule {
-		s.adaptive = prior
+		s.edit().adaptive = prior
 	} else {
-		s.adaptive = newAdaptiveLimiter(rule, r, prior, st.now)
+		s.edit().adaptive = newAdaptiveLimiter(rule, r, prior, st.now)
 	}
 	if rule.Name != "" {
 		names[rule.Name] = r
@@ -327,7 +329,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 	for _, c := range measuredBy {
 		s.measure(c, false)
 	}
-	if s.adaptive != nil {
+	if s.adaptive() != nil {
 		s.inFlightMatters = true
 	}
 	s.derive()
@@ -355,7 +357,7 @@ func (b *ruleBook) publish(r *Resource, s *ruleSet, measuredBy []*flowChecker, n
 
 // own reports whether s has rules of its resource's own.
 func (s *ruleSet) own() bool {
-	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0 || s.adaptive != nil
+	return len(s.flow) > 0 || len(s.breakers) > 0 || len(s.hotspot()) > 0 || len(s.authority()) > 0 || s.adaptive() != nil
 }
 
 // derive sets what Entry reads of s's rules: the flow rules that count
@@ -364,8 +366,8 @@ func (s *ruleSet) own() bool {
 // expiry.
 func (s *ruleSet) derive() {
 	s.expiresAtMs = s.firstExpiry()
-	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin != nil })
-	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 {
+	byOrigin := slices.ContainsFunc(s.flow, func(c *flowChecker) bool { return c.perOrigin() != nil })
+	if !byOrigin && len(s.hotspot()) == 0 && len(s.authority()) == 0 && s.adaptive() == nil {
 		s.more = nil
 		return
 	}
@@ -377,12 +379,12 @@ func (s *ruleSet) derive() {
 	}
 	m.flowAll, m.keyed = nil, nil
 	for _, c := range s.flow {
-		if c.perOrigin == nil {
+		if c.perOrigin() == nil {
 			m.flowAll = append(m.flowAll, c)
 			continue
 		}
-		m.keyed = append(m.keyed, c.perOrigin)
-		if origin := c.rule.LimitApp; origin != LimitAppOther {
+		m.keyed = append(m.keyed, c.perOrigin())
+		if origin := c.limitApp(); origin != LimitAppOther {
 			if m.namedOrigins == nil {
 				m.namedOrigins = map[string]struct{}{}
 			}
@@ -397,7 +399,7 @@ func (s *ruleSet) derive() {
 func (s *ruleSet) firstExpiry() int64 {
 	first := int64(noExpiry)
 	for _, c := range s.flow {
-		first = min(first, expiry(c.rule.ExpiresAtMs))
+		first = min(first, expiry(c.expiresAtMs()))
 	}
 	for _, b := range s.breakers {
 		first = min(first, expiry(b.rule.ExpiresAtMs))
@@ -408,8 +410,8 @@ func (s *ruleSet) firstExpiry() int64 {
 	for _, c := range s.authority() {
 		first = min(first, expiry(c.rule.ExpiresAtMs))
 	}
-	if s.adaptive != nil {
-		first = min(first, expiry(s.adaptive.rule.ExpiresAtMs))
+	if a := s.adaptive(); a != nil {
+		first = min(first, expiry(a.rule.ExpiresAtMs))
 	}
 	return first
 }
@@ -434,7 +436,7 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 	active := *s
 	active.flow = nil
 	for _, c := range s.flow {
-		if live(c.rule.ExpiresAtMs) {
+		if live(c.expiresAtMs()) {
 			active.flow = append(active.flow, c)
 		}
 	}
@@ -443,9 +445,6 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 		if live(b.rule.ExpiresAtMs) {
 			active.breakers = append(active.breakers, b)
 		}
-	}
-	if s.adaptive != nil && !live(s.adaptive.rule.ExpiresAtMs) {
-		active.adaptive = nil
 	}
 	active.more = nil
 	if s.more != nil {
@@ -459,6 +458,9 @@ func (s *ruleSet) activeAt(nowMs int64) *ruleSet {
 			if live(c.rule.ExpiresAtMs) {
 				more.authority = append(more.authority, c)
 			}
+		}
+		if a := s.more.adaptive; a != nil && live(a.rule.ExpiresAtMs) {
+			more.adaptive = a
 		}
 		active.more = more
 	}
@@ -490,7 +492,7 @@ func (r *Resource) expireRules(nowMs int64) *ruleSet {
 // counted first when it is a rule of the same resource, own) or their
 // passes fed to the rule's log.
 func (s *ruleSet) measure(c *flowChecker, own bool) {
-	if c.concurrency() {
+	if c.inFlight {
 		s.inFlightMatters = true
 		s.reserveConcurrency = s.reserveConcurrency || own
 	}
@@ -503,8 +505,8 @@ func (s *ruleSet) measure(c *flowChecker, own bool) {
 func clusterShares(flow []*flowChecker) []*clusterShare {
 	var shares []*clusterShare
 	for _, c := range flow {
-		if c.cluster != nil {
-			shares = append(shares, c.cluster)
+		if c.cluster() != nil {
+			shares = append(shares, c.cluster())
 		}
 	}
 	return shares
@@ -513,7 +515,7 @@ func clusterShares(flow []*flowChecker) []*clusterShare {
 // flowCheckersOf returns the checkers of r's new flow rules, reusing those
 // of loaded that check an equal rule.
 func (e *Engine) flowCheckersOf(r *Resource, loaded []*flowChecker, rules []FlowRule, now int64) []*flowChecker {
-	return reuse(loaded, func(c *flowChecker) FlowRule { return c.rule }, rules, func(rule FlowRule) *flowChecker {
+	return reuse(loaded, (*flowChecker).rule, rules, func(rule FlowRule) *flowChecker {
 		stat := r
 		if rule.RelationStrategy == RelationAssociated {
 			stat = e.resourceFor(rule.RefResource)

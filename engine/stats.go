@@ -126,7 +126,7 @@ func (e *Engine) CollectMinutes() []MinuteStat {
 func (r *Resource) collectMinutes(now int64, blocks []minuteBlocks, out []MinuteStat) []MinuteStat {
 	var buf [2]window.Minute
 	rs := r.rules.Load()
-	adaptive := rs.adaptive
+	adaptive := rs.adaptive()
 	for _, src := range rs.blockSources() {
 		blocks = src.tally.drain(now, src.reason, src.rule, blocks)
 	}
@@ -243,7 +243,7 @@ func (r *Resource) Live() LiveStats {
 	if s.CompleteQps > 0 {
 		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps
 	}
-	if a := r.rules.Load().adaptive; a != nil {
+	if a := r.rules.Load().adaptive(); a != nil {
 		st := a.state.Load()
 		s.AdaptiveLimit, s.AdaptiveChange = st.limit, st.change
 	}

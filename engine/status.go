@@ -57,23 +57,23 @@ func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
 		flow = rs.more.flowAll
 	}
 	for _, c := range flow {
-		if c.shadow() || (c.rule.ExpiresAtMs != 0 && nowMs >= c.rule.ExpiresAtMs) {
+		if c.shadow() || (c.expiresAtMs() != 0 && nowMs >= c.expiresAtMs()) {
 			continue
 		}
 		switch {
-		case c.cluster != nil:
+		case c.cluster() != nil:
 			var left, resetMs int64
-			if l := c.cluster.lease.Load(); l != nil && l.endMs > nowMs {
+			if l := c.cluster().lease.Load(); l != nil && l.endMs > nowMs {
 				left, resetMs = l.left.Load(), l.endMs-nowMs
 			}
-			s.offer(c.rule.Name, c.rule.Threshold, c.rule.StatIntervalMs, left, resetMs)
-		case c.passes != nil && c.throttle == nil && c.warmUp == nil && c.perOrigin == nil && c.rule.Metric == MetricQPS:
-			capacity := int64(c.rule.Threshold)
-			total := c.stat.passes.Load()
-			since := nowMs - c.rule.StatIntervalMs - c.stat.slackMs(c.rule.StatIntervalMs)
+			s.offer(c.ruleName(), c.threshold, c.intervalMs, left, resetMs)
+		case c.passes != nil && c.throttle() == nil && c.warmUp() == nil && c.perOrigin() == nil && !c.inFlight:
+			capacity := int64(c.threshold)
+			total := c.stat.passes().Load()
+			since := nowMs - c.intervalMs - c.stat.slackMs(c.intervalMs)
 			left := c.passes.Room(total, capacity, since)
 			atMs, known := c.passes.FreeAtMs(total, want(left, count, capacity, blocked), capacity)
-			s.offer(c.rule.Name, c.rule.Threshold, c.rule.StatIntervalMs, left, resetAfter(atMs, known, nowMs, since))
+			s.offer(c.ruleName(), c.threshold, c.intervalMs, left, resetAfter(atMs, known, nowMs, since))
 		}
 	}
 	if rs.more == nil {

@@ -26,7 +26,7 @@ func (r *Resource) Tally(passed bool, count int64) {
 	r.second.Open(now)
 	var total int64
 	if len(rs.feeds) > 0 {
-		total = r.passes.Add(count)
+		total = r.passes().Add(count)
 	}
 	r.recordPass(now, now, count, total, r.concurrency.Load(), false, rs.feeds)
 }

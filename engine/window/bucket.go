@@ -35,14 +35,32 @@ type Bucket struct {
 
 // Extremes are the extremes of response time and concurrency over a
 // minute of a Tally: they cannot be told from running totals, so calls
-// record them here too (a load, and a CAS only for a new extreme).
+// record them here too (a load, and a CAS only for a new extreme). Each
+// keeps 32 bits (clamp32), which the half of a Tally that they save keeps
+// a Resource in the 512-byte size class: response times up to 49 days,
+// and up to 4,294,967,294 calls in flight or in a second, are exact; more
+// count as that much.
 type Extremes struct {
-	minRt          atomic.Int64
-	maxRt          atomic.Int64
-	maxConcurrency atomic.Int64
+	minRt          atomic.Uint32
+	maxRt          atomic.Uint32
+	maxConcurrency atomic.Uint32
 	// busiestSecond is the most calls, passed or blocked, in one second
 	// (a Tally's: ten spans in a row) of the minute.
-	busiestSecond atomic.Int64
+	busiestSecond atomic.Uint32
+}
+
+// noNarrowRt is what Extremes keep as their minRt until a call completes.
+const noNarrowRt = math.MaxUint32
+
+// clamp32 returns v as Extremes keep it.
+func clamp32(v int64) uint32 { return uint32(min(max(v, 0), noNarrowRt-1)) }
+
+// minRtMs returns the least response time, noRt if no call completed.
+func (x *Extremes) minRtMs() int64 {
+	if rt := x.minRt.Load(); rt != noNarrowRt {
+		return int64(rt)
+	}
+	return noRt
 }
 
 // StartMs returns the start of the time span the bucket counts.
@@ -56,12 +74,13 @@ func (b *Bucket) Get(ev Event) int64 { return b.counters[ev].Load() }
 
 // ObserveRt records a completed call that took rtMs.
 func (x *Extremes) ObserveRt(rtMs int64) {
-	storeMin(&x.minRt, rtMs)
-	storeMax(&x.maxRt, rtMs)
+	rt := clamp32(rtMs)
+	storeMin32(&x.minRt, rt)
+	storeMax32(&x.maxRt, rt)
 }
 
 // ObserveConcurrency records c calls in flight.
-func (x *Extremes) ObserveConcurrency(c int64) { storeMax(&x.maxConcurrency, c) }
+func (x *Extremes) ObserveConcurrency(c int64) { storeMax32(&x.maxConcurrency, clamp32(c)) }
 
 // reset zeroes the counters. The caller owns the bucket (see LeapArray.Current).
 func (b *Bucket) reset() {
@@ -71,11 +90,11 @@ func (b *Bucket) reset() {
 }
 
 // observeSecond records n calls in one second.
-func (x *Extremes) observeSecond(n int64) { storeMax(&x.busiestSecond, n) }
+func (x *Extremes) observeSecond(n int64) { storeMax32(&x.busiestSecond, clamp32(n)) }
 
 // reset forgets the extremes. The caller owns their minute.
 func (x *Extremes) reset() {
-	x.minRt.Store(noRt)
+	x.minRt.Store(noNarrowRt)
 	x.maxRt.Store(0)
 	x.maxConcurrency.Store(0)
 	x.busiestSecond.Store(0)
@@ -90,7 +109,16 @@ func storeMax(a *atomic.Int64, v int64) {
 	}
 }
 
-func storeMin(a *atomic.Int64, v int64) {
+func storeMax32(a *atomic.Uint32, v uint32) {
+	for {
+		old := a.Load()
+		if v <= old || a.CompareAndSwap(old, v) {
+			return
+		}
+	}
+}
+
+func storeMin32(a *atomic.Uint32, v uint32) {
 	for {
 		old := a.Load()
 		if v >= old || a.CompareAndSwap(old, v) {

@@ -19,7 +19,7 @@ func (la *LeapArray) MinRt(nowMs int64) (int64, bool) {
 	least := int64(noRt)
 	for i := range la.extremes {
 		if s := la.buckets[i].start.Load(); s > nowMs-la.intervalMs && s <= nowMs {
-			least = min(least, la.extremes[i].minRt.Load())
+			least = min(least, la.extremes[i].minRtMs())
 		}
 	}
 	return least, least != noRt

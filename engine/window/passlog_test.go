@@ -34,6 +34,15 @@ type counted struct {
 
 func newCounted(least, most int64) *counted { return &counted{log: NewPassLog(least, most, 0, 0)} }
 
+// newCountedWithin is newCounted with a log that forgets marks older than
+// its window, of intervalMs.
+func newCountedWithin(least, most, intervalMs int64) *counted {
+	return &counted{log: NewPassLogWithin(least, most, 0, 0, Horizon{IntervalMs: intervalMs})}
+}
+
+// marks returns how many marks the log keeps now.
+func (c *counted) marks() int { return len(c.log.marksOf(c.log.ring.Load())) }
+
 func (c *counted) record(nowMs, n int64) { c.log.Mark(nowMs, c.passes.Add(n)) }
 
 func (c *counted) admits(n, capacity, sinceMs int64) bool {
@@ -44,18 +53,31 @@ func (c *counted) admits(n, capacity, sinceMs int64) bool {
 // decision, at a capacity between the log's least and most, against one
 // made from every pass's time: the same up to 100, where every pass is
 // marked; above it, never more permissive, and at most perMark-1 passes
-// less.
+// less. So too a log that forgets by time, under traffic that now and
+// then falls to a few passes a window and rises again past its ring.
 func TestPassLogAgainstEveryPass(t *testing.T) {
-	for _, tt := range []struct{ least, most int64 }{
-		{1, 1}, {7, 7}, {100, 100}, {101, 101}, {250, 250}, {1_000, 1_000}, {33, 100}, {400, 1_200},
+	const intervalMs = 1000
+	for _, tt := range []struct {
+		least, most int64
+		within      bool
+	}{
+		{1, 1, false}, {7, 7, false}, {100, 100, false}, {101, 101, false}, {250, 250, false},
+		{1_000, 1_000, false}, {33, 100, false}, {400, 1_200, false},
+		{7, 7, true}, {100, 100, true}, {101, 101, true}, {1_000, 1_000, true}, {33, 100, true}, {400, 1_200, true},
 	} {
 		rng := rand.New(rand.NewPCG(1, uint64(tt.most)))
 		l := newCounted(tt.least, tt.most)
+		if tt.within {
+			l = newCountedWithin(tt.least, tt.most, intervalMs)
+		}
 		var all exactWindow
-		const intervalMs = 1000
 		now := int64(0)
-		for range 20_000 {
-			now += rng.Int64N(3 * intervalMs / tt.least)
+		for i := range 20_000 {
+			gapMs := 3 * intervalMs / tt.least
+			if tt.within && i/1000%2 == 1 {
+				gapMs = intervalMs / 2 // a few passes a window
+			}
+			now += rng.Int64N(gapMs)
 			n := 1 + rng.Int64N(3)
 			capacity := tt.least + rng.Int64N(tt.most-tt.least+1)
 			since := now - intervalMs
@@ -89,11 +111,51 @@ func TestPassLogSize(t *testing.T) {
 		{33, 100, 1, 102},           // a warm-up from 100/3 to 100
 		{1_000, 100_000, 98, 1_022}, // a cold factor of 100: the ring's bound
 	} {
-		l := NewPassLog(tt.least, tt.most, 0, 0)
-		if l.perMark != tt.perMark || int64(len(l.marks)) != tt.marks {
+		l := &counted{log: NewPassLog(tt.least, tt.most, 0, 0)}
+		if l.log.perMark != tt.perMark || int64(l.marks()) != tt.marks {
 			t.Errorf("NewPassLog(%d, %d): a mark every %d passes, %d marks; want %d and %d",
-				tt.least, tt.most, l.perMark, len(l.marks), tt.perMark, tt.marks)
+				tt.least, tt.most, l.log.perMark, l.marks(), tt.perMark, tt.marks)
 		}
+	}
+}
+
+// TestPassLogWithinGrowsWithTraffic: a log that forgets by time keeps
+// firstMarks marks while its traffic is a few passes a window, forgetting
+// those out of it, doubles its ring when a burst needs more, up to what
+// its capacity needs, and decides as a log of every mark does throughout.
+func TestPassLogWithinGrowsWithTraffic(t *testing.T) {
+	const intervalMs = 1000
+	l := newCountedWithin(100, 100, intervalMs)
+	var all exactWindow
+	now := int64(0)
+	step := func(gapMs, calls int64) {
+		for range calls {
+			now += gapMs
+			since := now - intervalMs
+			if got, want := l.admits(1, 100, since), all.admits(1, 100, since); got != want {
+				t.Fatalf("at %d ms: log says %v, every pass says %v", now, got, want)
+			}
+			if all.admits(1, 100, since) {
+				l.record(now, 1)
+				all.record(now, 1)
+			}
+		}
+	}
+	step(700, 50) // under 3 marks in a window and its margin
+	if got := l.marks(); got != firstMarks {
+		t.Fatalf("%d marks for a pass every 700 ms, want %d", got, firstMarks)
+	}
+	step(50, 100) // 20 a second, 40 marks in a window and its margin
+	if got := l.marks(); got != 8*firstMarks {
+		t.Fatalf("%d marks for 20 passes a second, want %d", got, 8*firstMarks)
+	}
+	step(1, 3000) // over the capacity: 102 marks hold it
+	if got := l.marks(); got != 102 {
+		t.Fatalf("%d marks at the capacity, want 102", got)
+	}
+	step(700, 50)
+	if got := l.marks(); got != 102 {
+		t.Fatalf("%d marks once traffic fell, want the 102 it grew to", got)
 	}
 }
 
@@ -256,7 +318,17 @@ func TestPassLogClockBack(t *testing.T) {
 // millisecond after millisecond, leave every group marked, and a writer
 // running late never lowers a later group's mark.
 func TestPassLogConcurrentRecords(t *testing.T) {
-	l := newCounted(500, 500) // 5 passes a group
+	for _, within := range []bool{false, true} {
+		l := newCounted(500, 500) // 5 passes a group
+		if within {
+			// Its ring grows from 8 marks to 102 as the writers race.
+			l = newCountedWithin(500, 500, 1)
+		}
+		checkConcurrentRecords(t, l)
+	}
+}
+
+func checkConcurrentRecords(t *testing.T, l *counted) {
 	const writers, callsPerMs, lastMs = 8, 100, 9
 	for ms := range int64(lastMs + 1) {
 		var wg sync.WaitGroup

@@ -19,6 +19,10 @@ const (
 	minutes = 2
 	// kept is how many events a Tally keeps inline: all but ShadowBlock.
 	kept = ShadowBlock
+	// narrow is how many of them a span's mark keeps in 32 bits: all but
+	// RtSum, whose second may pass 2^32 (a thousand calls of 72 minutes
+	// each ending together).
+	narrow = RtSum
 )
 
 // Tally counts a resource's events as running totals, and marks what the
@@ -54,46 +58,49 @@ const (
 // A Tally must not be copied once used. Its zero value is not ready: call
 // Init.
 type Tally struct {
-	// totals come first: the resource that embeds a Tally puts them on the
-	// cache line of its other per-call counters.
-	totals [kept]atomic.Int64
-	// claimed counts passes that are not in totals[Pass]: the owner's
-	// own counter (see Init).
-	claimed *atomic.Int64
+	// claimed and totals come first: the resource that embeds a Tally puts
+	// them on the cache line of its other per-call counters. claimed counts
+	// passes that are not in totals[Pass]: the owner's own (see Claimed).
+	claimed atomic.Int64
+	totals  [kept]atomic.Int64
 	// shadow counts ShadowBlock, nil until the first is counted: most
 	// resources have no rule in shadow mode, and the marks of an event
 	// cost a tenth of a Tally.
 	shadow atomic.Pointer[shadowTally]
 	// newest is the start of the newest span, never before the first, or
-	// resetting while a writer starts one; newestX the extremes of its
-	// minute.
-	newest  atomic.Int64
-	newestX atomic.Pointer[Extremes]
+	// resetting while a writer starts one.
+	newest atomic.Int64
 	// marks[k % Spans] is what the totals were as span k (start k ×
-	// SpanMs) began, for the Spans spans up to the newest.
-	marks [Spans][kept]atomic.Int64
-	// minutes[m % minutes] is minute m (start m × MinuteMs) if it began,
-	// with what the totals were then.
-	minutes [minutes]minuteMark
+	// SpanMs) began, for the Spans spans up to the newest, rtMarks the
+	// same of RtSum. A mark keeps the low 32 bits of a total, read back
+	// from the totals (wide): exact while a second counts fewer than 2^32
+	// of an event, as no process calls that often. Half the bytes help
+	// keep a Resource at 512 bytes (see engine.Resource).
+	marks   [Spans][narrow]atomic.Uint32
+	rtMarks [Spans]atomic.Int64
+	// minuteAt is what the totals were as the newest minute began: all
+	// Collect needs, as the minute before it is counted from what was
+	// collected. minutes[m % minutes] is minute m (start m × MinuteMs) if
+	// it began.
+	minuteAt [kept]atomic.Int64
+	minutes  [minutes]minuteMark
 	// collected is what the totals were when Collect last read them; only
 	// Collect, one call at a time, uses it.
 	collected [NumEvents]int64
 }
 
-// minuteMark is a minute's start, the totals as it began and the extremes
-// of its calls.
+// minuteMark is a minute's start and the extremes of its calls.
 type minuteMark struct {
 	start atomic.Int64
-	at    [kept]atomic.Int64
 	x     Extremes
 }
 
 // shadowTally is ShadowBlock's total and marks, kept as a Tally's others
 // are. Its marks start at zero, the total before the first was counted.
 type shadowTally struct {
-	total     atomic.Int64
-	marks     [Spans]atomic.Int64
-	minuteAts [minutes]atomic.Int64
+	total    atomic.Int64
+	marks    [Spans]atomic.Uint32
+	minuteAt atomic.Int64
 }
 
 // Span is one span of a Tally's second, as At returns it.
@@ -124,31 +131,38 @@ type Minute struct {
 
 // view is a consistent copy of a Tally's marks and totals.
 type view struct {
-	newest  int64
-	totals  [NumEvents]int64
-	marks   [Spans][NumEvents]int64
-	minutes [minutes]struct {
+	newest   int64
+	totals   [NumEvents]int64
+	marks    [Spans][NumEvents]int64
+	minuteAt [NumEvents]int64
+	minutes  [minutes]struct {
 		start int64
-		at    [NumEvents]int64
 		// minRt, maxRt, maxConcurrency and busiestSecond are the
 		// minute's extremes.
 		minRt, maxRt, maxConcurrency, busiestSecond int64
 	}
 }
 
-// Init readies t, which holds nothing yet. claimed is a counter of
-// passes that the owner adds to instead of calling Add(Pass) (a resource
-// claims passes on it when its rules number them): t counts its passes
-// too, as long as each is added after Open for its time, so that the
-// claim falls in the call's span or a later one.
-func (t *Tally) Init(claimed *atomic.Int64) {
-	t.claimed = claimed
+// wide returns the total whose low 32 bits a mark kept, total being the
+// event's total now: at most 2^32-1 more.
+func wide(total int64, mark uint32) int64 {
+	return total - int64(uint32(total)-mark)
+}
+
+// Init readies t, which holds nothing yet.
+func (t *Tally) Init() {
 	t.newest.Store(never)
 	for i := range t.minutes {
 		t.minutes[i].start.Store(never)
 		t.minutes[i].x.reset()
 	}
 }
+
+// Claimed returns a counter of passes that the owner adds to instead of
+// calling Add(Pass) (a resource claims passes on it when its rules number
+// them): t counts its passes too, as long as each is added after Open for
+// its time, so that the claim falls in the call's span or a later one.
+func (t *Tally) Claimed() *atomic.Int64 { return &t.claimed }
 
 // Open starts the span of nowMs if it is not started: call it before
 // counting a call of then.
@@ -158,9 +172,24 @@ func (t *Tally) Open(nowMs int64) {
 	}
 }
 
-// Extremes returns the extremes of the newest minute, for a call counted
-// after Open.
-func (t *Tally) Extremes() *Extremes { return t.newestX.Load() }
+// Extremes returns the extremes of the newest minute, for a call of
+// nowMs counted after Open. They are found from the newest span rather
+// than kept in a pointer, which would take a Resource past 512 bytes;
+// while a writer starts a span, the call's own minute's are (a minute's
+// slot is reset before a call of it can be counted).
+func (t *Tally) Extremes(nowMs int64) *Extremes {
+	n := t.newest.Load()
+	if n == resetting {
+		n = nowMs
+	}
+	// slotOf(n, MinuteMs, minutes), cheap enough to inline: shifted by
+	// whole rings of minutes, n is positive and divides down to its floor.
+	return &t.minutes[(n+minuteShiftMs)/MinuteMs%minutes].x
+}
+
+// minuteShiftMs is a whole number of rings of minutes that makes any time
+// a Tally counts positive.
+const minuteShiftMs = minutes * MinuteMs << 40
 
 // roll starts the span of nowMs, unless another writer did: Open's slow
 // path.
@@ -183,18 +212,19 @@ func (t *Tally) roll(nowMs int64) {
 			// are all counted, and the busiest of those ending since: its
 			// first span's mark is in the slot about to be written.
 			first := &t.marks[slotOf(s+SpanMs, SpanMs, Spans)]
-			t.newestX.Load().observeSecond(at[Pass] + at[Block] - first[Pass].Load() - first[Block].Load())
+			t.minutes[slotOf(s, MinuteMs, minutes)].x.observeSecond(int64(uint32(at[Pass])-first[Pass].Load()) + int64(uint32(at[Block])-first[Block].Load()))
 		}
 		// The spans skipped since the newest saw nothing: they begin
 		// with the same totals.
 		shadow := t.shadow.Load()
 		for k := max(s+SpanMs, start-(Spans-1)*SpanMs); k <= start; k += SpanMs {
 			i := slotOf(k, SpanMs, Spans)
-			for ev := range kept {
-				t.marks[i][ev].Store(at[ev])
+			for ev := range narrow {
+				t.marks[i][ev].Store(uint32(at[ev]))
 			}
+			t.rtMarks[i].Store(at[RtSum])
 			if shadow != nil {
-				shadow.marks[i].Store(at[ShadowBlock])
+				shadow.marks[i].Store(uint32(at[ShadowBlock]))
 			}
 		}
 		if minute := floorTo(start, MinuteMs); minute > floorTo(s, MinuteMs) {
@@ -202,13 +232,12 @@ func (t *Tally) roll(nowMs int64) {
 			m := &t.minutes[i]
 			m.x.reset()
 			for ev := range kept {
-				m.at[ev].Store(at[ev])
+				t.minuteAt[ev].Store(at[ev])
 			}
 			if shadow != nil {
-				shadow.minuteAts[i].Store(at[ShadowBlock])
+				shadow.minuteAt.Store(at[ShadowBlock])
 			}
 			m.start.Store(minute)
-			t.newestX.Store(&m.x)
 		}
 		t.newest.Store(start)
 		return
@@ -266,31 +295,39 @@ func (t *Tally) load(v *view) {
 			continue
 		}
 		shadow := t.shadow.Load()
-		for k := range v.marks {
-			for ev := range kept {
-				v.marks[k][ev] = t.marks[k][ev].Load()
+		var marks [Spans][NumEvents]uint32
+		for k := range marks {
+			for ev := range narrow {
+				marks[k][ev] = t.marks[k][ev].Load()
 			}
-			v.marks[k][ShadowBlock] = 0
+			v.marks[k][RtSum] = t.rtMarks[k].Load()
 			if shadow != nil {
-				v.marks[k][ShadowBlock] = shadow.marks[k].Load()
+				marks[k][ShadowBlock] = shadow.marks[k].Load()
 			}
+		}
+		for ev := range kept {
+			v.minuteAt[ev] = t.minuteAt[ev].Load()
+		}
+		v.minuteAt[ShadowBlock] = 0
+		if shadow != nil {
+			v.minuteAt[ShadowBlock] = shadow.minuteAt.Load()
 		}
 		for i := range v.minutes {
 			m, c := &t.minutes[i], &v.minutes[i]
 			c.start = m.start.Load()
-			for ev := range kept {
-				c.at[ev] = m.at[ev].Load()
-			}
-			c.at[ShadowBlock] = 0
-			if shadow != nil {
-				c.at[ShadowBlock] = shadow.minuteAts[i].Load()
-			}
-			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRt.Load(), m.x.maxRt.Load(), m.x.maxConcurrency.Load()
-			c.busiestSecond = m.x.busiestSecond.Load()
+			c.minRt, c.maxRt, c.maxConcurrency = m.x.minRtMs(), int64(m.x.maxRt.Load()), int64(m.x.maxConcurrency.Load())
+			c.busiestSecond = int64(m.x.busiestSecond.Load())
 		}
+		// The totals after the marks: no mark is past them.
 		v.totals = t.loadTotals()
 		if t.newest.Load() == n {
 			v.newest = n
+			for k := range marks {
+				for ev := range narrow {
+					v.marks[k][ev] = wide(v.totals[ev], marks[k][ev])
+				}
+				v.marks[k][ShadowBlock] = wide(v.totals[ShadowBlock], marks[k][ShadowBlock])
+			}
 			return
 		}
 	}
@@ -382,9 +419,9 @@ func (t *Tally) Collect(out []Minute) []Minute {
 	cur := slotOf(newestMinute, MinuteMs, minutes)
 	older := (cur + 1) % minutes
 	if s := v.minutes[older].start; s != never && s < newestMinute {
-		out = t.appendMinute(out, &v, older, &t.collected, &v.minutes[cur].at)
+		out = t.appendMinute(out, &v, older, &t.collected, &v.minuteAt)
 	}
-	out = t.appendMinute(out, &v, cur, &v.minutes[cur].at, &v.totals)
+	out = t.appendMinute(out, &v, cur, &v.minuteAt, &v.totals)
 	t.collected = v.totals
 	return out
 }

@@ -2,13 +2,12 @@ package window
 
 import (
 	"sync"
-	"sync/atomic"
 	"testing"
 )
 
 func newTally() *Tally {
 	t := &Tally{}
-	t.Init(&atomic.Int64{})
+	t.Init()
 	return t
 }
 
@@ -72,9 +71,9 @@ func TestTallySkippedSpansHoldNothing(t *testing.T) {
 // TestTallyCountsClaimedPasses: passes added to the claimed counter after
 // Open count in the span of their time, as those given to Add do.
 func TestTallyCountsClaimedPasses(t *testing.T) {
-	var claimed atomic.Int64
 	tally := &Tally{}
-	tally.Init(&claimed)
+	tally.Init()
+	claimed := tally.Claimed()
 	tally.Open(1_000)
 	claimed.Add(2)
 	tally.Open(1_150)
@@ -124,6 +123,70 @@ func TestTallyKeepsShadowBlocksOnceCounted(t *testing.T) {
 	}
 }
 
+// TestTallyMarksPast32Bits: a span's mark keeps the low 32 bits of the
+// totals; a second's counts stay exact when the totals cross 2^32 in it,
+// and a second whose response times sum past 2^32 ms (RtSum, kept whole)
+// reads whole, as do the minute's counts.
+func TestTallyMarksPast32Bits(t *testing.T) {
+	const bigRtMs = 3_600_000 // an hour each: 1,200 of them pass 2^32 ms
+	tally := newTally()
+	tally.count(0, Pass, 1<<32-3)
+	tally.count(0, Block, 1<<33-1)
+	tally.count(0, ShadowBlock, 1<<32-1)
+	tally.count(5_000, Pass, 1)
+	tally.count(5_100, Pass, 5) // the total crosses 2^32 here
+	tally.count(5_200, Block, 7)
+	tally.Open(5_250)
+	tally.AddComplete(1_200, bigRtMs, 0)
+	tally.count(5_300, ShadowBlock, 2)
+	for _, tt := range []struct {
+		nowMs int64
+		ev    Event
+		want  int64
+	}{
+		{5_999, Pass, 6},
+		{6_050, Pass, 5},
+		{6_150, Block, 7},
+		{6_150, RtSum, 1_200 * bigRtMs},
+		{6_150, Complete, 1_200},
+		{6_250, ShadowBlock, 2},
+	} {
+		if got := tally.SumAll(tt.nowMs)[tt.ev]; got != tt.want {
+			t.Errorf("SumAll(%d)[%d] = %d, want %d", tt.nowMs, tt.ev, got, tt.want)
+		}
+	}
+	if s := tally.At(slotOf(5_100, SpanMs, Spans)); s.Get(Pass) != 5 {
+		t.Errorf("span 5100: %d passes, want 5", s.Get(Pass))
+	}
+	got := tally.Collect(nil)
+	if len(got) != 1 || got[0].Counts[Pass] != 1<<32+3 || got[0].Counts[RtSum] != 1_200*bigRtMs || got[0].Counts[ShadowBlock] != 1<<32+1 {
+		t.Fatalf("Collect = %+v, want every count whole", got)
+	}
+}
+
+// TestTallyExtremesKeep32Bits: a minute's extremes are exact up to 2^32-2
+// and count as that past it.
+func TestTallyExtremesKeep32Bits(t *testing.T) {
+	const most = 1<<32 - 2
+	tally := newTally()
+	tally.Open(1_000)
+	x := tally.Extremes(1_000)
+	x.ObserveRt(most)
+	x.ObserveRt(1 << 40)
+	x.ObserveConcurrency(1 << 33)
+	tally.AddComplete(2, 7, 0)
+	got := tally.Collect(nil)
+	if len(got) != 1 || got[0].MinRtMs != most || got[0].MaxRtMs != most || got[0].MaxConcurrency != most {
+		t.Fatalf("Collect = %+v, want the extremes at %d", got, int64(most))
+	}
+	tally.Open(MinuteMs)
+	tally.Extremes(MinuteMs).ObserveRt(0)
+	tally.AddComplete(1, 0, 0)
+	if got := tally.Collect(nil); len(got) != 1 || got[0].MinRtMs != 0 || got[0].MaxRtMs != 0 {
+		t.Fatalf("Collect = %+v, want a response time of 0 kept", got)
+	}
+}
+
 func TestTallyClockSteppingBackLosesNothing(t *testing.T) {
 	tally := newTally()
 	tally.count(5_000, Pass, 4)
@@ -144,11 +207,11 @@ func TestTallyCollectsMinutes(t *testing.T) {
 		t.Fatalf("collection of nothing = %+v", got)
 	}
 	tally.Open(minute1 + 10)
-	x := tally.Extremes()
+	x := tally.Extremes(minute1 + 10)
 	tally.AddComplete(2, 30, 1)
 	x.ObserveRt(30)
 	tally.Open(minute1 + 20)
-	x = tally.Extremes()
+	x = tally.Extremes(minute1 + 20)
 	tally.AddComplete(1, 5, 0)
 	x.ObserveRt(5)
 	x.ObserveConcurrency(3)
@@ -166,7 +229,7 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	// older minute has what came before minute 2 began.
 	tally.count(minute1+59_999, Block, 1)
 	tally.Open(minute2 + 5)
-	x = tally.Extremes()
+	x = tally.Extremes(minute2 + 5)
 	tally.AddComplete(1, 0, 0)
 	x.ObserveRt(0)
 	got := tally.Collect(nil)
