@@ -116,6 +116,15 @@ func TestHealth(t *testing.T) {
 				if err := n.Store.Close(); err != nil {
 					t.Fatal(err)
 				}
+				// The last flush cannot write the minute's heartbeat.
+				t.Cleanup(func() {
+					n.StopWith(t, func(ctx context.Context) error {
+						if err := n.Shutdown(ctx); err == nil {
+							t.Error("Shutdown on a closed database reported no error")
+						}
+						return nil
+					})
+				})
 			},
 			wantStatus: http.StatusServiceUnavailable,
 			want:       HealthResponse{Status: "unavailable", Version: testVersion, DB: "unreachable"},
