@@ -61,6 +61,12 @@ func (t *blockTally) add(nowMs, n int64) {
 	minute, tag := minuteTag(nowMs)
 	s := &t.slots[minute&1]
 	c := uint64(min(n, countMask))
+	if v := s.Load(); v>>countBits == tag && v&countMask+c <= countMask {
+		// The minute's slot already: one add, which a drain meanwhile
+		// (it zeroes the count, keeping the tag) does not lose.
+		s.Add(c)
+		return
+	}
 	for {
 		v := s.Load()
 		next := tag<<countBits | c
