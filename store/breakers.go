@@ -52,16 +52,6 @@ func (s *Store) PruneBreakerTransitions(ctx context.Context, beforeMs int64, bat
 	if batchRows < 1 {
 		return 0, fmt.Errorf("store: batch of %d rows", batchRows)
 	}
-	var deleted int64
-	for {
-		res := s.db.WithContext(ctx).Exec(`DELETE FROM breaker_transitions WHERE id IN
-			(SELECT id FROM breaker_transitions WHERE at_ms < ? ORDER BY id LIMIT ?)`, beforeMs, batchRows)
-		deleted += res.RowsAffected
-		if res.Error != nil {
-			return deleted, fmt.Errorf("prune breaker_transitions: %w", res.Error)
-		}
-		if res.RowsAffected < int64(batchRows) {
-			return deleted, nil
-		}
-	}
+	return s.deleteInBatches(ctx, "breaker_transitions", `DELETE FROM breaker_transitions WHERE id IN
+		(SELECT id FROM breaker_transitions WHERE at_ms < ? ORDER BY id LIMIT ?)`, batchRows, beforeMs)
 }

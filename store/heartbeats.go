@@ -54,16 +54,6 @@ func (s *Store) PruneHeartbeats(ctx context.Context, beforeMs int64, batchRows i
 	if batchRows < 1 {
 		return 0, fmt.Errorf("store: batch of %d rows", batchRows)
 	}
-	var deleted int64
-	for {
-		res := s.db.WithContext(ctx).Exec(`DELETE FROM metric_heartbeats WHERE minute_ms IN
-			(SELECT minute_ms FROM metric_heartbeats WHERE minute_ms < ? ORDER BY minute_ms LIMIT ?)`, beforeMs, batchRows)
-		deleted += res.RowsAffected
-		if res.Error != nil {
-			return deleted, fmt.Errorf("prune metric_heartbeats: %w", res.Error)
-		}
-		if res.RowsAffected < int64(batchRows) {
-			return deleted, nil
-		}
-	}
+	return s.deleteInBatches(ctx, "metric_heartbeats", `DELETE FROM metric_heartbeats WHERE minute_ms IN
+		(SELECT minute_ms FROM metric_heartbeats WHERE minute_ms < ? ORDER BY minute_ms LIMIT ?)`, batchRows, beforeMs)
 }

@@ -703,15 +703,9 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 	if err != nil {
 		return deleted, fmt.Errorf("prune %s: %w", instanceMinutes.name, err)
 	}
-	for {
-		res := s.db.WithContext(ctx).Exec(`DELETE FROM instance_folds WHERE (start_ms, instance_id, name_hash) IN
-			(SELECT start_ms, instance_id, name_hash FROM instance_folds WHERE start_ms < ? LIMIT ?)`, beforeMs, batchRows)
-		if res.Error != nil {
-			return deleted, fmt.Errorf("prune instance_folds: %w", res.Error)
-		}
-		if res.RowsAffected < int64(batchRows) {
-			break
-		}
+	if _, err := s.deleteInBatches(ctx, "instance_folds", `DELETE FROM instance_folds WHERE (start_ms, instance_id, name_hash) IN
+		(SELECT start_ms, instance_id, name_hash FROM instance_folds WHERE start_ms < ? LIMIT ?)`, batchRows, beforeMs); err != nil {
+		return deleted, err
 	}
 	if err := s.db.WithContext(ctx).Where("last_seen_ms < ?", beforeMs).Delete(&Instance{}).Error; err != nil {
 		return deleted, fmt.Errorf("prune instances: %w", err)
@@ -720,11 +714,23 @@ func (s *Store) PruneMetrics(ctx context.Context, beforeMs int64, batchRows int)
 		WHERE last_seen_ms < ? AND rule_count > 0`, beforeMs).Error; err != nil {
 		return deleted, fmt.Errorf("prune resources: %w", err)
 	}
+	_, err = s.deleteInBatches(ctx, "resources", `DELETE FROM resources WHERE id IN
+		(SELECT id FROM resources WHERE last_seen_ms < ? LIMIT ?)`, batchRows, beforeMs)
+	return deleted, err
+}
+
+// deleteInBatches runs query, a DELETE from table of at most batchRows
+// rows (its last placeholder, the LIMIT, after those of args), until a
+// run deletes fewer, so that no transaction holds the writer long; it
+// returns how many rows it deleted.
+func (s *Store) deleteInBatches(ctx context.Context, table, query string, batchRows int, args ...any) (int64, error) {
+	args = append(args, batchRows)
+	var deleted int64
 	for {
-		res := s.db.WithContext(ctx).Exec(`DELETE FROM resources WHERE id IN
-			(SELECT id FROM resources WHERE last_seen_ms < ? LIMIT ?)`, beforeMs, batchRows)
+		res := s.db.WithContext(ctx).Exec(query, args...)
+		deleted += res.RowsAffected
 		if res.Error != nil {
-			return deleted, fmt.Errorf("prune resources: %w", res.Error)
+			return deleted, fmt.Errorf("prune %s: %w", table, res.Error)
 		}
 		if res.RowsAffected < int64(batchRows) {
 			return deleted, nil
