@@ -136,3 +136,42 @@ func TestOpenBreakerClock(t *testing.T) {
 	}
 	tb.waitFor("the clock counting", clock+` !== `+js(first)+` && /^open for \d+ s, next probe in \d+ s$/.test(`+clock+`)`)
 }
+
+// TestBreakerMarks makes a breaker open, then close through half-open:
+// the resource page's live and history charts each mark the three changes
+// as lines across the plot, in the scheme's colours (the closed mark's
+// pixels are sampled on the canvas), with a key under each chart.
+func TestBreakerMarks(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:marks"
+	n.createRule(t, `{"name": "flaky", "kind": "circuitBreaker", "resource": "e2e:marks",
+		"strategy": "errorCount", "threshold": 1, "minRequestAmount": 1, "retryTimeoutMs": 500}`)
+	if e, blk := n.engine.Entry(resource); blk == nil {
+		e.Exit(engine.WithError(errors.New("failed")))
+	}
+	closeAfterRetry(t, n.engine, resource)
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource), resource)
+	for _, chart := range []string{"#live-chart", "#history-chart"} {
+		tb.waitFor(chart+" marking the three changes", `document.querySelector('`+chart+`')?.dataset.marks === '3'`)
+		tb.waitFor(chart+"'s key shown", `!document.querySelector('`+chart+` .chart-marks').hidden`)
+		tb.waitText(chart+" .chart-marks", "circuit breaker opened, half-open, closed")
+		tb.waitFor(chart+"'s closed mark drawn in its colour", `(() => {
+			const canvas = document.querySelector('`+chart+` canvas');
+			const hex = getComputedStyle(document.documentElement).getPropertyValue('--chart-breaker-closed').trim();
+			const [r, g, b] = [1, 3, 5].map((i) => parseInt(hex.slice(i, i + 2), 16));
+			const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+			let found = 0;
+			for (let i = 0; i < data.length; i += 4) {
+				if (data[i] === r && data[i + 1] === g && data[i + 2] === b) {
+					found += 1;
+				}
+			}
+			return found >= 40;
+		})()`)
+	}
+	tb.checkAccessibility("the charts' breaker marks")
+}

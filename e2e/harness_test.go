@@ -158,6 +158,9 @@ func (s gatedServer) Shutdown(ctx context.Context) error {
 type gate struct {
 	mu   sync.Mutex
 	open chan struct{} // closed while writes pass
+	// trigger, when set, holds the gate as soon as a request holding it is
+	// read: that request's answer is held, those before it are not.
+	trigger []byte
 }
 
 func newGate() *gate {
@@ -174,6 +177,28 @@ func (g *gate) hold() {
 	case <-g.open:
 		g.open = make(chan struct{})
 	default: // already held
+	}
+}
+
+// holdAt holds the gate once a request whose bytes hold s ("POST
+// /api/v1/webhooks/1/test") is read, for a write that must go out after a
+// read the page makes just before it.
+func (g *gate) holdAt(s string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.trigger = []byte(s)
+}
+
+// read holds the gate if p holds its trigger.
+func (g *gate) read(p []byte) {
+	g.mu.Lock()
+	hit := g.trigger != nil && bytes.Contains(p, g.trigger)
+	if hit {
+		g.trigger = nil
+	}
+	g.mu.Unlock()
+	if hit {
+		g.hold()
 	}
 }
 
@@ -211,6 +236,12 @@ func (l gatedListener) Accept() (net.Conn, error) {
 type gatedConn struct {
 	net.Conn
 	gate *gate
+}
+
+func (c gatedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	c.gate.read(p[:n])
+	return n, err
 }
 
 func (c gatedConn) Write(p []byte) (int, error) {

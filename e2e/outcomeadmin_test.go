@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/sluicehq/sluice/server/servertest"
 )
 
 // TestUnknownOutcomeAdminWrites applies a rule file, creates a token,
@@ -77,4 +80,87 @@ func TestUnknownOutcomeAdminWrites(t *testing.T) {
 	if got := tb.text("#outcomes"); strings.Contains(got, "not made") {
 		t.Errorf("an outcome said not made: %s", got)
 	}
+}
+
+// TestUnknownOutcomeLastWrites sets a user's apps, resumes a paused
+// webhook, sends it a test event and changes one's own password while the
+// server hangs: the server makes each, its answer never comes. The console
+// says each outcome is unknown, keeps the control disabled, and once the
+// server answers says what happened; for the password, that the session
+// it ended says so, since a password cannot be read back.
+func TestUnknownOutcomeLastWrites(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	failing.Store(true)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	n := startNode(t, nodeConfig{webhooks: true})
+	if status, body := n.call(t, http.MethodPost, "/users", `{"username": "victor", "role": "viewer", "password": "viewer-password"}`); status != http.StatusCreated {
+		t.Fatalf("create the viewer: %d %s", status, body)
+	}
+	if status, body := n.call(t, http.MethodPost, "/webhooks", fmt.Sprintf(`{"url": %q, "events": ["*"]}`, recv.URL)); status != http.StatusCreated {
+		t.Fatalf("create the webhook: %d %s", status, body)
+	}
+	if status, body := n.call(t, http.MethodPost, "/webhooks/1/test", nil); status != http.StatusAccepted {
+		t.Fatalf("send a test event: %d %s", status, body)
+	}
+	servertest.WaitUntil(t, "the webhook paused", waitTimeout, func() bool {
+		_, data := n.call(t, http.MethodGet, "/webhooks/1", nil)
+		return strings.Contains(string(data), `"state":"paused"`)
+	})
+	failing.Store(false)
+	tb := newTab(t, n.url)
+	tb.login()
+
+	// A user's apps, read back from the user.
+	tb.visit("/users", "Users")
+	tb.fill(`tr[data-user="victor"] input[type=text]`, "checkout")
+	n.gate.hold()
+	tb.click(`tr[data-user="victor"] td:nth-of-type(2) button`)
+	tb.waitText("#outcomes", "victor: apps set to checkout: outcome unknown — checking…")
+	tb.waitFor("Set apps disabled while the outcome is unknown", `document.querySelector('tr[data-user="victor"] td:nth-of-type(2) button').disabled`)
+	n.gate.release()
+	tb.waitText("#outcomes .alert.ok:last-child", "victor: apps set to checkout: made. victor is viewer, apps checkout.")
+
+	// A resume, read back from the endpoint's state.
+	tb.visit("/webhooks", "Webhooks")
+	tb.waitText(`tr[data-webhook="1"]`, "paused")
+	resume := `tr[data-webhook="1"] button[aria-label^="Resume"]`
+	n.gate.hold()
+	tb.click(resume)
+	tb.waitText("#outcomes", "Resume "+recv.URL+": outcome unknown — checking…")
+	tb.waitFor("Resume disabled while the outcome is unknown", `document.querySelector(`+js(resume)+`).disabled`)
+	n.gate.release()
+	tb.waitText("#outcomes .alert.ok:last-child", "Resume "+recv.URL+": made. It is active")
+	tb.waitText(`tr[data-webhook="1"]`, "active")
+
+	// A test event, read back from the endpoint's deliveries: the page
+	// reads them just before the send, so only the send is held.
+	test := `tr[data-webhook="1"] button[aria-label^="Send test"]`
+	n.gate.holdAt("POST /api/v1/webhooks/1/test")
+	tb.click(test)
+	tb.waitText("#outcomes", "Send test to "+recv.URL+": outcome unknown — checking…")
+	tb.waitFor("Send test disabled while the outcome is unknown", `document.querySelector(`+js(test)+`).disabled`)
+	n.gate.release()
+	tb.waitText("#outcomes .alert.ok:last-child", "Send test to "+recv.URL+": made. Test event msg_")
+	tb.waitFor("Send test usable again", `document.querySelector(`+js(test)+`)?.disabled === false`)
+
+	// One's own password: it ends the session, which tells.
+	tb.visit("/account", "Your account")
+	tb.fill("#account-current", adminPassword)
+	tb.fill("#account-new", "admin-password-2")
+	n.gate.hold()
+	tb.click("#password-form button[type=submit]")
+	tb.waitText("#outcomes", "Change your password: outcome unknown — checking…")
+	tb.waitFor("Change password disabled while the outcome is unknown", `document.querySelector('#password-form button[type=submit]').disabled`)
+	n.gate.release()
+	tb.waitText("#outcomes .alert.ok:last-child", "Change your password: made. Your session has ended, as a password change ends it.")
+	tb.waitText("main h1", "Log in")
+	tb.loginAs("admin", "admin-password-2")
 }

@@ -29,6 +29,57 @@ export const colors = Object.freeze({
   get conc() { return cssColor('conc'); },
 });
 
+/**
+ * markKinds are the kinds of mark a time chart draws across its plot, in
+ * the order of its key: a circuit breaker's changes to each state, each in
+ * its scheme colour and its own dash, so that colour is not the only
+ * difference. dash is [on, off] in CSS pixels, [] for a solid line.
+ */
+const markKinds = [
+  { state: 'open', label: 'opened', dash: [] },
+  { state: 'halfOpen', label: 'half-open', dash: [6, 4] },
+  { state: 'closed', label: 'closed', dash: [2, 3] },
+];
+
+/**
+ * drawMarks draws marks ({time: Unix seconds, state}) as vertical lines
+ * across u's plot, those in its time range only, and answers how many it
+ * drew. Each is a few rectangles, cheap enough for a chart redrawn every
+ * second.
+ */
+function drawMarks(u, marks) {
+  const { top, height } = u.bbox;
+  const ctx = u.ctx;
+  const ratio = window.devicePixelRatio || 1;
+  const lineWidth = Math.max(2, Math.round(2 * ratio));
+  let drawn = 0;
+  ctx.save();
+  for (const kind of markKinds) {
+    ctx.fillStyle = cssColor(`breaker-${kind.state}`);
+    const [on, off] = kind.dash.length ? kind.dash.map((v) => Math.round(v * ratio)) : [height, 0];
+    for (const m of marks) {
+      if (m.state !== kind.state || m.time < u.scales.x.min || m.time > u.scales.x.max) {
+        continue;
+      }
+      const x = Math.round(u.valToPos(m.time, 'x', true)) - Math.floor(lineWidth / 2);
+      for (let y = Math.round(top); y < top + height; y += on + off) {
+        ctx.fillRect(x, y, lineWidth, Math.min(on, top + height - y));
+      }
+      drawn += 1;
+    }
+  }
+  ctx.restore();
+  return drawn;
+}
+
+/** marksKey is the key of a chart's marks, shown while it draws some. */
+function marksKey() {
+  return h('p', { class: 'chart-marks small', hidden: true },
+    'Lines across the chart: circuit breaker ',
+    markKinds.map((k, i) => [i ? ', ' : '', h('span', { class: `mark-swatch mark-${k.state}`, 'aria-hidden': 'true' }), k.label]),
+    '.');
+}
+
 /** gaps counts the runs of nulls in a series: the gaps a chart draws. */
 function gaps(ys) {
   let runs = 0;
@@ -70,12 +121,16 @@ function chartWidth(el) {
  * 'left'|'right', unit, dash, fill, shown}], long (whether hover shows the
  * date); fill fills under a line, shown(i) is the legend's value of point
  * i when it is not the line's. It
- * returns {setData(xs, ...ys), destroy()}; xs are Unix seconds.
+ * returns {setData(xs, ...ys), setMarks(marks), destroy()}; xs are Unix
+ * seconds, marks are circuit breaker changes ({time: Unix seconds, state})
+ * drawn as lines across the plot with a key under it.
  */
 export function timeChart(container, opts) {
   const plot = h('div', { class: 'chart-plot' });
   const summary = h('p', { class: 'visually-hidden' });
-  replace(container, plot, summary);
+  const key = marksKey();
+  replace(container, plot, key, summary);
+  let marks = [];
   const formatX = opts.long ? localTime : clockTime;
   const series = [
     {
@@ -120,6 +175,13 @@ export function timeChart(container, opts) {
     scales: { x: { time: true }, left: { range: fromZero }, right: { range: fromZero } },
     legend: { live: true },
     cursor: { drag: { x: false, y: false } },
+    hooks: {
+      draw: [(chart) => {
+        const drawn = marks.length ? drawMarks(chart, marks) : 0;
+        container.dataset.marks = String(drawn);
+        key.hidden = drawn === 0;
+      }],
+    },
   }, [[], ...opts.series.map(() => [])], plot);
 
   const resize = new ResizeObserver(() => u.setSize({ width: chartWidth(container), height: opts.height ?? 260 }));
@@ -135,6 +197,10 @@ export function timeChart(container, opts) {
       summary.textContent = xs.length
         ? `${xs.length} points from ${localTime(xs[0] * 1000)} to ${localTime(xs[xs.length - 1] * 1000)}`
         : 'no points yet';
+    },
+    setMarks(list) {
+      marks = list;
+      u.redraw(false);
     },
     destroy() {
       resize.disconnect();

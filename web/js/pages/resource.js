@@ -106,6 +106,8 @@ export function render(ctx) {
   breakerSection.hidden = true;
   let breakers = [];
   let transitions = [];
+  // breakerMarks are the transitions as the charts mark them.
+  let breakerMarks = [];
   // retryTimeoutMs of each breaker rule of the resource, from its rules.
   const retryMs = new Map();
 
@@ -160,7 +162,9 @@ export function render(ctx) {
       ]);
       breakers = states.data.items.filter((b) => b.resource === name);
       transitions = changes.data.items;
+      breakerMarks = transitions.map((e) => ({ time: Date.parse(e.time) / 1000, state: e.to }));
       drawBreakers();
+      markBreakers();
     } catch (err) {
       // A refresh that failed for want of a server is the connection
       // banner's news; the page reloads when the server is back.
@@ -274,7 +278,19 @@ export function render(ctx) {
   }
   let history = null;
   let historyStep = '';
+  let historyStepMs = 60000;
   let historySeq = 0;
+
+  /**
+   * markBreakers marks the breakers' changes on the charts: on the
+   * history's at the start of the step they fell in, where that step's
+   * figures are drawn.
+   */
+  function markBreakers() {
+    live?.setMarks(breakerMarks);
+    const stepS = historyStepMs / 1000;
+    history?.setMarks(breakerMarks.map((m) => ({ ...m, time: Math.floor(m.time / stepS) * stepS })));
+  }
 
   async function loadHistory(fromMs, toMs) {
     const seq = ++historySeq;
@@ -305,6 +321,8 @@ export function render(ctx) {
           ],
         });
         historyStep = step.name;
+        historyStepMs = step.stepMs;
+        markBreakers();
       }
       const from = Date.parse(data.from);
       const to = Date.parse(data.to);
@@ -666,6 +684,7 @@ export function render(ctx) {
       leftLabel: 'calls in flight',
       series: [{ label: 'In flight', color: colors.conc, unit: 'calls' }, { label: 'Adaptive limit', color: colors.block, unit: 'calls', dash: [4, 4] }],
     });
+    markBreakers();
     drawLive();
     cleanups.push(feed.subscribe(drawLive));
     pickRange();

@@ -37,17 +37,21 @@ export function render(ctx) {
   const formErrors = errorBox();
   const tbody = h('tbody', {}, stateRow(6, 'loading', 'Loading the users…'));
 
-  async function change(u, body, what) {
+  // change sends a change of user u from its row's button, disabled from
+  // the click: one that times out keeps it so until its outcome is known
+  // (the row redraws then), since the list cannot be read meanwhile.
+  async function change(u, body, what, button) {
     errors.clear();
+    button.disabled = true;
     try {
       await api('PATCH', `/users/${u.id}`, { body });
       toast(`${u.username}: ${what}.`);
     } catch (err) {
       if (outcomeUnknown(err)) {
         settleChange(u, body, what);
-      } else {
-        showUserError(errors, u, err);
+        return;
       }
+      showUserError(errors, u, err);
     }
     load();
   }
@@ -82,7 +86,7 @@ export function render(ctx) {
   // A role change and a new password take effect at once and cannot be
   // undone by the one who made them by mistake (a demoted admin's tokens
   // are gone): both ask first, saying what they do.
-  async function setRole(u, to) {
+  async function setRole(u, to, button) {
     if (to === u.role) {
       errors.text(`${u.username} is already ${to}.`);
       return;
@@ -95,11 +99,11 @@ export function render(ctx) {
       confirmLabel: `Make ${u.username} ${to}`,
     });
     if (confirmed) {
-      await change(u, { role: to }, `role set to ${to}`);
+      await change(u, { role: to }, `role set to ${to}`, button);
     }
   }
 
-  async function setPassword(u, password) {
+  async function setPassword(u, password, button) {
     const self = u.username === ctx.session.me?.name;
     const confirmed = await confirmDialog({
       title: `Set a new password for ${u.username}?`,
@@ -107,7 +111,7 @@ export function render(ctx) {
       confirmLabel: 'Set the password',
     });
     if (confirmed) {
-      await change(u, { password }, 'password changed; their sessions ended');
+      await change(u, { password }, 'password changed; their sessions ended', button);
     }
   }
 
@@ -146,16 +150,16 @@ export function render(ctx) {
       h('th', { scope: 'row' }, u.username, self ? ' (you)' : ''),
       h('td', {},
         h('label', { for: roleId, class: 'visually-hidden' }, `Role of ${u.username}`), role, ' ',
-        h('button', { type: 'button', disabled: busy, onclick: () => setRole(u, role.value) }, 'Set role')),
+        h('button', { type: 'button', disabled: busy, onclick: (e) => setRole(u, role.value, e.currentTarget) }, 'Set role')),
       h('td', {},
         h('label', { for: appsId, class: 'visually-hidden' }, `Apps of ${u.username} (empty: all)`), apps, ' ',
-        h('button', { type: 'button', disabled: busy, onclick: () => {
+        h('button', { type: 'button', disabled: busy, onclick: (e) => {
           const scope = parseApps(apps.value);
-          change(u, { apps: scope }, `apps set to ${appsText(scope)}`);
+          change(u, { apps: scope }, `apps set to ${appsText(scope)}`, e.currentTarget);
         } }, 'Set apps')),
       h('td', {},
         h('label', { for: passId, class: 'visually-hidden' }, `New password for ${u.username}`), password, ' ',
-        h('button', { type: 'button', disabled: busy, onclick: () => setPassword(u, password.value) }, 'Set password')),
+        h('button', { type: 'button', disabled: busy, onclick: (e) => setPassword(u, password.value, e.currentTarget) }, 'Set password')),
       h('td', {}, timeEl(u.createdAt)),
       h('td', {}, lastAdmin
         ? h('span', { class: 'muted small' }, 'the last admin')

@@ -43,17 +43,72 @@ export function render() {
   });
   const fields = { url, events, app, resource, blockRatePercent, blockRateMinutes };
 
-  async function act(method, path, done) {
+  // act sends a test event or a resume and tells whether the server
+  // answered; one that times out is followed as of unknown outcome (its
+  // button kept disabled) with follow(), which reads back what happened.
+  async function act(button, path, done, follow) {
     errors.clear();
+    button.disabled = true;
     try {
-      const { data } = await api(method, path);
+      const { data } = await api('POST', path);
       toast(done(data));
-      // Awaited: what follows an action (its deliveries) finds the rows
-      // the list has once it is reloaded.
-      await load();
     } catch (err) {
+      if (outcomeUnknown(err)) {
+        follow();
+        return false;
+      }
       errors.show(err);
     }
+    // Awaited: what follows an action (its deliveries) finds the rows
+    // the list has once it is reloaded.
+    await load();
+    return true;
+  }
+
+  // A test event that timed out was queued if a test delivery to the
+  // endpoint is there that was not before (before: the event ids of its
+  // test deliveries, read just ahead of the send).
+  async function sendTest(w, button) {
+    let before;
+    try {
+      const { data } = await api('GET', `/webhooks/${w.id}/deliveries`, { query: { limit: 100 } });
+      before = new Set(data.items.filter((d) => d.eventType === 'test').map((d) => d.eventId));
+    } catch (err) {
+      errors.show(err);
+      return;
+    }
+    const answered = await act(button, `/webhooks/${w.id}/test`, (d) => `Test event ${d.eventId} queued.`, () => settle({
+      key: `webhook:${w.id}:test`,
+      what: `Send test to ${w.url}`,
+      async check() {
+        const { data } = await api('GET', `/webhooks/${w.id}/deliveries`, { query: { limit: 100 } });
+        const sent = data.items.find((d) => d.eventType === 'test' && !before.has(d.eventId));
+        return sent
+          ? { made: true, message: `Test event ${sent.eventId} is queued (${sent.state}).` }
+          : { made: false, message: 'No new test event is there. Send it again if you still mean to.' };
+      },
+    }));
+    if (answered) {
+      showDeliveries(w);
+    }
+  }
+
+  // A resume that timed out was made if the endpoint is no longer paused,
+  // or paused again since (its pausedAt moved).
+  function resume(w, button) {
+    return act(button, `/webhooks/${w.id}/resume`, () => 'Resumed: its pending deliveries are due now.', () => settle({
+      key: `webhook:${w.id}:resume`,
+      what: `Resume ${w.url}`,
+      async check() {
+        const { data } = await api('GET', `/webhooks/${w.id}`);
+        if (data.state === 'paused' && data.pausedAt === w.pausedAt) {
+          return { made: false, message: 'It is still paused. Resume it again if you still mean to.' };
+        }
+        return data.state === 'paused'
+          ? { made: true, message: `It was resumed, and is paused again: ${data.pausedReason}` }
+          : { made: true, message: `It is ${data.state}: its pending deliveries are due now.` };
+      },
+    }));
   }
 
   async function remove(w, button) {
@@ -133,9 +188,9 @@ export function render() {
         h('td', {}, String(w.failures)),
         h('td', {}, timeEl(w.createdAt)),
         h('td', { class: 'actions' },
-          h('button', { type: 'button', class: 'link', onclick: () => act('POST', `/webhooks/${w.id}/test`, (d) => `Test event ${d.eventId} queued.`).then(() => showDeliveries(w)), 'aria-label': `Send test to ${w.url}` }, 'Send test'),
+          h('button', { type: 'button', class: 'link', disabled: isPending(`webhook:${w.id}:test`), onclick: (e) => sendTest(w, e.currentTarget), 'aria-label': `Send test to ${w.url}` }, 'Send test'),
           w.state === 'paused'
-            ? h('button', { type: 'button', class: 'link', onclick: () => act('POST', `/webhooks/${w.id}/resume`, () => 'Resumed: its pending deliveries are due now.'), 'aria-label': `Resume ${w.url}` }, 'Resume')
+            ? h('button', { type: 'button', class: 'link', disabled: isPending(`webhook:${w.id}:resume`), onclick: (e) => resume(w, e.currentTarget), 'aria-label': `Resume ${w.url}` }, 'Resume')
             : null,
           h('button', { type: 'button', class: 'link', onclick: () => showDeliveries(w), 'aria-label': `Deliveries to ${w.url}` }, 'Deliveries'),
           h('button', { type: 'button', class: 'link danger', disabled: isPending(`webhook:${w.id}`), onclick: (e) => remove(w, e.currentTarget), 'aria-label': `Delete the webhook to ${w.url}` }, 'Delete'))))
