@@ -43,15 +43,26 @@ func TestAWebhookEventSurvivesAKill(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "sluice.db")
 	args := []string{"--addr", "127.0.0.1:0", "--db", db, "--bootstrap-token", quotaTestToken, "--webhook-allow-private"}
 	p := startProcess(t, args...)
-	if status, out := p.do(t, http.MethodPost, "/api/v1/webhooks", fmt.Sprintf(`{"url":%q,"events":["rule.created"]}`, recv.URL)); status != http.StatusCreated {
-		t.Fatalf("create the webhook: %d %v", status, out)
+	status, hook := p.do(t, http.MethodPost, "/api/v1/webhooks", fmt.Sprintf(`{"url":%q,"events":["rule.created"]}`, recv.URL))
+	if status != http.StatusCreated {
+		t.Fatalf("create the webhook: %d %v", status, hook)
 	}
 	if status, out := p.do(t, http.MethodPost, "/api/v1/rules", `{"kind":"flow","resource":"orders","threshold":5}`); status != http.StatusCreated {
 		t.Fatalf("create the rule: %d %v", status, out)
 	}
-	servertest.WaitUntil(t, "a failed attempt", 20*time.Second, func() bool {
-		failed, _ := seen()
-		return len(failed) > 0
+	// Killed once the failed attempt is in the outbox, pending: a kill
+	// between an attempt and its record would leave the delivery claimed,
+	// and the next process would wait out the claim's lease (50 s) first,
+	// as it still may if the kill lands in a retry.
+	deliveries := fmt.Sprintf("/api/v1/webhooks/%v/deliveries", hook["id"])
+	servertest.WaitUntil(t, "a failed attempt recorded", 20*time.Second, func() bool {
+		status, out := p.do(t, http.MethodGet, deliveries, "")
+		items, _ := out["items"].([]any)
+		if status != http.StatusOK || len(items) != 1 {
+			return false
+		}
+		d, _ := items[0].(map[string]any)
+		return d["state"] == "pending" && d["attempts"] != float64(0)
 	})
 	p.end(t, syscall.SIGKILL)
 	up.Store(true)
