@@ -36,7 +36,7 @@ type seedPlan struct {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("sluice-seed", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dbPath := fs.String("db", "", "SQLite database file to fill, created if missing (required)")
+	dbPath := fs.String("db", "", "SQLite database file to fill, created if missing, or PostgreSQL URL of a database without minute rows (required)")
 	resources := fs.Int("resources", 1000, "how many resources")
 	days := fs.Int("days", 7, "how many days of minutes, up to --end")
 	end := fs.String("end", "", "end of the range, RFC 3339 (default: now, rounded down to the minute)")
@@ -63,11 +63,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	start := time.Now()
-	rows, err := seed(ctx, st, plan)
-	// Closing the last connection checkpoints the WAL into the file, so
-	// that its size below is the whole database.
-	if err := errors.Join(err, st.Close()); err != nil {
-		return err
+	var rows int64
+	if store.IsPostgres(*dbPath) {
+		// Migrated by Open; written by COPY, not through the store.
+		if err := st.Close(); err != nil {
+			return err
+		}
+		if rows, err = seedPostgres(ctx, *dbPath, plan); err != nil {
+			return err
+		}
+	} else {
+		rows, err = seed(ctx, st, plan)
+		// Closing the last connection checkpoints the WAL into the file,
+		// so that its size below is the whole database.
+		if err := errors.Join(err, st.Close()); err != nil {
+			return err
+		}
 	}
 	took := time.Since(start)
 	fmt.Fprintf(stdout, "seeded %d minute rows (%d resources x %d days, up to %s) in %v\n",
@@ -93,7 +104,7 @@ func seed(ctx context.Context, st *store.Store, plan seedPlan) (int64, error) {
 	var rows int64
 	batch := make([]store.MinuteDelta, 0, 24*60)
 	for i := range plan.resources {
-		name := fmt.Sprintf("GET:/api/service-%02d/endpoint-%04d", i%50, i)
+		name := resourceName(i)
 		profile := newTrafficProfile(rng, i)
 		for dayMs := startMs; dayMs < plan.endMs; dayMs += 24 * store.HourMs {
 			batch = batch[:0]
@@ -107,6 +118,11 @@ func seed(ctx context.Context, st *store.Store, plan seedPlan) (int64, error) {
 		}
 	}
 	return rows, nil
+}
+
+// resourceName names the i-th resource of a data set.
+func resourceName(i int) string {
+	return fmt.Sprintf("GET:/api/service-%02d/endpoint-%04d", i%50, i)
 }
 
 // trafficProfile is one resource's habits.
