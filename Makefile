@@ -18,9 +18,11 @@ run:
 # (SLUICE_TEST_DB=postgres), without the race detector, which the first run
 # has applied to the same code. The tests of size that skip themselves under
 # the race detector (cmd/sluice's 100,000-rule apply) run last, without it,
-# on SQLite.
+# on SQLite. A package may take longer than go test's default timeout of
+# 10 minutes on a busy 2-core machine (the console's end-to-end tests under
+# the race detector take about 4 on an idle one), hence -timeout 30m.
 test: tools fmt-check vet static check-docs clients alerts bench-once chromium postgres redis
-	CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...
+	CGO_ENABLED=1 go test -race -count=1 -timeout 30m -bench . -benchtime 1x ./...
 	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/
 	CGO_ENABLED=1 go test -count=1 -run '^TestRulesApplyAHundredThousandRules$$' ./cmd/sluice/
 
@@ -79,7 +81,7 @@ clients: tools
 NESTED_MODULES := engine/middleware/chitest engine/middleware/ginmw engine/middleware/echomw bridge/sentinelgo
 bench-once:
 	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
-	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -race -count=1 -bench . -benchtime 1x ./...) || exit 1; done
+	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -race -count=1 -timeout 30m -bench . -benchtime 1x ./...) || exit 1; done
 
 # static vets every package and builds the binary without cgo, as the
 # docs/ci.md's CI workflow builds the CLI: a cgo-only call outside a cgo file
