@@ -89,7 +89,7 @@ func (n *node) start() {
 	feed := server.NewBreakerFeed()
 	engineOpts := engine.Options{OnBreakerStateChange: feed.Notify}
 	if n.cfg.redisURL != "" {
-		counter, err := cluster.New(cluster.Options{URL: n.cfg.redisURL})
+		counter, err := cluster.New(cluster.Options{URL: n.cfg.redisURL, Timeout: 2 * time.Second}) // a loaded machine's Redis may miss the 50 ms default
 		if err != nil {
 			n.t.Fatal(err)
 		}

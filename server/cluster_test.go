@@ -18,11 +18,15 @@ import (
 	"github.com/sluicehq/sluice/server/servertest"
 )
 
+// testRedisTimeout bounds the tests' Redis calls: none of these tests is
+// about a slow Redis, and a loaded machine's may miss the 50 ms default.
+const testRedisTimeout = 2 * time.Second
+
 // clusterNode starts a server whose engine shares the cluster count in
 // the Redis at redisURL, as engine id.
 func clusterNode(t *testing.T, redisURL, id string, opts ...servertest.Option) *authNode {
 	t.Helper()
-	counter, err := cluster.New(cluster.Options{URL: redisURL})
+	counter, err := cluster.New(cluster.Options{URL: redisURL, Timeout: testRedisTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -244,7 +248,7 @@ func TestClusterExchange(t *testing.T) {
 // answered past the exchange's deadline.
 func TestClusterEnginesAreReportingInstances(t *testing.T) {
 	rds := redistest.Start(t)
-	counter, err := cluster.New(cluster.Options{URL: rds.URL()})
+	counter, err := cluster.New(cluster.Options{URL: rds.URL(), Timeout: testRedisTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
