@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/sluicehq/sluice/engine"
+	"github.com/sluicehq/sluice/store"
 )
 
 // closeAfterRetry calls resource until its open breaker lets a probe
@@ -174,4 +175,32 @@ func TestBreakerMarks(t *testing.T) {
 		})()`)
 	}
 	tb.checkAccessibility("the charts' breaker marks")
+}
+
+// TestBreakerMarksOverTheHistorysRange stores a breaker's opening of three
+// days ago: the resource page's 7-day history marks it, as the server
+// keeps it for as long as the metrics, while the live chart, whose marks
+// are the last 24 hours' changes, does not.
+func TestBreakerMarksOverTheHistorysRange(t *testing.T) {
+	t.Parallel()
+	n := startNode(t, nodeConfig{})
+	const resource = "e2e:old-marks"
+	n.createRule(t, `{"name": "flaky-before", "kind": "circuitBreaker", "resource": "e2e:old-marks",
+		"strategy": "errorCount", "threshold": 5, "minRequestAmount": 5, "retryTimeoutMs": 500}`)
+	if e, blk := n.engine.Entry(resource); blk == nil {
+		e.Exit()
+	}
+	threeDaysAgo := time.Now().Add(-72 * time.Hour).UnixMilli()
+	if err := n.store.AddBreakerTransitions(t.Context(), []store.BreakerTransition{
+		{AtMs: threeDaysAgo, Rule: "flaky-before", Resource: resource, From: "closed", To: "open"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	tb := newTab(t, n.url)
+	tb.login()
+	tb.visit("/resources/"+url.PathEscape(resource)+"?range=7d", resource)
+	tb.waitFor("the 7-day history marking the opening of three days ago", `document.querySelector('#history-chart')?.dataset.marks === '1'`)
+	tb.waitText("#history-chart .chart-marks", "circuit breaker opened")
+	tb.waitFor("the live chart marking none", `document.querySelector('#live-chart')?.dataset.marks === '0'`)
 }

@@ -106,8 +106,12 @@ export function render(ctx) {
   breakerSection.hidden = true;
   let breakers = [];
   let transitions = [];
-  // breakerMarks are the transitions as the charts mark them.
+  // breakerMarks are the last 24 hours' transitions as the live chart
+  // marks them; historyMarks those of the history's range, for its chart.
   let breakerMarks = [];
+  let historyMarks = [];
+  // historyRange is the history chart's range, in seconds, end exclusive.
+  let historyRange = [0, 0];
   // retryTimeoutMs of each breaker rule of the resource, from its rules.
   const retryMs = new Map();
 
@@ -283,13 +287,26 @@ export function render(ctx) {
 
   /**
    * markBreakers marks the breakers' changes on the charts: on the
-   * history's at the start of the step they fell in, where that step's
-   * figures are drawn.
+   * history's, those of its range, at the start of the step they fell in,
+   * where that step's figures are drawn.
    */
   function markBreakers() {
     live?.setMarks(breakerMarks);
     const stepS = historyStepMs / 1000;
-    history?.setMarks(breakerMarks.map((m) => ({ ...m, time: Math.floor(m.time / stepS) * stepS })));
+    // A change seen since the history loaded is in the last 24 hours'.
+    const seen = new Set(historyMarks.map((m) => `${m.time} ${m.state}`));
+    const since = breakerMarks.filter((m) => m.time >= historyRange[0] && m.time < historyRange[1] && !seen.has(`${m.time} ${m.state}`));
+    history?.setMarks([...historyMarks, ...since].map((m) => ({ ...m, time: Math.floor(m.time / stepS) * stepS })));
+  }
+
+  /**
+   * historyTransitions are the breakers' changes over the history's range
+   * (at most the server's 1,000 newest): a 7-day chart marks a change of
+   * 5 days ago, which the last 24 hours' list leaves out.
+   */
+  async function historyTransitions(from, to) {
+    const { data } = await api('GET', '/breakers/transitions', { query: { resource: name, from, to } });
+    return data.items.map((e) => ({ time: Date.parse(e.time) / 1000, state: e.to }));
   }
 
   async function loadHistory(fromMs, toMs) {
@@ -299,12 +316,17 @@ export function render(ctx) {
       const bounds = await loadHistorySteps();
       const step = chooseStep(bounds, fromMs, toMs);
       const instance = instanceInput.value;
-      const { data } = await api('GET', `${resourcePath(name)}/metrics`, {
-        query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name, instance },
-      });
+      const [{ data }, marks] = await Promise.all([
+        api('GET', `${resourcePath(name)}/metrics`, {
+          query: { from: Math.floor(fromMs), to: Math.ceil(toMs), step: step.name, instance },
+        }),
+        historyTransitions(Math.floor(fromMs), Math.ceil(toMs)),
+      ]);
       if (seq !== historySeq) {
         return;
       }
+      historyMarks = marks;
+      historyRange = [Math.floor(fromMs) / 1000, Math.ceil(toMs) / 1000];
       if (historyStep !== step.name) {
         history?.destroy();
         history = timeChart(historyEl, {
@@ -322,8 +344,8 @@ export function render(ctx) {
         });
         historyStep = step.name;
         historyStepMs = step.stepMs;
-        markBreakers();
       }
+      markBreakers();
       const from = Date.parse(data.from);
       const to = Date.parse(data.to);
       const byTime = new Map(data.points.map((p) => [Date.parse(p.time), p]));
