@@ -189,7 +189,7 @@ export function render(ctx) {
   const liveSection = section('Live: last 5 minutes', liveEl,
     h('h3', {}, 'Calls in flight'), inFlightEl,
     h('p', { class: 'muted small' }, 'One point a second from the metric stream; the server keeps the last five minutes, so the charts start full. '
-      + 'A gap is a time without figures: the server was down or out of reach. Concurrency rules limit the calls in flight; '
+      + 'A gap is a time without figures: the server was down, out of reach, or too busy to take that second\'s. Concurrency rules limit the calls in flight; '
       + 'an adaptive concurrency rule\'s limit is drawn dashed from when the page opened (the server\'s five minutes do not keep it).'));
   let live = null;
   let inFlight = null;
