@@ -34,19 +34,6 @@ func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
 	return nil
 }
 
-// CoveredSteps returns, oldest first, the starts of the steps of stepMs
-// (UTC-aligned) from fromMs (inclusive) to toMs (exclusive) in which a
-// server recorded a heartbeat in at least one minute.
-func (s *Store) CoveredSteps(ctx context.Context, fromMs, toMs, stepMs int64) ([]int64, error) {
-	var starts []int64
-	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT (minute_ms / ?) * ? AS start_ms FROM metric_heartbeats
-		WHERE minute_ms >= ? AND minute_ms < ? ORDER BY start_ms`, stepMs, stepMs, fromMs, toMs).Scan(&starts).Error
-	if err != nil {
-		return nil, fmt.Errorf("covered steps: %w", err)
-	}
-	return starts, nil
-}
-
 // PruneHeartbeats deletes the heartbeats of the minutes before beforeMs,
 // at most batchRows in a transaction, as PruneMetrics does the rows they
 // vouch for. It returns how many it deleted.

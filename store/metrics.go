@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -108,15 +106,6 @@ type MetricResource struct {
 
 // TableName is the resources table.
 func (MetricResource) TableName() string { return "resources" }
-
-// MetricPoint is a resource's traffic in the step that starts at StartMs.
-type MetricPoint struct {
-	StartMs int64
-	engine.Counts
-	// BlockedBy splits Block by rule and reason, by reason then rule;
-	// nil without blocks (and for an instance's own points).
-	BlockedBy []engine.RuleBlocks
-}
 
 // ResourceTotals is a resource's traffic summed over a range.
 type ResourceTotals struct {
@@ -414,97 +403,6 @@ var (
 	countColumns   = sumColumns + `, ` + lastOf(lastKey("")) + ` AS adaptive_limit_last`
 	partSumColumns = sumColumns + `, ` + lastOf("adaptive_limit_key") + ` AS adaptive_limit_last`
 )
-
-// pointFields is how many numbers ResourceMetrics reads per point: the
-// step's start, then the figures in the order of countColumns.
-const pointFields = 14
-
-// pointText writes a point's numbers, from the columns of
-// countColumns (a grouped step) or a table's row (a step of its span),
-// separated by spaces.
-const pointText = `step_ms || ' ' || pass || ' ' || block || ' ' || shadow_block || ' ' ||
-	complete || ' ' || error || ' ' || rt_sum_ms || ' ' || coalesce(rt_min_ms, 0) || ' ' ||
-	rt_max_ms || ' ' || max_concurrency || ' ' || busiest_second || ' ' || coalesce(adaptive_limit_min, 0) || ' ' ||
-	adaptive_limit_max || ' ' || adaptive_limit_last`
-
-// ResourceMetrics returns the named resource's traffic from fromMs
-// (inclusive) to toMs (exclusive) in steps of stepMs, UTC-aligned: fromMs is
-// rounded down and toMs up to a multiple of the step. stepMs is a whole
-// number of minutes; each step is read from the coarsest rollup whose span
-// divides it, row by row when the span is the step. Steps without traffic
-// are absent; an unknown resource has none.
-func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
-	if stepMs <= 0 || stepMs%MinuteMs != 0 {
-		return nil, fmt.Errorf("store: step of %d ms is not a whole number of minutes", stepMs)
-	}
-	table := metricTables[0]
-	for _, t := range metricTables {
-		if stepMs%t.spanMs == 0 {
-			table = t
-		}
-	}
-	return s.metricPoints(ctx, table, "", nil, name, fromMs, toMs, stepMs)
-}
-
-// metricPoints reads the points of the named resource from table's rows
-// that filter (a condition ending in AND, or "") with filterArgs keeps,
-// as ResourceMetrics answers them.
-func (s *Store) metricPoints(ctx context.Context, table metricTable, filter string, filterArgs []any, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
-	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
-	// Rows of the step's own span are the points: nothing to group.
-	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
-			rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
-			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last FROM ` + table.name + `
-		WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
-		  AND start_ms >= ? AND start_ms < ?`
-	args := append(slices.Clone(filterArgs), name, fromMs, toMs)
-	if table.spanMs != stepMs {
-		steps = `SELECT start_ms / ? * ? AS step_ms, ` + countColumns + ` FROM ` + table.name + `
-			WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
-			  AND start_ms >= ? AND start_ms < ?
-			GROUP BY step_ms`
-		args = append([]any{stepMs, stepMs}, args...)
-	}
-	// The points come back as one string of numbers: the driver crosses
-	// into C twice per column and row (its type, then its value), and a
-	// day of minutes as rows was 29,000 such calls, most of a history's
-	// time. string_agg with ORDER BY is SQLite's (3.44) and PostgreSQL's.
-	var text sql.NullString
-	if err := s.read.WithContext(ctx).Raw(`SELECT string_agg(`+pointText+`, ' ' ORDER BY step_ms)
-		FROM (`+steps+`) AS p`, args...).Row().Scan(&text); err != nil {
-		return nil, err
-	}
-	points, err := parsePoints(text.String)
-	if err != nil {
-		return nil, err
-	}
-	return points, s.addPointBlocks(ctx, table, name, fromMs, toMs, stepMs, points)
-}
-
-// parsePoints reads the points that ResourceMetrics writes as text.
-func parsePoints(text string) ([]MetricPoint, error) {
-	fields := strings.Fields(text)
-	if len(fields)%pointFields != 0 {
-		return nil, fmt.Errorf("store: %d numbers do not make points of %d", len(fields), pointFields)
-	}
-	points := make([]MetricPoint, 0, len(fields)/pointFields)
-	var n [pointFields]int64
-	for point := range slices.Chunk(fields, pointFields) {
-		for i, f := range point {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("store: read a point: %w", err)
-			}
-			n[i] = v
-		}
-		points = append(points, MetricPoint{StartMs: n[0], Counts: engine.Counts{
-			Calls:   engine.Calls{Pass: n[1], Block: n[2], ShadowBlock: n[3], Complete: n[4], Error: n[5]},
-			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9], BusiestSecond: n[10],
-			AdaptiveLimitMin: n[11], AdaptiveLimitMax: n[12], AdaptiveLimitLast: n[13],
-		}})
-	}
-	return points, nil
-}
 
 // scanner is what scanCounts reads from.
 type scanner interface {
