@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -21,6 +22,11 @@ func (metricHeartbeat) TableName() string { return "metric_heartbeats" }
 // minutesMs; a minute already recorded (by another replica, or before a
 // restart) stays as it is.
 func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
+	return addHeartbeatsIn(s.db.WithContext(ctx), minutesMs)
+}
+
+// addHeartbeatsIn is AddHeartbeats within db, a transaction or not.
+func addHeartbeatsIn(db *gorm.DB, minutesMs []int64) error {
 	if len(minutesMs) == 0 {
 		return nil
 	}
@@ -28,7 +34,7 @@ func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
 	for i, ms := range minutesMs {
 		rows[i] = metricHeartbeat{MinuteMs: floorTo(ms, MinuteMs)}
 	}
-	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
 		return fmt.Errorf("add heartbeats: %w", err)
 	}
 	return nil

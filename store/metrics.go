@@ -142,18 +142,25 @@ var topOrder = map[TopBy]string{
 	TopByAvgRt: "CASE WHEN t.complete > 0 THEN CAST(t.rt_sum_ms AS REAL) / t.complete END DESC NULLS LAST",
 }
 
-// addMetricsChunk is how many deltas AddMetrics prepares at a time, within
+// addMetricsChunk is how many deltas AddFlush prepares at a time, within
 // its one transaction: a flush of 100,000 resources then never holds all
 // its rows at once.
 const addMetricsChunk = 5000
 
-// AddMetrics adds deltas to the minute rows, to the rollups of
-// metricTables, and to the resources' first and last seen times, in one
-// transaction:
-// counts add, the minimum and maxima merge, so a minute flushed in several
-// parts, or again after a restart, adds up and is never overwritten.
-func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
-	if len(deltas) == 0 {
+// Flush is what one flush of the metrics pipeline writes.
+type Flush struct {
+	// Deltas add to the minute rows, as AddMetrics adds them.
+	Deltas []MinuteDelta
+	// HeartbeatsMs are the minutes a server was up in, as AddHeartbeats
+	// records them.
+	HeartbeatsMs []int64
+}
+
+// AddFlush writes f in one transaction: a flush costs one commit, and one
+// that fails writes nothing, so that no reader takes its minutes for idle
+// ones (a heartbeat without rows) while they wait for the next flush.
+func (s *Store) AddFlush(ctx context.Context, f Flush) error {
+	if len(f.Deltas) == 0 && len(f.HeartbeatsMs) == 0 {
 		return nil
 	}
 	// Its statements go straight to the connection, past the callbacks
@@ -162,13 +169,22 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 		return err
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
+		for chunk := range slices.Chunk(f.Deltas, addMetricsChunk) {
 			if err := addMetricsIn(ctx, tx, chunk); err != nil {
 				return err
 			}
 		}
-		return nil
+		return addHeartbeatsIn(tx, f.HeartbeatsMs)
 	})
+}
+
+// AddMetrics adds deltas to the minute rows, to the rollups of
+// metricTables, and to the resources' first and last seen times, in one
+// transaction:
+// counts add, the minimum and maxima merge, so a minute flushed in several
+// parts, or again after a restart, adds up and is never overwritten.
+func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
+	return s.AddFlush(ctx, Flush{Deltas: deltas})
 }
 
 // addMetricsIn adds deltas within tx. A resource's deltas split over two
