@@ -45,3 +45,28 @@ func liveStatsOf(l engine.LiveStats) LiveStats {
 	}
 	return s
 }
+
+// RuleBlocks is the calls one rule blocked.
+type RuleBlocks struct {
+	// Reason is the kind of rule: clusterFallback is a cluster flow rule
+	// blocking on its local fallback while the shared count is out of
+	// reach; system, with rule "", is what no rule of the resource
+	// decided (the system rules, which guard every inbound call, and the
+	// RLS service's per-request limit overrides).
+	Reason string `json:"reason" enums:"flow,concurrency,circuitBreaker,hotspot,authority,system,adaptive,clusterFallback" example:"flow"`
+	// Rule is the rule's name ("" for reason system).
+	Rule    string `json:"rule" example:"r1"`
+	Blocked int64  `json:"blocked" example:"12"`
+}
+
+// ruleBlocksOf is list as the API writes it.
+func ruleBlocksOf(list []engine.RuleBlocks) []RuleBlocks {
+	if len(list) == 0 {
+		return nil
+	}
+	out := make([]RuleBlocks, len(list))
+	for i, b := range list {
+		out[i] = RuleBlocks{Reason: string(b.Reason), Rule: b.Rule, Blocked: b.Blocked}
+	}
+	return out
+}

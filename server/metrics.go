@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -17,8 +15,6 @@ import (
 const (
 	defaultTopLimit = 10
 	maxTopLimit     = 100
-	// maxTimeMs is the end of year 9999, the last time RFC 3339 can write.
-	maxTimeMs = 253_402_300_799_999
 )
 
 // TopList ranks resources by their traffic over a range.
@@ -144,40 +140,4 @@ func (h *metricsHandler) historySteps(c *fiber.Ctx) error {
 	return writeJSON(c, http.StatusOK, HistorySteps{
 		Steps: steps, MaxPoints: metrics.MaxHistoryPoints, FlushIntervalMs: h.metrics.FlushInterval().Milliseconds(),
 	})
-}
-
-// timeParam reads a time query parameter, RFC 3339 or Unix milliseconds,
-// as Unix milliseconds; fallback if it is absent.
-func timeParam(c *fiber.Ctx, name string, fallback int64) (int64, error) {
-	v := c.Query(name)
-	if v == "" {
-		return fallback, nil
-	}
-	ms, ok := parseTimeMs(v)
-	if !ok {
-		msg := "must be an RFC 3339 time (2026-03-02T14:05:00Z) or Unix milliseconds, from 1970 to 9999"
-		return 0, BadRequest(name+" "+msg, FieldError{name, msg})
-	}
-	return ms, nil
-}
-
-func parseTimeMs(v string) (int64, bool) {
-	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
-		return ms, ms >= 0 && ms <= maxTimeMs
-	}
-	// An unescaped '+' of a zone offset arrives as a space.
-	t, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(v, " ", "+"))
-	if err != nil {
-		return 0, false
-	}
-	ms := t.UnixMilli()
-	return ms, ms >= 0 && ms <= maxTimeMs
-}
-
-// checkRange refuses an empty or reversed range.
-func checkRange(fromMs, toMs int64) error {
-	if fromMs >= toMs {
-		return BadRequest("from must be before to", FieldError{"from", "must be before to"})
-	}
-	return nil
 }

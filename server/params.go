@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -26,6 +27,10 @@ const (
 	maxPageSize     = 500
 	maxReasonLen    = 1024
 )
+
+// maxTimeMs is the end of year 9999, the last time RFC 3339 can write: the
+// latest time a query parameter takes.
+const maxTimeMs = 253_402_300_799_999
 
 // badParams gathers a request's bad query parameters, so that it is
 // answered one 400 naming every one of them rather than only the first: a
@@ -221,6 +226,42 @@ func errNotJSONObject(err error) error {
 func checkJSONBody(data []byte) error {
 	if err := codec.CheckBody(data); err != nil {
 		return errNotJSONObject(err)
+	}
+	return nil
+}
+
+// timeParam reads a time query parameter, RFC 3339 or Unix milliseconds,
+// as Unix milliseconds; fallback if it is absent.
+func timeParam(c *fiber.Ctx, name string, fallback int64) (int64, error) {
+	v := c.Query(name)
+	if v == "" {
+		return fallback, nil
+	}
+	ms, ok := parseTimeMs(v)
+	if !ok {
+		msg := "must be an RFC 3339 time (2026-03-02T14:05:00Z) or Unix milliseconds, from 1970 to 9999"
+		return 0, BadRequest(name+" "+msg, FieldError{name, msg})
+	}
+	return ms, nil
+}
+
+func parseTimeMs(v string) (int64, bool) {
+	if ms, err := strconv.ParseInt(v, 10, 64); err == nil {
+		return ms, ms >= 0 && ms <= maxTimeMs
+	}
+	// An unescaped '+' of a zone offset arrives as a space.
+	t, err := time.Parse(time.RFC3339Nano, strings.ReplaceAll(v, " ", "+"))
+	if err != nil {
+		return 0, false
+	}
+	ms := t.UnixMilli()
+	return ms, ms >= 0 && ms <= maxTimeMs
+}
+
+// checkRange refuses an empty or reversed range.
+func checkRange(fromMs, toMs int64) error {
+	if fromMs >= toMs {
+		return BadRequest("from must be before to", FieldError{"from", "must be before to"})
 	}
 	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/engine"
 	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 )
@@ -68,100 +67,6 @@ type MinuteFigures struct {
 	// BlockedBy splits block by rule and reason, as a history point's;
 	// absent when nothing was blocked.
 	BlockedBy []RuleBlocks `json:"blockedBy,omitempty"`
-}
-
-// MetricHistory is one resource's traffic over a range, step by step.
-type MetricHistory struct {
-	Resource string `json:"resource" example:"GET:/api/orders"`
-	Step     string `json:"step" example:"1m"`
-	// From and To are the range answered, rounded out to the step.
-	From time.Time `json:"from" format:"date-time"`
-	To   time.Time `json:"to" format:"date-time"`
-	// Points has one point per step with traffic, oldest first.
-	Points []MetricPoint `json:"points"`
-	// Covered are the spans of the range, oldest first, made of whole
-	// steps in which a Sluice server was up (in at least one minute of
-	// the step): a step there without a point had no traffic; a step
-	// outside them without a point is unknown (the server was down, or
-	// the minute is older than Sluice's heartbeats).
-	Covered []CoveredSpan `json:"covered"`
-}
-
-// CoveredSpan is a span of a history in which a server was up, from
-// inclusive, to exclusive, both on the step.
-type CoveredSpan struct {
-	From time.Time `json:"from" format:"date-time"`
-	To   time.Time `json:"to" format:"date-time"`
-}
-
-// coveredSpans merges the covered steps, oldest first, into spans.
-func coveredSpans(startsMs []int64, stepMs int64) []CoveredSpan {
-	spans := []CoveredSpan{}
-	for _, ms := range startsMs {
-		from, to := time.UnixMilli(ms).UTC(), time.UnixMilli(ms+stepMs).UTC()
-		if n := len(spans); n > 0 && spans[n-1].To.Equal(from) {
-			spans[n-1].To = to
-			continue
-		}
-		spans = append(spans, CoveredSpan{From: from, To: to})
-	}
-	return spans
-}
-
-// MetricPoint is a resource's traffic in the step that starts at Time.
-type MetricPoint struct {
-	Time time.Time `json:"time" format:"date-time"`
-	Calls
-	// AvgRtMs is the mean response time of the completed calls, 0 if none.
-	AvgRtMs float64 `json:"avgRtMs" example:"12.5" format:"double"`
-	// MinRtMs and MaxRtMs are the fastest and slowest completed calls, 0
-	// if none.
-	MinRtMs int64 `json:"minRtMs" example:"2"`
-	MaxRtMs int64 `json:"maxRtMs" example:"340"`
-	// MaxConcurrency is the most calls in flight at once.
-	MaxConcurrency int64 `json:"maxConcurrency" example:"9"`
-	// BusiestSecond is the most calls, passed or blocked, that one engine
-	// (the server or an instance) saw in one second of the step: a
-	// second counts in the minute it ends in; the step's is its minutes'
-	// largest. It is 0 in rows written before Sluice kept it.
-	BusiestSecond int64 `json:"busiestSecond" example:"41"`
-	// AdaptiveLimitMin, AdaptiveLimitMax and AdaptiveLimitLast are the
-	// least, greatest and latest limit of the resource's adaptive
-	// concurrency rule in the step (the latest: of its latest minute that
-	// had one); 0 when it had none.
-	AdaptiveLimitMin  int64 `json:"adaptiveLimitMin" example:"80"`
-	AdaptiveLimitMax  int64 `json:"adaptiveLimitMax" example:"120"`
-	AdaptiveLimitLast int64 `json:"adaptiveLimitLast" example:"96"`
-	// BlockedBy splits block by the rule that blocked and its kind, by
-	// reason then rule: its entries sum to block. Absent when nothing
-	// was blocked, in rows written before Sluice kept it, and in an
-	// instance's own history (?instance=).
-	BlockedBy []RuleBlocks `json:"blockedBy,omitempty"`
-}
-
-// RuleBlocks is the calls one rule blocked.
-type RuleBlocks struct {
-	// Reason is the kind of rule: clusterFallback is a cluster flow rule
-	// blocking on its local fallback while the shared count is out of
-	// reach; system, with rule "", is what no rule of the resource
-	// decided (the system rules, which guard every inbound call, and the
-	// RLS service's per-request limit overrides).
-	Reason string `json:"reason" enums:"flow,concurrency,circuitBreaker,hotspot,authority,system,adaptive,clusterFallback" example:"flow"`
-	// Rule is the rule's name ("" for reason system).
-	Rule    string `json:"rule" example:"r1"`
-	Blocked int64  `json:"blocked" example:"12"`
-}
-
-// ruleBlocksOf is list as the API writes it.
-func ruleBlocksOf(list []engine.RuleBlocks) []RuleBlocks {
-	if len(list) == 0 {
-		return nil
-	}
-	out := make([]RuleBlocks, len(list))
-	for i, b := range list {
-		out[i] = RuleBlocks{Reason: string(b.Reason), Rule: b.Rule, Blocked: b.Blocked}
-	}
-	return out
 }
 
 type resourceHandler struct {
@@ -248,9 +153,23 @@ func (h *resourceHandler) list(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/resources/{name}/metrics [get]
 func (h *resourceHandler) history(c *fiber.Ctx) error {
+	q, err := h.historyQuery(c)
+	if err != nil {
+		return err
+	}
+	history, err := h.metrics.History(c.UserContext(), q)
+	if err != nil {
+		return err
+	}
+	return writeHistory(c, q, history)
+}
+
+// historyQuery reads the history's path and query parameters: one 400
+// names every bad one, and an instance that no instance has is a 404.
+func (h *resourceHandler) historyQuery(c *fiber.Ctx) (metrics.HistoryQuery, error) {
 	name, err := url.PathUnescape(c.Params("name"))
 	if err != nil {
-		return BadRequest("name must be a URL-escaped resource name", FieldError{"name", "must be URL-escaped"})
+		return metrics.HistoryQuery{}, BadRequest("name must be a URL-escaped resource name", FieldError{"name", "must be URL-escaped"})
 	}
 	var bad badParams
 	step, err := metrics.StepNamed(c.Query("step", "1m"))
@@ -260,36 +179,14 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 	fromMs, err := timeParam(c, "from", max(0, toMs-metrics.DefaultHistorySteps*step.Ms))
 	bad.note(err)
 	if err := bad.err(); err != nil {
-		return err
+		return metrics.HistoryQuery{}, err
 	}
 	if err := checkRange(fromMs, toMs); err != nil {
-		return err
+		return metrics.HistoryQuery{}, err
 	}
-	var history metrics.History
+	q := metrics.HistoryQuery{Resource: name, Step: step, FromMs: fromMs, ToMs: toMs}
 	if instance := c.Query("instance"); instance != "" {
-		key, kerr := h.instances.Key(c.UserContext(), instance)
-		if kerr != nil {
-			return kerr
-		}
-		history, err = h.metrics.InstanceHistory(c.UserContext(), name, key, step, fromMs, toMs)
-	} else {
-		history, err = h.metrics.History(c.UserContext(), name, step, fromMs, toMs)
+		q.InstanceID, err = h.instances.Key(c.UserContext(), instance)
 	}
-	if err != nil {
-		return err
-	}
-	points := make([]MetricPoint, len(history.Points))
-	for i, p := range history.Points {
-		points[i] = MetricPoint{
-			Time: time.UnixMilli(p.StartMs).UTC(), Calls: callsOf(p.Calls), AvgRtMs: p.AvgRtMs(),
-			MinRtMs: p.MinRtMs, MaxRtMs: p.MaxRtMs, MaxConcurrency: p.MaxConcurrency,
-			BusiestSecond: p.BusiestSecond, AdaptiveLimitMin: p.AdaptiveLimitMin, AdaptiveLimitMax: p.AdaptiveLimitMax,
-			AdaptiveLimitLast: p.AdaptiveLimitLast, BlockedBy: ruleBlocksOf(p.BlockedBy),
-		}
-	}
-	return writeHistory(c, MetricHistory{
-		Resource: name, Step: step.Name,
-		From: time.UnixMilli(history.FromMs).UTC(), To: time.UnixMilli(history.ToMs).UTC(),
-		Points: points, Covered: coveredSpans(history.CoveredMs, step.Ms),
-	})
+	return q, err
 }

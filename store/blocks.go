@@ -39,38 +39,6 @@ func upsertBlocks(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 	return nil
 }
 
-// addPointBlocks sets the BlockedBy of points, the named resource's steps
-// of stepMs from fromMs to toMs read from table, from its blocks table.
-func (s *Store) addPointBlocks(ctx context.Context, table metricTable, name string, fromMs, toMs, stepMs int64, points []MetricPoint) error {
-	if table.blocks == "" || len(points) == 0 {
-		return nil
-	}
-	rows, err := s.read.WithContext(ctx).Raw(`SELECT start_ms / ? * ? AS step_ms, reason, rule, sum(blocked)
-		FROM `+table.blocks+`
-		WHERE resource_id = (SELECT id FROM resources WHERE name = ?) AND start_ms >= ? AND start_ms < ?
-		GROUP BY step_ms, reason, rule ORDER BY step_ms, reason, rule`,
-		stepMs, stepMs, name, floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)).Rows()
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	i := 0
-	for rows.Next() {
-		var stepStartMs int64
-		var b engine.RuleBlocks
-		if err := rows.Scan(&stepStartMs, &b.Reason, &b.Rule, &b.Blocked); err != nil {
-			return err
-		}
-		for i < len(points) && points[i].StartMs < stepStartMs {
-			i++
-		}
-		if i < len(points) && points[i].StartMs == stepStartMs {
-			points[i].BlockedBy = append(points[i].BlockedBy, b)
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
 // MinuteBlocks returns the named resources' blocks per rule and reason in
 // the minute that starts at startMs, by name, each by reason then rule;
 // resources without blocks in it are absent.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 )
 
@@ -21,6 +22,11 @@ func (metricHeartbeat) TableName() string { return "metric_heartbeats" }
 // minutesMs; a minute already recorded (by another replica, or before a
 // restart) stays as it is.
 func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
+	return addHeartbeatsIn(s.db.WithContext(ctx), minutesMs)
+}
+
+// addHeartbeatsIn is AddHeartbeats within db, a transaction or not.
+func addHeartbeatsIn(db *gorm.DB, minutesMs []int64) error {
 	if len(minutesMs) == 0 {
 		return nil
 	}
@@ -28,23 +34,10 @@ func (s *Store) AddHeartbeats(ctx context.Context, minutesMs []int64) error {
 	for i, ms := range minutesMs {
 		rows[i] = metricHeartbeat{MinuteMs: floorTo(ms, MinuteMs)}
 	}
-	if err := s.db.WithContext(ctx).Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+	if err := db.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
 		return fmt.Errorf("add heartbeats: %w", err)
 	}
 	return nil
-}
-
-// CoveredSteps returns, oldest first, the starts of the steps of stepMs
-// (UTC-aligned) from fromMs (inclusive) to toMs (exclusive) in which a
-// server recorded a heartbeat in at least one minute.
-func (s *Store) CoveredSteps(ctx context.Context, fromMs, toMs, stepMs int64) ([]int64, error) {
-	var starts []int64
-	err := s.db.WithContext(ctx).Raw(`SELECT DISTINCT (minute_ms / ?) * ? AS start_ms FROM metric_heartbeats
-		WHERE minute_ms >= ? AND minute_ms < ? ORDER BY start_ms`, stepMs, stepMs, fromMs, toMs).Scan(&starts).Error
-	if err != nil {
-		return nil, fmt.Errorf("covered steps: %w", err)
-	}
-	return starts, nil
 }
 
 // PruneHeartbeats deletes the heartbeats of the minutes before beforeMs,

@@ -471,12 +471,3 @@ func nameHash(name string) int64 {
 	h.Write([]byte(name))
 	return int64(h.Sum64())
 }
-
-// InstanceMetrics is ResourceMetrics narrowed to what one instance
-// (instanceID, an Instance's ID) reported: read from its own minute rows.
-func (s *Store) InstanceMetrics(ctx context.Context, name string, instanceID, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
-	if stepMs <= 0 || stepMs%MinuteMs != 0 {
-		return nil, fmt.Errorf("store: step of %d ms is not a whole number of minutes", stepMs)
-	}
-	return s.metricPoints(ctx, instanceMinutes, "instance_id = ? AND", []any{instanceID}, name, fromMs, toMs, stepMs)
-}

@@ -2,12 +2,10 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"gorm.io/gorm"
@@ -109,15 +107,6 @@ type MetricResource struct {
 // TableName is the resources table.
 func (MetricResource) TableName() string { return "resources" }
 
-// MetricPoint is a resource's traffic in the step that starts at StartMs.
-type MetricPoint struct {
-	StartMs int64
-	engine.Counts
-	// BlockedBy splits Block by rule and reason, by reason then rule;
-	// nil without blocks (and for an instance's own points).
-	BlockedBy []engine.RuleBlocks
-}
-
 // ResourceTotals is a resource's traffic summed over a range.
 type ResourceTotals struct {
 	Resource string
@@ -153,18 +142,25 @@ var topOrder = map[TopBy]string{
 	TopByAvgRt: "CASE WHEN t.complete > 0 THEN CAST(t.rt_sum_ms AS REAL) / t.complete END DESC NULLS LAST",
 }
 
-// addMetricsChunk is how many deltas AddMetrics prepares at a time, within
+// addMetricsChunk is how many deltas AddFlush prepares at a time, within
 // its one transaction: a flush of 100,000 resources then never holds all
 // its rows at once.
 const addMetricsChunk = 5000
 
-// AddMetrics adds deltas to the minute rows, to the rollups of
-// metricTables, and to the resources' first and last seen times, in one
-// transaction:
-// counts add, the minimum and maxima merge, so a minute flushed in several
-// parts, or again after a restart, adds up and is never overwritten.
-func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
-	if len(deltas) == 0 {
+// Flush is what one flush of the metrics pipeline writes.
+type Flush struct {
+	// Deltas add to the minute rows, as AddMetrics adds them.
+	Deltas []MinuteDelta
+	// HeartbeatsMs are the minutes a server was up in, as AddHeartbeats
+	// records them.
+	HeartbeatsMs []int64
+}
+
+// AddFlush writes f in one transaction: a flush costs one commit, and one
+// that fails writes nothing, so that no reader takes its minutes for idle
+// ones (a heartbeat without rows) while they wait for the next flush.
+func (s *Store) AddFlush(ctx context.Context, f Flush) error {
+	if len(f.Deltas) == 0 && len(f.HeartbeatsMs) == 0 {
 		return nil
 	}
 	// Its statements go straight to the connection, past the callbacks
@@ -173,13 +169,22 @@ func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
 		return err
 	}
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		for chunk := range slices.Chunk(deltas, addMetricsChunk) {
+		for chunk := range slices.Chunk(f.Deltas, addMetricsChunk) {
 			if err := addMetricsIn(ctx, tx, chunk); err != nil {
 				return err
 			}
 		}
-		return nil
+		return addHeartbeatsIn(tx, f.HeartbeatsMs)
 	})
+}
+
+// AddMetrics adds deltas to the minute rows, to the rollups of
+// metricTables, and to the resources' first and last seen times, in one
+// transaction:
+// counts add, the minimum and maxima merge, so a minute flushed in several
+// parts, or again after a restart, adds up and is never overwritten.
+func (s *Store) AddMetrics(ctx context.Context, deltas []MinuteDelta) error {
+	return s.AddFlush(ctx, Flush{Deltas: deltas})
 }
 
 // addMetricsIn adds deltas within tx. A resource's deltas split over two
@@ -414,97 +419,6 @@ var (
 	countColumns   = sumColumns + `, ` + lastOf(lastKey("")) + ` AS adaptive_limit_last`
 	partSumColumns = sumColumns + `, ` + lastOf("adaptive_limit_key") + ` AS adaptive_limit_last`
 )
-
-// pointFields is how many numbers ResourceMetrics reads per point: the
-// step's start, then the figures in the order of countColumns.
-const pointFields = 14
-
-// pointText writes a point's numbers, from the columns of
-// countColumns (a grouped step) or a table's row (a step of its span),
-// separated by spaces.
-const pointText = `step_ms || ' ' || pass || ' ' || block || ' ' || shadow_block || ' ' ||
-	complete || ' ' || error || ' ' || rt_sum_ms || ' ' || coalesce(rt_min_ms, 0) || ' ' ||
-	rt_max_ms || ' ' || max_concurrency || ' ' || busiest_second || ' ' || coalesce(adaptive_limit_min, 0) || ' ' ||
-	adaptive_limit_max || ' ' || adaptive_limit_last`
-
-// ResourceMetrics returns the named resource's traffic from fromMs
-// (inclusive) to toMs (exclusive) in steps of stepMs, UTC-aligned: fromMs is
-// rounded down and toMs up to a multiple of the step. stepMs is a whole
-// number of minutes; each step is read from the coarsest rollup whose span
-// divides it, row by row when the span is the step. Steps without traffic
-// are absent; an unknown resource has none.
-func (s *Store) ResourceMetrics(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
-	if stepMs <= 0 || stepMs%MinuteMs != 0 {
-		return nil, fmt.Errorf("store: step of %d ms is not a whole number of minutes", stepMs)
-	}
-	table := metricTables[0]
-	for _, t := range metricTables {
-		if stepMs%t.spanMs == 0 {
-			table = t
-		}
-	}
-	return s.metricPoints(ctx, table, "", nil, name, fromMs, toMs, stepMs)
-}
-
-// metricPoints reads the points of the named resource from table's rows
-// that filter (a condition ending in AND, or "") with filterArgs keeps,
-// as ResourceMetrics answers them.
-func (s *Store) metricPoints(ctx context.Context, table metricTable, filter string, filterArgs []any, name string, fromMs, toMs, stepMs int64) ([]MetricPoint, error) {
-	fromMs, toMs = floorTo(fromMs, stepMs), ceilTo(toMs, stepMs)
-	// Rows of the step's own span are the points: nothing to group.
-	steps := `SELECT start_ms AS step_ms, pass, block, shadow_block, complete, error, rt_sum_ms,
-			rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
-			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last FROM ` + table.name + `
-		WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
-		  AND start_ms >= ? AND start_ms < ?`
-	args := append(slices.Clone(filterArgs), name, fromMs, toMs)
-	if table.spanMs != stepMs {
-		steps = `SELECT start_ms / ? * ? AS step_ms, ` + countColumns + ` FROM ` + table.name + `
-			WHERE ` + filter + ` resource_id = (SELECT id FROM resources WHERE name = ?)
-			  AND start_ms >= ? AND start_ms < ?
-			GROUP BY step_ms`
-		args = append([]any{stepMs, stepMs}, args...)
-	}
-	// The points come back as one string of numbers: the driver crosses
-	// into C twice per column and row (its type, then its value), and a
-	// day of minutes as rows was 29,000 such calls, most of a history's
-	// time. string_agg with ORDER BY is SQLite's (3.44) and PostgreSQL's.
-	var text sql.NullString
-	if err := s.read.WithContext(ctx).Raw(`SELECT string_agg(`+pointText+`, ' ' ORDER BY step_ms)
-		FROM (`+steps+`) AS p`, args...).Row().Scan(&text); err != nil {
-		return nil, err
-	}
-	points, err := parsePoints(text.String)
-	if err != nil {
-		return nil, err
-	}
-	return points, s.addPointBlocks(ctx, table, name, fromMs, toMs, stepMs, points)
-}
-
-// parsePoints reads the points that ResourceMetrics writes as text.
-func parsePoints(text string) ([]MetricPoint, error) {
-	fields := strings.Fields(text)
-	if len(fields)%pointFields != 0 {
-		return nil, fmt.Errorf("store: %d numbers do not make points of %d", len(fields), pointFields)
-	}
-	points := make([]MetricPoint, 0, len(fields)/pointFields)
-	var n [pointFields]int64
-	for point := range slices.Chunk(fields, pointFields) {
-		for i, f := range point {
-			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("store: read a point: %w", err)
-			}
-			n[i] = v
-		}
-		points = append(points, MetricPoint{StartMs: n[0], Counts: engine.Counts{
-			Calls:   engine.Calls{Pass: n[1], Block: n[2], ShadowBlock: n[3], Complete: n[4], Error: n[5]},
-			RtSumMs: n[6], MinRtMs: n[7], MaxRtMs: n[8], MaxConcurrency: n[9], BusiestSecond: n[10],
-			AdaptiveLimitMin: n[11], AdaptiveLimitMax: n[12], AdaptiveLimitLast: n[13],
-		}})
-	}
-	return points, nil
-}
 
 // scanner is what scanCounts reads from.
 type scanner interface {

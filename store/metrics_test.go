@@ -317,3 +317,43 @@ func TestAddMetricsAcrossChunks(t *testing.T) {
 		t.Errorf("%d resources (%v), want %d", n, err, addMetricsChunk)
 	}
 }
+
+// TestAddFlushIsOneWrite: a flush's minutes and heartbeats are written
+// together, and a flush that fails writes neither, so that no reader takes
+// its minutes for idle ones while their figures wait for the next flush.
+func TestAddFlushIsOneWrite(t *testing.T) {
+	s, _ := openTestStore(t)
+	flush := Flush{
+		Deltas: []MinuteDelta{{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 3, Block: 1}},
+			BlockedBy: []engine.RuleBlocks{{Reason: engine.ReasonFlow, Rule: "r1", Blocked: 1}}}},
+		HeartbeatsMs: []int64{minute(1)},
+	}
+	stored := func() (points, covered int) {
+		t.Helper()
+		rows, err := s.HistoryRows(t.Context(), HistoryQuery{Resource: "orders", FromMs: minute(0), ToMs: minute(60), StepMs: MinuteMs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(rows.Points), len(rows.CoveredMs)
+	}
+	// The blocks' daily rollup is written last of the minutes: without
+	// its table, the write fails after the rest of them.
+	if _, err := sqlDB(t, s).ExecContext(t.Context(), `ALTER TABLE metric_day_blocks RENAME TO gone_day_blocks`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddFlush(t.Context(), flush); err == nil {
+		t.Fatal("a flush without its blocks table succeeded")
+	}
+	if points, covered := stored(); points != 0 || covered != 0 {
+		t.Fatalf("the failed flush wrote %d points and %d heartbeats, want none", points, covered)
+	}
+	if _, err := sqlDB(t, s).ExecContext(t.Context(), `ALTER TABLE gone_day_blocks RENAME TO metric_day_blocks`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddFlush(t.Context(), flush); err != nil {
+		t.Fatal(err)
+	}
+	if points, covered := stored(); points != 1 || covered != 1 {
+		t.Errorf("the flush wrote %d points and %d heartbeats, want 1 and 1", points, covered)
+	}
+}

@@ -3,7 +3,6 @@ package metrics
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"time"
@@ -15,51 +14,47 @@ import (
 // the requests in flight may have used up the caller's.
 const finalFlushTimeout = 10 * time.Second
 
-// Flush collects and writes everything pending in one transaction, and
-// the heartbeats of the minutes since the last flush. If a write fails,
-// what it held stays pending for the next flush.
+// Flush collects and writes everything pending, and the heartbeats of
+// the minutes since the last flush, in one store write. If it fails, what
+// it held stays pending for the next flush.
 func (p *Pipeline) Flush(ctx context.Context) error {
 	p.flushMu.Lock()
 	defer p.flushMu.Unlock()
-	beatErr := p.beat(ctx)
+	nowMinute := floorMs(p.NowMs(), store.MinuteMs)
+	beats := p.unbeaten(nowMinute)
 	p.Collect()
 	p.mu.Lock()
 	batch := p.pending
 	p.pending = map[minuteKey]*store.MinuteDelta{}
 	p.mu.Unlock()
-	if len(batch) == 0 {
-		return beatErr
-	}
 	deltas := make([]store.MinuteDelta, 0, len(batch))
 	for _, k := range slices.SortedFunc(maps.Keys(batch), compareMinuteKeys) {
 		deltas = append(deltas, *batch[k])
 	}
-	if err := p.store.AddMetrics(ctx, deltas); err != nil {
+	if err := p.store.AddFlush(ctx, store.Flush{Deltas: deltas, HeartbeatsMs: beats}); err != nil {
 		p.mu.Lock()
 		for _, d := range batch {
 			mergePending(p.pending, d)
 		}
 		p.mu.Unlock()
-		return errors.Join(beatErr, err)
+		return err
 	}
-	p.stored(batch)
-	return beatErr
+	p.beatMs = max(p.beatMs, nowMinute)
+	if len(batch) > 0 {
+		p.stored(batch)
+	}
+	return nil
 }
 
-// beat writes the heartbeats of the minutes from the last one written to
-// the current one, as far back as the retention: the server has been up
-// through them. The caller holds flushMu.
-func (p *Pipeline) beat(ctx context.Context) error {
-	nowMinute := floorMs(p.NowMs(), store.MinuteMs)
+// unbeaten returns the minutes from the last one whose heartbeat is
+// written to nowMinute, as far back as the retention: the server has been
+// up through them. The caller holds flushMu.
+func (p *Pipeline) unbeaten(nowMinute int64) []int64 {
 	var minutes []int64
 	for m := max(p.beatMs+store.MinuteMs, nowMinute-p.retention.Milliseconds()); m <= nowMinute; m += store.MinuteMs {
 		minutes = append(minutes, m)
 	}
-	if err := p.store.AddHeartbeats(ctx, minutes); err != nil {
-		return err
-	}
-	p.beatMs = max(p.beatMs, nowMinute)
-	return nil
+	return minutes
 }
 
 // FinalFlush writes what is still pending as the server stops, with its

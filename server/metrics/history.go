@@ -84,56 +84,62 @@ type History struct {
 	CoveredMs []int64
 }
 
-// History reads the resource's history from fromMs (inclusive) to toMs
-// (exclusive), both rounded out to the step. More than MaxHistoryPoints
-// steps is a ParamError for step, and an end rounded up past year 9999
-// one for to; a resource the resource list does not hold (known) is an
-// UnknownResourceError.
-func (p *Pipeline) History(ctx context.Context, name string, step Step, fromMs, toMs int64) (History, error) {
-	return p.history(ctx, name, step, fromMs, toMs, p.store.ResourceMetrics)
+// HistoryQuery is a history asked of the pipeline: one resource's traffic
+// from FromMs (inclusive) to ToMs (exclusive), both rounded out to Step.
+type HistoryQuery struct {
+	Resource     string
+	Step         Step
+	FromMs, ToMs int64
+	// InstanceID narrows the history to what one instance reported, by
+	// its registry key; 0 answers the sum over the server's own engine
+	// and every instance.
+	InstanceID int64
 }
 
-// history is History with the points read by read.
-func (p *Pipeline) history(ctx context.Context, name string, step Step, fromMs, toMs int64,
-	read func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error)) (History, error) {
-	if ceilMs(toMs, step.Ms) > lastTimeMs {
+// History reads q's history. More than MaxHistoryPoints steps is a
+// ParamError for step, and an end rounded up past year 9999 one for to; a
+// resource the resource list does not hold (known) is an
+// UnknownResourceError.
+func (p *Pipeline) History(ctx context.Context, q HistoryQuery) (History, error) {
+	step := q.Step
+	if ceilMs(q.ToMs, step.Ms) > lastTimeMs {
 		return History{}, &ParamError{"to", fmt.Sprintf("rounded up to the step (%s) passes 9999-12-31T23:59:59Z, the last time RFC 3339 can write: end the range by %s",
 			step.Name, formatMs(floorMs(lastTimeMs, step.Ms)))}
 	}
-	fromMs, toMs = floorMs(fromMs, step.Ms), ceilMs(toMs, step.Ms)
+	fromMs, toMs := floorMs(q.FromMs, step.Ms), ceilMs(q.ToMs, step.Ms)
 	if points := (toMs - fromMs) / step.Ms; points > MaxHistoryPoints {
 		return History{}, &ParamError{"step", fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
 			points, formatMs(fromMs), formatMs(toMs), MaxHistoryPoints)}
 	}
-	points, err := read(ctx, name, fromMs, toMs, step.Ms)
+	rows, err := p.store.HistoryRows(ctx, store.HistoryQuery{
+		Resource: q.Resource, InstanceID: q.InstanceID, FromMs: fromMs, ToMs: toMs, StepMs: step.Ms,
+	})
 	if err != nil {
 		return History{}, err
 	}
-	if len(points) == 0 {
-		if err := p.known(ctx, name); err != nil {
+	h := History{FromMs: fromMs, ToMs: toMs, Points: rows.Points, CoveredMs: p.withRunning(rows.CoveredMs, fromMs, toMs, step.Ms)}
+	if len(h.Points) == 0 {
+		if err := p.known(ctx, q.Resource); err != nil {
 			return History{}, err
 		}
 	}
-	covered, err := p.covered(ctx, fromMs, toMs, step.Ms)
-	if err != nil {
-		return History{}, err
-	}
-	return History{FromMs: fromMs, ToMs: toMs, Points: points, CoveredMs: covered}, nil
+	return h, nil
 }
 
-// covered returns the starts of the steps from fromMs to toMs in which a
-// server was up: those with a stored heartbeat, and those of this
-// process's run, whose latest minutes no flush has written yet.
-func (p *Pipeline) covered(ctx context.Context, fromMs, toMs, stepMs int64) ([]int64, error) {
-	stored, err := p.store.CoveredSteps(ctx, fromMs, toMs, stepMs)
-	if err != nil {
-		return nil, err
-	}
-	var running []int64
+// InstanceHistory is History narrowed to what one instance reported,
+// instanceID being its registry key.
+func (p *Pipeline) InstanceHistory(ctx context.Context, name string, instanceID int64, step Step, fromMs, toMs int64) (History, error) {
+	return p.History(ctx, HistoryQuery{Resource: name, Step: step, FromMs: fromMs, ToMs: toMs, InstanceID: instanceID})
+}
+
+// withRunning returns the steps from fromMs to toMs in which a server was
+// up, oldest first: stored, those with a stored heartbeat, and those of
+// this process's run, whose latest minutes no flush has written yet.
+func (p *Pipeline) withRunning(stored []int64, fromMs, toMs, stepMs int64) []int64 {
 	for s := max(fromMs, floorMs(p.startMs, stepMs)); s < toMs && s <= p.NowMs(); s += stepMs {
-		running = append(running, s)
+		stored = append(stored, s)
 	}
-	return slices.Compact(slices.Sorted(slices.Values(append(stored, running...)))), nil
+	return slices.Compact(slices.Sorted(slices.Values(stored)))
 }
 
 // known returns an UnknownResourceError unless the resource is one the
@@ -143,14 +149,19 @@ func (p *Pipeline) covered(ctx context.Context, fromMs, toMs, stepMs int64) ([]i
 // deleted rule named, though it never had traffic.
 func (p *Pipeline) known(ctx context.Context, name string) error {
 	return p.readStore(func() error {
+		// No flush commits meanwhile, so the tallies, which need no read,
+		// may be asked first.
+		if len(p.seen([]string{name})) > 0 {
+			return nil
+		}
 		entries, err := p.store.CatalogueEntries(ctx, []string{name})
 		if err != nil {
 			return err
 		}
-		if len(entries) > 0 || len(p.seen([]string{name})) > 0 {
-			return nil
+		if len(entries) == 0 {
+			return &UnknownResourceError{Name: name}
 		}
-		return &UnknownResourceError{Name: name}
+		return nil
 	})
 }
 

@@ -173,14 +173,6 @@ func addLive(l *engine.LiveStats, o engine.LiveStats) {
 	l.Concurrency += o.Concurrency
 }
 
-// InstanceHistory is History narrowed to what one instance reported,
-// instanceID being its registry key.
-func (p *Pipeline) InstanceHistory(ctx context.Context, name string, instanceID int64, step Step, fromMs, toMs int64) (History, error) {
-	return p.history(ctx, name, step, fromMs, toMs, func(ctx context.Context, name string, fromMs, toMs, stepMs int64) ([]store.MetricPoint, error) {
-		return p.store.InstanceMetrics(ctx, name, instanceID, fromMs, toMs, stepMs)
-	})
-}
-
 // SetInstanceHot replaces the hot values instance uid reported, by
 // resource; they count for InstanceLiveMs, as its live figures do. An
 // empty report forgets the instance's.
