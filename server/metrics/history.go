@@ -126,12 +126,6 @@ func (p *Pipeline) History(ctx context.Context, q HistoryQuery) (History, error)
 	return h, nil
 }
 
-// InstanceHistory is History narrowed to what one instance reported,
-// instanceID being its registry key.
-func (p *Pipeline) InstanceHistory(ctx context.Context, name string, instanceID int64, step Step, fromMs, toMs int64) (History, error) {
-	return p.History(ctx, HistoryQuery{Resource: name, Step: step, FromMs: fromMs, ToMs: toMs, InstanceID: instanceID})
-}
-
 // withRunning returns the steps from fromMs to toMs in which a server was
 // up, oldest first: stored, those with a stored heartbeat, and those of
 // this process's run, whose latest minutes no flush has written yet.

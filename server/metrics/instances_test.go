@@ -64,7 +64,7 @@ func TestInstanceMinutesAddUpWithTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := p.InstanceHistory(t.Context(), "orders", a, step, t0, t0+store.HourMs)
+	h, err := p.History(t.Context(), HistoryQuery{Resource: "orders", Step: step, FromMs: t0, ToMs: t0 + store.HourMs, InstanceID: a})
 	if err != nil {
 		t.Fatal(err)
 	}
