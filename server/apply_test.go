@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -175,285 +173,457 @@ rules:
     threshold: 2
 `
 
+// TestApply is POST /api/v1/rules/apply: a rule file, JSON or YAML, that
+// creates, updates and with prune deletes, or plans it on a dry run;
+// every refused body changes nothing. The plan's own logic (what an update
+// changes, prunes that empty an app, the bound on a file's rules) is
+// tested in server/rules.
 func TestApply(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		name       string
-		query      string
-		body       string
-		header     reqHeader
-		want       planSummary
-		wantStored map[string]float64 // every rule is enabled
-	}{
-		{
-			name:       "creates, updates and lists as unchanged only the rules it names",
-			body:       applyBodyJSON,
-			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
-		},
-		{
-			name:       "prune=false keeps the rules absent from the body",
-			query:      "prune=false",
-			body:       applyBodyJSON,
-			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
-		},
-		{
-			name:       "prune=true deletes the rules absent from the body",
-			query:      "prune=true",
-			body:       applyBodyJSON,
-			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
-		},
-		{
-			name:       "a YAML body",
-			query:      "prune=true",
-			body:       applyBodyYAML,
-			header:     yamlHeader,
-			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
-		},
-		{
-			name:       "a YAML body with a charset",
-			body:       applyBodyYAML,
-			header:     reqHeader{"Content-Type": "application/yaml; charset=utf-8"},
-			want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
-		},
-		{
-			name:       "an empty list changes nothing",
-			body:       `{"rules": []}`,
-			want:       planSummary{},
-			wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
-		},
-		{
-			name:       "an empty list with prune and allowEmpty deletes every rule",
-			query:      "prune=true&allowEmpty=true",
-			body:       `{"rules": []}`,
-			want:       planSummary{deleted: []string{"orders", "checkout", "legacy"}},
-			wantStored: map[string]float64{},
-		},
-		{
-			name:       "the same rules again change nothing",
-			query:      "prune=true",
-			body:       `{"rules": [` + strings.Join(applyFixture, ",") + `]}`,
-			want:       planSummary{unchanged: []string{"orders", "checkout", "legacy"}},
-			wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			ts := newApplyServer(t)
-
-			resp, body := ts.call(t, http.MethodPost, applyPath+"?"+tt.query, tt.body, tt.header)
-
-			mustStatus(t, resp, body, http.StatusOK)
-			if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
-				t.Errorf("Content-Type = %q, want JSON", ct)
+	t.Run("Success", func(t *testing.T) {
+		t.Run("creates, updates and prunes as the query says", func(t *testing.T) {
+			t.Parallel()
+			tests := []struct {
+				name       string
+				query      string
+				body       string
+				header     reqHeader
+				want       planSummary
+				wantStored map[string]float64 // every rule is enabled
+			}{
+				{
+					name:       "creates, updates and lists as unchanged only the rules it names",
+					body:       applyBodyJSON,
+					want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+				},
+				{
+					name:       "prune=false keeps the rules absent from the body",
+					query:      "prune=false",
+					body:       applyBodyJSON,
+					want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+				},
+				{
+					name:       "prune=true deletes the rules absent from the body",
+					query:      "prune=true",
+					body:       applyBodyJSON,
+					want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
+				},
+				{
+					name:       "a YAML body",
+					query:      "prune=true",
+					body:       applyBodyYAML,
+					header:     yamlHeader,
+					want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2},
+				},
+				{
+					name:       "a YAML body with a charset",
+					body:       applyBodyYAML,
+					header:     reqHeader{"Content-Type": "application/yaml; charset=utf-8"},
+					want:       planSummary{created: []string{"search"}, updated: []string{"checkout"}, unchanged: []string{"orders"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 6, "search": 2, "legacy": 1},
+				},
+				{
+					name:       "an empty list changes nothing",
+					body:       `{"rules": []}`,
+					want:       planSummary{},
+					wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
+				},
+				{
+					name:       "an empty list with prune and allowEmpty deletes every rule",
+					query:      "prune=true&allowEmpty=true",
+					body:       `{"rules": []}`,
+					want:       planSummary{deleted: []string{"orders", "checkout", "legacy"}},
+					wantStored: map[string]float64{},
+				},
+				{
+					name:       "the same rules again change nothing",
+					query:      "prune=true",
+					body:       `{"rules": [` + strings.Join(applyFixture, ",") + `]}`,
+					want:       planSummary{unchanged: []string{"orders", "checkout", "legacy"}},
+					wantStored: map[string]float64{"orders": 10, "checkout": 5, "legacy": 1},
+				},
 			}
-			wantPlan(t, decodePlan(t, body), tt.want)
-			if got := ts.storedThresholds(t); !maps.Equal(got, tt.wantStored) {
-				t.Errorf("stored rules = %v, want %v", got, tt.wantStored)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					ts := newApplyServer(t)
+
+					resp, body := ts.call(t, http.MethodPost, applyPath+"?"+tt.query, tt.body, tt.header)
+
+					mustStatus(t, resp, body, http.StatusOK)
+					if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+						t.Errorf("Content-Type = %q, want JSON", ct)
+					}
+					wantPlan(t, decodePlan(t, body), tt.want)
+					if got := ts.storedThresholds(t); !maps.Equal(got, tt.wantStored) {
+						t.Errorf("stored rules = %v, want %v", got, tt.wantStored)
+					}
+					ts.wantLoaded(t, tt.wantStored)
+				})
 			}
-			ts.wantLoaded(t, tt.wantStored)
 		})
-	}
-}
-
-func TestApplyCreatesRulesAsWritten(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	body := `{"rules": [
-		{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
-		{"name": "warm", "kind": "flow", "resource": "r2", "threshold": 30, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20, "mode": "shadow"},
-		{"name": "off", "kind": "flow", "resource": "r3", "threshold": 1, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}
-	]}`
-
-	resp, got := ts.call(t, http.MethodPost, applyPath, body, reqHeader{"X-Change-Reason": "release 42"})
-
-	mustStatus(t, resp, got, http.StatusOK)
-	wantPlan(t, decodePlan(t, got), planSummary{created: []string{"paced", "warm", "off"}})
-	want := map[string]map[string]any{
-		"paced": flowRule(map[string]any{"name": "paced", "resource": "r1", "threshold": 10.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 250.0, "description": "pace it"}),
-		"warm": flowRule(map[string]any{"name": "warm", "resource": "r2", "threshold": 30.0, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20.0,
-			"warmUpColdFactor": 3.0, "mode": "shadow"}),
-		"off": flowRule(map[string]any{"name": "off", "resource": "r3", "threshold": 1.0, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}),
-	}
-	for name, r := range ts.snapshot(t) {
-		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
-		mustStatus(t, resp, body, http.StatusOK)
-		wantContent(t, jsonObject(t, body), want[name])
-		if r.Version != 1 || resp.Header.Get("ETag") != `"1"` {
-			t.Errorf("%s: version %d, ETag %s; want 1", name, r.Version, resp.Header.Get("ETag"))
-		}
-		resp, body = ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
-		mustStatus(t, resp, body, http.StatusOK)
-		if revs := decodeStrict[RevisionList](t, body); len(revs.Items) != 1 || revs.Items[0].Reason != "release 42" {
-			t.Errorf("%s: revisions = %+v, want one with reason %q", name, revs.Items, "release 42")
-		}
-	}
-	ts.wantLoaded(t, map[string]float64{"paced": 10, "warm": 30})
-}
-
-func TestApplyDryRun(t *testing.T) {
-	t.Parallel()
-	ts := newApplyServer(t)
-	before, loaded := ts.snapshot(t), ts.loadedThresholds()
-	body := `{"rules": [
-		{"name": "orders", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10},
-		{"name": "checkout", "kind": "flow", "resource": "POST:/api/checkout", "threshold": 6, "enabled": false},
-		{"name": "search", "kind": "flow", "resource": "GET:/api/search", "threshold": 2}
-	]}`
-	want := planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}}
-
-	resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
-
-	mustStatus(t, resp, got, http.StatusOK)
-	dry := decodePlan(t, got)
-	want.dryRun = true
-	wantPlan(t, dry, want)
-	ts.wantUnchanged(t, before, loaded)
-	for _, r := range before {
-		resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
-		mustStatus(t, resp, body, http.StatusOK)
-		if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
-			t.Errorf("%s has %d revisions after a dry run, want 1", r.Name, revs.Total)
-		}
-	}
-
-	t.Run("the real apply answers the same plan", func(t *testing.T) {
-		resp, got := ts.call(t, http.MethodPost, applyPath+"?prune=true", body, nil)
-
-		mustStatus(t, resp, got, http.StatusOK)
-		real := decodePlan(t, got)
-		if real.DryRun {
-			t.Error("dryRun = true, want false")
-		}
-		// The same plan, less the dry run's impact estimates.
-		dry.DryRun = false
-		if dry.Created[0].Impact == nil || dry.Updated[0].Impact == nil {
-			t.Errorf("the dry run's created and updated flow rules have no impact estimate: %+v", dry)
-		}
-		dry.Created[0].Impact, dry.Updated[0].Impact = nil, nil
-		if !reflect.DeepEqual(real, dry) {
-			t.Errorf("plan = %+v\nthe dry run's = %+v", real, dry)
-		}
-		ts.wantLoaded(t, map[string]float64{"orders": 10, "search": 2})
-	})
-
-	t.Run("a dry run after it finds nothing to do", func(t *testing.T) {
-		resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
-
-		mustStatus(t, resp, got, http.StatusOK)
-		wantPlan(t, decodePlan(t, got), planSummary{dryRun: true, unchanged: []string{"orders", "checkout", "search"}})
-	})
-}
-
-func TestApplyReportsChanges(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name   string
-		stored string
-		body   string
-		want   map[string][2]string // field → compact JSON from, to
-	}{
-		{
-			name:   "changed and added fields",
-			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"old"}`,
-			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":20,"controlBehavior":"throttling","maxQueueingTimeMs":500,"description":"new","enabled":false}`,
-			want: map[string][2]string{
-				"threshold":         {`10`, `20`},
-				"controlBehavior":   {`"reject"`, `"throttling"`},
-				"maxQueueingTimeMs": {`null`, `500`},
-				"description":       {`"old"`, `"new"`},
-				"enabled":           {`true`, `false`},
-			},
-		},
-		{
-			name:   "a field that no longer applies",
-			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"controlBehavior":"throttling","maxQueueingTimeMs":500}`,
-			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
-			want: map[string][2]string{
-				"controlBehavior":   {`"throttling"`, `"reject"`},
-				"maxQueueingTimeMs": {`500`, `null`},
-			},
-		},
-		{
-			name:   "metric concurrency drops the interval",
-			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
-			body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10,"metric":"concurrency"}`,
-			want: map[string][2]string{
-				"metric":         {`"qps"`, `"concurrency"`},
-				"statIntervalMs": {`1000`, `null`},
-			},
-		},
-		{
-			name:   "resource and mode",
-			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
-			body:   `{"name":"orders","kind":"flow","resource":"s","threshold":10,"mode":"shadow"}`,
-			want: map[string][2]string{
-				"resource": {`"r"`, `"s"`},
-				"mode":     {`"enforce"`, `"shadow"`},
-			},
-		},
-		{
-			name:   "defaults written out are no change",
-			stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
-			body: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"enabled":true,"mode":"enforce","metric":"qps","statIntervalMs":1000,` +
-				`"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current","maxQueueingTimeMs":0,"refResource":""}`,
-		},
-		{
-			name:   "a hotspot rule's specific items",
-			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"a":1}}`,
-			body:   `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"b":0,"a":2}}`,
-			want:   map[string][2]string{"specificItems": {`{"a":1}`, `{"a":2,"b":0}`}},
-		},
-		{
-			name:   "a hotspot rule's defaults written out are no change",
-			stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1}`,
-			body: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"metric":"qps","statIntervalMs":1000,` +
-				`"controlBehavior":"reject","burstCount":0,"maxQueueingTimeMs":0,"specificItems":{},"paramsMaxCapacity":100000}`,
-		},
-		{
-			name:   "an authority rule's origins and strategy",
-			stored: `{"name":"orders","kind":"authority","resource":"r","strategy":"allow","origins":["a"]}`,
-			body:   `{"name":"orders","kind":"authority","resource":"r","strategy":"deny","origins":["a","b"]}`,
-			want: map[string][2]string{
-				"strategy": {`"allow"`, `"deny"`},
-				"origins":  {`["a"]`, `["a","b"]`},
-			},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
+		t.Run("creates the rules as written, with the reason", func(t *testing.T) {
+			t.Parallel()
 			ts := startServer(t, nil, nil)
-			r := ts.createRule(t, tt.stored)
+			body := `{"rules": [
+				{"name": "paced", "kind": "flow", "resource": "r1", "threshold": 10, "controlBehavior": "throttling", "maxQueueingTimeMs": 250, "description": "pace it"},
+				{"name": "warm", "kind": "flow", "resource": "r2", "threshold": 30, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20, "mode": "shadow"},
+				{"name": "off", "kind": "flow", "resource": "r3", "threshold": 1, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}
+			]}`
 
-			resp, body := ts.call(t, http.MethodPost, applyPath, `{"rules":[`+tt.body+`]}`, nil)
+			resp, got := ts.call(t, http.MethodPost, applyPath, body, reqHeader{"X-Change-Reason": "release 42"})
+
+			mustStatus(t, resp, got, http.StatusOK)
+			wantPlan(t, decodePlan(t, got), planSummary{created: []string{"paced", "warm", "off"}})
+			want := map[string]map[string]any{
+				"paced": flowRule(map[string]any{"name": "paced", "resource": "r1", "threshold": 10.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 250.0, "description": "pace it"}),
+				"warm": flowRule(map[string]any{"name": "warm", "resource": "r2", "threshold": 30.0, "tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 20.0,
+					"warmUpColdFactor": 3.0, "mode": "shadow"}),
+				"off": flowRule(map[string]any{"name": "off", "resource": "r3", "threshold": 1.0, "enabled": false, "relationStrategy": "associated", "refResource": "r1"}),
+			}
+			for name, r := range ts.snapshot(t) {
+				resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
+				mustStatus(t, resp, body, http.StatusOK)
+				wantContent(t, jsonObject(t, body), want[name])
+				if r.Version != 1 || resp.Header.Get("ETag") != `"1"` {
+					t.Errorf("%s: version %d, ETag %s; want 1", name, r.Version, resp.Header.Get("ETag"))
+				}
+				resp, body = ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
+				mustStatus(t, resp, body, http.StatusOK)
+				if revs := decodeStrict[RevisionList](t, body); len(revs.Items) != 1 || revs.Items[0].Reason != "release 42" {
+					t.Errorf("%s: revisions = %+v, want one with reason %q", name, revs.Items, "release 42")
+				}
+			}
+			ts.wantLoaded(t, map[string]float64{"paced": 10, "warm": 30})
+		})
+		t.Run("a dry run writes nothing and plans what the apply does", func(t *testing.T) {
+			t.Parallel()
+			ts := newApplyServer(t)
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+			body := `{"rules": [
+				{"name": "orders", "kind": "flow", "resource": "GET:/api/orders", "threshold": 10},
+				{"name": "checkout", "kind": "flow", "resource": "POST:/api/checkout", "threshold": 6, "enabled": false},
+				{"name": "search", "kind": "flow", "resource": "GET:/api/search", "threshold": 2}
+			]}`
+			want := planSummary{created: []string{"search"}, updated: []string{"checkout"}, deleted: []string{"legacy"}, unchanged: []string{"orders"}}
+
+			resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
+
+			mustStatus(t, resp, got, http.StatusOK)
+			dry := decodePlan(t, got)
+			want.dryRun = true
+			wantPlan(t, dry, want)
+			ts.wantUnchanged(t, before, loaded)
+			for _, r := range before {
+				resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID)+"/revisions", nil, nil)
+				mustStatus(t, resp, body, http.StatusOK)
+				if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
+					t.Errorf("%s has %d revisions after a dry run, want 1", r.Name, revs.Total)
+				}
+			}
+
+			t.Run("the real apply answers the same plan", func(t *testing.T) {
+				resp, got := ts.call(t, http.MethodPost, applyPath+"?prune=true", body, nil)
+
+				mustStatus(t, resp, got, http.StatusOK)
+				real := decodePlan(t, got)
+				if real.DryRun {
+					t.Error("dryRun = true, want false")
+				}
+				// The same plan, less the dry run's impact estimates.
+				dry.DryRun = false
+				if dry.Created[0].Impact == nil || dry.Updated[0].Impact == nil {
+					t.Errorf("the dry run's created and updated flow rules have no impact estimate: %+v", dry)
+				}
+				dry.Created[0].Impact, dry.Updated[0].Impact = nil, nil
+				if !reflect.DeepEqual(real, dry) {
+					t.Errorf("plan = %+v\nthe dry run's = %+v", real, dry)
+				}
+				ts.wantLoaded(t, map[string]float64{"orders": 10, "search": 2})
+			})
+
+			t.Run("a dry run after it finds nothing to do", func(t *testing.T) {
+				resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true&prune=true", body, nil)
+
+				mustStatus(t, resp, got, http.StatusOK)
+				wantPlan(t, decodePlan(t, got), planSummary{dryRun: true, unchanged: []string{"orders", "checkout", "search"}})
+			})
+		})
+		t.Run("an update lists its changes", func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, nil, nil)
+			r := ts.createRule(t, `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"old"}`)
+
+			resp, body := ts.call(t, http.MethodPost, applyPath, applyRules(`"name":"orders","kind":"flow","resource":"r","threshold":20,"controlBehavior":"throttling","maxQueueingTimeMs":500`), nil)
 
 			mustStatus(t, resp, body, http.StatusOK)
 			plan := decodePlan(t, body)
-			stored, _ := ts.getRule(t, r.ID)
-			if len(tt.want) == 0 {
-				wantPlan(t, plan, planSummary{unchanged: []string{"orders"}})
-				if stored.Version != 1 {
-					t.Errorf("version = %d, want 1: nothing changed", stored.Version)
-				}
-				return
-			}
 			wantPlan(t, plan, planSummary{updated: []string{"orders"}})
 			if len(plan.Updated) != 1 {
 				return
 			}
-			u := plan.Updated[0]
-			if u.Kind != stored.Kind || u.Resource != stored.Resource {
-				t.Errorf("updated item = %s %s, want %s %s", u.Kind, u.Resource, stored.Kind, stored.Resource)
+			want := map[string][2]string{
+				"threshold":         {`10`, `20`},
+				"controlBehavior":   {`"reject"`, `"throttling"`},
+				"maxQueueingTimeMs": {`null`, `500`},
+				"description":       {`"old"`, `""`},
 			}
-			if got := changes(t, u); !maps.Equal(got, tt.want) {
-				t.Errorf("changes = %v\nwant      %v", got, tt.want)
+			if got := changes(t, plan.Updated[0]); !maps.Equal(got, want) {
+				t.Errorf("changes = %v\nwant      %v", got, want)
 			}
-			if stored.Version != 2 {
+			if stored, _ := ts.getRule(t, r.ID); stored.Version != 2 {
 				t.Errorf("version = %d, want 2", stored.Version)
+			}
+		})
+		t.Run("YAML bodies", func(t *testing.T) {
+			t.Parallel()
+			applyYAML(t, []yamlCase{
+				{"merge keys", "rules:\n  - &base {name: a, kind: flow, resource: x, threshold: 5}\n  - {<<: *base, name: b, threshold: 7}\n", 200, "", []string{"a", "b"}},
+				{"YAML 1.1 booleans are strings", "rules:\n  - {name: on, kind: flow, resource: yes, threshold: 5}\n", 200, "", []string{"on"}},
+			})
+		})
+	})
+	t.Run("Invalid", func(t *testing.T) {
+		t.Run("refused bodies change nothing", func(t *testing.T) {
+			t.Parallel()
+			tests := []struct {
+				name       string
+				body       string
+				header     reqHeader
+				wantStatus int
+				wantFields []string
+			}{
+				{name: "not JSON", body: `{"rules": [`, wantStatus: 400},
+				{name: "YAML sent as JSON", body: applyBodyYAML, wantStatus: 400},
+				{name: "empty body", body: ``, wantStatus: 400},
+				{name: "broken YAML", body: "rules: [\n  - name: a\n", header: yamlHeader, wantStatus: 400},
+				{name: "YAML with a tab indent", body: "rules:\n\t- name: a\n", header: yamlHeader, wantStatus: 400},
+				{name: "unknown top-level field", body: `{"rules": [], "prune": true}`, wantStatus: 422, wantFields: []string{"prune"}},
+				{name: "unknown top-level field in YAML", body: "rules: []\nrule: []\n", header: yamlHeader, wantStatus: 422, wantFields: []string{"rule"}},
+				{name: "no rules", body: `{}`, wantStatus: 422, wantFields: []string{"rules"}},
+				{name: "an empty list would prune every rule", body: `{"rules": []}`, wantStatus: 422, wantFields: []string{"prune"}},
+				{name: "rules is not a list", body: `{"rules": {"name": "a"}}`, wantStatus: 422, wantFields: []string{"rules"}},
+				{name: "a rule is not an object", body: `{"rules": [7]}`, wantStatus: 422, wantFields: []string{"rules[0]"}},
+				{name: "name is required", body: applyRules(`"kind":"flow","resource":"x","threshold":1`), wantStatus: 422, wantFields: []string{"rules[0].name"}},
+				{
+					name:       "duplicate names",
+					body:       applyRules(`"name":"dup","kind":"flow","resource":"x","threshold":1`, `"name":"dup","kind":"flow","resource":"y","threshold":2`),
+					wantStatus: 422,
+					wantFields: []string{"rules[1].name"},
+				},
+				{
+					name: "bad fields of several rules",
+					body: applyRules(
+						`"name":"fine","kind":"flow","resource":"x","threshold":1`,
+						`"name":"negative","kind":"flow","resource":"x","threshold":-1`,
+						`"name":"fine-2","kind":"flow","resource":"x","threshold":1`,
+						`"name":"typo","kind":"flow","resource":"x","thresold":1,"mode":"dry"`,
+					),
+					wantStatus: 422,
+					wantFields: []string{"rules[1].threshold", "rules[3].thresold", "rules[3].threshold", "rules[3].mode"},
+				},
+				{
+					name:       "a bad rule in YAML",
+					body:       "rules:\n  - name: a\n    kind: flow\n    resource: x\n    threshold: -1\n",
+					header:     yamlHeader,
+					wantStatus: 422,
+					wantFields: []string{"rules[0].threshold"},
+				},
+			}
+			// One server: each case is refused and checks that it changed nothing.
+			ts := newApplyServer(t)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					before, loaded := ts.snapshot(t), ts.loadedThresholds()
+
+					resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", tt.body, tt.header)
+
+					code := "validation_failed"
+					if tt.wantStatus == http.StatusBadRequest {
+						code = "bad_request"
+					}
+					wantError(t, resp, body, tt.wantStatus, code, tt.wantFields...)
+					ts.wantUnchanged(t, before, loaded)
+				})
+			}
+		})
+		t.Run("the errors of a rule name it", func(t *testing.T) {
+			t.Parallel()
+			tests := []struct {
+				name       string
+				kind       string // of rules[3]: flow if empty
+				fields     string // of rules[3], after name, kind and resource
+				wantFields []string
+			}{
+				{name: "out of range", fields: `"threshold":-1`, wantFields: []string{"rules[3].threshold"}},
+				{name: "missing threshold", fields: `"mode":"enforce"`, wantFields: []string{"rules[3].threshold"}},
+				{name: "wrong JSON type", fields: `"threshold":"1"`, wantFields: []string{"rules[3].threshold"}},
+				{name: "not a whole number", fields: `"threshold":1,"statIntervalMs":1.5`, wantFields: []string{"rules[3].statIntervalMs"}},
+				{name: "enabled is not a bool", fields: `"threshold":1,"enabled":"yes"`, wantFields: []string{"rules[3].enabled"}},
+				{name: "unknown field", fields: `"threshold":1,"colour":"red"`, wantFields: []string{"rules[3].colour"}},
+				{name: "another kind's field", fields: `"threshold":1,"retryTimeoutMs":1000`, wantFields: []string{"rules[3].retryTimeoutMs"}},
+				{name: "a field that does not apply", fields: `"threshold":1,"maxQueueingTimeMs":100`, wantFields: []string{"rules[3].maxQueueingTimeMs"}},
+				{name: "bad enum", fields: `"threshold":1,"metric":"rps"`, wantFields: []string{"rules[3].metric"}},
+				{name: "bad name", fields: `"threshold":1,"name":"The Fourth"`, wantFields: []string{"rules[3].name"}},
+				{name: "a hotspot rule without paramKey", kind: "hotspot", fields: `"threshold":1`, wantFields: []string{"rules[3].paramKey"}},
+				{name: "a hotspot specific threshold out of range", kind: "hotspot", fields: `"paramKey":"u","threshold":1,"specificItems":{"a":-1}`, wantFields: []string{"rules[3].specificItems"}},
+				{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
+				{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
+			}
+			// One server: each case is refused and checks that it changed nothing.
+			ts := newApplyServer(t)
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					before, loaded := ts.snapshot(t), ts.loadedThresholds()
+					ruleName := "the-fourth"
+					kind := cmp.Or(tt.kind, "flow")
+					fourth := `"name":"the-fourth","kind":"` + kind + `","resource":"r3",` + tt.fields
+					if strings.Contains(tt.fields, `"name"`) {
+						ruleName = "The Fourth"
+						fourth = `"kind":"` + kind + `","resource":"r3",` + tt.fields
+					}
+					body := applyRules(
+						`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":11`,
+						`"name":"r1","kind":"flow","resource":"r1","threshold":1`,
+						`"name":"r2","kind":"flow","resource":"r2","threshold":2`,
+						fourth,
+					)
+
+					resp, got := ts.call(t, http.MethodPost, applyPath, body, nil)
+
+					e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantFields...)
+					for _, d := range e.Details {
+						if !strings.Contains(d.Message, ruleName) {
+							t.Errorf("details %s: message %q does not name the rule %q", d.Field, d.Message, ruleName)
+						}
+					}
+					ts.wantUnchanged(t, before, loaded)
+				})
+			}
+		})
+		t.Run("a bad rule among 200 writes none of them", func(t *testing.T) {
+			t.Parallel()
+			ts := newApplyServer(t)
+			before, loaded := ts.snapshot(t), ts.loadedThresholds()
+			rules := []string{`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":50`}
+			for i := 1; i < 199; i++ {
+				rules = append(rules, fmt.Sprintf(`"name":"bulk-%03d","kind":"flow","resource":"bulk/%d","threshold":%d`, i, i, i))
+			}
+			rules = append(rules, `"name":"bulk-199","kind":"flow","resource":"bulk/199","threshold":-1`)
+			if len(rules) != 200 {
+				t.Fatalf("built %d rules, want 200", len(rules))
+			}
+
+			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", applyRules(rules...), nil)
+
+			e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "rules[199].threshold")
+			for _, d := range e.Details {
+				if !strings.Contains(d.Message, "bulk-199") {
+					t.Errorf("details %s: message %q does not name bulk-199", d.Field, d.Message)
+				}
+			}
+			ts.wantUnchanged(t, before, loaded)
+			orders := before["orders"]
+			resp, body = ts.call(t, http.MethodGet, ruleURL(orders.ID)+"/revisions", nil, nil)
+			mustStatus(t, resp, body, http.StatusOK)
+			if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
+				t.Errorf("orders has %d revisions, want 1", revs.Total)
+			}
+		})
+		t.Run("YAML bodies", func(t *testing.T) {
+			t.Parallel()
+			applyYAML(t, []yamlCase{
+				{"a key twice", "rules:\n  - name: a\n    kind: flow\n    resource: x\n    threshold: 1\n    threshold: 2\n", 400, "rules[0].threshold", nil},
+				{"rules twice", "rules: []\nrules: []\n", 400, "rules", nil},
+				{"a second document", "rules: []\n---\nrules: []\n", 400, "", nil},
+				{"empty", "", 400, "", nil},
+				{"an alias of its own anchor", "rules: &r [*r]\n", 400, "", nil},
+				{"aliases that expand past the bound", "a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n" +
+					"c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nrules: []\n", 400, "", nil},
+				{"a key that is a list", "? [a]\n: 1\nrules: []\n", 400, "body", nil},
+				{"a string field takes no number", "rules:\n  - {name: 1.0, kind: flow, resource: x, threshold: 5}\n", 422, "rules[0].name", nil},
+				{"a null name is not set, as in JSON", "rules:\n  - {name: ~, kind: flow, resource: x, threshold: 5}\n", 422, "rules[0].name", nil},
+				{"a number field refuses a string", "rules:\n  - {name: a, kind: flow, resource: x, threshold: .inf}\n", 422, "rules[0].threshold", nil},
+			})
+		})
+		// Each answer names what the body is, and a bad name is reported
+		// once, not again as the rule's label is read.
+		t.Run("bodies that are no rule file", func(t *testing.T) {
+			t.Parallel()
+			ts := startServer(t, nil, nil)
+			yamlHeader := reqHeader{"Content-Type": "application/yaml"}
+			tests := []struct {
+				name, body  string
+				header      reqHeader
+				wantStatus  int
+				wantMessage string
+				wantDetails []FieldError
+			}{
+				{name: "empty YAML", body: "", header: yamlHeader, wantStatus: 400, wantMessage: "a YAML mapping"},
+				{name: "YAML of comments only", body: "# nothing\n", header: yamlHeader, wantStatus: 400, wantMessage: "a YAML mapping"},
+				{name: "a YAML document of nothing", body: "---\n", header: yamlHeader, wantStatus: 422, wantMessage: "a YAML mapping"},
+				{name: "a YAML list", body: "- rules\n", header: yamlHeader, wantStatus: 422, wantMessage: "a YAML mapping"},
+				{name: "JSON that is no object", body: "[]", header: reqHeader{"Content-Type": "application/json"}, wantStatus: 422, wantMessage: "JSON object"},
+				{name: "a JSON number for the name", body: `{"rules": [{"name": 1, "kind": "flow", "resource": "x", "threshold": 5}]}`,
+					header: reqHeader{"Content-Type": "application/json"}, wantStatus: 422,
+					wantDetails: []FieldError{{"rules[0].name", `rule "#0": must be a string`}}},
+				{name: "a YAML list for the name", body: "rules:\n  - {name: [a], kind: flow, resource: x, threshold: 5}\n", header: yamlHeader, wantStatus: 422,
+					wantDetails: []FieldError{{"rules[0].name", `rule "#0": must be a string`}}},
+			}
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", tt.body, tt.header)
+					mustStatus(t, resp, got, tt.wantStatus)
+					e := decodeEnvelope(t, resp, got)
+					if !strings.Contains(e.Message, tt.wantMessage) {
+						t.Errorf("message = %q, want it to say %q", e.Message, tt.wantMessage)
+					}
+					if tt.wantDetails != nil && fmt.Sprint(e.Details) != fmt.Sprint(tt.wantDetails) {
+						t.Errorf("details = %v, want %v", e.Details, tt.wantDetails)
+					}
+				})
+			}
+		})
+	})
+}
+
+// yamlCase is a YAML body of a dry-run apply and its answer: the status,
+// for an error the one field it names, if any, and for a plan the names it
+// creates.
+type yamlCase struct {
+	name, body string
+	wantStatus int
+	wantField  string
+	wantNames  []string
+}
+
+// applyYAML sends each case's body to one server.
+func applyYAML(t *testing.T, tests []yamlCase) {
+	t.Helper()
+	ts := startServer(t, nil, nil)
+	yamlHeader := reqHeader{"Content-Type": "application/yaml"}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodPost, applyPath+"?dryRun=true", tt.body, yamlHeader)
+			if resp.StatusCode != tt.wantStatus {
+				t.Fatalf("status = %d, want %d: %s", resp.StatusCode, tt.wantStatus, got)
+			}
+			if tt.wantStatus != http.StatusOK {
+				e := decodeEnvelope(t, resp, got)
+				if tt.wantField != "" && (len(e.Details) != 1 || e.Details[0].Field != tt.wantField) {
+					t.Errorf("details = %+v, want the field %s", e.Details, tt.wantField)
+				}
+				return
+			}
+			var names []string
+			for _, c := range decodePlan(t, got).Created {
+				names = append(names, c.Name)
+			}
+			if fmt.Sprint(names) != fmt.Sprint(tt.wantNames) {
+				t.Errorf("created %v, want %v", names, tt.wantNames)
 			}
 		})
 	}
@@ -463,162 +633,6 @@ func TestApplyReportsChanges(t *testing.T) {
 // inside its braces.
 func applyRules(rules ...string) string {
 	return `{"rules":[{` + strings.Join(rules, "},{") + `}]}`
-}
-
-// TestApplyRejects: each refused apply changes nothing. Not parallel: its
-// body of over MaxApplyRules rules, beside other tests, outran the
-// client's timeout.
-func TestApplyRejects(t *testing.T) {
-	many := make([]string, rules.MaxApplyRules+1)
-	for i := range many {
-		many[i] = fmt.Sprintf(`"name":"r%d","kind":"flow","resource":"x","threshold":1`, i)
-	}
-	tests := []struct {
-		name       string
-		body       string
-		header     reqHeader
-		wantStatus int
-		wantFields []string
-	}{
-		{name: "not JSON", body: `{"rules": [`, wantStatus: 400},
-		{name: "YAML sent as JSON", body: applyBodyYAML, wantStatus: 400},
-		{name: "empty body", body: ``, wantStatus: 400},
-		{name: "broken YAML", body: "rules: [\n  - name: a\n", header: yamlHeader, wantStatus: 400},
-		{name: "YAML with a tab indent", body: "rules:\n\t- name: a\n", header: yamlHeader, wantStatus: 400},
-		{name: "unknown top-level field", body: `{"rules": [], "prune": true}`, wantStatus: 422, wantFields: []string{"prune"}},
-		{name: "unknown top-level field in YAML", body: "rules: []\nrule: []\n", header: yamlHeader, wantStatus: 422, wantFields: []string{"rule"}},
-		{name: "no rules", body: `{}`, wantStatus: 422, wantFields: []string{"rules"}},
-		{name: "an empty list would prune every rule", body: `{"rules": []}`, wantStatus: 422, wantFields: []string{"prune"}},
-		{name: "rules is not a list", body: `{"rules": {"name": "a"}}`, wantStatus: 422, wantFields: []string{"rules"}},
-		{name: "a rule is not an object", body: `{"rules": [7]}`, wantStatus: 422, wantFields: []string{"rules[0]"}},
-		{name: "name is required", body: applyRules(`"kind":"flow","resource":"x","threshold":1`), wantStatus: 422, wantFields: []string{"rules[0].name"}},
-		{
-			name:       "duplicate names",
-			body:       applyRules(`"name":"dup","kind":"flow","resource":"x","threshold":1`, `"name":"dup","kind":"flow","resource":"y","threshold":2`),
-			wantStatus: 422,
-			wantFields: []string{"rules[1].name"},
-		},
-		{name: "over 5000 rules", body: applyRules(many...), wantStatus: 422, wantFields: []string{"rules"}},
-		{
-			name: "bad fields of several rules",
-			body: applyRules(
-				`"name":"fine","kind":"flow","resource":"x","threshold":1`,
-				`"name":"negative","kind":"flow","resource":"x","threshold":-1`,
-				`"name":"fine-2","kind":"flow","resource":"x","threshold":1`,
-				`"name":"typo","kind":"flow","resource":"x","thresold":1,"mode":"dry"`,
-			),
-			wantStatus: 422,
-			wantFields: []string{"rules[1].threshold", "rules[3].thresold", "rules[3].threshold", "rules[3].mode"},
-		},
-		{
-			name:       "a bad rule in YAML",
-			body:       "rules:\n  - name: a\n    kind: flow\n    resource: x\n    threshold: -1\n",
-			header:     yamlHeader,
-			wantStatus: 422,
-			wantFields: []string{"rules[0].threshold"},
-		},
-	}
-	// One server: each case is refused and checks that it changed nothing.
-	ts := newApplyServer(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, loaded := ts.snapshot(t), ts.loadedThresholds()
-
-			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", tt.body, tt.header)
-
-			code := "validation_failed"
-			if tt.wantStatus == http.StatusBadRequest {
-				code = "bad_request"
-			}
-			wantError(t, resp, body, tt.wantStatus, code, tt.wantFields...)
-			ts.wantUnchanged(t, before, loaded)
-		})
-	}
-}
-
-func TestApplyErrorsNameTheRule(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		kind       string // of rules[3]: flow if empty
-		fields     string // of rules[3], after name, kind and resource
-		wantFields []string
-	}{
-		{name: "out of range", fields: `"threshold":-1`, wantFields: []string{"rules[3].threshold"}},
-		{name: "missing threshold", fields: `"mode":"enforce"`, wantFields: []string{"rules[3].threshold"}},
-		{name: "wrong JSON type", fields: `"threshold":"1"`, wantFields: []string{"rules[3].threshold"}},
-		{name: "not a whole number", fields: `"threshold":1,"statIntervalMs":1.5`, wantFields: []string{"rules[3].statIntervalMs"}},
-		{name: "enabled is not a bool", fields: `"threshold":1,"enabled":"yes"`, wantFields: []string{"rules[3].enabled"}},
-		{name: "unknown field", fields: `"threshold":1,"colour":"red"`, wantFields: []string{"rules[3].colour"}},
-		{name: "another kind's field", fields: `"threshold":1,"retryTimeoutMs":1000`, wantFields: []string{"rules[3].retryTimeoutMs"}},
-		{name: "a field that does not apply", fields: `"threshold":1,"maxQueueingTimeMs":100`, wantFields: []string{"rules[3].maxQueueingTimeMs"}},
-		{name: "bad enum", fields: `"threshold":1,"metric":"rps"`, wantFields: []string{"rules[3].metric"}},
-		{name: "bad name", fields: `"threshold":1,"name":"The Fourth"`, wantFields: []string{"rules[3].name"}},
-		{name: "a hotspot rule without paramKey", kind: "hotspot", fields: `"threshold":1`, wantFields: []string{"rules[3].paramKey"}},
-		{name: "a hotspot specific threshold out of range", kind: "hotspot", fields: `"paramKey":"u","threshold":1,"specificItems":{"a":-1}`, wantFields: []string{"rules[3].specificItems"}},
-		{name: "an origin of the wrong type", kind: "authority", fields: `"strategy":"allow","origins":["a",1]`, wantFields: []string{"rules[3].origins[1]"}},
-		{name: "an authority rule's bad strategy", kind: "authority", fields: `"strategy":"block","origins":["a"]`, wantFields: []string{"rules[3].strategy"}},
-	}
-	// One server: each case is refused and checks that it changed nothing.
-	ts := newApplyServer(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, loaded := ts.snapshot(t), ts.loadedThresholds()
-			ruleName := "the-fourth"
-			kind := cmp.Or(tt.kind, "flow")
-			fourth := `"name":"the-fourth","kind":"` + kind + `","resource":"r3",` + tt.fields
-			if strings.Contains(tt.fields, `"name"`) {
-				ruleName = "The Fourth"
-				fourth = `"kind":"` + kind + `","resource":"r3",` + tt.fields
-			}
-			body := applyRules(
-				`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":11`,
-				`"name":"r1","kind":"flow","resource":"r1","threshold":1`,
-				`"name":"r2","kind":"flow","resource":"r2","threshold":2`,
-				fourth,
-			)
-
-			resp, got := ts.call(t, http.MethodPost, applyPath, body, nil)
-
-			e := wantError(t, resp, got, http.StatusUnprocessableEntity, "validation_failed", tt.wantFields...)
-			for _, d := range e.Details {
-				if !strings.Contains(d.Message, ruleName) {
-					t.Errorf("details %s: message %q does not name the rule %q", d.Field, d.Message, ruleName)
-				}
-			}
-			ts.wantUnchanged(t, before, loaded)
-		})
-	}
-}
-
-func TestApplyIsAllOrNothing(t *testing.T) {
-	t.Parallel()
-	ts := newApplyServer(t)
-	before, loaded := ts.snapshot(t), ts.loadedThresholds()
-	rules := []string{`"name":"orders","kind":"flow","resource":"GET:/api/orders","threshold":50`}
-	for i := 1; i < 199; i++ {
-		rules = append(rules, fmt.Sprintf(`"name":"bulk-%03d","kind":"flow","resource":"bulk/%d","threshold":%d`, i, i, i))
-	}
-	rules = append(rules, `"name":"bulk-199","kind":"flow","resource":"bulk/199","threshold":-1`)
-	if len(rules) != 200 {
-		t.Fatalf("built %d rules, want 200", len(rules))
-	}
-
-	resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", applyRules(rules...), nil)
-
-	e := wantError(t, resp, body, http.StatusUnprocessableEntity, "validation_failed", "rules[199].threshold")
-	for _, d := range e.Details {
-		if !strings.Contains(d.Message, "bulk-199") {
-			t.Errorf("details %s: message %q does not name bulk-199", d.Field, d.Message)
-		}
-	}
-	ts.wantUnchanged(t, before, loaded)
-	orders := before["orders"]
-	resp, body = ts.call(t, http.MethodGet, ruleURL(orders.ID)+"/revisions", nil, nil)
-	mustStatus(t, resp, body, http.StatusOK)
-	if revs := decodeStrict[RevisionList](t, body); revs.Total != 1 {
-		t.Errorf("orders has %d revisions, want 1", revs.Total)
-	}
 }
 
 // exportFixture holds rules with every kind of field, and strings that a
@@ -638,343 +652,70 @@ var exportFixture = []string{
 	`{"name":"no-scrapers","kind":"authority","resource":"GET:/api/orders","strategy":"deny","origins":["scraper"],"enabled":false}`,
 }
 
-func TestExportThenApplyIsANoOp(t *testing.T) {
+// TestExport is GET /api/v1/rules/export: the stored rules as a rule
+// file, JSON or YAML, that apply takes back as a no-op.
+func TestExport(t *testing.T) {
 	t.Parallel()
-	tests := []struct {
-		format          string
-		wantContentType string
-		applyHeader     reqHeader
-	}{
-		{format: "json", wantContentType: "application/json"},
-		{format: "yaml", wantContentType: "yaml", applyHeader: yamlHeader},
-	}
-	for _, tt := range tests {
-		t.Run(tt.format, func(t *testing.T) {
-			ts := startServer(t, nil, nil)
-			for _, body := range exportFixture {
-				ts.createRule(t, body)
-			}
-			before, loaded := ts.snapshot(t), ts.loadedThresholds()
-
-			resp, exported := ts.call(t, http.MethodGet, exportPath+"?format="+tt.format, nil, nil)
-
-			mustStatus(t, resp, exported, http.StatusOK)
-			if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, tt.wantContentType) {
-				t.Errorf("Content-Type = %q, want %s", ct, tt.wantContentType)
-			}
-			if tt.format == "json" {
-				if file := decodeStrict[rules.RuleFile](t, exported); len(file.Rules) != len(exportFixture) {
-					t.Errorf("exported %d rules, want %d", len(file.Rules), len(exportFixture))
+	t.Run("Success", func(t *testing.T) {
+		tests := []struct {
+			format          string
+			wantContentType string
+			applyHeader     reqHeader
+		}{
+			{format: "json", wantContentType: "application/json"},
+			{format: "yaml", wantContentType: "yaml", applyHeader: yamlHeader},
+		}
+		for _, tt := range tests {
+			t.Run(tt.format, func(t *testing.T) {
+				ts := startServer(t, nil, nil)
+				for _, body := range exportFixture {
+					ts.createRule(t, body)
 				}
-			}
+				before, loaded := ts.snapshot(t), ts.loadedThresholds()
 
-			resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", exported, tt.applyHeader)
+				resp, exported := ts.call(t, http.MethodGet, exportPath+"?format="+tt.format, nil, nil)
+
+				mustStatus(t, resp, exported, http.StatusOK)
+				if ct := resp.Header.Get("Content-Type"); !strings.Contains(ct, tt.wantContentType) {
+					t.Errorf("Content-Type = %q, want %s", ct, tt.wantContentType)
+				}
+				if tt.format == "json" {
+					if file := decodeStrict[rules.RuleFile](t, exported); len(file.Rules) != len(exportFixture) {
+						t.Errorf("exported %d rules, want %d", len(file.Rules), len(exportFixture))
+					}
+				}
+
+				resp, body := ts.call(t, http.MethodPost, applyPath+"?prune=true", exported, tt.applyHeader)
+
+				mustStatus(t, resp, body, http.StatusOK)
+				all := slices.Collect(maps.Keys(before))
+				plan := decodePlan(t, body)
+				wantPlan(t, plan, planSummary{unchanged: all})
+				for _, u := range plan.Updated {
+					t.Errorf("%s would change: %v", u.Name, changes(t, u))
+				}
+				ts.wantUnchanged(t, before, loaded)
+			})
+		}
+
+		t.Run("nothing to export", func(t *testing.T) {
+			ts := startServer(t, nil, nil)
+
+			resp, body := ts.call(t, http.MethodGet, exportPath+"?format=json", nil, nil)
 
 			mustStatus(t, resp, body, http.StatusOK)
-			all := slices.Collect(maps.Keys(before))
-			plan := decodePlan(t, body)
-			wantPlan(t, plan, planSummary{unchanged: all})
-			for _, u := range plan.Updated {
-				t.Errorf("%s would change: %v", u.Name, changes(t, u))
+			if got := string(bytes.Join(bytes.Fields(body), nil)); got != `{"rules":[]}` {
+				t.Errorf("export = %s, want {\"rules\":[]}", body)
 			}
-			ts.wantUnchanged(t, before, loaded)
 		})
-	}
-
-	t.Run("nothing to export", func(t *testing.T) {
-		ts := startServer(t, nil, nil)
-
-		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=json", nil, nil)
-
-		mustStatus(t, resp, body, http.StatusOK)
-		if got := string(bytes.Join(bytes.Fields(body), nil)); got != `{"rules":[]}` {
-			t.Errorf("export = %s, want {\"rules\":[]}", body)
-		}
 	})
-
-	t.Run("format xml", func(t *testing.T) {
-		ts := startServer(t, nil, nil)
-
-		resp, body := ts.call(t, http.MethodGet, exportPath+"?format=xml", nil, nil)
-
-		wantError(t, resp, body, http.StatusBadRequest, "bad_request", "format")
-	})
-}
-
-func readSentinelFile(t *testing.T, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", "sentinel", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-func TestImportSentinel(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		file       string // under testdata/sentinel, or
-		body       string // inline
-		want       map[string]map[string]any
-		wantLoaded map[string]float64
-	}{
-		{
-			name: "three rules, two on one resource",
-			file: "flow_rules.json",
-			want: map[string]map[string]any{
-				"flow-get-api-orders": flowRule(map[string]any{"name": "flow-get-api-orders", "resource": "GET:/api/orders", "threshold": 100.0}),
-				"flow-get-api-orders-2": flowRule(map[string]any{
-					"name": "flow-get-api-orders-2", "resource": "GET:/api/orders", "threshold": 500.0, "statIntervalMs": 2000.0,
-					"controlBehavior": "throttling", "maxQueueingTimeMs": 500.0,
-					"tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 10.0, "warmUpColdFactor": 3.0,
-				}),
-				"flow-post-api-checkout": flowRule(map[string]any{
-					"name": "flow-post-api-checkout", "resource": "POST:/api/checkout", "threshold": 20.0,
-					"relationStrategy": "associated", "refResource": "GET:/api/stock",
-				}),
-			},
-			wantLoaded: map[string]float64{"flow-get-api-orders": 100, "flow-get-api-orders-2": 500, "flow-post-api-checkout": 20},
-		},
-		{
-			name: "fields Sentinel ignores for the behaviour are dropped",
-			file: "ignored_fields.json",
-			want: map[string]map[string]any{
-				"flow-abc": flowRule(map[string]any{"name": "flow-abc", "resource": "abc", "threshold": 100.0}),
-				"flow-abc-2": flowRule(map[string]any{
-					"name": "flow-abc-2", "resource": "abc", "threshold": 200.0,
-					"controlBehavior": "throttling", "maxQueueingTimeMs": 2000.0,
-					"relationStrategy": "associated", "refResource": "refDefault",
-				}),
-			},
-			wantLoaded: map[string]float64{"flow-abc": 100, "flow-abc-2": 200},
-		},
-		{
-			name:       "only resource and threshold",
-			body:       `[{"resource": "GET:/api/search", "threshold": 7}]`,
-			want:       map[string]map[string]any{"flow-get-api-search": flowRule(map[string]any{"name": "flow-get-api-search", "resource": "GET:/api/search", "threshold": 7.0})},
-			wantLoaded: map[string]float64{"flow-get-api-search": 7},
-		},
-		{
-			name: "an interval and a cold factor of their own",
-			body: `[{"id": "7", "resource": "q", "threshold": 40, "statIntervalInMs": 500, "tokenCalculateStrategy": 1, "warmUpPeriodSec": 60, "warmUpColdFactor": 5}]`,
-			want: map[string]map[string]any{"flow-q": flowRule(map[string]any{
-				"name": "flow-q", "resource": "q", "threshold": 40.0, "statIntervalMs": 500.0,
-				"tokenCalculateStrategy": "warmUp", "warmUpPeriodSec": 60.0, "warmUpColdFactor": 5.0,
-			})},
-			wantLoaded: map[string]float64{"flow-q": 40},
-		},
-		{
-			name: "throttling without a queue",
-			body: `[{"resource": "q", "threshold": 10, "controlBehavior": 1, "maxQueueingTimeMs": 0}]`,
-			want: map[string]map[string]any{"flow-q": flowRule(map[string]any{
-				"name": "flow-q", "resource": "q", "threshold": 10.0, "controlBehavior": "throttling", "maxQueueingTimeMs": 0.0,
-			})},
-			wantLoaded: map[string]float64{"flow-q": 10},
-		},
-		{
-			name:       "an empty file",
-			body:       `[]`,
-			want:       map[string]map[string]any{},
-			wantLoaded: map[string]float64{},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = readSentinelFile(t, tt.file)
-			}
-			names := slices.Sorted(maps.Keys(tt.want))
+	t.Run("Invalid", func(t *testing.T) {
+		t.Run("format xml", func(t *testing.T) {
 			ts := startServer(t, nil, nil)
 
-			resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
+			resp, body := ts.call(t, http.MethodGet, exportPath+"?format=xml", nil, nil)
 
-			mustStatus(t, resp, got, http.StatusOK)
-			wantPlan(t, decodePlan(t, got), planSummary{created: names})
-			stored := ts.snapshot(t)
-			if got := slices.Sorted(maps.Keys(stored)); !slices.Equal(got, names) {
-				t.Errorf("stored rules = %q, want %q", got, names)
-			}
-			for name, want := range tt.want {
-				r, ok := stored[name]
-				if !ok {
-					continue
-				}
-				resp, body := ts.call(t, http.MethodGet, ruleURL(r.ID), nil, nil)
-				mustStatus(t, resp, body, http.StatusOK)
-				got := jsonObject(t, body)
-				delete(got, "description") // Sluice's note on where the rule came from
-				t.Run(name, func(t *testing.T) { wantContent(t, got, want) })
-			}
-			ts.wantLoaded(t, tt.wantLoaded)
-
-			t.Run("importing it again changes nothing", func(t *testing.T) {
-				resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
-
-				mustStatus(t, resp, got, http.StatusOK)
-				wantPlan(t, decodePlan(t, got), planSummary{unchanged: names})
-				ts.wantUnchanged(t, stored, tt.wantLoaded)
-			})
+			wantError(t, resp, body, http.StatusBadRequest, "bad_request", "format")
 		})
-	}
-}
-
-func TestImportSentinelDryRun(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-
-	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&dryRun=true", readSentinelFile(t, "flow_rules.json"), nil)
-
-	mustStatus(t, resp, body, http.StatusOK)
-	wantPlan(t, decodePlan(t, body), planSummary{dryRun: true, created: []string{"flow-get-api-orders", "flow-get-api-orders-2", "flow-post-api-checkout"}})
-	ts.wantNoRules(t)
-}
-
-// sentinelHotspotFile is sentinel-golang hotspot rules as its data sources
-// read them.
-const sentinelHotspotFile = `[
-  {"id": "1", "resource": "GET:/api/orders", "metricType": 1, "controlBehavior": 0, "paramIndex": 0, "paramKey": "header:X-User",
-   "threshold": 10, "maxQueueingTimeMs": 0, "burstCount": 3, "durationInSec": 2, "paramsMaxCapacity": 0,
-   "specificItems": [{"valKind": 1, "valStr": "vip", "threshold": 100}, {"valKind": 0, "valStr": "007", "threshold": 0},
-                     {"valKind": 2, "valStr": "TRUE", "threshold": 5}, {"valKind": 3, "valStr": "1.50", "threshold": 7}]},
-  {"id": "2", "resource": "GET:/api/orders", "metricType": 0, "controlBehavior": 0, "paramIndex": 1,
-   "threshold": 4, "maxQueueingTimeMs": 0, "burstCount": 0, "durationInSec": 0, "paramsMaxCapacity": 5000, "specificItems": null},
-  {"resource": "POST:/api/pay", "metricType": 1, "controlBehavior": 1, "paramKey": "ip", "threshold": 20, "maxQueueingTimeMs": 250, "burstCount": 9}
-]`
-
-// TestImportSentinelHotspot: sentinel-golang hotspot rules are planned
-// on a dry run, created as Sluice rules (paramIndex N as the key argN,
-// durationInSec as statIntervalMs, specificItems as value → threshold,
-// fields Sentinel ignores dropped), and importing them again is a no-op.
-func TestImportSentinelHotspot(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	names := []string{"hotspot-get-api-orders", "hotspot-get-api-orders-2", "hotspot-post-api-pay"}
-
-	resp, body := ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot&dryRun=true", sentinelHotspotFile, nil)
-
-	mustStatus(t, resp, body, http.StatusOK)
-	wantPlan(t, decodePlan(t, body), planSummary{dryRun: true, created: names})
-	ts.wantNoRules(t)
-
-	resp, body = ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", sentinelHotspotFile, nil)
-
-	mustStatus(t, resp, body, http.StatusOK)
-	wantPlan(t, decodePlan(t, body), planSummary{created: names})
-	want := map[string]map[string]any{
-		names[0]: hotspotRule(map[string]any{
-			"name": names[0], "resource": "GET:/api/orders", "paramKey": "header:X-User", "threshold": 10.0,
-			"burstCount": 3.0, "statIntervalMs": 2000.0,
-			"specificItems": map[string]any{"vip": 100.0, "7": 0.0, "true": 5.0, "1.5": 7.0},
-		}),
-		names[1]: hotspotRule(map[string]any{
-			"name": names[1], "resource": "GET:/api/orders", "paramKey": "arg1", "metric": "concurrency", "threshold": 4.0,
-			"paramsMaxCapacity": 5000.0,
-		}, "statIntervalMs", "controlBehavior", "burstCount"),
-		names[2]: hotspotRule(map[string]any{
-			"name": names[2], "resource": "POST:/api/pay", "paramKey": "ip", "threshold": 20.0,
-			"controlBehavior": "throttling", "maxQueueingTimeMs": 250.0,
-		}, "burstCount"),
-	}
-	stored := ts.snapshot(t)
-	for _, name := range names {
-		resp, body := ts.call(t, http.MethodGet, ruleURL(stored[name].ID), nil, nil)
-		mustStatus(t, resp, body, http.StatusOK)
-		got := jsonObject(t, body)
-		delete(got, "description")
-		t.Run(name, func(t *testing.T) { wantContent(t, got, want[name]) })
-	}
-	if got := len(ts.Server.engine.HotspotRules()); got != 3 {
-		t.Errorf("the engine holds %d hotspot rules, want 3", got)
-	}
-
-	resp, body = ts.call(t, http.MethodPost, importPath+"?format=sentinel&kind=hotspot", sentinelHotspotFile, nil)
-
-	mustStatus(t, resp, body, http.StatusOK)
-	wantPlan(t, decodePlan(t, body), planSummary{unchanged: names})
-	ts.wantUnchanged(t, stored, map[string]float64{})
-}
-
-// TestImportSentinelFlowLimitApp: a flow rule may carry Sentinel's
-// limitApp; "" is unset.
-func TestImportSentinelFlowLimitApp(t *testing.T) {
-	t.Parallel()
-	ts := startServer(t, nil, nil)
-	body := `[{"resource": "a", "threshold": 5, "limitApp": "app-a"}, {"resource": "a", "threshold": 6, "limitApp": ""}]`
-
-	resp, got := ts.call(t, http.MethodPost, importPath+"?format=sentinel", body, nil)
-
-	mustStatus(t, resp, got, http.StatusOK)
-	stored := ts.snapshot(t)
-	if r := stored["flow-a"]; r.LimitApp == nil || *r.LimitApp != "app-a" {
-		t.Errorf("flow-a limitApp = %v, want app-a", r.LimitApp)
-	}
-	if r := stored["flow-a-2"]; r.LimitApp == nil || *r.LimitApp != "default" {
-		t.Errorf("flow-a-2 limitApp = %v, want default", r.LimitApp)
-	}
-}
-
-func TestImportSentinelRejects(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name       string
-		query      string
-		file       string
-		body       string
-		wantStatus int
-		wantFields []string
-	}{
-		{name: "MemoryAdaptive", query: "format=sentinel", file: "memory_adaptive.json", wantStatus: 422, wantFields: []string{"rules[1].tokenCalculateStrategy"}},
-		{name: "unknown control behaviour", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"controlBehavior":2}]`, wantStatus: 422, wantFields: []string{"rules[0].controlBehavior"}},
-		{name: "unknown relation strategy", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"relationStrategy":3}]`, wantStatus: 422, wantFields: []string{"rules[0].relationStrategy"}},
-		{name: "negative threshold", query: "format=sentinel", body: `[{"resource":"a","threshold":1},{"resource":"b","threshold":-1}]`, wantStatus: 422, wantFields: []string{"rules[1].threshold"}},
-		{name: "threshold as a string", query: "format=sentinel", body: `[{"resource":"a","threshold":"100"}]`, wantStatus: 422, wantFields: []string{"rules[0].threshold"}},
-		{name: "no resource", query: "format=sentinel", body: `[{"threshold":1}]`, wantStatus: 422, wantFields: []string{"rules[0].resource"}},
-		{name: "warm-up without a period", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"tokenCalculateStrategy":1}]`, wantStatus: 422, wantFields: []string{"rules[0].warmUpPeriodSec"}},
-		{name: "associated without refResource", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"relationStrategy":1}]`, wantStatus: 422, wantFields: []string{"rules[0].refResource"}},
-		{name: "format missing", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
-		{name: "unknown format", query: "format=nacos", file: "flow_rules.json", wantStatus: 400, wantFields: []string{"format"}},
-		{name: "body is an object", query: "format=sentinel", body: `{"resource":"a","threshold":1}`, wantStatus: 422, wantFields: []string{"body"}},
-		{name: "body is not JSON", query: "format=sentinel", body: `resource: a`, wantStatus: 400},
-		{name: "body is empty", query: "format=sentinel", body: ``, wantStatus: 400},
-		{name: "unknown kind", query: "format=sentinel&kind=authority", body: `[]`, wantStatus: 400, wantFields: []string{"kind"}},
-		{name: "limitApp a number", query: "format=sentinel", body: `[{"resource":"a","threshold":1,"limitApp":1}]`, wantStatus: 422, wantFields: []string{"rules[0].limitApp"}},
-		{name: "hotspot negative paramIndex", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramIndex":-1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramIndex", "rules[0].paramKey"}},
-		{name: "hotspot unknown metricType", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":2,"threshold":1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].metricType"}},
-		{name: "hotspot unknown controlBehavior", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"controlBehavior":2,"threshold":1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].controlBehavior"}},
-		{name: "hotspot durationInSec too long", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","durationInSec":86401}]`, wantStatus: 422, wantFields: []string{"rules[0].durationInSec"}},
-		{name: "hotspot negative threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":-1,"paramKey":"k"}]`, wantStatus: 422, wantFields: []string{"rules[0].threshold"}},
-		{name: "hotspot paramKey too long", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"` + strings.Repeat("k", 65) + `"}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKey"}},
-		{name: "hotspot unknown valKind", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":4,"valStr":"x","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valKind"}},
-		{name: "hotspot int value not a number", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":0,"valStr":"x","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valStr"}},
-		{name: "hotspot bool value not a bool", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":2,"valStr":"maybe","threshold":1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].valStr"}},
-		{name: "hotspot a value twice", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":0,"valStr":"7","threshold":1},{"valKind":0,"valStr":"07","threshold":2}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[1].valStr"}},
-		{name: "hotspot item of an unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":1,"weight":2}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0].weight"}},
-		{name: "hotspot specificItems an object", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":{"x":1}}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
-		{name: "hotspot item not an object", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[7]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems[0]"}},
-		{name: "hotspot negative specific threshold", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","specificItems":[{"valKind":1,"valStr":"x","threshold":-1}]}]`, wantStatus: 422, wantFields: []string{"rules[0].specificItems"}},
-		{name: "hotspot unknown field", query: "format=sentinel&kind=hotspot", body: `[{"resource":"a","metricType":1,"threshold":1,"paramKey":"k","paramKind":1}]`, wantStatus: 422, wantFields: []string{"rules[0].paramKind"}},
-	}
-	// One server: each case is refused and checks that it changed nothing.
-	ts := startServer(t, nil, nil)
-	ts.createRule(t, `{"name":"flow-get-api-orders","kind":"flow","resource":"GET:/api/orders","threshold":1}`)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			before, loaded := ts.snapshot(t), ts.loadedThresholds()
-			body := []byte(tt.body)
-			if tt.file != "" {
-				body = readSentinelFile(t, tt.file)
-			}
-
-			resp, got := ts.call(t, http.MethodPost, importPath+"?"+tt.query, body, nil)
-
-			code := "validation_failed"
-			if tt.wantStatus == http.StatusBadRequest {
-				code = "bad_request"
-			}
-			wantError(t, resp, got, tt.wantStatus, code, tt.wantFields...)
-			ts.wantUnchanged(t, before, loaded)
-		})
-	}
+	})
 }

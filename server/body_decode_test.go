@@ -193,3 +193,29 @@ func TestYAMLStringFieldsTakeNoNumbers(t *testing.T) {
 		t.Errorf("rule = %+v, want name 123, resource 0755, description 1e3 and threshold 1.5", r)
 	}
 }
+
+// TestJSONDuplicateKeys: a key twice in a JSON body is a 400 naming it, on
+// every route that takes JSON (the scanner itself is tested in server/codec).
+func TestJSONDuplicateKeys(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil, nil)
+	tests := []struct{ path, body, wantField string }{
+		{applyPath + "?dryRun=true", `{"rules":[{"name":"a","kind":"flow","resource":"x","threshold":1,"threshold":2}]}`, "rules[0].threshold"},
+		{applyPath + "?dryRun=true", `{"rules":[],"rules":[]}`, "rules"},
+		{"/api/v1/rules", `{"kind":"flow","resource":"x","threshold":1,"resource":"y"}`, "resource"},
+		{"/api/v1/check", `{"resource":"a","resource":"b"}`, "resource"},
+		{"/api/v1/check/batch", `{"checks":[{"resource":"a"},{"resource":"a","count":1,"count":2}]}`, "checks[1].count"},
+		{"/api/v1/rules/import?format=sentinel&dryRun=true", `[{"resource":"a","threshold":1,"threshold":2}]`, "[0].threshold"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path+" "+tt.wantField, func(t *testing.T) {
+			resp, got := ts.call(t, http.MethodPost, tt.path, tt.body, nil)
+			if resp.StatusCode != http.StatusBadRequest {
+				t.Fatalf("status = %d, want 400: %s", resp.StatusCode, got)
+			}
+			if e := decodeEnvelope(t, resp, got); len(e.Details) != 1 || e.Details[0].Field != tt.wantField {
+				t.Errorf("details = %+v, want the field %s", e.Details, tt.wantField)
+			}
+		})
+	}
+}

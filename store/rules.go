@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -40,7 +42,8 @@ const (
 )
 
 // RuleRevision is one version of a rule as it was written: Content is the
-// whole rule as the API shows it. Revisions outlive their rule.
+// rule's row as that version left it (Row reads it back). Revisions
+// outlive their rule.
 type RuleRevision struct {
 	ID        int64 `gorm:"primaryKey"`
 	RuleID    int64
@@ -201,15 +204,6 @@ func (t *Tx) CreateRule(r *Rule) error {
 // statement's bound values stay far below SQLite's limit of 32,766.
 const createBatchSize = 500
 
-// CreateRules inserts rules at version 1, a batch of rows per statement,
-// and sets their IDs and times; ErrConflict if a name is taken.
-func (t *Tx) CreateRules(rules []Rule) error {
-	for i := range rules {
-		rules[i].ID, rules[i].Version = 0, 1
-	}
-	return translate(t.db.CreateInBatches(rules, createBatchSize).Error)
-}
-
 // UpdateRule writes r over the stored row if that is still at r.Version,
 // then sets r.Version to the next version and r.UpdatedAt. ErrStale if the
 // row has moved on, ErrNotFound if it is gone, ErrConflict if the name is
@@ -258,12 +252,125 @@ func (t *Tx) AddRevision(rev *RuleRevision) error {
 	return translate(t.db.Create(rev).Error)
 }
 
-// AddRevisions records versions of rules, a batch of rows per statement.
-func (t *Tx) AddRevisions(revs []RuleRevision) error {
-	for i := range revs {
-		revs[i].ID = 0
+// RuleWrite is one version of a rule as a write makes it: the row, what
+// made it, and who wrote it and why, which its revision keeps.
+type RuleWrite struct {
+	// Rule is the row as written: WriteRule sets the ID, version and
+	// times the write gives it.
+	Rule Rule
+	// Action is ActionCreate, ActionUpdate, ActionRollback or
+	// ActionDelete.
+	Action        string
+	Actor, Reason string
+}
+
+// WriteRule writes w.Rule by its action and records the version it makes
+// as a revision, in t: a create inserts it at version 1 (CreateRule), an
+// update or a rollback writes it over version w.Rule.Version
+// (UpdateRule), a delete removes it at that version (DeleteRule) and
+// records its last content at the next one. Errors as those methods'.
+func (t *Tx) WriteRule(w *RuleWrite) error {
+	var err error
+	switch w.Action {
+	case ActionCreate:
+		err = t.CreateRule(&w.Rule)
+	case ActionDelete:
+		if err = t.DeleteRule(w.Rule.ID, w.Rule.Version); err == nil {
+			w.Rule.Version++
+		}
+	default:
+		err = t.UpdateRule(&w.Rule)
+	}
+	if err != nil {
+		return err
+	}
+	rev, err := w.revision()
+	if err != nil {
+		return err
+	}
+	return t.AddRevision(&rev)
+}
+
+// CreateRules inserts the rules of ws at version 1, as WriteRule creates
+// each, a batch of rows per statement, sets their IDs and times, and
+// records their revisions; ErrConflict if a name is taken.
+func (t *Tx) CreateRules(ws []RuleWrite) error {
+	rows := make([]Rule, len(ws))
+	for i := range ws {
+		rows[i] = ws[i].Rule
+		rows[i].ID, rows[i].Version = 0, 1
+	}
+	if err := translate(t.db.CreateInBatches(rows, createBatchSize).Error); err != nil {
+		return err
+	}
+	revs := make([]RuleRevision, len(ws))
+	for i := range ws {
+		ws[i].Rule = rows[i]
+		rev, err := ws[i].revision()
+		if err != nil {
+			return err
+		}
+		revs[i] = rev
 	}
 	return translate(t.db.CreateInBatches(revs, createBatchSize).Error)
+}
+
+// revisionFormat is the version of revisionContent that revisions are
+// written in. Migration 00005 turned the rows of before it (the rule as the
+// API showed it) into format 1.
+const revisionFormat = 1
+
+// revisionContent is the content of a revision row: the rule's row, its
+// spec as a JSON document. It is the store's own format, so that rollback
+// reads a version back without the API's decoder, and a change of the
+// API's shape leaves history alone.
+type revisionContent struct {
+	Format      int             `json:"format"`
+	ID          int64           `json:"id"`
+	Name        string          `json:"name"`
+	Kind        string          `json:"kind"`
+	App         string          `json:"app,omitempty"` // absent in revisions written before rules had an app
+	Resource    string          `json:"resource"`
+	Enabled     bool            `json:"enabled"`
+	Mode        string          `json:"mode"`
+	Description string          `json:"description"`
+	Spec        json.RawMessage `json:"spec"`
+	Version     int64           `json:"version"`
+	CreatedAt   time.Time       `json:"createdAt"`
+	UpdatedAt   time.Time       `json:"updatedAt"`
+}
+
+// revision is the history row of the version w made.
+func (w *RuleWrite) revision() (RuleRevision, error) {
+	r := w.Rule
+	content, err := json.Marshal(revisionContent{
+		Format: revisionFormat, ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource,
+		Enabled: r.Enabled, Mode: r.Mode, Description: r.Description, Spec: json.RawMessage(r.Spec),
+		Version: r.Version, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+	})
+	if err != nil {
+		return RuleRevision{}, err
+	}
+	return RuleRevision{
+		RuleID: r.ID, Version: r.Version, Action: w.Action, Content: string(content),
+		Actor: w.Actor, Reason: w.Reason,
+	}, nil
+}
+
+// Row is the rule's row as the revision kept it.
+func (rev RuleRevision) Row() (Rule, error) {
+	var c revisionContent
+	if err := json.Unmarshal([]byte(rev.Content), &c); err != nil {
+		return Rule{}, fmt.Errorf("rule %d revision %d: %w", rev.RuleID, rev.Version, err)
+	}
+	if c.Format != revisionFormat {
+		return Rule{}, fmt.Errorf("rule %d revision %d: format %d, not %d", rev.RuleID, rev.Version, c.Format, revisionFormat)
+	}
+	return Rule{
+		ID: c.ID, Name: c.Name, Kind: c.Kind, App: c.App, Resource: c.Resource,
+		Enabled: c.Enabled, Mode: c.Mode, Description: c.Description, Spec: string(c.Spec),
+		Version: c.Version, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt,
+	}, nil
 }
 
 // GetRevision returns version of the rule with ruleID, or ErrNotFound.

@@ -221,3 +221,48 @@ func waitForRuleWrite(t *testing.T, s *Store) {
 		<-tick.C
 	}
 }
+
+// TestWriteRuleRecordsItsRevision: each write of a rule records, in the
+// same call, the version it makes as a revision whose Row is the row as
+// written; a delete records the rule's last content at the next version,
+// and a failed write records nothing.
+func TestWriteRuleRecordsItsRevision(t *testing.T) {
+	s, _ := openTestStore(t)
+	ctx := t.Context()
+	write := func(w *RuleWrite) error { return s.InTx(ctx, func(tx *Tx) error { return tx.WriteRule(w) }) }
+	w := RuleWrite{Rule: Rule{Name: "a", Kind: "flow", Resource: "orders", Enabled: true, Mode: "enforce", Spec: `{"threshold":1}`},
+		Action: ActionCreate, Actor: "alice", Reason: "cap"}
+	if err := write(&w); err != nil {
+		t.Fatal(err)
+	}
+	w.Rule.Spec, w.Action, w.Reason = `{"threshold":2}`, ActionUpdate, "raise"
+	if err := write(&w); err != nil {
+		t.Fatal(err)
+	}
+	w.Action, w.Reason = ActionDelete, "gone"
+	if err := write(&w); err != nil {
+		t.Fatal(err)
+	}
+	if err := write(&w); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a second delete: %v, want ErrNotFound", err)
+	}
+	revs, total, err := s.ListRevisions(ctx, w.Rule.ID, Page{Number: 1, Size: 10})
+	if err != nil || total != 3 {
+		t.Fatalf("revisions %+v (%d), %v; want 3", revs, total, err)
+	}
+	for i, want := range []struct {
+		version        int64
+		action, reason string
+		spec           string
+	}{{3, ActionDelete, "gone", `{"threshold":2}`}, {2, ActionUpdate, "raise", `{"threshold":2}`}, {1, ActionCreate, "cap", `{"threshold":1}`}} {
+		rev := revs[i]
+		row, err := rev.Row()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rev.Version != want.version || rev.Action != want.action || rev.Actor != "alice" || rev.Reason != want.reason ||
+			row.ID != w.Rule.ID || row.Version != want.version || row.Name != "a" || row.Spec != want.spec || !row.CreatedAt.Equal(w.Rule.CreatedAt) {
+			t.Errorf("revision %d = %+v, row %+v; want version %d, %s by alice for %q, spec %s", i, rev, row, want.version, want.action, want.reason, want.spec)
+		}
+	}
+}

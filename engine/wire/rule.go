@@ -60,12 +60,6 @@ func (r *Rule) EngineRule() (*engine.Kind, any) {
 	return k, spec
 }
 
-// SpecJSON is the rule's spec as it is stored (EncodeSpec).
-func (r *Rule) SpecJSON() ([]byte, error) {
-	k, spec, _ := r.EditSpec()
-	return EncodeSpec(k, spec)
-}
-
 // Subject is what a name made up for the rule names: its resource, or a
 // system rule's metric ("system-cpuusage").
 func (r *Rule) Subject() string {

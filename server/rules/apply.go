@@ -169,7 +169,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, opts ApplyOptions, who
 				continue
 			}
 			r.ID, r.Version, r.CreatedAt = old.ID, old.Version, old.CreatedAt
-			if err := updateRule(tx, r, store.ActionUpdate, who); err != nil {
+			if _, err := tx.saveRule(r, store.ActionUpdate, who); err != nil {
 				return err
 			}
 			plan.Updated = append(plan.Updated, PlanUpdate{PlanItem: item, Changes: changes})
@@ -197,7 +197,7 @@ func (s *Service) Apply(ctx context.Context, want []Rule, opts ApplyOptions, who
 			}
 		}
 		for _, old := range unwanted {
-			if err := deleteRule(tx, &old, who); err != nil {
+			if _, err := tx.saveRule(&old, store.ActionDelete, who); err != nil {
 				return err
 			}
 			plan.Deleted = append(plan.Deleted, PlanItem{Name: old.Name, Kind: old.Kind, Resource: old.Resource})

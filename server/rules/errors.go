@@ -43,14 +43,6 @@ type ForbiddenError struct {
 
 func (e *ForbiddenError) Error() string { return e.Message }
 
-// forbidden is the ForbiddenError of fields, or nil if there are none.
-func forbidden(fields ...engine.FieldError) error {
-	if len(fields) == 0 {
-		return nil
-	}
-	return &ForbiddenError{Message: fields[0].Message + "; nothing was written", Fields: fields}
-}
-
 func invalid(message string, fields ...engine.FieldError) *ValidationError {
 	return &ValidationError{Message: message, Fields: fields}
 }

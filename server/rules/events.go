@@ -52,9 +52,10 @@ type AppliedEvent struct {
 	Reason       string   `json:"reason" example:"deploy 1f2e3d"`
 }
 
-// announce queues, for the write's commit, the event of type kind on r.
-func (tx *Tx) announce(kind string, r *Rule, who Actor) error {
-	data, err := json.Marshal(RuleEvent{Rule: EventRule{ID: r.ID, Version: r.Version, Content: ContentOf(r)}, Actor: who.Name, Reason: who.Reason})
+// announce queues, for the write's commit, the event of type kind on r,
+// whose content is c.
+func (tx *Tx) announce(kind string, r *Rule, c Content, who Actor) error {
+	data, err := json.Marshal(RuleEvent{Rule: EventRule{ID: r.ID, Version: r.Version, Content: c}, Actor: who.Name, Reason: who.Reason})
 	if err != nil {
 		return err
 	}

@@ -73,14 +73,31 @@ func fromStore(row store.Rule) (Rule, error) {
 	return r, nil
 }
 
+// toStore is the row the store keeps of r.
 func toStore(r *Rule) (store.Rule, error) {
-	spec, err := r.SpecJSON()
+	k, spec, _ := r.EditSpec()
+	return rowOf(r, k, spec)
+}
+
+// formsOf is r in the two forms a write of it hands on, from one reading
+// of its spec: the row the store keeps, and its content as its event
+// shows it.
+func formsOf(r *Rule) (store.Rule, Content, error) {
+	k, spec, _ := r.EditSpec()
+	row, err := rowOf(r, k, spec)
+	return row, contentOf(r, k, spec), err
+}
+
+// rowOf is the row of r, whose spec, a pointer to an engine rule of k, is
+// stored as EncodeSpec writes it.
+func rowOf(r *Rule, k *engine.Kind, spec any) (store.Rule, error) {
+	specJSON, err := wire.EncodeSpec(k, spec)
 	if err != nil {
 		return store.Rule{}, err
 	}
 	return store.Rule{
 		ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
-		Mode: r.Mode, Description: r.Description, Spec: string(spec), Version: r.Version,
+		Mode: r.Mode, Description: r.Description, Spec: string(specJSON), Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 	}, nil
 }
@@ -89,18 +106,29 @@ func toStore(r *Rule) (store.Rule, error) {
 // its kind's table that apply to it (those with options always, with their
 // value).
 func ContentOf(r *Rule) Content {
+	k := r.RuleKind()
+	if k == nil {
+		return Content{
+			Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
+			Mode: r.Mode, Description: r.Description,
+		}
+	}
+	_, spec, _ := r.EditSpec()
+	return contentOf(r, k, spec)
+}
+
+// contentOf is ContentOf of r, whose spec is a pointer to an engine rule
+// of k.
+func contentOf(r *Rule, k *engine.Kind, spec any) Content {
 	c := Content{
 		Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description,
 	}
-	if ms := r.ExpiresAtMs(); ms != 0 {
+	if ms := k.Value(spec, "expiresAtMs").Int(); ms != 0 {
 		at := time.UnixMilli(ms).UTC()
 		c.ExpiresAt = &at
 	}
-	if k := r.RuleKind(); k != nil {
-		_, spec, _ := r.EditSpec()
-		showFields(k, spec, &c)
-	}
+	showFields(k, spec, &c)
 	return c
 }
 

@@ -1,8 +1,11 @@
 package rules
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
@@ -206,6 +209,118 @@ func TestApply(t *testing.T) {
 			t.Fatalf("the engine holds %+v, want a and b", loaded)
 		}
 	})
+	t.Run("Success: an update lists each field it changes, from and to", func(t *testing.T) {
+		for _, tt := range []struct {
+			name   string
+			stored string
+			body   string
+			want   map[string][2]string // field → compact JSON from, to; none: unchanged
+		}{
+			{
+				name:   "changed and added fields",
+				stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"description":"old"}`,
+				body:   `{"name":"orders","kind":"flow","resource":"r","threshold":20,"controlBehavior":"throttling","maxQueueingTimeMs":500,"description":"new","enabled":false}`,
+				want: map[string][2]string{
+					"threshold":         {`10`, `20`},
+					"controlBehavior":   {`"reject"`, `"throttling"`},
+					"maxQueueingTimeMs": {`null`, `500`},
+					"description":       {`"old"`, `"new"`},
+					"enabled":           {`true`, `false`},
+				},
+			},
+			{
+				name:   "a field that no longer applies",
+				stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"controlBehavior":"throttling","maxQueueingTimeMs":500}`,
+				body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+				want: map[string][2]string{
+					"controlBehavior":   {`"throttling"`, `"reject"`},
+					"maxQueueingTimeMs": {`500`, `null`},
+				},
+			},
+			{
+				name:   "metric concurrency drops the interval",
+				stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+				body:   `{"name":"orders","kind":"flow","resource":"r","threshold":10,"metric":"concurrency"}`,
+				want: map[string][2]string{
+					"metric":         {`"qps"`, `"concurrency"`},
+					"statIntervalMs": {`1000`, `null`},
+				},
+			},
+			{
+				name:   "resource and mode",
+				stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+				body:   `{"name":"orders","kind":"flow","resource":"s","threshold":10,"mode":"shadow"}`,
+				want: map[string][2]string{
+					"resource": {`"r"`, `"s"`},
+					"mode":     {`"enforce"`, `"shadow"`},
+				},
+			},
+			{
+				name:   "defaults written out are no change",
+				stored: `{"name":"orders","kind":"flow","resource":"r","threshold":10}`,
+				body: `{"name":"orders","kind":"flow","resource":"r","threshold":10,"enabled":true,"mode":"enforce","metric":"qps","statIntervalMs":1000,` +
+					`"controlBehavior":"reject","tokenCalculateStrategy":"direct","relationStrategy":"current","maxQueueingTimeMs":0,"refResource":""}`,
+			},
+			{
+				name:   "a hotspot rule's specific items",
+				stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"a":1}}`,
+				body:   `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"specificItems":{"b":0,"a":2}}`,
+				want:   map[string][2]string{"specificItems": {`{"a":1}`, `{"a":2,"b":0}`}},
+			},
+			{
+				name:   "a hotspot rule's defaults written out are no change",
+				stored: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1}`,
+				body: `{"name":"orders","kind":"hotspot","resource":"r","paramKey":"user","threshold":1,"metric":"qps","statIntervalMs":1000,` +
+					`"controlBehavior":"reject","burstCount":0,"maxQueueingTimeMs":0,"specificItems":{},"paramsMaxCapacity":100000}`,
+			},
+			{
+				name:   "an authority rule's origins and strategy",
+				stored: `{"name":"orders","kind":"authority","resource":"r","strategy":"allow","origins":["a"]}`,
+				body:   `{"name":"orders","kind":"authority","resource":"r","strategy":"deny","origins":["a","b"]}`,
+				want: map[string][2]string{
+					"strategy": {`"allow"`, `"deny"`},
+					"origins":  {`["a"]`, `["a","b"]`},
+				},
+			},
+		} {
+			t.Run(tt.name, func(t *testing.T) {
+				s := openService(t)
+				r, err := s.Create(t.Context(), decoded(t, tt.stored), tester)
+				if err != nil {
+					t.Fatal(err)
+				}
+
+				plan, err := s.Apply(t.Context(), file(t, tt.body), ApplyOptions{}, tester)
+
+				if err != nil {
+					t.Fatal(err)
+				}
+				stored, err := s.Get(t.Context(), r.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(tt.want) == 0 {
+					if len(plan.Unchanged) != 1 || len(plan.Updated) != 0 || stored.Version != 1 {
+						t.Fatalf("plan %+v, version %d; want orders unchanged at version 1", plan, stored.Version)
+					}
+					return
+				}
+				if len(plan.Updated) != 1 || len(plan.Unchanged)+len(plan.Created)+len(plan.Deleted) != 0 {
+					t.Fatalf("plan %+v, want orders updated alone", plan)
+				}
+				u := plan.Updated[0]
+				if u.Name != "orders" || u.Kind != stored.Kind || u.Resource != stored.Resource {
+					t.Errorf("updated item = %s %s %s, want orders %s %s", u.Name, u.Kind, u.Resource, stored.Kind, stored.Resource)
+				}
+				if got := fieldChanges(t, u); !maps.Equal(got, tt.want) {
+					t.Errorf("changes = %v\nwant      %v", got, tt.want)
+				}
+				if stored.Version != 2 {
+					t.Errorf("version = %d, want 2", stored.Version)
+				}
+			})
+		}
+	})
 	t.Run("Invalid: a prune that empties an app or the server is refused unless allowed", func(t *testing.T) {
 		s := openService(t)
 		if _, err := s.Apply(t.Context(), file(t,
@@ -236,6 +351,17 @@ func TestApply(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("Invalid: a file of more rules than MaxApplyRules is refused whole, naming rules", func(t *testing.T) {
+		items := make([]string, MaxApplyRules+1)
+		for i := range items {
+			items[i] = fmt.Sprintf(`{"name":"r%d","kind":"flow","resource":"x","threshold":1}`, i)
+		}
+		_, err := DecodeFile(rawItems(items...))
+		var invalid *ValidationError
+		if !errors.As(err, &invalid) || len(invalid.Fields) != 1 || invalid.Fields[0].Field != "rules" {
+			t.Fatalf("err %v, want a ValidationError naming rules alone", err)
+		}
+	})
 	t.Run("Invalid: a file with a bad rule names it and writes nothing", func(t *testing.T) {
 		_, err := DecodeFile(rawItems(`{"kind":"flow","name":"a","resource":"orders","threshold":-5}`))
 		var invalid *ValidationError
@@ -243,6 +369,26 @@ func TestApply(t *testing.T) {
 			t.Fatalf("err %v, want a ValidationError naming rules[0].threshold", err)
 		}
 	})
+}
+
+// fieldChanges is an update's changes as field → [from, to], compact JSON.
+func fieldChanges(t *testing.T, u PlanUpdate) map[string][2]string {
+	t.Helper()
+	out := map[string][2]string{}
+	compact := func(raw json.RawMessage) string {
+		var b bytes.Buffer
+		if err := json.Compact(&b, raw); err != nil {
+			t.Errorf("%s of %s is not JSON: %q", u.Name, raw, raw)
+		}
+		return b.String()
+	}
+	for _, c := range u.Changes {
+		if _, dup := out[c.Field]; dup {
+			t.Errorf("%s: field %s is changed twice", u.Name, c.Field)
+		}
+		out[c.Field] = [2]string{compact(c.From), compact(c.To)}
+	}
+	return out
 }
 
 // rawItems are rule objects as a rule file's list holds them.

@@ -44,6 +44,24 @@ func (who Actor) mayWrite(app string) bool {
 	return len(who.Apps) == 0 || slices.Contains(who.Apps, app)
 }
 
+// refuse is the ForbiddenError of a write of a rule of app, at field, by
+// who, or nil if who's scope holds it; what names the rule as outOfScope's
+// does.
+func (who Actor) refuse(field, what, app string) error {
+	if who.mayWrite(app) {
+		return nil
+	}
+	return forbidden(who.outOfScope(field, what, app))
+}
+
+// forbidden is the ForbiddenError of fields, or nil if there are none.
+func forbidden(fields ...engine.FieldError) error {
+	if len(fields) == 0 {
+		return nil
+	}
+	return &ForbiddenError{Message: fields[0].Message + "; nothing was written", Fields: fields}
+}
+
 // outOfScope is the ForbiddenError of a write of a rule of app, at field,
 // by who; what names the rule ("rule 7", "rule \"orders-qps\"").
 func (who Actor) outOfScope(field, what, app string) engine.FieldError {
@@ -105,15 +123,16 @@ func (s *Service) All(ctx context.Context) ([]Rule, error) {
 // Create stores r, a rule as wire.DecodeRule and wire.ValidateRule made
 // it, and loads it into the engine.
 func (s *Service) Create(ctx context.Context, r Rule, who Actor) (Rule, error) {
-	if !who.mayWrite(r.App) {
-		return Rule{}, forbidden(who.outOfScope("app", "the rule", r.App))
+	if err := who.refuse("app", "the rule", r.App); err != nil {
+		return Rule{}, err
 	}
 	err := s.write(ctx, false, func(tx *Tx) error {
-		if err := createRule(tx, &r, who); err != nil {
+		content, err := tx.saveRule(&r, store.ActionCreate, who)
+		if err != nil {
 			return err
 		}
 		tx.from(r.Name, requestPath{})
-		return tx.announce(EventRuleCreated, &r, who)
+		return tx.announce(EventRuleCreated, &r, content, who)
 	})
 	return r, err
 }
@@ -132,24 +151,25 @@ func (s *Service) Update(ctx context.Context, id int64, match IfMatch, edit Edit
 		if err != nil {
 			return err
 		}
-		if !who.mayWrite(current.App) {
-			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
+		if err := who.refuse("app", fmt.Sprintf("rule %d", id), current.App); err != nil {
+			return err
 		}
 		if r, err = edit(current); err != nil {
 			return err
 		}
-		if !who.mayWrite(r.App) {
-			return forbidden(who.outOfScope("app", "the rule as written", r.App))
+		if err := who.refuse("app", "the rule as written", r.App); err != nil {
+			return err
 		}
 		if same, err := sameContent(&current, &r); err != nil || same {
 			r = current
 			return err
 		}
 		tx.from(r.Name, requestPath{})
-		if err := updateRule(tx, &r, store.ActionUpdate, who); err != nil {
+		content, err := tx.saveRule(&r, store.ActionUpdate, who)
+		if err != nil {
 			return err
 		}
-		return tx.announce(EventRuleUpdated, &r, who)
+		return tx.announce(EventRuleUpdated, &r, content, who)
 	})
 	return r, err
 }
@@ -171,13 +191,14 @@ func (s *Service) Delete(ctx context.Context, id int64, match IfMatch, who Actor
 		if err != nil {
 			return err
 		}
-		if !who.mayWrite(r.App) {
-			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), r.App))
-		}
-		if err := deleteRule(tx, &r, who); err != nil {
+		if err := who.refuse("app", fmt.Sprintf("rule %d", id), r.App); err != nil {
 			return err
 		}
-		return tx.announce(EventRuleDeleted, &r, who)
+		content, err := tx.saveRule(&r, store.ActionDelete, who)
+		if err != nil {
+			return err
+		}
+		return tx.announce(EventRuleDeleted, &r, content, who)
 	})
 }
 
@@ -189,7 +210,11 @@ func (s *Service) Revisions(ctx context.Context, id int64, page store.Page) ([]R
 	}
 	items := make([]Revision, 0, len(revs))
 	for _, rev := range revs {
-		r, err := fromRevision(rev)
+		row, err := rev.Row()
+		if err != nil {
+			return nil, 0, err
+		}
+		r, err := fromStore(row)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -210,19 +235,23 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 		if err != nil {
 			return err
 		}
-		if !who.mayWrite(current.App) {
-			return forbidden(who.outOfScope("app", fmt.Sprintf("rule %d", id), current.App))
+		if err := who.refuse("app", fmt.Sprintf("rule %d", id), current.App); err != nil {
+			return err
 		}
 		rev, err := tx.GetRevision(id, to)
 		if err != nil {
 			return fmt.Errorf("rule %d has no version %d: %w", id, to, err)
 		}
-		old, err := fromRevision(rev)
+		row, err := rev.Row()
 		if err != nil {
 			return err
 		}
-		if !who.mayWrite(old.App) {
-			return forbidden(who.outOfScope("app", fmt.Sprintf("version %d of rule %d", to, id), old.App))
+		old, err := fromStore(row)
+		if err != nil {
+			return err
+		}
+		if err := who.refuse("app", fmt.Sprintf("version %d of rule %d", to, id), old.App); err != nil {
+			return err
 		}
 		r = current
 		r.Name, r.App, r.Resource, r.Enabled, r.Mode, r.Description = old.Name, old.App, old.Resource, old.Enabled, old.Mode, old.Description
@@ -233,10 +262,11 @@ func (s *Service) Rollback(ctx context.Context, id, to int64, match IfMatch, who
 			return invalid(fmt.Sprintf("version %d is not a valid rule any more", to), errs...)
 		}
 		tx.from(r.Name, requestPath{})
-		if err := updateRule(tx, &r, store.ActionRollback, who); err != nil {
+		content, err := tx.saveRule(&r, store.ActionRollback, who)
+		if err != nil {
 			return err
 		}
-		return tx.announce(EventRuleRolledBack, &r, who)
+		return tx.announce(EventRuleRolledBack, &r, content, who)
 	})
 	return r, err
 }
@@ -251,7 +281,7 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 			if _, taken := tx.named(want[i].Name); taken {
 				continue
 			}
-			if err := createRule(tx, &want[i], who); err != nil {
+			if _, err := tx.saveRule(&want[i], store.ActionCreate, who); err != nil {
 				return err
 			}
 			created++
@@ -261,9 +291,11 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 	return created, err
 }
 
-// createRule stores r, naming it first if it has no name.
-func createRule(tx *Tx, r *Rule, who Actor) error {
-	if r.Name == "" {
+// saveRule writes r by action (store.ActionCreate, …) as one store write of
+// its row and the revision that records it, a create naming r first if it
+// has none, and returns r's content as its event shows it.
+func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
+	if action == store.ActionCreate && r.Name == "" {
 		name, err := uniqueName(r.Kind, r.Subject(), func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
 			if errors.Is(err, store.ErrNotFound) {
@@ -272,52 +304,51 @@ func createRule(tx *Tx, r *Rule, who Actor) error {
 			return err == nil, err
 		})
 		if err != nil {
-			return err
+			return Content{}, err
 		}
 		r.Name = name
 	}
-	row, err := toStore(r)
+	row, content, err := formsOf(r)
 	if err != nil {
-		return err
+		return Content{}, err
 	}
-	if err := tx.CreateRule(&row); err != nil {
-		return nameTaken(r.Name, err)
+	w := store.RuleWrite{Rule: row, Action: action, Actor: who.Name, Reason: who.Reason}
+	if err := tx.WriteRule(&w); err != nil {
+		return Content{}, nameTaken(r.Name, err)
 	}
-	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
-	tx.saved(r)
-	return revise(tx, r, store.ActionCreate, who)
+	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = w.Rule.ID, w.Rule.Version, w.Rule.CreatedAt, w.Rule.UpdatedAt
+	if action == store.ActionDelete {
+		tx.deleted(r.ID)
+	} else {
+		tx.saved(r)
+	}
+	return content, nil
 }
 
-// createRules creates named rules, as createRule does each, in batches:
-// an apply of 100,000 rules is two hundred statements, not two hundred
+// createRules creates named rules, as saveRule does each, in batches: an
+// apply of 100,000 rules is two hundred statements, not two hundred
 // thousand.
 func createRules(tx *Tx, rules []*Rule, who Actor) error {
 	if len(rules) == 0 {
 		return nil
 	}
-	rows := make([]store.Rule, len(rules))
+	ws := make([]store.RuleWrite, len(rules))
 	for i, r := range rules {
 		row, err := toStore(r)
 		if err != nil {
 			return err
 		}
-		rows[i] = row
+		ws[i] = store.RuleWrite{Rule: row, Action: store.ActionCreate, Actor: who.Name, Reason: who.Reason}
 	}
-	if err := tx.CreateRules(rows); err != nil {
+	if err := tx.CreateRules(ws); err != nil {
 		return err
 	}
-	revs := make([]store.RuleRevision, len(rules))
 	for i, r := range rules {
-		row := rows[i]
+		row := ws[i].Rule
 		r.ID, r.Version, r.CreatedAt, r.UpdatedAt = row.ID, row.Version, row.CreatedAt, row.UpdatedAt
 		tx.saved(r)
-		rev, err := revision(r, store.ActionCreate, who)
-		if err != nil {
-			return err
-		}
-		revs[i] = rev
 	}
-	return tx.AddRevisions(revs)
+	return nil
 }
 
 // currentRule reads rule id for a write based on the versions match
@@ -331,30 +362,6 @@ func currentRule(tx *Tx, id int64, match IfMatch) (Rule, error) {
 		return Rule{}, fmt.Errorf("rule %d is at version %d, not the one If-Match names: %w", id, row.Version, ErrStale)
 	}
 	return fromStore(row)
-}
-
-// updateRule writes r, read at r.Version, as the next version.
-func updateRule(tx *Tx, r *Rule, action string, who Actor) error {
-	row, err := toStore(r)
-	if err != nil {
-		return err
-	}
-	if err := tx.UpdateRule(&row); err != nil {
-		return nameTaken(r.Name, err)
-	}
-	r.Version, r.UpdatedAt = row.Version, row.UpdatedAt
-	tx.saved(r)
-	return revise(tx, r, action, who)
-}
-
-// deleteRule removes r and records its last content as a delete revision.
-func deleteRule(tx *Tx, r *Rule, who Actor) error {
-	if err := tx.DeleteRule(r.ID, r.Version); err != nil {
-		return err
-	}
-	tx.deleted(r.ID)
-	r.Version++
-	return revise(tx, r, store.ActionDelete, who)
 }
 
 // InvalidRule is the ValidationError of a rule whose fields errs names.
