@@ -110,6 +110,12 @@ type checkHandler struct {
 	api *check.API
 }
 
+// requestBody is the body of a check API request, read in place rather
+// than through c.Body, which under Immutable copies it and every header's
+// name: package check copies what it keeps, and serveTraffic has refused
+// compressed bodies, which c.Body would inflate.
+func requestBody(c *fiber.Ctx) []byte { return c.Request().Body() }
+
 // checkRole is the least role that may ask for decisions: the check API's
 // routes and the rate limit service's ShouldRateLimit alike.
 const checkRole = roleEditor
@@ -157,7 +163,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 		}
 	}
 	var buf [192]byte
-	answer, st, err := h.api.Check(buf[:0], c.Body())
+	answer, st, err := h.api.Check(buf[:0], requestBody(c))
 	if err != nil {
 		return err
 	}
@@ -192,7 +198,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
-	answer, err := h.api.Batch(c.Body())
+	answer, err := h.api.Batch(requestBody(c))
 	if err != nil {
 		return err
 	}
@@ -222,7 +228,7 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
-	if err := h.api.Complete(c.Body()); err != nil {
+	if err := h.api.Complete(requestBody(c)); err != nil {
 		return err
 	}
 	return c.SendStatus(http.StatusNoContent)
