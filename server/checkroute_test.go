@@ -138,35 +138,69 @@ func TestCheckLogsErrorsAtInfo(t *testing.T) {
 	}
 }
 
-// TestCheckRouteAllocations holds a check's way through the server, a
-// streamed body as fasthttp gives it, to the allocations Fiber makes for
-// any request under Immutable (the method and the three forms of the
-// path), the check's answer and decision making none.
+// TestCheckRouteAllocations holds a check's and a batch's way through the
+// server, a streamed body as fasthttp gives it, to the allocations Fiber
+// makes for any request under Immutable (the method and the three forms of
+// the path): the body, the decoded checks, the answer and the decisions
+// make none.
 func TestCheckRouteAllocations(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector's sync.Pool drops items at random")
 	}
 	srv := startServer(t, nil, nil, servertest.DiscardLogs())
 	h := srv.app.Handler()
-	check := []byte(`{"resource":"bench","count":1}`)
 	auth := "Bearer " + servertest.AdminToken
-	var ctx fasthttp.RequestCtx
-	var body bytes.Reader
-	allocs := testing.AllocsPerRun(200, func() {
-		ctx.Request.Reset()
-		ctx.Request.Header.SetMethod(http.MethodPost)
-		ctx.Request.SetRequestURI("/api/v1/check")
-		ctx.Request.Header.SetContentType("application/json")
-		ctx.Request.Header.Set("Authorization", auth)
-		body.Reset(check)
-		ctx.Request.SetBodyStream(&body, len(check))
-		ctx.Response.Reset()
-		h(&ctx)
-	})
-	if ctx.Response.StatusCode() != http.StatusOK {
-		t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+	checks := make([]string, 100)
+	for i := range checks {
+		checks[i] = fmt.Sprintf(`{"resource":"bench-%d","count":1}`, i%10)
 	}
-	if allocs > 4 {
-		t.Errorf("a check allocates %.1f times, want at most 4 (Fiber's copies of the method and path)", allocs)
+	for _, tt := range []struct{ name, path, body string }{
+		{"check", "/api/v1/check", `{"resource":"bench","count":1}`},
+		{"batch of 100", "/api/v1/check/batch", `{"checks":[` + strings.Join(checks, ",") + `]}`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			check := []byte(tt.body)
+			var ctx fasthttp.RequestCtx
+			var body bytes.Reader
+			allocs := testing.AllocsPerRun(200, func() {
+				ctx.Request.Reset()
+				ctx.Request.Header.SetMethod(http.MethodPost)
+				ctx.Request.SetRequestURI(tt.path)
+				ctx.Request.Header.SetContentType("application/json")
+				ctx.Request.Header.Set("Authorization", auth)
+				body.Reset(check)
+				ctx.Request.SetBodyStream(&body, len(check))
+				ctx.Response.Reset()
+				h(&ctx)
+			})
+			if ctx.Response.StatusCode() != http.StatusOK {
+				t.Fatalf("status %d: %s", ctx.Response.StatusCode(), ctx.Response.Body())
+			}
+			if allocs > 4 {
+				t.Errorf("%.1f allocations, want at most 4 (Fiber's copies of the method and path)", allocs)
+			}
+		})
+	}
+}
+
+// TestCheckBatchAfterBatches: the decoded checks a batch leaves for the
+// next (pooled) never show in another's answer: a small batch after a
+// large one with params, and after one refused half-way, answers its own
+// checks only.
+func TestCheckBatchAfterBatches(t *testing.T) {
+	t.Parallel()
+	ts, _ := newCheckServer(t)
+	many := make([]string, 100)
+	for i := range many {
+		many[i] = fmt.Sprintf(`{"resource":"many-%d","params":{"user":"u%d"}}`, i, i)
+	}
+	resp, body := ts.call(t, http.MethodPost, "/api/v1/check/batch", `{"checks":[`+strings.Join(many, ",")+`]}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	resp, body = ts.call(t, http.MethodPost, "/api/v1/check/batch", `{"checks":[`+strings.Join(many[:50], ",")+`,{"resource":""}]}`, nil)
+	mustStatus(t, resp, body, http.StatusUnprocessableEntity)
+	resp, body = ts.call(t, http.MethodPost, "/api/v1/check/batch", `{"checks":[{"resource":"a"},{"resource":"b","count":2}]}`, nil)
+	mustStatus(t, resp, body, http.StatusOK)
+	if got := decodeStrict[CheckBatchResponse](t, body); len(got.Results) != 2 || !got.Results[0].Allowed || !got.Results[1].Allowed {
+		t.Errorf("results = %+v, want two allowed", got.Results)
 	}
 }
