@@ -3,11 +3,14 @@ package server
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/sluicehq/sluice/server/servertest"
@@ -202,5 +205,35 @@ func TestCheckBatchAfterBatches(t *testing.T) {
 	mustStatus(t, resp, body, http.StatusOK)
 	if got := decodeStrict[CheckBatchResponse](t, body); len(got.Results) != 2 || !got.Results[0].Allowed || !got.Results[1].Allowed {
 		t.Errorf("results = %+v, want two allowed", got.Results)
+	}
+}
+
+// TestCheckRoutePanicIs500: a panic behind serveTraffic, which no
+// recover middleware wraps, is answered 500 in the envelope and logged
+// with its stack.
+func TestCheckRoutePanicIs500(t *testing.T) {
+	t.Parallel()
+	ts := startServer(t, nil, nil)
+	app := fiber.New()
+	app.Post("/panics", ts.serveTraffic, func(*fiber.Ctx) error { panic("boom") })
+	req := httptest.NewRequest(http.MethodPost, "/panics", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+servertest.AdminToken)
+	resp, err := app.Test(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("status = %d, want 500 (%s)", resp.StatusCode, body)
+	}
+	if e := decodeEnvelope(t, resp, body); e.Code != "internal" {
+		t.Errorf("code = %q, want internal", e.Code)
+	}
+	if logs := ts.Logs(); !strings.Contains(logs, "panic while handling a request") || !strings.Contains(logs, "panic=boom") {
+		t.Errorf("the panic is not logged:\n%s", logs)
 	}
 }
