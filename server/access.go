@@ -56,7 +56,11 @@ func editorsOrPlans(c *fiber.Ctx) string {
 // that a request that is refused 403 never takes a rule's quota.
 type apiRoutes struct {
 	router fiber.Router
-	guard  fiber.Handler // nil: not guarded by the engine
+	// first, when set, runs before each route's access check: the check
+	// API's routes, bound ahead of the middlewares, do their work in it
+	// (Server.serveTraffic).
+	first fiber.Handler
+	guard fiber.Handler // nil: not guarded by the engine
 	// fixed, when set, collects the methods of each path without
 	// parameters (fixedPaths).
 	fixed fixedPaths
@@ -112,6 +116,9 @@ func (r apiRoutes) add(method, path string, need access, handlers ...fiber.Handl
 		chain = []fiber.Handler{r.fixed.notFixed, check}
 	default:
 		r.fixed[path] = append(r.fixed[path], method)
+	}
+	if r.first != nil {
+		chain = append([]fiber.Handler{r.first}, chain...)
 	}
 	if r.guard != nil {
 		chain = append(chain, r.guard)

@@ -228,6 +228,16 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 	if publicPaths[c.Path()] {
 		return c.Next()
 	}
+	if err := a.admit(c); err != nil {
+		return err
+	}
+	return c.Next()
+}
+
+// admit authenticates the request, checks the CSRF token of a
+// cookie-authenticated write, and keeps the principal for the handlers
+// after it (principalOf).
+func (a *auth) admit(c *fiber.Ctx) error {
 	p, err := a.authenticate(c, "credentials are required: a bearer token or a console session")
 	if err != nil {
 		return err
@@ -237,7 +247,7 @@ func (a *auth) middleware(c *fiber.Ctx) error {
 		return NewError(http.StatusForbidden, "a console write must carry the session's csrfToken in the "+csrfHeader+" header")
 	}
 	c.Locals(principalKey, p)
-	return c.Next()
+	return nil
 }
 
 // requireCredentials lets through any authenticated caller of role
@@ -267,6 +277,9 @@ func (a *auth) authenticate(c *fiber.Ctx, noCredentials string) (*principal, err
 	p, err := a.credentials(c)
 	if err == nil && p == nil {
 		err = NewError(http.StatusUnauthorized, noCredentials)
+	}
+	if err == nil {
+		return p, nil
 	}
 	if e := (*Error)(nil); errors.As(err, &e) && e.Status == http.StatusUnauthorized {
 		c.Set(fiber.HeaderWWWAuthenticate, bearerChallenge)

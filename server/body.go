@@ -7,8 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/valyala/fasthttp"
 )
 
@@ -43,9 +45,8 @@ type ruleFileRoutes map[string]bool
 // more than maxBodyBytes. Compressed bodies are refused: a 1 MiB gzip
 // body can inflate to gigabytes.
 func (s *Server) limitBody(c *fiber.Ctx) error {
-	if enc := c.Get(fiber.HeaderContentEncoding); enc != "" && !strings.EqualFold(enc, "identity") {
-		discardBody(c)
-		return NewError(http.StatusUnsupportedMediaType, "compressed request bodies are not accepted: send the body without Content-Encoding")
+	if err := refuseEncoded(c); err != nil {
+		return err
 	}
 	if !s.ruleFileRoutes[c.Method()+" "+c.Path()] {
 		if err := readBodyUpTo(c, maxBodyBytes); err != nil {
@@ -57,6 +58,19 @@ func (s *Server) limitBody(c *fiber.Ctx) error {
 	// Refused before the route read it (401, 403, 429, 404).
 	discardBody(c)
 	return err
+}
+
+// refuseEncoded answers 415 to a body with a Content-Encoding other than
+// identity, and throws the body away.
+func refuseEncoded(c *fiber.Ctx) error {
+	// Read in place: c.Get copies under Immutable, and the value is only
+	// compared.
+	enc := c.Request().Header.Peek(fiber.HeaderContentEncoding)
+	if len(enc) == 0 || strings.EqualFold(utils.UnsafeString(enc), "identity") {
+		return nil
+	}
+	discardBody(c)
+	return NewError(http.StatusUnsupportedMediaType, "compressed request bodies are not accepted: send the body without Content-Encoding")
 }
 
 // readBody returns a handler that reads the request's body, at most
@@ -88,6 +102,9 @@ func readBodyUpTo(c *fiber.Ctx, limit int) error {
 		discardBody(c)
 		return errBodyTooLarge(limit)
 	}
+	if size >= 0 && size <= smallBodyBytes {
+		return readSmallBody(c, size)
+	}
 	var buf bytes.Buffer
 	if size > 0 {
 		buf.Grow(size)
@@ -102,6 +119,31 @@ func readBodyUpTo(c *fiber.Ctx, limit int) error {
 		return errBodyTooLarge(limit)
 	}
 	req.SetBodyRaw(buf.Bytes())
+	dropBOM(req)
+	return nil
+}
+
+// smallBodyBytes is the largest body readBodyUpTo reads through a pooled
+// buffer rather than one of its own: a check's body, or a batch of a
+// hundred checks.
+const smallBodyBytes = 16 << 10
+
+// smallBodies are the buffers of readSmallBody, each smallBodyBytes long.
+var smallBodies = sync.Pool{New: func() any { return new([smallBodyBytes]byte) }}
+
+// readSmallBody reads a body of a known size of at most smallBodyBytes
+// without an allocation: through a pooled buffer into the request's own
+// (pooled) body buffer, which fasthttp has already filled with what it read
+// ahead; it closes the stream.
+func readSmallBody(c *fiber.Ctx, size int) error {
+	req := c.Request()
+	buf := smallBodies.Get().(*[smallBodyBytes]byte)
+	defer smallBodies.Put(buf)
+	if _, err := io.ReadFull(req.BodyStream(), buf[:size]); err != nil {
+		c.Context().SetConnectionClose()
+		return BadRequest("the body could not be read: " + err.Error())
+	}
+	req.SetBody(buf[:size])
 	dropBOM(req)
 	return nil
 }

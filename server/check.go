@@ -3,6 +3,7 @@ package server
 import (
 	"cmp"
 	"net/http"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -110,6 +111,16 @@ type checkHandler struct {
 	api *check.API
 }
 
+// requestBody is the body of a check API request, read in place rather
+// than through c.Body, which under Immutable copies it and every header's
+// name: package check copies what it keeps, and serveTraffic has refused
+// compressed bodies, which c.Body would inflate.
+func requestBody(c *fiber.Ctx) []byte { return c.Request().Body() }
+
+// batchAnswers are the buffers batch encodes its answers in before they
+// are copied into the response: a hundred results are 5 KiB.
+var batchAnswers = sync.Pool{New: func() any { return new([]byte) }}
+
 // checkRole is the least role that may ask for decisions: the check API's
 // routes and the rate limit service's ShouldRateLimit alike.
 const checkRole = roleEditor
@@ -157,7 +168,7 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 		}
 	}
 	var buf [192]byte
-	answer, st, err := h.api.Check(buf[:0], c.Body())
+	answer, st, err := h.api.Check(buf[:0], requestBody(c))
 	if err != nil {
 		return err
 	}
@@ -192,12 +203,17 @@ func (h *checkHandler) check(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/check/batch [post]
 func (h *checkHandler) batch(c *fiber.Ctx) error {
-	answer, err := h.api.Batch(c.Body())
+	buf := batchAnswers.Get().(*[]byte)
+	defer batchAnswers.Put(buf)
+	answer, err := h.api.Batch((*buf)[:0], requestBody(c))
 	if err != nil {
 		return err
 	}
+	*buf = answer
+	// Copied into the response's own pooled buffer.
+	c.Response().SetBody(answer)
 	c.Response().Header.SetContentType(fiber.MIMEApplicationJSONCharsetUTF8)
-	return c.Send(answer)
+	return nil
 }
 
 // complete records how allowed calls ended.
@@ -222,7 +238,7 @@ func (h *checkHandler) batch(c *fiber.Ctx) error {
 //	@Security		BearerAuth
 //	@Router			/api/v1/complete [post]
 func (h *checkHandler) complete(c *fiber.Ctx) error {
-	if err := h.api.Complete(c.Body()); err != nil {
+	if err := h.api.Complete(requestBody(c)); err != nil {
 		return err
 	}
 	return c.SendStatus(http.StatusNoContent)

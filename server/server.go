@@ -18,7 +18,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/helmet"
-	"github.com/gofiber/fiber/v2/middleware/recover"
+	fiberrecover "github.com/gofiber/fiber/v2/middleware/recover"
 	"github.com/gofiber/swagger"
 	"golang.org/x/crypto/bcrypt"
 
@@ -327,10 +327,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 // routes mounts every route. The console comes last: it answers whatever
 // the API and the Swagger UI did not.
 func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
+	apiGuard := s.guard()
+	// The check API's routes come first, ahead of the middlewares below,
+	// which their requests never cross: services call them many times a
+	// second, and serveTraffic does the middlewares' work in one call.
+	traffic := apiRoutes{router: s.app.Group(apiPrefix), first: s.serveTraffic, guard: apiGuard, fixed: s.fixedPaths}
+	bindCheck(traffic, &checkHandler{api: check.New(s.engine, s.entries)})
+
 	s.app.Use(s.logRequests)
-	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec, Next: isTrafficRoute}))
+	s.app.Use(helmet.New(helmet.Config{HSTSMaxAge: hstsMaxAgeSec}))
 	s.app.Use(s.limitBody)
-	s.app.Use(recover.New(recover.Config{
+	s.app.Use(fiberrecover.New(fiberrecover.Config{
 		EnableStackTrace:  true,
 		StackTraceHandler: s.logPanic,
 	}))
@@ -342,11 +349,10 @@ func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 	account := &accountHandler{auth: s.auth}
 	bindLogin(group, account)
 	// Every other API route is guarded by the engine.
-	api := apiRoutes{router: group, guard: s.guard(), fixed: s.fixedPaths, ruleFiles: s.ruleFileRoutes}
+	api := apiRoutes{router: group, guard: apiGuard, fixed: s.fixedPaths, ruleFiles: s.ruleFileRoutes}
 	bindAccount(api, account)
 	bindUsers(api, &userHandler{auth: s.auth})
 	bindTokens(api, &tokenHandler{auth: s.auth})
-	bindCheck(api, &checkHandler{api: check.New(s.engine, s.entries)})
 	bindSnapshot(api, &snapshotHandler{rules: s.rules, closing: s.closing})
 	bindRules(api, &ruleHandler{rules: s.rules,
 		demo:   DemoMarks{NamePrefix: demo.NamePrefix, DescriptionPrefix: demo.DescriptionPrefix},
@@ -373,7 +379,6 @@ func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 // and at info level when it did not. It writes error answers itself so that
 // the status it logs is the one sent.
 func (s *Server) logRequests(c *fiber.Ctx) error {
-	start := time.Now()
 	// Read before the handlers run: some rewrite the path they route on.
 	method, path := c.Method(), c.Path()
 	if err := c.Next(); err != nil {
@@ -381,6 +386,12 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 			return err
 		}
 	}
+	s.logRequest(c, method, path)
+	return nil
+}
+
+// logRequest writes logRequests' line for an answered request.
+func (s *Server) logRequest(c *fiber.Ctx, method, path string) {
 	status := c.Response().StatusCode()
 	level := slog.LevelDebug
 	if status >= http.StatusBadRequest {
@@ -389,16 +400,59 @@ func (s *Server) logRequests(c *fiber.Ctx) error {
 	// Asked first, the logger costs a request nothing at a level it drops:
 	// the arguments below would be built before Log could drop them.
 	if !s.logger.Enabled(c.UserContext(), level) {
-		return nil
+		return
 	}
 	s.logger.Log(c.UserContext(), level, "request",
 		"method", method,
 		"path", path,
 		"status", status,
-		"duration", time.Since(start),
+		// fasthttp notes when it called the handler: no clock read on a
+		// request that is not logged.
+		"duration", time.Since(c.Context().Time()),
 		"ip", c.IP(),
 	)
+}
+
+// serveTraffic is the first handler of the check API's routes, which are
+// bound ahead of the middlewares every other request crosses (routes): it
+// does their work in one call. It logs the request (logRequests), refuses
+// a compressed body and reads the body up to maxBodyBytes (limitBody),
+// turns a panic into a 500 (fiberrecover) and authenticates (auth.middleware);
+// the route's role check and the engine's guard come after it. It sends
+// none of helmet's headers: services call these routes and browsers never,
+// and the browser-only headers would be a fifth of such an answer's cost.
+func (s *Server) serveTraffic(c *fiber.Ctx) error {
+	if err := s.admitTraffic(c); err != nil {
+		if err := s.handleError(c, err); err != nil {
+			return err
+		}
+	}
+	s.logRequest(c, c.Method(), c.Path())
 	return nil
+}
+
+// admitTraffic is serveTraffic's body, its panics recovered as
+// fiberrecover.New recovers them.
+func (s *Server) admitTraffic(c *fiber.Ctx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.logPanic(c, r)
+			var ok bool
+			if err, ok = r.(error); !ok {
+				err = fmt.Errorf("%v", r)
+			}
+		}
+	}()
+	if err := refuseEncoded(c); err != nil {
+		return err
+	}
+	if err := readBodyUpTo(c, maxBodyBytes); err != nil {
+		return err
+	}
+	if err := s.auth.admit(c); err != nil {
+		return err
+	}
+	return c.Next()
 }
 
 // serveSpec answers the OpenAPI document committed in docs/, the one the
@@ -444,14 +498,6 @@ func marshalJSON(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
-// isTrafficRoute tells the check API's routes, which services call many
-// times a second and browsers never: the browser-only security headers
-// would be a fifth of such an answer's cost.
-func isTrafficRoute(c *fiber.Ctx) bool {
-	p := c.Path()
-	return p == "/api/v1/check" || p == "/api/v1/check/batch" || p == "/api/v1/complete"
 }
 
 // logPanic logs a recovered panic with its stack; the error handler then

@@ -84,8 +84,8 @@ func decodeCheckFields(body []byte) (checkQuery, error) {
 }
 
 // decodeBatch decodes the body of POST /check/batch, like decodeCheck.
-func decodeBatch(body []byte, names *nameCache) ([]checkQuery, error) {
-	if queries, ok := scanBatch(body, names); ok {
+func decodeBatch(body []byte, names *nameCache, scratch []checkQuery) ([]checkQuery, error) {
+	if queries, ok := scanBatch(body, names, scratch); ok {
 		if len(queries) == 0 || len(queries) > maxBatch {
 			return nil, batchSizeError(len(queries))
 		}
@@ -345,8 +345,8 @@ func (s *jsonScanner) check() (checkQuery, bool) {
 	}
 }
 
-// scanBatch reads {"checks": [check, ...]}.
-func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
+// scanBatch reads {"checks": [check, ...]}, into scratch when it has room.
+func scanBatch(body []byte, names *nameCache, scratch []checkQuery) ([]checkQuery, bool) {
 	s := jsonScanner{Scanner: codec.NewScanner(body), names: names}
 	if !s.Byte('{') {
 		return nil, false
@@ -356,7 +356,10 @@ func scanBatch(body []byte, names *nameCache) ([]checkQuery, bool) {
 	}
 	// Each check is an object: the body's braces bound how many there
 	// are, so that the slice is made once.
-	queries := make([]checkQuery, 0, min(bytes.Count(body, []byte{'{'}), maxBatch+1))
+	queries := scratch[:0]
+	if n := min(bytes.Count(body, []byte{'{'}), maxBatch+1); cap(queries) < n {
+		queries = make([]checkQuery, 0, n)
+	}
 	if !s.Byte(']') {
 		for {
 			if len(queries) == maxBatch+1 {

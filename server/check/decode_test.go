@@ -124,7 +124,7 @@ func checkDecodersAgree(t *testing.T, body []byte) {
 
 func checkBatchDecodersAgree(t *testing.T, body []byte) {
 	t.Helper()
-	queries, err := decodeBatch(body, nil)
+	queries, err := decodeBatch(body, nil, nil)
 	wantQueries, wantErr := decodeBatchFields(body)
 	if err == nil && wantErr == nil && !reflect.DeepEqual(queries, wantQueries) || !reflect.DeepEqual(err, wantErr) {
 		t.Errorf("%q: decodeBatch = %+v, %v; the full decoder: %+v, %v", body, queries, err, wantQueries, wantErr)
