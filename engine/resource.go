@@ -42,6 +42,9 @@ type Resource struct {
 	// eng looks the name up again for calls through an evicted handle.
 	eng *Engine
 
+	// concurrency counts the calls in flight while the resource is not
+	// contended, and those of rule sets that read it (inFlightMatters)
+	// always; Concurrency adds those counted on second's Stripes.
 	concurrency atomic.Int64
 	// second counts every call: its claimed passes (passes) and totals
 	// complete the line above, then come its marks of the last second and
@@ -158,7 +161,44 @@ func (r *Resource) Name() string { return r.name }
 func (r *Resource) FirstSeenMs() int64 { return r.firstSeenMs }
 
 // Concurrency returns the calls in flight.
-func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
+func (r *Resource) Concurrency() int64 {
+	n := r.concurrency.Load()
+	if s := r.second.Stripes(); s != nil {
+		n += s.InFlight()
+	}
+	return n
+}
+
+// enter counts count calls in flight under rules rs and returns the calls
+// in flight with them, or -1 when they were counted on stripes, which
+// sample them instead (open).
+func (r *Resource) enter(rs *ruleSet, count int64) int64 {
+	if s := r.second.Stripes(); s != nil && !rs.inFlightMatters {
+		s.AddInFlight(count)
+		return -1
+	}
+	return r.concurrency.Add(count)
+}
+
+// leave ends count calls in flight that entered under rules rs: on the
+// stripes once there are some, even if the calls entered before, as only
+// the sum of the counts is read.
+func (r *Resource) leave(rs *ruleSet, count int64) {
+	if s := r.second.Stripes(); s != nil && !rs.inFlightMatters {
+		s.AddInFlight(-count)
+		return
+	}
+	r.concurrency.Add(-count)
+}
+
+// open starts the span of nowMs if need be (window.Tally.Open); the call
+// that starts one on a contended resource samples its calls in flight for
+// the minute's most, which the calls counted on stripes do not observe.
+func (r *Resource) open(nowMs int64) {
+	if r.second.Open(nowMs) && r.second.Stripes() != nil {
+		r.second.Extremes(nowMs).ObserveConcurrency(r.Concurrency())
+	}
+}
 
 // Evicted reports whether the engine has forgotten the resource, idle and
 // named by no rule. Calls through the handle still count, each under a
@@ -241,7 +281,7 @@ func (r *Resource) roomAfter(atMs int64, known bool, nowMs, intervalMs int64) bo
 // is the resource's pass count with them, claimed by the caller (Entry)
 // when feeds read it.
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
-	r.second.Open(nowMs)
+	r.open(nowMs)
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
 		// too (window.Tally.Claimed).
@@ -250,7 +290,9 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
+	if concurrency >= 0 {
+		r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
+	}
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
@@ -262,7 +304,7 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 // finds more of a minute's blocks in the rules' tallies than in the
 // resource's.
 func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
-	r.second.Open(nowMs)
+	r.open(nowMs)
 	r.second.Add(window.Block, count)
 	if blk != nil && blk.tally != nil {
 		blk.tally.add(nowMs, count)
@@ -271,7 +313,7 @@ func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
-	r.second.Open(nowMs)
+	r.open(nowMs)
 	r.second.AddComplete(count, rtMs, errors)
 	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }
