@@ -270,7 +270,9 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	}
 	// The statistics count claimed passes from the claim on: the call's
 	// span of time starts before (Resource.recordPass).
-	r.open(now)
+	if r.second.Open(now) {
+		r.sampleInFlight(now)
+	}
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.
@@ -289,7 +291,12 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
 	}
 	if !rs.reserveConcurrency {
-		inFlight = r.enter(rs, count)
+		if s := r.striped(rs); s != nil {
+			s.AddInFlight(count)
+			inFlight = -1 // sampled (Resource.sampleInFlight)
+		} else {
+			inFlight = r.concurrency.Add(count)
+		}
 	}
 	r.recordPass(now, markMs, count, seen+count, inFlight, shadowBlocked, rs.feeds)
 	if sys != nil {
@@ -348,7 +355,11 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 // it with Resource.RecordComplete). Call Release or Exit, not both.
 func (e Entry) Release() {
 	if e.res != nil {
-		e.res.leave(e.rules, e.count)
+		if s := e.res.striped(e.rules); s != nil {
+			s.AddInFlight(-e.count)
+		} else {
+			e.res.concurrency.Add(-e.count)
+		}
 		e.held.release(e.count)
 		cancelProbes(e.rules.breakers, e.probes)
 		if e.countedInbound() {
@@ -390,7 +401,11 @@ func (e Entry) Exit(opts ...ExitOption) {
 	if failed {
 		errors = complete
 	}
-	r.leave(e.rules, e.count)
+	if s := r.striped(e.rules); s != nil {
+		s.AddInFlight(-e.count)
+	} else {
+		r.concurrency.Add(-e.count)
+	}
 	e.held.release(e.count)
 	r.recordComplete(now, complete, rt, errors)
 	if e.countedInbound() {

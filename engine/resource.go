@@ -29,7 +29,9 @@ const secondIntervalMs = 1000
 // line holds what every call reads and only rule loads write; the second
 // what every call writes, the in-flight and pass counts and the totals
 // the statistics are kept in (window.Tally), so that a call writes one
-// line. A Resource is 512 bytes, a size class of whole lines
+// line; once calls on several cores collide on it, the statistics and the
+// calls in flight go to a line per core (window.Stripes), and only the pass
+// numbering that flow rules read stays on it. A Resource is 512 bytes, a size class of whole lines
 // (TestResourceLayout); a byte more and, as a pointerful object past 512
 // bytes carries an 8-byte header, it would take the 576-byte class with
 // its lines off by those 8 bytes.
@@ -169,33 +171,24 @@ func (r *Resource) Concurrency() int64 {
 	return n
 }
 
-// enter counts count calls in flight under rules rs and returns the calls
-// in flight with them, or -1 when they were counted on stripes, which
-// sample them instead (open).
-func (r *Resource) enter(rs *ruleSet, count int64) int64 {
-	if s := r.second.Stripes(); s != nil && !rs.inFlightMatters {
-		s.AddInFlight(count)
-		return -1
+// striped returns the stripes that count the calls in flight of rules rs,
+// nil if the shared count does: until the resource is contended, and
+// always for rules that read the count (the calls entered before count
+// on either, as only the sum is read). Callers add to them in place, as
+// Entry and Exit would not inline a helper that adds.
+func (r *Resource) striped(rs *ruleSet) *window.Stripes {
+	if rs.inFlightMatters {
+		return nil
 	}
-	return r.concurrency.Add(count)
+	return r.second.Stripes()
 }
 
-// leave ends count calls in flight that entered under rules rs: on the
-// stripes once there are some, even if the calls entered before, as only
-// the sum of the counts is read.
-func (r *Resource) leave(rs *ruleSet, count int64) {
-	if s := r.second.Stripes(); s != nil && !rs.inFlightMatters {
-		s.AddInFlight(-count)
-		return
-	}
-	r.concurrency.Add(-count)
-}
-
-// open starts the span of nowMs if need be (window.Tally.Open); the call
-// that starts one on a contended resource samples its calls in flight for
-// the minute's most, which the calls counted on stripes do not observe.
-func (r *Resource) open(nowMs int64) {
-	if r.second.Open(nowMs) && r.second.Stripes() != nil {
+// sampleInFlight records the calls in flight of a contended resource in
+// the minute's most, for the call that started a span of nowMs: the calls
+// counted on stripes do not know the sum, so the minute's most is sampled
+// once a span.
+func (r *Resource) sampleInFlight(nowMs int64) {
+	if r.second.Stripes() != nil {
 		r.second.Extremes(nowMs).ObserveConcurrency(r.Concurrency())
 	}
 }
@@ -279,9 +272,12 @@ func (r *Resource) roomAfter(atMs int64, known bool, nowMs, intervalMs int64) bo
 // recordPass records count passes at nowMs, which happen at markMs (a
 // prioritized call's, later): the pass logs count them from then. total
 // is the resource's pass count with them, claimed by the caller (Entry)
-// when feeds read it.
+// when feeds read it; concurrency the calls in flight with them, or -1
+// when they were counted on stripes (sampleInFlight).
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
-	r.open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
 		// too (window.Tally.Claimed).
@@ -304,7 +300,9 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 // finds more of a minute's blocks in the rules' tallies than in the
 // resource's.
 func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
-	r.open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	r.second.Add(window.Block, count)
 	if blk != nil && blk.tally != nil {
 		blk.tally.add(nowMs, count)
@@ -313,7 +311,9 @@ func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
-	r.open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	r.second.AddComplete(count, rtMs, errors)
 	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }

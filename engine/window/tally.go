@@ -31,7 +31,9 @@ const (
 // between its mark and the next one's, or the totals for the newest. A
 // call adds to the totals, one cache line that it writes and nothing else,
 // however many windows read them (shadow blocks, which only rules in
-// shadow mode count, are kept apart from the first one on); the second and
+// shadow mode count, are kept apart from the first one on), or once calls
+// collided on that line, to its core's line of Stripes, which the totals
+// include when read; the second and
 // minute windows cost a copy of the totals once per span, made by the call
 // that starts it. What a span held is known while its mark is in the ring:
 // flow decisions, which must hold a threshold in any real window, read a
