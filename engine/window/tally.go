@@ -262,12 +262,23 @@ func (t *Tally) roll(nowMs int64) bool {
 	}
 }
 
-// Add counts n events of kind ev, after Open.
+// Add counts n events of kind ev, after Open. Those a Tally keeps inline
+// go on the shared line until a writer finds another changed it between
+// its load and its swap, on Stripes from then on.
 func (t *Tally) Add(ev Event, n int64) {
 	if ev < kept {
-		t.add(ev, n)
+		if s := t.stripes.Load(); s != nil {
+			s.add(ev, n)
+		} else if old := t.totals[ev].Load(); !t.totals[ev].CompareAndSwap(old, old+n) {
+			t.stripe().add(ev, n)
+		}
 		return
 	}
+	t.addShadow(n)
+}
+
+// addShadow counts n shadow blocks.
+func (t *Tally) addShadow(n int64) {
 	shadow := t.shadow.Load()
 	if shadow == nil {
 		// Zero marks are right: the total was zero at every mark.
@@ -277,21 +288,8 @@ func (t *Tally) Add(ev Event, n int64) {
 	shadow.total.Add(n)
 }
 
-// add counts n events of kind ev < kept: on the shared line until a
-// writer finds another changed it between its load and its swap, on
-// Stripes from then on.
-func (t *Tally) add(ev Event, n int64) {
-	if s := t.stripes.Load(); s != nil {
-		s.add(ev, n)
-		return
-	}
-	if old := t.totals[ev].Load(); !t.totals[ev].CompareAndSwap(old, old+n) {
-		t.stripe().add(ev, n)
-	}
-}
-
 // AddComplete counts n completed calls that took rtMs each, errors of
-// them, after Open. The completions tell a collision, as add does; the
+// them, after Open. The completions tell a collision, as Add does; the
 // rare response times and errors then follow them without a swap.
 func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	s := t.stripes.Load()
