@@ -437,7 +437,7 @@ func (a *adaptiveLimiter) learn(nowMs int64) {
 func (a *adaptiveLimiter) status() AdaptiveStatus {
 	st := a.state.Load()
 	return AdaptiveStatus{Rule: a.rule.Name, Resource: a.rule.Resource, Algorithm: a.rule.Algorithm, Mode: a.rule.Mode,
-		Limit: st.limit, InFlight: a.res.concurrency.Load(),
+		Limit: st.limit, InFlight: a.res.Concurrency(),
 		ShortRttMs: math.Float64frombits(a.shortRtt.Load()), NoLoadRttMs: math.Float64frombits(a.noLoadRtt.Load()),
 		LastChange: st.change}
 }

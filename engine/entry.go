@@ -201,7 +201,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if a := rs.adaptive(); a != nil {
 		// Before the in-flight count is raised for a concurrency rule:
 		// the limit is what was in flight before the call.
-		switch ok, blk := a.admits(r.concurrency.Load(), count); {
+		switch ok, blk := a.admits(r.Concurrency(), count); {
 		case ok:
 		case a.shadow:
 			shadowBlocked = true
@@ -213,6 +213,12 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.concurrency.Add(count)
+		if s := r.second.Stripes(); s != nil {
+			// As exact as the shared count: the calls on stripes entered
+			// under rules that read no count in flight, and would have
+			// passed whatever this call read.
+			inFlight += s.InFlight()
+		}
 	}
 	// The flow rules decide on the resource's pass count as read here; the
 	// call claims its passes on that count once every rule let it through.
@@ -264,7 +270,9 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	}
 	// The statistics count claimed passes from the claim on: the call's
 	// span of time starts before (Resource.recordPass).
-	r.second.Open(now)
+	if r.second.Open(now) {
+		r.sampleInFlight(now)
+	}
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
 	// take the last room of a window.
@@ -283,7 +291,12 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
 	}
 	if !rs.reserveConcurrency {
-		inFlight = r.concurrency.Add(count)
+		if s := r.striped(rs); s != nil {
+			s.AddInFlight(count)
+			inFlight = -1 // sampled (Resource.sampleInFlight)
+		} else {
+			inFlight = r.concurrency.Add(count)
+		}
 	}
 	r.recordPass(now, markMs, count, seen+count, inFlight, shadowBlocked, rs.feeds)
 	if sys != nil {
@@ -342,7 +355,11 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 // it with Resource.RecordComplete). Call Release or Exit, not both.
 func (e Entry) Release() {
 	if e.res != nil {
-		e.res.concurrency.Add(-e.count)
+		if s := e.res.striped(e.rules); s != nil {
+			s.AddInFlight(-e.count)
+		} else {
+			e.res.concurrency.Add(-e.count)
+		}
 		e.held.release(e.count)
 		cancelProbes(e.rules.breakers, e.probes)
 		if e.countedInbound() {
@@ -384,7 +401,11 @@ func (e Entry) Exit(opts ...ExitOption) {
 	if failed {
 		errors = complete
 	}
-	r.concurrency.Add(-e.count)
+	if s := r.striped(e.rules); s != nil {
+		s.AddInFlight(-e.count)
+	} else {
+		r.concurrency.Add(-e.count)
+	}
 	e.held.release(e.count)
 	r.recordComplete(now, complete, rt, errors)
 	if e.countedInbound() {

@@ -133,7 +133,7 @@ func (e *Engine) dropRetired(ms int64) {
 // saw no traffic for ttlMs: its newest minute with a call (or its creation, if
 // later) ended that long ago.
 func (r *Resource) idleAt(nowMs, ttlMs int64) bool {
-	if r.concurrency.Load() != 0 {
+	if r.Concurrency() != 0 {
 		return false
 	}
 	lastMs := r.firstSeenMs

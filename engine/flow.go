@@ -260,7 +260,7 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 	threshold := c.threshold
 	if c.inFlight {
 		if c.stat != self {
-			inFlight = c.stat.concurrency.Load() + count
+			inFlight = c.stat.Concurrency() + count
 		}
 		return float64(inFlight) <= threshold, 0
 	}

@@ -29,7 +29,9 @@ const secondIntervalMs = 1000
 // line holds what every call reads and only rule loads write; the second
 // what every call writes, the in-flight and pass counts and the totals
 // the statistics are kept in (window.Tally), so that a call writes one
-// line. A Resource is 512 bytes, a size class of whole lines
+// line; once calls on several cores collide on it, the statistics and the
+// calls in flight go to a line per core (window.Stripes), and only the pass
+// numbering that flow rules read stays on it. A Resource is 512 bytes, a size class of whole lines
 // (TestResourceLayout); a byte more and, as a pointerful object past 512
 // bytes carries an 8-byte header, it would take the 576-byte class with
 // its lines off by those 8 bytes.
@@ -42,6 +44,9 @@ type Resource struct {
 	// eng looks the name up again for calls through an evicted handle.
 	eng *Engine
 
+	// concurrency counts the calls in flight while the resource is not
+	// contended, and those of rule sets that read it (inFlightMatters)
+	// always; Concurrency adds those counted on second's Stripes.
 	concurrency atomic.Int64
 	// second counts every call: its claimed passes (passes) and totals
 	// complete the line above, then come its marks of the last second and
@@ -158,7 +163,35 @@ func (r *Resource) Name() string { return r.name }
 func (r *Resource) FirstSeenMs() int64 { return r.firstSeenMs }
 
 // Concurrency returns the calls in flight.
-func (r *Resource) Concurrency() int64 { return r.concurrency.Load() }
+func (r *Resource) Concurrency() int64 {
+	n := r.concurrency.Load()
+	if s := r.second.Stripes(); s != nil {
+		n += s.InFlight()
+	}
+	return n
+}
+
+// striped returns the stripes that count the calls in flight of rules rs,
+// nil if the shared count does: until the resource is contended, and
+// always for rules that read the count (the calls entered before count
+// on either, as only the sum is read). Callers add to them in place, as
+// Entry and Exit would not inline a helper that adds.
+func (r *Resource) striped(rs *ruleSet) *window.Stripes {
+	if rs.inFlightMatters {
+		return nil
+	}
+	return r.second.Stripes()
+}
+
+// sampleInFlight records the calls in flight of a contended resource in
+// the minute's most, for the call that started a span of nowMs: the calls
+// counted on stripes do not know the sum, so the minute's most is sampled
+// once a span.
+func (r *Resource) sampleInFlight(nowMs int64) {
+	if r.second.Stripes() != nil {
+		r.second.Extremes(nowMs).ObserveConcurrency(r.Concurrency())
+	}
+}
 
 // Evicted reports whether the engine has forgotten the resource, idle and
 // named by no rule. Calls through the handle still count, each under a
@@ -239,9 +272,12 @@ func (r *Resource) roomAfter(atMs int64, known bool, nowMs, intervalMs int64) bo
 // recordPass records count passes at nowMs, which happen at markMs (a
 // prioritized call's, later): the pass logs count them from then. total
 // is the resource's pass count with them, claimed by the caller (Entry)
-// when feeds read it.
+// when feeds read it; concurrency the calls in flight with them, or -1
+// when they were counted on stripes (sampleInFlight).
 func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
-	r.second.Open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	if len(feeds) == 0 {
 		// Otherwise Entry claimed them on r.passes, which second counts
 		// too (window.Tally.Claimed).
@@ -250,7 +286,9 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
+	if concurrency >= 0 {
+		r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
+	}
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}
@@ -262,7 +300,9 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 // finds more of a minute's blocks in the rules' tallies than in the
 // resource's.
 func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
-	r.second.Open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	r.second.Add(window.Block, count)
 	if blk != nil && blk.tally != nil {
 		blk.tally.add(nowMs, count)
@@ -271,7 +311,9 @@ func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
 
 func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
 	rtMs = max(rtMs, 0)
-	r.second.Open(nowMs)
+	if r.second.Open(nowMs) {
+		r.sampleInFlight(nowMs)
+	}
 	r.second.AddComplete(count, rtMs, errors)
 	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }

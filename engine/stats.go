@@ -238,7 +238,7 @@ func (r *Resource) Live() LiveStats {
 		ShadowBlockQps: perSecond(window.ShadowBlock),
 		CompleteQps:    perSecond(window.Complete),
 		ErrorQps:       perSecond(window.Error),
-		Concurrency:    r.concurrency.Load(),
+		Concurrency:    r.Concurrency(),
 	}
 	if s.CompleteQps > 0 {
 		s.AvgRtMs = perSecond(window.RtSum) / s.CompleteQps

@@ -23,10 +23,12 @@ func (r *Resource) Tally(passed bool, count int64) {
 	rs := r.rules.Load()
 	// Claimed after Open, as Entry claims its passes, so that the
 	// statistics count them in this call's span.
-	r.second.Open(now)
+	if r.second.Open(now) {
+		r.sampleInFlight(now)
+	}
 	var total int64
 	if len(rs.feeds) > 0 {
 		total = r.passes().Add(count)
 	}
-	r.recordPass(now, now, count, total, r.concurrency.Load(), false, rs.feeds)
+	r.recordPass(now, now, count, total, r.Concurrency(), false, rs.feeds)
 }

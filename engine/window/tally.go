@@ -31,7 +31,9 @@ const (
 // between its mark and the next one's, or the totals for the newest. A
 // call adds to the totals, one cache line that it writes and nothing else,
 // however many windows read them (shadow blocks, which only rules in
-// shadow mode count, are kept apart from the first one on); the second and
+// shadow mode count, are kept apart from the first one on), or once calls
+// collided on that line, to its core's line of Stripes, which the totals
+// include when read; the second and
 // minute windows cost a copy of the totals once per span, made by the call
 // that starts it. What a span held is known while its mark is in the ring:
 // flow decisions, which must hold a threshold in any real window, read a
@@ -67,6 +69,10 @@ type Tally struct {
 	// resources have no rule in shadow mode, and the marks of an event
 	// cost a tenth of a Tally.
 	shadow atomic.Pointer[shadowTally]
+	// stripes count what totals did once two writers collided on them
+	// (Stripes), nil until then; claimed stays on the shared line, as the
+	// pass logs number passes by it.
+	stripes atomic.Pointer[Stripes]
 	// newest is the start of the newest span, never before the first, or
 	// resetting while a writer starts one.
 	newest atomic.Int64
@@ -84,9 +90,9 @@ type Tally struct {
 	// it began.
 	minuteAt [kept]atomic.Int64
 	minutes  [minutes]minuteMark
-	// collected is what the totals were when Collect last read them; only
-	// Collect, one call at a time, uses it.
-	collected [NumEvents]int64
+	// collected is what the totals were when Collect last read them (of
+	// ShadowBlock, in shadow); only Collect, one call at a time, uses it.
+	collected [kept]int64
 }
 
 // minuteMark is a minute's start and the extremes of its calls.
@@ -98,9 +104,10 @@ type minuteMark struct {
 // shadowTally is ShadowBlock's total and marks, kept as a Tally's others
 // are. Its marks start at zero, the total before the first was counted.
 type shadowTally struct {
-	total    atomic.Int64
-	marks    [Spans]atomic.Uint32
-	minuteAt atomic.Int64
+	total     atomic.Int64
+	marks     [Spans]atomic.Uint32
+	minuteAt  atomic.Int64
+	collected int64
 }
 
 // Span is one span of a Tally's second, as At returns it.
@@ -165,11 +172,22 @@ func (t *Tally) Init() {
 func (t *Tally) Claimed() *atomic.Int64 { return &t.claimed }
 
 // Open starts the span of nowMs if it is not started: call it before
-// counting a call of then.
-func (t *Tally) Open(nowMs int64) {
-	if nowMs >= t.newest.Load()+SpanMs {
-		t.roll(nowMs)
+// counting a call of then. It reports whether this call started it.
+func (t *Tally) Open(nowMs int64) bool {
+	return nowMs >= t.newest.Load()+SpanMs && t.roll(nowMs)
+}
+
+// Stripes returns the lines t counts on since writers collided on its
+// totals, nil before.
+func (t *Tally) Stripes() *Stripes { return t.stripes.Load() }
+
+// stripe returns t's Stripes, made if need be: writers collided.
+func (t *Tally) stripe() *Stripes {
+	if s := t.stripes.Load(); s != nil {
+		return s
 	}
+	t.stripes.CompareAndSwap(nil, newStripes())
+	return t.stripes.Load()
 }
 
 // Extremes returns the extremes of the newest minute, for a call of
@@ -193,7 +211,7 @@ const minuteShiftMs = minutes * MinuteMs << 40
 
 // roll starts the span of nowMs, unless another writer did: Open's slow
 // path.
-func (t *Tally) roll(nowMs int64) {
+func (t *Tally) roll(nowMs int64) bool {
 	for {
 		s := t.newest.Load()
 		switch {
@@ -201,7 +219,7 @@ func (t *Tally) roll(nowMs int64) {
 			runtime.Gosched()
 			continue
 		case nowMs < s+SpanMs:
-			return
+			return false
 		case !t.newest.CompareAndSwap(s, resetting):
 			continue
 		}
@@ -240,16 +258,27 @@ func (t *Tally) roll(nowMs int64) {
 			m.start.Store(minute)
 		}
 		t.newest.Store(start)
-		return
+		return true
 	}
 }
 
-// Add counts n events of kind ev, after Open.
+// Add counts n events of kind ev, after Open. Those a Tally keeps inline
+// go on the shared line until a writer finds another changed it between
+// its load and its swap, on Stripes from then on.
 func (t *Tally) Add(ev Event, n int64) {
 	if ev < kept {
-		t.totals[ev].Add(n)
+		if s := t.stripes.Load(); s != nil {
+			s.add(ev, n)
+		} else if old := t.totals[ev].Load(); !t.totals[ev].CompareAndSwap(old, old+n) {
+			t.stripe().add(ev, n)
+		}
 		return
 	}
+	t.addShadow(n)
+}
+
+// addShadow counts n shadow blocks.
+func (t *Tally) addShadow(n int64) {
 	shadow := t.shadow.Load()
 	if shadow == nil {
 		// Zero marks are right: the total was zero at every mark.
@@ -260,14 +289,28 @@ func (t *Tally) Add(ev Event, n int64) {
 }
 
 // AddComplete counts n completed calls that took rtMs each, errors of
-// them, after Open.
+// them, after Open. The completions tell a collision, as Add does; the
+// rare response times and errors then follow them without a swap.
 func (t *Tally) AddComplete(n, rtMs, errors int64) {
-	t.totals[Complete].Add(n)
+	s := t.stripes.Load()
+	if s == nil {
+		if old := t.totals[Complete].Load(); t.totals[Complete].CompareAndSwap(old, old+n) {
+			if rtMs > 0 {
+				t.totals[RtSum].Add(n * rtMs)
+			}
+			if errors > 0 {
+				t.totals[Error].Add(errors)
+			}
+			return
+		}
+		s = t.stripe()
+	}
+	s.add(Complete, n)
 	if rtMs > 0 {
-		t.totals[RtSum].Add(n * rtMs)
+		s.add(RtSum, n*rtMs)
 	}
 	if errors > 0 {
-		t.totals[Error].Add(errors)
+		s.add(Error, errors)
 	}
 }
 
@@ -279,6 +322,9 @@ func (t *Tally) loadTotals() [NumEvents]int64 {
 		totals[ev] = t.totals[ev].Load()
 	}
 	totals[Pass] += t.claimed.Load()
+	if s := t.stripes.Load(); s != nil {
+		s.addTo(&totals)
+	}
 	if shadow := t.shadow.Load(); shadow != nil {
 		totals[ShadowBlock] = shadow.total.Load()
 	}
@@ -418,21 +464,31 @@ func (t *Tally) Collect(out []Minute) []Minute {
 	newestMinute := floorTo(v.newest, MinuteMs)
 	cur := slotOf(newestMinute, MinuteMs, minutes)
 	older := (cur + 1) % minutes
-	if s := v.minutes[older].start; s != never && s < newestMinute {
-		out = t.appendMinute(out, &v, older, &t.collected, &v.minuteAt)
+	var collected [NumEvents]int64
+	copy(collected[:], t.collected[:])
+	shadow := t.shadow.Load()
+	if shadow != nil {
+		collected[ShadowBlock] = shadow.collected
 	}
-	out = t.appendMinute(out, &v, cur, &v.minuteAt, &v.totals)
-	t.collected = v.totals
+	if s := v.minutes[older].start; s != never && s < newestMinute {
+		out = appendMinute(out, &v, older, &collected, &collected, &v.minuteAt)
+	}
+	out = appendMinute(out, &v, cur, &collected, &v.minuteAt, &v.totals)
+	copy(t.collected[:], v.totals[:kept])
+	if shadow != nil {
+		// A shadow counted since v was loaded has nothing collected.
+		shadow.collected = v.totals[ShadowBlock]
+	}
 	return out
 }
 
 // appendMinute appends the minute of v's slot i with the counts from what
 // was collected (or from, if later) up to to.
-func (t *Tally) appendMinute(out []Minute, v *view, i int, from, to *[NumEvents]int64) []Minute {
+func appendMinute(out []Minute, v *view, i int, collected, from, to *[NumEvents]int64) []Minute {
 	var m Minute
 	counted := false
 	for ev := range m.Counts {
-		if d := to[ev] - max(from[ev], t.collected[ev]); d > 0 {
+		if d := to[ev] - max(from[ev], collected[ev]); d > 0 {
 			m.Counts[ev], counted = d, true
 		}
 	}
