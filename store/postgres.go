@@ -1,11 +1,11 @@
 package store
 
 import (
-	"database/sql"
 	"fmt"
 	"strings"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 	"gorm.io/driver/postgres"
 
@@ -22,12 +22,25 @@ func IsPostgres(db string) bool {
 	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
 }
 
-// openPostgres opens the PostgreSQL database at url with pgx.
+// parallelWorkersParam is the server setting that bounds a query's
+// parallel workers.
+const parallelWorkersParam = "max_parallel_workers_per_gather"
+
+// openPostgres opens the PostgreSQL database at url with pgx. Its
+// sessions run without parallel workers unless url sets
+// max_parallel_workers_per_gather: Sluice's reads are short (a ranking
+// reads some 40,000 index entries), and starting workers cost the 24-hour
+// ranking on the 10 M-row seed four times its time on 2 cores
+// (docs/performance.md).
 func openPostgres(url string) (*backend, error) {
-	sqlDB, err := sql.Open("pgx", url)
+	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	if _, set := cfg.RuntimeParams[parallelWorkersParam]; !set {
+		cfg.RuntimeParams[parallelWorkersParam] = "0"
+	}
+	sqlDB := stdlib.OpenDB(*cfg)
 	sqlDB.SetMaxOpenConns(postgresConns)
 	sqlDB.SetMaxIdleConns(postgresConns)
 	dialector := postgres.New(postgres.Config{Conn: sqlDB})
