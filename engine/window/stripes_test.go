@@ -73,23 +73,7 @@ func TestTallyContendedCollectsEveryCount(t *testing.T) {
 			}
 		})
 	}
-	var collected []Minute
-	done := make(chan struct{})
-	var collector sync.WaitGroup
-	collector.Go(func() {
-		for {
-			select {
-			case <-done:
-				collected = tally.Collect(collected)
-				return
-			default:
-				collected = tally.Collect(collected)
-			}
-		}
-	})
-	wg.Wait()
-	close(done)
-	collector.Wait()
+	collected := collectWhile(tally, &wg)
 	if tally.Stripes() == nil {
 		t.Fatal("the tally has no stripes")
 	}

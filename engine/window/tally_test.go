@@ -298,23 +298,7 @@ func TestTallyConcurrentWritersAndCollector(t *testing.T) {
 			}
 		})
 	}
-	var collected []Minute
-	done := make(chan struct{})
-	var collector sync.WaitGroup
-	collector.Go(func() {
-		for {
-			select {
-			case <-done:
-				collected = tally.Collect(collected)
-				return
-			default:
-				collected = tally.Collect(collected)
-			}
-		}
-	})
-	wg.Wait()
-	close(done)
-	collector.Wait()
+	collected := collectWhile(tally, &wg)
 	var passes, shadowBlocks int64
 	for _, m := range collected {
 		passes, shadowBlocks = passes+m.Counts[Pass], shadowBlocks+m.Counts[ShadowBlock]
@@ -348,4 +332,27 @@ func TestFloorToAndSlotOf(t *testing.T) {
 			t.Errorf("slotOf(%d, %d, %d) = %d, want %d", tt.ms, tt.unit, tt.n, got, tt.slot)
 		}
 	}
+}
+
+// collectWhile collects t's finished minutes over and over until the
+// writers are done, then once more, and returns every minute collected.
+func collectWhile(t *Tally, writers *sync.WaitGroup) []Minute {
+	var collected []Minute
+	done := make(chan struct{})
+	var collector sync.WaitGroup
+	collector.Go(func() {
+		for {
+			select {
+			case <-done:
+				collected = t.Collect(collected)
+				return
+			default:
+				collected = t.Collect(collected)
+			}
+		}
+	})
+	writers.Wait()
+	close(done)
+	collector.Wait()
+	return collected
 }
