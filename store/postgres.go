@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -31,16 +32,22 @@ const parallelWorkersParam = "max_parallel_workers_per_gather"
 // max_parallel_workers_per_gather: Sluice's reads are short (a ranking
 // reads some 40,000 index entries), and starting workers cost the 24-hour
 // ranking on the 10 M-row seed four times its time on 2 cores
-// (docs/performance.md).
+// (docs/performance.md). The setting is made by a SET once a session
+// starts rather than among the startup parameters, which a connection
+// pooler such as PgBouncer refuses unless told to ignore them.
 func openPostgres(url string) (*backend, error) {
 	cfg, err := pgx.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("open postgres: %w", err)
 	}
+	var opts []stdlib.OptionOpenDB
 	if _, set := cfg.RuntimeParams[parallelWorkersParam]; !set {
-		cfg.RuntimeParams[parallelWorkersParam] = "0"
+		opts = append(opts, stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, "SET "+parallelWorkersParam+" = 0")
+			return err
+		}))
 	}
-	sqlDB := stdlib.OpenDB(*cfg)
+	sqlDB := stdlib.OpenDB(*cfg, opts...)
 	sqlDB.SetMaxOpenConns(postgresConns)
 	sqlDB.SetMaxIdleConns(postgresConns)
 	dialector := postgres.New(postgres.Config{Conn: sqlDB})
