@@ -10,7 +10,8 @@ import "math"
 // The rules read are the enforced qps rules that count passes in a window
 // (reject flow rules on the resource's own traffic, hotspot reject rules
 // per value, cluster rules); Known is false when none applies. Of several,
-// the one with the fewest calls left is given.
+// the one with the fewest calls left is given. Resource.ShadowStatus reads
+// the shadow rules of those kinds instead.
 type Status struct {
 	// Rule is the rule's name.
 	Rule string
@@ -36,6 +37,21 @@ type Status struct {
 // the decision, so calls in between are counted too, and searches them:
 // it is for callers that answer with it, not for every call.
 func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
+	return r.status(blocked, false, opts)
+}
+
+// ShadowStatus is Status of the shadow rules alone, for a call with opts
+// that has just passed: the limit it would have come nearest to had they
+// been enforced, with Remaining 0 once over it. It is for answers that
+// report a shadow limit where no enforced one applies, as Envoy's rate
+// limit service does for its shadow_mode limits; a RateLimit header or a
+// Retry-After must not say it, since the limit refuses nothing.
+func (r *Resource) ShadowStatus(opts ...EntryOption) Status {
+	return r.status(false, true, opts)
+}
+
+// status is Status of the rules whose shadow mode is shadow.
+func (r *Resource) status(blocked, shadow bool, opts []EntryOption) Status {
 	var s Status
 	if r == nil {
 		return s
@@ -57,7 +73,7 @@ func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
 		flow = rs.more.flowAll
 	}
 	for _, c := range flow {
-		if c.shadow() || (c.expiresAtMs() != 0 && nowMs >= c.expiresAtMs()) {
+		if c.shadow() != shadow || (c.expiresAtMs() != 0 && nowMs >= c.expiresAtMs()) {
 			continue
 		}
 		switch {
@@ -80,7 +96,7 @@ func (r *Resource) Status(blocked bool, opts ...EntryOption) Status {
 		return s
 	}
 	for _, c := range rs.more.keyed {
-		if c.shadow || !c.logs || c.source != keyParam || (c.rule.ExpiresAtMs != 0 && nowMs >= c.rule.ExpiresAtMs) {
+		if c.shadow != shadow || !c.logs || c.source != keyParam || (c.rule.ExpiresAtMs != 0 && nowMs >= c.rule.ExpiresAtMs) {
 			continue
 		}
 		key, ok := c.key(opts, origin, nil)

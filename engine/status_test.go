@@ -76,3 +76,40 @@ func TestStatusUnknownWithoutAWindowRule(t *testing.T) {
 		t.Fatalf("a concurrency rule and a shadow rule gave %+v", s)
 	}
 }
+
+func TestShadowStatusReadsOnlyShadowRules(t *testing.T) {
+	e, _ := newTestEngine(t, 1_000_000, FlowRule{Name: "watch", Resource: "r", Threshold: 2, Mode: ModeShadow},
+		FlowRule{Name: "enforced", Resource: "both", Threshold: 100},
+		FlowRule{Name: "watch-both", Resource: "both", Threshold: 1, Mode: ModeShadow})
+	if err := e.LoadHotspotRules([]HotspotRule{{Name: "per-user", Resource: "h", ParamKey: "user", Threshold: 1, Mode: ModeShadow}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("r")
+	for range 3 {
+		if !tryPass(r) {
+			t.Fatal("a shadow rule blocked")
+		}
+	}
+	if s := r.ShadowStatus(); !s.Known || s.Rule != "watch" || s.Limit != 2 || s.Remaining != 0 || s.ResetMs != 1000 {
+		t.Fatalf("over the shadow rule: %+v, want watch, 0 left, reset in 1000 ms", s)
+	}
+	both := e.Resource("both")
+	tryPass(both)
+	if s := both.Status(false); s.Rule != "enforced" || s.Remaining != 99 {
+		t.Fatalf("enforced status beside a shadow rule: %+v", s)
+	}
+	if s := both.ShadowStatus(); s.Rule != "watch-both" || s.Remaining != 0 {
+		t.Fatalf("shadow status beside an enforced rule: %+v", s)
+	}
+	h := e.Resource("h")
+	tryPass(h, WithParam("user", "ann"))
+	if s := h.ShadowStatus(WithParam("user", "ann")); s.Rule != "per-user" || s.Remaining != 0 {
+		t.Fatalf("ann over the shadow hotspot rule: %+v", s)
+	}
+	if s := h.ShadowStatus(WithParam("user", "bob")); s.Remaining != 1 {
+		t.Fatalf("bob under the shadow hotspot rule: %+v", s)
+	}
+	if s := h.Status(false, WithParam("user", "ann")); s.Known {
+		t.Fatalf("Status read a shadow hotspot rule: %+v", s)
+	}
+}

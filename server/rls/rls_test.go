@@ -352,9 +352,19 @@ func TestShadowModeUnlimitedAndUnknownDomain(t *testing.T) {
 	r := startRLS(t)
 	r.rule(t, `{"name":"shadow-one","kind":"flow","resource":"edge:generic_key=trial","threshold":1,"mode":"shadow"}`)
 	r.rule(t, `{"name":"free","kind":"flow","resource":"edge:generic_key=health","threshold":1,"enabled":false}`)
-	for range 3 {
-		if got := codesOf(r.ask(t, request("edge", desc("generic_key", "trial"), desc("generic_key", "health")))); got != "OK OK => OK" {
+	for i := range 3 {
+		resp := r.ask(t, request("edge", desc("generic_key", "trial"), desc("generic_key", "health")))
+		if got := codesOf(resp); got != "OK OK => OK" {
 			t.Fatalf("shadow and unlimited: %s", got)
+		}
+		// The shadow limit is reported as envoyproxy/ratelimit reports a
+		// shadow_mode one: its limit, and what is left of it.
+		shadow, unlimited := resp.GetStatuses()[0], resp.GetStatuses()[1]
+		if l := shadow.GetCurrentLimit(); l.GetName() != "shadow-one" || l.GetRequestsPerUnit() != 1 || shadow.GetLimitRemaining() != 0 {
+			t.Errorf("call %d, shadow descriptor: %v, want shadow-one's limit of 1, none left", i+1, shadow)
+		}
+		if unlimited.GetCurrentLimit() != nil {
+			t.Errorf("call %d, unlimited descriptor: %v, want no limit", i+1, unlimited)
 		}
 	}
 	if p, _, sb := r.counts("edge:generic_key=trial"); p != 3 || sb != 2 {

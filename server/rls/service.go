@@ -100,7 +100,13 @@ func (s *service) judge(domain string, c *call, m match, replaced map[string]boo
 	if blk == nil {
 		e.Release()
 	}
-	return descriptorStatus(blk != nil, res.Status(blk != nil, opts...))
+	st := res.Status(blk != nil, opts...)
+	if !st.Known && blk == nil {
+		// As envoyproxy/ratelimit answers for a shadow_mode limit: OK, with
+		// the limit and what is left of it (0 once over).
+		st = res.ShadowStatus(opts...)
+	}
+	return descriptorStatus(blk != nil, st)
 }
 
 // anyOf reports whether any of names is in set.
