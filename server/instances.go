@@ -370,8 +370,8 @@ func objectList(o *wire.Object, name string, most int, hint string) []json.RawMe
 	if v == nil {
 		return nil
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(v, &items); err != nil {
+	items, ok := wire.Elements(v)
+	if !ok {
 		o.Fail(name, "must be a list of objects")
 		return nil
 	}
@@ -382,14 +382,14 @@ func objectList(o *wire.Object, name string, most int, hint string) []json.RawMe
 	return items
 }
 
-// decodeObjects decodes each of items, an object named name[i] in the
-// request, with decode, and returns what decode made of each; one that is
+// decodeObjects decodes each of items (objectList's), an object named
+// name[i] in the request, with decode, and returns what decode made of each; one that is
 // not an object is a failure of errs.
 func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*wire.Object) T) []T {
 	out := make([]T, 0, len(items))
 	for i, item := range items {
-		path := fmt.Sprintf("%s[%d]", name, i)
-		o, err := wire.Parse(item, path+".", errs)
+		path := name + "[" + strconv.Itoa(i) + "]"
+		o, err := wire.ParseValid(item, path+".", errs)
 		if err != nil {
 			*errs = append(*errs, engine.FieldError{Field: path, Message: "must be an object"})
 			continue

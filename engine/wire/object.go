@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/sluicehq/sluice/engine"
 )
@@ -26,14 +26,30 @@ type Object struct {
 	Label string
 	// Errs collects every bad field.
 	Errs   *[]engine.FieldError
-	fields map[string]json.RawMessage
-	seen   map[string]bool
+	fields []field
+}
+
+// field is one of an Object's fields: its name, its value (valid JSON,
+// without the white space around it) and whether it was read.
+type field struct {
+	name  []byte
+	value json.RawMessage
+	seen  bool
 }
 
 // Parse reads data as one JSON object. Data that is not JSON is an
 // error; JSON that is no object (an array, a string, a number, true,
-// false or null) is a *NotObjectError.
+// false or null) is a *NotObjectError. The object keeps no reference to
+// data.
+//
+// Valid JSON is split into its fields in one pass (split): an instance's
+// report is hundreds of small objects, which encoding/json's decoder into
+// a map made most of the report's cost on the server. Anything else takes
+// the decoder, for its errors.
 func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
+	if json.Valid(data) {
+		return ParseValid(bytes.Clone(data), path, errs)
+	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(data))
 	err := dec.Decode(&fields)
@@ -50,7 +66,173 @@ func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error)
 	if wrongType || fields == nil {
 		return nil, &NotObjectError{Got: jsonType(data)}
 	}
-	return &Object{Path: path, fields: fields, seen: map[string]bool{}, Errs: errs}, nil
+	o := &Object{Path: path, Errs: errs, fields: make([]field, 0, len(fields))}
+	for name, v := range fields {
+		o.fields = append(o.fields, field{name: []byte(name), value: v})
+	}
+	return o, nil
+}
+
+// ParseValid is Parse of data known to be one valid JSON value, such as
+// an element that Elements split out of an Object's value, which it does
+// not check again; the object's values are slices of data.
+func ParseValid(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
+	fields, ok := split(data)
+	if !ok {
+		return nil, &NotObjectError{Got: jsonType(data)}
+	}
+	return &Object{Path: path, fields: fields, Errs: errs}, nil
+}
+
+// split returns the fields of data, one valid JSON value, or false when
+// it is no object. A name given twice keeps its last value, as
+// encoding/json's decoder does (request bodies with one are refused
+// before, server/codec.CheckBody). The values are slices of data.
+func split(data []byte) ([]field, bool) {
+	i := skipSpace(data, 0)
+	if data[i] != '{' {
+		return nil, false
+	}
+	fields := make([]field, 0, 8)
+	i = skipSpace(data, i+1)
+	if data[i] == '}' {
+		return fields, true
+	}
+	for {
+		end := stringEnd(data, i)
+		name := unquote(data[i:end])
+		if name == nil {
+			name = data[i+1 : end-1]
+		}
+		i = skipSpace(data, skipSpace(data, end)+1)
+		vEnd := valueEnd(data, i)
+		if f := find(fields, string(name)); f != nil {
+			f.value = data[i:vEnd]
+		} else {
+			fields = append(fields, field{name: name, value: data[i:vEnd]})
+		}
+		i = skipSpace(data, vEnd)
+		if data[i] == '}' {
+			return fields, true
+		}
+		i = skipSpace(data, i+1)
+	}
+}
+
+// Elements returns the elements of v, one valid JSON value, or false
+// when it is no array: what json.Unmarshal into a []json.RawMessage gives,
+// without copying. The elements are slices of v.
+func Elements(v json.RawMessage) ([]json.RawMessage, bool) {
+	i := skipSpace(v, 0)
+	if i == len(v) || v[i] != '[' {
+		return nil, false
+	}
+	items := []json.RawMessage{}
+	i = skipSpace(v, i+1)
+	if v[i] == ']' {
+		return items, true
+	}
+	for {
+		end := valueEnd(v, i)
+		items = append(items, v[i:end])
+		i = skipSpace(v, end)
+		if v[i] == ']' {
+			return items, true
+		}
+		i = skipSpace(v, i+1)
+	}
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the string that starts at i.
+func stringEnd(data []byte, i int) int {
+	for i++; data[i] != '"'; i++ {
+		if data[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// valueEnd returns the index just past the value that starts at i.
+func valueEnd(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch data[i] {
+			case '"':
+				i = stringEnd(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
+}
+
+// unquote returns the text of s, a valid JSON string, as encoding/json
+// decodes it (invalid UTF-8 becomes U+FFFD), or nil when that is the
+// bytes between its quotes.
+func unquote(s []byte) []byte {
+	if _, ok := plain(s); ok {
+		return nil
+	}
+	var str string
+	if err := json.Unmarshal(s, &str); err != nil {
+		panic("wire: unquote of no JSON string: " + err.Error())
+	}
+	return []byte(str)
+}
+
+// plain returns the bytes between the quotes of v if it is a JSON string
+// without escapes, of valid UTF-8: most are, and need no decoder.
+func plain(v []byte) ([]byte, bool) {
+	if len(v) < 2 || v[0] != '"' {
+		return nil, false
+	}
+	body := v[1 : len(v)-1]
+	ascii := true
+	for _, c := range body {
+		switch {
+		case c == '\\' || c == '"' || c < 0x20:
+			return nil, false
+		case c >= utf8.RuneSelf:
+			ascii = false
+		}
+	}
+	if !ascii && !utf8.Valid(body) {
+		return nil, false
+	}
+	return body, true
+}
+
+// find returns the field of fields named name, or nil.
+func find(fields []field, name string) *field {
+	for i := range fields {
+		if string(fields[i].name) == name {
+			return &fields[i]
+		}
+	}
+	return nil
 }
 
 // NotObjectError is JSON of another type where an object belongs.
@@ -90,18 +272,21 @@ func (o *Object) Fail(name, message string) {
 // Value returns the field's value (nil when absent or null) and whether
 // it is present, and marks it as known.
 func (o *Object) Value(name string) (json.RawMessage, bool) {
-	o.seen[name] = true
-	v, ok := o.fields[name]
-	if !ok || string(v) == "null" {
-		return nil, ok
+	f := find(o.fields, name)
+	if f == nil {
+		return nil, false
 	}
-	return v, true
+	f.seen = true
+	if string(f.value) == "null" {
+		return nil, true
+	}
+	return f.value, true
 }
 
 // Has reports whether the field is present and not null.
 func (o *Object) Has(name string) bool {
-	v, ok := o.fields[name]
-	return ok && string(v) != "null"
+	f := find(o.fields, name)
+	return f != nil && string(f.value) != "null"
 }
 
 // Str decodes a string field into dst if the field is present (null sets
@@ -115,7 +300,9 @@ func (o *Object) Str(name string, dst *string) bool {
 		}
 		return present
 	}
-	if err := json.Unmarshal(v, dst); err != nil {
+	if b, ok := plain(v); ok {
+		*dst = string(b)
+	} else if err := json.Unmarshal(v, dst); err != nil {
 		o.Fail(name, "must be a string")
 	}
 	return true
@@ -126,8 +313,12 @@ func (o *Object) Str(name string, dst *string) bool {
 // bad value, so that a rule's name can label its errors before its fields
 // are read.
 func (o *Object) PeekStr(name string) string {
+	f := find(o.fields, name)
+	if f == nil {
+		return ""
+	}
 	var s string
-	if json.Unmarshal(o.fields[name], &s) != nil {
+	if json.Unmarshal(f.value, &s) != nil {
 		return ""
 	}
 	return s
@@ -157,12 +348,11 @@ func (o *Object) Number(name string, dst *float64) bool {
 		}
 		return present
 	}
-	var n json.Number
-	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
+	if !isJSONNumber(v) {
 		o.Fail(name, "must be a number")
 		return true
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || math.IsInf(f, 0) {
 		o.Fail(name, "is out of range")
 		return true
@@ -181,16 +371,15 @@ func (o *Object) Integer(name string, dst *int64) bool {
 		}
 		return present
 	}
-	var n json.Number
-	if !isJSONNumber(v) || json.Unmarshal(v, &n) != nil {
+	if !isJSONNumber(v) {
 		o.Fail(name, "must be a whole number")
 		return true
 	}
-	if i, err := strconv.ParseInt(n.String(), 10, 64); err == nil {
+	if i, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 		*dst = i
 		return true
 	}
-	f, err := n.Float64()
+	f, err := strconv.ParseFloat(string(v), 64)
 	switch {
 	case err != nil || f != math.Trunc(f):
 		o.Fail(name, "must be a whole number")
@@ -202,8 +391,8 @@ func (o *Object) Integer(name string, dst *int64) bool {
 	return true
 }
 
-// isJSONNumber tells a JSON number from a string holding one, which
-// json.Number would take too.
+// isJSONNumber tells a JSON number from the other values: v is one valid
+// JSON value (Parse), so a first byte of a number's is a number.
 func isJSONNumber(v json.RawMessage) bool {
 	return len(v) > 0 && (v[0] == '-' || v[0] >= '0' && v[0] <= '9')
 }
@@ -211,10 +400,14 @@ func isJSONNumber(v json.RawMessage) bool {
 // Rest reports every field not read so far: as belonging to another kind
 // when other says so, else as unknown.
 func (o *Object) Rest(other func(name string) string) {
-	for _, name := range slices.Sorted(maps.Keys(o.fields)) {
-		if o.seen[name] {
-			continue
+	var unread []string
+	for _, f := range o.fields {
+		if !f.seen {
+			unread = append(unread, string(f.name))
 		}
+	}
+	slices.Sort(unread)
+	for _, name := range unread {
 		if msg := other(name); msg != "" {
 			o.Fail(name, msg)
 		} else {

@@ -138,17 +138,29 @@ func DuplicateKey(data []byte) (string, bool) {
 // MaxDepth is how deeply JSON values may nest: encoding/json's own limit.
 const MaxDepth = 10000
 
-// dupScanner walks JSON for DuplicateKey.
+// dupScanner walks JSON for DuplicateKey. It allocates nothing for a
+// body without escaped keys or large objects: a fleet's reports are
+// hundreds of small objects each, checked on every report.
 type dupScanner struct {
 	data  []byte
 	i     int
 	depth int
 	found bool
 	path  string
-	// trail is the path to the value being read, innermost last: object
-	// keys, and array indexes as "[3]".
-	trail []string
+	// trail is the path to the value being read, innermost last.
+	trail []step
 }
+
+// step is one step of a path: an object's key, or an array's index.
+type step struct {
+	key     []byte
+	index   int
+	element bool
+}
+
+// smallObject is the most keys an object's duplicates are looked for
+// among by comparing each with the others, rather than in a map.
+const smallObject = 16
 
 func (d *dupScanner) skipSpace() {
 	for d.i < len(d.data) {
@@ -183,7 +195,7 @@ func (d *dupScanner) value() bool {
 		d.depth--
 		return ok
 	case '"':
-		_, ok := d.str()
+		_, ok := d.str(false)
 		return ok
 	}
 	for d.i < len(d.data) {
@@ -198,31 +210,48 @@ func (d *dupScanner) value() bool {
 
 func (d *dupScanner) object() bool {
 	d.i++ // {
-	var keys map[string]bool
+	var small [smallObject][]byte
+	var n int
+	var many map[string]bool
 	for {
 		d.skipSpace()
 		if d.i < len(d.data) && d.data[d.i] == '}' {
 			d.i++
 			return true
 		}
-		key, ok := d.str()
+		key, ok := d.str(true)
 		if !ok {
 			return false
 		}
-		if keys == nil {
-			keys = map[string]bool{}
+		seen := false
+		switch {
+		case many != nil:
+			seen = many[string(key)]
+			many[string(key)] = true
+		case n < smallObject:
+			for _, k := range small[:n] {
+				seen = seen || bytes.Equal(k, key)
+			}
+			small[n] = key
+			n++
+		default:
+			many = make(map[string]bool, 2*smallObject)
+			for _, k := range small {
+				many[string(k)] = true
+			}
+			seen = many[string(key)]
+			many[string(key)] = true
 		}
-		if keys[key] {
-			d.found, d.path = true, joinTrail(append(d.trail, key))
+		if seen {
+			d.found, d.path = true, joinTrail(append(d.trail, step{key: key}))
 			return false
 		}
-		keys[key] = true
 		d.skipSpace()
 		if d.i >= len(d.data) || d.data[d.i] != ':' {
 			return false
 		}
 		d.i++
-		if more, ok := d.member(key, '}'); !more {
+		if more, ok := d.member(step{key: key}, '}'); !more {
 			return ok
 		}
 	}
@@ -236,17 +265,17 @@ func (d *dupScanner) array() bool {
 			d.i++
 			return true
 		}
-		if more, ok := d.member("["+strconv.Itoa(index)+"]", ']'); !more {
+		if more, ok := d.member(step{index: index, element: true}, ']'); !more {
 			return ok
 		}
 	}
 }
 
-// member reads the value of an object's key or an array's element, named
-// by step in paths, and what follows it: more is true after a ',', ok
-// false on a duplicate or bad JSON.
-func (d *dupScanner) member(step string, closing byte) (more, ok bool) {
-	d.trail = append(d.trail, step)
+// member reads the value of an object's key or an array's element, the
+// step to it from its container, and what follows it: more is true after
+// a ',', ok false on a duplicate or bad JSON.
+func (d *dupScanner) member(s step, closing byte) (more, ok bool) {
+	d.trail = append(d.trail, s)
 	ok = d.value()
 	d.trail = d.trail[:len(d.trail)-1]
 	if !ok {
@@ -267,11 +296,11 @@ func (d *dupScanner) member(step string, closing byte) (more, ok bool) {
 	return false, false
 }
 
-// str reads a string and returns it unescaped ("\u0061" and "a" are one
-// key).
-func (d *dupScanner) str() (string, bool) {
+// str reads a string and, for a key, returns it unescaped ("\u0061" and
+// "a" are one key): a slice of the body unless it has escapes.
+func (d *dupScanner) str(key bool) ([]byte, bool) {
 	if d.i >= len(d.data) || d.data[d.i] != '"' {
-		return "", false
+		return nil, false
 	}
 	start, escaped := d.i, false
 	for d.i++; d.i < len(d.data); d.i++ {
@@ -282,27 +311,32 @@ func (d *dupScanner) str() (string, bool) {
 		case '"':
 			d.i++
 			raw := d.data[start:d.i]
-			if !escaped {
-				return string(raw[1 : len(raw)-1]), true
+			if !key || !escaped {
+				return raw[1 : len(raw)-1], true
 			}
 			var s string
 			if err := json.Unmarshal(raw, &s); err != nil {
-				return "", false
+				return nil, false
 			}
-			return s, true
+			return []byte(s), true
 		}
 	}
-	return "", false
+	return nil, false
 }
 
 // joinTrail writes a trail as a field path: rules[3].threshold.
-func joinTrail(trail []string) string {
+func joinTrail(trail []step) string {
 	var b strings.Builder
-	for i, part := range trail {
-		if i > 0 && !strings.HasPrefix(part, "[") {
+	for i, s := range trail {
+		switch {
+		case s.element:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		case i > 0:
 			b.WriteByte('.')
+			fallthrough
+		default:
+			b.Write(s.key)
 		}
-		b.WriteString(part)
 	}
 	return b.String()
 }

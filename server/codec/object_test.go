@@ -149,16 +149,30 @@ func TestDuplicateKey(t *testing.T) {
 		`{"a":1,"\u0061":2}`:               "a",
 		`{"x":[{"y":{"z":1,"z":2}}]}`:      "x[0].y.z",
 		` [ 1 , { "k" : "v\"" , "k":0 } ]`: "[1].k",
+		// Past 16 keys an object's are looked up in a map: a duplicate
+		// of one of the first and of one of the later ones.
+		many(20) + `,"k3":0}`:                 "k3",
+		`{"o":[0,` + many(20) + `,"k18":0}]}`: "o[1].k18",
+		`{"\u00e9":1,"é":2}`:                  "é",
 	} {
 		if path, dup := codec.DuplicateKey([]byte(data)); !dup || path != want {
 			t.Errorf("DuplicateKey(%s) = %q, %v; want %q", data, path, dup, want)
 		}
 	}
-	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`} {
+	for _, ok := range []string{`{"a":{"x":1},"b":{"x":1}}`, `[{"x":1},{"x":1}]`, `{"a":[{"x":1,"y":2}]}`, `"x"`, `{`, many(40) + "}", `{"":1,"\"":2}`} {
 		if path, dup := codec.DuplicateKey([]byte(ok)); dup {
 			t.Errorf("DuplicateKey(%s) = %s, want none", ok, path)
 		}
 	}
+}
+
+// many returns the start of an object of n keys, k0 to k(n-1).
+func many(n int) string {
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = fmt.Sprintf(`"k%d":%d`, i, i)
+	}
+	return "{" + strings.Join(keys, ",")
 }
 
 // TestDuplicateKeyStopsAtMaxDepth: the scanner recurses once per level,
