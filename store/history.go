@@ -206,3 +206,21 @@ func (s *Store) CoveredSteps(ctx context.Context, fromMs, toMs, stepMs int64) ([
 	}
 	return starts, nil
 }
+
+// floorTo rounds ms down to a multiple of step.
+func floorTo(ms, step int64) int64 {
+	r := ms % step
+	if r < 0 {
+		r += step
+	}
+	return ms - r
+}
+
+// ceilTo rounds ms up to a multiple of step.
+func ceilTo(ms, step int64) int64 {
+	f := floorTo(ms, step)
+	if f == ms {
+		return ms
+	}
+	return f + step
+}

@@ -823,21 +823,3 @@ func (s *Store) oldRows(ctx context.Context, table string, cursor, beforeMs int6
 	}
 	return ends, selected, rows.Err()
 }
-
-// floorTo rounds ms down to a multiple of step.
-func floorTo(ms, step int64) int64 {
-	r := ms % step
-	if r < 0 {
-		r += step
-	}
-	return ms - r
-}
-
-// ceilTo rounds ms up to a multiple of step.
-func ceilTo(ms, step int64) int64 {
-	f := floorTo(ms, step)
-	if f == ms {
-		return ms
-	}
-	return f + step
-}
