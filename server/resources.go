@@ -7,7 +7,6 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/sluicehq/sluice/server/instances"
 	"github.com/sluicehq/sluice/server/metrics"
 )
 
@@ -70,8 +69,7 @@ type MinuteFigures struct {
 }
 
 type resourceHandler struct {
-	metrics   *metrics.Pipeline
-	instances *instances.Registry
+	metrics *metrics.Pipeline
 }
 
 func bindResources(api apiRoutes, h *resourceHandler) {
@@ -165,7 +163,7 @@ func (h *resourceHandler) history(c *fiber.Ctx) error {
 }
 
 // historyQuery reads the history's path and query parameters: one 400
-// names every bad one, and an instance that no instance has is a 404.
+// names every bad one.
 func (h *resourceHandler) historyQuery(c *fiber.Ctx) (metrics.HistoryQuery, error) {
 	name, err := url.PathUnescape(c.Params("name"))
 	if err != nil {
@@ -184,9 +182,5 @@ func (h *resourceHandler) historyQuery(c *fiber.Ctx) (metrics.HistoryQuery, erro
 	if err := checkRange(fromMs, toMs); err != nil {
 		return metrics.HistoryQuery{}, err
 	}
-	q := metrics.HistoryQuery{Resource: name, Step: step, FromMs: fromMs, ToMs: toMs}
-	if instance := c.Query("instance"); instance != "" {
-		q.InstanceID, err = h.instances.Key(c.UserContext(), instance)
-	}
-	return q, err
+	return metrics.HistoryQuery{Resource: name, Step: step, FromMs: fromMs, ToMs: toMs, Instance: c.Query("instance")}, nil
 }

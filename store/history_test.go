@@ -27,19 +27,19 @@ func TestHistory(t *testing.T) {
 	}
 
 	tests := []struct {
-		name       string
-		instanceID int64
-		want       []MetricPoint
+		name     string
+		instance string
+		want     []MetricPoint
 	}{
-		{"the sum", 0, []MetricPoint{
+		{"the sum", "", []MetricPoint{
 			{StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 3, Block: 2}}, BlockedBy: []engine.RuleBlocks{flow}},
 			{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}},
 		}},
-		{"one instance", id, []MetricPoint{{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}}}},
+		{"one instance", "i-1", []MetricPoint{{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}}}},
 	}
 	for _, tt := range tests {
 		got, err := s.HistoryRows(t.Context(), HistoryQuery{
-			Resource: "orders", InstanceID: tt.instanceID, FromMs: minute(0), ToMs: minute(15), StepMs: 5 * MinuteMs,
+			Resource: "orders", Instance: tt.instance, FromMs: minute(0), ToMs: minute(15), StepMs: 5 * MinuteMs,
 		})
 		if err != nil {
 			t.Fatal(err)
