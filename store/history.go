@@ -42,9 +42,8 @@ type HistoryRows struct {
 // HistoryRows reads q's points and the steps of its range a server was up in,
 // as ResourceMetrics (or InstanceMetrics) and CoveredSteps answer them. An
 // instance that no instance's id is, is an error wrapping ErrNotFound. The
-// instance and the catalogue are read here, in the history's one read,
-// rather than asked of their own files first: a history names both by what
-// the API calls them, as it names the resource.
+// instance is named by its own id, as the resource by its name, and both
+// are resolved here, so that a history is one read of the store.
 func (s *Store) HistoryRows(ctx context.Context, q HistoryQuery) (HistoryRows, error) {
 	var points []MetricPoint
 	var err error
