@@ -359,7 +359,7 @@ func (s *Server) routes(webhookAllowPrivate bool, now func() time.Time) {
 		impact: &impact.Estimator{Source: s.store, NowMs: s.metrics.NowMs}})
 	bindInstances(api, newInstanceHandler(s.instances, s.metrics, s.logger))
 	bindBreakers(api, &breakerHandler{engine: s.engine, store: s.store})
-	bindResources(api, &resourceHandler{metrics: s.metrics, instances: s.instances})
+	bindResources(api, &resourceHandler{metrics: s.metrics})
 	bindHotValues(api, &hotValuesHandler{engine: s.engine, metrics: s.metrics})
 	bindCluster(api, &clusterHandler{counter: s.cluster, engine: s.engine, rules: s.rules, instances: s.instances, logger: s.logger})
 	bindMetrics(api, &metricsHandler{metrics: s.metrics, stream: s.stream})

@@ -16,9 +16,10 @@ import (
 // StepMs from FromMs (inclusive) to ToMs (exclusive), UTC-aligned.
 type HistoryQuery struct {
 	Resource string
-	// InstanceID narrows the points to what one instance (an Instance's
-	// ID) reported; 0 reads the sum over the server and every instance.
-	InstanceID           int64
+	// Instance narrows the points to what one instance reported, by its
+	// own id (an Instance's UID); "" reads the sum over the server and
+	// every instance.
+	Instance             string
 	FromMs, ToMs, StepMs int64
 }
 
@@ -30,15 +31,31 @@ type HistoryRows struct {
 	// server recorded a heartbeat (CoveredSteps): an instance's history
 	// is covered by the servers' heartbeats too.
 	CoveredMs []int64
+	// Catalogued says that the catalogue holds the resource (it had
+	// traffic within retention or a rule names it), which a history
+	// without points needs to tell an idle resource from an unknown one.
+	// It is read only when Points is empty: a resource with points is in
+	// the catalogue.
+	Catalogued bool
 }
 
 // HistoryRows reads q's points and the steps of its range a server was up in,
-// as ResourceMetrics (or InstanceMetrics) and CoveredSteps answer them.
+// as ResourceMetrics (or InstanceMetrics) and CoveredSteps answer them. An
+// instance that no instance's id is, is an error wrapping ErrNotFound. The
+// instance is named by its own id, as the resource by its name, and both
+// are resolved here, so that a history is one read of the store.
 func (s *Store) HistoryRows(ctx context.Context, q HistoryQuery) (HistoryRows, error) {
 	var points []MetricPoint
 	var err error
-	if q.InstanceID != 0 {
-		points, err = s.InstanceMetrics(ctx, q.Resource, q.InstanceID, q.FromMs, q.ToMs, q.StepMs)
+	if q.Instance != "" {
+		var ids []int64
+		if err := s.read.WithContext(ctx).Raw(`SELECT id FROM instances WHERE uid = ?`, q.Instance).Scan(&ids).Error; err != nil {
+			return HistoryRows{}, err
+		}
+		if len(ids) == 0 {
+			return HistoryRows{}, fmt.Errorf("no instance has id %q: %w", q.Instance, ErrNotFound)
+		}
+		points, err = s.InstanceMetrics(ctx, q.Resource, ids[0], q.FromMs, q.ToMs, q.StepMs)
 	} else {
 		points, err = s.ResourceMetrics(ctx, q.Resource, q.FromMs, q.ToMs, q.StepMs)
 	}
@@ -49,7 +66,15 @@ func (s *Store) HistoryRows(ctx context.Context, q HistoryQuery) (HistoryRows, e
 	if err != nil {
 		return HistoryRows{}, err
 	}
-	return HistoryRows{Points: points, CoveredMs: covered}, nil
+	rows := HistoryRows{Points: points, CoveredMs: covered, Catalogued: len(points) > 0}
+	if !rows.Catalogued {
+		var n int64
+		if err := s.read.WithContext(ctx).Raw(`SELECT count(*) FROM resources WHERE name = ?`, q.Resource).Scan(&n).Error; err != nil {
+			return HistoryRows{}, err
+		}
+		rows.Catalogued = n > 0
+	}
+	return rows, nil
 }
 
 // MetricPoint is a resource's traffic in the step that starts at StartMs.
@@ -205,4 +230,22 @@ func (s *Store) CoveredSteps(ctx context.Context, fromMs, toMs, stepMs int64) ([
 		return nil, fmt.Errorf("covered steps: %w", err)
 	}
 	return starts, nil
+}
+
+// floorTo rounds ms down to a multiple of step.
+func floorTo(ms, step int64) int64 {
+	r := ms % step
+	if r < 0 {
+		r += step
+	}
+	return ms - r
+}
+
+// ceilTo rounds ms up to a multiple of step.
+func ceilTo(ms, step int64) int64 {
+	f := floorTo(ms, step)
+	if f == ms {
+		return ms
+	}
+	return f + step
 }

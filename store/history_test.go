@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"testing"
@@ -27,19 +28,19 @@ func TestHistory(t *testing.T) {
 	}
 
 	tests := []struct {
-		name       string
-		instanceID int64
-		want       []MetricPoint
+		name     string
+		instance string
+		want     []MetricPoint
 	}{
-		{"the sum", 0, []MetricPoint{
+		{"the sum", "", []MetricPoint{
 			{StartMs: minute(0), Counts: engine.Counts{Calls: engine.Calls{Pass: 3, Block: 2}}, BlockedBy: []engine.RuleBlocks{flow}},
 			{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}},
 		}},
-		{"one instance", id, []MetricPoint{{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}}}},
+		{"one instance", "i-1", []MetricPoint{{StartMs: minute(5), Counts: engine.Counts{Calls: engine.Calls{Pass: 5}}}}},
 	}
 	for _, tt := range tests {
 		got, err := s.HistoryRows(t.Context(), HistoryQuery{
-			Resource: "orders", InstanceID: tt.instanceID, FromMs: minute(0), ToMs: minute(15), StepMs: 5 * MinuteMs,
+			Resource: "orders", Instance: tt.instance, FromMs: minute(0), ToMs: minute(15), StepMs: 5 * MinuteMs,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -50,5 +51,33 @@ func TestHistory(t *testing.T) {
 		if want := []int64{minute(0), minute(10)}; !slices.Equal(got.CoveredMs, want) {
 			t.Errorf("%s: covered %v, want %v", tt.name, got.CoveredMs, want)
 		}
+	}
+}
+
+// TestHistoryNamesItsInstanceAndCatalogue: the one read resolves the
+// instance by its own id, an id no instance has being ErrNotFound, and
+// says whether the catalogue holds a resource without points in range.
+func TestHistoryNamesItsInstanceAndCatalogue(t *testing.T) {
+	s, _ := openTestStore(t)
+	addMetrics(t, s, MinuteDelta{Resource: "orders", StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
+	putInstance(t, s, "i-1", minute(1))
+	for _, tt := range []struct {
+		name, resource, instance string
+		wantCatalogued           bool
+	}{
+		{"idle in range", "orders", "", true},
+		{"idle for the instance", "orders", "i-1", true},
+		{"never seen", "never", "", false},
+	} {
+		got, err := s.HistoryRows(t.Context(), HistoryQuery{
+			Resource: tt.resource, Instance: tt.instance, FromMs: minute(60), ToMs: minute(120), StepMs: MinuteMs,
+		})
+		if err != nil || len(got.Points) != 0 || got.Catalogued != tt.wantCatalogued {
+			t.Errorf("%s: %d points, catalogued %t (%v), want none, %t", tt.name, len(got.Points), got.Catalogued, err, tt.wantCatalogued)
+		}
+	}
+	_, err := s.HistoryRows(t.Context(), HistoryQuery{Resource: "orders", Instance: "nobody", FromMs: minute(0), ToMs: minute(60), StepMs: MinuteMs})
+	if !errors.Is(err, ErrNotFound) || err.Error() != `no instance has id "nobody": `+ErrNotFound.Error() {
+		t.Errorf("an unknown instance: %v, want %q wrapping ErrNotFound", err, "no instance has id \"nobody\"")
 	}
 }

@@ -275,19 +275,3 @@ func (r *Registry) instance(row store.Instance, now time.Time) Instance {
 		FirstSeen: time.UnixMilli(row.FirstSeenMs).UTC(), LastSeen: lastSeen, State: state,
 	}
 }
-
-// Key returns the store key of the instance whose id is id; an error
-// wrapping store.ErrNotFound if there is none.
-func (r *Registry) Key(ctx context.Context, id string) (int64, error) {
-	r.mu.Lock()
-	last, ok := r.reported[id]
-	r.mu.Unlock()
-	if ok {
-		return last.row.ID, nil
-	}
-	row, err := r.store.InstanceByUID(ctx, id)
-	if err != nil {
-		return 0, fmt.Errorf("no instance has id %q: %w", id, err)
-	}
-	return row.ID, nil
-}

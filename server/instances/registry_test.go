@@ -69,12 +69,6 @@ func TestRegistryOutlivesARestart(t *testing.T) {
 	if len(listed) != 1 || listed[0].Info != info || c.Now().Sub(listed[0].LastSeen) > persistEvery {
 		t.Fatalf("after a restart: %+v, want a, last seen within %v of now", listed, persistEvery)
 	}
-	if got, err := restarted.Key(t.Context(), "a"); err != nil || got != key {
-		t.Errorf("key after a restart: %d, %v; want %d", got, err, key)
-	}
-	if _, err := restarted.Key(t.Context(), "b"); err == nil {
-		t.Error("the key of an instance never seen: no error")
-	}
 }
 
 // TestRegistryIsBounded: past MaxInstances instances not gone, a new id

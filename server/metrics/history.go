@@ -90,15 +90,16 @@ type HistoryQuery struct {
 	Resource     string
 	Step         Step
 	FromMs, ToMs int64
-	// InstanceID narrows the history to what one instance reported, by
-	// its registry key; 0 answers the sum over the server's own engine
-	// and every instance.
-	InstanceID int64
+	// Instance narrows the history to what one instance reported, by its
+	// own id (GET /instances); "" answers the sum over the server's own
+	// engine and every instance.
+	Instance string
 }
 
 // History reads q's history. More than MaxHistoryPoints steps is a
-// ParamError for step, and an end rounded up past year 9999 one for to; a
-// resource the resource list does not hold (known) is an
+// ParamError for step, and an end rounded up past year 9999 one for to; an
+// instance that no instance's id is, an error wrapping store.ErrNotFound;
+// a resource the resource list does not hold (known) an
 // UnknownResourceError.
 func (p *Pipeline) History(ctx context.Context, q HistoryQuery) (History, error) {
 	step := q.Step
@@ -111,52 +112,35 @@ func (p *Pipeline) History(ctx context.Context, q HistoryQuery) (History, error)
 		return History{}, &ParamError{"step", fmt.Sprintf("gives %d points from %s to %s, over the limit of %d: use a larger step or a shorter range",
 			points, formatMs(fromMs), formatMs(toMs), MaxHistoryPoints)}
 	}
+	running := p.runningSteps(fromMs, toMs, step.Ms)
 	rows, err := p.store.HistoryRows(ctx, store.HistoryQuery{
-		Resource: q.Resource, InstanceID: q.InstanceID, FromMs: fromMs, ToMs: toMs, StepMs: step.Ms,
+		Resource: q.Resource, Instance: q.Instance, FromMs: fromMs, ToMs: toMs, StepMs: step.Ms,
 	})
 	if err != nil {
 		return History{}, err
 	}
-	h := History{FromMs: fromMs, ToMs: toMs, Points: rows.Points, CoveredMs: p.withRunning(rows.CoveredMs, fromMs, toMs, step.Ms)}
-	if len(h.Points) == 0 {
-		if err := p.known(ctx, q.Resource); err != nil {
-			return History{}, err
-		}
+	// The catalogue is read before the tallies, and a tally is dropped only
+	// once its figures are stored and the engine has evicted its resource
+	// as idle: a resource missing from both reads is unknown, unless its
+	// figures waited out the engine's idle TTL unflushed and were stored in
+	// between.
+	if !rows.Catalogued && !p.collected(q.Resource) {
+		return History{}, &UnknownResourceError{Name: q.Resource}
 	}
-	return h, nil
+	covered := slices.Compact(slices.Sorted(slices.Values(append(rows.CoveredMs, running...))))
+	return History{FromMs: fromMs, ToMs: toMs, Points: rows.Points, CoveredMs: covered}, nil
 }
 
-// withRunning returns the steps from fromMs to toMs in which a server was
-// up, oldest first: stored, those with a stored heartbeat, and those of
-// this process's run, whose latest minutes no flush has written yet.
-func (p *Pipeline) withRunning(stored []int64, fromMs, toMs, stepMs int64) []int64 {
+// runningSteps returns the steps from fromMs to toMs, oldest first, of this
+// process's run, whose latest minutes no flush has written yet: the server
+// was up in them, stored heartbeat or not. They need no read, so they are
+// known before the store's covered steps.
+func (p *Pipeline) runningSteps(fromMs, toMs, stepMs int64) []int64 {
+	var steps []int64
 	for s := max(fromMs, floorMs(p.startMs, stepMs)); s < toMs && s <= p.NowMs(); s += stepMs {
-		stored = append(stored, s)
+		steps = append(steps, s)
 	}
-	return slices.Compact(slices.Sorted(slices.Values(stored)))
-}
-
-// known returns an UnknownResourceError unless the resource is one the
-// resource list holds: in the catalogue (it had stored traffic or a rule
-// names it) or with figures collected from the engine or an instance.
-// That the engine tracks it is not enough: the engine keeps a resource a
-// deleted rule named, though it never had traffic.
-func (p *Pipeline) known(ctx context.Context, name string) error {
-	return p.readStore(func() error {
-		// No flush commits meanwhile, so the tallies, which need no read,
-		// may be asked first.
-		if len(p.seen([]string{name})) > 0 {
-			return nil
-		}
-		entries, err := p.store.CatalogueEntries(ctx, []string{name})
-		if err != nil {
-			return err
-		}
-		if len(entries) == 0 {
-			return &UnknownResourceError{Name: name}
-		}
-		return nil
-	})
+	return steps
 }
 
 // Top ranks the resources by their stored traffic from fromMs (inclusive)

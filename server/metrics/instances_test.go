@@ -64,7 +64,7 @@ func TestInstanceMinutesAddUpWithTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := p.History(t.Context(), HistoryQuery{Resource: "orders", Step: step, FromMs: t0, ToMs: t0 + store.HourMs, InstanceID: a})
+	h, err := p.History(t.Context(), HistoryQuery{Resource: "orders", Step: step, FromMs: t0, ToMs: t0 + store.HourMs, Instance: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,6 +59,20 @@ func (p *Pipeline) seen(names []string) map[string]resourceTally {
 	return out
 }
 
+// collected reports whether the pipeline holds figures of the resource,
+// collected from the engine or an instance, that no flush may have stored
+// yet: a resource the resource list holds though the catalogue does not.
+// That the engine tracks it is not enough: the engine keeps a resource a
+// deleted rule named, though it never had traffic.
+func (p *Pipeline) collected(name string) bool {
+	var tallied bool
+	_ = p.readStore(func() error {
+		tallied = len(p.seen([]string{name})) > 0
+		return nil
+	})
+	return tallied
+}
+
 // minuteFigures returns the named resources' figures for the minute that
 // starts at startMs: what is stored plus what is not flushed yet. Call it
 // within readStore.
