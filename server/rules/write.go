@@ -450,12 +450,12 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		rule := s.ruleOf(tx.changed)
 		touched = ruleSet(resources, onResource, rule, "")
 		touched.System, touched.ReplaceSystem = s.systemSet(tx.changed, "")
-		if err := s.engine.ValidateResourceRules(touched); err != nil {
-			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
+		if fields := s.engine.CheckResourceRules(touched); fields != nil {
+			return requestFields(fields, "the rules the write leaves are not valid", tx.written)
 		}
 		for _, app := range appSets(resources, onResource, rule) {
-			if err := s.engine.ValidateResourceRules(app.rules); err != nil {
-				return requestFields(err, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), app.rules, tx.written)
+			if fields := s.engine.CheckResourceRules(app.rules); fields != nil {
+				return requestFields(fields, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), tx.written)
 			}
 		}
 		if dryRun {
@@ -493,31 +493,26 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	return s.engine.LoadResourceRules(touched)
 }
 
-// requestFields words the engine's verdict err on the rule set touched,
-// whose fields it names by the set's lists ("hotspot[1].resource"), as a
-// ValidationError that names them as the request does ("resource",
-// "rules[3].resource"); a rule the request does not have is named in the
-// message. failed says which engine's set is not valid.
-func requestFields(err error, failed string, touched engine.ResourceRules, written map[string]requestPath) error {
-	engineErr, ok := errors.AsType[*engine.ValidationError](err)
-	if !ok {
-		return fmt.Errorf("%s: %w", failed, err)
-	}
-	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
-	for _, fe := range engineErr.Fields {
-		name, field, ofRule := touched.RuleAt(fe.Field)
-		if !ofRule {
-			fields = append(fields, fe)
+// requestFields words the engine's verdict on a rule set, each bad field
+// named by its rule, as a ValidationError that names the fields as the
+// request does ("resource", "rules[3].resource"); a rule the request does
+// not have is named in the message. failed says which engine's set is not
+// valid.
+func requestFields(bad []engine.RuleFieldError, failed string, written map[string]requestPath) error {
+	fields := make([]engine.FieldError, 0, len(bad))
+	for _, fe := range bad {
+		if fe.Rule == "" {
+			fields = append(fields, fe.FieldError)
 			continue
 		}
-		path, inRequest := written[name]
+		path, inRequest := written[fe.Rule]
 		switch {
 		case !inRequest:
-			fields = append(fields, engine.FieldError{Field: field, Message: fmt.Sprintf("rule %q: %s", name, fe.Message)})
+			fields = append(fields, engine.FieldError{Field: fe.Field, Message: fmt.Sprintf("rule %q: %s", fe.Rule, fe.Message)})
 		case path.label != "":
-			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
+			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
 		default:
-			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fe.Message})
+			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fe.Message})
 		}
 	}
 	return invalid(failed+"; see details", fields...)
