@@ -75,31 +75,24 @@ func fromStore(row store.Rule) (Rule, error) {
 
 // toStore is the row the store keeps of r.
 func toStore(r *Rule) (store.Rule, error) {
-	k, spec, _ := r.EditSpec()
-	return rowOf(r, k, spec)
+	st, err := r.Stored()
+	return rowOf(r, st.SpecJSON), err
 }
 
-// formsOf is r in the two forms a write of it hands on, from one reading
-// of its spec: the row the store keeps, and its content as its event
+// formsOf is r in the two forms a write of it hands on, from st, what it
+// stores of r: the row the store keeps, and its content as its event
 // shows it.
-func formsOf(r *Rule) (store.Rule, Content, error) {
-	k, spec, _ := r.EditSpec()
-	row, err := rowOf(r, k, spec)
-	return row, contentOf(r, k, spec), err
+func formsOf(r *Rule, st wire.Stored) (store.Rule, Content) {
+	return rowOf(r, st.SpecJSON), contentOf(r, st.Kind, st.Spec)
 }
 
-// rowOf is the row of r, whose spec, a pointer to an engine rule of k, is
-// stored as EncodeSpec writes it.
-func rowOf(r *Rule, k *engine.Kind, spec any) (store.Rule, error) {
-	specJSON, err := wire.EncodeSpec(k, spec)
-	if err != nil {
-		return store.Rule{}, err
-	}
+// rowOf is the row of r, whose spec is stored as specJSON.
+func rowOf(r *Rule, specJSON []byte) store.Rule {
 	return store.Rule{
 		ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description, Spec: string(specJSON), Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	}, nil
+	}
 }
 
 // ContentOf is the rule as apply takes it: the envelope, and the fields of

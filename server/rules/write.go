@@ -295,8 +295,12 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 // its row and the revision that records it, a create naming r first if it
 // has none, and returns r's content as its event shows it.
 func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
+	st, err := r.Stored()
+	if err != nil {
+		return Content{}, err
+	}
 	if action == store.ActionCreate && r.Name == "" {
-		name, err := uniqueName(r.Kind, r.Subject(), func(name string) (bool, error) {
+		name, err := uniqueName(r.Kind, st.Subject, func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
 			if errors.Is(err, store.ErrNotFound) {
 				return false, nil
@@ -308,10 +312,7 @@ func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
 		}
 		r.Name = name
 	}
-	row, content, err := formsOf(r)
-	if err != nil {
-		return Content{}, err
-	}
+	row, content := formsOf(r, st)
 	w := store.RuleWrite{Rule: row, Action: action, Actor: who.Name, Reason: who.Reason}
 	if err := tx.WriteRule(&w); err != nil {
 		return Content{}, nameTaken(r.Name, err)
