@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -447,17 +446,9 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		if err := fn(tx); err != nil {
 			return err
 		}
-		resources, onResource := s.touched(tx.changed)
-		rule := s.ruleOf(tx.changed)
-		touched = ruleSet(resources, onResource, rule, "")
-		touched.System, touched.ReplaceSystem = s.systemSet(tx.changed, "")
-		if fields := s.engine.CheckResourceRules(touched); fields != nil {
-			return requestFields(fields, "the rules the write leaves are not valid", tx.written)
-		}
-		for _, app := range appSets(resources, onResource, rule) {
-			if fields := s.engine.CheckResourceRules(app.rules); fields != nil {
-				return requestFields(fields, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), tx.written)
-			}
+		var err error
+		if touched, err = s.check(tx); err != nil {
+			return err
 		}
 		if dryRun {
 			return errDryRun
@@ -492,149 +483,4 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)
-}
-
-// requestFields words the engine's verdict on a rule set, each bad field
-// named by its rule, as a ValidationError that names the fields as the
-// request does ("resource", "rules[3].resource"); a rule the request does
-// not have is named in the message. failed says which engine's set is not
-// valid.
-func requestFields(bad []engine.RuleFieldError, failed string, written map[string]requestPath) error {
-	fields := make([]engine.FieldError, 0, len(bad))
-	for _, fe := range bad {
-		if fe.Rule == "" {
-			fields = append(fields, fe.FieldError)
-			continue
-		}
-		path, inRequest := written[fe.Rule]
-		switch {
-		case !inRequest:
-			fields = append(fields, engine.FieldError{Field: fe.Field, Message: fmt.Sprintf("rule %q: %s", fe.Rule, fe.Message)})
-		case path.label != "":
-			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
-		default:
-			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fe.Message})
-		}
-	}
-	return invalid(failed+"; see details", fields...)
-}
-
-// touched returns every resource that a changed rule is on or was on, in
-// the order of the lowest changed rule ID on each, and each one's rule IDs
-// once changed is written, ascending.
-func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64) {
-	var resources []string
-	ids := map[string][]int64{}
-	touch := func(resource string) {
-		if _, seen := ids[resource]; !seen {
-			resources = append(resources, resource)
-			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
-				_, ok := changed[id]
-				return ok
-			})
-		}
-	}
-	// System rules are on no resource: systemSet has them.
-	changedIDs := slices.Sorted(maps.Keys(changed))
-	for _, id := range changedIDs {
-		if old, ok := s.rules[id]; ok && old.Kind != engine.KindSystem {
-			touch(old.Resource)
-		}
-		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
-			touch(r.Resource)
-		}
-	}
-	for _, id := range changedIDs {
-		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
-			ids[r.Resource] = append(ids[r.Resource], id)
-		}
-	}
-	for _, resource := range resources {
-		slices.Sort(ids[resource])
-	}
-	return resources, ids
-}
-
-// ruleOf returns a lookup of the rules by ID as they are once changed is
-// written.
-func (s *Service) ruleOf(changed map[int64]*Rule) func(id int64) *Rule {
-	return func(id int64) *Rule {
-		if r, ok := changed[id]; ok {
-			return r
-		}
-		stored := s.rules[id]
-		return &stored
-	}
-}
-
-// ruleSet returns the enabled rules of resources, given their rule IDs,
-// that the engine of app runs ("" the server's own engine), each
-// resource's by ID.
-func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule, app string) engine.ResourceRules {
-	set := engine.ResourceRules{Resources: resources}
-	for _, resource := range resources {
-		for _, id := range ids[resource] {
-			if r := rule(id); r.RunsIn(app) {
-				r.Enforce(&set)
-			}
-		}
-	}
-	return set
-}
-
-// appSet is the rules the instances of app run on some resources.
-type appSet struct {
-	app   string
-	rules engine.ResourceRules
-}
-
-// appSets returns, for every app that has a rule of its own on one of
-// resources, the rules its instances run on those of resources where it
-// has one, by app: on the others they run the server's own set, which is
-// checked already.
-func appSets(resources []string, ids map[string][]int64, rule func(int64) *Rule) []appSet {
-	byApp := map[string][]string{}
-	for _, resource := range resources {
-		seen := map[string]bool{}
-		for _, id := range ids[resource] {
-			if app := rule(id).App; app != "" && !seen[app] {
-				seen[app] = true
-				byApp[app] = append(byApp[app], resource)
-			}
-		}
-	}
-	sets := make([]appSet, 0, len(byApp))
-	for _, app := range slices.Sorted(maps.Keys(byApp)) {
-		sets = append(sets, appSet{app: app, rules: ruleSet(byApp[app], ids, rule, app)})
-	}
-	return sets
-}
-
-// systemSet returns the enabled system rules that the engines of app run
-// (the server's own: ""), the write's changes applied, and true, when the
-// write changed a system rule; they are all loaded together, as a
-// process's. Otherwise nil and false: the engine keeps its own.
-func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.SystemRule, bool) {
-	touched := false
-	for id, r := range changed {
-		old, stored := s.rules[id]
-		touched = touched || (r != nil && r.Kind == engine.KindSystem) || (stored && old.Kind == engine.KindSystem)
-	}
-	if !touched {
-		return nil, false
-	}
-	var set engine.ResourceRules
-	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
-		if _, ok := changed[id]; !ok {
-			if r := s.rules[id]; r.Kind == engine.KindSystem && r.RunsIn(app) {
-				r.Enforce(&set)
-			}
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(changed)) {
-		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.RunsIn(app) {
-			r.Enforce(&set)
-		}
-	}
-	return set.System, true
 }
