@@ -396,8 +396,6 @@ type Tx struct {
 	// so that the engine's verdict on the whole set names the request's
 	// fields.
 	written map[string]requestPath
-	// events are published in the transaction if it commits (events.go).
-	events []store.Announcement
 }
 
 // requestPath is where a request has a rule: its fields' prefix
@@ -455,11 +453,6 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		}
 		if len(tx.changed) == 0 {
 			return nil // nothing written: the revision stays
-		}
-		for _, ev := range tx.events {
-			if _, err := stx.Publish(ev); err != nil {
-				return err
-			}
 		}
 		return stx.Changed(store.ChangedRules)
 	})
