@@ -313,15 +313,19 @@ func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
 	}
 	row, content := formsOf(r, st)
 	w := store.RuleWrite{Rule: row, Action: action, Actor: who.Name, Reason: who.Reason}
-	if err := tx.WriteRule(&w); err != nil {
-		return Content{}, nameTaken(r.Name, err)
+	err = tx.WriteRule(&w)
+	if errors.Is(err, store.ErrConflict) {
+		err = fmt.Errorf("a rule named %q exists already: %w", r.Name, err)
+	}
+	if err != nil {
+		return Content{}, err
 	}
 	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = w.Rule.ID, w.Rule.Version, w.Rule.CreatedAt, w.Rule.UpdatedAt
-	if action == store.ActionDelete {
-		tx.deleted(r.ID)
-	} else {
-		tx.saved(r)
+	var written *Rule // nil: deleted
+	if action != store.ActionDelete {
+		written = new(*r)
 	}
+	tx.changed[r.ID] = written
 	return content, nil
 }
 
@@ -377,14 +381,6 @@ func ruleMissing(id int64, err error) error {
 	return err
 }
 
-// nameTaken words a store.ErrConflict for a rule name.
-func nameTaken(name string, err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("a rule named %q exists already: %w", name, err)
-	}
-	return err
-}
-
 // Tx is a rule write in progress: the store transaction, the rules as
 // of the last commit, and what the write changes.
 type Tx struct {
@@ -415,13 +411,7 @@ func (tx *Tx) named(name string) (Rule, bool) {
 }
 
 // saved records that r was written as it is now.
-func (tx *Tx) saved(r *Rule) {
-	copied := *r
-	tx.changed[r.ID] = &copied
-}
-
-// deleted records that rule id was deleted.
-func (tx *Tx) deleted(id int64) { tx.changed[id] = nil }
+func (tx *Tx) saved(r *Rule) { tx.changed[r.ID] = new(*r) }
 
 // errDryRun rolls back a write that was only rehearsed.
 var errDryRun = errors.New("dry run")
