@@ -6,7 +6,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -498,80 +497,4 @@ func validateSet[R any](k *Kind, prefix string, rules []R, check func(i int, rul
 		return nil, &ValidationError{Fields: errs}
 	}
 	return loaded, nil
-}
-
-// loadOrder is the kinds in the order a load of many kinds checks them:
-// those on a resource as Kinds has them, then those on none.
-var loadOrder = func() []*Kind {
-	order := slices.Clone(Kinds)
-	slices.SortStableFunc(order, func(a, b *Kind) int {
-		switch {
-		case a.NoResource == b.NoResource:
-			return 0
-		case b.NoResource:
-			return -1
-		default:
-			return 1
-		}
-	})
-	return order
-}()
-
-// validateKinds checks the rules of every kind in rules as one load into
-// c, which has the resources whose rules are replaced, on an engine whose
-// rules book has: each kind's rules as a set, the system rules only with
-// ReplaceSystem, every rule on one of those resources, and no name of a
-// rule that book keeps (one of a resource c leaves alone). It adds every
-// bad field to errs and returns what stages the rules, with their
-// defaults, in c once the whole load is valid.
-func validateKinds(rules *ResourceRules, c *ruleChange, book *ruleBook, clustered bool, errs *fieldErrors) []func(c *ruleChange) {
-	stages := make([]func(c *ruleChange), len(loadOrder))
-	for i, k := range loadOrder {
-		stages[i] = k.load(rules, clustered, errs)
-	}
-	if len(rules.System) > 0 && !rules.ReplaceSystem {
-		errs.add("system", "replaces the system rules only with ReplaceSystem set")
-	}
-	const unlisted = "is not one of the resources whose rules are replaced"
-	for _, k := range loadOrder {
-		if k.NoResource {
-			continue
-		}
-		k.eachRule(rules, func(i int, _, resource string) {
-			if c.resources[resource] == nil {
-				errs.add(fmt.Sprintf("%s[%d].resource", k.list, i), unlisted)
-			}
-		})
-	}
-	for _, k := range loadOrder {
-		if k.NoResource {
-			continue
-		}
-		k.eachRule(rules, func(i int, name, _ string) {
-			if r, ok := book.names[k.book][name]; ok && !c.replaces(r, k.book) {
-				errs.add(fmt.Sprintf("%s[%d].name", k.list, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
-			}
-		})
-	}
-	return stages
-}
-
-// RuleAt returns the name of the rule in rules that field, a field of the
-// *ValidationError of LoadResourceRules ("flow[3].threshold"), is of, and
-// the field within that rule ("threshold"); false for a field of no rule
-// ("resources[0]", "system").
-func (rules *ResourceRules) RuleAt(field string) (name, ruleField string, ok bool) {
-	list, rest, _ := strings.Cut(field, "[")
-	index, ruleField, _ := strings.Cut(rest, "].")
-	at, err := strconv.Atoi(index)
-	if err != nil {
-		return "", "", false
-	}
-	for _, k := range Kinds {
-		if k.list == list {
-			name, ok = k.nameAt(rules, at)
-			return name, ruleField, ok
-		}
-	}
-	return "", "", false
 }

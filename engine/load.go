@@ -4,6 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
 )
 
 // LoadFlowRules replaces every flow rule with rules, as Sentinel's LoadRules
@@ -126,6 +131,35 @@ func (e *Engine) ValidateResourceRules(rules ResourceRules) error {
 	return err
 }
 
+// RuleFieldError is one invalid field of a rule set, named by the rule it
+// is of, so that a caller can name it as its own input does.
+type RuleFieldError struct {
+	// Rule is the name of the rule the field is of, and Field the rule's
+	// own field ("threshold"); for a field of no rule ("resources[0]",
+	// "system") Rule is "" and Field is as ValidationError names it.
+	Rule string
+	FieldError
+}
+
+// CheckResourceRules checks rules as ValidateResourceRules does and names
+// each bad field by its rule (RuleAt): nil when the rules are valid. The
+// validation and the naming of its fields stay together, as only the
+// validation knows how it names them.
+func (e *Engine) CheckResourceRules(rules ResourceRules) []RuleFieldError {
+	invalid, ok := errors.AsType[*ValidationError](e.ValidateResourceRules(rules))
+	if !ok {
+		return nil
+	}
+	fields := make([]RuleFieldError, len(invalid.Fields))
+	for i, fe := range invalid.Fields {
+		fields[i].FieldError = fe
+		if name, ruleField, ofRule := rules.RuleAt(fe.Field); ofRule {
+			fields[i].Rule, fields[i].Field = name, ruleField
+		}
+	}
+	return fields
+}
+
 // resourceChange validates rules and returns them as a change, the system
 // rules with their defaults in its system. The caller holds loadMu.
 func (e *Engine) resourceChange(rules ResourceRules) (*ruleChange, error) {
@@ -210,4 +244,122 @@ func (e *fieldErrors) merge(err error) {
 	if errors.As(err, &invalid) {
 		*e = append(*e, invalid.Fields...)
 	}
+}
+
+// ValidateResourceName says why name is not a valid resource name (1 to
+// MaxResourceNameLen characters of UTF-8, no control characters), or
+// returns "" when it is.
+func ValidateResourceName(name string) string {
+	if len(name) > 0 && len(name) <= MaxResourceNameLen && plainASCII(name) {
+		return ""
+	}
+	return validateResourceName(name)
+}
+
+// plainASCII reports whether s is printable ASCII only, the common case
+// the full check need not look at rune by rune.
+func plainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+// validateResourceName returns why name is not a valid resource name, or "".
+func validateResourceName(name string) string {
+	switch {
+	case name == "":
+		return "is required"
+	case !utf8.ValidString(name):
+		return "must be valid UTF-8"
+	case utf8.RuneCountInString(name) > MaxResourceNameLen:
+		return fmt.Sprintf("must be at most %d characters", MaxResourceNameLen)
+	case strings.IndexFunc(name, func(c rune) bool { return unicode.Is(unicode.Cc, c) }) >= 0:
+		return "must not contain control characters"
+	}
+	return ""
+}
+
+// loadOrder is the kinds in the order a load of many kinds checks them:
+// those on a resource as Kinds has them, then those on none.
+var loadOrder = func() []*Kind {
+	order := slices.Clone(Kinds)
+	slices.SortStableFunc(order, func(a, b *Kind) int {
+		switch {
+		case a.NoResource == b.NoResource:
+			return 0
+		case b.NoResource:
+			return -1
+		default:
+			return 1
+		}
+	})
+	return order
+}()
+
+// validateKinds checks the rules of every kind in rules as one load into
+// c, which has the resources whose rules are replaced, on an engine whose
+// rules book has: each kind's rules as a set, the system rules only with
+// ReplaceSystem, every rule on one of those resources, and no name of a
+// rule that book keeps (one of a resource c leaves alone). It adds every
+// bad field to errs and returns what stages the rules, with their
+// defaults, in c once the whole load is valid.
+func validateKinds(rules *ResourceRules, c *ruleChange, book *ruleBook, clustered bool, errs *fieldErrors) []func(c *ruleChange) {
+	stages := make([]func(c *ruleChange), len(loadOrder))
+	for i, k := range loadOrder {
+		stages[i] = k.load(rules, clustered, errs)
+	}
+	if len(rules.System) > 0 && !rules.ReplaceSystem {
+		errs.add("system", "replaces the system rules only with ReplaceSystem set")
+	}
+	const unlisted = "is not one of the resources whose rules are replaced"
+	for _, k := range loadOrder {
+		if k.NoResource {
+			continue
+		}
+		k.eachRule(rules, func(i int, _, resource string) {
+			if c.resources[resource] == nil {
+				errs.add(fmt.Sprintf("%s[%d].resource", k.list, i), unlisted)
+			}
+		})
+	}
+	for _, k := range loadOrder {
+		if k.NoResource {
+			continue
+		}
+		k.eachRule(rules, func(i int, name, _ string) {
+			if r, ok := book.names[k.book][name]; ok && !c.replaces(r, k.book) {
+				errs.add(fmt.Sprintf("%s[%d].name", k.list, i), fmt.Sprintf("%q is already the name of a rule of resource %q", name, r.name))
+			}
+		})
+	}
+	return stages
+}
+
+// RuleAt returns the name of the rule in rules that field, a field of the
+// *ValidationError of LoadResourceRules ("flow[3].threshold"), is of, and
+// the field within that rule ("threshold"); false for a field of no rule
+// ("resources[0]", "system").
+func (rules *ResourceRules) RuleAt(field string) (name, ruleField string, ok bool) {
+	list, rest, _ := strings.Cut(field, "[")
+	index, ruleField, _ := strings.Cut(rest, "].")
+	at, err := strconv.Atoi(index)
+	if err != nil {
+		return "", "", false
+	}
+	for _, k := range Kinds {
+		if k.list == list {
+			name, ok = k.nameAt(rules, at)
+			return name, ruleField, ok
+		}
+	}
+	return "", "", false
+}
+
+// replaces reports whether c replaces the rules of kind of r.
+func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
+	rc := c.resources[r.name]
+	return rc != nil && rc.replaced[kind]
 }

@@ -525,6 +525,28 @@ func TestLoadResourceRulesNamesEveryKindInOrder(t *testing.T) {
 	}
 }
 
+// TestCheckResourceRulesNamesFieldsByRule: CheckResourceRules names a bad
+// field of a rule by the rule's name and its own field, and a field of no
+// rule as ValidateResourceRules does; a valid set has none.
+func TestCheckResourceRulesNamesFieldsByRule(t *testing.T) {
+	e, _ := newTestEngine(t, 0)
+	if got := e.CheckResourceRules(ResourceRules{Resources: []string{"a"}, Flow: []FlowRule{{Name: "ok", Resource: "a", Threshold: 1}}}); got != nil {
+		t.Fatalf("a valid set: %v, want nil", got)
+	}
+	got := e.CheckResourceRules(ResourceRules{Resources: []string{"a", ""}, Flow: []FlowRule{{Name: "ok", Resource: "a", Threshold: 1}, {Name: "f", Resource: "a", Threshold: -1}}})
+	var ofSet, ofRule bool
+	for _, fe := range got {
+		ofSet = ofSet || fe.Rule == "" && fe.Field == "resources[1]"
+		ofRule = ofRule || fe.Rule == "f" && fe.Field == "threshold"
+		if fe.Rule == "ok" {
+			t.Errorf("%v names the valid rule", fe)
+		}
+	}
+	if !ofSet || !ofRule {
+		t.Errorf("got %+v, want resources[1] of no rule and threshold of rule f", got)
+	}
+}
+
 func TestRuleAtNamesTheRuleOfAField(t *testing.T) {
 	rules := ResourceRules{
 		Flow:                []FlowRule{{Name: "f0"}, {Name: "f1"}},

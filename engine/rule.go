@@ -5,8 +5,6 @@ import (
 	"math"
 	"regexp"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 )
 
 // Mode says whether a rule's blocks are enforced.
@@ -270,42 +268,6 @@ func (r FlowRule) validateCluster(errs *fieldErrors) {
 	} else if t != 0 && r.ClusterFallback != FallbackLocal {
 		errs.add("clusterFallbackThreshold", "applies only with clusterFallback local")
 	}
-}
-
-// ValidateResourceName says why name is not a valid resource name (1 to
-// MaxResourceNameLen characters of UTF-8, no control characters), or
-// returns "" when it is.
-func ValidateResourceName(name string) string {
-	if len(name) > 0 && len(name) <= MaxResourceNameLen && plainASCII(name) {
-		return ""
-	}
-	return validateResourceName(name)
-}
-
-// plainASCII reports whether s is printable ASCII only, the common case
-// the full check need not look at rune by rune.
-func plainASCII(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f {
-			return false
-		}
-	}
-	return true
-}
-
-// validateResourceName returns why name is not a valid resource name, or "".
-func validateResourceName(name string) string {
-	switch {
-	case name == "":
-		return "is required"
-	case !utf8.ValidString(name):
-		return "must be valid UTF-8"
-	case utf8.RuneCountInString(name) > MaxResourceNameLen:
-		return fmt.Sprintf("must be at most %d characters", MaxResourceNameLen)
-	case strings.IndexFunc(name, func(c rune) bool { return unicode.Is(unicode.Cc, c) }) >= 0:
-		return "must not contain control characters"
-	}
-	return ""
 }
 
 // FieldError is one invalid field: its JSON name (a path such as

@@ -83,12 +83,6 @@ func (c *ruleChange) of(name string) *resourceChange {
 	return rc
 }
 
-// replaces reports whether c replaces the rules of kind of r.
-func (c *ruleChange) replaces(r *Resource, kind ruleKind) bool {
-	rc := c.resources[r.name]
-	return rc != nil && rc.replaced[kind]
-}
-
 // commit loads c, which is valid. Each resource it replaces gets its new
 // rules, keeping the checker or breaker (and so the state) of every rule it
 // loads again unchanged; then each resource whose rules, or whose measuring

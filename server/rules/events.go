@@ -52,19 +52,21 @@ type AppliedEvent struct {
 	Reason       string   `json:"reason" example:"deploy 1f2e3d"`
 }
 
-// announce queues, for the write's commit, the event of type kind on r,
-// whose content is c.
+// announce publishes in the write's transaction the event of type kind on
+// r, whose content is c: it is delivered if, and only if, the write
+// commits.
 func (tx *Tx) announce(kind string, r *Rule, c Content, who Actor) error {
 	data, err := json.Marshal(RuleEvent{Rule: EventRule{ID: r.ID, Version: r.Version, Content: c}, Actor: who.Name, Reason: who.Reason})
 	if err != nil {
 		return err
 	}
-	tx.events = append(tx.events, store.Announcement{Type: kind, Data: data, Apps: []string{r.App}, Resources: []string{r.Resource}})
-	return nil
+	_, err = tx.Publish(store.Announcement{Type: kind, Data: data, Apps: []string{r.App}, Resources: []string{r.Resource}})
+	return err
 }
 
-// announceApply queues the rules.applied event of plan, which wrote want
-// and deleted pruned, unless it changed nothing.
+// announceApply publishes in the write's transaction the rules.applied
+// event of plan, which wrote want and deleted pruned, unless it changed
+// nothing.
 func (tx *Tx) announceApply(plan ApplyPlan, want, pruned []Rule, who Actor) error {
 	if len(plan.Created)+len(plan.Updated)+len(plan.Deleted) == 0 {
 		return nil
@@ -92,6 +94,6 @@ func (tx *Tx) announceApply(plan ApplyPlan, want, pruned []Rule, who Actor) erro
 	if err != nil {
 		return err
 	}
-	tx.events = append(tx.events, store.Announcement{Type: EventRulesApplied, Data: data, Apps: apps, Resources: resources})
-	return nil
+	_, err = tx.Publish(store.Announcement{Type: EventRulesApplied, Data: data, Apps: apps, Resources: resources})
+	return err
 }

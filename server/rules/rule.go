@@ -75,31 +75,24 @@ func fromStore(row store.Rule) (Rule, error) {
 
 // toStore is the row the store keeps of r.
 func toStore(r *Rule) (store.Rule, error) {
-	k, spec, _ := r.EditSpec()
-	return rowOf(r, k, spec)
+	st, err := r.Stored()
+	return rowOf(r, st.SpecJSON), err
 }
 
-// formsOf is r in the two forms a write of it hands on, from one reading
-// of its spec: the row the store keeps, and its content as its event
+// formsOf is r in the two forms a write of it hands on, from st, what it
+// stores of r: the row the store keeps, and its content as its event
 // shows it.
-func formsOf(r *Rule) (store.Rule, Content, error) {
-	k, spec, _ := r.EditSpec()
-	row, err := rowOf(r, k, spec)
-	return row, contentOf(r, k, spec), err
+func formsOf(r *Rule, st wire.Stored) (store.Rule, Content) {
+	return rowOf(r, st.SpecJSON), contentOf(r, st.Kind, st.Spec)
 }
 
-// rowOf is the row of r, whose spec, a pointer to an engine rule of k, is
-// stored as EncodeSpec writes it.
-func rowOf(r *Rule, k *engine.Kind, spec any) (store.Rule, error) {
-	specJSON, err := wire.EncodeSpec(k, spec)
-	if err != nil {
-		return store.Rule{}, err
-	}
+// rowOf is the row of r, whose spec is stored as specJSON.
+func rowOf(r *Rule, specJSON []byte) store.Rule {
 	return store.Rule{
 		ID: r.ID, Name: r.Name, Kind: r.Kind, App: r.App, Resource: r.Resource, Enabled: r.Enabled,
 		Mode: r.Mode, Description: r.Description, Spec: string(specJSON), Version: r.Version,
 		CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
-	}, nil
+	}
 }
 
 // ContentOf is the rule as apply takes it: the envelope, and the fields of
@@ -190,3 +183,50 @@ var structFields = func() func(reflect.Type) map[string][]int {
 		return index
 	}
 }()
+
+// slugName is the name given to a rule created without one:
+// <kind>-<slug of resource>, lower case, every run of characters other than
+// a-z and 0-9 turned into one '-', cut to leave room for suffix ("-2" when
+// the plain name is taken).
+func slugName(kind, resource, suffix string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(resource) {
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			if dash && b.Len() > 0 {
+				b.WriteByte('-')
+			}
+			b.WriteRune(c)
+			dash = false
+		} else {
+			dash = true
+		}
+	}
+	slug := b.String()
+	if slug == "" {
+		slug = "rule"
+	}
+	prefix := strings.ToLower(kind) + "-"
+	if room := maxRuleNameLen - len(prefix) - len(suffix); len(slug) > room {
+		slug = strings.TrimRight(slug[:room], "-")
+	}
+	return prefix + slug + suffix
+}
+
+const maxRuleNameLen = 128
+
+// uniqueName returns the first of slugName's names, plain then -2, -3, …,
+// for which taken is false.
+func uniqueName(kind, resource string, taken func(string) (bool, error)) (string, error) {
+	for n := 1; ; n++ {
+		suffix := ""
+		if n > 1 {
+			suffix = fmt.Sprintf("-%d", n)
+		}
+		name := slugName(kind, resource, suffix)
+		t, err := taken(name)
+		if err != nil || !t {
+			return name, err
+		}
+	}
+}

@@ -232,3 +232,183 @@ func loadEvery(e *engine.Engine, set engine.ResourceRules) error {
 
 // NowMs is the engine's time, in Unix milliseconds, by which rules expire.
 func (s *Service) NowMs() int64 { return s.engine.Clock().NowMs() }
+
+// check checks, with the engine's own validation, the rules the write in
+// tx leaves on the resources it touches: those the server's own engine
+// runs, against the rules it holds for every other resource, and those
+// the engines of every app with rules of its own there run. It returns the
+// server's own set, which its engine loads once the write commits, or a
+// ValidationError naming the bad fields as the request does. The sets are
+// worked out from the rules held first, and each is then handed to the
+// engine whole.
+func (s *Service) check(tx *Tx) (engine.ResourceRules, error) {
+	resources, onResource := s.touched(tx.changed)
+	rule := s.ruleOf(tx.changed)
+	system, replaceSystem := s.systemRules(tx.changed)
+	sets := append([]appSet{{resources: resources, rules: ruleSet(resources, onResource, rule, "")}},
+		appSets(resources, onResource, rule)...)
+	var own engine.ResourceRules
+	for i, set := range sets {
+		rules := engine.ResourceRules{Resources: set.resources}
+		for _, r := range set.rules {
+			r.Enforce(&rules)
+		}
+		failed := fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", set.app)
+		if i == 0 {
+			for _, r := range system {
+				r.Enforce(&rules)
+			}
+			rules.ReplaceSystem = replaceSystem
+			own, failed = rules, "the rules the write leaves are not valid"
+		}
+		if bad := s.engine.CheckResourceRules(rules); bad != nil {
+			return engine.ResourceRules{}, requestFields(bad, failed, tx.written)
+		}
+	}
+	return own, nil
+}
+
+// touched returns every resource that a changed rule is on or was on, in
+// the order of the lowest changed rule ID on each, and each one's rule IDs
+// once changed is written, ascending.
+func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64) {
+	var resources []string
+	ids := map[string][]int64{}
+	touch := func(resource string) {
+		if _, seen := ids[resource]; !seen {
+			resources = append(resources, resource)
+			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
+				_, ok := changed[id]
+				return ok
+			})
+		}
+	}
+	// System rules are on no resource: systemSet has them.
+	changedIDs := slices.Sorted(maps.Keys(changed))
+	for _, id := range changedIDs {
+		if old, ok := s.rules[id]; ok && old.Kind != engine.KindSystem {
+			touch(old.Resource)
+		}
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
+			touch(r.Resource)
+		}
+	}
+	for _, id := range changedIDs {
+		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
+			ids[r.Resource] = append(ids[r.Resource], id)
+		}
+	}
+	for _, resource := range resources {
+		slices.Sort(ids[resource])
+	}
+	return resources, ids
+}
+
+// ruleOf returns a lookup of the rules by ID as they are once changed is
+// written.
+func (s *Service) ruleOf(changed map[int64]*Rule) func(id int64) *Rule {
+	return func(id int64) *Rule {
+		if r, ok := changed[id]; ok {
+			return r
+		}
+		stored := s.rules[id]
+		return &stored
+	}
+}
+
+// ruleSet returns the rules of resources, given their rule IDs, that the
+// engine of app runs ("" the server's own engine), each resource's by ID.
+func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule, app string) []*Rule {
+	var rules []*Rule
+	for _, resource := range resources {
+		for _, id := range ids[resource] {
+			if r := rule(id); r.RunsIn(app) {
+				rules = append(rules, r)
+			}
+		}
+	}
+	return rules
+}
+
+// appSet is the rules the instances of app run on some resources.
+type appSet struct {
+	app       string
+	resources []string
+	rules     []*Rule
+}
+
+// appSets returns, for every app that has a rule of its own on one of
+// resources, the rules its instances run on those of resources where it
+// has one, by app: on the others they run the server's own set, which is
+// checked already.
+func appSets(resources []string, ids map[string][]int64, rule func(int64) *Rule) []appSet {
+	byApp := map[string][]string{}
+	for _, resource := range resources {
+		seen := map[string]bool{}
+		for _, id := range ids[resource] {
+			if app := rule(id).App; app != "" && !seen[app] {
+				seen[app] = true
+				byApp[app] = append(byApp[app], resource)
+			}
+		}
+	}
+	sets := make([]appSet, 0, len(byApp))
+	for _, app := range slices.Sorted(maps.Keys(byApp)) {
+		sets = append(sets, appSet{app: app, resources: byApp[app], rules: ruleSet(byApp[app], ids, rule, app)})
+	}
+	return sets
+}
+
+// systemRules returns the system rules that the server's own engine runs,
+// the write's changes applied, by ID, and true, when the write changed a
+// system rule; they are all loaded together, as a process's. Otherwise nil
+// and false: the engine keeps its own.
+func (s *Service) systemRules(changed map[int64]*Rule) ([]*Rule, bool) {
+	touched := false
+	for id, r := range changed {
+		old, stored := s.rules[id]
+		touched = touched || (r != nil && r.Kind == engine.KindSystem) || (stored && old.Kind == engine.KindSystem)
+	}
+	if !touched {
+		return nil, false
+	}
+	var rules []*Rule
+	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
+		if _, ok := changed[id]; !ok {
+			if r := s.rules[id]; r.Kind == engine.KindSystem && r.RunsIn("") {
+				rules = append(rules, &r)
+			}
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(changed)) {
+		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.RunsIn("") {
+			rules = append(rules, r)
+		}
+	}
+	return rules, true
+}
+
+// requestFields words the engine's verdict on a rule set, each bad field
+// named by its rule, as a ValidationError that names the fields as the
+// request does ("resource", "rules[3].resource"); a rule the request does
+// not have is named in the message. failed says which engine's set is not
+// valid.
+func requestFields(bad []engine.RuleFieldError, failed string, written map[string]requestPath) error {
+	fields := make([]engine.FieldError, 0, len(bad))
+	for _, fe := range bad {
+		if fe.Rule == "" {
+			fields = append(fields, fe.FieldError)
+			continue
+		}
+		path, inRequest := written[fe.Rule]
+		switch {
+		case !inRequest:
+			fields = append(fields, engine.FieldError{Field: fe.Field, Message: fmt.Sprintf("rule %q: %s", fe.Rule, fe.Message)})
+		case path.label != "":
+			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
+		default:
+			fields = append(fields, engine.FieldError{Field: path.prefix + fe.Field, Message: fe.Message})
+		}
+	}
+	return invalid(failed+"; see details", fields...)
+}

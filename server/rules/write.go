@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -295,8 +294,12 @@ func (s *Service) Seed(ctx context.Context, want []Rule, who Actor) (int, error)
 // its row and the revision that records it, a create naming r first if it
 // has none, and returns r's content as its event shows it.
 func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
+	st, err := r.Stored()
+	if err != nil {
+		return Content{}, err
+	}
 	if action == store.ActionCreate && r.Name == "" {
-		name, err := uniqueName(r.Kind, r.Subject(), func(name string) (bool, error) {
+		name, err := uniqueName(r.Kind, st.Subject, func(name string) (bool, error) {
 			_, err := tx.RuleByName(name)
 			if errors.Is(err, store.ErrNotFound) {
 				return false, nil
@@ -308,20 +311,21 @@ func (tx *Tx) saveRule(r *Rule, action string, who Actor) (Content, error) {
 		}
 		r.Name = name
 	}
-	row, content, err := formsOf(r)
+	row, content := formsOf(r, st)
+	w := store.RuleWrite{Rule: row, Action: action, Actor: who.Name, Reason: who.Reason}
+	err = tx.WriteRule(&w)
+	if errors.Is(err, store.ErrConflict) {
+		err = fmt.Errorf("a rule named %q exists already: %w", r.Name, err)
+	}
 	if err != nil {
 		return Content{}, err
 	}
-	w := store.RuleWrite{Rule: row, Action: action, Actor: who.Name, Reason: who.Reason}
-	if err := tx.WriteRule(&w); err != nil {
-		return Content{}, nameTaken(r.Name, err)
-	}
 	r.ID, r.Version, r.CreatedAt, r.UpdatedAt = w.Rule.ID, w.Rule.Version, w.Rule.CreatedAt, w.Rule.UpdatedAt
-	if action == store.ActionDelete {
-		tx.deleted(r.ID)
-	} else {
-		tx.saved(r)
+	var written *Rule // nil: deleted
+	if action != store.ActionDelete {
+		written = new(*r)
 	}
+	tx.changed[r.ID] = written
 	return content, nil
 }
 
@@ -377,14 +381,6 @@ func ruleMissing(id int64, err error) error {
 	return err
 }
 
-// nameTaken words a store.ErrConflict for a rule name.
-func nameTaken(name string, err error) error {
-	if errors.Is(err, store.ErrConflict) {
-		return fmt.Errorf("a rule named %q exists already: %w", name, err)
-	}
-	return err
-}
-
 // Tx is a rule write in progress: the store transaction, the rules as
 // of the last commit, and what the write changes.
 type Tx struct {
@@ -396,8 +392,6 @@ type Tx struct {
 	// so that the engine's verdict on the whole set names the request's
 	// fields.
 	written map[string]requestPath
-	// events are published in the transaction if it commits (events.go).
-	events []store.Announcement
 }
 
 // requestPath is where a request has a rule: its fields' prefix
@@ -417,13 +411,7 @@ func (tx *Tx) named(name string) (Rule, bool) {
 }
 
 // saved records that r was written as it is now.
-func (tx *Tx) saved(r *Rule) {
-	copied := *r
-	tx.changed[r.ID] = &copied
-}
-
-// deleted records that rule id was deleted.
-func (tx *Tx) deleted(id int64) { tx.changed[id] = nil }
+func (tx *Tx) saved(r *Rule) { tx.changed[r.ID] = new(*r) }
 
 // errDryRun rolls back a write that was only rehearsed.
 var errDryRun = errors.New("dry run")
@@ -446,28 +434,15 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 		if err := fn(tx); err != nil {
 			return err
 		}
-		resources, onResource := s.touched(tx.changed)
-		rule := s.ruleOf(tx.changed)
-		touched = ruleSet(resources, onResource, rule, "")
-		touched.System, touched.ReplaceSystem = s.systemSet(tx.changed, "")
-		if err := s.engine.ValidateResourceRules(touched); err != nil {
-			return requestFields(err, "the rules the write leaves are not valid", touched, tx.written)
-		}
-		for _, app := range appSets(resources, onResource, rule) {
-			if err := s.engine.ValidateResourceRules(app.rules); err != nil {
-				return requestFields(err, fmt.Sprintf("the rules the write leaves for the instances of app %q are not valid", app.app), app.rules, tx.written)
-			}
+		var err error
+		if touched, err = s.check(tx); err != nil {
+			return err
 		}
 		if dryRun {
 			return errDryRun
 		}
 		if len(tx.changed) == 0 {
 			return nil // nothing written: the revision stays
-		}
-		for _, ev := range tx.events {
-			if _, err := stx.Publish(ev); err != nil {
-				return err
-			}
 		}
 		return stx.Changed(store.ChangedRules)
 	})
@@ -491,154 +466,4 @@ func (s *Service) write(ctx context.Context, dryRun bool, fn func(tx *Tx) error)
 	// Validated in the transaction against the rules the engine holds, which
 	// only s loads, under mu: loading them cannot fail.
 	return s.engine.LoadResourceRules(touched)
-}
-
-// requestFields words the engine's verdict err on the rule set touched,
-// whose fields it names by the set's lists ("hotspot[1].resource"), as a
-// ValidationError that names them as the request does ("resource",
-// "rules[3].resource"); a rule the request does not have is named in the
-// message. failed says which engine's set is not valid.
-func requestFields(err error, failed string, touched engine.ResourceRules, written map[string]requestPath) error {
-	engineErr, ok := errors.AsType[*engine.ValidationError](err)
-	if !ok {
-		return fmt.Errorf("%s: %w", failed, err)
-	}
-	fields := make([]engine.FieldError, 0, len(engineErr.Fields))
-	for _, fe := range engineErr.Fields {
-		name, field, ofRule := touched.RuleAt(fe.Field)
-		if !ofRule {
-			fields = append(fields, fe)
-			continue
-		}
-		path, inRequest := written[name]
-		switch {
-		case !inRequest:
-			fields = append(fields, engine.FieldError{Field: field, Message: fmt.Sprintf("rule %q: %s", name, fe.Message)})
-		case path.label != "":
-			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fmt.Sprintf("rule %q: %s", path.label, fe.Message)})
-		default:
-			fields = append(fields, engine.FieldError{Field: path.prefix + field, Message: fe.Message})
-		}
-	}
-	return invalid(failed+"; see details", fields...)
-}
-
-// touched returns every resource that a changed rule is on or was on, in
-// the order of the lowest changed rule ID on each, and each one's rule IDs
-// once changed is written, ascending.
-func (s *Service) touched(changed map[int64]*Rule) ([]string, map[string][]int64) {
-	var resources []string
-	ids := map[string][]int64{}
-	touch := func(resource string) {
-		if _, seen := ids[resource]; !seen {
-			resources = append(resources, resource)
-			ids[resource] = slices.DeleteFunc(slices.Clone(s.onResource[resource]), func(id int64) bool {
-				_, ok := changed[id]
-				return ok
-			})
-		}
-	}
-	// System rules are on no resource: systemSet has them.
-	changedIDs := slices.Sorted(maps.Keys(changed))
-	for _, id := range changedIDs {
-		if old, ok := s.rules[id]; ok && old.Kind != engine.KindSystem {
-			touch(old.Resource)
-		}
-		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
-			touch(r.Resource)
-		}
-	}
-	for _, id := range changedIDs {
-		if r := changed[id]; r != nil && r.Kind != engine.KindSystem {
-			ids[r.Resource] = append(ids[r.Resource], id)
-		}
-	}
-	for _, resource := range resources {
-		slices.Sort(ids[resource])
-	}
-	return resources, ids
-}
-
-// ruleOf returns a lookup of the rules by ID as they are once changed is
-// written.
-func (s *Service) ruleOf(changed map[int64]*Rule) func(id int64) *Rule {
-	return func(id int64) *Rule {
-		if r, ok := changed[id]; ok {
-			return r
-		}
-		stored := s.rules[id]
-		return &stored
-	}
-}
-
-// ruleSet returns the enabled rules of resources, given their rule IDs,
-// that the engine of app runs ("" the server's own engine), each
-// resource's by ID.
-func ruleSet(resources []string, ids map[string][]int64, rule func(int64) *Rule, app string) engine.ResourceRules {
-	set := engine.ResourceRules{Resources: resources}
-	for _, resource := range resources {
-		for _, id := range ids[resource] {
-			if r := rule(id); r.RunsIn(app) {
-				r.Enforce(&set)
-			}
-		}
-	}
-	return set
-}
-
-// appSet is the rules the instances of app run on some resources.
-type appSet struct {
-	app   string
-	rules engine.ResourceRules
-}
-
-// appSets returns, for every app that has a rule of its own on one of
-// resources, the rules its instances run on those of resources where it
-// has one, by app: on the others they run the server's own set, which is
-// checked already.
-func appSets(resources []string, ids map[string][]int64, rule func(int64) *Rule) []appSet {
-	byApp := map[string][]string{}
-	for _, resource := range resources {
-		seen := map[string]bool{}
-		for _, id := range ids[resource] {
-			if app := rule(id).App; app != "" && !seen[app] {
-				seen[app] = true
-				byApp[app] = append(byApp[app], resource)
-			}
-		}
-	}
-	sets := make([]appSet, 0, len(byApp))
-	for _, app := range slices.Sorted(maps.Keys(byApp)) {
-		sets = append(sets, appSet{app: app, rules: ruleSet(byApp[app], ids, rule, app)})
-	}
-	return sets
-}
-
-// systemSet returns the enabled system rules that the engines of app run
-// (the server's own: ""), the write's changes applied, and true, when the
-// write changed a system rule; they are all loaded together, as a
-// process's. Otherwise nil and false: the engine keeps its own.
-func (s *Service) systemSet(changed map[int64]*Rule, app string) ([]engine.SystemRule, bool) {
-	touched := false
-	for id, r := range changed {
-		old, stored := s.rules[id]
-		touched = touched || (r != nil && r.Kind == engine.KindSystem) || (stored && old.Kind == engine.KindSystem)
-	}
-	if !touched {
-		return nil, false
-	}
-	var set engine.ResourceRules
-	for _, id := range slices.Sorted(maps.Keys(s.rules)) {
-		if _, ok := changed[id]; !ok {
-			if r := s.rules[id]; r.Kind == engine.KindSystem && r.RunsIn(app) {
-				r.Enforce(&set)
-			}
-		}
-	}
-	for _, id := range slices.Sorted(maps.Keys(changed)) {
-		if r := changed[id]; r != nil && r.Kind == engine.KindSystem && r.RunsIn(app) {
-			r.Enforce(&set)
-		}
-	}
-	return set.System, true
 }
