@@ -74,8 +74,8 @@ func TestRejectMatrix(t *testing.T) {
 }
 
 // TestRejectMatrixContended is the matrix on contended resources, whose
-// claims far from the threshold take their numbers with one add
-// (Resource.claimContended): the same windows, the same floors.
+// statistics are striped (window.Stripes) while their pass numbering
+// stays on the shared line: the same windows, the same floors.
 func TestRejectMatrixContended(t *testing.T) {
 	shapes := []arrivals{paced("paced ×1.05", 21, 20), paced("paced ×2", 2, 1), bursty, {name: "hammer", hammer: true}}
 	for _, intervalMs := range []int64{100, 1000} {

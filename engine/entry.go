@@ -1,10 +1,6 @@
 package engine
 
-import (
-	"time"
-
-	"github.com/sluicehq/sluice/engine/window"
-)
+import "time"
 
 // EntryOption adjusts one Entry call. Options are plain values, so passing
 // them does not allocate: a call's params are options too, one each, read
@@ -282,10 +278,10 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	}
 	// Claim the passes: if other calls took some since the count was read,
 	// the rules that read it decide again, so that two calls never both
-	// take the last room of a window. A contended resource claims them
-	// apart (claimContended).
-	if logged && (r.second.Stripes() != nil || !r.passes().CompareAndSwap(seen, seen+count)) {
-		s, w, m, shadowFlow, blk := r.claimContended(flow, rs.feeds, now, count, inFlight, seen, prioritized)
+	// take the last room of a window.
+	for logged && !r.passes().CompareAndSwap(seen, seen+count) {
+		seen = r.passes().Load()
+		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)
 			held.release(count)
@@ -295,7 +291,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			r.recordBlock(now, count, blk)
 			return Entry{}, blk
 		}
-		seen, waitNs, markMs, shadowBlocked = s, max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
+		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
 	}
 	if !rs.reserveConcurrency {
 		if s := r.striped(rs); s != nil {
@@ -362,61 +358,6 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		}
 	}
 	return waitNs, markMs, shadowBlocked, nil
-}
-
-// claimMarginPerLine is how far from every threshold, in passes per line
-// of a contended resource's stripes (about one per core), a claim takes
-// its numbers with one add: the most that calls on the other cores are
-// expected to claim between a call's read of the count and its add.
-const claimMarginPerLine = 8
-
-// claimContended claims count passes of r, a contended resource, whose
-// flow rules let them through on the count seen, or of r when the claim
-// on seen failed; it returns the count its numbers follow, with what the
-// rules decided on it, or the block of a rule that refused them.
-//
-// Far from every threshold (farFromThresholds), the numbers are taken
-// with one add rather than a compare-and-swap that every other core's
-// claim makes fail and decide again: the add gives numbers prior+1 …
-// prior+count, as a swap from prior would, and when prior is not seen
-// the rules decide again on prior, exactly as a retried swap does. So a
-// call passes only on the numbers it holds, under the same check of its
-// rules' pass logs as a swap: no window holds more than a threshold. A
-// call the second decision refuses keeps its numbers, which no other
-// call can take: they are marked in the pass logs as passes at now, so
-// that the logs count at least every real pass (a refused call's numbers
-// take room for one window: at worst calls blocked too early, never
-// too many passed), and the statistics, which count claimed numbers as
-// passes, take them back. The margin makes such refusals rare: the rules
-// admitted margin more passes than the call's on seen, so the second
-// decision refuses only when more than margin passes were claimed
-// between the read and the add. Near a threshold the swap stays, so that
-// refused numbers cannot eat the last room of a window under contention.
-func (r *Resource) claimContended(flow []*flowChecker, feeds []*window.PassLog, now, count, inFlight, seen int64, prioritized bool) (prior, waitNs, markMs int64, shadowBlocked bool, blk *BlockError) {
-	markMs = now
-	if s := r.second.Stripes(); s != nil && !prioritized && farFromThresholds(r, flow, now, count, seen, int64(s.Lines())*claimMarginPerLine) {
-		prior = r.passes().Add(count) - count
-		if prior == seen {
-			return prior, 0, now, false, nil
-		}
-		waitNs, markMs, shadowBlocked, blk = decideFlow(r, flow, now, count, inFlight, prior, false, true)
-		if blk != nil {
-			for _, log := range feeds {
-				log.Mark(now, prior+count)
-			}
-			r.second.Add(window.Pass, -count)
-		}
-		return prior, waitNs, markMs, shadowBlocked, blk
-	}
-	for !r.passes().CompareAndSwap(seen, seen+count) {
-		seen = r.passes().Load()
-		w, m, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, true)
-		if blk != nil {
-			return 0, 0, 0, false, blk
-		}
-		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
-	}
-	return seen, waitNs, markMs, shadowBlocked, nil
 }
 
 // Release ends the call's concurrency without recording its completion, for

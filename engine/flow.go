@@ -281,25 +281,6 @@ func (c *flowChecker) check(self *Resource, nowMs, count, inFlight, selfPasses i
 	return self.admits(c.passes, selfPasses, count, int64(threshold), nowMs, c.intervalMs), 0
 }
 
-// farFromThresholds reports whether the flow rules of r that read its
-// pass count, seen, would let margin more passes through at nowMs than
-// the call's count: its claim may then take its numbers with one add
-// (Resource.claimContended). Only common reject rules are judged so; a
-// rule of another kind (warm-up, throttling) keeps the claim a swap.
-func farFromThresholds(r *Resource, flow []*flowChecker, nowMs, count, seen, margin int64) bool {
-	for _, c := range flow {
-		switch {
-		case c.inFlight || c.stat != r:
-			// Reads no count this claim changes.
-		case c.uncommon != nil || c.passes == nil:
-			return false
-		case !r.admits(c.passes, seen, count+margin, int64(c.threshold), nowMs, c.intervalMs):
-			return false
-		}
-	}
-	return true
-}
-
 // OccupyTimeoutMs is the longest a prioritized call waits for quota
 // borrowed from the coming window (WithPrioritized).
 const OccupyTimeoutMs = 500

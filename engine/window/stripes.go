@@ -80,10 +80,6 @@ func (s *Stripes) Add(ev Event, n int64) { s.add(ev, n) }
 // AddInFlight adds n to the calls in flight.
 func (s *Stripes) AddInFlight(n int64) { s.add(inFlightSlot, n) }
 
-// Lines returns how many lines the counts are split in: about one per
-// core.
-func (s *Stripes) Lines() int { return len(s.lines) }
-
 // InFlight returns the calls in flight that the lines count: exact when no
 // call enters or leaves meanwhile.
 func (s *Stripes) InFlight() int64 {
