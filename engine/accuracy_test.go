@@ -66,22 +66,46 @@ func TestRejectMatrix(t *testing.T) {
 				name := fmt.Sprintf("%s/T=%d/I=%dms", shape.name, threshold, intervalMs)
 				t.Run(name, func(t *testing.T) {
 					t.Parallel()
-					run := runMatrixCell(t, shape, threshold, intervalMs)
-					t.Logf("worst window %d, mean %.1f per interval (%.2f%%), exact limiter %.1f",
-						run.worst, run.mean, 100*run.mean/float64(threshold), run.exactMean)
-					if run.worst > int(threshold) {
-						t.Errorf("a window of %d ms held %d passes, over the threshold %d", intervalMs, run.worst, threshold)
-					}
-					floor := 0.99
-					if threshold < 10 {
-						floor = 0.95
-					}
-					if want := floor * min(float64(threshold), run.exactMean); run.mean < want {
-						t.Errorf("mean %.2f per interval, want >= %.2f", run.mean, want)
-					}
+					checkMatrixCell(t, runMatrixCell(t, shape, threshold, intervalMs, false), threshold, intervalMs)
 				})
 			}
 		}
+	}
+}
+
+// TestRejectMatrixContended is the matrix on contended resources, whose
+// statistics are striped (window.Stripes) while their pass numbering
+// stays on the shared line: the same windows, the same floors.
+func TestRejectMatrixContended(t *testing.T) {
+	shapes := []arrivals{paced("paced ×1.05", 21, 20), paced("paced ×2", 2, 1), bursty, {name: "hammer", hammer: true}}
+	for _, intervalMs := range []int64{100, 1000} {
+		for _, threshold := range []int64{10, 100, 10_000} {
+			for _, shape := range shapes {
+				name := fmt.Sprintf("%s/T=%d/I=%dms", shape.name, threshold, intervalMs)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					checkMatrixCell(t, runMatrixCell(t, shape, threshold, intervalMs, true), threshold, intervalMs)
+				})
+			}
+		}
+	}
+}
+
+// checkMatrixCell fails t if run, a cell of threshold per intervalMs, held
+// more than the threshold in a window or passed less than its floor.
+func checkMatrixCell(t *testing.T, run matrixRun, threshold, intervalMs int64) {
+	t.Helper()
+	t.Logf("worst window %d, mean %.1f per interval (%.2f%%), exact limiter %.1f",
+		run.worst, run.mean, 100*run.mean/float64(threshold), run.exactMean)
+	if run.worst > int(threshold) {
+		t.Errorf("a window of %d ms held %d passes, over the threshold %d", intervalMs, run.worst, threshold)
+	}
+	floor := 0.99
+	if threshold < 10 {
+		floor = 0.95
+	}
+	if want := floor * min(float64(threshold), run.exactMean); run.mean < want {
+		t.Errorf("mean %.2f per interval, want >= %.2f", run.mean, want)
 	}
 }
 
@@ -94,12 +118,24 @@ type matrixRun struct {
 
 // runMatrixCell sends shape against a reject rule of threshold per
 // intervalMs for matrixIntervals intervals and measures the passes, and
-// those of an exact limiter offered the same calls. Within a millisecond,
+// those of an exact limiter offered the same calls; contended, the
+// resource's statistics are striped first, two minutes before. Within a millisecond,
 // calls after a blocked one are not sent: nothing that could make room
 // happens within a millisecond, so they would be blocked too. Passes are
 // released at once (a reject rule does not read how calls end).
-func runMatrixCell(t *testing.T, shape arrivals, threshold, intervalMs int64) matrixRun {
-	e, clock := newTestEngine(t, 0, FlowRule{Resource: "r", Threshold: float64(threshold), StatIntervalMs: intervalMs})
+func runMatrixCell(t *testing.T, shape arrivals, threshold, intervalMs int64, contended bool) matrixRun {
+	rule := FlowRule{Resource: "r", Threshold: float64(threshold), StatIntervalMs: intervalMs}
+	start, rules := int64(0), []FlowRule{rule}
+	if contended {
+		start, rules = -2*minuteMs, nil
+	}
+	e, clock := newTestEngine(t, start, rules...)
+	if contended {
+		contend(t, e.Resource("r"))
+		if err := e.LoadFlowRules([]FlowRule{rule}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	r := e.Resource("r")
 	exact := exactLimiter{threshold: threshold, intervalMs: intervalMs}
 	var passes []int64

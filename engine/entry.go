@@ -160,7 +160,10 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		r = r.current()
 		rs = r.rules.Load()
 	}
-	now := r.now()
+	now := r.cachedNow()
+	if now == 0 {
+		now = r.now()
+	}
 	if now >= rs.expiresAtMs {
 		rs = r.expireRules(now)
 	}
@@ -330,7 +333,14 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		if again && (c.passes == nil || c.stat != r || c.throttle() != nil) {
 			continue
 		}
-		ok, w := c.check(r, now, count, inFlight, seen)
+		var ok bool
+		var w int64
+		if c.uncommon == nil && !c.inFlight && c.stat == r {
+			// A common reject rule on its own passes, as check decides it.
+			ok = r.admits(c.passes, seen, count, int64(c.threshold), now, c.intervalMs)
+		} else {
+			ok, w = c.check(r, now, count, inFlight, seen)
+		}
 		if !ok && prioritized {
 			if wait, at, lent := c.borrow(r, now, count, seen); lent {
 				ok, w, markMs = true, wait*int64(time.Millisecond), max(markMs, at)
@@ -384,7 +394,10 @@ func (e Entry) Exit(opts ...ExitOption) {
 	if r == nil {
 		return
 	}
-	now := r.now()
+	now := r.cachedNow()
+	if now == 0 {
+		now = r.now()
+	}
 	rt := now - e.startMs
 	complete, failed := e.count, false
 	for _, o := range opts {
