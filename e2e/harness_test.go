@@ -17,6 +17,7 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"golang.org/x/crypto/bcrypt"
 
@@ -39,6 +40,9 @@ const (
 	waitTimeout = 15 * time.Second
 	// pollInterval is how often a wait looks at the page again.
 	pollInterval = 50 * time.Millisecond
+	// timeoutScale is what shortTimeouts multiplies the page's own
+	// timeouts by: a request's 10 s become 3, a health probe's 3 s 0.9.
+	timeoutScale = 0.3
 )
 
 // node is a Sluice server for one test: a real listener on 127.0.0.1 and a
@@ -516,6 +520,24 @@ func (tb *tab) fill(sel, value string) {
 func (tb *tab) click(sel string) {
 	tb.t.Helper()
 	tb.do("click "+sel, chromedp.Click(chromedp.CSS(sel)))
+}
+
+// shortTimeouts shortens the page's own timeouts (AbortSignal.timeout: a
+// request's, a health probe's) by timeoutScale in every page the tab loads
+// from then on; call it before login. A test that hangs the server waits
+// out each timeout it provokes, and what it checks is what the console
+// does once one has passed, not how long it waited: the console's
+// messages still name its own timeout ("did not answer within 10 s").
+func (tb *tab) shortTimeouts() {
+	tb.t.Helper()
+	script := fmt.Sprintf(`{
+		const timeout = AbortSignal.timeout.bind(AbortSignal);
+		AbortSignal.timeout = (ms) => timeout(ms * %v);
+	}`, timeoutScale)
+	tb.do("shorten the page's timeouts", chromedp.Func(func(ctx context.Context, target *chromedp.Target) error {
+		_, err := cdp.Call(ctx, target, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: script})
+		return err
+	}))
 }
 
 // login opens the console and logs in as admin.

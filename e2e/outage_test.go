@@ -19,6 +19,7 @@ func TestOutage(t *testing.T) {
 	n := startNode(t, nodeConfig{})
 	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 	tb.waitText("#live-status", "live")
 	tb.visit("/rules", "Rules")

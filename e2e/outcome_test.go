@@ -17,6 +17,7 @@ func TestUnknownOutcome(t *testing.T) {
 		t.Fatalf("PATCH: %d %s", status, body)
 	}
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 	tb.visit("/resources/"+"GET%3A%2Fapi%2Forders", "GET:/api/orders")
 	box := `input[type=checkbox][data-rule="orders-qps"]`
@@ -63,6 +64,7 @@ func TestUnknownOutcomeForms(t *testing.T) {
 	n := startNode(t, nodeConfig{})
 	n.createRule(t, `{"name": "orders-qps", "kind": "flow", "resource": "GET:/api/orders", "threshold": 50}`)
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 
 	tb.visit("/rules/1/edit", "Edit orders-qps")

@@ -28,6 +28,7 @@ func TestUnknownOutcomeAdminWrites(t *testing.T) {
 		t.Fatalf("create the webhook: %d %s", status, body)
 	}
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 
 	// Apply: one transaction, so a preview of the same file tells.
@@ -118,6 +119,7 @@ func TestUnknownOutcomeLastWrites(t *testing.T) {
 	})
 	failing.Store(false)
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 
 	// A user's apps, read back from the user.

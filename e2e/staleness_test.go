@@ -38,6 +38,7 @@ func TestStalenessStays(t *testing.T) {
 	}
 
 	tb := newTab(t, n.url)
+	tb.shortTimeouts()
 	tb.login()
 	tb.do("a short window", chromedp.EmulateViewport(1280, 300))
 	tb.waitText("#live-status", "live")
