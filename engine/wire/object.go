@@ -27,7 +27,15 @@ type Object struct {
 	// Errs collects every bad field.
 	Errs   *[]engine.FieldError
 	fields []field
+	// index finds a field by name in an object of more than smallObject
+	// fields, whose lookups would otherwise cost a hostile body's wide
+	// object time in the square of its width.
+	index map[string]int
 }
+
+// smallObject is the most fields an Object looks a name up among one by
+// one, rather than in its index.
+const smallObject = 16
 
 // field is one of an Object's fields: its name, its value (valid JSON,
 // without the white space around it) and whether it was read.
@@ -68,7 +76,7 @@ func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error)
 	}
 	o := &Object{Path: path, Errs: errs, fields: make([]field, 0, len(fields))}
 	for name, v := range fields {
-		o.fields = append(o.fields, field{name: []byte(name), value: v})
+		o.add(field{name: []byte(name), value: v})
 	}
 	return o, nil
 }
@@ -77,26 +85,26 @@ func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error)
 // an element that Elements split out of an Object's value, which it does
 // not check again; the object's values are slices of data.
 func ParseValid(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
-	fields, ok := split(data)
-	if !ok {
+	o := &Object{Path: path, Errs: errs}
+	if !o.split(data) {
 		return nil, &NotObjectError{Got: jsonType(data)}
 	}
-	return &Object{Path: path, fields: fields, Errs: errs}, nil
+	return o, nil
 }
 
-// split returns the fields of data, one valid JSON value, or false when
-// it is no object. A name given twice keeps its last value, as
-// encoding/json's decoder does (request bodies with one are refused
-// before, server/codec.CheckBody). The values are slices of data.
-func split(data []byte) ([]field, bool) {
+// split sets o's fields to those of data, one valid JSON value, or
+// returns false when it is no object. A name given twice keeps its last
+// value, as encoding/json's decoder does (request bodies with one are
+// refused before, server/codec.CheckBody). The values are slices of data.
+func (o *Object) split(data []byte) bool {
 	i := skipSpace(data, 0)
 	if data[i] != '{' {
-		return nil, false
+		return false
 	}
-	fields := make([]field, 0, 8)
+	o.fields = make([]field, 0, 8)
 	i = skipSpace(data, i+1)
 	if data[i] == '}' {
-		return fields, true
+		return true
 	}
 	for {
 		end := stringEnd(data, i)
@@ -106,16 +114,31 @@ func split(data []byte) ([]field, bool) {
 		}
 		i = skipSpace(data, skipSpace(data, end)+1)
 		vEnd := valueEnd(data, i)
-		if f := find(fields, string(name)); f != nil {
+		if f := o.find(string(name)); f != nil {
 			f.value = data[i:vEnd]
 		} else {
-			fields = append(fields, field{name: name, value: data[i:vEnd]})
+			o.add(field{name: name, value: data[i:vEnd]})
 		}
 		i = skipSpace(data, vEnd)
 		if data[i] == '}' {
-			return fields, true
+			return true
 		}
 		i = skipSpace(data, i+1)
+	}
+}
+
+// add appends f, a field of a name o has not got, indexing o's fields
+// once there are more than smallObject.
+func (o *Object) add(f field) {
+	o.fields = append(o.fields, f)
+	switch n := len(o.fields); {
+	case o.index != nil:
+		o.index[string(f.name)] = n - 1
+	case n > smallObject:
+		o.index = make(map[string]int, 2*n)
+		for i, f := range o.fields {
+			o.index[string(f.name)] = i
+		}
 	}
 }
 
@@ -225,11 +248,17 @@ func plain(v []byte) ([]byte, bool) {
 	return body, true
 }
 
-// find returns the field of fields named name, or nil.
-func find(fields []field, name string) *field {
-	for i := range fields {
-		if string(fields[i].name) == name {
-			return &fields[i]
+// find returns o's field named name, or nil.
+func (o *Object) find(name string) *field {
+	if o.index != nil {
+		if i, ok := o.index[name]; ok {
+			return &o.fields[i]
+		}
+		return nil
+	}
+	for i := range o.fields {
+		if string(o.fields[i].name) == name {
+			return &o.fields[i]
 		}
 	}
 	return nil
@@ -272,7 +301,7 @@ func (o *Object) Fail(name, message string) {
 // Value returns the field's value (nil when absent or null) and whether
 // it is present, and marks it as known.
 func (o *Object) Value(name string) (json.RawMessage, bool) {
-	f := find(o.fields, name)
+	f := o.find(name)
 	if f == nil {
 		return nil, false
 	}
@@ -285,7 +314,7 @@ func (o *Object) Value(name string) (json.RawMessage, bool) {
 
 // Has reports whether the field is present and not null.
 func (o *Object) Has(name string) bool {
-	f := find(o.fields, name)
+	f := o.find(name)
 	return f != nil && string(f.value) != "null"
 }
 
@@ -313,7 +342,7 @@ func (o *Object) Str(name string, dst *string) bool {
 // bad value, so that a rule's name can label its errors before its fields
 // are read.
 func (o *Object) PeekStr(name string) string {
-	f := find(o.fields, name)
+	f := o.find(name)
 	if f == nil {
 		return ""
 	}

@@ -3,8 +3,10 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sluicehq/sluice/engine"
@@ -24,6 +26,17 @@ var objectSeeds = []string{
 	`{"s":"{not an object}","t":"[1,2]","u":"\\"}`,
 	`[1,2]`, `"text"`, `12`, `null`, `true`, `{"a":}`, `{"a":1`, `{"a":1}{}`, ``, `   `,
 	`[{"a":1}, 2, "x", null, [3], {}]`, `[]`, ` [ ] `,
+	wide(40) + `,"k3":"again","k39":"last"}`,
+}
+
+// wide returns the start of an object of n fields, k0 to k(n-1): past
+// smallObject, an Object finds its fields by its index.
+func wide(n int) string {
+	fields := make([]string, n)
+	for i := range fields {
+		fields[i] = fmt.Sprintf(`"k%d":%d`, i, i)
+	}
+	return "{" + strings.Join(fields, ",")
 }
 
 // reference is what encoding/json's decoder makes of data: the fields of
@@ -111,5 +124,20 @@ func TestParseKeepsNoReferenceToItsInput(t *testing.T) {
 	var name string
 	if o.Str("name", &name); name != "orders" {
 		t.Fatalf("name read after the input changed: %q", name)
+	}
+}
+
+// BenchmarkParseWideObject parses an object of 100,000 fields, as a
+// hostile body of a megabyte may hold: its lookups go through the index,
+// so the cost grows with the width, not with its square.
+func BenchmarkParseWideObject(b *testing.B) {
+	data := []byte(wide(100_000) + "}")
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		var errs []engine.FieldError
+		o, err := Parse(data, "", &errs)
+		if err != nil || !o.Has("k99999") {
+			b.Fatalf("Parse: %v", err)
+		}
 	}
 }
