@@ -383,8 +383,8 @@ func objectList(o *wire.Object, name string, most int, hint string) []json.RawMe
 }
 
 // decodeObjects decodes each of items (objectList's), an object named
-// name[i] in the request, with decode, and returns what decode made of each; one that is
-// not an object is a failure of errs.
+// name[i] in the request, with decode, and returns what decode made of
+// each; one that is not an object is a failure of errs.
 func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*wire.Object) T) []T {
 	out := make([]T, 0, len(items))
 	for i, item := range items {

@@ -52,33 +52,29 @@ type field struct {
 //
 // Valid JSON is split into its fields in one pass (split): an instance's
 // report is hundreds of small objects, which encoding/json's decoder into
-// a map made most of the report's cost on the server. Anything else takes
-// the decoder, for its errors.
+// a map made most of the report's cost on the server. Invalid JSON is
+// given to the decoder, for its error.
 func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
 	if json.Valid(data) {
 		return ParseValid(bytes.Clone(data), path, errs)
 	}
+	return nil, syntaxError(data)
+}
+
+// syntaxError says what is wrong with data, which is no valid JSON, as
+// encoding/json's decoder finds it: no value, a syntax error, or a value
+// followed by more.
+func syntaxError(data []byte) error {
 	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(data))
-	err := dec.Decode(&fields)
+	err := json.NewDecoder(bytes.NewReader(data)).Decode(&fields)
 	_, wrongType := errors.AsType[*json.UnmarshalTypeError](err)
 	switch {
 	case errors.Is(err, io.EOF):
-		return nil, errors.New("no JSON value")
+		return errors.New("no JSON value")
 	case err != nil && !wrongType:
-		return nil, err
+		return err
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("more than one JSON value")
-	}
-	if wrongType || fields == nil {
-		return nil, &NotObjectError{Got: jsonType(data)}
-	}
-	o := &Object{Path: path, Errs: errs, fields: make([]field, 0, len(fields))}
-	for name, v := range fields {
-		o.add(field{name: []byte(name), value: v})
-	}
-	return o, nil
+	return errors.New("more than one JSON value")
 }
 
 // ParseValid is Parse of data known to be one valid JSON value, such as
