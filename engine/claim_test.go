@@ -33,30 +33,36 @@ func TestRacingCallsNeverShareTheLastRoom(t *testing.T) {
 			if rule.TokenCalculateStrategy == StrategyWarmUp {
 				want = int64(e.Resource("r").rules.Load().flow[0].warmUp().allowed(clock.NowMs()))
 			}
-			res := e.Resource("r")
-			var passed atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for range 8 {
-				wg.Go(func() {
-					<-start
-					for range 2 * int(rule.Threshold) / 8 {
-						if en, blk := res.Entry(); blk == nil {
-							passed.Add(1)
-							en.Exit()
-						}
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
+			got := racePasses(e.Resource("r"), 2*int64(rule.Threshold))
 			e.Close()
-			if got := passed.Load(); got != want {
+			if got != want {
 				t.Fatalf("threshold %v (%s), round %d: %d passes on a frozen clock, want %d",
 					rule.Threshold, rule.TokenCalculateStrategy, round, got, want)
 			}
 		}
 	}
+}
+
+// racePasses makes calls on res from 8 goroutines let go at once, each
+// passing call ended at once, and returns how many passed.
+func racePasses(res *Resource, calls int64) int64 {
+	var passed atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 8 {
+		wg.Go(func() {
+			<-start
+			for range calls / 8 {
+				if en, blk := res.Entry(); blk == nil {
+					passed.Add(1)
+					en.Exit()
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return passed.Load()
 }
 
 // TestContendedClaimsNeverShareTheLastRoom: callers racing on a frozen
@@ -74,23 +80,7 @@ func TestContendedClaimsNeverShareTheLastRoom(t *testing.T) {
 				t.Fatal(err)
 			}
 			claimed := res.passes().Load()
-			var passed atomic.Int64
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for range 8 {
-				wg.Go(func() {
-					<-start
-					for range 2 * threshold / 8 {
-						if en, blk := res.Entry(); blk == nil {
-							passed.Add(1)
-							en.Exit()
-						}
-					}
-				})
-			}
-			close(start)
-			wg.Wait()
-			got := passed.Load()
+			got := racePasses(res, 2*threshold)
 			if got != threshold {
 				t.Fatalf("threshold %d, round %d: %d passes on a frozen clock, want %d", threshold, round, got, threshold)
 			}
