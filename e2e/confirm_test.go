@@ -20,6 +20,7 @@ func TestConfirmWithReason(t *testing.T) {
 	tb.login()
 
 	tb.visit("/resources/"+"GET%3A%2Fapi%2Forders", "GET:/api/orders")
+	tb.historyDrawn()
 	box := `input[type=checkbox][data-rule="orders-qps"]`
 	tb.waitFor("the Enabled switch", `document.querySelector('`+box+`')?.checked === true`)
 
@@ -96,6 +97,7 @@ func TestPromoteAShadowRule(t *testing.T) {
 	tb := newTab(t, n.url)
 	tb.login()
 	tb.visit("/resources/"+"GET%3A%2Fapi%2Forders", "GET:/api/orders")
+	tb.historyDrawn()
 	button := `button[aria-label="Enforce orders-try"]`
 	tb.waitFor("the Enforce button", `!!document.querySelector('`+button+`')`)
 

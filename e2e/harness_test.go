@@ -500,6 +500,14 @@ func (tb *tab) visit(route, heading string) {
 	tb.waitText("main h1", heading)
 }
 
+// historyDrawn waits until a resource page has drawn its history: the
+// chart it adds moves the rules below it down, and a click aimed at a
+// rule's control before then can land where the control was.
+func (tb *tab) historyDrawn() {
+	tb.t.Helper()
+	tb.waitText("#history-note", "steps of")
+}
+
 // fill replaces the value of the form control sel, as typing would.
 func (tb *tab) fill(sel, value string) {
 	tb.t.Helper()

@@ -20,6 +20,7 @@ func TestUnknownOutcome(t *testing.T) {
 	tb.shortTimeouts()
 	tb.login()
 	tb.visit("/resources/"+"GET%3A%2Fapi%2Forders", "GET:/api/orders")
+	tb.historyDrawn()
 	box := `input[type=checkbox][data-rule="orders-qps"]`
 	tb.waitFor("the Enabled switch", `document.querySelector('`+box+`')?.checked === true`)
 
