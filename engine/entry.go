@@ -291,19 +291,22 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	if sys != nil {
 		sys.pass(now, count)
 	}
-	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
+	// The Entry is built once, in its return: one set up first and
+	// changed after was kept in memory and copied out through loads wider
+	// than its stores, which stalled each call until the stores drained.
+	startMs, wait := now, int64(0)
 	if sys != nil {
-		e.wait = 1
+		wait = 1
 	}
 	if waitNs > 0 {
 		waitMs := (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
-		e.wait += waitMs << 1
-		e.startMs += waitMs
+		wait += waitMs << 1
+		startMs += waitMs
 		if !noWait {
 			r.clock.Sleep(time.Duration(waitNs))
 		}
 	}
-	return e, nil
+	return Entry{res: r, rules: rs, startMs: startMs, count: count, wait: wait, probes: probes, held: held}, nil
 }
 
 // decideFlow runs the flow rules on a call of count at now, the
