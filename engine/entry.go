@@ -152,8 +152,20 @@ func (e Entry) countedInbound() bool { return e.wait&1 != 0 }
 // rules. A nil BlockError means the call may go ahead (after Entry.WaitMs when
 // WithNoWait is given); the caller must then Exit the entry.
 func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
+	return enter(r, nil, "", opts)
+}
+
+// enter is Resource.Entry, of the resource eng names name when r is nil
+// and eng is not (Engine.Entry). Both inline it: an Entry passed on from
+// one call's results to another's is copied through memory by loads wider
+// than its stores, a store-forwarding stall that the caller's own copy
+// already costs once.
+func enter(r *Resource, eng *Engine, name string, opts []EntryOption) (Entry, *BlockError) {
 	if r == nil {
-		return Entry{}, nil
+		if eng == nil {
+			return Entry{}, nil
+		}
+		r = eng.named(name)
 	}
 	rs := r.rules.Load()
 	if rs == evictedRules {
