@@ -121,3 +121,19 @@ func TestCallsInFlightAreDerived(t *testing.T) {
 		}
 	}
 }
+
+// TestNilResourceLetsCallsPass: a nil *Resource, which the engine never
+// hands out, lets every call pass uncounted, and its entry's Exit does
+// nothing.
+func TestNilResourceLetsCallsPass(t *testing.T) {
+	var r *Resource
+	en, blk := r.Entry(WithCount(3))
+	if blk != nil {
+		t.Fatalf("a nil resource blocked: %v", blk)
+	}
+	if en != (Entry{}) {
+		t.Fatalf("a nil resource's entry is %+v, want the zero Entry", en)
+	}
+	en.Exit()
+	en.Release()
+}
