@@ -184,10 +184,16 @@ func (e *Engine) Lookup(name string) *Resource {
 
 // Entry is Resource(name).Entry(opts...).
 func (e *Engine) Entry(name string, opts ...EntryOption) (Entry, *BlockError) {
+	return enter(nil, e, name, opts)
+}
+
+// named is Resource(name), its common case (a resource the read map
+// holds) first.
+func (e *Engine) named(name string) *Resource {
 	if r, ok := (*e.resources.read.Load())[name]; ok {
-		return r.Entry(opts...)
+		return r
 	}
-	return e.Resource(name).Entry(opts...)
+	return e.Resource(name)
 }
 
 // Resources returns every resource the engine tracks, in no order.

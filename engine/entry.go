@@ -152,8 +152,20 @@ func (e Entry) countedInbound() bool { return e.wait&1 != 0 }
 // rules. A nil BlockError means the call may go ahead (after Entry.WaitMs when
 // WithNoWait is given); the caller must then Exit the entry.
 func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
+	return enter(r, nil, "", opts)
+}
+
+// enter is Resource.Entry, of the resource eng names name when r is nil
+// and eng is not (Engine.Entry). Both inline it: an Entry passed on from
+// one call's results to another's is copied through memory by loads wider
+// than its stores, a store-forwarding stall that the caller's own copy
+// already costs once.
+func enter(r *Resource, eng *Engine, name string, opts []EntryOption) (Entry, *BlockError) {
 	if r == nil {
-		return Entry{}, nil
+		if eng == nil {
+			return Entry{}, nil
+		}
+		r = eng.named(name)
 	}
 	rs := r.rules.Load()
 	if rs == evictedRules {
@@ -215,13 +227,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	}
 	var inFlight int64
 	if rs.reserveConcurrency {
-		inFlight = r.concurrency.Add(count)
-		if s := r.second.Stripes(); s != nil {
-			// As exact as the shared count: the calls on stripes entered
-			// under rules that read no count in flight, and would have
-			// passed whatever this call read.
-			inFlight += s.InFlight()
-		}
+		inFlight = r.second.ReserveInFlight(count)
 	}
 	// The flow rules decide on the resource's pass count as read here; the
 	// call claims its passes on that count once every rule let it through.
@@ -233,7 +239,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 	waitNs, markMs, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
 	if blk != nil {
 		if rs.reserveConcurrency {
-			r.concurrency.Add(-count)
+			r.second.AddInFlight(-count)
 		}
 		r.recordBlock(now, count, blk)
 		return Entry{}, blk
@@ -252,7 +258,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		default:
 			cancelProbes(rs.breakers, probes)
 			if rs.reserveConcurrency {
-				r.concurrency.Add(-count)
+				r.second.AddInFlight(-count)
 			}
 			r.recordBlock(now, count, b.blocked)
 			return Entry{}, b.blocked
@@ -264,7 +270,7 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 		if blk != nil {
 			cancelProbes(rs.breakers, probes)
 			if rs.reserveConcurrency {
-				r.concurrency.Add(-count)
+				r.second.AddInFlight(-count)
 			}
 			r.recordBlock(now, count, blk)
 			return Entry{}, blk
@@ -286,38 +292,33 @@ func (r *Resource) Entry(opts ...EntryOption) (Entry, *BlockError) {
 			cancelProbes(rs.breakers, probes)
 			held.release(count)
 			if rs.reserveConcurrency {
-				r.concurrency.Add(-count)
+				r.second.AddInFlight(-count)
 			}
 			r.recordBlock(now, count, blk)
 			return Entry{}, blk
 		}
 		waitNs, markMs, shadowBlocked = max(waitNs, w), max(markMs, m), shadowBlocked || shadowFlow
 	}
-	if !rs.reserveConcurrency {
-		if s := r.striped(rs); s != nil {
-			s.AddInFlight(count)
-			inFlight = -1 // sampled (Resource.sampleInFlight)
-		} else {
-			inFlight = r.concurrency.Add(count)
-		}
-	}
-	r.recordPass(now, markMs, count, seen+count, inFlight, shadowBlocked, rs.feeds)
+	r.recordPass(now, markMs, count, seen+count, rs.reserveConcurrency, shadowBlocked, rs.feeds)
 	if sys != nil {
 		sys.pass(now, count)
 	}
-	e := Entry{res: r, rules: rs, startMs: now, count: count, probes: probes, held: held}
+	// The Entry is built once, in its return: one set up first and
+	// changed after was kept in memory and copied out through loads wider
+	// than its stores, which stalled each call until the stores drained.
+	startMs, wait := now, int64(0)
 	if sys != nil {
-		e.wait = 1
+		wait = 1
 	}
 	if waitNs > 0 {
 		waitMs := (waitNs + int64(time.Millisecond) - 1) / int64(time.Millisecond)
-		e.wait += waitMs << 1
-		e.startMs += waitMs
+		wait += waitMs << 1
+		startMs += waitMs
 		if !noWait {
 			r.clock.Sleep(time.Duration(waitNs))
 		}
 	}
-	return e, nil
+	return Entry{res: r, rules: rs, startMs: startMs, count: count, wait: wait, probes: probes, held: held}, nil
 }
 
 // decideFlow runs the flow rules on a call of count at now, the
@@ -365,11 +366,7 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 // it with Resource.RecordComplete). Call Release or Exit, not both.
 func (e Entry) Release() {
 	if e.res != nil {
-		if s := e.res.striped(e.rules); s != nil {
-			s.AddInFlight(-e.count)
-		} else {
-			e.res.concurrency.Add(-e.count)
-		}
+		e.res.second.AddInFlight(-e.count)
 		e.held.release(e.count)
 		cancelProbes(e.rules.breakers, e.probes)
 		if e.countedInbound() {
@@ -414,13 +411,8 @@ func (e Entry) Exit(opts ...ExitOption) {
 	if failed {
 		errors = complete
 	}
-	if s := r.striped(e.rules); s != nil {
-		s.AddInFlight(-e.count)
-	} else {
-		r.concurrency.Add(-e.count)
-	}
 	e.held.release(e.count)
-	r.recordComplete(now, complete, rt, errors)
+	r.recordComplete(now, complete, rt, errors, e.count)
 	if e.countedInbound() {
 		r.eng.system.stats.complete(now, e.count, complete, rt, errors)
 	}
@@ -445,7 +437,7 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 		errors = count
 	}
 	now := r.now()
-	r.recordComplete(now, count, rtMs, errors)
+	r.recordComplete(now, count, rtMs, errors, 0)
 	rs := r.rules.Load()
 	for _, b := range rs.breakers {
 		b.onComplete(now, count, rtMs, failed, false)

@@ -150,11 +150,11 @@ func TestEvictionLosesNoMinute(t *testing.T) {
 		t.Fatal("orders was not evicted")
 	}
 	// A call that found the handle before the mark records after it.
-	r.recordPass(clock.NowMs(), clock.NowMs(), 1, 0, 1, false, nil)
+	r.recordPass(clock.NowMs(), clock.NowMs(), 1, 0, false, false, nil)
 	if got := collectedPasses(e); got["orders"] != 3 {
 		t.Fatalf("collected %v, want the 3 passes of orders", got)
 	}
-	r.recordPass(clock.NowMs(), clock.NowMs(), 4, 0, 1, false, nil)
+	r.recordPass(clock.NowMs(), clock.NowMs(), 4, 0, false, false, nil)
 	clock.Advance(retiredGraceMs)
 	if got := collectedPasses(e); got["orders"] != 4 {
 		t.Fatalf("collected %v a minute after the eviction, want the 4 late passes", got)

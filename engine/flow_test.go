@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -329,6 +330,66 @@ func TestConcurrencyLimitUnderContention(t *testing.T) {
 	}
 	if most > 3 {
 		t.Fatalf("%d calls in flight at once, want <= 3", most)
+	}
+}
+
+// TestConcurrencyLimitWhileCallsLeaveEveryWay: a concurrency rule reads
+// the calls in flight as the passes less the completions, so what moves
+// either without a call entering or leaving (outcomes reported without an
+// entry, passes tallied from outside, exits that complete more or fewer
+// calls than entered, releases) must never let the rule admit more than
+// its limit, on a resource calls contend for (statistics on stripes) or
+// not.
+func TestConcurrencyLimitWhileCallsLeaveEveryWay(t *testing.T) {
+	for _, contended := range []bool{false, true} {
+		e, _ := newTestEngine(t, 0)
+		r := e.Resource("orders")
+		if contended {
+			contend(t, r)
+		}
+		if err := e.LoadFlowRules([]FlowRule{{Name: "conc", Resource: "orders", Metric: MetricConcurrency, Threshold: 3}}); err != nil {
+			t.Fatal(err)
+		}
+		var inFlight, most atomic.Int64
+		var wg sync.WaitGroup
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 3000 {
+					if g == 0 {
+						r.RecordComplete(2, 1, false)
+						r.Tally(true, 2)
+						continue
+					}
+					count := 1 + int64(i%2)
+					en, blk := r.Entry(WithCount(count))
+					if blk != nil {
+						continue
+					}
+					now := inFlight.Add(count)
+					for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+					}
+					inFlight.Add(-count)
+					switch i % 4 {
+					case 0:
+						en.Exit()
+					case 1:
+						en.Exit(WithCompleteCount(3))
+					case 2:
+						en.Release()
+						r.RecordComplete(count, 1, false)
+					default:
+						en.Exit(WithCompleteCount(1))
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := r.Concurrency(); n != 0 {
+			t.Errorf("contended %v: %d in flight at the end, want 0", contended, n)
+		}
+		if m := most.Load(); m > 3 {
+			t.Errorf("contended %v: %d calls in flight at once, want <= 3", contended, m)
+		}
 	}
 }
 

@@ -27,11 +27,12 @@ const secondIntervalMs = 1000
 //
 // Its fields are laid out for two cores calling at once: the first cache
 // line holds what every call reads and only rule loads write; the second
-// what every call writes, the in-flight and pass counts and the totals
-// the statistics are kept in (window.Tally), so that a call writes one
-// line; once calls on several cores collide on it, the statistics and the
-// calls in flight go to a line per core (window.Stripes), and only the pass
-// numbering that flow rules read stays on it. A Resource is 512 bytes, a size class of whole lines
+// what every call writes, the pass count and the totals the statistics
+// are kept in (window.Tally), of which the calls in flight are derived,
+// so that a call writes one line; once calls on several cores collide on
+// it, the statistics go to a line per core (window.Stripes), and only the
+// pass numbering that flow rules read stays on it. A Resource is 512
+// bytes, a size class of whole lines
 // (TestResourceLayout); a byte more and, as a pointerful object past 512
 // bytes carries an 8-byte header, it would take the 576-byte class with
 // its lines off by those 8 bytes.
@@ -44,13 +45,9 @@ type Resource struct {
 	// eng looks the name up again for calls through an evicted handle.
 	eng *Engine
 
-	// concurrency counts the calls in flight while the resource is not
-	// contended, and those of rule sets that read it (inFlightMatters)
-	// always; Concurrency adds those counted on second's Stripes.
-	concurrency atomic.Int64
-	// second counts every call: its claimed passes (passes) and totals
-	// complete the line above, then come its marks of the last second and
-	// minutes.
+	// second counts every call, and so its calls in flight: its claimed
+	// passes (passes) and totals fill the second line, then come its marks
+	// of the last second and minutes.
 	second window.Tally
 }
 
@@ -162,26 +159,10 @@ func (r *Resource) Name() string { return r.name }
 // FirstSeenMs returns when the engine first saw the resource.
 func (r *Resource) FirstSeenMs() int64 { return r.firstSeenMs }
 
-// Concurrency returns the calls in flight.
-func (r *Resource) Concurrency() int64 {
-	n := r.concurrency.Load()
-	if s := r.second.Stripes(); s != nil {
-		n += s.InFlight()
-	}
-	return n
-}
-
-// striped returns the stripes that count the calls in flight of rules rs,
-// nil if the shared count does: until the resource is contended, and
-// always for rules that read the count (the calls entered before count
-// on either, as only the sum is read). Callers add to them in place, as
-// Entry and Exit would not inline a helper that adds.
-func (r *Resource) striped(rs *ruleSet) *window.Stripes {
-	if rs.inFlightMatters {
-		return nil
-	}
-	return r.second.Stripes()
-}
+// Concurrency returns the calls in flight: the passes less the
+// completions (window.Tally.InFlight), exact when no call enters or
+// leaves while they are read, and never fewer than were in flight then.
+func (r *Resource) Concurrency() int64 { return r.second.InFlight() }
 
 // sampleInFlight records the calls in flight of a contended resource in
 // the minute's most, for the call that started a span of nowMs: the calls
@@ -287,9 +268,10 @@ func (r *Resource) roomAfter(atMs int64, known bool, nowMs, intervalMs int64) bo
 // recordPass records count passes at nowMs, which happen at markMs (a
 // prioritized call's, later): the pass logs count them from then. total
 // is the resource's pass count with them, claimed by the caller (Entry)
-// when feeds read it; concurrency the calls in flight with them, or -1
-// when they were counted on stripes (sampleInFlight).
-func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, shadowBlocked bool, feeds []*window.PassLog) {
+// when feeds read it. unflown passes are not in flight from now on: they
+// never entered it (Resource.Tally) or were in it as a reservation
+// (window.Tally.ReserveInFlight) that their pass takes the place of.
+func (r *Resource) recordPass(nowMs, markMs, count, total int64, unflown, shadowBlocked bool, feeds []*window.PassLog) {
 	if r.second.Open(nowMs) {
 		r.sampleInFlight(nowMs)
 	}
@@ -298,11 +280,16 @@ func (r *Resource) recordPass(nowMs, markMs, count, total, concurrency int64, sh
 		// too (window.Tally.Claimed).
 		r.second.Add(window.Pass, count)
 	}
+	if unflown {
+		r.second.AddInFlight(-count)
+	}
 	if shadowBlocked {
 		r.second.Add(window.ShadowBlock, count)
 	}
-	if concurrency >= 0 {
-		r.second.Extremes(nowMs).ObserveConcurrency(concurrency)
+	if r.second.Stripes() == nil {
+		// Contended, the calls in flight are a sum over the lines, read
+		// once a span instead (sampleInFlight).
+		r.second.Extremes(nowMs).ObserveConcurrency(r.second.InFlight())
 	}
 	for _, log := range feeds {
 		log.Mark(markMs, total)
@@ -324,11 +311,13 @@ func (r *Resource) recordBlock(nowMs, count int64, blk *BlockError) {
 	}
 }
 
-func (r *Resource) recordComplete(nowMs, count, rtMs, errors int64) {
+// recordComplete records count calls completed at nowMs in rtMs each,
+// errors of them, as left calls leave flight.
+func (r *Resource) recordComplete(nowMs, count, rtMs, errors, left int64) {
 	rtMs = max(rtMs, 0)
 	if r.second.Open(nowMs) {
 		r.sampleInFlight(nowMs)
 	}
-	r.second.AddComplete(count, rtMs, errors)
+	r.second.AddComplete(count, rtMs, errors, left)
 	r.second.Extremes(nowMs).ObserveRt(rtMs)
 }

@@ -30,5 +30,5 @@ func (r *Resource) Tally(passed bool, count int64) {
 	if len(rs.feeds) > 0 {
 		total = r.passes().Add(count)
 	}
-	r.recordPass(now, now, count, total, r.Concurrency(), false, rs.feeds)
+	r.recordPass(now, now, count, total, true, false, rs.feeds)
 }

@@ -7,8 +7,7 @@ import (
 	"unsafe"
 )
 
-// Stripes are a contended Tally's counts and a resource's calls in flight
-// split in lines, one per core or so, summed when read: Java's LongAdder
+// Stripes are a contended Tally's counts split in lines, one per core or so, summed when read: Java's LongAdder
 // cells. A Tally counts on its one shared line until two writers collide
 // on it (a compare-and-swap fails), and only then gets Stripes, once: a
 // resource that is never contended costs no more than before.
@@ -34,15 +33,12 @@ type Stripes struct {
 // stripe is one line of Stripes: 64 bytes, alone on its cache line (a
 // pointer-free allocation of a power of two from 64 bytes up starts on a
 // multiple of its size; TestStripesLinesAreAligned). counts holds the
-// events a Tally keeps inline, then the calls in flight (inFlightSlot).
+// events a Tally keeps inline.
 type stripe struct {
-	counts     [kept + 1]atomic.Int64
+	counts     [kept]atomic.Int64
 	collisions atomic.Uint64
-	_          [64 - (kept+2)*8]byte
+	_          [64 - (kept+1)*8]byte
 }
-
-// inFlightSlot is where a stripe counts the calls in flight.
-const inFlightSlot = kept
 
 // saltEvery is how many collisions on the lines change the salt.
 const saltEvery = 64
@@ -77,17 +73,15 @@ func (s *Stripes) add(i Event, n int64) {
 // Add counts n events of kind ev, one of those a Tally keeps inline.
 func (s *Stripes) Add(ev Event, n int64) { s.add(ev, n) }
 
-// AddInFlight adds n to the calls in flight.
-func (s *Stripes) AddInFlight(n int64) { s.add(inFlightSlot, n) }
-
-// InFlight returns the calls in flight that the lines count: exact when no
-// call enters or leaves meanwhile.
-func (s *Stripes) InFlight() int64 {
-	var sum int64
+// sum returns the count of ev, one of those a Tally keeps inline, on the
+// lines: each line read after the ones before it, so that a later sum
+// finds every count an earlier one found.
+func (s *Stripes) sum(ev Event) int64 {
+	var n int64
 	for i := range s.lines {
-		sum += s.lines[i].counts[inFlightSlot].Load()
+		n += s.lines[i].counts[ev].Load()
 	}
-	return sum
+	return n
 }
 
 // addTo adds the lines' counts to totals. Each line is read after the ones

@@ -60,11 +60,16 @@ const (
 // A Tally must not be copied once used. Its zero value is not ready: call
 // Init.
 type Tally struct {
-	// claimed and totals come first: the resource that embeds a Tally puts
-	// them on the cache line of its other per-call counters. claimed counts
-	// passes that are not in totals[Pass]: the owner's own (see Claimed).
-	claimed atomic.Int64
-	totals  [kept]atomic.Int64
+	// unpaired, claimed and totals come first: the resource that embeds a
+	// Tally puts them on a cache line of their own, the one its calls
+	// write. The calls in flight are not counted apart but derived: the
+	// passes less the completions, plus unpaired, what the calls that do
+	// not leave flight as they complete, or complete without having
+	// passed, change that by (InFlight). claimed counts passes that are
+	// not in totals[Pass]: the owner's own (see Claimed).
+	unpaired atomic.Int64
+	claimed  atomic.Int64
+	totals   [kept]atomic.Int64
 	// shadow counts ShadowBlock, nil until the first is counted: most
 	// resources have no rule in shadow mode, and the marks of an event
 	// cost a tenth of a Tally.
@@ -289,9 +294,17 @@ func (t *Tally) addShadow(n int64) {
 }
 
 // AddComplete counts n completed calls that took rtMs each, errors of
-// them, after Open. The completions tell a collision, as Add does; the
-// rare response times and errors then follow them without a swap.
-func (t *Tally) AddComplete(n, rtMs, errors int64) {
+// them, after Open, as left calls leave flight (0 for completions
+// reported after their calls were released, or of none). The completions
+// tell a collision, as Add does; the rare response times and errors then
+// follow them without a swap.
+func (t *Tally) AddComplete(n, rtMs, errors, left int64) {
+	if n != left {
+		// Before the completions, which InFlight reads first: a reader
+		// that finds them finds this too, and never counts calls left
+		// that did not.
+		t.unpaired.Add(n - left)
+	}
 	s := t.stripes.Load()
 	if s == nil {
 		if old := t.totals[Complete].Load(); t.totals[Complete].CompareAndSwap(old, old+n) {
@@ -312,6 +325,59 @@ func (t *Tally) AddComplete(n, rtMs, errors int64) {
 	if errors > 0 {
 		s.add(Error, errors)
 	}
+}
+
+// InFlight returns the calls in flight: the passes counted less the
+// completions, plus what AddComplete and AddInFlight told apart. Read
+// while calls enter and leave, it is never below the calls in flight when
+// it reads unpaired (a call that left counts as in flight until its
+// completion or AddInFlight), and exact when none does: the completions
+// are read first and the passes last, and a writer adds to unpaired before
+// the completions that it pairs with and after the passes.
+func (t *Tally) InFlight() int64 {
+	s := t.stripes.Load()
+	done := t.totals[Complete].Load()
+	if s != nil {
+		done += s.sum(Complete)
+	}
+	n := t.unpaired.Load()
+	return n + t.passed(s) - done
+}
+
+// ReserveInFlight adds n calls to those in flight before they pass, and
+// returns the calls in flight with them, no fewer than there are: two
+// calls that reserve at once count each other, as an atomic add's do, so
+// that a limit on calls in flight holds. Once the call's passes are
+// counted, or if it does not pass, AddInFlight(-n) takes the reservation
+// back.
+func (t *Tally) ReserveInFlight(n int64) int64 {
+	s := t.stripes.Load()
+	done := t.totals[Complete].Load()
+	if s != nil {
+		done += s.sum(Complete)
+	}
+	// A pass that moves from the reservation to the passes after this add
+	// read the reservation, and one that moved before it is in the passes
+	// read after it.
+	reserved := t.unpaired.Add(n)
+	return reserved + t.passed(s) - done
+}
+
+// AddInFlight adds n to the calls in flight that are neither passes nor
+// completions: negative for calls that leave flight without completing
+// (released, their outcome reported later), or passes that never enter it
+// or entered it reserved (ReserveInFlight). A negative n is added after
+// the passes it takes out of flight are counted, so that InFlight, which
+// reads unpaired first, never finds it without them.
+func (t *Tally) AddInFlight(n int64) { t.unpaired.Add(n) }
+
+// passed returns the passes counted, claimed and on stripes s included.
+func (t *Tally) passed(s *Stripes) int64 {
+	n := t.claimed.Load() + t.totals[Pass].Load()
+	if s != nil {
+		n += s.sum(Pass)
+	}
+	return n
 }
 
 // loadTotals returns the totals, the passes claimed and shadow blocks

@@ -137,7 +137,7 @@ func TestTallyMarksPast32Bits(t *testing.T) {
 	tally.count(5_100, Pass, 5) // the total crosses 2^32 here
 	tally.count(5_200, Block, 7)
 	tally.Open(5_250)
-	tally.AddComplete(1_200, bigRtMs, 0)
+	tally.AddComplete(1_200, bigRtMs, 0, 1_200)
 	tally.count(5_300, ShadowBlock, 2)
 	for _, tt := range []struct {
 		nowMs int64
@@ -174,14 +174,14 @@ func TestTallyExtremesKeep32Bits(t *testing.T) {
 	x.ObserveRt(most)
 	x.ObserveRt(1 << 40)
 	x.ObserveConcurrency(1 << 33)
-	tally.AddComplete(2, 7, 0)
+	tally.AddComplete(2, 7, 0, 2)
 	got := tally.Collect(nil)
 	if len(got) != 1 || got[0].MinRtMs != most || got[0].MaxRtMs != most || got[0].MaxConcurrency != most {
 		t.Fatalf("Collect = %+v, want the extremes at %d", got, int64(most))
 	}
 	tally.Open(MinuteMs)
 	tally.Extremes(MinuteMs).ObserveRt(0)
-	tally.AddComplete(1, 0, 0)
+	tally.AddComplete(1, 0, 0, 1)
 	if got := tally.Collect(nil); len(got) != 1 || got[0].MinRtMs != 0 || got[0].MaxRtMs != 0 {
 		t.Fatalf("Collect = %+v, want a response time of 0 kept", got)
 	}
@@ -208,11 +208,11 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	}
 	tally.Open(minute1 + 10)
 	x := tally.Extremes(minute1 + 10)
-	tally.AddComplete(2, 30, 1)
+	tally.AddComplete(2, 30, 1, 2)
 	x.ObserveRt(30)
 	tally.Open(minute1 + 20)
 	x = tally.Extremes(minute1 + 20)
-	tally.AddComplete(1, 5, 0)
+	tally.AddComplete(1, 5, 0, 1)
 	x.ObserveRt(5)
 	x.ObserveConcurrency(3)
 	tally.count(minute1+59_999, Pass, 2)
@@ -230,7 +230,7 @@ func TestTallyCollectsMinutes(t *testing.T) {
 	tally.count(minute1+59_999, Block, 1)
 	tally.Open(minute2 + 5)
 	x = tally.Extremes(minute2 + 5)
-	tally.AddComplete(1, 0, 0)
+	tally.AddComplete(1, 0, 0, 1)
 	x.ObserveRt(0)
 	got := tally.Collect(nil)
 	older := Minute{StartMs: minute1, MinRtMs: 5, MaxRtMs: 30, MaxConcurrency: 3, BusiestSecond: 3}
@@ -355,4 +355,58 @@ func collectWhile(t *Tally, writers *sync.WaitGroup) []Minute {
 	close(done)
 	collector.Wait()
 	return collected
+}
+
+// TestTallyInFlightNeverBelowTheCalls: while writers count what moves
+// the passes or the completions without moving the calls in flight
+// (outcomes reported with no call, passes that never enter flight, calls
+// that pass and complete), a call that reserves its place, alone in
+// flight, always finds itself in flight, and InFlight never finds fewer
+// than none: a concurrency limit read so is never passed.
+func TestTallyInFlightNeverBelowTheCalls(t *testing.T) {
+	for _, striped := range []bool{false, true} {
+		var tally Tally
+		tally.Init()
+		tally.Open(0)
+		if striped {
+			tally.stripe()
+		}
+		stop := make(chan struct{})
+		var writers sync.WaitGroup
+		for w := range 3 {
+			writers.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					switch w {
+					case 0:
+						tally.AddComplete(2, 0, 0, 0)
+					case 1:
+						tally.claimed.Add(1)
+						tally.AddInFlight(-1)
+					default:
+						tally.Add(Pass, 1)
+						tally.AddComplete(1, 0, 0, 1)
+					}
+				}
+			})
+		}
+		for range 200_000 {
+			if n := tally.ReserveInFlight(1); n < 1 {
+				t.Fatalf("striped %v: a reservation alone in flight read %d in flight", striped, n)
+			}
+			tally.AddInFlight(-1)
+			if n := tally.InFlight(); n < 0 {
+				t.Fatalf("striped %v: %d in flight", striped, n)
+			}
+		}
+		close(stop)
+		writers.Wait()
+		if n := tally.InFlight(); n != 0 {
+			t.Errorf("striped %v: %d in flight once every call left, want 0", striped, n)
+		}
+	}
 }
