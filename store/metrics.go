@@ -501,6 +501,24 @@ func perResource(parts []rangePart, columns, filter string, filterArgs []any) (s
 	return strings.Join(selects, " UNION ALL "), args
 }
 
+// byStart is perResource for PostgreSQL's rankings: each part's rows of
+// columns, read from the table's index by start (00017), which covers
+// them, and summed per resource once, by the caller. Every resource's rows
+// of a part are one index-only range scan; joining the resources to each
+// part and summing each part on its own, as SQLite's plan needs, made
+// PostgreSQL plan and run four aggregates and three joins where one
+// aggregate does (docs/performance.md, "PostgreSQL rankings").
+func byStart(parts []rangePart, columns []string) (string, []any) {
+	selects := make([]string, len(parts))
+	var args []any
+	for i, p := range parts {
+		selects[i] = `SELECT m.resource_id, m.` + strings.Join(columns, ", m.") + `
+			FROM ` + p.table + ` AS m WHERE m.start_ms >= ? AND m.start_ms < ?`
+		args = append(args, p.fromMs, p.toMs)
+	}
+	return strings.Join(selects, " UNION ALL "), args
+}
+
 // TopResources ranks the resources by their traffic from fromMs (inclusive,
 // rounded down to the minute) to toMs (exclusive, rounded up), highest
 // first, ties by name, and returns the first limit. Only resources with
@@ -521,7 +539,10 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 		partSums = append(partSums, "sum(m."+c+") AS "+c)
 		sums = append(sums, "sum(p."+c+") AS "+c)
 	}
-	union, args := perResource(parts, strings.Join(partSums, ", "), "", nil)
+	union, args := byStart(parts, topColumns[by])
+	if !onPostgres(s.read) {
+		union, args = perResource(parts, strings.Join(partSums, ", "), "", nil)
+	}
 	rows, err := s.read.WithContext(ctx).Raw(`SELECT r.id, r.name
 		FROM (SELECT resource_id, `+strings.Join(sums, ", ")+` FROM (`+union+`) AS p
 			GROUP BY resource_id) AS t
