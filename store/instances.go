@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"maps"
 	"slices"
+	"strings"
 
 	"gorm.io/gorm"
 
@@ -58,30 +60,65 @@ func (s *Store) PutInstance(ctx context.Context, in *Instance) error {
 // records.
 const maxGroupInstances = 1000
 
-// putInstances records a group of instances in one transaction, in order.
+// putInstances records a group of instances in one transaction, in order,
+// and then reads their keys back.
 func (s *Store) putInstances(ctx context.Context, group []*Instance) error {
 	ctx = context.WithoutCancel(ctx)
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		// No RETURNING: on SQLite a statement with one took ten times
+		// what it takes without, and every instance rewrites its record
+		// every few seconds.
 		stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO instances AS i
 				(uid, app, hostname, pid, version, rules_revision, first_seen_ms, last_seen_ms)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (uid) DO UPDATE SET app = excluded.app, hostname = excluded.hostname,
 				pid = excluded.pid, version = excluded.version, rules_revision = excluded.rules_revision,
 				first_seen_ms = `+least(tx)+`(i.first_seen_ms, excluded.first_seen_ms),
-				last_seen_ms = `+greatest(tx)+`(i.last_seen_ms, excluded.last_seen_ms)
-			RETURNING id, first_seen_ms`))
+				last_seen_ms = `+greatest(tx)+`(i.last_seen_ms, excluded.last_seen_ms)`))
 		if err != nil {
 			return fmt.Errorf("record instances: %w", err)
 		}
 		defer stmt.Close()
 		for _, in := range group {
-			row := stmt.QueryRowContext(ctx, in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs)
-			if err := row.Scan(&in.ID, &in.FirstSeenMs); err != nil {
+			if _, err := stmt.ExecContext(ctx, in.UID, in.App, in.Hostname, in.PID, in.Version, in.RulesRevision, in.FirstSeenMs, in.LastSeenMs); err != nil {
 				return fmt.Errorf("record instance %q: %w", in.UID, err)
 			}
 		}
-		return nil
+		return readInstanceKeys(ctx, tx, group)
 	})
+}
+
+// readInstanceKeys sets the ID and first seen time of each of group as
+// tx holds them, a query per namesPerQuery instances.
+func readInstanceKeys(ctx context.Context, tx *gorm.DB, group []*Instance) error {
+	byUID := make(map[string][]*Instance, len(group))
+	for _, in := range group {
+		byUID[in.UID] = append(byUID[in.UID], in)
+	}
+	for batch := range slices.Chunk(slices.Collect(maps.Keys(byUID)), namesPerQuery) {
+		args := make([]any, len(batch))
+		for i, uid := range batch {
+			args[i] = uid
+		}
+		marks := strings.Repeat(",?", len(batch))[1:]
+		rows, err := tx.Statement.ConnPool.QueryContext(ctx, bind(tx, `SELECT id, uid, first_seen_ms FROM instances WHERE uid IN (`+marks+`)`), args...)
+		if err != nil {
+			return fmt.Errorf("read instances' keys: %w", err)
+		}
+		for rows.Next() {
+			var row Instance
+			if err := rows.Scan(&row.ID, &row.UID, &row.FirstSeenMs); err != nil {
+				return errors.Join(err, rows.Close())
+			}
+			for _, in := range byUID[row.UID] {
+				in.ID, in.FirstSeenMs = row.ID, row.FirstSeenMs
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("read instances' keys: %w", err)
+		}
+	}
+	return nil
 }
 
 // Instances returns the registry, by UID; with app set, only that app's
