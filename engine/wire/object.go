@@ -56,7 +56,23 @@ type field struct {
 // checking it with json.Valid before the split a quarter of what was
 // left. Invalid JSON is given to the decoder, for its error.
 func Parse(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
-	return ParseValid(bytes.Clone(data), path, errs)
+	data = bytes.Clone(data)
+	o := &Object{Path: path, Errs: errs}
+	i := skipSpace(data, 0)
+	isObject := i < len(data) && data[i] == '{'
+	var end int
+	if isObject {
+		end = o.split(data, i, 1, true)
+	} else {
+		end = valueEnd(data, i, 0)
+	}
+	switch {
+	case end < 0 || skipSpace(data, end) != len(data):
+		return nil, syntaxError(data)
+	case !isObject:
+		return nil, &NotObjectError{Got: jsonType(data)}
+	}
+	return o, nil
 }
 
 // syntaxError says what is wrong with data, which is no valid JSON, as
@@ -75,25 +91,16 @@ func syntaxError(data []byte) error {
 	return errors.New("more than one JSON value")
 }
 
-// ParseValid is Parse without the copy: the object's values are slices
-// of data, such as an element that Elements split out of an Object's
-// value.
+// ParseValid is Parse of data known to be one valid JSON value, such as
+// an element that Elements split out of an Object's value, which it does
+// not check again; the object's values are slices of data.
 func ParseValid(data []byte, path string, errs *[]engine.FieldError) (*Object, error) {
-	o := &Object{Path: path, Errs: errs}
 	i := skipSpace(data, 0)
-	isObject := i < len(data) && data[i] == '{'
-	var end int
-	if isObject {
-		end = o.split(data, i, 1)
-	} else {
-		end = valueEnd(data, i, 0)
-	}
-	switch {
-	case end < 0 || skipSpace(data, end) != len(data):
-		return nil, syntaxError(data)
-	case !isObject:
+	if data[i] != '{' {
 		return nil, &NotObjectError{Got: jsonType(data)}
 	}
+	o := &Object{Path: path, Errs: errs}
+	o.split(data, i, 1, false)
 	return o, nil
 }
 
@@ -102,14 +109,16 @@ func ParseValid(data []byte, path string, errs *[]engine.FieldError) (*Object, e
 // it refuses the text.
 const MaxDepth = 10000
 
-// split checks the object that starts at data[i], nested depth deep,
-// and returns the index just past it, or -1 when it is not valid JSON.
-// When o is not nil, it sets o's fields to the object's, their values
-// slices of data; a name given twice keeps its last value, as
-// encoding/json's decoder does (request bodies with one are refused
-// before, server/codec.CheckBody). Every other container is checked by
-// valueEnd, so one pass reads the text.
-func (o *Object) split(data []byte, i, depth int) int {
+// split reads the object that starts at data[i], nested depth deep, and
+// returns the index just past it. With check, it checks the object as it
+// goes, nested values and all (valueEnd), so that one pass both checks
+// and splits the text, and returns -1 when it is not valid JSON; without,
+// data is known valid, and the values are only skipped. When o is not
+// nil, it sets o's fields to the object's, their values slices of data;
+// a name given twice keeps its last value, as encoding/json's decoder
+// does (request bodies with one are refused before,
+// server/codec.CheckBody).
+func (o *Object) split(data []byte, i, depth int, check bool) int {
 	if depth > MaxDepth {
 		return -1
 	}
@@ -133,7 +142,12 @@ func (o *Object) split(data []byte, i, depth int) int {
 			return -1
 		}
 		i = skipSpace(data, i+1)
-		vEnd := valueEnd(data, i, depth)
+		var vEnd int
+		if check {
+			vEnd = valueEnd(data, i, depth)
+		} else {
+			vEnd = skipValue(data, i)
+		}
 		if vEnd < 0 {
 			return -1
 		}
@@ -182,17 +196,28 @@ func (o *Object) add(f field) {
 	}
 }
 
-// Elements returns the elements of v, one JSON value, or false when it is
-// no array or no valid JSON: what json.Unmarshal into a
-// []json.RawMessage gives, without copying. The elements are slices of v.
+// Elements returns the elements of v, one valid JSON value, or false
+// when it is no array: what json.Unmarshal into a []json.RawMessage gives,
+// without copying. The elements are slices of v.
 func Elements(v json.RawMessage) ([]json.RawMessage, bool) {
 	i := skipSpace(v, 0)
 	if i == len(v) || v[i] != '[' {
 		return nil, false
 	}
 	items := []json.RawMessage{}
-	end := arrayEnd(v, i, 1, &items)
-	return items, end >= 0 && skipSpace(v, end) == len(v)
+	i = skipSpace(v, i+1)
+	if v[i] == ']' {
+		return items, true
+	}
+	for {
+		end := skipValue(v, i)
+		items = append(items, v[i:end])
+		i = skipSpace(v, end)
+		if v[i] == ']' {
+			return items, true
+		}
+		i = skipSpace(v, i+1)
+	}
 }
 
 func skipSpace(data []byte, i int) int {
@@ -213,9 +238,9 @@ func valueEnd(data []byte, i, depth int) int {
 	case '"':
 		return stringEnd(data, i)
 	case '{':
-		return (*Object)(nil).split(data, i, depth+1)
+		return (*Object)(nil).split(data, i, depth+1, true)
 	case '[':
-		return arrayEnd(data, i, depth+1, nil)
+		return arrayEnd(data, i, depth+1)
 	case 't':
 		return literalEnd(data, i, "true")
 	case 'f':
@@ -228,8 +253,7 @@ func valueEnd(data []byte, i, depth int) int {
 
 // arrayEnd checks the array that starts at data[i], nested depth deep,
 // and returns the index just past it, or -1 when it is not valid JSON.
-// When items is not nil, the array's elements are appended to it.
-func arrayEnd(data []byte, i, depth int, items *[]json.RawMessage) int {
+func arrayEnd(data []byte, i, depth int) int {
 	if depth > MaxDepth {
 		return -1
 	}
@@ -241,9 +265,6 @@ func arrayEnd(data []byte, i, depth int, items *[]json.RawMessage) int {
 		end := valueEnd(data, i, depth)
 		if end < 0 {
 			return -1
-		}
-		if items != nil {
-			*items = append(*items, data[i:end])
 		}
 		if i = skipSpace(data, end); i >= len(data) {
 			return -1
@@ -257,6 +278,36 @@ func arrayEnd(data []byte, i, depth int, items *[]json.RawMessage) int {
 			return -1
 		}
 	}
+}
+
+// skipValue returns the index just past the value that starts at
+// data[i], which is known valid JSON: it looks for the value's end only.
+func skipValue(data []byte, i int) int {
+	switch data[i] {
+	case '"':
+		return stringEnd(data, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch data[i] {
+			case '"':
+				i = stringEnd(data, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+	}
+	return i
 }
 
 // inString marks the bytes that end a string's run of plain ones: its
