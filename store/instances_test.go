@@ -190,6 +190,39 @@ func TestAddInstanceMinutesCountsEachMinuteOnce(t *testing.T) {
 	}
 }
 
+// TestAddInstanceMinutesCountsAWideReportOnce: a report of more rows
+// than one statement inserts on PostgreSQL (ownRowsPerStatement), one of
+// its minutes given twice in one statement's rows, counts each minute
+// once, and its retry none.
+func TestAddInstanceMinutesCountsAWideReportOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	a := putInstance(t, s, "a", minute(1))
+	report := make([]MinuteDelta, 2*ownRowsPerStatement+10)
+	for i := range report {
+		report[i] = MinuteDelta{Resource: fmt.Sprintf("r-%d", i), StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}}
+	}
+	twice := report[len(report)-2].Resource
+	report[len(report)-1].Resource = twice
+	for _, wantAdded := range []int{len(report) - 1, 0} {
+		n, err := s.AddInstanceMinutes(t.Context(), a, report, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Added != wantAdded || n.Counts[twice].Pass != int64(min(wantAdded, 1)) {
+			t.Errorf("added %d, %s counted %+v; want %d added, %s once", n.Added, twice, n.Counts[twice], wantAdded, twice)
+		}
+	}
+	for _, name := range []string{"r-0", "r-600", twice} {
+		points, err := s.ResourceMetrics(t.Context(), name, minute(0), minute(60), MinuteMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(points) != 1 || points[0].Pass != 1 {
+			t.Errorf("%s: minutes %+v, want one of 1 pass", name, points)
+		}
+	}
+}
+
 // TestPruneInstances: retention prunes the instances' own minute rows and
 // the instances last seen before the cut.
 func TestPruneInstances(t *testing.T) {
