@@ -2,6 +2,7 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"maps"
 	"reflect"
 	"testing"
@@ -45,6 +46,37 @@ func TestPutInstance(t *testing.T) {
 	}
 	if _, err := s.InstanceByUID(t.Context(), "nobody"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("an unknown instance: %v, want ErrNotFound", err)
+	}
+}
+
+// TestPutInstancesKeysAWholeGroup: a group of more instances than one
+// query reads the keys of learns every instance's key and first seen
+// time, new and known ones, and one named twice.
+func TestPutInstancesKeysAWholeGroup(t *testing.T) {
+	s, _ := openTestStore(t)
+	known := putInstance(t, s, "i-7", minute(1))
+	group := make([]*Instance, 2*namesPerQuery+10)
+	for i := range group {
+		group[i] = &Instance{UID: fmt.Sprintf("i-%d", i%(2*namesPerQuery)), App: "shop", FirstSeenMs: minute(2), LastSeenMs: minute(2)}
+	}
+	if err := s.putInstances(t.Context(), group); err != nil {
+		t.Fatal(err)
+	}
+	all, err := s.Instances(t.Context(), "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored := map[string]Instance{}
+	for _, in := range all {
+		stored[in.UID] = in
+	}
+	if len(stored) != 2*namesPerQuery || stored["i-7"].ID != known || stored["i-7"].FirstSeenMs != minute(1) {
+		t.Fatalf("%d instances stored, i-7 %+v; want %d, i-7 key %d first seen %d", len(stored), stored["i-7"], 2*namesPerQuery, known, minute(1))
+	}
+	for _, in := range group {
+		if want := stored[in.UID]; in.ID != want.ID || in.FirstSeenMs != want.FirstSeenMs {
+			t.Errorf("%s: key %d first seen %d, stored %d and %d", in.UID, in.ID, in.FirstSeenMs, want.ID, want.FirstSeenMs)
+		}
 	}
 }
 
@@ -155,6 +187,39 @@ func TestAddInstanceMinutesCountsEachMinuteOnce(t *testing.T) {
 	}
 	if !reflect.DeepEqual(own, want) {
 		t.Errorf("instance a by hour: %+v, want %+v", own, want)
+	}
+}
+
+// TestAddInstanceMinutesCountsAWideReportOnce: a report of more rows
+// than one statement inserts on PostgreSQL (ownRowsPerStatement), one of
+// its minutes given twice in one statement's rows, counts each minute
+// once, and its retry none.
+func TestAddInstanceMinutesCountsAWideReportOnce(t *testing.T) {
+	s, _ := openTestStore(t)
+	a := putInstance(t, s, "a", minute(1))
+	report := make([]MinuteDelta, 2*ownRowsPerStatement+10)
+	for i := range report {
+		report[i] = MinuteDelta{Resource: fmt.Sprintf("r-%d", i), StartMs: minute(1), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}}
+	}
+	twice := report[len(report)-2].Resource
+	report[len(report)-1].Resource = twice
+	for _, wantAdded := range []int{len(report) - 1, 0} {
+		n, err := s.AddInstanceMinutes(t.Context(), a, report, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n.Added != wantAdded || n.Counts[twice].Pass != int64(min(wantAdded, 1)) {
+			t.Errorf("added %d, %s counted %+v; want %d added, %s once", n.Added, twice, n.Counts[twice], wantAdded, twice)
+		}
+	}
+	for _, name := range []string{"r-0", "r-600", twice} {
+		points, err := s.ResourceMetrics(t.Context(), name, minute(0), minute(60), MinuteMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(points) != 1 || points[0].Pass != 1 {
+			t.Errorf("%s: minutes %+v, want one of 1 pass", name, points)
+		}
 	}
 }
 

@@ -83,3 +83,26 @@ func openBenchStore(b *testing.B) *Store {
 	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// BenchmarkPutInstances is a group commit of 1,000 known instances
+// rewriting their records, as a fleet's do every few seconds.
+func BenchmarkPutInstances(b *testing.B) {
+	s := openBenchStore(b)
+	group := make([]*Instance, 1000)
+	for i := range group {
+		group[i] = &Instance{UID: fmt.Sprintf("host-%d:4242:9f3c", i), App: "shop", Hostname: "host", PID: 4242, Version: "1.4.0", FirstSeenMs: minute(0), LastSeenMs: minute(0)}
+	}
+	if err := s.putInstances(b.Context(), group); err != nil {
+		b.Fatal(err)
+	}
+	seenMs := minute(0)
+	for b.Loop() {
+		seenMs += 5000
+		for _, in := range group {
+			in.LastSeenMs = seenMs
+		}
+		if err := s.putInstances(b.Context(), group); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func DuplicateKey(data []byte) (string, bool) {
 }
 
 // MaxDepth is how deeply JSON values may nest: encoding/json's own limit.
-const MaxDepth = 10000
+const MaxDepth = wire.MaxDepth
 
 // dupScanner walks JSON for DuplicateKey. It allocates nothing for a
 // body without escaped keys or large objects: a fleet's reports are
