@@ -29,9 +29,11 @@ func holdWriter(t *testing.T, url string) (release func(stmts ...string)) {
 	t.Cleanup(func() { _ = conn.Close() })
 	lock := []string{"BEGIN IMMEDIATE"}
 	if testPostgres != nil {
-		// EXCLUSIVE lets reads through but no insert, the first write of
-		// a report.
-		lock = []string{"BEGIN", "LOCK TABLE resources IN EXCLUSIVE MODE"}
+		// EXCLUSIVE lets reads through but no insert: into resources, the
+		// first write of a report, nor into instances, the only one of an
+		// instance record (without it, a group of records commits before
+		// the calls after it have queued, and the test finds none queued).
+		lock = []string{"BEGIN", "LOCK TABLE resources, instances IN EXCLUSIVE MODE"}
 	}
 	exec(t, conn, lock...)
 	return func(stmts ...string) { exec(t, conn, append(stmts, "COMMIT")...) }
@@ -46,20 +48,38 @@ func exec(t *testing.T, conn *sql.Conn, stmts ...string) {
 	}
 }
 
-// waitQueued polls until n calls wait in q for the group commit under
-// way: long, as 80 goroutines on a loaded machine can take seconds to
-// reach the queue (77 of 79 had in 3 s in one clean-clone run).
-func waitQueued[W any](t *testing.T, q *groupQueue[W], n int) {
+// queueBehind runs calls at once, the first alone until it has taken its
+// group, so that it commits a group of its own, held by the writer, and
+// every other queues behind it; it returns once they all have, with a wait
+// for the calls to end. Started together, a call that queued before the
+// first took its group would join it, and one fewer would queue.
+func queueBehind[W any](t *testing.T, q *groupQueue[W], calls []func()) (wait func()) {
+	t.Helper()
+	var wg sync.WaitGroup
+	wg.Go(calls[0])
+	waitQueue(t, q, "the first call committing alone", func(committing bool, queued int) bool { return committing && queued == 0 })
+	for _, call := range calls[1:] {
+		wg.Go(call)
+	}
+	waitQueue(t, q, fmt.Sprintf("%d calls queued", len(calls)-1), func(_ bool, queued int) bool { return queued == len(calls)-1 })
+	return wg.Wait
+}
+
+// waitQueue polls until done holds of q's state: whether a group is
+// committing and how many calls wait. Long, as 80 goroutines on a loaded
+// machine can take seconds to reach the queue (77 of 79 had in 3 s in one
+// clean-clone run).
+func waitQueue[W any](t *testing.T, q *groupQueue[W], want string, done func(committing bool, queued int) bool) {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		q.mu.Lock()
-		queued := len(q.waiting)
+		committing, queued := q.committing, len(q.waiting)
 		q.mu.Unlock()
-		if queued == n {
+		if done(committing, queued) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d calls queued, want %d", queued, n)
+			t.Fatalf("%d calls queued (committing: %v), want %s", queued, committing, want)
 		}
 		time.Sleep(time.Millisecond)
 	}
@@ -74,15 +94,15 @@ func reportTwice(t *testing.T, s *Store, url string, instances []int64, report [
 	release := holdWriter(t, url)
 	added := make([][2]AddedMinutes, len(instances))
 	errs := make([][2]error, len(instances))
-	var wg sync.WaitGroup
+	var calls []func()
 	for i, id := range instances {
 		for k := range 2 {
-			wg.Go(func() { added[i][k], errs[i][k] = s.AddInstanceMinutes(context.Background(), id, report, 0) })
+			calls = append(calls, func() { added[i][k], errs[i][k] = s.AddInstanceMinutes(context.Background(), id, report, 0) })
 		}
 	}
-	waitQueued(t, &s.reports, 2*len(instances)-1)
+	wait := queueBehind(t, &s.reports, calls)
 	release(whileHeld...)
-	wg.Wait()
+	wait()
 	return added, errs
 }
 
@@ -193,15 +213,15 @@ func TestGroupCommitRecordsEveryInstance(t *testing.T) {
 	const n = 30
 	ins := make([]*Instance, 2*n)
 	errs := make([]error, len(ins))
-	var wg sync.WaitGroup
+	calls := make([]func(), len(ins))
 	for i := range ins {
 		// Instance i%n, seen at minute i: twice each, the second later.
 		ins[i] = &Instance{UID: fmt.Sprintf("i-%d", i%n), App: "shop", FirstSeenMs: minute(int64(i)), LastSeenMs: minute(int64(i))}
-		wg.Go(func() { errs[i] = s.PutInstance(context.Background(), ins[i]) })
+		calls[i] = func() { errs[i] = s.PutInstance(context.Background(), ins[i]) }
 	}
-	waitQueued(t, &s.instances, len(ins)-1)
+	wait := queueBehind(t, &s.instances, calls)
 	release()
-	wg.Wait()
+	wait()
 	keys := map[int64]bool{}
 	for i, in := range ins {
 		if errs[i] != nil {
