@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -125,14 +126,7 @@ func upsertInstances(ctx context.Context, tx *gorm.DB, group []*Instance) error 
 		if err != nil {
 			return fmt.Errorf("record instances: %w", err)
 		}
-		for rows.Next() {
-			var row Instance
-			if err := rows.Scan(&row.ID, &row.UID, &row.FirstSeenMs); err != nil {
-				return errors.Join(err, rows.Close())
-			}
-			keys[row.UID] = row
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		if err := scanKeys(rows, func(row Instance) { keys[row.UID] = row }); err != nil {
 			return fmt.Errorf("record instances: %w", err)
 		}
 	}
@@ -159,20 +153,29 @@ func readInstanceKeys(ctx context.Context, tx *gorm.DB, group []*Instance) error
 		if err != nil {
 			return fmt.Errorf("read instances' keys: %w", err)
 		}
-		for rows.Next() {
-			var row Instance
-			if err := rows.Scan(&row.ID, &row.UID, &row.FirstSeenMs); err != nil {
-				return errors.Join(err, rows.Close())
-			}
+		err = scanKeys(rows, func(row Instance) {
 			for _, in := range byUID[row.UID] {
 				in.ID, in.FirstSeenMs = row.ID, row.FirstSeenMs
 			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		})
+		if err != nil {
 			return fmt.Errorf("read instances' keys: %w", err)
 		}
 	}
 	return nil
+}
+
+// scanKeys hands each of rows, an instance's id, uid and first_seen_ms,
+// to set, and closes rows.
+func scanKeys(rows *sql.Rows, set func(Instance)) error {
+	for rows.Next() {
+		var row Instance
+		if err := rows.Scan(&row.ID, &row.UID, &row.FirstSeenMs); err != nil {
+			return errors.Join(err, rows.Close())
+		}
+		set(row)
+	}
+	return errors.Join(rows.Err(), rows.Close())
 }
 
 // Instances returns the registry, by UID; with app set, only that app's

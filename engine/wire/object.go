@@ -154,18 +154,28 @@ func (o *Object) split(data []byte, i, depth int, check bool) int {
 		if o != nil {
 			o.set(data[nameAt:end], data[i:vEnd])
 		}
-		if i = skipSpace(data, vEnd); i >= len(data) {
-			return -1
-		}
-		switch data[i] {
-		case '}':
-			return i + 1
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return -1
+		var last bool
+		if i, last = afterValue(data, vEnd, '}'); i < 0 || last {
+			return i
 		}
 	}
+}
+
+// afterValue reads what follows a member of an object or an element of
+// an array, closed by closer, that ends at end: the index past closer and
+// true after the last, the next one's start and false after a comma, or
+// -1 after anything else.
+func afterValue(data []byte, end int, closer byte) (int, bool) {
+	i := skipSpace(data, end)
+	switch {
+	case i >= len(data):
+		return -1, false
+	case data[i] == closer:
+		return i + 1, true
+	case data[i] == ',':
+		return skipSpace(data, i+1), false
+	}
+	return -1, false
 }
 
 // set gives o's field of the quoted name the value.
@@ -266,16 +276,9 @@ func arrayEnd(data []byte, i, depth int) int {
 		if end < 0 {
 			return -1
 		}
-		if i = skipSpace(data, end); i >= len(data) {
-			return -1
-		}
-		switch data[i] {
-		case ']':
-			return i + 1
-		case ',':
-			i = skipSpace(data, i+1)
-		default:
-			return -1
+		var last bool
+		if i, last = afterValue(data, end, ']'); i < 0 || last {
+			return i
 		}
 	}
 }
