@@ -539,8 +539,11 @@ func (s *Store) TopResources(ctx context.Context, fromMs, toMs int64, by TopBy, 
 		partSums = append(partSums, "sum(m."+c+") AS "+c)
 		sums = append(sums, "sum(p."+c+") AS "+c)
 	}
-	union, args := byStart(parts, topColumns[by])
-	if !onPostgres(s.read) {
+	var union string
+	var args []any
+	if onPostgres(s.read) {
+		union, args = byStart(parts, topColumns[by])
+	} else {
 		union, args = perResource(parts, strings.Join(partSums, ", "), "", nil)
 	}
 	rows, err := s.read.WithContext(ctx).Raw(`SELECT r.id, r.name

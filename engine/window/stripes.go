@@ -7,8 +7,8 @@ import (
 	"unsafe"
 )
 
-// Stripes are a contended Tally's counts split in lines, one per core or so, summed when read: Java's LongAdder
-// cells. A Tally counts on its one shared line until two writers collide
+// Stripes are a contended Tally's counts split in lines, one per core or
+// so, summed when read: Java's LongAdder cells. A Tally counts on its one shared line until two writers collide
 // on it (a compare-and-swap fails), and only then gets Stripes, once: a
 // resource that is never contended costs no more than before.
 //
