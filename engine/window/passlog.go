@@ -21,8 +21,10 @@ const (
 	// the 32 bits they keep are always decoded exactly.
 	ancientMs = 1 << 30
 	// firstMarks is the ring a log that forgets by time starts with: the
-	// marks of a resource with a few calls a second.
-	firstMarks = 8
+	// marks of a resource with a few calls a second. Seven, with full's 32
+	// bits beside them, keep a PassLog at 112 bytes, a size class below
+	// 128 (TestPassLogBytes).
+	firstMarks = 7
 	// forgetMarginMs is how much longer than its window a log keeps a
 	// mark: a decision may read the clock before a mark is written and
 	// decide after it, and a prioritized call's passes are marked ahead of
@@ -66,7 +68,7 @@ const (
 // doubles the ring when a group it must keep would be written over, up to
 // the ring its capacities need. So a resource's log costs what its traffic
 // needs, not its threshold: a rule of 100 a second on a resource that sees
-// a few calls a second keeps 8 marks rather than 102. A growth allocates,
+// a few calls a second keeps 7 marks rather than 102. A growth allocates,
 // at most a few times in a log's life, on the call that needs it.
 type PassLog struct {
 	marker
@@ -78,8 +80,8 @@ type PassLog struct {
 	// capacities need.
 	ring    atomic.Pointer[markRing]
 	next    atomic.Pointer[markRing]
-	full    int64
 	horizon Horizon
+	full    int32 // at most maxMarks + 2
 	// firstMarks is the ring the log starts with, nil in ring, when that
 	// is enough for it or it forgets by time.
 	firstMarks [firstMarks]atomic.Uint32
@@ -168,7 +170,7 @@ func (l *PassLog) setUp(least, most, passes, missed int64, h Horizon) {
 	if most > 0 {
 		var ring int
 		l.perMark, ring = LogShape(least, most)
-		l.full = int64(ring)
+		l.full = int32(ring)
 		if ring > firstMarks && h.IntervalMs <= 0 {
 			full := &markRing{marks: make([]atomic.Uint32, ring)}
 			l.ring.Store(full)
@@ -224,7 +226,7 @@ func (l *PassLog) mark(nowMs, total int64) {
 		}
 		storeMax(&l.floor, g)
 	}
-	for size := int64(len(marks)); size < l.full && last-size > l.floor.Load(); size = int64(len(marks)) {
+	for size := int64(len(marks)); size < int64(l.full) && last-size > l.floor.Load(); size = int64(len(marks)) {
 		// The slot of group last holds a group not forgotten yet: the
 		// ring holds groups first-size to first-1.
 		l.forget(marks, first-size, min(last-size, first-1), nowMs-l.horizon.IntervalMs-l.slackMs()-forgetMarginMs)
@@ -271,7 +273,7 @@ func (l *PassLog) grow(r *markRing) *markRing {
 	marks := l.marksOf(r)
 	next := l.next.Load()
 	if next == r {
-		size := min(2*int64(len(marks)), l.full)
+		size := min(2*int64(len(marks)), int64(l.full))
 		grown := &markRing{marks: make([]atomic.Uint32, size)}
 		// Copied before it is shared, the slots of the groups it gets hold
 		// their marks rather than zeroes; writes since are copied below.
@@ -291,7 +293,7 @@ func (l *PassLog) grow(r *markRing) *markRing {
 // needs up to their number, when r is nil.
 func (l *PassLog) marksOf(r *markRing) []atomic.Uint32 {
 	if r == nil {
-		return l.firstMarks[:min(l.full, firstMarks)]
+		return l.firstMarks[:min(int(l.full), firstMarks)]
 	}
 	return r.marks
 }

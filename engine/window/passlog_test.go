@@ -6,7 +6,16 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 )
+
+// TestPassLogBytes: a PassLog, which every flow rule of the common kind
+// keeps, fits the 112-byte size class, 16 bytes a rule below the next.
+func TestPassLogBytes(t *testing.T) {
+	if size := unsafe.Sizeof(PassLog{}); size != 112 {
+		t.Fatalf("a PassLog is %d bytes, want 112", size)
+	}
+}
 
 // exactWindow is what a PassLog stands for: every pass's time, in the
 // order recorded (times never go back).
@@ -321,7 +330,7 @@ func TestPassLogConcurrentRecords(t *testing.T) {
 	for _, within := range []bool{false, true} {
 		l := newCounted(500, 500) // 5 passes a group
 		if within {
-			// Its ring grows from 8 marks to 102 as the writers race.
+			// Its ring grows from 7 marks to 102 as the writers race.
 			l = newCountedWithin(500, 500, 1)
 		}
 		checkConcurrentRecords(t, l)
