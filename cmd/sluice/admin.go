@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -100,7 +101,7 @@ func resetPassword(ctx context.Context, args []string, stdout, stderr io.Writer)
 	if err != nil {
 		return err
 	}
-	hash, err := bcrypt.GenerateFromPassword([]byte(*password), bcrypt.DefaultCost)
+	hash, err := bcrypt.GenerateFromPassword([]byte(*password), cmp.Or(passwordCost, bcrypt.DefaultCost))
 	if err != nil {
 		return err
 	}

@@ -32,6 +32,12 @@ var version = "dev"
 // SIGINT or SIGTERM.
 const shutdownTimeout = 15 * time.Second
 
+// passwordCost is the bcrypt cost of the passwords sluice hashes (the first
+// admin's, and admin reset-password's); 0 is bcrypt.DefaultCost. The tests
+// lower it, as a hash at the default cost takes a second of CPU under the
+// race detector, on every start of a server.
+var passwordCost int
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -213,6 +219,7 @@ func serve(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		BootstrapToken: *bootstrapToken, InstanceToken: demoFleetToken, AdminPassword: *adminPassword, TLS: useTLS,
 		Cluster: engineOpts.Cluster, MaxInstances: *maxInstances, QuotaNode: quotaNode(*addr),
 		WebhookAllowPrivate: *webhookAllowPrivate, WebhookRetention: time.Duration(webhookRetention),
+		PasswordCost: passwordCost,
 	})
 	if err != nil {
 		return err

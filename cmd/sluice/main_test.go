@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/sluicehq/sluice/server/servertest"
 	"github.com/sluicehq/sluice/store"
 )
@@ -27,6 +29,7 @@ import (
 const runMainEnv = "SLUICE_TEST_RUN_MAIN"
 
 func TestMain(m *testing.M) {
+	passwordCost = bcrypt.MinCost
 	if os.Getenv(runMainEnv) == "1" {
 		main()
 		os.Exit(0)
