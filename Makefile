@@ -23,7 +23,7 @@ run:
 
 # SIZE_TESTS runs the tests of size, which skip themselves under the race
 # detector.
-SIZE_TESTS := CGO_ENABLED=1 go test -count=1 -run '^TestRulesApplyAHundredThousandRules$$' ./cmd/sluice/
+SIZE_TESTS := CGO_ENABLED=1 go test -vet=off -count=1 -run '^TestRulesApplyAHundredThousandRules$$' ./cmd/sluice/
 
 # test runs every test under the race detector and, in the same binaries (no
 # second build), every benchmark once (-benchtime 1x), so that a broken
@@ -39,14 +39,18 @@ SIZE_TESTS := CGO_ENABLED=1 go test -count=1 -run '^TestRulesApplyAHundredThousa
 # Their output follows the pass's, and either failing fails the target. A
 # package may take longer than go test's default timeout of 10 minutes on a
 # busy 2-core machine (the console's end-to-end tests under the race
-# detector take about 4 on an idle one), hence -timeout 30m.
+# detector take about 4 on an idle one), hence -timeout 30m. No go test
+# here vets: vet (and, for the nested modules, the line that tests them)
+# has run every analyzer on the same packages already, and go test's own
+# vet, a subset of them, costs about 75 s of CPU on this module. The race
+# detector's build tag only swaps a constant (raceDetector) in the tests.
 test: tools fmt-check vet static check-docs clients alerts bench-once chromium postgres redis
-	CGO_ENABLED=1 go test -race -count=1 -timeout 30m -bench . -benchtime 1x ./...
+	CGO_ENABLED=1 go test -vet=off -race -count=1 -timeout 30m -bench . -benchtime 1x ./...
 	@echo "$(SIZE_TESTS) (beside the next one)"
 	@out=$$(mktemp) && trap 'rm -f "$$out"' EXIT && \
 	{ $(SIZE_TESTS) >"$$out" 2>&1 & } && size=$$! && \
-	echo "SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/" && \
-	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -count=1 ./store/ ./server/ ./server/rules/; pg=$$?; \
+	echo "SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -vet=off -count=1 ./store/ ./server/ ./server/rules/" && \
+	SLUICE_TEST_DB=postgres CGO_ENABLED=1 go test -vet=off -count=1 ./store/ ./server/ ./server/rules/; pg=$$?; \
 	wait $$size; sized=$$?; cat "$$out"; [ $$pg -eq 0 ] && [ $$sized -eq 0 ]
 
 # alerts checks the shipped Prometheus alert rules and runs their unit
@@ -94,7 +98,7 @@ clients: tools
 	.tools/node_modules/.bin/openapi-typescript $(CLIENTS_GEN)/openapi.json --output $(CLIENTS_GEN)/sluice.d.ts
 	.tools/node_modules/.bin/tsc --project clients
 	cd clients && go tool oapi-codegen -config oapi-codegen.yaml gen/openapi.json
-	cd clients && go vet ./... && CGO_ENABLED=1 go test -race -count=1 ./...
+	cd clients && go vet ./... && CGO_ENABLED=1 go test -vet=off -race -count=1 ./...
 
 # bench-once vets engine/benchmarks, a module of its own that ./... does not
 # reach, and runs each of its benchmarks once. It runs without the race
@@ -103,8 +107,8 @@ clients: tools
 # race detector.
 NESTED_MODULES := engine/middleware/chitest engine/middleware/ginmw engine/middleware/echomw bridge/sentinelgo
 bench-once:
-	cd engine/benchmarks && go vet ./... && go test -count=1 -run '^$$' -bench . -benchtime 1x ./...
-	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -race -count=1 -timeout 30m -bench . -benchtime 1x ./...) || exit 1; done
+	cd engine/benchmarks && go vet ./... && go test -vet=off -count=1 -run '^$$' -bench . -benchtime 1x ./...
+	for m in $(NESTED_MODULES); do (cd $$m && go vet ./... && CGO_ENABLED=1 go test -vet=off -race -count=1 -timeout 30m -bench . -benchtime 1x ./...) || exit 1; done
 
 # static vets every package and builds the binary without cgo, as the
 # docs/ci.md's CI workflow builds the CLI: a cgo-only call outside a cgo file
