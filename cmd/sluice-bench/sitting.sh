@@ -21,7 +21,8 @@
 #     sluice of A and one of B (needs wrk: apt-get install wrk);
 #   - with SLUICE_BENCH_DB set to a seeded PostgreSQL URL (see
 #     pg-ranking-seed.sql in this directory), the top-10 rankings over 1 h,
-#     24 h and 7 d;
+#     24 h and 7 d; A reads SLUICE_BENCH_DB_A if set, a database seeded at
+#     A's schema, as a server refuses a schema newer than its migrations;
 #   - with -fleet, 2,000 instances × 50 resources reporting each second
 #     for 65 s to a fresh sluice of each side on SQLite (sluice-bench
 #     reporters), report latency and the server's CPU.
@@ -126,7 +127,9 @@ for round in $(seq 1 "$rounds"); do
 			printf "BenchmarkHTTPBatch100 1 %.0f decisions/s\n", 100 * b
 		}' >>"$out/http-$side.txt"
 		if [ -n "${SLUICE_BENCH_DB:-}" ]; then
-			(cd "$work/$side/server" &&
+			db=$SLUICE_BENCH_DB
+			[ "$side" = A ] && db=${SLUICE_BENCH_DB_A:-$db}
+			(cd "$work/$side/server" && SLUICE_BENCH_DB=$db \
 				"$bin/server.test" -test.run '^$' -test.bench '^BenchmarkMetricsTop10Block(1h|24h|7d)$' -test.benchtime 200x) \
 				>>"$out/pg-$side.txt"
 		fi
