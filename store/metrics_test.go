@@ -225,6 +225,48 @@ func TestTopResources(t *testing.T) {
 	}
 }
 
+// TestTopResourcesFillsByName: a ranking by a count that fewer resources
+// than its limit have ends with those whose count is 0, by name, with
+// their figures; ties rank by name.
+func TestTopResourcesFillsByName(t *testing.T) {
+	s, _ := openTestStore(t)
+	var deltas []MinuteDelta
+	for m := range int64(3) {
+		deltas = append(deltas,
+			MinuteDelta{Resource: "z-blocks", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 1, Block: 5}}},
+			MinuteDelta{Resource: "b-blocks", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 2, Block: 5}}},
+			MinuteDelta{Resource: "m-quiet", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 3}}},
+			MinuteDelta{Resource: "a-quiet", StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 4}}},
+		)
+	}
+	addMetrics(t, s, deltas...)
+	tests := []struct {
+		by       TopBy
+		limit    int
+		want     []string
+		wantPass []int64
+	}{
+		{by: TopByBlock, limit: 10, want: []string{"b-blocks", "z-blocks", "a-quiet", "m-quiet"}, wantPass: []int64{6, 3, 12, 9}},
+		{by: TopByBlock, limit: 3, want: []string{"b-blocks", "z-blocks", "a-quiet"}, wantPass: []int64{6, 3, 12}},
+		{by: TopByBlock, limit: 1, want: []string{"b-blocks"}, wantPass: []int64{6}},
+		{by: TopByError, limit: 2, want: []string{"a-quiet", "b-blocks"}, wantPass: []int64{12, 6}},
+	}
+	for _, tt := range tests {
+		top, err := s.TopResources(t.Context(), minute(0), minute(3), tt.by, tt.limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names, pass := []string{}, []int64{}
+		for _, r := range top {
+			names = append(names, r.Resource)
+			pass = append(pass, r.Pass)
+		}
+		if !reflect.DeepEqual(names, tt.want) || !reflect.DeepEqual(pass, tt.wantPass) {
+			t.Errorf("by %s, limit %d: %v with pass %v, want %v with %v", tt.by, tt.limit, names, pass, tt.want, tt.wantPass)
+		}
+	}
+}
+
 // TestPruneMetrics deletes in batches smaller than what is to go, and
 // queries across the cut see only what is kept, at every step alike.
 func TestPruneMetrics(t *testing.T) {
