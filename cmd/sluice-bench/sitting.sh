@@ -19,8 +19,8 @@
 #   - the HTTP check and its batch of 100: wrk -t2 -c64 -d8s against
 #     `sluice-bench hello` (the ceiling, once a round), then against a
 #     sluice of A and one of B (needs wrk: apt-get install wrk);
-#   - with SLUICE_BENCH_DB set to a seeded PostgreSQL URL (see
-#     pg-ranking-seed.sql in this directory), the top-10 rankings over 1 h,
+#   - with SLUICE_BENCH_DB set to a PostgreSQL URL seeded by
+#     scripts/seed-rankings.sh, the top-10 rankings over 1 h,
 #     24 h and 7 d; A reads SLUICE_BENCH_DB_A if set, a database seeded at
 #     A's schema, as a server refuses a schema newer than its migrations;
 #   - with -fleet, 2,000 instances × 50 resources reporting each second
