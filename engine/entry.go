@@ -316,7 +316,22 @@ func enter(r *Resource, eng *Engine, name string, opts []EntryOption) (Entry, *B
 	if logged {
 		seen = r.passes().Load()
 	}
-	waitNs, markMs, shadowFlow, blk := decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
+	var waitNs, markMs int64
+	var shadowFlow bool
+	var blk *BlockError
+	// A single common reject rule that enforces, the usual case, is
+	// decided here as decideFlow would: its call and frame cost a pass
+	// by handle about 4 of its 45 ns. A prioritized call, which may
+	// borrow, and every other case go there.
+	if len(flow) == 1 && flow[0].commonOn(r) && !flow[0].shadowMode && !prioritized {
+		c := flow[0]
+		markMs = now
+		if !r.admits(c.passes, seen, count, int64(c.threshold), now, c.intervalMs) {
+			blk = &c.blocked
+		}
+	} else {
+		waitNs, markMs, shadowFlow, blk = decideFlow(r, flow, now, count, inFlight, seen, prioritized, false)
+	}
 	if blk != nil {
 		if rs.reserveConcurrency {
 			r.second.AddInFlight(-count)
@@ -413,8 +428,7 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 		}
 		var ok bool
 		var w int64
-		if c.uncommon == nil && !c.inFlight && c.stat == r {
-			// A common reject rule on its own passes, as check decides it.
+		if c.commonOn(r) {
 			ok = r.admits(c.passes, seen, count, int64(c.threshold), now, c.intervalMs)
 		} else {
 			ok, w = c.check(r, now, count, inFlight, seen)
