@@ -239,6 +239,12 @@ func (c *flowChecker) cluster() *clusterShare {
 	return c.uncommon.cluster
 }
 
+// commonOn reports whether c is a common reject rule on the passes of r,
+// the resource it decides for: Resource.admits decides it as check would.
+func (c *flowChecker) commonOn(r *Resource) bool {
+	return c.uncommon == nil && !c.inFlight && c.stat == r
+}
+
 // ruleName is the name of c's rule.
 func (c *flowChecker) ruleName() string { return c.blocked.rule }
 
