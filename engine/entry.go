@@ -2,6 +2,7 @@ package engine
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -124,7 +125,9 @@ func (b *BlockError) Limit() int64 { return b.limit }
 
 // Entry is a call that was let through. Call Exit exactly once when the call
 // is done; it records completion, response time and the end of the call's
-// concurrency. The zero Entry's Exit does nothing.
+// concurrency. The zero Entry's Exit does nothing, and so does a second
+// Exit or Release of an entry that holds a hotspot value's calls in
+// flight or a breaker's probe; of any other, it counts the call again.
 //
 // An Entry is four words, so that the compiler keeps it in registers
 // throughout: a larger one lives in the caller's memory, and the caller
@@ -133,16 +136,19 @@ func (b *BlockError) Limit() int64 { return b.limit }
 // set is not kept, unless it holds something of the set's (a breaker's
 // probe, or calls in flight of hotspot values), which a record from a
 // pool keeps (heldCall): Exit reports to the resource's rules as they are
-// then, the breakers of a set loaded meanwhile included.
+// then, the breakers of a set loaded meanwhile included. A record is
+// numbered each time it is given back, and the entry keeps the number it
+// took, so that a copy of an entry exited or released already finds it
+// ended and does nothing, rather than release what another call holds.
 type Entry struct {
 	res  *Resource
 	held *heldCall // nil unless the call holds a probe or keys
 	// startMs is when the call started, after its wait.
 	startMs int64
-	// call is the call's count, its wait in milliseconds (WaitMs) and
-	// whether the inbound statistics (of system rules) counted it
-	// (packCall); a count of 0 in it means that held keeps the count
-	// and the wait, which did not fit.
+	// call is whether the inbound statistics (of system rules) counted the
+	// call (its lowest bit) and, without held, the call's count and its
+	// wait in milliseconds (WaitMs, packCall); with held, which keeps
+	// those, the record's number as the call took it (heldCall.gen).
 	call uint64
 }
 
@@ -157,8 +163,8 @@ const (
 	maxCallCount   = 1<<(64-callCountShift) - 1
 )
 
-// packCall returns Entry.call of a call of count that waited waitMs, or
-// its inbound flag alone and false if they do not fit.
+// packCall returns Entry.call of a call of count that waited waitMs, and
+// whether they fit in it.
 func packCall(count, waitMs int64, inbound bool) (call uint64, fits bool) {
 	if inbound {
 		call = callInbound
@@ -171,11 +177,13 @@ func packCall(count, waitMs int64, inbound bool) (call uint64, fits bool) {
 
 // heldCall is what a call holds of the rule set it found (rules): the
 // probes of its half-open breakers, the hotspot values whose calls in
-// flight count it, and its count and wait when Entry.call cannot keep
-// them. Exit and Release give it back to heldCalls, so that neither
-// entering nor exiting allocates once the pool has records: after
-// either, no copy of the entry may be exited or released again.
+// flight count it, and its count and wait. Exit and Release give it back
+// to heldCalls, so that neither entering nor exiting allocates once the
+// pool has records.
 type heldCall struct {
+	// gen counts the times the record was given back: an entry whose
+	// number it no longer is has ended.
+	gen    atomic.Uint64
 	rules  *ruleSet
 	probes uint64 // bit i: a probe of rules.breakers[i], which is half-open
 	keys   heldKeys
@@ -186,31 +194,44 @@ type heldCall struct {
 // heldCalls are the records of calls that hold nothing now.
 var heldCalls = sync.Pool{New: func() any { return new(heldCall) }}
 
-// hold returns a record of what a call holds.
-func hold(rules *ruleSet, probes uint64, keys heldKeys, count, waitMs int64) *heldCall {
+// hold returns a record of what a call holds, and Entry.call for it.
+func hold(rules *ruleSet, probes uint64, keys heldKeys, count, waitMs int64, inbound bool) (*heldCall, uint64) {
 	h := heldCalls.Get().(*heldCall)
-	*h = heldCall{rules: rules, probes: probes, keys: keys, count: count, waitMs: waitMs}
-	return h
+	h.rules, h.probes, h.keys, h.count, h.waitMs = rules, probes, keys, count, waitMs
+	call := h.gen.Load() << 1
+	if inbound {
+		call |= callInbound
+	}
+	return h, call
 }
 
 // recycle gives h back, for an entry that ended.
 func (h *heldCall) recycle() {
-	*h = heldCall{}
+	h.gen.Add(1)
+	h.rules, h.probes, h.keys = nil, 0, heldKeys{}
 	heldCalls.Put(h)
+}
+
+// ended reports whether the entry holds a record it gave back already.
+func (e Entry) ended() bool {
+	return e.held != nil && e.held.gen.Load() != e.call>>1
 }
 
 // count returns how many calls the entry counts as.
 func (e Entry) count() int64 {
-	if n := int64(e.call >> callCountShift); n != 0 || e.held == nil {
-		return n
+	if e.held != nil {
+		return e.held.count
 	}
-	return e.held.count
+	return int64(e.call >> callCountShift)
 }
 
 // WaitMs returns how long the call was queued by a throttling rule: slept
 // already, or owed by the caller with WithNoWait.
 func (e Entry) WaitMs() int64 {
-	if e.call>>callCountShift == 0 && e.held != nil {
+	if e.ended() {
+		return 0
+	}
+	if e.held != nil {
 		return e.held.waitMs
 	}
 	return int64(e.call>>callWaitShift) & maxCallWaitMs
@@ -406,11 +427,11 @@ func enter(r *Resource, eng *Engine, name string, opts []EntryOption) (Entry, *B
 			r.clock.Sleep(time.Duration(waitNs))
 		}
 	}
-	call, fits := packCall(count, waitMs, sys != nil)
-	if probes == 0 && held.first == nil && fits {
+	if call, fits := packCall(count, waitMs, sys != nil); probes == 0 && held.first == nil && fits {
 		return Entry{res: r, startMs: startMs, call: call}, nil
 	}
-	return Entry{res: r, held: hold(rs, probes, held, count, waitMs), startMs: startMs, call: call}, nil
+	h, call := hold(rs, probes, held, count, waitMs, sys != nil)
+	return Entry{res: r, held: h, startMs: startMs, call: call}, nil
 }
 
 // decideFlow runs the flow rules on a call of count at now, the
@@ -456,7 +477,7 @@ func decideFlow(r *Resource, flow []*flowChecker, now, count, inFlight, seen int
 // callers that learn the outcome later or never (the HTTP check API reports
 // it with Resource.RecordComplete). Call Release or Exit, not both.
 func (e Entry) Release() {
-	if e.res == nil {
+	if e.res == nil || e.ended() {
 		return
 	}
 	count := e.count()
@@ -484,7 +505,7 @@ func cancelProbes(breakers []*breaker, mask uint64) {
 // records its response time and releases its concurrency.
 func (e Entry) Exit(opts ...ExitOption) {
 	r := e.res
-	if r == nil {
+	if r == nil || e.ended() {
 		return
 	}
 	now := r.cachedNow()
@@ -555,8 +576,9 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 // it in flight (its resource's, or an associated one's, or an adaptive
 // concurrency rule's), or it is a probe a half-open circuit breaker waits
 // for.
+// An ended entry needs nothing.
 func (e Entry) NeedsExit() bool {
-	return e.CountsInFlight() || e.held != nil && e.held.probes != 0
+	return e.CountsInFlight() || e.held != nil && !e.ended() && e.held.probes != 0
 }
 
 // CountsInFlight reports whether a concurrency rule (of the entry's
@@ -565,7 +587,7 @@ func (e Entry) NeedsExit() bool {
 // end may then end them. An entry that needs an Exit without it is only a
 // half-open breaker's probe.
 func (e Entry) CountsInFlight() bool {
-	if e.res == nil {
+	if e.res == nil || e.ended() {
 		return false
 	}
 	rules, _ := e.rules()

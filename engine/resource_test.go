@@ -194,3 +194,39 @@ func TestNilResourceLetsCallsPass(t *testing.T) {
 	en.Exit()
 	en.Release()
 }
+
+// TestEntryEndedTwice: a second Exit or Release of an entry that holds a
+// record does nothing, even once another call holds the record it gave
+// back: the other call's value stays in flight until its own end.
+func TestEntryEndedTwice(t *testing.T) {
+	e, _ := newTestEngine(t, 0)
+	if err := e.LoadHotspotRules([]HotspotRule{{Name: "conc", Resource: "held", ParamKey: "k", Metric: MetricConcurrency, Threshold: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.Resource("held")
+	for _, end := range []func(Entry){func(en Entry) { en.Exit() }, Entry.Release} {
+		first, blk := r.Entry(WithParam("k", "v"))
+		if blk != nil {
+			t.Fatal(blk)
+		}
+		end(first)
+		second, blk := r.Entry(WithParam("k", "v"))
+		if blk != nil {
+			t.Fatal(blk)
+		}
+		end(first)
+		if first.CountsInFlight() || first.NeedsExit() {
+			t.Fatal("an ended entry counts in flight")
+		}
+		if tryPass(r, WithParam("k", "v")) {
+			t.Fatal("a second end of the first entry released the second's value")
+		}
+		if n := r.Concurrency(); n != 1 {
+			t.Fatalf("in flight %d, want the second entry's 1", n)
+		}
+		end(second)
+		if !tryPass(r, WithParam("k", "v")) {
+			t.Fatal("the second entry's value was not given back")
+		}
+	}
+}
