@@ -131,7 +131,7 @@ for round in $(seq 1 "$rounds"); do
 			[ "$side" = A ] && db=${SLUICE_BENCH_DB_A:-$db}
 			(cd "$work/$side/server" && SLUICE_BENCH_DB=$db \
 				"$bin/server.test" -test.run '^$' -test.bench '^BenchmarkMetricsTop10Block(1h|24h|7d)$' -test.benchtime 200x) \
-				>>"$out/pg-$side.txt"
+				>>"$out/pg-$side.txt" 2>>"$out/pg-$side.log" || echo "the rankings of $side failed: $out/pg-$side.log" >&2
 		fi
 	done
 	(cd "$work/B/engine/benchmarks" &&
