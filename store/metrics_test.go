@@ -206,15 +206,7 @@ func TestTopResources(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			top, err := s.TopResources(t.Context(), tt.from, tt.to, tt.by, tt.limit)
-			if err != nil {
-				t.Fatal(err)
-			}
-			names, pass := []string{}, []int64{}
-			for _, r := range top {
-				names = append(names, r.Resource)
-				pass = append(pass, r.Pass)
-			}
+			names, pass := topNamesAndPass(t, s, tt.from, tt.to, tt.by, tt.limit)
 			if !reflect.DeepEqual(names, tt.want) || !reflect.DeepEqual(pass, tt.wantPass) {
 				t.Errorf("top = %v with pass %v, want %v with %v", names, pass, tt.want, tt.wantPass)
 			}
@@ -252,19 +244,27 @@ func TestTopResourcesFillsByName(t *testing.T) {
 		{by: TopByError, limit: 2, want: []string{"a-quiet", "b-blocks"}, wantPass: []int64{12, 6}},
 	}
 	for _, tt := range tests {
-		top, err := s.TopResources(t.Context(), minute(0), minute(3), tt.by, tt.limit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		names, pass := []string{}, []int64{}
-		for _, r := range top {
-			names = append(names, r.Resource)
-			pass = append(pass, r.Pass)
-		}
+		names, pass := topNamesAndPass(t, s, minute(0), minute(3), tt.by, tt.limit)
 		if !reflect.DeepEqual(names, tt.want) || !reflect.DeepEqual(pass, tt.wantPass) {
 			t.Errorf("by %s, limit %d: %v with pass %v, want %v with %v", tt.by, tt.limit, names, pass, tt.want, tt.wantPass)
 		}
 	}
+}
+
+// topNamesAndPass returns the names and the passes of the ranking by of
+// [fromMs, toMs), limit long.
+func topNamesAndPass(t *testing.T, s *Store, fromMs, toMs int64, by TopBy, limit int) ([]string, []int64) {
+	t.Helper()
+	top, err := s.TopResources(t.Context(), fromMs, toMs, by, limit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, pass := []string{}, []int64{}
+	for _, r := range top {
+		names = append(names, r.Resource)
+		pass = append(pass, r.Pass)
+	}
+	return names, pass
 }
 
 // TestPruneMetrics deletes in batches smaller than what is to go, and
