@@ -575,8 +575,7 @@ func (r *Resource) RecordComplete(count, rtMs int64, failed bool) {
 // once, when its outcome is to be reported later: a concurrency rule counts
 // it in flight (its resource's, or an associated one's, or an adaptive
 // concurrency rule's), or it is a probe a half-open circuit breaker waits
-// for.
-// An ended entry needs nothing.
+// for. An ended entry needs nothing.
 func (e Entry) NeedsExit() bool {
 	return e.CountsInFlight() || e.held != nil && !e.ended() && e.held.probes != 0
 }

@@ -8,9 +8,10 @@ import (
 )
 
 // Stripes are a contended Tally's counts split in lines, one per core or
-// so, summed when read: Java's LongAdder cells. A Tally counts on its one shared line until two writers collide
-// on it (a compare-and-swap fails), and only then gets Stripes, once: a
-// resource that is never contended costs no more than before.
+// so, summed when read: Java's LongAdder cells. A Tally counts on its one
+// shared line until two writers collide on it (a compare-and-swap fails),
+// and only then gets Stripes, once: a resource that is never contended
+// costs no more than before.
 //
 // A call picks its line by the goroutine it runs on, hashed from the
 // address of its stack, so that a goroutine keeps writing the same line
