@@ -144,3 +144,134 @@ func TestContendedPassesPerRealWindow(t *testing.T) {
 	}
 	t.Logf("%d passes in %v, %.0f per window", len(all), runFor, float64(len(all))*float64(window)/float64(runFor))
 }
+
+// TestRacingBlocksNeverShareTheLastRoom: callers racing on a frozen clock
+// at a contended resource whose rule is far enough above them for its
+// passes to be numbered in blocks per core, until the window nears the
+// threshold and they are numbered one at a time: never more than the
+// threshold pass, no fewer than it less what the blocks of the lines can
+// hold unused, and the statistics count exactly the passes, none of the
+// numbers claimed unused.
+func TestRacingBlocksNeverShareTheLastRoom(t *testing.T) {
+	for _, threshold := range []int64{2_000, 10_000, 100_000} {
+		for round := range 10 {
+			e, clock := newTestEngine(t, 1_000_000)
+			res := e.Resource("r")
+			contend(t, res)
+			clock.Advance(2 * minuteMs)
+			if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: float64(threshold)}}); err != nil {
+				t.Fatal(err)
+			}
+			clock.Advance(3 * minuteMs) // the lines closed by the load open again
+			claimed := res.passes().Load()
+			got := racePasses(res, 2*threshold)
+			// Each line's block holds under a block's numbers, and the room
+			// for a block is a block of every line four times over.
+			_, _, room := res.second.BlockSize(res.rules.Load().flow[0].passes.Slack(), 1000)
+			if got > threshold || got < threshold-room {
+				t.Fatalf("threshold %d, round %d: %d passes on a frozen clock, want %d less at most %d left in blocks",
+					threshold, round, got, threshold, room)
+			}
+			if res.second.AheadMs() < clock.NowMs() {
+				t.Fatalf("threshold %d: no block of numbers was claimed", threshold)
+			}
+			if counted := res.second.SumAll(clock.NowMs())[window.Pass]; counted != got {
+				t.Fatalf("threshold %d, round %d: the statistics counted %d passes of %d (%d numbers claimed)",
+					threshold, round, counted, got, res.passes().Load()-claimed)
+			}
+			if inFlight := res.Concurrency(); inFlight != 0 {
+				t.Fatalf("threshold %d, round %d: %d calls in flight once all exited", threshold, round, inFlight)
+			}
+			e.Close()
+		}
+	}
+}
+
+// TestBlockNumbersCountOnceUsed: a contended resource's call that claims
+// a block of numbers counts one pass and one call in flight, not the
+// block; the block's numbers given up past its deadline never count.
+func TestBlockNumbersCountOnceUsed(t *testing.T) {
+	e, clock := newTestEngine(t, 1_000_000)
+	res := e.Resource("r")
+	contend(t, res)
+	clock.Advance(2 * minuteMs)
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: MaxThreshold}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(3 * minuteMs)
+	before := res.passes().Load()
+	first, blk := res.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	if res.passes().Load()-before < 2 {
+		t.Fatalf("the call claimed %d numbers, want a block", res.passes().Load()-before)
+	}
+	check := func(passes, inFlight int64) {
+		t.Helper()
+		if got := res.second.SumAll(clock.NowMs())[window.Pass]; got != passes {
+			t.Fatalf("the second counts %d passes, want %d (%d numbers claimed)", got, passes, res.passes().Load()-before)
+		}
+		if got := res.Concurrency(); got != inFlight {
+			t.Fatalf("%d calls in flight, want %d", got, inFlight)
+		}
+	}
+	check(1, 1)
+	second, blk := res.Entry()
+	if blk != nil {
+		t.Fatal(blk)
+	}
+	check(2, 2)
+	first.Exit()
+	second.Exit()
+	check(2, 0)
+	clock.Advance(2) // past the block's deadline: its numbers left are given up
+	if !tryPass(res) {
+		t.Fatal("blocked")
+	}
+	check(3, 0)
+}
+
+// TestBlockMarkedAtItsDeadline: a block of numbers claimed at t and used
+// up at t+1 is marked at t+1 in the pass log, with its group, which it
+// completes: a window that holds the threshold from t+1 on has room for
+// none of its passes at t+1000, not for the passes of the group.
+func TestBlockMarkedAtItsDeadline(t *testing.T) {
+	const threshold = 2000 // groups of 20 passes, blocks of 4
+	e, clock := newTestEngine(t, 1_000_000)
+	res := e.Resource("r")
+	contend(t, res)
+	clock.Advance(2 * minuteMs)
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: threshold}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(3 * minuteMs)
+	if size, _, _ := res.second.BlockSize(res.rules.Load().flow[0].passes.Slack(), 1000); size != 4 || res.passes().Load() != 0 {
+		t.Fatalf("blocks of %d numbers from %d, want 4 from 0", size, res.passes().Load())
+	}
+	for range 18 { // the fifth block, 17 to 20, is claimed
+		if !tryPass(res) {
+			t.Fatal("blocked")
+		}
+	}
+	if res.passes().Load() != 20 {
+		t.Fatalf("%d numbers claimed, want 20", res.passes().Load())
+	}
+	clock.Advance(1)
+	passed := 18
+	for tryPass(res) {
+		passed++
+	}
+	if passed != threshold {
+		t.Fatalf("%d passes, want %d", passed, threshold)
+	}
+	// Passes 19 to 2000 happened at t+1: at t+1000, 18 may pass.
+	clock.Advance(999)
+	late := 0
+	for tryPass(res) {
+		late++
+	}
+	if late > 18 {
+		t.Fatalf("%d passes at t+1000, when the window from t+1 holds %d", late, threshold-18)
+	}
+}

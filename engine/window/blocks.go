@@ -29,6 +29,11 @@ const (
 	// its numbers are at most a millisecond late, as a real clock's
 	// readings are.
 	blockLifeMs = 1
+	// minBlockIntervalMs is the shortest window a rule numbered in blocks
+	// may have: a millisecond late, its marks hold a pass at most a
+	// thousandth of the window longer than it should, as a real clock's
+	// lag of a tick already does.
+	minBlockIntervalMs = 1000
 	// maxBlock is the most numbers a block holds: past it, the shared
 	// counter's trips are too few to matter.
 	maxBlock = 64
@@ -132,7 +137,8 @@ func (t *Tally) TakeNumber(nowMs int64) (line int, ok bool) {
 // intervalMs whose log counts up to slack passes too many, the numbers
 // each line may give up in a span of dropBucketMs (budget), and the room
 // that must be left under the threshold for a block to be claimed; size is
-// below 2 when blocks are not worth it.
+// below 2 when blocks are not worth it, or the window is shorter than
+// minBlockIntervalMs.
 //
 // The unused numbers that the log counts in a window of intervalMs are
 // those of the blocks whose deadlines are in it: on a line, all but the
@@ -143,7 +149,7 @@ func (t *Tally) TakeNumber(nowMs int64) (line int, ok bool) {
 // slack in all: the log counts at most twice its own slack too many.
 func (t *Tally) BlockSize(slack, intervalMs int64) (size, budget, room int64) {
 	s := t.stripes.Load()
-	if s == nil {
+	if s == nil || intervalMs < minBlockIntervalMs {
 		return 0, 0, 0
 	}
 	lines := int64(len(s.lines))
