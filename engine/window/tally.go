@@ -342,6 +342,10 @@ func (t *Tally) InFlight() int64 {
 		done += s.sum(Complete)
 	}
 	n := t.unpaired.Load()
+	if s == nil {
+		// passed, written out: the one-goroutine pass reads it.
+		return n + t.claimed.Load() + t.totals[Pass].Load() - done
+	}
 	return n + t.passed(s) - done
 }
 
@@ -382,8 +386,7 @@ func (t *Tally) passed(s *Stripes) int64 {
 		if s == nil {
 			return n
 		}
-		unused, ok := s.unused(claimed)
-		if ok {
+		if unused, ok := s.unused(claimed); ok {
 			return n - unused + s.sum(Pass)
 		}
 	}
