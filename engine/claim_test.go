@@ -275,3 +275,110 @@ func TestBlockMarkedAtItsDeadline(t *testing.T) {
 		t.Fatalf("%d passes at t+1000, when the window from t+1 holds %d", late, threshold-18)
 	}
 }
+
+// TestExactPassAfterABlockMarkedNoEarlier: a call that numbers its pass
+// exactly after another core's block, at the block's reading, is marked
+// no earlier than the block's deadline, so that the log's marks never
+// decrease in the order of the numbers. Core A claims numbers 1963 to
+// 1966 at t and uses the last three at t+1; core B, near the threshold,
+// numbers 1967 to 2000 at t, completing group 100 (groups of 20 passes).
+// At t+1000 a call of 1000 must leave group 100 (k = 3000+1000-2000):
+// marked t, the log would take it and every pass before it as out of the
+// window, A's three at t+1 too, and let the call through, 2,003 passes
+// in the window from t+1.
+func TestExactPassAfterABlockMarkedNoEarlier(t *testing.T) {
+	for attempt := range 20 {
+		if exactAfterBlock(t) {
+			return
+		}
+		t.Logf("attempt %d: the two goroutines shared a line", attempt)
+	}
+	t.Fatal("no two goroutines on different lines in 20 attempts")
+}
+
+// exactAfterBlock runs TestExactPassAfterABlockMarkedNoEarlier once; it
+// reports false when its second goroutine took the first's line.
+func exactAfterBlock(t *testing.T) bool {
+	t.Helper()
+	const threshold = 2000 // groups of 20 passes, blocks of 4
+	e, clock := newTestEngine(t, 1_000_000)
+	defer e.Close()
+	res := e.Resource("r")
+	contend(t, res)
+	clock.Advance(2 * minuteMs)
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: threshold}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(3 * minuteMs)
+	numbered := func(want int64) {
+		t.Helper()
+		if got := res.passes().Load(); got != want {
+			t.Fatalf("%d numbers claimed, want %d", got, want)
+		}
+	}
+	for range 1960 { // 490 blocks of 4
+		if !tryPass(res) {
+			t.Fatal("blocked")
+		}
+	}
+	if en, blk := res.Entry(WithCount(2)); blk == nil {
+		en.Exit()
+	}
+	numbered(1962)
+	clock.Advance(500) // t: room for 38
+	run := func(f func()) {
+		done := make(chan struct{})
+		go func() { f(); close(done) }()
+		<-done
+	}
+	onA := make(chan func())
+	defer close(onA)
+	go func() {
+		for f := range onA {
+			f()
+		}
+	}()
+	inA := func(f func()) {
+		done := make(chan struct{})
+		onA <- func() { f(); close(done) }
+		<-done
+	}
+	inA(func() { tryPass(res) })
+	numbered(1966)
+	passedB := 0
+	run(func() {
+		for tryPass(res) {
+			passedB++
+		}
+	})
+	if passedB == 37 { // A's three numbers, then 34 exactly
+		return false
+	}
+	numbered(2000)
+	if passedB != 34 {
+		t.Fatalf("B passed %d at t, want 34", passedB)
+	}
+	clock.Advance(1)
+	inA(func() {
+		for range 3 {
+			if !tryPass(res) {
+				t.Error("A's block refused a pass at t+1")
+			}
+		}
+	})
+	numbered(2000)
+	// The first 1960 passes, marked at t-499 (their blocks' deadline),
+	// are out of the window at t+501.
+	clock.Advance(500)
+	if en, blk := res.Entry(WithCount(1000)); blk == nil {
+		en.Exit()
+	} else {
+		t.Fatal("1000 blocked at t+501")
+	}
+	clock.Advance(499)
+	if en, blk := res.Entry(WithCount(1000)); blk == nil {
+		en.Exit()
+		t.Fatal("1000 passed at t+1000, 2,003 in the window from t+1")
+	}
+	return true
+}
