@@ -382,3 +382,63 @@ func exactAfterBlock(t *testing.T) bool {
 	}
 	return true
 }
+
+// TestContendedBlocksPerRealWindow is TestContendedPassesPerRealWindow at
+// a threshold whose passes are numbered in blocks per core on the real
+// clock: no threshold+1 passes all happened within less than an interval.
+func TestContendedBlocksPerRealWindow(t *testing.T) {
+	const threshold, intervalMs, runFor = 20_000, 1000, 2500 * time.Millisecond
+	e := New(Options{})
+	t.Cleanup(e.Close)
+	r := e.Resource("r")
+	contend(t, r)
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: threshold, StatIntervalMs: intervalMs}}); err != nil {
+		t.Fatal(err)
+	}
+	type pass struct{ from, to time.Duration }
+	base := time.Now()
+	goroutines := 2 * runtime.GOMAXPROCS(0)
+	passes := make([][]pass, goroutines)
+	var wg sync.WaitGroup
+	for g := range goroutines {
+		wg.Go(func() {
+			for time.Since(base) < runFor {
+				from := time.Since(base)
+				en, blk := r.Entry()
+				if blk == nil {
+					en.Exit()
+					passes[g] = append(passes[g], pass{from, time.Since(base)})
+				}
+			}
+		})
+	}
+	wg.Wait()
+	all := slices.Concat(passes...)
+	slices.SortFunc(all, func(a, b pass) int { return cmp.Compare(a.from, b.from) })
+	var longest time.Duration
+	for _, p := range all {
+		longest = max(longest, p.to-p.from)
+	}
+	window := time.Duration(intervalMs) * time.Millisecond
+	end := 0 // the first pass that starts at or after the window's end
+	for i, first := range all {
+		for end < len(all) && all[end].from < first.from+window {
+			end++
+		}
+		// Those that start in the window, less those that end after it:
+		// they start less than the longest pass before its end.
+		within := end - i
+		for j := end - 1; j >= i && all[j].from >= first.from+window-longest; j-- {
+			if all[j].to >= first.from+window {
+				within--
+			}
+		}
+		if within > threshold {
+			t.Fatalf("%d passes within %v of %v, over the threshold %d", within, window, first.from, threshold)
+		}
+	}
+	if r.second.AheadMs() < base.UnixMilli() {
+		t.Fatal("no block of numbers was claimed")
+	}
+	t.Logf("%d passes in %v, %.0f per window", len(all), runFor, float64(len(all))*float64(window)/float64(runFor))
+}
