@@ -91,6 +91,26 @@ func TestRejectMatrixContended(t *testing.T) {
 	}
 }
 
+// TestRejectMatrixBlocks is the contended matrix at thresholds whose
+// passes are numbered in blocks per core while the window is far from
+// full, and one at a time near it: the same windows, the same floors.
+func TestRejectMatrixBlocks(t *testing.T) {
+	shapes := []arrivals{paced("paced ×1.05", 21, 20), paced("paced ×2", 2, 1), bursty, {name: "hammer", hammer: true}}
+	for _, threshold := range []int64{10_000, 100_000} {
+		for _, shape := range shapes {
+			name := fmt.Sprintf("%s/T=%d/I=1000ms", shape.name, threshold)
+			t.Run(name, func(t *testing.T) {
+				t.Parallel()
+				run := runMatrixCell(t, shape, threshold, 1000, true)
+				checkMatrixCell(t, run, threshold, 1000)
+				if !run.blocks {
+					t.Error("no block of numbers was claimed")
+				}
+			})
+		}
+	}
+}
+
 // checkMatrixCell fails t if run, a cell of threshold per intervalMs, held
 // more than the threshold in a window or passed less than its floor.
 func checkMatrixCell(t *testing.T, run matrixRun, threshold, intervalMs int64) {
@@ -114,6 +134,7 @@ type matrixRun struct {
 	worst     int     // most passes in any window of the interval
 	mean      float64 // passes per interval after the first
 	exactMean float64 // the same for a limiter that remembers every pass
+	blocks    bool    // the resource numbered passes in blocks
 }
 
 // runMatrixCell sends shape against a reject rule of threshold per
@@ -180,6 +201,7 @@ func runMatrixCell(t *testing.T, shape arrivals, threshold, intervalMs int64, co
 		worst:     maxInAnyWindow(passes, intervalMs),
 		mean:      float64(afterFirst) / (matrixIntervals - 1),
 		exactMean: float64(exactAfterFirst) / (matrixIntervals - 1),
+		blocks:    r.second.AheadMs() >= start,
 	}
 }
 

@@ -50,6 +50,35 @@ func TestHotPathDoesNotAllocate(t *testing.T) {
 	}
 }
 
+// TestBlocksDoNotAllocate: a contended resource's passes numbered in
+// blocks per core, taken from a block or claiming one, allocate nothing.
+func TestBlocksDoNotAllocate(t *testing.T) {
+	e, clock := newTestEngine(t, 0)
+	r := e.Resource("r")
+	contend(t, r)
+	clock.Advance(2 * minuteMs)
+	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: 1e12}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(3 * minuteMs)
+	before := r.passes().Load()
+	calls := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		if calls++; calls%100 == 0 {
+			clock.Advance(1)
+		}
+		if en, blk := r.Entry(); blk == nil {
+			en.Exit()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("allocations per call: %v; want 0", allocs)
+	}
+	if claimed := r.passes().Load() - before; claimed <= int64(calls) {
+		t.Fatalf("%d numbers claimed for %d calls: no block", claimed, calls)
+	}
+}
+
 // heapPerResource loads one rule on each of n resources, sends each some
 // traffic, and returns the heap they take, per resource.
 func heapPerResource(n int) float64 {

@@ -326,6 +326,19 @@ func enter(r *Resource, eng *Engine, name string, opts []EntryOption) (Entry, *B
 			return Entry{}, blk
 		}
 	}
+	if r.second.Stripes() != nil && count == 1 && !prioritized && !shadowBlocked && rs.numberedInBlocks(r) {
+		// The statistics count the pass as its number is taken.
+		if r.second.Open(now) {
+			r.sampleInFlight(now)
+		}
+		if r.passFromBlock(rs.flow[0], now) {
+			if sys != nil {
+				sys.pass(now, count)
+			}
+			call, _ := packCall(count, 0, sys != nil)
+			return Entry{res: r, startMs: now, call: call}, nil
+		}
+	}
 	var inFlight int64
 	if rs.reserveConcurrency {
 		inFlight = r.second.ReserveInFlight(count)

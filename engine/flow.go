@@ -99,6 +99,9 @@ func newFlowChecker(rule FlowRule, stat *Resource, nowMs int64) *flowChecker {
 // starts with the last second's (a quota's knows more: quotaPassLog). The
 // caller holds the engine's loadMu.
 func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.PassLog {
+	// No block of pass numbers claimed under the log this one replaces
+	// is used after it: the numbers given up are counted as passes now.
+	unused := stat.second.CloseBlocks(nowMs)
 	var spans []window.Marked
 	win := &stat.second
 	bucketMs := win.BucketLenMs()
@@ -108,6 +111,9 @@ func newPassLog(stat *Resource, least, most, intervalMs, nowMs int64) *window.Pa
 		if passes > 0 && start > nowMs-intervalMs-bucketMs && start <= nowMs {
 			spans = append(spans, window.Marked{AtMs: min(start+bucketMs-1, nowMs), Passes: passes})
 		}
+	}
+	if unused > 0 {
+		spans = append(spans, window.Marked{AtMs: nowMs, Passes: unused})
 	}
 	return seededPassLog(stat, least, most, intervalMs, spans, nil)
 }
@@ -127,6 +133,9 @@ func quotaPassLog(c *flowChecker, prior *flowChecker, restored []QuotaWindow, no
 	}
 	var counted, missed []window.Marked
 	if prior != nil {
+		// The prior log marked every block of pass numbers claimed
+		// under it; none is used after its spans are read.
+		c.stat.second.CloseBlocks(nowMs)
 		counted = prior.passes.Spans(sinceMs)
 	}
 	for _, w := range restored {

@@ -291,6 +291,11 @@ func (r *Resource) recordPass(nowMs, markMs, count, total int64, unflown, shadow
 		// once a span instead (sampleInFlight).
 		r.second.Extremes(nowMs).ObserveConcurrency(r.second.InFlight())
 	}
+	if len(feeds) > 0 {
+		// Read after the claim: no earlier than the marks of the blocks
+		// of numbers claimed before it (window.Tally.AheadMs).
+		markMs = max(markMs, r.second.AheadMs())
+	}
 	for _, log := range feeds {
 		log.Mark(markMs, total)
 	}

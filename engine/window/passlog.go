@@ -373,6 +373,10 @@ func (l *PassLog) Admits(total, n, capacity, sinceMs int64) bool {
 	return ok && atMs <= sinceMs
 }
 
+// Slack returns how many passes the log may count too many in a window:
+// the passes of a group held until its last one leaves.
+func (l *PassLog) Slack() int64 { return l.perMark - 1 }
+
 // decode returns the latest time at or before newestMs whose low 32 bits are
 // mark.
 func decode(newestMs int64, mark uint32) int64 {

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 )
 
 // Stripes are a contended Tally's counts split in lines, one per core or
@@ -29,16 +28,23 @@ type Stripes struct {
 	salt  atomic.Uint64
 	shift uint
 	lines []stripe
+	// aheadMs, the latest deadline of a block of pass numbers
+	// (Tally.AheadMs), is written once a millisecond at most, on a line
+	// apart from what every call reads.
+	_       [64 - 40]byte
+	aheadMs atomic.Int64
+	_       [64 - 8]byte
 }
 
-// stripe is one line of Stripes: 64 bytes, alone on its cache line (a
+// stripe is one line of Stripes: 128 bytes, two cache lines of its own (a
 // pointer-free allocation of a power of two from 64 bytes up starts on a
 // multiple of its size; TestStripesLinesAreAligned). counts holds the
-// events a Tally keeps inline.
+// events a Tally keeps inline, block the line's pass numbers.
 type stripe struct {
 	counts     [kept]atomic.Int64
 	collisions atomic.Uint64
 	_          [64 - (kept+1)*8]byte
+	block      numberBlock
 }
 
 // saltEvery is how many collisions on the lines change the salt.
@@ -55,12 +61,7 @@ func newStripes() *Stripes {
 // add adds n to the count in slot i of the calling goroutine's line; a
 // collision there counts towards a new salt.
 func (s *Stripes) add(i Event, n int64) {
-	var here byte
-	// A goroutine's stack is at least 2 KiB and aligned to its size:
-	// above bit 11, the address is the goroutine's (until its stack
-	// grows and moves), below it the depth of the call.
-	g := uint64(uintptr(unsafe.Pointer(&here)) >> 11)
-	l := &s.lines[((g^s.salt.Load())*0x9e3779b97f4a7c15)>>s.shift]
+	l := &s.lines[s.line()]
 	a := &l.counts[i]
 	if old := a.Load(); a.CompareAndSwap(old, old+n) {
 		return

@@ -8,11 +8,15 @@ import (
 	"unsafe"
 )
 
-// TestStripesLinesAreAligned: every line of Stripes is one cache line of
-// its own, so that two cores counting on two lines share none.
+// TestStripesLinesAreAligned: every line of Stripes is two cache lines of
+// its own, its counts and its block of pass numbers, so that two cores
+// counting on two lines share none.
 func TestStripesLinesAreAligned(t *testing.T) {
-	if size := unsafe.Sizeof(stripe{}); size != 64 {
-		t.Fatalf("a stripe is %d bytes, want 64", size)
+	if size := unsafe.Sizeof(stripe{}); size != 128 {
+		t.Fatalf("a stripe is %d bytes, want 128", size)
+	}
+	if off := unsafe.Offsetof(stripe{}.block); off != 64 {
+		t.Fatalf("a stripe's block is at offset %d, want 64", off)
 	}
 	for range 100 {
 		s := newStripes()

@@ -174,6 +174,7 @@ func (t *Tally) Init() {
 // calling Add(Pass) (a resource claims passes on it when its rules number
 // them): t counts its passes too, as long as each is added after Open for
 // its time, so that the claim falls in the call's span or a later one.
+// Numbers claimed in blocks (ClaimBlock) count as passes only once used.
 func (t *Tally) Claimed() *atomic.Int64 { return &t.claimed }
 
 // Open starts the span of nowMs if it is not started: call it before
@@ -341,6 +342,10 @@ func (t *Tally) InFlight() int64 {
 		done += s.sum(Complete)
 	}
 	n := t.unpaired.Load()
+	if s == nil {
+		// passed, written out: the one-goroutine pass reads it.
+		return n + t.claimed.Load() + t.totals[Pass].Load() - done
+	}
 	return n + t.passed(s) - done
 }
 
@@ -371,25 +376,41 @@ func (t *Tally) ReserveInFlight(n int64) int64 {
 // reads unpaired first, never finds it without them.
 func (t *Tally) AddInFlight(n int64) { t.unpaired.Add(n) }
 
-// passed returns the passes counted, claimed and on stripes s included.
+// passed returns the passes counted, claimed and on stripes s included:
+// the numbers claimed but for those the blocks of s hold unused or gave
+// up (Stripes.unused), read after the claimed count.
 func (t *Tally) passed(s *Stripes) int64 {
-	n := t.claimed.Load() + t.totals[Pass].Load()
-	if s != nil {
-		n += s.sum(Pass)
+	for {
+		claimed := t.claimed.Load()
+		n := claimed + t.totals[Pass].Load()
+		if s == nil {
+			return n
+		}
+		if unused, ok := s.unused(claimed); ok {
+			return n - unused + s.sum(Pass)
+		}
 	}
-	return n
 }
 
-// loadTotals returns the totals, the passes claimed and shadow blocks
-// included.
+// loadTotals returns the totals, the passes claimed (less the numbers of
+// blocks unused, as passed counts them) and shadow blocks included.
 func (t *Tally) loadTotals() [NumEvents]int64 {
 	var totals [NumEvents]int64
-	for ev := range kept {
-		totals[ev] = t.totals[ev].Load()
-	}
-	totals[Pass] += t.claimed.Load()
-	if s := t.stripes.Load(); s != nil {
-		s.addTo(&totals)
+	for {
+		for ev := range kept {
+			totals[ev] = t.totals[ev].Load()
+		}
+		claimed := t.claimed.Load()
+		totals[Pass] += claimed
+		s := t.stripes.Load()
+		if s == nil {
+			break
+		}
+		if unused, ok := s.unused(claimed); ok {
+			totals[Pass] -= unused
+			s.addTo(&totals)
+			break
+		}
 	}
 	if shadow := t.shadow.Load(); shadow != nil {
 		totals[ShadowBlock] = shadow.total.Load()
