@@ -384,17 +384,19 @@ func objectList(o *wire.Object, name string, most int, hint string) []json.RawMe
 
 // decodeObjects decodes each of items (objectList's), an object named
 // name[i] in the request, with decode, and returns what decode made of
-// each; one that is not an object is a failure of errs.
+// each; one that is not an object is a failure of errs. The items are
+// read one after the other into one wire.Object, which decode keeps no
+// reference to.
 func decodeObjects[T any](items []json.RawMessage, name string, errs *[]engine.FieldError, decode func(*wire.Object) T) []T {
 	out := make([]T, 0, len(items))
+	var o wire.Object
 	for i, item := range items {
-		path := name + "[" + strconv.Itoa(i) + "]"
-		o, err := wire.ParseValid(item, path+".", errs)
-		if err != nil {
-			*errs = append(*errs, engine.FieldError{Field: path, Message: "must be an object"})
+		path := name + "[" + strconv.Itoa(i) + "]."
+		if err := o.ReadValid(item, path, errs); err != nil {
+			*errs = append(*errs, engine.FieldError{Field: path[:len(path)-1], Message: "must be an object"})
 			continue
 		}
-		out = append(out, decode(o))
+		out = append(out, decode(&o))
 	}
 	return out
 }

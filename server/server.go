@@ -561,6 +561,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	err := s.app.ShutdownWithContext(ctx)
 	grpcStopped.Wait()
+	// The reports answered, their instances' records written behind them
+	// are to be stored before the store is closed.
+	s.instances.Wait()
 	// A Serve that had not handed its listener to Fiber yet is not stopped
 	// by Fiber; closing the listener stops it.
 	for _, ln := range listeners {

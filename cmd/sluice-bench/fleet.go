@@ -312,13 +312,20 @@ func reporters(ctx context.Context, args []string) error {
 			return err
 		}
 	}
+	ownBefore, err := processCPU(os.Getpid())
+	if err != nil {
+		return err
+	}
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: *n}}
 	start := time.Now()
 	var (
 		mu        sync.Mutex
 		latencies []time.Duration
-		failures  int
-		wg        sync.WaitGroup
+		// withMinutes are the latencies of the reports that carried
+		// minute rows, which the server writes to the database.
+		withMinutes []time.Duration
+		failures    int
+		wg          sync.WaitGroup
 	)
 	for i := range *n {
 		wg.Go(func() {
@@ -332,7 +339,7 @@ func reporters(ctx context.Context, args []string) error {
 				delay = rand.N(*spread)
 			}
 			for time.Since(start) < *duration && ctx.Err() == nil {
-				body := simulatedReport(app, i, *resources, delay, &minute)
+				body, minutes := simulatedReport(app, i, *resources, delay, &minute)
 				sent := time.Now()
 				status, _, err := post(client, *server+"/api/v1/instances/report", instanceToken, body)
 				took := time.Since(sent)
@@ -341,6 +348,9 @@ func reporters(ctx context.Context, args []string) error {
 					failures++
 				} else {
 					latencies = append(latencies, took)
+					if minutes {
+						withMinutes = append(withMinutes, took)
+					}
 				}
 				mu.Unlock()
 				<-tick.C
@@ -352,6 +362,14 @@ func reporters(ctx context.Context, args []string) error {
 	fmt.Printf("%d simulated instances reporting every second, %d resources each, %v, load %s\n", *n, *resources, elapsed.Round(time.Second), loadAverage())
 	if len(latencies) > 0 {
 		fmt.Printf("  report latency: %s, failures %d\n", summary(latencies), failures)
+	}
+	if len(withMinutes) > 0 {
+		fmt.Printf("  reports with minute rows: %s\n", summary(withMinutes))
+	}
+	// The simulator shares the machine with the server unless pinned
+	// apart (taskset): its CPU says how much of the machine it took.
+	if ownAfter, err := processCPU(os.Getpid()); err == nil {
+		fmt.Printf("  simulator CPU: %.1f%% of a core\n", 100*float64(ownAfter-ownBefore)/float64(elapsed))
 	}
 	if *pid > 0 {
 		cpuAfter, err := processCPU(*pid)
@@ -368,8 +386,8 @@ func reporters(ctx context.Context, args []string) error {
 
 // simulatedReport is instance i's report now: live figures of its
 // resources, and their minute rows once the minute *minute is over by
-// delay.
-func simulatedReport(app string, i, resources int, delay time.Duration, minute *time.Time) string {
+// delay; it says whether it holds minute rows.
+func simulatedReport(app string, i, resources int, delay time.Duration, minute *time.Time) (string, bool) {
 	var minutes, live []string
 	now := time.Now().UTC().Add(-delay).Truncate(time.Minute)
 	for r := range resources {
@@ -382,7 +400,7 @@ func simulatedReport(app string, i, resources int, delay time.Duration, minute *
 	}
 	*minute = now
 	return fmt.Sprintf(`{"instance":{"id":"%s-%d","app":%q,"hostname":"bench","pid":%d,"version":"bench","rulesRevision":1},"minutes":[%s],"live":[%s]}`,
-		app, i, app, 10000+i, strings.Join(minutes, ","), strings.Join(live, ","))
+		app, i, app, 10000+i, strings.Join(minutes, ","), strings.Join(live, ",")), len(minutes) > 0
 }
 
 // instanceOverhead drives an engine at a steady rate twice, on its own and

@@ -119,6 +119,22 @@ func checkParse(t *testing.T, data []byte) {
 	}) {
 		t.Fatalf("ParseValid(%.300q) = %v, %v; Parse read %v", data, trusted, err, o)
 	}
+	// Read into an Object that held a wide object, indexed, it keeps
+	// nothing of it.
+	reused, err := ParseValid([]byte(wide(smallObject+1)+"}"), "", &errs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reused.ReadValid(data, "", &errs); err != nil || !slices.EqualFunc(reused.fields, o.fields, func(a, b field) bool {
+		return bytes.Equal(a.name, b.name) && bytes.Equal(a.value, b.value)
+	}) {
+		t.Fatalf("ReadValid(%.300q) into a used Object = %v, %v; Parse read %v", data, reused, err, o)
+	}
+	for i := range smallObject + 1 {
+		if name := fmt.Sprintf("k%d", i); reused.Has(name) != o.Has(name) {
+			t.Fatalf("ReadValid(%.300q) into a used Object: Has(%q) = %v, Parse's %v", data, name, reused.Has(name), o.Has(name))
+		}
+	}
 }
 
 func checkElements(t *testing.T, data []byte) {

@@ -113,3 +113,76 @@ func TestConcurrentNewIDsKeepTheCap(t *testing.T) {
 		t.Errorf("%d admitted and %d refused, want 5 and 45", admitted, refused)
 	}
 }
+
+// TestAKnownInstanceIsWrittenBehind: a known instance's report whose
+// record is due (its last seen time stored persistEvery ago, or its fields
+// changed) is answered while the database's writer is held by another
+// connection, and the record, with the last report's fields, is stored
+// once the writer is free; List shows the report meanwhile.
+func TestAKnownInstanceIsWrittenBehind(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	st, err := store.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	c := &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	r := New(Options{Store: st, Now: c.Now})
+	key, err := r.Report(t.Context(), Info{ID: "a", App: "shop", Version: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(persistEvery)
+	latest := Info{ID: "a", App: "shop", Version: "2"}
+	for _, info := range []Info{{ID: "a", App: "shop", Version: "1"}, latest} {
+		answered := make(chan error, 1)
+		go func() {
+			got, err := r.Report(t.Context(), info)
+			if err == nil && got != key {
+				err = fmt.Errorf("key %d, want %d", got, key)
+			}
+			answered <- err
+		}()
+		// SQLite's busy_timeout holds the write for 5 s: the answer must
+		// come well before.
+		select {
+		case err := <-answered:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatal("a known instance's report waited for its record's write")
+		}
+	}
+	listed, err := r.List(t.Context(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) != 1 || listed[0].Info != latest || !listed[0].LastSeen.Equal(c.Now()) {
+		t.Fatalf("listed %+v while the write waits, want the last report", listed)
+	}
+	if _, err := conn.ExecContext(t.Context(), "COMMIT"); err != nil {
+		t.Fatal(err)
+	}
+	r.Wait()
+	stored, err := st.InstanceByUID(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Version != latest.Version || stored.LastSeenMs != c.Now().UnixMilli() || stored.ID != key {
+		t.Fatalf("stored %+v, want version %s, last seen now, key %d", stored, latest.Version, key)
+	}
+}

@@ -93,6 +93,9 @@ type Registry struct {
 	// elsewhere caches, by id, the store's last report of instances that
 	// did not report here (to another replica, or never), for Reporting.
 	elsewhere map[string]storedReport
+	// behind counts the writes that run behind the reports of known
+	// instances (refresh), for Wait.
+	behind sync.WaitGroup
 }
 
 // storedReport is an instance's last report as the store held it at
@@ -105,6 +108,10 @@ type storedReport struct {
 type reported struct {
 	row              store.Instance
 	storedLastSeenMs int64
+	// unstored is set while the store may lack the fields of row (a
+	// report changed them), writing while a write behind the reports runs
+	// (refresh).
+	unstored, writing bool
 }
 
 // New returns the registry of opts' store.
@@ -130,7 +137,12 @@ func New(opts Options) *Registry {
 // The store is written without mu held, so that reports wait neither for
 // the write nor for one another's: writes that meet are committed together
 // (store.PutInstance). A new id being written counts towards MaxInstances
-// meanwhile, so that concurrent new ids cannot overshoot it.
+// meanwhile, so that concurrent new ids cannot overshoot it. Only a new
+// id's report waits for its write, for the key; a known instance's
+// record, rewritten every persistEvery or when its fields change, is
+// written behind its report (refresh), since a fleet's records would
+// otherwise make a fifth of its reports wait for the database's one
+// writer, behind the minutes' transactions.
 func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 	nowMs := r.now().UnixMilli()
 	r.mu.Lock()
@@ -144,17 +156,23 @@ func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 			return 0, fmt.Errorf("%w: %d have reported in the last %v", ErrTooManyInstances, n, r.goneAfter)
 		}
 	}
-	if known && last.row.App == info.App && last.row.Hostname == info.Hostname && last.row.PID == info.PID &&
-		last.row.Version == info.Version && last.row.RulesRevision == info.RulesRevision &&
-		nowMs-last.storedLastSeenMs < persistEvery.Milliseconds() {
+	if known {
+		if last.row.App != info.App || last.row.Hostname != info.Hostname || last.row.PID != info.PID ||
+			last.row.Version != info.Version || last.row.RulesRevision != info.RulesRevision {
+			last.row.App, last.row.Hostname, last.row.PID = info.App, info.Hostname, info.PID
+			last.row.Version, last.row.RulesRevision = info.Version, info.RulesRevision
+			last.unstored = true
+		}
 		last.row.LastSeenMs = max(last.row.LastSeenMs, nowMs)
+		if (last.unstored || nowMs-last.storedLastSeenMs >= persistEvery.Milliseconds()) && !last.writing {
+			last.writing = true
+			r.behind.Go(func() { r.refresh(context.WithoutCancel(ctx), last) })
+		}
 		id := last.row.ID
 		r.mu.Unlock()
 		return id, nil
 	}
-	if !known {
-		r.writing[info.ID]++
-	}
+	r.writing[info.ID]++
 	r.mu.Unlock()
 	row := store.Instance{
 		UID: info.ID, App: info.App, Hostname: info.Hostname, PID: info.PID, Version: info.Version,
@@ -163,24 +181,53 @@ func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 	err := r.store.PutInstance(ctx, &row)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !known {
-		if r.writing[info.ID]--; r.writing[info.ID] == 0 {
-			delete(r.writing, info.ID)
-		}
+	if r.writing[info.ID]--; r.writing[info.ID] == 0 {
+		delete(r.writing, info.ID)
 	}
 	if err != nil {
 		return 0, err
 	}
-	// Of two writes of one instance, the later report's stays; a report
-	// that wrote nothing meanwhile moved its last seen time.
+	// Of two writes of a new id, the later report's stays; a report that
+	// wrote nothing meanwhile moved its last seen time.
 	cur, ok := r.reported[info.ID]
 	if ok {
 		row.LastSeenMs = max(row.LastSeenMs, cur.row.LastSeenMs)
 	}
-	if !ok || cur.storedLastSeenMs <= nowMs {
+	if !ok || cur.storedLastSeenMs <= nowMs && !cur.writing {
 		r.reported[info.ID] = &reported{row: row, storedLastSeenMs: nowMs}
 	}
 	return row.ID, nil
+}
+
+// refresh writes last's record as reported, again while reports change
+// its fields meanwhile. A failed write is left to the next report, which
+// finds the record unstored or its last seen time stored too long ago.
+func (r *Registry) refresh(ctx context.Context, last *reported) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for {
+		row := last.row
+		last.unstored = false
+		r.mu.Unlock()
+		err := r.store.PutInstance(ctx, &row)
+		r.mu.Lock()
+		if err != nil {
+			last.unstored = true
+			break
+		}
+		last.storedLastSeenMs = max(last.storedLastSeenMs, row.LastSeenMs)
+		if !last.unstored {
+			break
+		}
+	}
+	last.writing = false
+}
+
+// Wait returns once the writes behind the reports that returned before
+// it have ended, so that the store holds what they reported: before the
+// store is closed.
+func (r *Registry) Wait() {
+	r.behind.Wait()
 }
 
 // sweepLocked forgets, once per goneAfter unless now, the instances gone:
@@ -249,8 +296,12 @@ func (r *Registry) List(ctx context.Context, app string) ([]Instance, error) {
 	defer r.mu.Unlock()
 	out := make([]Instance, len(rows))
 	for i, row := range rows {
-		if last, ok := r.reported[row.UID]; ok && last.row.LastSeenMs > row.LastSeenMs {
-			row.LastSeenMs = last.row.LastSeenMs
+		// The last report here, if no other replica's is stored since,
+		// is the newest: its write may still be under way (refresh).
+		if last, ok := r.reported[row.UID]; ok && last.row.LastSeenMs >= row.LastSeenMs {
+			firstSeenMs := row.FirstSeenMs
+			row = last.row
+			row.FirstSeenMs = min(row.FirstSeenMs, firstSeenMs)
 		}
 		out[i] = r.instance(row, now)
 	}

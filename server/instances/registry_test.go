@@ -61,6 +61,7 @@ func TestRegistryOutlivesARestart(t *testing.T) {
 		t.Fatalf("listed %+v, want a, live, last seen now", listed)
 	}
 
+	first.Wait()
 	restarted := New(Options{Store: st, Now: c.Now})
 	listed, err = restarted.List(t.Context(), "shop")
 	if err != nil {
