@@ -299,7 +299,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		},
 		OnOverflow: publishOverflow(cfg.Engine, cfg.Store, authCfg.now, s.logger),
 	})
-	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances})
+	s.instances = instances.New(instances.Options{Store: cfg.Store, Now: authCfg.now, MaxInstances: cfg.MaxInstances, Logger: s.logger})
 	s.metrics.MustRegister(s.instances.Collector())
 	s.closing = make(chan struct{})
 	s.stream = newStreamHub(s.metrics, streamInterval)

@@ -1,11 +1,13 @@
 package instances
 
 import (
+	"bytes"
 	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -185,4 +187,71 @@ func TestAKnownInstanceIsWrittenBehind(t *testing.T) {
 	if stored.Version != latest.Version || stored.LastSeenMs != c.Now().UnixMilli() || stored.ID != key {
 		t.Fatalf("stored %+v, want version %s, last seen now, key %d", stored, latest.Version, key)
 	}
+}
+
+// TestAFailedWriteBehindIsLoggedAndTriedAgain: a known instance's record
+// that cannot be written behind its report (the store refuses) leaves the
+// report answered, is logged, and is written by the next report once the
+// store takes it.
+func TestAFailedWriteBehindIsLoggedAndTriedAgain(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sluice.db")
+	st, err := store.Open(t.Context(), path, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var logged syncBuffer
+	c := &clock{now: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}
+	r := New(Options{Store: st, Now: c.Now, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if _, err := r.Report(t.Context(), Info{ID: "a", App: "shop", Version: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(t.Context(), `CREATE TRIGGER refuse BEFORE UPDATE ON instances BEGIN SELECT RAISE(ABORT, 'refused'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Report(t.Context(), Info{ID: "a", App: "shop", Version: "2"}); err != nil {
+		t.Fatalf("a known instance's report failed with its record's write: %v", err)
+	}
+	r.Wait()
+	if !strings.Contains(logged.String(), "was not written") || !strings.Contains(logged.String(), "instance=a") {
+		t.Fatalf("the failed write was not logged: %q", logged.String())
+	}
+	if _, err := db.ExecContext(t.Context(), `DROP TRIGGER refuse`); err != nil {
+		t.Fatal(err)
+	}
+	c.advance(time.Second)
+	if _, err := r.Report(t.Context(), Info{ID: "a", App: "shop", Version: "2"}); err != nil {
+		t.Fatal(err)
+	}
+	r.Wait()
+	stored, err := st.InstanceByUID(t.Context(), "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored.Version != "2" || stored.LastSeenMs != c.Now().UnixMilli() {
+		t.Fatalf("stored %+v, want version 2 last seen now", stored)
+	}
+}
+
+// syncBuffer is a bytes.Buffer a logger may write from another goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -69,6 +70,9 @@ type Options struct {
 	// instance token cannot grow the registry (memory and rows) without
 	// end by inventing ids. Optional. Default: DefaultMaxInstances.
 	MaxInstances int
+	// Logger tells of an instance's record that could not be written
+	// behind its report (Report). Optional. Default: discarded.
+	Logger *slog.Logger
 }
 
 // ErrTooManyInstances is returned by Report for a new id while
@@ -78,6 +82,7 @@ var ErrTooManyInstances = errors.New("instances: too many instances report")
 // Registry is the instances registry; it is safe for concurrent use.
 type Registry struct {
 	store                 *store.Store
+	logger                *slog.Logger
 	now                   func() time.Time
 	staleAfter, goneAfter time.Duration
 	maxInstances          int
@@ -117,7 +122,7 @@ type reported struct {
 // New returns the registry of opts' store.
 func New(opts Options) *Registry {
 	r := &Registry{
-		store: opts.Store, now: opts.Now,
+		store: opts.Store, now: opts.Now, logger: opts.Logger,
 		staleAfter:   cmp.Or(opts.StaleAfter, DefaultStaleAfter),
 		goneAfter:    cmp.Or(opts.GoneAfter, DefaultGoneAfter),
 		maxInstances: cmp.Or(opts.MaxInstances, DefaultMaxInstances),
@@ -127,6 +132,9 @@ func New(opts Options) *Registry {
 	}
 	if r.now == nil {
 		r.now = time.Now
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
 	}
 	return r
 }
@@ -200,8 +208,9 @@ func (r *Registry) Report(ctx context.Context, info Info) (int64, error) {
 }
 
 // refresh writes last's record as reported, again while reports change
-// its fields meanwhile. A failed write is left to the next report, which
-// finds the record unstored or its last seen time stored too long ago.
+// its fields meanwhile. A failed write is logged and left to the next
+// report, which finds the record unstored or its last seen time stored
+// too long ago: the report it ran behind was answered already.
 func (r *Registry) refresh(ctx context.Context, last *reported) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,6 +221,8 @@ func (r *Registry) refresh(ctx context.Context, last *reported) {
 		err := r.store.PutInstance(ctx, &row)
 		r.mu.Lock()
 		if err != nil {
+			r.logger.Warn("instances: an instance's record was not written; its next report tries again",
+				"instance", row.UID, "err", err)
 			last.unstored = true
 			break
 		}
