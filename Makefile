@@ -46,8 +46,10 @@ SIZE_TESTS := CGO_ENABLED=1 go test -vet=off -count=1 -run '^TestRulesApplyAHund
 # and the whole target used 1.3 of the machine's 2 cores on average. So
 # two invocations run side by side: the end-to-end tests, then the
 # PostgreSQL pass, then the tests of size, beside every other package's
-# race run (each side took about 800 s of a 960 s target in a first
-# split, the end-to-end tests and Chromium taking a core of their own).
+# race run (in a first split, which ran the PostgreSQL pass of the store
+# and the rule domain and the tests of size after the race run, that side
+# took 780 s of a 960 s target and the other 550: the end-to-end tests and
+# Chromium take about a core of their own).
 # The race build of every package comes first, so that the two do not
 # compile the same packages at once. The side's output follows the
 # rest's, and either failing fails the target.
