@@ -107,42 +107,7 @@ func TestContendedPassesPerRealWindow(t *testing.T) {
 	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: threshold, StatIntervalMs: intervalMs}}); err != nil {
 		t.Fatal(err)
 	}
-	type pass struct{ from, to time.Duration }
-	base := time.Now()
-	goroutines := 2 * runtime.GOMAXPROCS(0)
-	passes := make([][]pass, goroutines)
-	var wg sync.WaitGroup
-	for g := range goroutines {
-		wg.Go(func() {
-			for time.Since(base) < runFor {
-				from := time.Since(base)
-				en, blk := r.Entry()
-				if blk == nil {
-					en.Exit()
-					passes[g] = append(passes[g], pass{from, time.Since(base)})
-				}
-			}
-		})
-	}
-	wg.Wait()
-	all := slices.Concat(passes...)
-	slices.SortFunc(all, func(a, b pass) int { return cmp.Compare(a.from, b.from) })
-	window := time.Duration(intervalMs) * time.Millisecond
-	for i, first := range all {
-		within := 0
-		for _, p := range all[i:] {
-			if p.from >= first.from+window {
-				break
-			}
-			if p.to < first.from+window {
-				within++
-			}
-		}
-		if within > threshold {
-			t.Fatalf("%d passes within %v of %v, over the threshold %d", within, window, first.from, threshold)
-		}
-	}
-	t.Logf("%d passes in %v, %.0f per window", len(all), runFor, float64(len(all))*float64(window)/float64(runFor))
+	passesPerRealWindow(t, r, threshold, intervalMs, runFor)
 }
 
 // TestRacingBlocksNeverShareTheLastRoom: callers racing on a frozen clock
@@ -395,6 +360,18 @@ func TestContendedBlocksPerRealWindow(t *testing.T) {
 	if err := e.LoadFlowRules([]FlowRule{{Resource: "r", Threshold: threshold, StatIntervalMs: intervalMs}}); err != nil {
 		t.Fatal(err)
 	}
+	base := passesPerRealWindow(t, r, threshold, intervalMs, runFor)
+	if r.second.AheadMs() < base.UnixMilli() {
+		t.Fatal("no block of numbers was claimed")
+	}
+}
+
+// passesPerRealWindow has goroutines on every core call r for runFor on
+// the real clock and fails t if threshold+1 of the passes all happened
+// (between the call's start and its return) within less than intervalMs.
+// It returns when the calls began.
+func passesPerRealWindow(t *testing.T, r *Resource, threshold int, intervalMs int64, runFor time.Duration) time.Time {
+	t.Helper()
 	type pass struct{ from, to time.Duration }
 	base := time.Now()
 	goroutines := 2 * runtime.GOMAXPROCS(0)
@@ -437,8 +414,6 @@ func TestContendedBlocksPerRealWindow(t *testing.T) {
 			t.Fatalf("%d passes within %v of %v, over the threshold %d", within, window, first.from, threshold)
 		}
 	}
-	if r.second.AheadMs() < base.UnixMilli() {
-		t.Fatal("no block of numbers was claimed")
-	}
 	t.Logf("%d passes in %v, %.0f per window", len(all), runFor, float64(len(all))*float64(window)/float64(runFor))
+	return base
 }
