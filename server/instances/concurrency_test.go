@@ -30,19 +30,7 @@ func TestReportsDoNotWaitForAWrite(t *testing.T) {
 	if _, err := r.Report(t.Context(), Info{ID: "a", App: "shop"}); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriter(t, path)
 	wrote := make(chan error, 1)
 	go func() {
 		_, err := r.Report(t.Context(), Info{ID: "b", App: "shop"})
@@ -134,19 +122,7 @@ func TestAKnownInstanceIsWrittenBehind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
-		t.Fatal(err)
-	}
+	conn := holdWriter(t, path)
 	c.advance(persistEvery)
 	latest := Info{ID: "a", App: "shop", Version: "2"}
 	for _, info := range []Info{{ID: "a", App: "shop", Version: "1"}, latest} {
@@ -254,4 +230,25 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// holdWriter takes the write lock of the SQLite database at path on a
+// connection of its own, as another process would hold it, and returns
+// that connection, closed when the test ends.
+func holdWriter(t *testing.T, path string) *sql.Conn {
+	t.Helper()
+	db, err := sql.Open("sqlite3", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if _, err := conn.ExecContext(t.Context(), "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
 }
