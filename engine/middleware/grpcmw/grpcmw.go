@@ -260,9 +260,10 @@ func UnaryClientInterceptor(eng *engine.Engine, opts ...Option) grpc.UnaryClient
 
 // StreamClientInterceptor guards a client's streaming calls: a blocked
 // call fails at once. A call lasts until the stream ends: RecvMsg (or
-// SendMsg) returned an error, io.EOF being a success, or the
-// call's context ended, which is also how a stream the caller abandons
-// ends in gRPC.
+// SendMsg) returned an error, io.EOF being a success, or the stream's
+// context ended while no RecvMsg or SendMsg was under way, which is how
+// a stream the caller abandons (by cancelling its context) or whose
+// connection closes ends in gRPC.
 func StreamClientInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamClientInterceptor {
 	g := newGuard(eng, true, opts)
 	return func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, callOpts ...grpc.CallOption) (grpc.ClientStream, error) {
@@ -289,19 +290,42 @@ func StreamClientInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamClie
 		// A stream the caller abandons ends with its context; the entry
 		// must not stay in flight.
 		s.stop = context.AfterFunc(cs.Context(), func() {
-			s.exit(status.FromContextError(cs.Context().Err()).Err())
+			if s.calls.Load() == 0 {
+				s.exit(s.ctxErr())
+			}
 		})
 		return s, nil
 	}
 }
 
 // clientStream exits its entry once, when the stream ends.
+//
+// gRPC ends a stream's context as RecvMsg reads the stream's final
+// status, before RecvMsg returns it. The context's watcher therefore
+// leaves the exit to a RecvMsg or SendMsg under way, which returns that
+// status, and the last of them to return exits if the context ended
+// meanwhile without an error reaching it; so a failed stream counts its
+// status, not a cancellation, and no entry stays in flight.
 type clientStream struct {
 	grpc.ClientStream
 	g      *grpcGuard
 	e      engine.Entry
 	stop   func() bool
+	calls  atomic.Int32
 	exited atomic.Bool
+}
+
+// ctxErr is the status of a stream whose context ended.
+func (s *clientStream) ctxErr() error {
+	return status.FromContextError(s.ClientStream.Context().Err()).Err()
+}
+
+// returned closes a RecvMsg or SendMsg: the last call out exits if the
+// stream's context ended while it was under way.
+func (s *clientStream) returned() {
+	if s.calls.Add(-1) == 0 && s.ClientStream.Context().Err() != nil {
+		s.exit(s.ctxErr())
+	}
 }
 
 func (s *clientStream) exit(err error) {
@@ -323,6 +347,8 @@ func (s *clientStream) ended(err error) {
 
 // RecvMsg receives a message; an error ends the call.
 func (s *clientStream) RecvMsg(m any) error {
+	s.calls.Add(1)
+	defer s.returned()
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil {
 		s.ended(err)
@@ -333,6 +359,8 @@ func (s *clientStream) RecvMsg(m any) error {
 // SendMsg sends a message; an error other than io.EOF ends the call (on
 // io.EOF, RecvMsg tells the call's status).
 func (s *clientStream) SendMsg(m any) error {
+	s.calls.Add(1)
+	defer s.returned()
 	err := s.ClientStream.SendMsg(m)
 	if err != nil && err != io.EOF {
 		s.ended(err)

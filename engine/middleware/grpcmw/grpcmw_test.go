@@ -414,3 +414,35 @@ func TestStreams(t *testing.T) {
 		return guardtest.StatsOf(client, countMethod).Complete == 4
 	})
 }
+
+// gRPC ends a stream's context while RecvMsg reads its final status: a
+// failed stream must count that status, every time, and not a
+// cancellation.
+func TestFailedStreamsCountTheirStatus(t *testing.T) {
+	client, _ := guardtest.NewEngine(t)
+	conn := serve(t, nil, grpc.WithStreamInterceptor(grpcmw.StreamClientInterceptor(client)))
+	const n = 300
+	for range n {
+		if _, err := stream(t.Context(), conn, -1); status.Code(err) != codes.Internal {
+			t.Fatalf("stream = %v, want Internal", err)
+		}
+	}
+	if got, want := guardtest.StatsOf(client, countMethod), (guardtest.Stats{Pass: n, Complete: n, Errors: n}); got != want {
+		t.Errorf("client stats = %+v, want %+v", got, want)
+	}
+}
+
+// A stream nobody reads ends when its connection closes.
+func TestUnreadStreamEndsWithItsConnection(t *testing.T) {
+	client, _ := guardtest.NewEngine(t)
+	conn := serve(t, nil, grpc.WithStreamInterceptor(grpcmw.StreamClientInterceptor(client)))
+	if _, err := conn.NewStream(t.Context(), countDesc, countMethod); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Close(); err != nil {
+		t.Fatal(err)
+	}
+	guardtest.WaitFor(t, "the unread stream to complete", func() bool {
+		return guardtest.StatsOf(client, countMethod) == guardtest.Stats{Pass: 1, Complete: 1}
+	})
+}
