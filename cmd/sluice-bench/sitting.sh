@@ -23,9 +23,17 @@
 #     scripts/seed-rankings.sh, the top-10 rankings over 1 h,
 #     24 h and 7 d; A reads SLUICE_BENCH_DB_A if set, a database seeded at
 #     A's schema, as a server refuses a schema newer than its migrations;
+#   - with SLUICE_BENCH_SQLITE set to a SQLite file of the same data set
+#     (go run ./cmd/sluice-seed --db FILE --resources 1000 --days 7
+#     --end 2026-11-28T12:30:00Z), the same rankings on SQLite; A reads
+#     SLUICE_BENCH_SQLITE_A if set, else only B runs them;
 #   - with -fleet, 2,000 instances × 50 resources reporting each second
 #     for 65 s to a fresh sluice of each side on SQLite (sluice-bench
-#     reporters), report latency and the server's CPU.
+#     reporters), report latency and the server's CPU; with
+#     SLUICE_BENCH_FLEET_PG set to a PostgreSQL server's URL without a
+#     database (postgres://user:password@127.0.0.1:5432, a user who may
+#     create databases), the same again to a sluice on a database created
+#     afresh on it for each run (needs psql).
 #
 # It prints the comparison with benchstat (medians and their spread, and
 # whether A and B differ) and keeps every raw output under the directory it
@@ -79,11 +87,11 @@ build B "$head"
 SLUICE_TOKEN=$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')
 export SLUICE_TOKEN
 
-# serve SIDE PORT: starts a sluice of SIDE on loopback, on SQLite in $work,
-# and waits for it; its process id is in $served.
+# serve SIDE PORT [DB]: starts a sluice of SIDE on loopback, on DB or a new
+# SQLite file in $work, and waits for it; its process id is in $served.
 serve() {
-	local side=$1 port=$2 db
-	db=$(mktemp -u "$work/$side-XXXXXX.db")
+	local side=$1 port=$2 db=${3:-}
+	[ -n "$db" ] || db=$(mktemp -u "$work/$side-XXXXXX.db")
 	"$work/$side/bin/sluice" --addr "127.0.0.1:$port" --db "$db" --bootstrap-token "$SLUICE_TOKEN" \
 		>>"$out/sluice-$side.log" 2>&1 &
 	served=$!
@@ -133,38 +141,62 @@ for round in $(seq 1 "$rounds"); do
 				"$bin/server.test" -test.run '^$' -test.bench '^BenchmarkMetricsTop10Block(1h|24h|7d)$' -test.benchtime 200x) \
 				>>"$out/pg-$side.txt" 2>>"$out/pg-$side.log" || echo "the rankings of $side failed: $out/pg-$side.log" >&2
 		fi
+		db=${SLUICE_BENCH_SQLITE:-}
+		[ "$side" = A ] && db=${SLUICE_BENCH_SQLITE_A:-}
+		if [ -n "$db" ]; then
+			(cd "$work/$side/server" && SLUICE_BENCH_DB=$db \
+				"$bin/server.test" -test.run '^$' -test.bench '^BenchmarkMetricsTop10Block(1h|24h|7d)$' -test.benchtime 200x) \
+				>>"$out/sqlite-$side.txt" 2>>"$out/sqlite-$side.log" || echo "the SQLite rankings of $side failed: $out/sqlite-$side.log" >&2
+		fi
 	done
 	(cd "$work/B/engine/benchmarks" &&
 		"$work/B/bin/engine.test" -test.run '^$' -test.bench '^Benchmark(EntryExitPass|MemoryPerResource)$/^engine=sentinel$' \
 			-test.cpu 1 -test.benchtime 500ms) >>"$out/sentinel.txt"
 done
 
+# fleet PART SIDE [DB]: one fleet run against a fresh sluice of SIDE, its
+# figures appended to $out/PART-SIDE.txt.
+fleet() {
+	local part=$1 side=$2
+	serve "$side" 18090 "${3:-}"
+	"$work/B/bin/sluice-bench" reporters -server http://127.0.0.1:18090 -instances 2000 -resources 50 \
+		-duration 65s -server-pid "$served" | tee -a "$out/$part-$side.log" |
+		awk '/report latency/ {
+			for (i = 1; i <= NF; i++) if ($i == "p50" || $i == "p99" || $i == "max") {
+				v = $(i + 1); sub(/,$/, "", v); ms = v + 0
+				if (v ~ /µs$/) ms /= 1000; else if (v ~ /[0-9]s$/ && v !~ /ms$/) ms *= 1000
+				line = line sprintf(" %.2f %s-ms", ms, $i)
+			}
+		}
+		/server CPU/ { cpu = $3 + 0 }
+		END { printf "BenchmarkFleet2000x50 1%s %.1f %%-of-a-core\n", line, cpu }' >>"$out/$part-$side.txt"
+	kill "$served"
+	wait "$served" 2>/dev/null || true
+}
+
+# fresh_pg SIDE ROUND: a new database on SLUICE_BENCH_FLEET_PG's server, its URL.
+fresh_pg() {
+	local name="sitting_fleet_${1,,}_$2"
+	psql -X -q "$SLUICE_BENCH_FLEET_PG/postgres" -c "DROP DATABASE IF EXISTS $name" -c "CREATE DATABASE $name" >&2
+	echo "$SLUICE_BENCH_FLEET_PG/$name"
+}
+
 if [ "$fleet" = 1 ]; then
 	for round in $(seq 1 "$rounds"); do
 		order="A B"
 		[ $((round % 2)) -eq 0 ] && order="B A"
 		for side in $order; do
-			serve "$side" 18090
-			"$work/B/bin/sluice-bench" reporters -server http://127.0.0.1:18090 -instances 2000 -resources 50 \
-				-duration 65s -server-pid "$served" | tee -a "$out/fleet-$side.log" |
-				awk '/report latency/ {
-					for (i = 1; i <= NF; i++) if ($i == "p50" || $i == "p99" || $i == "max") {
-						v = $(i + 1); sub(/,$/, "", v); ms = v + 0
-						if (v ~ /µs$/) ms /= 1000; else if (v ~ /[0-9]s$/ && v !~ /ms$/) ms *= 1000
-						line = line sprintf(" %.2f %s-ms", ms, $i)
-					}
-				}
-				/server CPU/ { cpu = $3 + 0 }
-				END { printf "BenchmarkFleet2000x50 1%s %.1f %%-of-a-core\n", line, cpu }' >>"$out/fleet-$side.txt"
-			kill "$served"
-			wait "$served" 2>/dev/null || true
+			fleet fleet "$side"
+			if [ -n "${SLUICE_BENCH_FLEET_PG:-}" ]; then
+				fleet fleetpg "$side" "$(fresh_pg "$side" "$round")"
+			fi
 		done
 	done
 fi
 
 cd "$out"
 echo "== $(cat sides | tr '\n' ' ')"
-for part in engine decode http pg fleet; do
+for part in engine decode http pg sqlite fleet fleetpg; do
 	[ -s "$part-A.txt" ] || [ -s "$part-B.txt" ] || continue
 	echo "== $part"
 	benchstat -filter '-.unit:(B/op OR allocs/op OR B/s)' A="$part-A.txt" B="$part-B.txt" || true
