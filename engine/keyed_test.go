@@ -3,6 +3,7 @@ package engine
 import (
 	"hash/maphash"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -78,5 +79,39 @@ func TestKeyedEvictionAges(t *testing.T) {
 				t.Errorf("kept %v, want c and not %s", kept, tt.forgotten)
 			}
 		})
+	}
+}
+
+// TestKeyedTagsMatchKeys: every slot's tag is its key's, through adds,
+// the rebuilds they cause and evictions whose slots new keys take; a
+// probe that passed over a key by a stale tag would miss it, and one
+// that looked at every value would fetch the lines of other cores' keys.
+func TestKeyedTagsMatchKeys(t *testing.T) {
+	table := newKeyedTable(500, false, func(key string) *keyedValue { return newKeyedValue(key, 0, 0) })
+	for i := range 5000 {
+		key := strconv.Itoa(i)
+		if v := table.get(key, int64(i)); !v.is(key) {
+			t.Fatalf("get(%q) found %q", key, v.key())
+		}
+	}
+	checked := 0
+	for i := range table.shards {
+		slots := table.shards[i].slots.Load()
+		for j := range slots.slots {
+			v := slots.slots[j].Load()
+			if v == nil || v == tombstone {
+				continue
+			}
+			checked++
+			if got, want := slots.tag(uint64(j)), tagOf(v.hash(table.seed)); got != want {
+				t.Errorf("slot of %q tagged %#x, want %#x", v.key(), got, want)
+			}
+			if table.get(v.key(), 5000) != v {
+				t.Errorf("%q not found in its slot", v.key())
+			}
+		}
+	}
+	if checked != 500 {
+		t.Errorf("%d keys tracked, want 500", checked)
 	}
 }
