@@ -127,11 +127,25 @@ type keyedValue struct {
 	words []atomic.Uint32
 }
 
+// wordsPerLine is how many of a value's words fill a cache line.
+const wordsPerLine = 64 / 4
+
 // newKeyedValue returns a value of key, copied, with item and a ring of
 // ring marks.
+//
+// A ring is written by its value's passes: its words take whole cache
+// lines (a pointer-free allocation of a multiple of 64 bytes takes a size
+// class of whole lines and starts on one), so that no other value's key
+// or ring, read and written by calls on other cores, shares a line with
+// it. A key alone is only read, and packed.
 func newKeyedValue(key string, item uint32, ring int) *keyedValue {
 	n := (len(key) + 3) / 4
-	v := &keyedValue{item: item, words: make([]atomic.Uint32, 1+n+ring)}
+	size := 1 + n + ring
+	capacity := size
+	if ring > 0 {
+		capacity = (size + wordsPerLine - 1) &^ (wordsPerLine - 1)
+	}
+	v := &keyedValue{item: item, words: make([]atomic.Uint32, size, capacity)}
 	v.words[0].Store(uint32(len(key)))
 	for i := range n {
 		v.words[1+i].Store(keyWord(key[4*i:]))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestKeyedValueKey: a value keeps its key in its words, whatever its
@@ -113,5 +114,23 @@ func TestKeyedTagsMatchKeys(t *testing.T) {
 	}
 	if checked != 500 {
 		t.Errorf("%d keys tracked, want 500", checked)
+	}
+}
+
+// TestKeyedRingsOnLinesOfTheirOwn: the words of a value with a ring,
+// which its passes write, fill whole cache lines from the start of one,
+// whatever the key's length and the ring's, so that two values' rings and
+// keys never share a line.
+func TestKeyedRingsOnLinesOfTheirOwn(t *testing.T) {
+	for keyLen := range 40 {
+		for ring := 1; ring <= 40; ring++ {
+			v := newKeyedValue(strings.Repeat("k", keyLen), 0, ring)
+			if at := uintptr(unsafe.Pointer(&v.words[0])); at%64 != 0 || cap(v.words)%wordsPerLine != 0 {
+				t.Fatalf("key of %d bytes, ring %d: words at %#x, %d of them, not whole lines", keyLen, ring, at, cap(v.words))
+			}
+			if got := len(v.ring()); got != ring {
+				t.Fatalf("key of %d bytes: ring of %d marks, want %d", keyLen, got, ring)
+			}
+		}
 	}
 }
