@@ -36,6 +36,10 @@ const maxAheadMs = 1 << 16
 // Finding a key takes no lock and writes nothing shared: each shard is an
 // open-addressing hash table of atomic pointers, read without a lock and
 // changed only under the shard's mutex, by a call that brings a new key.
+// Nor does it read another key's value, whose line that key's calls
+// write: beside each slot, a byte of its key's hash (a tag) tells a probe
+// which values to look at, so that a probe past the keys of another
+// core's calls costs no fetch of their lines from that core.
 // A table that fills up is rebuilt and swapped whole; a reader still on
 // the old one that misses a key just added looks again under the lock.
 // A key past capacity evicts, within its shard, the least recently used of
@@ -68,9 +72,33 @@ type keyedShard struct {
 
 // keyedSlots is a shard's hash table: a power of two of slots, nil when
 // never used, tombstone when its key was evicted (probes go on past it).
+// tags holds the tag of slot i's key, the top byte of its hash, in byte
+// i%4 of word i/4: a byte a slot, where a word would take a value past
+// its memory bound (TestHotspotMemoryPerValue). A tag is written before
+// its slot, so that a probe that finds a value finds its tag.
 type keyedSlots struct {
 	mask  uint64
 	slots []atomic.Pointer[keyedValue]
+	tags  []atomic.Uint32
+}
+
+// tagOf returns the tag of a key hashed h: the hash's top byte, which
+// neither the shard (its low bits) nor the slot (the bits above those)
+// is chosen by, in tables of up to 2^50 slots.
+func tagOf(h uint64) uint32 { return uint32(h >> 56) }
+
+// tag returns slot i's tag.
+func (s *keyedSlots) tag(i uint64) uint32 {
+	return s.tags[i/4].Load() >> (8 * (i % 4)) & 0xff
+}
+
+// put stores v, whose tag is tag, in slot i. The caller holds the shard's
+// mutex, so that no other call changes the tags' word meanwhile.
+func (s *keyedSlots) put(i uint64, v *keyedValue, tag uint32) {
+	w := &s.tags[i/4]
+	shift := 8 * (i % 4)
+	w.Store(w.Load()&^(0xff<<shift) | tag<<shift)
+	s.slots[i].Store(v)
 }
 
 // tombstone fills the slot of an evicted key.
@@ -99,11 +127,25 @@ type keyedValue struct {
 	words []atomic.Uint32
 }
 
+// wordsPerLine is how many of a value's words fill a cache line.
+const wordsPerLine = 64 / 4
+
 // newKeyedValue returns a value of key, copied, with item and a ring of
 // ring marks.
+//
+// A ring is written by its value's passes: its words take whole cache
+// lines (a pointer-free allocation of a multiple of 64 bytes takes a size
+// class of whole lines and starts on one), so that no other value's key
+// or ring, read and written by calls on other cores, shares a line with
+// it. A key alone is only read, and packed.
 func newKeyedValue(key string, item uint32, ring int) *keyedValue {
 	n := (len(key) + 3) / 4
-	v := &keyedValue{item: item, words: make([]atomic.Uint32, 1+n+ring)}
+	size := 1 + n + ring
+	capacity := size
+	if ring > 0 {
+		capacity = (size + wordsPerLine - 1) &^ (wordsPerLine - 1)
+	}
+	v := &keyedValue{item: item, words: make([]atomic.Uint32, size, capacity)}
 	v.words[0].Store(uint32(len(key)))
 	for i := range n {
 		v.words[1+i].Store(keyWord(key[4*i:]))
@@ -195,17 +237,21 @@ func newKeyedTable(capacity int, inFlight bool, newValue func(key string) *keyed
 }
 
 func newKeyedSlots(n int) *keyedSlots {
-	return &keyedSlots{mask: uint64(n - 1), slots: make([]atomic.Pointer[keyedValue], n)}
+	return &keyedSlots{mask: uint64(n - 1), slots: make([]atomic.Pointer[keyedValue], n), tags: make([]atomic.Uint32, (n+3)/4)}
 }
 
-// find returns key's value in s, hashed h, or nil.
+// find returns key's value in s, hashed h (its slot from h>>6, the bits
+// above the shard's), or nil. A slot's tag read after its value is that
+// value's, or a later one's if the slot was reused meanwhile: then the
+// value, evicted, is passed over, as it would have been a moment later.
 func (s *keyedSlots) find(h uint64, key string) *keyedValue {
-	for i := h & s.mask; ; i = (i + 1) & s.mask {
+	tag := tagOf(h)
+	for i := h >> 6 & s.mask; ; i = (i + 1) & s.mask {
 		v := s.slots[i].Load()
 		if v == nil {
 			return nil
 		}
-		if v != tombstone && v.is(key) {
+		if v != tombstone && s.tag(i) == tag && v.is(key) {
 			return v
 		}
 	}
@@ -216,7 +262,6 @@ func (s *keyedSlots) find(h uint64, key string) *keyedValue {
 func (t *keyedTable) get(key string, nowMs int64) *keyedValue {
 	h := maphash.String(t.seed, key)
 	s := &t.shards[h&t.mask]
-	h >>= 6 // the bits that chose the shard are the same for all its keys
 	v := s.slots.Load().find(h, key)
 	if v == nil {
 		v = t.add(s, h, key, nowMs)
@@ -247,13 +292,13 @@ func (t *keyedTable) add(s *keyedShard, h uint64, key string, nowMs int64) *keye
 		slots = t.rebuild(s, slots)
 	}
 	v := t.newValue(key) // a copy: the caller's memory may be reused
-	i := h & slots.mask
+	i := h >> 6 & slots.mask
 	for {
 		if cur := slots.slots[i].Load(); cur == nil || cur == tombstone {
 			if cur == nil {
 				s.used++
 			}
-			slots.slots[i].Store(v)
+			slots.put(i, v, tagOf(h))
 			break
 		}
 		i = (i + 1) & slots.mask
@@ -275,11 +320,12 @@ func (t *keyedTable) rebuild(s *keyedShard, old *keyedSlots) *keyedSlots {
 		if v == nil || v == tombstone {
 			continue
 		}
-		j := (v.hash(t.seed) >> 6) & slots.mask
+		h := v.hash(t.seed)
+		j := h >> 6 & slots.mask
 		for slots.slots[j].Load() != nil {
 			j = (j + 1) & slots.mask
 		}
-		slots.slots[j].Store(v)
+		slots.put(j, v, tagOf(h))
 	}
 	s.used = s.live
 	s.slots.Store(slots)

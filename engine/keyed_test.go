@@ -3,8 +3,10 @@ package engine
 import (
 	"hash/maphash"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // TestKeyedValueKey: a value keeps its key in its words, whatever its
@@ -78,5 +80,57 @@ func TestKeyedEvictionAges(t *testing.T) {
 				t.Errorf("kept %v, want c and not %s", kept, tt.forgotten)
 			}
 		})
+	}
+}
+
+// TestKeyedTagsMatchKeys: every slot's tag is its key's, through adds,
+// the rebuilds they cause and evictions whose slots new keys take; a
+// probe that passed over a key by a stale tag would miss it, and one
+// that looked at every value would fetch the lines of other cores' keys.
+func TestKeyedTagsMatchKeys(t *testing.T) {
+	table := newKeyedTable(500, false, func(key string) *keyedValue { return newKeyedValue(key, 0, 0) })
+	for i := range 5000 {
+		key := strconv.Itoa(i)
+		if v := table.get(key, int64(i)); !v.is(key) {
+			t.Fatalf("get(%q) found %q", key, v.key())
+		}
+	}
+	checked := 0
+	for i := range table.shards {
+		slots := table.shards[i].slots.Load()
+		for j := range slots.slots {
+			v := slots.slots[j].Load()
+			if v == nil || v == tombstone {
+				continue
+			}
+			checked++
+			if got, want := slots.tag(uint64(j)), tagOf(v.hash(table.seed)); got != want {
+				t.Errorf("slot of %q tagged %#x, want %#x", v.key(), got, want)
+			}
+			if table.get(v.key(), 5000) != v {
+				t.Errorf("%q not found in its slot", v.key())
+			}
+		}
+	}
+	if checked != 500 {
+		t.Errorf("%d keys tracked, want 500", checked)
+	}
+}
+
+// TestKeyedRingsOnLinesOfTheirOwn: the words of a value with a ring,
+// which its passes write, fill whole cache lines from the start of one,
+// whatever the key's length and the ring's, so that two values' rings and
+// keys never share a line.
+func TestKeyedRingsOnLinesOfTheirOwn(t *testing.T) {
+	for keyLen := range 40 {
+		for ring := 1; ring <= 40; ring++ {
+			v := newKeyedValue(strings.Repeat("k", keyLen), 0, ring)
+			if at := uintptr(unsafe.Pointer(&v.words[0])); at%64 != 0 || cap(v.words)%wordsPerLine != 0 {
+				t.Fatalf("key of %d bytes, ring %d: words at %#x, %d of them, not whole lines", keyLen, ring, at, cap(v.words))
+			}
+			if got := len(v.ring()); got != ring {
+				t.Fatalf("key of %d bytes: ring of %d marks, want %d", keyLen, got, ring)
+			}
+		}
 	}
 }
