@@ -298,7 +298,7 @@ func (s *Store) addReports(ctx context.Context, group []*reportWrite) error {
 	ctx = context.WithoutCancel(ctx)
 	return s.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		var rows []countRow
-		res := groupResources{ids: map[string]int64{}, seen: map[string]*MetricResource{}}
+		res := groupResources{ids: map[string]int64{}, stored: map[string]seenSpan{}, seen: map[string]*MetricResource{}}
 		for _, w := range group {
 			w.sum = AddedMinutes{}
 			for chunk := range slices.Chunk(w.deltas, addMetricsChunk) {
@@ -310,7 +310,7 @@ func (s *Store) addReports(ctx context.Context, group []*reportWrite) error {
 				rows = append(rows, fresh...)
 			}
 		}
-		if _, err := upsertResources(ctx, tx, res.seen); err != nil {
+		if _, err := upsertResources(ctx, tx, res.moved()); err != nil {
 			return err
 		}
 		return addMinuteRows(ctx, tx, rollUp(rows, MinuteMs))
@@ -318,20 +318,90 @@ func (s *Store) addReports(ctx context.Context, group []*reportWrite) error {
 }
 
 // groupResources is what a group commit knows of the resources its
-// reports name: the ids of those it has upserted, and the seen times that
-// later reports of the group moved, written once at its end, since a
-// fleet's reports name the same resources.
+// reports name: the ids of those it has read or upserted, the seen times
+// the table holds for them, and the seen times that the group's reports
+// moved, written once at its end, since a fleet's reports name the same
+// resources.
 type groupResources struct {
-	ids  map[string]int64
-	seen map[string]*MetricResource
+	ids    map[string]int64
+	stored map[string]seenSpan
+	seen   map[string]*MetricResource
+}
+
+// seenSpan is a resource's seen times as the resources table holds them;
+// set is false while they are NULL (a rule's resource never seen).
+type seenSpan struct {
+	firstMs, lastMs int64
+	set             bool
+}
+
+// covers reports whether s holds r's seen times already.
+func (s seenSpan) covers(r *MetricResource) bool {
+	return s.set && s.firstMs <= r.FirstSeenMs && s.lastMs >= r.LastSeenMs
+}
+
+// lookUp reads the ids and seen times of the names of deltas that the
+// group has not met yet. A fleet's reports of a minute name the
+// resources that the first of them stored: a read finds them, and only
+// the seen times that go beyond the stored ones are written, where an
+// upsert of every name a group met rewrote each row (most of the group
+// commit's CPU on SQLite, its RETURNING included).
+func (res *groupResources) lookUp(ctx context.Context, tx *gorm.DB, deltas []MinuteDelta) error {
+	names := map[string]bool{}
+	for _, d := range deltas {
+		if _, known := res.ids[d.Resource]; !known {
+			names[d.Resource] = true
+		}
+	}
+	for batch := range slices.Chunk(slices.Sorted(maps.Keys(names)), namesPerQuery) {
+		args := make([]any, len(batch))
+		for i, name := range batch {
+			args[i] = name
+		}
+		query := `SELECT id, name, first_seen_ms, last_seen_ms FROM resources WHERE name IN (?` +
+			strings.Repeat(",?", len(batch)-1) + `)`
+		rows, err := tx.Statement.ConnPool.QueryContext(ctx, bind(tx, query), args...)
+		if err != nil {
+			return fmt.Errorf("look up resources: %w", err)
+		}
+		for rows.Next() {
+			var id int64
+			var name string
+			var first, last sql.NullInt64
+			if err := rows.Scan(&id, &name, &first, &last); err != nil {
+				return errors.Join(fmt.Errorf("look up resources: %w", err), rows.Close())
+			}
+			res.ids[name] = id
+			res.stored[name] = seenSpan{firstMs: first.Int64, lastMs: last.Int64, set: first.Valid && last.Valid}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return fmt.Errorf("look up resources: %w", err)
+		}
+	}
+	return nil
+}
+
+// moved returns the seen times of the group's reports that the table
+// does not hold yet.
+func (res *groupResources) moved() map[string]*MetricResource {
+	out := map[string]*MetricResource{}
+	for name, r := range res.seen {
+		if !res.stored[name].covers(r) {
+			out[name] = r
+		}
+	}
+	return out
 }
 
 // addInstanceMinutesIn is AddInstanceMinutes for one chunk of one report,
 // within tx: it returns the rows to add to the sums rather than add them,
-// so that a group's go in at once. A name new to the group is upserted at
+// so that a group's go in at once. A name the table lacks is upserted at
 // once, so that the next report's budget counts it; res keeps the seen
 // times of the others.
 func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources, instanceID int64, deltas []MinuteDelta, maxResources int) (AddedMinutes, []countRow, error) {
+	if err := res.lookUp(ctx, tx, deltas); err != nil {
+		return AddedMinutes{}, nil, err
+	}
 	folded, err := namesToFold(ctx, tx, deltas, maxResources, res.ids)
 	if err != nil {
 		return AddedMinutes{}, nil, err
@@ -364,6 +434,10 @@ func addInstanceMinutesIn(ctx context.Context, tx *gorm.DB, res *groupResources,
 		return AddedMinutes{}, nil, err
 	}
 	maps.Copy(res.ids, upserted)
+	for name, r := range upsert {
+		// At least these: another replica's may have widened them.
+		res.stored[name] = seenSpan{firstMs: r.FirstSeenMs, lastMs: r.LastSeenMs, set: true}
+	}
 	ids := res.ids
 	fresh, err := addOwnMinutes(ctx, tx, instanceID, deltas, folded, ids)
 	if err != nil {

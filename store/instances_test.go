@@ -223,6 +223,71 @@ func TestAddInstanceMinutesCountsAWideReportOnce(t *testing.T) {
 	}
 }
 
+// TestAddInstanceMinutesWritesOnlyMovedSeenTimes: a report of resources
+// whose stored seen times hold its minutes already leaves their rows as
+// they are; one that goes beyond them, on either side, or that names a
+// resource never seen (a rule's), writes them.
+func TestAddInstanceMinutesWritesOnlyMovedSeenTimes(t *testing.T) {
+	s, _ := openTestStore(t)
+	db := sqlDB(t, s)
+	updates := []string{
+		`CREATE TABLE resource_updates (name TEXT)`,
+		`CREATE TRIGGER resource_updated AFTER UPDATE ON resources BEGIN INSERT INTO resource_updates VALUES (new.name); END`,
+	}
+	if testPostgres != nil {
+		updates = []string{
+			`CREATE TABLE resource_updates (name TEXT)`,
+			`CREATE FUNCTION resource_updated() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN INSERT INTO resource_updates VALUES (NEW.name); RETURN NEW; END $$`,
+			`CREATE TRIGGER resource_updated AFTER UPDATE ON resources FOR EACH ROW EXECUTE FUNCTION resource_updated()`,
+		}
+	}
+	for _, q := range append(updates, `INSERT INTO resources (name) VALUES ('ruled')`) {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	report := func(uid string, resource string, minutes ...int64) {
+		t.Helper()
+		var deltas []MinuteDelta
+		for _, m := range minutes {
+			deltas = append(deltas, MinuteDelta{Resource: resource, StartMs: minute(m), Counts: engine.Counts{Calls: engine.Calls{Pass: 1}}})
+		}
+		if _, err := s.AddInstanceMinutes(t.Context(), putInstance(t, s, uid, minute(1)), deltas, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tt := range []struct {
+		uid, resource       string
+		minutes             []int64
+		wantFirst, wantLast int64
+		wantUpdated         bool
+	}{
+		{"a", "orders", []int64{5}, minute(5), minute(6) - 1, false},
+		{"b", "orders", []int64{5}, minute(5), minute(6) - 1, false},
+		{"c", "orders", []int64{3}, minute(3), minute(6) - 1, true},
+		{"d", "orders", []int64{4, 7}, minute(3), minute(8) - 1, true},
+		{"e", "ruled", []int64{5}, minute(5), minute(6) - 1, true},
+	} {
+		if _, err := db.ExecContext(t.Context(), `DELETE FROM resource_updates`); err != nil {
+			t.Fatal(err)
+		}
+		report(tt.uid, tt.resource, tt.minutes...)
+		r, err := s.GetMetricResource(t.Context(), tt.resource)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var updated int
+		if err := db.QueryRowContext(t.Context(), `SELECT count(*) FROM resource_updates`).Scan(&updated); err != nil {
+			t.Fatal(err)
+		}
+		if r.FirstSeenMs != tt.wantFirst || r.LastSeenMs != tt.wantLast || (updated > 0) != tt.wantUpdated {
+			t.Errorf("%s's report of %s at minutes %v: seen %d to %d, %d updates; want %d to %d, updated %v",
+				tt.uid, tt.resource, tt.minutes, r.FirstSeenMs, r.LastSeenMs, updated, tt.wantFirst, tt.wantLast, tt.wantUpdated)
+		}
+	}
+}
+
 // TestPruneInstances: retention prunes the instances' own minute rows and
 // the instances last seen before the cut.
 func TestPruneInstances(t *testing.T) {

@@ -69,6 +69,34 @@ func BenchmarkReportBurst(b *testing.B) {
 	}
 }
 
+// BenchmarkReportSpread is a fleet's minute reports as they come with
+// the minute spread (docs/performance.md, "Spread minutes"): one at a
+// time, each its own group commit, of 50 resources that the minute's
+// first report stored. An op is one report.
+func BenchmarkReportSpread(b *testing.B) {
+	s := openBenchStore(b)
+	ids := make([]int64, 2000)
+	for i := range ids {
+		in := Instance{UID: fmt.Sprintf("i-%d", i), App: "bench", FirstSeenMs: minute(0), LastSeenMs: minute(0)}
+		if err := s.PutInstance(b.Context(), &in); err != nil {
+			b.Fatal(err)
+		}
+		ids[i] = in.ID
+	}
+	i, m := 0, int64(1)
+	report := groupReport(50, minute(m), 3000)
+	for b.Loop() {
+		if i == len(ids) {
+			i, m = 0, m+1
+			report = groupReport(50, minute(m), 3000)
+		}
+		if _, err := s.AddInstanceMinutes(b.Context(), ids[i], report, 100_000); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
 // openBenchStore is openTestStore for a benchmark.
 func openBenchStore(b *testing.B) *Store {
 	b.Helper()

@@ -367,10 +367,15 @@ type webhookInstanceState struct {
 func (webhookInstanceState) TableName() string { return "webhook_instance_states" }
 
 // AnnouncedInstanceStates returns the instance states last announced to
-// the webhooks, by instance id.
+// the webhooks, by instance id. It reads through the read pool: every
+// replica reads every state every few seconds, a fleet's thousands of
+// rows, and on SQLite the writer's one connection held for that read
+// kept the reports' group commits waiting. A state read just before
+// another replica's change is safe: AnnounceInstanceState changes only
+// the state it is given.
 func (s *Store) AnnouncedInstanceStates(ctx context.Context) (map[string]string, error) {
 	var rows []webhookInstanceState
-	if err := s.db.WithContext(ctx).Find(&rows).Error; err != nil {
+	if err := s.read.WithContext(ctx).Find(&rows).Error; err != nil {
 		return nil, err
 	}
 	out := make(map[string]string, len(rows))

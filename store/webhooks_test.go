@@ -1,11 +1,13 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice/engine"
+	"gorm.io/gorm"
 )
 
 func addEndpoint(t *testing.T, s *Store, e WebhookEndpoint) WebhookEndpoint {
@@ -116,6 +118,40 @@ func TestAnnounceInstanceStateOnce(t *testing.T) {
 	}
 	if states, err := s.AnnouncedInstanceStates(t.Context()); err != nil || states["i1"] != "stale" {
 		t.Fatalf("states %v, %v", states, err)
+	}
+}
+
+// TestAnnouncedInstanceStatesWaitForNoWrite reads the announced states
+// while a transaction holds the store's writer: every replica reads them
+// every few seconds, and on SQLite the writer is one connection, which
+// the reports' group commits would otherwise wait behind.
+func TestAnnouncedInstanceStatesWaitForNoWrite(t *testing.T) {
+	s, _ := openTestStore(t)
+	if won, err := s.AnnounceInstanceState(t.Context(), "i1", "", "live", Announcement{}); err != nil || !won {
+		t.Fatal(won, err)
+	}
+	holding, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- s.db.Transaction(func(tx *gorm.DB) error {
+			if err := tx.Exec(`UPDATE webhook_instance_states SET state = 'stale' WHERE uid = 'i1'`).Error; err != nil {
+				return err
+			}
+			close(holding)
+			<-release
+			return nil
+		})
+	}()
+	<-holding
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	states, err := s.AnnouncedInstanceStates(ctx)
+	close(release)
+	if err != nil || states["i1"] != "live" {
+		t.Fatalf("states %v, %v; want i1 live, the state committed, while the writer is held", states, err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
 
