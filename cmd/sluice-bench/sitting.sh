@@ -155,21 +155,23 @@ for round in $(seq 1 "$rounds"); do
 done
 
 # fleet PART SIDE [DB]: one fleet run against a fresh sluice of SIDE, its
-# figures appended to $out/PART-SIDE.txt.
+# figures appended to $out/PART-SIDE.txt. A run whose reports failed
+# (sluice-bench then exits 1) still counts: its failures are a figure.
 fleet() {
 	local part=$1 side=$2
 	serve "$side" 18090 "${3:-}"
-	"$work/B/bin/sluice-bench" reporters -server http://127.0.0.1:18090 -instances 2000 -resources 50 \
-		-duration 65s -server-pid "$served" | tee -a "$out/$part-$side.log" |
+	{ "$work/B/bin/sluice-bench" reporters -server http://127.0.0.1:18090 -instances 2000 -resources 50 \
+		-duration 65s -server-pid "$served" || true; } 2>&1 | tee -a "$out/$part-$side.log" |
 		awk '/report latency/ {
 			for (i = 1; i <= NF; i++) if ($i == "p50" || $i == "p99" || $i == "max") {
 				v = $(i + 1); sub(/,$/, "", v); ms = v + 0
 				if (v ~ /µs$/) ms /= 1000; else if (v ~ /[0-9]s$/ && v !~ /ms$/) ms *= 1000
 				line = line sprintf(" %.2f %s-ms", ms, $i)
 			}
+			failed = $NF + 0
 		}
 		/server CPU/ { cpu = $3 + 0 }
-		END { printf "BenchmarkFleet2000x50 1%s %.1f %%-of-a-core\n", line, cpu }' >>"$out/$part-$side.txt"
+		END { printf "BenchmarkFleet2000x50 1%s %d failed-reports %.1f %%-of-a-core\n", line, failed, cpu }' >>"$out/$part-$side.txt"
 	kill "$served"
 	wait "$served" 2>/dev/null || true
 }
