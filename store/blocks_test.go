@@ -90,3 +90,39 @@ func TestBlocksByRule(t *testing.T) {
 		t.Errorf("day's blocks after pruning = %v, want %v", got, want)
 	}
 }
+
+// TestAddMetricsRepeatedKeys: a flush that names a minute twice, with
+// blocks of the same rule in both, adds both, as a flush of distinct
+// minutes does (PostgreSQL writes the one row by row, the other as
+// many-row lists, which refuse a key twice).
+func TestAddMetricsRepeatedKeys(t *testing.T) {
+	s, _ := openTestStore(t)
+	flow := func(n int64) engine.RuleBlocks {
+		return engine.RuleBlocks{Reason: engine.ReasonFlow, Rule: "r1", Blocked: n}
+	}
+	blocked := func(n int64) engine.Counts { return engine.Counts{Calls: engine.Calls{Pass: 1, Block: n}} }
+	addMetrics(t, s,
+		MinuteDelta{Resource: "orders", StartMs: minute(1), Counts: blocked(2), BlockedBy: []engine.RuleBlocks{flow(2)}},
+		MinuteDelta{Resource: "orders", StartMs: minute(1), Counts: blocked(3), BlockedBy: []engine.RuleBlocks{flow(3)}},
+	)
+	addMetrics(t, s,
+		MinuteDelta{Resource: "orders", StartMs: minute(2), Counts: blocked(1), BlockedBy: []engine.RuleBlocks{flow(1)}},
+		MinuteDelta{Resource: "orders", StartMs: minute(3), Counts: blocked(4), BlockedBy: []engine.RuleBlocks{flow(4)}},
+	)
+	for _, stepMs := range []int64{MinuteMs, HourMs} {
+		got, err := s.ResourceMetrics(t.Context(), "orders", minute(0), minute(60), stepMs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pass, block, byRule int64
+		for _, p := range got {
+			pass, block = pass+p.Pass, block+p.Block
+			for _, b := range p.BlockedBy {
+				byRule += b.Blocked
+			}
+		}
+		if pass != 4 || block != 10 || byRule != 10 {
+			t.Errorf("step %d ms: pass %d, block %d, blocked by r1 %d; want 4, 10, 10", stepMs, pass, block, byRule)
+		}
+	}
+}

@@ -353,15 +353,112 @@ func addCounts(tx *gorm.DB) string {
 			adaptive_limit_at_ms = ` + greatest + `(m.adaptive_limit_at_ms, excluded.adaptive_limit_at_ms)`
 }
 
-// upsertCounts adds rows to table (one of metricTables) with one
-// prepared statement, row by row: cheaper here than many-row VALUES lists,
-// which SQLite compiles anew each time.
+// upsertCounts adds rows to table (one of metricTables). On SQLite it
+// runs one prepared statement row by row: cheaper there than many-row
+// VALUES lists, which SQLite compiles anew each time. On PostgreSQL,
+// where every statement is a round trip, rows of distinct keys go as
+// many-row VALUES lists (a key twice in one list is an error there, so
+// rows that repeat one go row by row).
 func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms,
+	insert := `INSERT INTO ` + table + ` AS m (resource_id, start_ms,
 			pass, block, shadow_block, complete, error, rt_sum_ms, rt_min_ms, rt_max_ms, max_concurrency, busiest_second,
 			adaptive_limit_min, adaptive_limit_max, adaptive_limit_last, adaptive_limit_at_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id, start_ms) DO UPDATE SET `+addCounts(tx)))
+		VALUES `
+	conflict := ` ON CONFLICT (resource_id, start_ms) DO UPDATE SET ` + addCounts(tx)
+	type key struct{ resourceID, startMs int64 }
+	many := onPostgres(tx) && distinct(rows, func(r countRow) key { return key{r.resourceID, r.startMs} })
+	return upsertRows(ctx, tx, table, insert, conflict, countWidth, many, func(yield func(...any) bool) {
+		for _, r := range rows {
+			c := r.counts
+			if !yield(r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
+				c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond,
+				minLimit(c), c.AdaptiveLimitMax, c.AdaptiveLimitLast, r.limitAtMs()) {
+				return
+			}
+		}
+	})
+}
+
+// countWidth is how many columns upsertCounts writes a row.
+const countWidth = 16
+
+// upsertBlocks adds the blocks of rows to table, a metric table's blocks
+// table, within tx, as upsertCounts adds the counts.
+func upsertBlocks(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
+	type key struct {
+		resourceID, startMs int64
+		reason              engine.BlockReason
+		rule                string
+	}
+	if !slices.ContainsFunc(rows, func(r countRow) bool { return len(r.blocks) > 0 }) {
+		return nil
+	}
+	insert := `INSERT INTO ` + table + ` AS m (resource_id, start_ms, reason, rule, blocked) VALUES `
+	conflict := ` ON CONFLICT (resource_id, start_ms, reason, rule) DO UPDATE SET blocked = m.blocked + excluded.blocked`
+	many := false
+	if onPostgres(tx) {
+		var keys []key
+		for _, r := range rows {
+			for _, b := range r.blocks {
+				if b.Blocked != 0 {
+					keys = append(keys, key{r.resourceID, r.startMs, b.Reason, b.Rule})
+				}
+			}
+		}
+		many = distinct(keys, func(k key) key { return k })
+	}
+	return upsertRows(ctx, tx, table, insert, conflict, 5, many, func(yield func(...any) bool) {
+		for _, r := range rows {
+			for _, b := range r.blocks {
+				if b.Blocked != 0 && !yield(r.resourceID, r.startMs, string(b.Reason), b.Rule, b.Blocked) {
+					return
+				}
+			}
+		}
+	})
+}
+
+// rowsPerStatement bounds a many-row VALUES list: 16,000 parameters at
+// most, far below PostgreSQL's 65,535.
+const rowsPerStatement = 1000
+
+// upsertRows runs insert, a list of VALUES, conflict for each of the rows
+// of width columns that rows yields, into table, within tx: as many-row
+// lists of up to rowsPerStatement rows if many, else with one prepared
+// statement, row by row.
+func upsertRows(ctx context.Context, tx *gorm.DB, table, insert, conflict string, width int, many bool, rows func(yield func(...any) bool)) error {
+	row := "(" + strings.Repeat("?, ", width-1) + "?)"
+	if many {
+		// The driver watches a cancellable context with a goroutine per
+		// statement; the transaction still ends when ctx does.
+		ctx = context.WithoutCancel(ctx)
+		var args []any
+		n := 0
+		flush := func() error {
+			if n == 0 {
+				return nil
+			}
+			query := insert + strings.Repeat(row+", ", n-1) + row + conflict
+			if _, err := tx.Statement.ConnPool.ExecContext(ctx, bind(tx, query), args...); err != nil {
+				return fmt.Errorf("add to %s: %w", table, err)
+			}
+			args, n = args[:0], 0
+			return nil
+		}
+		var err error
+		rows(func(values ...any) bool {
+			args = append(args, values...)
+			if n++; n == rowsPerStatement {
+				err = flush()
+			}
+			return err == nil
+		})
+		if err != nil {
+			return err
+		}
+		return flush()
+	}
+	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, insert+row+conflict))
 	if err != nil {
 		return fmt.Errorf("add to %s: %w", table, err)
 	}
@@ -370,43 +467,27 @@ func upsertCounts(ctx context.Context, tx *gorm.DB, table string, rows []countRo
 	// statement, which costs more than the insert; the transaction still
 	// ends when ctx does.
 	ctx = context.WithoutCancel(ctx)
-	for _, r := range rows {
-		c := r.counts
-		if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, c.Pass, c.Block, c.ShadowBlock,
-			c.Complete, c.Error, c.RtSumMs, minRt(c), c.MaxRtMs, c.MaxConcurrency, c.BusiestSecond,
-			minLimit(c), c.AdaptiveLimitMax, c.AdaptiveLimitLast, r.limitAtMs()); err != nil {
-			return fmt.Errorf("add to %s: %w", table, err)
-		}
+	rows(func(values ...any) bool {
+		_, err = stmt.ExecContext(ctx, values...)
+		return err == nil
+	})
+	if err != nil {
+		return fmt.Errorf("add to %s: %w", table, err)
 	}
 	return nil
 }
 
-// upsertBlocks adds the blocks of rows to table, a metric table's blocks
-// table, within tx.
-func upsertBlocks(ctx context.Context, tx *gorm.DB, table string, rows []countRow) error {
-	if !slices.ContainsFunc(rows, func(r countRow) bool { return len(r.blocks) > 0 }) {
-		return nil
-	}
-	stmt, err := tx.Statement.ConnPool.PrepareContext(ctx, bind(tx, `INSERT INTO `+table+` AS m (resource_id, start_ms, reason, rule, blocked)
-		VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (resource_id, start_ms, reason, rule) DO UPDATE SET blocked = m.blocked + excluded.blocked`))
-	if err != nil {
-		return fmt.Errorf("add to %s: %w", table, err)
-	}
-	defer stmt.Close()
-	// As in upsertCounts: no goroutine per statement.
-	ctx = context.WithoutCancel(ctx)
-	for _, r := range rows {
-		for _, b := range r.blocks {
-			if b.Blocked == 0 {
-				continue
-			}
-			if _, err := stmt.ExecContext(ctx, r.resourceID, r.startMs, string(b.Reason), b.Rule, b.Blocked); err != nil {
-				return fmt.Errorf("add to %s: %w", table, err)
-			}
+// distinct reports whether no two of items have the same key.
+func distinct[T any, K comparable](items []T, key func(T) K) bool {
+	seen := make(map[K]struct{}, len(items))
+	for _, it := range items {
+		k := key(it)
+		if _, dup := seen[k]; dup {
+			return false
 		}
+		seen[k] = struct{}{}
 	}
-	return nil
+	return true
 }
 
 // GetMetricResource returns the resource called name, or ErrNotFound if it
