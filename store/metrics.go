@@ -428,10 +428,11 @@ const rowsPerStatement = 1000
 // statement, row by row.
 func upsertRows(ctx context.Context, tx *gorm.DB, table, insert, conflict string, width int, many bool, rows func(yield func(...any) bool)) error {
 	row := "(" + strings.Repeat("?, ", width-1) + "?)"
+	// The driver watches a cancellable context with a goroutine per
+	// statement, which costs more than the insert; the transaction still
+	// ends when ctx does.
+	ctx = context.WithoutCancel(ctx)
 	if many {
-		// The driver watches a cancellable context with a goroutine per
-		// statement; the transaction still ends when ctx does.
-		ctx = context.WithoutCancel(ctx)
 		var args []any
 		n := 0
 		flush := func() error {
@@ -463,10 +464,6 @@ func upsertRows(ctx context.Context, tx *gorm.DB, table, insert, conflict string
 		return fmt.Errorf("add to %s: %w", table, err)
 	}
 	defer stmt.Close()
-	// The driver watches a cancellable context with a goroutine per
-	// statement, which costs more than the insert; the transaction still
-	// ends when ctx does.
-	ctx = context.WithoutCancel(ctx)
 	rows(func(values ...any) bool {
 		_, err = stmt.ExecContext(ctx, values...)
 		return err == nil
