@@ -286,10 +286,10 @@ func StreamClientInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamClie
 			e.Exit(engine.WithError(g.failure(err)))
 			return nil, err
 		}
-		s := &clientStream{ClientStream: cs, g: g, e: e}
+		s := &clientStream{ClientStream: cs, ctx: cs.Context(), g: g, e: e}
 		// A stream the caller abandons ends with its context; the entry
 		// must not stay in flight.
-		s.stop = context.AfterFunc(cs.Context(), func() {
+		s.stop = context.AfterFunc(s.ctx, func() {
 			if s.calls.Load() == 0 {
 				s.exit(s.ctxErr())
 			}
@@ -308,6 +308,9 @@ func StreamClientInterceptor(eng *engine.Engine, opts ...Option) grpc.StreamClie
 // status, not a cancellation, and no entry stays in flight.
 type clientStream struct {
 	grpc.ClientStream
+	// ctx is the stream's context, read once: gRPC's Context takes the
+	// stream's lock.
+	ctx    context.Context
 	g      *grpcGuard
 	e      engine.Entry
 	stop   func() bool
@@ -317,13 +320,13 @@ type clientStream struct {
 
 // ctxErr is the status of a stream whose context ended.
 func (s *clientStream) ctxErr() error {
-	return status.FromContextError(s.ClientStream.Context().Err()).Err()
+	return status.FromContextError(s.ctx.Err()).Err()
 }
 
 // returned closes a RecvMsg or SendMsg: the last call out exits if the
 // stream's context ended while it was under way.
 func (s *clientStream) returned() {
-	if s.calls.Add(-1) == 0 && s.ClientStream.Context().Err() != nil {
+	if s.calls.Add(-1) == 0 && s.ctx.Err() != nil {
 		s.exit(s.ctxErr())
 	}
 }
